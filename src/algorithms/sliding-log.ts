@@ -1,0 +1,77 @@
+/**
+ * Sliding log: the timestamp of every admitted unit in a ring buffer. Exact — never more than
+ * `limit` in any rolling window — at O(limit) memory per key. Choose it where precision matters
+ * more than memory and limits are small: login attempts, password resets, OTP sends.
+ */
+import { type Decision, decision } from "../decision.ts";
+import type { SlidingLogSpec } from "../spec.ts";
+import type { Algorithm } from "./algorithm.ts";
+
+/**
+ * Sliding-log state: a ring buffer of admitted timestamps, oldest at `head`. The buffer grows
+ * on demand up to `limit` slots, so a key that sends little holds little. Only the newest
+ * `limit` entries can ever matter, so that is all it keeps.
+ */
+export interface SlidingLogState {
+  buf: number[];
+  head: number;
+  n: number;
+}
+
+const at = (s: SlidingLogState, i: number): number => s.buf[(s.head + i) % s.buf.length] as number;
+
+/** Drops the oldest entries until at most `keep` remain (each entry is removed once). */
+function dropOldest(s: SlidingLogState, keep: number): void {
+  while (s.n > keep) {
+    s.head = (s.head + 1) % s.buf.length;
+    s.n--;
+  }
+}
+
+/** Appends `count` copies of `t`, growing the buffer (at most to `limit`) when full. */
+function append(s: SlidingLogState, t: number, count: number, limit: number): void {
+  if (s.n + count > s.buf.length) {
+    const size = Math.min(limit, Math.max(s.n + count, s.buf.length * 2, 4));
+    const grown = new Array<number>(size);
+    for (let i = 0; i < s.n; i++) grown[i] = at(s, i);
+    s.buf = grown;
+    s.head = 0;
+  }
+  for (let i = 0; i < count; i++) s.buf[(s.head + s.n + i) % s.buf.length] = t;
+  s.n += count;
+}
+
+/** Builds the sliding-log step for `spec`. */
+export function slidingLog(spec: SlidingLogSpec): Algorithm<SlidingLogState> {
+  const { limit, windowMs: W } = spec;
+  return {
+    kind: "sliding-log",
+    spec,
+    limit,
+    horizonMs: W,
+    create: () => ({ buf: [], head: 0, n: 0 }),
+    freshAt: (s) => (s.n > 0 ? at(s, s.n - 1) + W : Number.NEGATIVE_INFINITY),
+    step(s, now, cost, commit): Decision {
+      // A clock that stepped back is read as "no time passed": the newest entry's time.
+      const t = s.n > 0 ? Math.max(now, at(s, s.n - 1)) : now;
+      // Expired entries never count again, so removing them changes no decision (even on peek).
+      while (s.n > 0 && at(s, 0) <= t - W) {
+        s.head = (s.head + 1) % s.buf.length;
+        s.n--;
+      }
+      if (s.n > limit) dropOldest(s, limit); // state kept from a larger limit (updateRule)
+      const n = s.n;
+      const reset = n > 0 ? Math.ceil(at(s, n - 1) + W - now) : 0;
+      if (cost > limit) return decision(false, limit, limit - n, Number.POSITIVE_INFINITY, reset);
+      if (n + cost > limit) {
+        const oldest = at(s, n + cost - limit - 1);
+        return decision(false, limit, limit - n, Math.ceil(oldest + W - now), reset);
+      }
+      if (commit) {
+        append(s, t, cost, limit);
+      }
+      // cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
+      return decision(true, limit, limit - n - cost, 0, cost > 0 ? Math.ceil(t + W - now) : reset);
+    },
+  };
+}

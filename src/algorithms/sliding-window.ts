@@ -1,0 +1,77 @@
+/**
+ * Sliding window counter: the current and previous fixed-window counts, the previous one
+ * weighted by how much of it still overlaps the rolling window. O(1) memory and close to exact
+ * (it assumes the previous window's requests were evenly spread). Choose it for public APIs
+ * with large limits (search: 100/min per key) where a sliding log would cost too much memory.
+ */
+import { type Decision, decision } from "../decision.ts";
+import type { SlidingWindowSpec } from "../spec.ts";
+import type { Algorithm } from "./algorithm.ts";
+
+/** Sliding-window state: start `w` of the current window, previous count `p`, current count `c`. */
+export interface SlidingWindowState {
+  w: number;
+  p: number;
+  c: number;
+}
+
+/**
+ * Largest `limit × windowMs` for which every product in the integer comparison stays exact in
+ * a double (and in Redis Lua, whose numbers are doubles too). The validator enforces it.
+ */
+export const SLIDING_WINDOW_MAX_PRODUCT = 2 ** 51;
+
+/** Builds the sliding-window step for `spec`. */
+export function slidingWindow(spec: SlidingWindowSpec): Algorithm<SlidingWindowState> {
+  const { limit: L, windowMs: W } = spec;
+  const LW = L * W;
+  return {
+    kind: "sliding-window",
+    spec,
+    limit: L,
+    horizonMs: 2 * W,
+    create: () => ({ w: Number.NEGATIVE_INFINITY, p: 0, c: 0 }),
+    freshAt: (s) => (s.c > 0 ? s.w + 2 * W : s.p > 0 ? s.w + W : Number.NEGATIVE_INFINITY),
+    step(state, now, cost, commit): Decision {
+      // A clock that stepped back into an older window keeps the stored window.
+      const s = Math.max(Math.floor(now / W) * W, state.w);
+      let prev = 0;
+      let cur = 0;
+      if (state.w === s) {
+        prev = state.p;
+        cur = state.c;
+      } else if (state.w === s - W) {
+        prev = state.c;
+      }
+      const el = Math.max(0, now - s);
+      const weighted = prev * (W - el);
+      const remaining = (c: number) => Math.max(0, Math.floor((LW - weighted - c * W) / W));
+      const reset = (c: number) => Math.ceil(c > 0 ? s + 2 * W - now : prev > 0 ? s + W - now : 0);
+      if (cost > L) return decision(false, L, remaining(cur), Number.POSITIVE_INFINITY, reset(cur));
+      if (weighted + (cur + cost) * W <= LW) {
+        cur += cost;
+        if (commit) {
+          state.w = s;
+          state.p = prev;
+          state.c = cur;
+        }
+        return decision(true, L, remaining(cur), 0, reset(cur));
+      }
+      return decision(false, L, remaining(cur), Math.ceil(passesAt(s, prev, cur, cost) - now), reset(cur));
+    },
+  };
+
+  /** The first whole ms at which `prev·(W − el) + (cur + cost)·W ≤ L·W` holds, state unchanged. */
+  function passesAt(s: number, prev: number, cur: number, cost: number): number {
+    const room = L - cur - cost;
+    if (room >= 0 && prev > 0) {
+      // Within this window: need W − el ≤ room·W / prev.
+      const elMin = W - Math.floor((room * W) / prev);
+      if (elMin < W) return s + Math.max(0, elMin);
+    }
+    // In the next window `cur` becomes the previous count and the current one starts at 0.
+    if (cur === 0) return s + W;
+    const elMin = W - Math.floor(((L - cost) * W) / cur);
+    return s + W + Math.max(0, elMin);
+  }
+}

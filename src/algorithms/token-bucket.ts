@@ -1,0 +1,50 @@
+/**
+ * Token bucket: a balance that refills at a steady rate up to `capacity`; each request spends
+ * `cost` tokens. O(1) per key; allows bursts up to `capacity`, then settles to the refill rate.
+ * Choose it where occasional bursts are fine but the long-run rate is fixed (API clients, jobs).
+ */
+import { ceilMs, type Decision, decision, EPSILON } from "../decision.ts";
+import type { TokenBucketSpec } from "../spec.ts";
+import type { Algorithm } from "./algorithm.ts";
+
+/** Token-bucket state: balance `b` in thousandths of a token as of time `t`. */
+export interface TokenBucketState {
+  b: number;
+  t: number;
+}
+
+/** Builds the token-bucket step for `spec`. */
+export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> {
+  const { capacity: C, refillPerSecond: r } = spec;
+  // Thousandths of a token per ms equals tokens per second, so whole-number rates stay exact.
+  const full = C * 1000;
+  const balanceAt = (s: TokenBucketState, now: number) => Math.min(full, s.b + Math.max(0, now - s.t) * r);
+  const whole = (balance: number) => Math.floor((balance + EPSILON) / 1000);
+  return {
+    kind: "token-bucket",
+    spec,
+    limit: C,
+    horizonMs: full / r,
+    create: () => ({ b: full, t: Number.NEGATIVE_INFINITY }),
+    freshAt: (s) => s.t + (full - s.b) / r,
+    step(state, now, cost, commit): Decision {
+      const balance = balanceAt(state, now);
+      const need = cost * 1000;
+      if (cost > C) {
+        return decision(false, C, whole(balance), Number.POSITIVE_INFINITY, ceilMs((full - balance) / r));
+      }
+      if (balance + EPSILON >= need) {
+        const left = balance - need;
+        if (commit) {
+          state.b = left;
+          state.t = Math.max(now, state.t);
+        }
+        return decision(true, C, whole(left), 0, ceilMs((full - left) / r));
+      }
+      let retry = ceilMs((need - balance) / r);
+      // Float noise must never tell a client to come back before it can pass.
+      while (balanceAt(state, now + retry) + EPSILON < need) retry++;
+      return decision(false, C, whole(balance), retry, ceilMs((full - balance) / r));
+    },
+  };
+}

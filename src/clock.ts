@@ -1,0 +1,132 @@
+/**
+ * Time for sluice. This is the only module that reads the system time: algorithms and stores
+ * receive `now` as a number, so every decision is reproducible with a {@link ManualClock}.
+ */
+
+/** A source of time in milliseconds. Every decision reads it exactly once. */
+export interface Clock {
+  /** Current time in milliseconds. */
+  now(): number;
+}
+
+/** Largest delay `setTimeout` honours; longer waits are chained so durations of years work. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Wall-clock milliseconds that never run backwards. It is built on `performance.now()` (a
+ * monotonic source) anchored once to the epoch, so fixed windows still align to epoch
+ * multiples while NTP steps and manual clock changes cannot move it back.
+ */
+class SystemClock implements Clock {
+  readonly #origin = Math.floor(performance.timeOrigin);
+  now(): number {
+    return this.#origin + Math.floor(performance.now());
+  }
+}
+
+/** The default clock: epoch milliseconds (integers) from a monotonic source. */
+export const systemClock: Clock = new SystemClock();
+
+interface ManualTimer {
+  at: number;
+  fire: () => void;
+}
+
+/**
+ * A clock that moves only when told to. Tests use it to check behaviour at exact instants
+ * without sleeping; waits scheduled on it (e.g. by `acquire`) fire when it is advanced.
+ *
+ * @example const clock = new ManualClock(); clock.set(1000); clock.advance(500); clock.now() // 1500
+ */
+export class ManualClock implements Clock {
+  #time: number;
+  #timers: ManualTimer[] = [];
+
+  /** Starts at `start` milliseconds (default 0). */
+  constructor(start = 0) {
+    this.#time = checkTime(start, "start");
+  }
+
+  /** Current manual time. */
+  now(): number {
+    return this.#time;
+  }
+
+  /** Moves the clock to `ms` (it may move backwards, to test clock steps) and fires due waits. */
+  set(ms: number): this {
+    this.#time = checkTime(ms, "ms");
+    this.#fireDue();
+    return this;
+  }
+
+  /** Moves the clock forward by `ms` and fires due waits. */
+  advance(ms: number): this {
+    return this.set(this.#time + checkTime(ms, "ms"));
+  }
+
+  /** @internal Schedules `fire` for when the clock reaches `now() + ms`; returns a canceller. */
+  schedule(ms: number, fire: () => void): () => void {
+    const timer = { at: this.#time + ms, fire };
+    this.#timers.push(timer);
+    return () => {
+      this.#timers = this.#timers.filter((t) => t !== timer);
+    };
+  }
+
+  #fireDue(): void {
+    const due = this.#timers.filter((t) => t.at <= this.#time);
+    if (due.length === 0) return;
+    this.#timers = this.#timers.filter((t) => t.at > this.#time);
+    due.sort((a, b) => a.at - b.at);
+    for (const t of due) t.fire();
+  }
+}
+
+function checkTime(value: number, name: string): number {
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw new TypeError(`${name} must be a finite number of milliseconds (got ${String(value)})`);
+  }
+  return value;
+}
+
+/**
+ * Resolves after `ms` milliseconds as measured by `clock`, or rejects with the signal's reason
+ * when aborted. A {@link ManualClock} fires the wait when advanced; any other clock uses
+ * chained timers, so waits longer than 2^31 ms do not overflow into an immediate timeout.
+ */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(abortReason(signal));
+      return;
+    }
+    let cancel: () => void;
+    const onAbort = () => {
+      cancel();
+      reject(abortReason(signal as AbortSignal));
+    };
+    const done = () => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    };
+    if (clock instanceof ManualClock) {
+      cancel = clock.schedule(ms, done);
+    } else {
+      let timer: ReturnType<typeof setTimeout>;
+      const deadline = performance.now() + ms;
+      const arm = () => {
+        const left = deadline - performance.now();
+        if (left <= 0) return done();
+        timer = setTimeout(arm, Math.min(Math.ceil(left), MAX_TIMER_MS));
+      };
+      cancel = () => clearTimeout(timer);
+      arm();
+    }
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** The rejection value for an aborted wait: the signal's own reason, else a standard AbortError. */
+export function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("The operation was aborted", "AbortError");
+}

@@ -1,0 +1,37 @@
+/** The answer to every check. Being limited is a Decision, never an exception. */
+export interface Decision {
+  /** Whether the request may proceed. */
+  allowed: boolean;
+  /** The rule's limit / capacity / burst (for a composite: that of the member with least remaining). */
+  limit: number;
+  /** Whole units still available now, after this decision (≥ 0). */
+  remaining: number;
+  /** 0 when allowed; else ms until the same request would pass; `Infinity` when it never can. */
+  retryAfterMs: number;
+  /** ms until this key is back to full capacity (0 when it already is). */
+  resetMs: number;
+  /** leaky-bucket only: how long the admitted request should wait before proceeding; else 0. */
+  delayMs: number;
+  /** Composite rules: one decision per member, in spec order. */
+  parts?: Decision[];
+}
+
+/** Builds a Decision; the single place its shape is created, so every path has the same fields. */
+export function decision(
+  allowed: boolean,
+  limit: number,
+  remaining: number,
+  retryAfterMs: number,
+  resetMs: number,
+  delayMs = 0,
+): Decision {
+  return { allowed, limit, remaining, retryAfterMs, resetMs, delayMs };
+}
+
+/** Tolerance for float noise in quotients such as `periodMs / limit` (far below the 1 ms the contract allows). */
+export const EPSILON = 1e-6;
+
+/** Rounds a positive duration up to whole ms, ignoring float noise below {@link EPSILON}; never negative. */
+export function ceilMs(ms: number): number {
+  return ms <= EPSILON ? 0 : Math.ceil(ms - EPSILON);
+}

@@ -1,0 +1,42 @@
+/**
+ * sluice: exact, fast, bounded rate limiting. One interface (`tryAcquire(key)` → Decision),
+ * six algorithms, an in-process store (here) and a Redis store (`sluice/redis`).
+ */
+export type { AcquireOptions } from "./acquire.ts";
+export type { Algorithm } from "./algorithms/algorithm.ts";
+export { algorithmFor } from "./algorithms/index.ts";
+export { type Clock, ManualClock, systemClock } from "./clock.ts";
+export { combine } from "./composite.ts";
+export type { Decision } from "./decision.ts";
+export {
+  ArgumentError,
+  ConfigError,
+  DuplicateRuleError,
+  isSluiceError,
+  SluiceError,
+  StoreError,
+  UnknownRuleError,
+  WaitTimeoutError,
+} from "./errors.ts";
+export { createLimiter, type Limiter, type LimiterOptions, type Result } from "./limiter.ts";
+export { classify, type ReplayEvent, replay } from "./replay.ts";
+export { type CheckOptions, RateLimiterService, type RuleInfo, type RuleOptions } from "./service.ts";
+export {
+  ALGORITHMS,
+  type AlgorithmName,
+  type AlgorithmSpec,
+  type FixedWindowSpec,
+  type GcraSpec,
+  type LeakyBucketSpec,
+  type LimitSpec,
+  type RuleSpec,
+  type SeedSpec,
+  type SlidingLogSpec,
+  type SlidingWindowSpec,
+  specLimit,
+  type TokenBucketSpec,
+  validateRule,
+  validateSpec,
+} from "./spec.ts";
+export type { BoundRule, RuleBinding, Store } from "./store.ts";
+export { MemoryStore, type MemoryStoreOptions } from "./stores/memory/memory-store.ts";

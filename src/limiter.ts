@@ -1,0 +1,141 @@
+/**
+ * `createLimiter`: a validated rule (one spec or a composite) bound to a store and a clock.
+ * The limiter owns what every store shares: reading the clock once per decision, validating
+ * keys and costs, waiting in `acquire`.
+ */
+import { type AcquireOptions, WaitQueues } from "./acquire.ts";
+import { algorithmFor } from "./algorithms/index.ts";
+import { type Clock, systemClock } from "./clock.ts";
+import type { Decision } from "./decision.ts";
+import { ArgumentError } from "./errors.ts";
+import type { AlgorithmSpec, RuleSpec } from "./spec.ts";
+import { validateRule } from "./spec.ts";
+import type { BoundRule, Store } from "./store.ts";
+import { MemoryStore } from "./stores/memory/memory-store.ts";
+
+/** Options of {@link createLimiter}. */
+export interface LimiterOptions<S extends Store = Store> {
+  /** Time source (default: `systemClock`, or Redis server time on a `RedisStore`). */
+  clock?: Clock;
+  /** Where state lives (default: a new `MemoryStore`). */
+  store?: S;
+  /**
+   * Namespace of this limiter's state in its store. Limiters with the same name (or, without
+   * one, the same spec) on one store share state, which is how a fleet shares a Redis limit.
+   */
+  name?: string;
+}
+
+/** What a check returns on store `S`: a plain Decision in-process, a promise on Redis. */
+export type Result<S extends Store> = S["synchronous"] extends true
+  ? Decision
+  : S["synchronous"] extends false
+    ? Promise<Decision>
+    : Decision | Promise<Decision>;
+
+/** A rate limiter: one rule applied per key. */
+export interface Limiter<S extends Store = Store> {
+  /** The rule's normalised member specs (one, or several for a composite). */
+  readonly specs: readonly AlgorithmSpec[];
+  /** Takes `cost` units (default 1) for `key` if the rule allows it; a denial changes nothing. */
+  tryAcquire(key: string, cost?: number): Result<S>;
+  /** What `tryAcquire` would say now; changes nothing. */
+  peek(key: string, cost?: number): Result<S>;
+  /** Forgets `key`: its next request is treated as a new key's. */
+  reset(key: string): S["synchronous"] extends true ? void : Promise<void>;
+  /** Waits (FIFO per key) until allowed; rejects with WaitTimeoutError or the abort reason. */
+  acquire(key: string, options?: AcquireOptions): Promise<Decision>;
+  /** Releases this limiter's hold on its store state (for rules replaced at runtime). */
+  close(): void;
+}
+
+/** Checks a key argument; keys are arbitrary strings, including the empty string. */
+export function checkKey(key: unknown): asserts key is string {
+  if (typeof key !== "string") {
+    throw new ArgumentError(`key must be a string (got ${typeof key === "object" ? String(key) : typeof key})`);
+  }
+}
+
+/** Checks a cost argument: a safe integer ≥ 1. */
+export function checkCost(cost: unknown): asserts cost is number {
+  if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost < 1) {
+    throw new ArgumentError(
+      `cost must be a positive integer (got ${typeof cost === "string" ? JSON.stringify(cost) : String(cost)})`,
+    );
+  }
+}
+
+function isClock(value: unknown): value is Clock {
+  return (
+    typeof value === "object" && value !== null && typeof (value as Clock).now === "function" && !("store" in value)
+  );
+}
+
+/** Normalises the `options | clock` argument shared by `createLimiter` and `RateLimiterService`. */
+export function resolveOptions<S extends Store>(options: LimiterOptions<S> | Clock | undefined): LimiterOptions<S> {
+  if (options === undefined) return {};
+  if (isClock(options)) return { clock: options };
+  if (typeof options !== "object" || options === null) {
+    throw new ArgumentError(`options must be an object or a Clock (got ${String(options)})`);
+  }
+  return options;
+}
+
+/**
+ * Builds a limiter from a spec (or an array of specs: a composite that passes only if every
+ * member passes). Throws ConfigError naming the bad field.
+ *
+ * @example
+ * const limiter = createLimiter({ algorithm: "token-bucket", capacity: 10, refillPerSecond: 2 });
+ * if (!limiter.tryAcquire(userId).allowed) reply429();
+ */
+export function createLimiter<S extends Store = MemoryStore>(
+  spec: RuleSpec,
+  options?: LimiterOptions<S> | Clock,
+): Limiter<S> {
+  const specs = validateRule(spec);
+  const opts = resolveOptions(options);
+  const store: Store = opts.store ?? new MemoryStore();
+  const name = opts.name ?? `spec:${JSON.stringify(specs)}`;
+  return bindLimiter(specs, store, opts.clock, name) as Limiter<S>;
+}
+
+/** Builds a limiter for already validated specs (used by the service for rules and tiers). */
+export function bindLimiter(specs: AlgorithmSpec[], store: Store, clock: Clock | undefined, id: string): Limiter {
+  const bound: BoundRule = store.bind({ id, algorithms: specs.map(algorithmFor) });
+  const waits = new WaitQueues();
+  const sync = store.synchronous;
+  // Argument errors throw in-process and reject on async stores, so each style catches them.
+  const guard = <T>(run: () => T): T => {
+    if (sync) return run();
+    try {
+      return run();
+    } catch (error) {
+      return Promise.reject(error) as T;
+    }
+  };
+  const check = (key: string, cost: number, peek: boolean) =>
+    guard(() => {
+      checkKey(key);
+      if (cost !== 1) checkCost(cost);
+      return bound.check(key, cost, clock?.now(), peek);
+    });
+  const limiter: Limiter = {
+    specs,
+    tryAcquire: (key, cost = 1) => check(key, cost, false),
+    peek: (key, cost = 1) => check(key, cost, true),
+    reset: (key) =>
+      guard(() => {
+        checkKey(key);
+        return bound.reset(key);
+      }) as never,
+    acquire: async (key, acquireOptions = {}) => {
+      checkKey(key);
+      const cost = acquireOptions.cost ?? 1;
+      checkCost(cost);
+      return waits.acquire(key, acquireOptions, clock ?? systemClock, (c) => bound.check(key, c, clock?.now(), false));
+    },
+    close: () => bound.release(),
+  };
+  return limiter;
+}

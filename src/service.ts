@@ -1,0 +1,186 @@
+/**
+ * `RateLimiterService`: named rules (each one spec or a composite), optional tiers per rule,
+ * runtime updates that keep state which still fits. Callers name a rule; they never see the
+ * algorithm behind it.
+ */
+import type { Clock } from "./clock.ts";
+import type { Decision } from "./decision.ts";
+import { ArgumentError, DuplicateRuleError, UnknownRuleError } from "./errors.ts";
+import { bindLimiter, type Limiter, type LimiterOptions, resolveOptions } from "./limiter.ts";
+import { type AlgorithmSpec, type LimitSpec, type RuleSpec, validateRule } from "./spec.ts";
+import type { Store } from "./store.ts";
+import { MemoryStore } from "./stores/memory/memory-store.ts";
+
+/** Options of `addRule` / `updateRule`. */
+export interface RuleOptions {
+  /** Alternative specs selected per call with `{ tier }`, e.g. `{ pro: {...}, free: {...} }`. */
+  tiers?: Record<string, LimitSpec | readonly LimitSpec[]>;
+}
+
+/** Options of `check` / `peek`. */
+export interface CheckOptions {
+  /** Units to take (default 1). */
+  cost?: number;
+  /** Which of the rule's tiers applies (default: the rule's own spec). */
+  tier?: string;
+}
+
+/** A registered rule as `rules()` describes it. */
+export interface RuleInfo {
+  name: string;
+  specs: AlgorithmSpec[];
+  tiers: Record<string, AlgorithmSpec[]>;
+}
+
+interface Rule {
+  info: RuleInfo;
+  base: Limiter;
+  tiers: Map<string, Limiter>;
+}
+
+const encode = encodeURIComponent;
+
+/**
+ * Named rate-limit rules over one store and clock.
+ *
+ * @example
+ * const service = new RateLimiterService().addRule("login", { algorithm: "sliding-log", limit: 5, windowMs: 3_600_000 });
+ * service.check("login", accountId).allowed
+ */
+export class RateLimiterService {
+  readonly #store: Store;
+  readonly #clock: Clock | undefined;
+  readonly #rules = new Map<string, Rule>();
+
+  /** Uses `options.store` (default: a new MemoryStore) and `options.clock` (or a Clock given directly). */
+  constructor(options?: LimiterOptions | Clock) {
+    const opts = resolveOptions(options);
+    this.#store = opts.store ?? new MemoryStore();
+    this.#clock = opts.clock;
+  }
+
+  /** The store rules keep their state in. */
+  get store(): Store {
+    return this.#store;
+  }
+
+  /** Registers `name`; throws DuplicateRuleError if it exists, ConfigError if a spec is invalid. */
+  addRule(name: string, spec: RuleSpec, options?: RuleOptions): this {
+    checkName(name);
+    if (this.#rules.has(name)) throw new DuplicateRuleError(name);
+    this.#rules.set(name, this.#build(name, spec, options));
+    return this;
+  }
+
+  /**
+   * Replaces `name`'s specs and tiers for later calls. State is kept wherever the member's
+   * algorithm is unchanged (a raised limit keeps today's count); a member whose algorithm
+   * changed starts fresh. Nothing changes if the new spec is invalid.
+   */
+  updateRule(name: string, spec: RuleSpec, options?: RuleOptions): this {
+    const old = this.#get(name);
+    const rule = this.#build(name, spec, options);
+    this.#rules.set(name, rule);
+    closeRule(old);
+    return this;
+  }
+
+  /** Removes `name` and its state; returns whether it existed. */
+  removeRule(name: string): boolean {
+    const rule = this.#rules.get(name);
+    if (rule === undefined) return false;
+    this.#rules.delete(name);
+    closeRule(rule);
+    return true;
+  }
+
+  /** Whether `name` is registered. */
+  hasRule(name: string): boolean {
+    return this.#rules.has(name);
+  }
+
+  /** The registered rules with their normalised specs. */
+  rules(): RuleInfo[] {
+    return [...this.#rules.values()].map((r) => r.info);
+  }
+
+  /** Takes `cost` units of `rule` for `key`; UnknownRuleError / ArgumentError on bad names. */
+  check(rule: string, key: string, options?: CheckOptions): Decision | Promise<Decision> {
+    return this.#guard(() => this.#limiter(rule, options).tryAcquire(key, options?.cost));
+  }
+
+  /** What `check` would say now; changes nothing. */
+  peek(rule: string, key: string, options?: CheckOptions): Decision | Promise<Decision> {
+    return this.#guard(() => this.#limiter(rule, options).peek(key, options?.cost));
+  }
+
+  /** Forgets `key` under `rule` (its own spec and every tier). */
+  reset(rule: string, key: string): void | Promise<void> {
+    return this.#guard(() => {
+      const r = this.#get(rule);
+      const results = [r.base, ...r.tiers.values()].map((l) => l.reset(key));
+      if (this.#store.synchronous) return;
+      return Promise.all(results).then(() => undefined);
+    });
+  }
+
+  #guard<T>(run: () => T): T {
+    if (this.#store.synchronous) return run();
+    try {
+      return run();
+    } catch (error) {
+      return Promise.reject(error) as T;
+    }
+  }
+
+  #get(name: string): Rule {
+    const rule = this.#rules.get(name);
+    if (rule === undefined) throw new UnknownRuleError(name);
+    return rule;
+  }
+
+  #limiter(name: string, options: CheckOptions | undefined): Limiter {
+    const rule = this.#get(name);
+    const tier = options?.tier;
+    if (tier === undefined) return rule.base;
+    const limiter = typeof tier === "string" ? rule.tiers.get(tier) : undefined;
+    if (limiter === undefined) {
+      const known = [...rule.tiers.keys()].map((t) => JSON.stringify(t)).join(", ") || "none";
+      throw new ArgumentError(
+        `unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(name)} (tiers: ${known})`,
+      );
+    }
+    return limiter;
+  }
+
+  /** Validates everything first, so an invalid update changes nothing. */
+  #build(name: string, spec: RuleSpec, options: RuleOptions | undefined): Rule {
+    const where = `rule ${JSON.stringify(name)}: `;
+    const specs = validateRule(spec, where);
+    const tierSpecs: Record<string, AlgorithmSpec[]> = {};
+    const tiers = options?.tiers ?? {};
+    if (typeof tiers !== "object" || tiers === null || Array.isArray(tiers)) {
+      throw new ArgumentError(`${where}tiers must be an object of specs (got ${String(tiers)})`);
+    }
+    for (const [tier, tierSpec] of Object.entries(tiers)) {
+      tierSpecs[tier] = validateRule(tierSpec, `rule ${JSON.stringify(name)} tier ${JSON.stringify(tier)}: `);
+    }
+    const base = bindLimiter(specs, this.#store, this.#clock, `rule:${encode(name)}`);
+    const bound = new Map<string, Limiter>();
+    for (const [tier, s] of Object.entries(tierSpecs)) {
+      bound.set(tier, bindLimiter(s, this.#store, this.#clock, `rule:${encode(name)}:tier:${encode(tier)}`));
+    }
+    return { info: { name, specs, tiers: tierSpecs }, base, tiers: bound };
+  }
+}
+
+function closeRule(rule: Rule): void {
+  rule.base.close();
+  for (const limiter of rule.tiers.values()) limiter.close();
+}
+
+function checkName(name: unknown): asserts name is string {
+  if (typeof name !== "string" || name.length === 0) {
+    throw new ArgumentError(`rule name must be a non-empty string (got ${JSON.stringify(name) ?? String(name)})`);
+  }
+}

@@ -1,0 +1,188 @@
+/**
+ * Limit specs: plain objects naming an algorithm and its parameters. `validateSpec` turns
+ * user input (including the seed's `type` aliases) into a normalised spec or throws a
+ * ConfigError that names the field and the value received.
+ */
+import { ConfigError } from "./errors.ts";
+
+/** `limit` requests per `windowMs`, windows aligned to multiples of `windowMs` since epoch 0. */
+export interface FixedWindowSpec {
+  algorithm: "fixed-window";
+  limit: number;
+  windowMs: number;
+}
+/** At most `limit` in any rolling `windowMs`; exact, O(limit) memory per key. */
+export interface SlidingLogSpec {
+  algorithm: "sliding-log";
+  limit: number;
+  windowMs: number;
+}
+/** Rolling-window estimate from two fixed-window counters; O(1) memory per key. */
+export interface SlidingWindowSpec {
+  algorithm: "sliding-window";
+  limit: number;
+  windowMs: number;
+}
+/** Bursts up to `capacity`, refilled at `refillPerSecond` tokens per second; starts full. */
+export interface TokenBucketSpec {
+  algorithm: "token-bucket";
+  capacity: number;
+  refillPerSecond: number;
+}
+/** `limit` per `periodMs` as evenly spaced emissions, `burst` (default `limit`) at once; one number per key. */
+export interface GcraSpec {
+  algorithm: "gcra";
+  limit: number;
+  periodMs: number;
+  burst?: number;
+}
+/** A queue of `capacity` draining at `leakPerSecond`; admitted requests carry `delayMs`. */
+export interface LeakyBucketSpec {
+  algorithm: "leaky-bucket";
+  capacity: number;
+  leakPerSecond: number;
+}
+/** The seed's spec form: `fixed` = fixed-window, `sliding` = sliding-log, `bucket` = token-bucket. */
+export type SeedSpec =
+  | { type: "fixed" | "sliding"; limit: number; windowMs: number }
+  | { type: "bucket"; capacity: number; refillPerSecond: number };
+
+/** Any normalised spec (what `validateSpec` returns). */
+export type AlgorithmSpec =
+  | FixedWindowSpec
+  | SlidingLogSpec
+  | SlidingWindowSpec
+  | TokenBucketSpec
+  | GcraSpec
+  | LeakyBucketSpec;
+
+/** A spec as users may write it: one of the six algorithms or the seed's aliases. */
+export type LimitSpec = AlgorithmSpec | SeedSpec;
+
+/** A rule: one spec, or an array of specs that must all pass (a composite). */
+export type RuleSpec = LimitSpec | readonly LimitSpec[];
+
+/** The algorithm names, in the order the docs present them. */
+export const ALGORITHMS = [
+  "fixed-window",
+  "sliding-log",
+  "sliding-window",
+  "token-bucket",
+  "gcra",
+  "leaky-bucket",
+] as const;
+
+/** One of the six algorithm names. */
+export type AlgorithmName = (typeof ALGORITHMS)[number];
+
+type FieldKind = "integer" | "rate";
+const FIELDS: Record<AlgorithmName, Record<string, FieldKind>> = {
+  "fixed-window": { limit: "integer", windowMs: "integer" },
+  "sliding-log": { limit: "integer", windowMs: "integer" },
+  "sliding-window": { limit: "integer", windowMs: "integer" },
+  "token-bucket": { capacity: "integer", refillPerSecond: "rate" },
+  gcra: { limit: "integer", periodMs: "integer", burst: "integer" },
+  "leaky-bucket": { capacity: "integer", leakPerSecond: "rate" },
+};
+const OPTIONAL = new Set(["burst"]);
+const SEED_TYPES: Record<string, AlgorithmName> = {
+  fixed: "fixed-window",
+  sliding: "sliding-log",
+  bucket: "token-bucket",
+};
+
+/** Formats a received value for an error message: strings quoted, everything else as written. */
+export function describeValue(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (Array.isArray(value)) return "an array";
+  if (value !== null && typeof value === "object") return "an object";
+  return String(value);
+}
+
+function fail(where: string, field: string, message: string, value: unknown): never {
+  throw new ConfigError(field, `${where}${message} (got ${describeValue(value)})`, value);
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+/**
+ * Validates one spec and returns its normalised form (`algorithm` set, `burst` filled in).
+ * `where` prefixes messages, e.g. `rule "login" [1]: `.
+ */
+export function validateSpec(input: unknown, where = ""): AlgorithmSpec {
+  if (!isPlainObject(input)) fail(where, "spec", "a spec must be a plain object", input);
+  let name: AlgorithmName;
+  const hasAlgorithm = "algorithm" in input;
+  const hasType = "type" in input;
+  if (hasAlgorithm && hasType) fail(where, "type", "give either `algorithm` or `type`, not both", input.type);
+  if (hasType) {
+    const alias = typeof input.type === "string" ? SEED_TYPES[input.type] : undefined;
+    if (alias === undefined || !Object.hasOwn(SEED_TYPES, input.type as string)) {
+      fail(where, "type", 'type must be one of "fixed", "sliding", "bucket"', input.type);
+    }
+    name = alias;
+  } else if (hasAlgorithm) {
+    const algorithm = input.algorithm;
+    if (typeof algorithm !== "string" || !(ALGORITHMS as readonly string[]).includes(algorithm)) {
+      fail(where, "algorithm", `algorithm must be one of ${ALGORITHMS.map((a) => `"${a}"`).join(", ")}`, algorithm);
+    }
+    name = algorithm as AlgorithmName;
+  } else {
+    fail(where, "algorithm", "algorithm is required", undefined);
+  }
+
+  const fields = FIELDS[name];
+  for (const key of Object.keys(input)) {
+    if (key === "algorithm" || key === "type") continue;
+    if (!Object.hasOwn(fields, key)) {
+      fail(where, key, `unknown field \`${key}\` for ${name} (expected ${Object.keys(fields).join(", ")})`, input[key]);
+    }
+  }
+  const out: Record<string, unknown> = { algorithm: name };
+  for (const [field, kind] of Object.entries(fields)) {
+    const value = input[field];
+    if (value === undefined && OPTIONAL.has(field)) continue;
+    if (kind === "integer") {
+      if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
+        fail(where, field, `${field} must be a positive integer`, value);
+      }
+    } else if (typeof value !== "number" || !Number.isFinite(value) || value <= 0) {
+      fail(where, field, `${field} must be a finite number greater than 0`, value);
+    }
+    out[field] = value;
+  }
+  if (name === "gcra" && out.burst === undefined) out.burst = out.limit;
+  if (name === "sliding-window" && (out.limit as number) * (out.windowMs as number) > 2 ** 51) {
+    // The algorithm compares limit·windowMs products in integer arithmetic; past 2^51 a double
+    // (ours, and Redis Lua's) could no longer hold them exactly.
+    fail(where, "windowMs", "limit × windowMs must be at most 2^51 for sliding-window", out.windowMs);
+  }
+  return out as unknown as AlgorithmSpec;
+}
+
+/** Validates a rule (one spec or a non-empty array of specs) and returns its normalised members. */
+export function validateRule(input: unknown, where = ""): AlgorithmSpec[] {
+  if (Array.isArray(input)) {
+    if (input.length === 0) fail(where, "spec", "a composite rule needs at least one spec", input);
+    return input.map((spec, i) => validateSpec(spec, `${where}[${i}] `));
+  }
+  return [validateSpec(input, where)];
+}
+
+/** The figure a spec reports as `limit`: limit, capacity or burst. */
+export function specLimit(spec: AlgorithmSpec): number {
+  switch (spec.algorithm) {
+    case "token-bucket":
+    case "leaky-bucket":
+      return spec.capacity;
+    case "gcra":
+      return spec.burst ?? spec.limit;
+    default:
+      return spec.limit;
+  }
+}
