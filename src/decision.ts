@@ -14,6 +14,20 @@ export interface Decision {
   delayMs: number;
   /** Composite rules: one decision per member, in spec order. */
   parts?: Decision[];
+  /**
+   * Present only when the store failed and this decision came from the store's `onError`
+   * policy rather than from the rule: which policy answered, and the error it answered.
+   * HTTP middleware answers 503 (not 429) for `policy: "deny"`.
+   */
+  failure?: DecisionFailure;
+}
+
+/** Why a decision did not come from the store: the failure policy that answered and the error. */
+export interface DecisionFailure {
+  /** `"deny"`/`"allow"`: the fixed answer; `"fallback"`: the fallback limiter decided. */
+  policy: "deny" | "allow" | "fallback";
+  /** The store error (`ERR_STORE` or `ERR_STORE_TIMEOUT`), with the original as `cause`. */
+  error: Error;
 }
 
 /** Builds a Decision; the single place its shape is created, so every path has the same fields. */
