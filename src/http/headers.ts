@@ -1,0 +1,124 @@
+/**
+ * Rate-limit response headers. The default follows draft-ietf-httpapi-ratelimit-headers-11:
+ *
+ *     RateLimit-Policy: "burst";q=100;w=60, "daily";q=5000;w=86400
+ *     RateLimit: "burst";r=42;t=17, "daily";r=4990;t=80000
+ *
+ * (Structured Fields Lists of Strings with Integer parameters, one member per member of a
+ * composite rule.) The older layouts are kept for clients that read them: draft-7
+ * (`RateLimit: limit=100, remaining=42, reset=17`), draft-6 (`RateLimit-Limit`,
+ * `RateLimit-Remaining`, `RateLimit-Reset`) and the de-facto `X-RateLimit-*` (reset as epoch
+ * seconds). Those carry one limit only: the member with least remaining.
+ *
+ * Seconds are always rounded up, and a denied member's reset is never earlier than its
+ * retry-after, so no header tells a client to come back before it could pass.
+ */
+import type { Decision } from "../decision.ts";
+import type { Policy } from "./policy.ts";
+
+/** The header layouts `headers` accepts. */
+export type HeaderFormat = "draft-11" | "draft-7" | "draft-6" | "legacy";
+
+/** The layouts, for validation messages. */
+export const HEADER_FORMATS: readonly HeaderFormat[] = ["draft-11", "draft-7", "draft-6", "legacy"];
+
+/** Sets one response header. */
+export type SetHeader = (name: string, value: string) => void;
+
+/** A rule's policies with their (constant) `RateLimit-Policy` values precomputed. */
+export interface PolicySet {
+  readonly policies: readonly Policy[];
+  /** draft-11 `RateLimit-Policy`. */
+  readonly policy11: string;
+  /** draft-6/7 `RateLimit-Policy`. */
+  readonly policy7: string;
+}
+
+/** Serialises a Structured Fields String (the name is already checked to be printable ASCII). */
+export function sfString(text: string): string {
+  return `"${text.replace(/[\\"]/g, "\\$&")}"`;
+}
+
+/** Precomputes the policy header values of `policies`. */
+export function compilePolicies(policies: readonly Policy[]): PolicySet {
+  return {
+    policies,
+    policy11: policies.map((p) => `${sfString(p.name)};q=${p.quota};w=${p.windowSeconds}`).join(", "),
+    policy7: policies.map((p) => `${p.quota};w=${p.windowSeconds}`).join(", "),
+  };
+}
+
+/** Whole seconds rounded up; a finite ms figure never rounds to an earlier second. */
+export function ceilSeconds(ms: number): number {
+  return ms <= 0 ? 0 : Math.ceil(ms / 1000);
+}
+
+/** Seconds until a member's quota is restored; for a denied member never before it could pass. */
+function resetSeconds(part: Decision): number {
+  const retry = part.allowed || !Number.isFinite(part.retryAfterMs) ? 0 : part.retryAfterMs;
+  return ceilSeconds(Math.max(part.resetMs, retry));
+}
+
+/** One decision per policy: the composite's parts, or the decision itself repeated when it has none. */
+export function partsOf(decision: Decision, count: number): readonly Decision[] {
+  const parts = decision.parts;
+  if (parts !== undefined && parts.length === count) return parts;
+  return count === 1 ? [decision] : Array.from({ length: count }, () => decision);
+}
+
+/** The member the single-limit layouts report: the one with least remaining (as `combine` picks). */
+function tightest(decision: Decision, parts: readonly Decision[]): Decision {
+  let best = parts[0] as Decision;
+  for (const p of parts) if (p.remaining < best.remaining) best = p;
+  return best;
+}
+
+/**
+ * Writes the rate-limit headers of `decision` in `format`. `counts` false (the store failed
+ * and a fixed policy answered) writes only the policy: its figures would be made up.
+ * `nowMs` is used by `legacy` only, whose reset is an absolute time.
+ */
+export function writeRateLimitHeaders(
+  format: HeaderFormat,
+  set: PolicySet,
+  decision: Decision,
+  counts: boolean,
+  nowMs: () => number,
+  header: SetHeader,
+): void {
+  if (format === "draft-11") {
+    header("RateLimit-Policy", set.policy11);
+    if (!counts) return;
+    const parts = partsOf(decision, set.policies.length);
+    let value = "";
+    for (let i = 0; i < parts.length; i++) {
+      const p = parts[i] as Decision;
+      const name = sfString((set.policies[i] as Policy).name);
+      value += `${i === 0 ? "" : ", "}${name};r=${p.remaining};t=${resetSeconds(p)}`;
+    }
+    header("RateLimit", value);
+    return;
+  }
+  if (format !== "legacy") header("RateLimit-Policy", set.policy7);
+  if (!counts) return;
+  const parts = partsOf(decision, set.policies.length);
+  const t = tightest(decision, parts);
+  const reset = Math.max(resetSeconds(t), decision.allowed ? 0 : resetSeconds(decision));
+  if (format === "draft-7") {
+    header("RateLimit", `limit=${t.limit}, remaining=${t.remaining}, reset=${reset}`);
+  } else if (format === "draft-6") {
+    header("RateLimit-Limit", String(t.limit));
+    header("RateLimit-Remaining", String(t.remaining));
+    header("RateLimit-Reset", String(reset));
+  } else {
+    header("X-RateLimit-Limit", String(t.limit));
+    header("X-RateLimit-Remaining", String(t.remaining));
+    header("X-RateLimit-Reset", String(Math.ceil((nowMs() + reset * 1000) / 1000)));
+  }
+}
+
+/** `Retry-After` for a denial: whole seconds rounded up, or undefined when it can never pass. */
+export function retryAfterSeconds(decision: Decision): string | undefined {
+  if (!Number.isFinite(decision.retryAfterMs)) return undefined;
+  return String(Math.max(1, ceilSeconds(decision.retryAfterMs)));
+}
