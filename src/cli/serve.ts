@@ -1,4 +1,136 @@
-/** placeholder */
-export async function serveCommand(_argv: string[], _io: unknown): Promise<number> {
-  return 2;
+/** `sluice serve`: the rate-limit service over HTTP (see src/server/). */
+import type { Writable } from "node:stream";
+import { startServer } from "../server/server.ts";
+import type { StoreFailurePolicy } from "../server/store.ts";
+import { num, parseFlags, str, UsageError } from "./args.ts";
+import { parseBytes, parseDuration } from "./units.ts";
+
+/** Help text of `sluice serve`. */
+export const SERVE_HELP = `Usage: sluice serve --config FILE [options]
+
+Runs the rate-limit service: POST /v1/check, GET /v1/rules, GET /healthz, GET /metrics, and a
+status page at GET /. The rules file is reloaded when it changes and on SIGHUP; an invalid
+file is refused and the last good rules stay. SIGTERM / SIGINT close gracefully.
+
+Options:
+  --config FILE          rules file, YAML or JSON (required)
+  --port N               port (default 8080; 0 picks a free one)
+  --host HOST            interface (default 127.0.0.1)
+  --redis URL            keep state in Redis/Valkey, e.g. redis://127.0.0.1:6379; a comma-
+                         separated list of host:port seeds means a Redis Cluster
+  --cluster              treat a single --redis seed as a Cluster
+  --prefix P             Redis key prefix (default "sluice:")
+  --store-timeout MS     longest a check waits for Redis (default 1000)
+  --on-store-error P     deny | allow | throw (503) when Redis fails (default deny)
+  --max-keys N           in-process store: hard cap on key states
+  --token T              require "Authorization: Bearer T" on /v1/* and /metrics
+                         (default: the SLUICE_TOKEN environment variable, if set)
+  --max-body SIZE        largest request body, e.g. 64kb, 1mb (default 64kb)
+  --max-batch N          most checks in one batch (default 1000)
+  --no-watch             reload only on SIGHUP, not on file change
+  --shutdown-timeout D   longest a graceful close waits for in-flight requests (default 10s)
+  -h, --help             this help
+
+Example:
+  sluice serve --config examples/rules.yaml --port 8080
+  curl -s localhost:8080/v1/check -d '{"rule":"api","key":"alice"}'
+`;
+
+const POLICIES = ["deny", "allow", "throw"];
+
+/** Runs `sluice serve` until SIGTERM/SIGINT; returns the exit status. */
+export async function serveCommand(argv: string[], io: { stdout: Writable; stderr: Writable }): Promise<number> {
+  const parsed = parseFlags(argv, {
+    config: { type: "string", short: "c" },
+    port: { type: "string", short: "p" },
+    host: { type: "string" },
+    redis: { type: "string" },
+    cluster: { type: "boolean" },
+    prefix: { type: "string" },
+    "store-timeout": { type: "string" },
+    "on-store-error": { type: "string" },
+    "max-keys": { type: "string" },
+    token: { type: "string" },
+    "max-body": { type: "string" },
+    "max-batch": { type: "string" },
+    "no-watch": { type: "boolean" },
+    "shutdown-timeout": { type: "string" },
+  });
+  if (parsed.values.help) {
+    io.stdout.write(SERVE_HELP);
+    return 0;
+  }
+  const config = str(parsed, "config");
+  if (config === undefined) throw new UsageError("serve needs --config FILE");
+  const portText = str(parsed, "port") ?? "8080";
+  const port = Number(portText);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError(`--port must be 0..65535 (got ${JSON.stringify(portText)})`);
+  const bodyText = str(parsed, "max-body") ?? "64kb";
+  const maxBodyBytes = parseBytes(bodyText);
+  if (maxBodyBytes === undefined || maxBodyBytes < 1)
+    throw new UsageError(`--max-body must be a size like 64kb or 1mb (got ${JSON.stringify(bodyText)})`);
+  const policy = str(parsed, "on-store-error") ?? "deny";
+  if (!POLICIES.includes(policy))
+    throw new UsageError(`--on-store-error must be one of deny, allow, throw (got ${JSON.stringify(policy)})`);
+  const shutdownText = str(parsed, "shutdown-timeout") ?? "10s";
+  const shutdownTimeoutMs = parseDuration(shutdownText);
+  if (shutdownTimeoutMs === undefined)
+    throw new UsageError(`--shutdown-timeout must be a duration like 10s (got ${JSON.stringify(shutdownText)})`);
+  const token = str(parsed, "token") ?? (process.env.SLUICE_TOKEN || undefined);
+  const log = (line: string) => io.stderr.write(`sluice: ${line}\n`);
+
+  const running = await startServer({
+    config,
+    port,
+    host: str(parsed, "host") ?? "127.0.0.1",
+    ...(token === undefined ? {} : { token }),
+    maxBodyBytes,
+    maxBatch: num(parsed, "max-batch", 1000),
+    watch: parsed.values["no-watch"] !== true,
+    shutdownTimeoutMs,
+    log,
+    ...(str(parsed, "redis") === undefined ? {} : { redis: str(parsed, "redis") as string }),
+    cluster: parsed.values.cluster === true,
+    ...(str(parsed, "prefix") === undefined ? {} : { prefix: str(parsed, "prefix") as string }),
+    timeoutMs: num(parsed, "store-timeout", 1000),
+    onError: policy as StoreFailurePolicy,
+    ...(str(parsed, "max-keys") === undefined ? {} : { maxKeys: num(parsed, "max-keys", 1) }),
+  });
+
+  const { url, context } = running;
+  const first = [...context.rules.keys()][0] ?? "api";
+  const auth = token === undefined ? "" : ` -H "Authorization: Bearer $SLUICE_TOKEN"`;
+  io.stdout.write(
+    `sluice serve: listening on ${url} (${context.rules.size} rules from ${config}, ${context.store.kind} store${
+      context.store.kind === "memory" ? "" : ` at ${context.store.where}`
+    }${token === undefined ? "" : ", bearer token required"})\n` +
+      `  status page   ${url}/\n` +
+      `  check         curl -s${auth} ${url}/v1/check -d '{"rule":"${first}","key":"alice"}'\n` +
+      `  batch         curl -s${auth} ${url}/v1/check -d '[{"rule":"${first}","key":"alice"},{"rule":"${first}","key":"bob","cost":2}]'\n` +
+      `  rules         curl -s${auth} ${url}/v1/rules\n` +
+      `  metrics       curl -s${auth} ${url}/metrics\n`,
+  );
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log(`${signal}: closing; answering requests already received`);
+      running.close().then(
+        (served) => {
+          log(`closed after serving ${served} requests`);
+          resolve(0);
+        },
+        (error: unknown) => {
+          log(`close failed: ${(error as Error).message}`);
+          resolve(1);
+        },
+      );
+    };
+    process.on("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", () => stop("SIGINT"));
+    process.on("SIGHUP", () => void running.reload("SIGHUP"));
+  });
 }

@@ -1,0 +1,23 @@
+/** What every handler can reach: the service, its store, metrics, reloader and limits. */
+import type { RateLimiterService, RuleInfo } from "../index.ts";
+import type { Metrics } from "./metrics.ts";
+import type { Reloader } from "./reload.ts";
+import type { ServiceStore } from "./store.ts";
+
+/** Shared state of one running server. */
+export interface ServerContext {
+  service: RateLimiterService;
+  store: ServiceStore;
+  metrics: Metrics;
+  reloader: Reloader | undefined;
+  /** Largest accepted request body, in bytes. */
+  maxBodyBytes: number;
+  /** Most checks in one batch. */
+  maxBatch: number;
+  /** Epoch ms when the server started. */
+  startedAt: number;
+  /** When set, API calls need `Authorization: Bearer <token>`. */
+  token: string | undefined;
+  /** The registered rules by name (refreshed after every config apply). */
+  rules: Map<string, RuleInfo & { summary: string }>;
+}

@@ -1,0 +1,76 @@
+/** The read-only endpoints: rules, health, metrics, status (JSON) and the status page. */
+import { readFileSync } from "node:fs";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { systemClock } from "../index.ts";
+import type { ServerContext } from "./context.ts";
+import type { Gauge } from "./metrics.ts";
+import { sendJson, sendText } from "./respond.ts";
+
+const STATUS_PAGE = readFileSync(new URL("./status.html", import.meta.url));
+
+/** `GET /v1/rules`: every rule with its normalised specs, tiers and a summary in words. */
+export function handleRules(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): void {
+  sendJson(res, 200, { rules: [...ctx.rules.values()] });
+}
+
+/** `GET /healthz`: 200 when the store answers, 503 when it does not. */
+export async function handleHealth(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> {
+  const config = {
+    path: ctx.reloader?.path ?? null,
+    lastReloadOk: ctx.reloader?.lastError === undefined,
+    error: ctx.reloader?.lastError ?? null,
+  };
+  try {
+    await ctx.store.ping();
+    sendJson(res, 200, { status: "ok", store: ctx.store.kind, rules: ctx.rules.size, config });
+  } catch (error) {
+    sendJson(res, 503, { status: "unavailable", store: ctx.store.kind, error: (error as Error).message, config });
+  }
+}
+
+/** `GET /metrics`: Prometheus text. */
+export function handleMetrics(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): void {
+  const gauges: Gauge[] = [
+    { name: "sluice_rules", help: "Rules currently loaded.", type: "gauge", value: ctx.rules.size },
+    {
+      name: "sluice_uptime_seconds",
+      help: "Seconds since the service started.",
+      type: "gauge",
+      value: (systemClock.now() - ctx.startedAt) / 1000,
+    },
+  ];
+  for (const [name, value] of Object.entries(ctx.store.stats())) {
+    gauges.push({
+      name,
+      help: `In-process store: ${name.replace("sluice_store_", "").replace("_total", "")} (see MemoryStore.stats()).`,
+      type: name.endsWith("_total") ? "counter" : "gauge",
+      value,
+    });
+  }
+  sendText(res, 200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(gauges));
+}
+
+/** `GET /v1/status`: what the status page polls (totals; the page derives rates). */
+export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): void {
+  const rules = [...ctx.rules.values()].map((r) => {
+    const [allowed, denied] = ctx.metrics.decisions.get(r.name) ?? [0, 0];
+    return { name: r.name, summary: r.summary, tiers: Object.keys(r.tiers), allowed, denied };
+  });
+  sendJson(res, 200, {
+    uptimeSeconds: Math.floor((systemClock.now() - ctx.startedAt) / 1000),
+    store: { kind: ctx.store.kind, where: ctx.store.where },
+    config: {
+      path: ctx.reloader?.path ?? null,
+      lastReloadOk: ctx.reloader?.lastError === undefined,
+      error: ctx.reloader?.lastError ?? null,
+      reloads: ctx.metrics.reloads,
+    },
+    storeErrors: ctx.metrics.storeErrors,
+    rules,
+  });
+}
+
+/** `GET /`: the status page (static; it polls /v1/status). */
+export function handlePage(_req: IncomingMessage, res: ServerResponse): void {
+  sendText(res, 200, "text/html; charset=utf-8", STATUS_PAGE);
+}

@@ -1,0 +1,112 @@
+/**
+ * The service's counters and their Prometheus text exposition (format 0.0.4). Label values are
+ * rule names from the config, never request keys, so cardinality stays bounded.
+ */
+
+/** Upper bounds (seconds) of the check-latency histogram buckets. */
+export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+
+const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+
+/** Extra gauges supplied at scrape time (store size, rule count...). */
+export interface Gauge {
+  name: string;
+  help: string;
+  type: "gauge" | "counter";
+  value: number;
+}
+
+/** Counters kept by the service. */
+export class Metrics {
+  /** rule → [allowed, denied]. */
+  readonly decisions = new Map<string, [number, number]>();
+  /** Decisions answered by the store's failure policy, and checks that failed on the store. */
+  storeErrors = 0;
+  /** `${route} ${status}` → count. */
+  readonly requests = new Map<string, number>();
+  readonly #latency = new Array<number>(LATENCY_BUCKETS.length + 1).fill(0);
+  #latencySum = 0;
+  #latencyCount = 0;
+  reloads = { success: 0, failure: 0 };
+  /** 1 when the last reload (or the initial load) succeeded. */
+  lastReloadOk = 1;
+  /** Epoch seconds of the last reload attempt (initial load included). */
+  lastReloadAt = 0;
+
+  /** Counts one decision for `rule`. */
+  decision(rule: string, allowed: boolean): void {
+    let cell = this.decisions.get(rule);
+    if (cell === undefined) {
+      cell = [0, 0];
+      this.decisions.set(rule, cell);
+    }
+    cell[allowed ? 0 : 1]++;
+  }
+
+  /** Counts one HTTP response. */
+  request(route: string, status: number): void {
+    const id = `${route} ${status}`;
+    this.requests.set(id, (this.requests.get(id) ?? 0) + 1);
+  }
+
+  /** Records the duration of one `/v1/check` request. */
+  latency(seconds: number): void {
+    let i = LATENCY_BUCKETS.findIndex((b) => seconds <= b);
+    if (i < 0) i = LATENCY_BUCKETS.length;
+    this.#latency[i] = (this.#latency[i] ?? 0) + 1;
+    this.#latencySum += seconds;
+    this.#latencyCount++;
+  }
+
+  /** The exposition text. */
+  render(gauges: Gauge[]): string {
+    const out: string[] = [];
+    const head = (name: string, type: string, help: string) =>
+      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+    head("sluice_decisions_total", "counter", "Rate-limit decisions, by rule and outcome.");
+    for (const [rule, [allowed, denied]] of this.decisions) {
+      out.push(`sluice_decisions_total{rule="${escapeLabel(rule)}",outcome="allowed"} ${allowed}`);
+      out.push(`sluice_decisions_total{rule="${escapeLabel(rule)}",outcome="denied"} ${denied}`);
+    }
+    head(
+      "sluice_store_errors_total",
+      "counter",
+      "Checks the store failed to answer (decided by the failure policy or refused).",
+    );
+    out.push(`sluice_store_errors_total ${this.storeErrors}`);
+    head("sluice_check_duration_seconds", "histogram", "Time to answer a /v1/check request (single or batch).");
+    let cumulative = 0;
+    LATENCY_BUCKETS.forEach((bound, i) => {
+      cumulative += this.#latency[i] ?? 0;
+      out.push(`sluice_check_duration_seconds_bucket{le="${bound}"} ${cumulative}`);
+    });
+    out.push(`sluice_check_duration_seconds_bucket{le="+Inf"} ${this.#latencyCount}`);
+    out.push(`sluice_check_duration_seconds_sum ${this.#latencySum}`);
+    out.push(`sluice_check_duration_seconds_count ${this.#latencyCount}`);
+    head("sluice_http_requests_total", "counter", "HTTP responses, by route and status.");
+    for (const [id, count] of this.requests) {
+      const [route, status] = id.split(" ");
+      out.push(`sluice_http_requests_total{route="${escapeLabel(route ?? "")}",status="${status}"} ${count}`);
+    }
+    head(
+      "sluice_config_reloads_total",
+      "counter",
+      "Rules-file reloads, by result (a failed reload keeps the last good config).",
+    );
+    out.push(`sluice_config_reloads_total{result="success"} ${this.reloads.success}`);
+    out.push(`sluice_config_reloads_total{result="failure"} ${this.reloads.failure}`);
+    head("sluice_config_last_reload_successful", "gauge", "1 if the last load of the rules file succeeded, else 0.");
+    out.push(`sluice_config_last_reload_successful ${this.lastReloadOk}`);
+    head(
+      "sluice_config_last_reload_timestamp_seconds",
+      "gauge",
+      "When the rules file was last loaded or tried (epoch seconds).",
+    );
+    out.push(`sluice_config_last_reload_timestamp_seconds ${this.lastReloadAt}`);
+    for (const g of gauges) {
+      head(g.name, g.type, g.help);
+      out.push(`${g.name} ${g.value}`);
+    }
+    return `${out.join("\n")}\n`;
+  }
+}

@@ -1,0 +1,39 @@
+/**
+ * Applying a validated rules file to the running service: new rules are added, changed ones
+ * updated in place (state that still fits is kept), missing ones removed.
+ */
+import type { RulesConfig } from "../cli/rules-file.ts";
+import { type RateLimiterService, validateRule } from "../index.ts";
+
+/** What an apply changed. */
+export interface ApplyResult {
+  added: string[];
+  updated: string[];
+  removed: string[];
+}
+
+/** Applies `config` (already validated by `parseRules`, so no step can fail half-way). */
+export function applyConfig(service: RateLimiterService, config: RulesConfig): ApplyResult {
+  const result: ApplyResult = { added: [], updated: [], removed: [] };
+  const wanted = new Set(config.rules.map((r) => r.name));
+  const current = new Map(service.rules().map((info) => [info.name, JSON.stringify([info.specs, info.tiers])]));
+  for (const rule of config.rules) {
+    const tiers = Object.fromEntries(Object.entries(rule.tiers).map(([t, s]) => [t, validateRule(s)]));
+    const next = JSON.stringify([validateRule(rule.spec), tiers]);
+    if (current.get(rule.name) === next) continue; // unchanged: leave it (and its state) alone
+    if (service.hasRule(rule.name)) {
+      service.updateRule(rule.name, rule.spec, { tiers: rule.tiers });
+      result.updated.push(rule.name);
+    } else {
+      service.addRule(rule.name, rule.spec, { tiers: rule.tiers });
+      result.added.push(rule.name);
+    }
+  }
+  for (const info of service.rules()) {
+    if (!wanted.has(info.name)) {
+      service.removeRule(info.name);
+      result.removed.push(info.name);
+    }
+  }
+  return result;
+}

@@ -1,0 +1,98 @@
+/**
+ * The store behind `sluice serve`: in-process by default; `--redis URL` (or a comma-separated
+ * Cluster seed list) loads ioredis and `sluice/redis` lazily, so the in-process path never
+ * needs either installed.
+ */
+import { MemoryStore as Memory, type MemoryStore, type Store } from "../index.ts";
+
+/** What the server needs from its store. */
+export interface ServiceStore {
+  store: Store;
+  /** `memory`, `redis` or `redis-cluster`. */
+  kind: string;
+  /** Where it is, for the banner and /healthz (credentials removed). */
+  where: string;
+  /** Gauges for /metrics. */
+  stats(): Record<string, number>;
+  /** Resolves when the store answers (Redis PING); rejects otherwise. */
+  ping(): Promise<void>;
+  /** Releases connections. */
+  close(): Promise<void>;
+}
+
+/** Failure policy for the Redis store (see RedisStore `onError`). */
+export type StoreFailurePolicy = "deny" | "allow" | "throw";
+
+/** Options of {@link openStore}. */
+export interface StoreOptions {
+  redis?: string;
+  /** Treat a single seed as a Cluster. */
+  cluster?: boolean;
+  prefix?: string;
+  timeoutMs?: number;
+  onError?: StoreFailurePolicy;
+  maxKeys?: number;
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, "//***@");
+}
+
+function seed(text: string): { host: string; port: number } {
+  const url = new URL(text.includes("://") ? text : `redis://${text}`);
+  return { host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 6379) };
+}
+
+/** Opens the store the options describe. */
+export async function openStore(options: StoreOptions): Promise<ServiceStore> {
+  if (options.redis === undefined) {
+    const memory: MemoryStore = new Memory(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys });
+    return {
+      store: memory,
+      kind: "memory",
+      where: "in-process",
+      stats: () => {
+        const s = memory.stats();
+        return {
+          sluice_store_keys: s.keys,
+          sluice_store_evicted_total: s.evicted,
+          sluice_store_refused_total: s.refused,
+        };
+      },
+      ping: async () => undefined,
+      close: async () => undefined,
+    };
+  }
+  const seeds = options.redis
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
+  const isCluster = seeds.length > 1 || options.cluster === true;
+  const { Redis, Cluster } = await import("ioredis");
+  // A variable specifier keeps the Redis store out of the in-process path (and out of its type
+  // graph); the build rewrites the .ts extension at runtime.
+  const redisModule = "../stores/redis/index.ts";
+  const { RedisStore } = (await import(redisModule)) as typeof import("../stores/redis/index.ts");
+  const client = isCluster
+    ? new Cluster(seeds.map(seed), { lazyConnect: false })
+    : new Redis(seeds[0] as string, { maxRetriesPerRequest: 1, enableOfflineQueue: true });
+  client.on("error", () => undefined); // failures surface per check through the store's policy
+  const store = new RedisStore({
+    client,
+    prefix: options.prefix ?? "sluice:",
+    timeoutMs: options.timeoutMs ?? 1000,
+    onError: options.onError ?? "deny",
+  });
+  return {
+    store,
+    kind: isCluster ? "redis-cluster" : "redis",
+    where: seeds.map(redact).join(","),
+    stats: () => ({}),
+    ping: async () => {
+      await client.ping();
+    },
+    close: async () => {
+      await client.quit().catch(() => client.disconnect());
+    },
+  };
+}
