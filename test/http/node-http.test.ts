@@ -1,0 +1,237 @@
+// sluice/http on Node's own http server: the shared suite, plus IPv6 over ::1, leaky-bucket
+// delays, store failure policies and misconfiguration warnings.
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type Decision, ManualClock, MemoryStore, RateLimiterService, type Store } from "sluice";
+import { rateLimit } from "sluice/http";
+import { afterEach, describe, expect, test } from "vitest";
+import { conformance, parseRateLimit, type Served } from "./conformance.ts";
+
+async function listen(server: http.Server, host = "127.0.0.1"): Promise<Served> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, host, resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function serveNode(options: Record<string, unknown>, host?: string): Promise<Served> {
+  const { customLimited, ...rest } = options;
+  if (customLimited) {
+    rest.onLimited = (_req: IncomingMessage, res: ServerResponse) => res.end("slow down");
+  }
+  const limit = rateLimit(rest as never);
+  const server = http.createServer(async (req, res) => {
+    try {
+      if (!(await limit(req, res))) return;
+      res.end("ok");
+    } catch (error) {
+      res.statusCode = 500;
+      res.end(String(error));
+    }
+  });
+  return listen(server, host);
+}
+
+conformance("node http", {
+  serve: (options) => serveNode(options),
+  header: (request, name) => (request as IncomingMessage).headers[name] as string | undefined,
+  path: (request) => (request as IncomingMessage).url ?? "/",
+});
+
+describe("node http", () => {
+  let served: Served | undefined;
+  afterEach(async () => {
+    await served?.close();
+    served = undefined;
+  });
+
+  test("connect style (req, res, next) passes with next() and stays synchronous on the memory store", async () => {
+    const limit = rateLimit({
+      spec: { algorithm: "fixed-window", limit: 1, windowMs: 1000 },
+      clock: new ManualClock(),
+    });
+    let synchronous = false;
+    const server = http.createServer((req, res) => {
+      let called = false;
+      limit(req, res, (error?: unknown) => {
+        called = true;
+        res.end(error === undefined ? "ok" : "error");
+      });
+      // The in-process store decides without a promise: next has run (or the 429 was sent) already.
+      synchronous = called || res.writableEnded;
+    });
+    served = await listen(server);
+    expect(await (await fetch(served.url)).text()).toBe("ok");
+    expect((await fetch(served.url)).status).toBe(429);
+    expect(synchronous).toBe(true);
+  });
+
+  test("a real request over ::1 is keyed by its /56", async (ctx) => {
+    const keys: string[] = [];
+    try {
+      served = await serveNode(
+        {
+          spec: { algorithm: "fixed-window", limit: 5, windowMs: 1000 },
+          onDecision: (_r: unknown, _d: Decision, _n: string, info: { key: string }) => keys.push(info.key),
+        },
+        "::1",
+      );
+    } catch {
+      ctx.skip(); // this machine has no IPv6 loopback
+      return;
+    }
+    expect((await fetch(served.url)).status).toBe(200);
+    expect(keys).toEqual(["::/56"]);
+  });
+
+  test("IPv4 clients of a dual-stack socket (::ffff:127.0.0.1) are keyed as IPv4", async () => {
+    const keys: string[] = [];
+    try {
+      served = await serveNode(
+        {
+          spec: { algorithm: "fixed-window", limit: 5, windowMs: 1000 },
+          onDecision: (_r: unknown, _d: Decision, _n: string, info: { key: string }) => keys.push(info.key),
+        },
+        "::",
+      );
+    } catch {
+      return; // no dual-stack: nothing to check here
+    }
+    const port = new URL(served.url).port;
+    await fetch(`http://127.0.0.1:${port}/`);
+    expect(keys).toEqual(["127.0.0.1"]);
+  });
+
+  test("a leaky bucket delays admitted requests by delayMs (on the limiter's clock)", async () => {
+    const clock = new ManualClock(0);
+    served = await serveNode({ spec: { algorithm: "leaky-bucket", capacity: 3, leakPerSecond: 1 }, clock });
+    expect((await fetch(served.url)).status).toBe(200);
+    let answered = false;
+    const queued = fetch(served.url).then((r) => {
+      answered = true;
+      return r;
+    });
+    await new Promise((r) => setTimeout(r, 50)); // short real-time check: the request is being held
+    expect(answered).toBe(false);
+    clock.advance(1000);
+    expect((await queued).status).toBe(200);
+  });
+
+  test("service + rule + tier: policy per tier, rule name in headers", async () => {
+    const service = new RateLimiterService(new ManualClock(0)).addRule(
+      "api",
+      { algorithm: "fixed-window", limit: 2, windowMs: 60_000 },
+      { tiers: { pro: { algorithm: "fixed-window", limit: 100, windowMs: 60_000 } } },
+    );
+    served = await serveNode({
+      service,
+      rule: "api",
+      tier: (req: IncomingMessage) => (req.headers["x-tier"] as string | undefined) ?? undefined,
+    });
+    const free = await fetch(served.url);
+    expect(free.headers.get("ratelimit-policy")).toBe('"api";q=2;w=60');
+    const pro = await fetch(served.url, { headers: { "x-tier": "pro" } });
+    expect(pro.headers.get("ratelimit-policy")).toBe('"api";q=100;w=60');
+    expect(parseRateLimit(pro.headers.get("ratelimit"))).toEqual({ api: { r: 99, t: 60 } });
+    service.updateRule("api", { algorithm: "fixed-window", limit: 5, windowMs: 10_000 });
+    expect((await fetch(served.url)).headers.get("ratelimit-policy")).toBe('"api";q=5;w=10');
+  });
+
+  // A store whose backend is down and whose failure policy answered: exactly what RedisStore's
+  // onError produces (the real Redis case is in redis-failure.test.ts).
+  const failedStore = (policy: "deny" | "allow"): Store => ({
+    synchronous: false,
+    bind: () => ({
+      check: async () => ({
+        allowed: policy === "allow",
+        limit: 10,
+        remaining: policy === "allow" ? 10 : 0,
+        retryAfterMs: 0,
+        resetMs: 0,
+        delayMs: 0,
+        failure: { policy, error: new Error("connection refused") },
+      }),
+      reset: async () => {},
+      release: () => {},
+    }),
+  });
+
+  test("store failure under deny: 503 with its own problem body, no Retry-After", async () => {
+    served = await serveNode({
+      spec: { algorithm: "fixed-window", limit: 10, windowMs: 1000 },
+      store: failedStore("deny"),
+    });
+    const res = await fetch(served.url);
+    expect(res.status).toBe(503);
+    expect(res.headers.get("content-type")).toBe("application/problem+json");
+    expect(res.headers.get("retry-after")).toBeNull();
+    expect(res.headers.get("ratelimit")).toBeNull();
+    const body = await res.json();
+    expect(body).toMatchObject({ status: 503, title: "Service Unavailable" });
+    expect(body.type).not.toMatch(/quota-exceeded/);
+  });
+
+  test("store failure under allow: passes without remaining-count headers", async () => {
+    served = await serveNode({
+      spec: { algorithm: "fixed-window", limit: 10, windowMs: 1000 },
+      store: failedStore("allow"),
+    });
+    const res = await fetch(served.url);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("ratelimit")).toBeNull();
+    expect(res.headers.get("ratelimit-policy")).toBe('"default";q=10;w=1');
+  });
+
+  test("misconfiguration is reported once: trustProxy with no forwarding header", async () => {
+    const warnings: Array<{ code?: string; message: string }> = [];
+    const onWarning = (w: Error & { code?: string }) => warnings.push({ code: w.code, message: w.message });
+    process.on("warning", onWarning);
+    try {
+      served = await serveNode({ spec: { algorithm: "fixed-window", limit: 10, windowMs: 1000 }, trustProxy: 1 });
+      await fetch(served.url);
+      await fetch(served.url);
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off("warning", onWarning);
+    }
+    const ours = warnings.filter((w) => w.code === "SLUICE_TRUST_PROXY_NO_HEADER");
+    expect(ours).toHaveLength(1);
+    expect(ours[0]?.message).toMatch(/every client behind that proxy shares one bucket/);
+  });
+
+  test("bad options fail at construction, naming the option and the value", () => {
+    const spec = { algorithm: "fixed-window", limit: 1, windowMs: 1000 } as const;
+    expect(() => rateLimit({ spec, trustProxy: true as never })).toThrow(/trustProxy.*got true/);
+    expect(() => rateLimit({ spec, headers: "draft-9" as never })).toThrow(/`headers` must be .*got "draft-9"/);
+    expect(() => rateLimit({ spec, ipv6Subnet: 200 })).toThrow(/ipv6Subnet.*got 200/);
+    expect(() => rateLimit({})).toThrow(/`spec`/);
+    expect(() => rateLimit({ spec, key: "ip" as never })).toThrow(/`key` must be a function \(got "ip"\)/);
+    expect(() => rateLimit({ spec, tier: () => "pro" })).toThrow(/tier/);
+    expect(() => rateLimit({ spec: { algorithm: "fixed-window", limit: 0, windowMs: 1 } })).toThrow(/limit/);
+    const named = rateLimit({ spec });
+    expect(named.name).toBe("sluiceRateLimit");
+  });
+
+  test("a long custom key is hashed, not stored raw", async () => {
+    const store = new MemoryStore();
+    const keys: string[] = [];
+    served = await serveNode({
+      spec: { algorithm: "fixed-window", limit: 1, windowMs: 1000 },
+      store,
+      key: (req: IncomingMessage) => String(req.headers["x-token"]),
+      onDecision: (_r: unknown, _d: Decision, _n: string, info: { key: string }) => keys.push(info.key),
+    });
+    await fetch(served.url, { headers: { "x-token": "t".repeat(5000) } });
+    expect(keys[0]).toMatch(/^sha256:/);
+    expect((keys[0] as string).length).toBeLessThan(60);
+  });
+});
