@@ -1,0 +1,8 @@
+/**
+ * `sluice/redis`: the distributed store. Pass an ioredis or node-redis client; every check is
+ * one atomic Lua decision in Redis/Valkey (standalone or Cluster).
+ */
+export type { BreakerOptions } from "./breaker.ts";
+export type { IoredisLike, NodeRedisLike, RedisClientLike } from "./client.ts";
+export type { OnError } from "./failure.ts";
+export { RedisStore, type RedisStoreOptions } from "./redis-store.ts";

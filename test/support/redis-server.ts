@@ -1,0 +1,159 @@
+/**
+ * Finds or starts the Redis the Redis suites run against: `REDIS_URL` if set, else
+ * 127.0.0.1:6379 if it answers, else a `redis-server` started here on a free loopback port.
+ * Servers started here are the only ones tests may stop or restart (never the shared 6379).
+ * When none can be had the suites skip with a loud notice, except under CI, where they fail.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** Resolves with a free loopback TCP port. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0));
+    });
+  });
+}
+
+/** Sends one inline command and resolves with the raw reply text (or undefined on failure). */
+export function rawCommand(
+  port: number,
+  command: string,
+  host = "127.0.0.1",
+  waitMs = 500,
+): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host, port });
+    let text = "";
+    const done = (value: string | undefined) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(value);
+    };
+    const timer = setTimeout(() => done(undefined), waitMs);
+    socket.on("connect", () => socket.write(`${command}\r\n`));
+    socket.on("data", (chunk) => {
+      text += chunk.toString();
+      const bulk = /^\$(\d+)\r\n/.exec(text);
+      if (bulk ? text.length >= bulk[0].length + Number(bulk[1]) + 2 : text.endsWith("\r\n")) done(text);
+    });
+    socket.on("error", () => done(undefined));
+  });
+}
+
+/** Waits until the server on `port` answers PING. */
+export async function waitForPing(port: number, host = "127.0.0.1", tries = 100): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    if ((await rawCommand(port, "PING", host))?.startsWith("+PONG")) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`redis on ${host}:${port} did not answer PING`);
+}
+
+/** A redis-server process this test run started (so it may stop and restart it). */
+export class OwnedRedis {
+  readonly port: number;
+  readonly dir: string;
+  readonly extraArgs: string[];
+  #child: ChildProcess | undefined;
+
+  constructor(port: number, extraArgs: string[] = []) {
+    this.port = port;
+    this.extraArgs = extraArgs;
+    this.dir = mkdtempSync(join(tmpdir(), "sluice-redis-"));
+  }
+
+  /** `redis://127.0.0.1:<port>`. */
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  /** Starts the server and waits for it to answer. */
+  async start(): Promise<this> {
+    const child = spawn(
+      "redis-server",
+      [
+        "--port",
+        String(this.port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        this.dir,
+        ...this.extraArgs,
+      ],
+      { stdio: "ignore" },
+    );
+    this.#child = child;
+    await Promise.race([waitForPing(this.port), new Promise((_, reject) => child.once("error", reject))]);
+    return this;
+  }
+
+  /** Kills the server and waits for it to exit. */
+  async stop(): Promise<void> {
+    const child = this.#child;
+    this.#child = undefined;
+    if (child === undefined || child.exitCode !== null) return;
+    await new Promise<void>((resolve) => {
+      child.once("exit", () => resolve());
+      child.kill("SIGKILL");
+    });
+  }
+
+  /** Stops the server and removes its folder. */
+  async dispose(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Whether `redis-server` can be run here. */
+export function hasRedisServer(): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn("redis-server", ["--version"], { stdio: "ignore" });
+    child.on("error", () => resolve(false));
+    child.on("exit", (code) => resolve(code === 0));
+  });
+}
+
+/** Starts a private redis-server on a free port, or undefined when none can be started. */
+export async function startOwnedRedis(extraArgs: string[] = []): Promise<OwnedRedis | undefined> {
+  if (!(await hasRedisServer())) return undefined;
+  return new OwnedRedis(await freePort(), extraArgs).start();
+}
+
+/** Says loudly that a Redis suite cannot run; under CI that is a failure, not a skip. */
+export function noRedis(what: string): void {
+  const message = `Redis suite "${what}" cannot run: no REDIS_URL, nothing on 127.0.0.1:6379 and no redis-server to start`;
+  if (process.env.CI) throw new Error(`${message} (CI is set, so this fails instead of skipping)`);
+  console.warn(`\n${"!".repeat(80)}\n!! SKIPPED: ${message}\n${"!".repeat(80)}\n`);
+}
+
+/** The shared Redis to run against: its URL and, when started here, the process to dispose. */
+export interface SharedRedis {
+  url: string;
+  owned: OwnedRedis | undefined;
+}
+
+/** REDIS_URL, else 127.0.0.1:6379 if it answers, else a server started here; undefined if none. */
+export async function findRedis(): Promise<SharedRedis | undefined> {
+  if (process.env.REDIS_URL) return { url: process.env.REDIS_URL, owned: undefined };
+  if ((await rawCommand(6379, "PING"))?.startsWith("+PONG")) return { url: "redis://127.0.0.1:6379", owned: undefined };
+  const owned = await startOwnedRedis();
+  return owned === undefined ? undefined : { url: owned.url, owned };
+}
+
+/** A prefix unique to this run, so suites sharing one Redis never touch each other's keys. */
+export function uniquePrefix(label: string): string {
+  return `sluice-test:${label}:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`;
+}
