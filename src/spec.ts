@@ -157,6 +157,14 @@ export function validateSpec(input: unknown, where = ""): AlgorithmSpec {
     out[field] = value;
   }
   if (name === "gcra" && out.burst === undefined) out.burst = out.limit;
+  if (name === "token-bucket" || name === "leaky-bucket") {
+    // A rate so small that refilling the whole capacity overflows to Infinity ms would make the
+    // arithmetic NaN/Infinity (a leaky bucket would then admit everything): never "unlimited".
+    const field = name === "token-bucket" ? "refillPerSecond" : "leakPerSecond";
+    if (!Number.isFinite(((out.capacity as number) * 1000) / (out[field] as number))) {
+      fail(where, field, `${field} is too small (capacity·1000 / ${field} ms must be finite)`, out[field]);
+    }
+  }
   if (name === "sliding-window" && (out.limit as number) * (out.windowMs as number) > 2 ** 51) {
     // The algorithm compares limit·windowMs products in integer arithmetic; past 2^51 a double
     // (ours, and Redis Lua's) could no longer hold them exactly.

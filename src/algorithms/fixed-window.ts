@@ -28,14 +28,17 @@ export function fixedWindow(spec: FixedWindowSpec): Algorithm<FixedWindowState> 
       const s = Math.max(Math.floor(now / W) * W, state.w);
       const count = state.w === s ? state.c : 0;
       const end = Math.ceil(s + W - now);
-      if (cost > limit) return decision(false, limit, limit - count, Number.POSITIVE_INFINITY, count > 0 ? end : 0);
-      if (count + cost > limit) return decision(false, limit, limit - count, end, count > 0 ? end : 0);
+      // A count kept from a larger limit (updateRule) may exceed this one: remaining is never negative.
+      const left = Math.max(0, limit - count);
+      if (cost > limit) return decision(false, limit, left, Number.POSITIVE_INFINITY, count > 0 ? end : 0);
+      if (count + cost > limit) return decision(false, limit, left, end, count > 0 ? end : 0);
       const c = count + cost;
       if (commit) {
         state.w = s;
         state.c = c;
       }
-      return decision(true, limit, limit - c, 0, end);
+      // c is 0 only for cost 0 (a composite restating an unconsumed member): then nothing to reset.
+      return decision(true, limit, limit - c, 0, c > 0 ? end : 0);
     },
   };
 }

@@ -4,7 +4,7 @@
  * half the state and evenly spaced emissions. Choose it as the default for per-user API
  * limits at scale (what Stripe, Shopify and redis-cell use).
  */
-import { ceilMs, type Decision, decision, EPSILON } from "../decision.ts";
+import { type Decision, decision, EPSILON } from "../decision.ts";
 import type { GcraSpec, LeakyBucketSpec } from "../spec.ts";
 import type { Algorithm } from "./algorithm.ts";
 
@@ -19,7 +19,8 @@ export interface GcraState {
  */
 function emission(spec: GcraSpec | LeakyBucketSpec, T: number, burst: number, delays: boolean): Algorithm<GcraState> {
   const tau = burst * T;
-  const whole = (ms: number) => Math.max(0, Math.floor((tau - ms) / T + 1e-9));
+  // Whole units that still fit behind `ms` of backlog, by the same test (and tolerance) as admission.
+  const whole = (ms: number, tol: number) => Math.max(0, Math.floor((tau + tol - ms) / T + 1e-9));
   return {
     kind: spec.algorithm,
     spec,
@@ -29,19 +30,26 @@ function emission(spec: GcraSpec | LeakyBucketSpec, T: number, burst: number, de
     freshAt: (s) => s.tat,
     step(state, now, cost, commit): Decision {
       const start = Math.max(state.tat, now);
-      const next = start + cost * T;
       const backlog = start - now; // ms of earlier requests still ahead of this one
+      // `next − now`, summed from relative figures: at epoch-ms magnitudes `(now + x) − now` is
+      // off by up to half an ulp of `now` (~1e-4 ms), which must not decide (nor loop forever).
+      const ahead = backlog + cost * T;
+      // Absolute times carry rounding proportional to their size; tolerate that much (well under
+      // the 1 ms the contract allows; integer T and now stay exact because every figure is whole).
+      const tol = EPSILON + Math.min(0.25, (Math.abs(now) + tau) * 2 ** -44);
+      const up = (ms: number) => (ms <= tol ? 0 : Math.ceil(ms - tol)); // ceilMs with that tolerance
       if (cost > burst) {
-        return decision(false, burst, whole(backlog), Number.POSITIVE_INFINITY, ceilMs(backlog));
+        return decision(false, burst, whole(backlog, tol), Number.POSITIVE_INFINITY, up(backlog));
       }
-      if (next - now <= tau + EPSILON) {
-        if (commit) state.tat = next;
-        return decision(true, burst, whole(next - now), 0, ceilMs(next - now), delays ? ceilMs(backlog) : 0);
+      if (ahead <= tau + tol) {
+        if (commit) state.tat = start + cost * T;
+        return decision(true, burst, whole(ahead, tol), 0, up(ahead), delays ? up(backlog) : 0);
       }
-      let retry = ceilMs(next - tau - now);
-      // Float noise must never tell a client to come back before it can pass.
-      while (Math.max(state.tat, now + retry) + cost * T - (now + retry) > tau + EPSILON) retry++;
-      return decision(false, burst, whole(backlog), retry, ceilMs(backlog));
+      let retry = up(ahead - tau);
+      // Float noise must never tell a client to come back before it can pass. Each step shrinks
+      // the backlog left at `now + retry` by 1 ms, so this ends (past 2^53 ms it cannot count).
+      while (Math.max(0, backlog - retry) + cost * T > tau + tol && retry < Number.MAX_SAFE_INTEGER) retry++;
+      return decision(false, burst, whole(backlog, tol), retry, up(backlog));
     },
   };
 }

@@ -19,7 +19,10 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
   // Thousandths of a token per ms equals tokens per second, so whole-number rates stay exact.
   const full = C * 1000;
   const balanceAt = (s: TokenBucketState, now: number) => Math.min(full, s.b + Math.max(0, now - s.t) * r);
-  const whole = (balance: number) => Math.floor((balance + EPSILON) / 1000);
+  // Float-noise tolerance in thousandths, never more than 1 ms of refill (the contract's bound):
+  // at tiny rates a fixed EPSILON would admit a request seconds before exact arithmetic does.
+  const eps = Math.min(EPSILON, r);
+  const whole = (balance: number) => Math.floor((balance + eps) / 1000);
   return {
     kind: "token-bucket",
     spec,
@@ -33,7 +36,7 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
       if (cost > C) {
         return decision(false, C, whole(balance), Number.POSITIVE_INFINITY, ceilMs((full - balance) / r));
       }
-      if (balance + EPSILON >= need) {
+      if (balance + eps >= need) {
         const left = balance - need;
         if (commit) {
           state.b = left;
@@ -42,8 +45,9 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
         return decision(true, C, whole(left), 0, ceilMs((full - left) / r));
       }
       let retry = ceilMs((need - balance) / r);
-      // Float noise must never tell a client to come back before it can pass.
-      while (balanceAt(state, now + retry) + EPSILON < need) retry++;
+      // Float noise must never tell a client to come back before it can pass (past 2^53 ms, where
+      // `retry + 1 === retry`, it cannot count any further).
+      while (balanceAt(state, now + retry) + eps < need && retry < Number.MAX_SAFE_INTEGER) retry++;
       return decision(false, C, whole(balance), retry, ceilMs((full - balance) / r));
     },
   };
