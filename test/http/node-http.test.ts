@@ -93,7 +93,7 @@ describe("node http", () => {
     expect(keys).toEqual(["::/56"]);
   });
 
-  test("IPv4 clients of a dual-stack socket (::ffff:127.0.0.1) are keyed as IPv4", async () => {
+  test("IPv4 clients of a dual-stack socket (::ffff:127.0.0.1) are keyed as IPv4", async (ctx) => {
     const keys: string[] = [];
     try {
       served = await serveNode(
@@ -104,7 +104,8 @@ describe("node http", () => {
         "::",
       );
     } catch {
-      return; // no dual-stack: nothing to check here
+      ctx.skip(); // no dual-stack socket on this machine
+      return;
     }
     const port = new URL(served.url).port;
     await fetch(`http://127.0.0.1:${port}/`);

@@ -1,0 +1,89 @@
+// sluice/express on a real Express 5 app over loopback.
+import type { AddressInfo } from "node:net";
+import express, { type Request } from "express";
+import { ManualClock } from "sluice";
+import { rateLimit } from "sluice/express";
+import { afterEach, describe, expect, test } from "vitest";
+import { conformance, type Served } from "./conformance.ts";
+
+async function serveExpress(options: Record<string, unknown>, setup?: (app: express.Express) => void): Promise<Served> {
+  const { customLimited, ...rest } = options;
+  if (customLimited) rest.onLimited = (_req: Request, res: express.Response) => res.send("slow down");
+  const app = express();
+  setup?.(app);
+  app.use(rateLimit(rest as never));
+  app.use((_req, res) => {
+    res.send("ok");
+  });
+  app.use((error: Error, _req: Request, res: express.Response, _next: express.NextFunction) => {
+    res.status(500).send(`error: ${error.message}`);
+  });
+  const server = app.listen(0, "127.0.0.1");
+  await new Promise<void>((resolve, reject) => {
+    server.once("listening", resolve);
+    server.once("error", reject);
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+conformance("express", {
+  serve: (options) => serveExpress(options),
+  header: (request, name) => (request as Request).get(name),
+  path: (request) => (request as Request).path,
+});
+
+describe("express", () => {
+  let served: Served | undefined;
+  afterEach(async () => {
+    await served?.close();
+    served = undefined;
+  });
+
+  test("the middleware is a named function", () => {
+    const middleware = rateLimit({ spec: { algorithm: "fixed-window", limit: 1, windowMs: 1000 } });
+    expect(middleware.name).toBe("sluiceRateLimit");
+  });
+
+  test("errors from hooks (sync and async) reach Express's error handler", async () => {
+    served = await serveExpress({
+      spec: { algorithm: "fixed-window", limit: 5, windowMs: 1000 },
+      clock: new ManualClock(),
+      cost: (req: Request) => {
+        if (req.path === "/sync") throw new Error("boom");
+        return req.path === "/bad" ? 1.5 : 1;
+      },
+      key: async (req: Request) => {
+        if (req.path === "/async") throw new Error("async boom");
+        return "k";
+      },
+    });
+    const sync = await fetch(`${served.url}/sync`);
+    expect([sync.status, await sync.text()]).toEqual([500, "error: boom"]);
+    const async = await fetch(`${served.url}/async`);
+    expect([async.status, await async.text()]).toEqual([500, "error: async boom"]);
+    const bad = await fetch(`${served.url}/bad`);
+    expect(bad.status).toBe(500);
+    expect(await bad.text()).toMatch(/cost must be a positive integer \(got 1.5\)/);
+  });
+
+  test("Express's own `trust proxy` setting does not make forwarded addresses trusted", async () => {
+    const keys: string[] = [];
+    served = await serveExpress(
+      {
+        spec: { algorithm: "fixed-window", limit: 5, windowMs: 1000 },
+        onDecision: (_r: unknown, _d: unknown, _n: string, info: { key: string }) => keys.push(info.key),
+      },
+      (app) => app.set("trust proxy", true),
+    );
+    await fetch(served.url, { headers: { "x-forwarded-for": "9.9.9.9" } });
+    expect(keys).toEqual(["127.0.0.1"]);
+  });
+});

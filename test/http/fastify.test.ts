@@ -1,0 +1,98 @@
+// sluice/fastify: a real Fastify 5 server over loopback, inject(), and plugin encapsulation.
+import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
+import { ManualClock } from "sluice";
+import { rateLimit, rateLimitHook } from "sluice/fastify";
+import { afterEach, describe, expect, test } from "vitest";
+import { conformance, parseRateLimit, type Served } from "./conformance.ts";
+
+function app(options: Record<string, unknown>) {
+  const { customLimited, ...rest } = options;
+  if (customLimited) {
+    rest.onLimited = (_req: FastifyRequest, reply: FastifyReply) => reply.type("text/plain").send("slow down");
+  }
+  const fastify = Fastify();
+  fastify.register(rateLimit, rest as never);
+  fastify.all("/*", async () => "ok");
+  return fastify;
+}
+
+conformance("fastify", {
+  serve: async (options) => {
+    const fastify = app(options);
+    const url = await fastify.listen({ port: 0, host: "127.0.0.1" });
+    return { url, close: () => fastify.close() };
+  },
+  header: (request, name) => (request as FastifyRequest).headers[name] as string | undefined,
+  path: (request) => (request as FastifyRequest).url,
+});
+
+describe("fastify", () => {
+  let served: Served | undefined;
+  afterEach(async () => {
+    await served?.close();
+    served = undefined;
+  });
+
+  test("inject(): headers and 429 problem body", async () => {
+    const fastify = app({ spec: { algorithm: "gcra", limit: 2, periodMs: 10_000 }, clock: new ManualClock(0) });
+    const first = await fastify.inject({ url: "/x" });
+    expect(first.statusCode).toBe(200);
+    expect(first.headers["ratelimit-policy"]).toBe('"default";q=2;w=10');
+    expect(parseRateLimit(first.headers.ratelimit as string)).toEqual({ default: { r: 1, t: 5 } });
+    await fastify.inject({ url: "/x" });
+    const denied = await fastify.inject({ url: "/x" });
+    expect(denied.statusCode).toBe(429);
+    expect(denied.headers["content-type"]).toMatch(/^application\/problem\+json/);
+    expect(denied.headers["retry-after"]).toBe("5");
+    expect(denied.json()).toMatchObject({ status: 429, "violated-policies": ["default"] });
+    // inject() sets no forwarded header; remoteAddress is given: keyed apart.
+    const other = await fastify.inject({ url: "/x", remoteAddress: "192.0.2.1" });
+    expect(other.statusCode).toBe(200);
+    await fastify.close();
+  });
+
+  test("registered in an encapsulated plugin, it limits only that plugin's routes", async () => {
+    const fastify = Fastify();
+    const spec = { algorithm: "fixed-window", limit: 1, windowMs: 60_000 } as const;
+    fastify.register(async (child) => {
+      child.register(rateLimit, { spec, clock: new ManualClock() });
+      child.get("/limited", async () => "ok");
+    });
+    fastify.get("/free", async () => "ok");
+    expect((await fastify.inject({ url: "/limited" })).statusCode).toBe(200);
+    expect((await fastify.inject({ url: "/limited" })).statusCode).toBe(429);
+    for (let i = 0; i < 3; i++) {
+      const free = await fastify.inject({ url: "/free" });
+      expect(free.statusCode).toBe(200);
+      expect(free.headers.ratelimit).toBeUndefined();
+    }
+    await fastify.close();
+  });
+
+  test("rateLimitHook limits one route; async hooks and errors go through Fastify", async () => {
+    const fastify = Fastify();
+    const hook = rateLimitHook({
+      spec: { algorithm: "fixed-window", limit: 1, windowMs: 60_000 },
+      clock: new ManualClock(),
+      key: async (req) => {
+        if (req.headers["x-fail"]) throw new Error("key lookup failed");
+        return "k";
+      },
+    });
+    expect(hook.name).toBe("sluiceOnRequest");
+    fastify.get("/one", { onRequest: hook }, async () => "ok");
+    fastify.get("/other", async () => "ok");
+    expect((await fastify.inject({ url: "/one" })).statusCode).toBe(200);
+    expect((await fastify.inject({ url: "/one" })).statusCode).toBe(429);
+    expect((await fastify.inject({ url: "/other" })).statusCode).toBe(200);
+    const failed = await fastify.inject({ url: "/one", headers: { "x-fail": "1" } });
+    expect(failed.statusCode).toBe(500);
+    expect(failed.json().message).toBe("key lookup failed");
+    await fastify.close();
+  });
+
+  test("the plugin is named and marked skip-override", () => {
+    expect(rateLimit.name).toBe("sluiceFastify");
+    expect((rateLimit as unknown as Record<symbol, unknown>)[Symbol.for("skip-override")]).toBe(true);
+  });
+});

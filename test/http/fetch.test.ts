@@ -1,0 +1,61 @@
+// rateLimitFetch: a Web Request/Response handler, served over loopback by @hono/node-server's
+// plain fetch adaptor (so the peer address is real), plus direct calls.
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { ManualClock } from "sluice";
+import { rateLimitFetch } from "sluice/http";
+import { describe, expect, test } from "vitest";
+import { conformance } from "./conformance.ts";
+
+conformance("fetch handler", {
+  serve: async (options) => {
+    const { customLimited, ...rest } = options;
+    if (customLimited) rest.onLimited = () => new Response("slow down", { status: 429 });
+    const limit = rateLimitFetch(rest as never);
+    const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+      const s = serve(
+        {
+          fetch: (request: Request, env: { incoming: { socket: { remoteAddress?: string } } }) =>
+            limit(request, () => new Response("ok"), env.incoming.socket.remoteAddress),
+          port: 0,
+          hostname: "127.0.0.1",
+        },
+        () => resolve(s),
+      );
+    });
+    const { port } = server.address() as AddressInfo;
+    return {
+      url: `http://127.0.0.1:${port}`,
+      close: () =>
+        new Promise<void>((resolve) => {
+          (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+          server.close(() => resolve());
+        }),
+    };
+  },
+  header: (request, name) => (request as Request).headers.get(name) ?? undefined,
+  path: (request) => new URL((request as Request).url).pathname,
+});
+
+describe("rateLimitFetch direct", () => {
+  test("without an address every client shares a bucket, and that is reported once", async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error & { code?: string }) => warnings.push(w.code ?? "");
+    process.on("warning", onWarning);
+    try {
+      const limit = rateLimitFetch({
+        spec: { algorithm: "fixed-window", limit: 1, windowMs: 1000 },
+        clock: new ManualClock(),
+      });
+      expect(limit.name).toBe("sluiceFetch");
+      const ok = () => new Response("ok");
+      expect((await limit(new Request("http://x/"), ok)).status).toBe(200);
+      expect((await limit(new Request("http://x/"), ok)).status).toBe(429);
+      expect((await limit(new Request("http://x/"), ok, "192.0.2.1")).status).toBe(200);
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(warnings.filter((w) => w === "SLUICE_NO_CLIENT_ADDRESS")).toHaveLength(1);
+  });
+});

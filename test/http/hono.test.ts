@@ -1,0 +1,77 @@
+// sluice/hono: served through @hono/node-server on loopback, and through app.request().
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { type Context, Hono } from "hono";
+import { ManualClock } from "sluice";
+import { rateLimit } from "sluice/hono";
+import { describe, expect, test } from "vitest";
+import { conformance, parseRateLimit } from "./conformance.ts";
+
+function app(options: Record<string, unknown>) {
+  const { customLimited, ...rest } = options;
+  if (customLimited) rest.onLimited = (c: Context) => c.text("slow down", 429);
+  const hono = new Hono();
+  hono.use(rateLimit(rest as never));
+  hono.all("*", (c) => c.text("ok"));
+  return hono;
+}
+
+conformance("hono (node-server)", {
+  serve: async (options) => {
+    const hono = app(options);
+    const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
+      const s = serve({ fetch: hono.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s));
+    });
+    const { port } = server.address() as AddressInfo;
+    return {
+      url: `http://127.0.0.1:${port}`,
+      close: () =>
+        new Promise<void>((resolve) => {
+          (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+          server.close(() => resolve());
+        }),
+    };
+  },
+  header: (request, name) => (request as Context).req.header(name),
+  path: (request) => (request as Context).req.path,
+});
+
+describe("hono app.request()", () => {
+  test("headers, 429 problem body; the address comes from the `address` option", async () => {
+    const hono = app({
+      spec: { algorithm: "token-bucket", capacity: 2, refillPerSecond: 0.5 },
+      clock: new ManualClock(0),
+      address: (c: Context) => c.req.header("x-test-peer"),
+    });
+    const as = (peer: string) => hono.request("/x", { headers: { "x-test-peer": peer } });
+    const first = await as("192.0.2.1");
+    expect(first.status).toBe(200);
+    expect(first.headers.get("ratelimit-policy")).toBe('"default";q=2;w=4');
+    expect(parseRateLimit(first.headers.get("ratelimit"))).toEqual({ default: { r: 1, t: 2 } });
+    await as("192.0.2.1");
+    const denied = await as("192.0.2.1");
+    expect(denied.status).toBe(429);
+    expect(denied.headers.get("retry-after")).toBe("2");
+    expect(denied.headers.get("content-type")).toBe("application/problem+json");
+    expect(await denied.json()).toMatchObject({ status: 429, "violated-policies": ["default"] });
+    expect((await as("::ffff:192.0.2.2")).status).toBe(200);
+    expect((await as("192.0.2.2")).status).toBe(200);
+    expect((await as("192.0.2.2")).status).toBe(429); // the mapped and plain forms are one client
+  });
+
+  test("headers are added to a raw Response returned by the handler (immutable headers too)", async () => {
+    const hono = new Hono();
+    hono.use(rateLimit({ spec: { algorithm: "fixed-window", limit: 3, windowMs: 1000 }, key: () => "k" }));
+    hono.get("/raw", () => new Response("raw"));
+    hono.get("/fetched", async () => Response.redirect("http://example.invalid/", 302));
+    const raw = await hono.request("/raw");
+    expect([await raw.text(), raw.headers.get("ratelimit")]).toEqual(["raw", '"default";r=2;t=1']);
+    const fetched = await hono.request("/fetched");
+    expect(fetched.status).toBe(302);
+    expect(fetched.headers.get("ratelimit")).toBe('"default";r=1;t=1');
+  });
+
+  test("the middleware is a named function", () => {
+    expect(rateLimit({ spec: { algorithm: "fixed-window", limit: 1, windowMs: 1000 } }).name).toBe("sluiceRateLimit");
+  });
+});
