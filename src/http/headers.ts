@@ -67,7 +67,7 @@ export function partsOf(decision: Decision, count: number): readonly Decision[] 
 }
 
 /** The member the single-limit layouts report: the one with least remaining (as `combine` picks). */
-function tightest(decision: Decision, parts: readonly Decision[]): Decision {
+function tightest(parts: readonly Decision[]): Decision {
   let best = parts[0] as Decision;
   for (const p of parts) if (p.remaining < best.remaining) best = p;
   return best;
@@ -102,7 +102,7 @@ export function writeRateLimitHeaders(
   if (format !== "legacy") header("RateLimit-Policy", set.policy7);
   if (!counts) return;
   const parts = partsOf(decision, set.policies.length);
-  const t = tightest(decision, parts);
+  const t = tightest(parts);
   const reset = Math.max(resetSeconds(t), decision.allowed ? 0 : resetSeconds(decision));
   if (format === "draft-7") {
     header("RateLimit", `limit=${t.limit}, remaining=${t.remaining}, reset=${reset}`);

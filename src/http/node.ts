@@ -66,7 +66,7 @@ export function nodeMiddleware<Req extends IncomingMessage, Res extends ServerRe
     request: Req,
     response: Res,
     next?: (error?: unknown) => void,
-  ): MaybePromise<boolean> | void {
+  ): MaybePromise<boolean> | undefined {
     if (next === undefined) {
       const verdict = engine.decide(request);
       return isPromise(verdict)
