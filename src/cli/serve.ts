@@ -98,21 +98,8 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     ...(str(parsed, "max-keys") === undefined ? {} : { maxKeys: num(parsed, "max-keys", 1) }),
   });
 
-  const { url, context } = running;
-  const first = [...context.rules.keys()][0] ?? "api";
-  const auth = token === undefined ? "" : ` -H "Authorization: Bearer $SLUICE_TOKEN"`;
-  io.stdout.write(
-    `sluice serve: listening on ${url} (${context.rules.size} rules from ${config}, ${context.store.kind} store${
-      context.store.kind === "memory" ? "" : ` at ${context.store.where}`
-    }${token === undefined ? "" : ", bearer token required"})\n` +
-      `  status page   ${url}/\n` +
-      `  check         curl -s${auth} ${url}/v1/check -d '{"rule":"${first}","key":"alice"}'\n` +
-      `  batch         curl -s${auth} ${url}/v1/check -d '[{"rule":"${first}","key":"alice"},{"rule":"${first}","key":"bob","cost":2}]'\n` +
-      `  rules         curl -s${auth} ${url}/v1/rules\n` +
-      `  metrics       curl -s${auth} ${url}/metrics\n`,
-  );
-
-  return new Promise<number>((resolve) => {
+  // Signal handlers go in before the address is printed: whoever reads it may signal at once.
+  const exit = new Promise<number>((resolve) => {
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;
@@ -133,4 +120,20 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     process.on("SIGINT", () => stop("SIGINT"));
     process.on("SIGHUP", () => void running.reload("SIGHUP"));
   });
+
+  const { url, context } = running;
+  const first = [...context.rules.keys()][0] ?? "api";
+  const auth = token === undefined ? "" : ` -H "Authorization: Bearer $SLUICE_TOKEN"`;
+  io.stdout.write(
+    `sluice serve: listening on ${url} (${context.rules.size} rules from ${config}, ${context.store.kind} store${
+      context.store.kind === "memory" ? "" : ` at ${context.store.where}`
+    }${token === undefined ? "" : ", bearer token required"})\n` +
+      `  status page   ${url}/\n` +
+      `  check         curl -s${auth} ${url}/v1/check -d '{"rule":"${first}","key":"alice"}'\n` +
+      `  batch         curl -s${auth} ${url}/v1/check -d '[{"rule":"${first}","key":"alice"},{"rule":"${first}","key":"bob","cost":2}]'\n` +
+      `  rules         curl -s${auth} ${url}/v1/rules\n` +
+      `  metrics       curl -s${auth} ${url}/metrics\n`,
+  );
+
+  return exit;
 }

@@ -5,6 +5,9 @@
 import type { IncomingMessage } from "node:http";
 import { badRequest, HttpError } from "./problem.ts";
 
+/** How much of an oversized body is read (and dropped) before giving up on the connection. */
+const DISCARD_LIMIT = 1024 * 1024;
+
 function tooLarge(max: number, got: string): HttpError {
   return new HttpError(
     413,
@@ -26,23 +29,26 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<string
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let failed = false;
+    let settled = false;
+    const settle = (run: () => void) => {
+      if (settled) return;
+      settled = true;
+      run();
+    };
+    // Past the limit the rest is read and dropped, so the client (still writing) gets its 413
+    // instead of a broken pipe; past DISCARD_LIMIT we answer at once and the connection closes.
     req.on("data", (chunk: Buffer) => {
-      if (failed) return;
       size += chunk.length;
-      if (size > maxBytes) {
-        failed = true;
-        reject(tooLarge(maxBytes, `more than ${maxBytes} bytes`));
-        return;
-      }
-      chunks.push(chunk);
+      if (size <= maxBytes) chunks.push(chunk);
+      else if (size > Math.max(DISCARD_LIMIT, maxBytes))
+        settle(() => reject(tooLarge(maxBytes, `more than ${maxBytes} bytes`)));
     });
-    req.on("end", () => {
-      if (!failed) resolve(Buffer.concat(chunks).toString("utf8"));
-    });
-    req.on("error", (error) => {
-      if (!failed) reject(error);
-    });
+    req.on("end", () =>
+      settle(() =>
+        size > maxBytes ? reject(tooLarge(maxBytes, `${size} bytes`)) : resolve(Buffer.concat(chunks).toString("utf8")),
+      ),
+    );
+    req.on("error", (error) => settle(() => reject(error)));
   });
 }
 
