@@ -1,0 +1,53 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt, type Served, serve } from "../cli/helpers.ts";
+
+const prefix = `sluice-serve-test:${randomUUID()}:`;
+const redis = new Redis("redis://127.0.0.1:6379", { lazyConnect: true, maxRetriesPerRequest: 1 });
+let a: Served;
+let b: Served;
+
+beforeAll(async () => {
+  ensureBuilt();
+  await redis.connect();
+  const args = ["--config", "examples/rules.yaml", "--redis", "redis://127.0.0.1:6379", "--prefix", prefix];
+  [a, b] = await Promise.all([serve(args), serve(args)]);
+});
+afterAll(async () => {
+  await Promise.all([a?.stop(), b?.stop()]);
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+});
+
+const check = async (s: Served, body: unknown) =>
+  (await fetch(`${s.url}/v1/check`, { method: "POST", body: JSON.stringify(body) })).json();
+
+describe("sluice serve --redis", () => {
+  it("two service processes on one Redis share each limit", async () => {
+    expect(a.stdout()).toMatch(/redis store at redis:\/\/127\.0\.0\.1:6379/);
+    expect(await check(a, { rule: "pings", key: "shared" })).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await check(b, { rule: "pings", key: "shared" })).toMatchObject({ allowed: true, remaining: 0 });
+    const third = (await check(a, { rule: "pings", key: "shared" })) as { allowed: boolean; retryAfterMs: number };
+    expect(third.allowed).toBe(false);
+    expect(third.retryAfterMs).toBeGreaterThan(0);
+    expect((await redis.keys(`${prefix}*`)).length).toBeGreaterThan(0);
+  });
+
+  it("answers batches in order and reports the store in /healthz", async () => {
+    const batch = (await check(b, [
+      { rule: "login", key: "r" },
+      { rule: "login", key: "r", cost: 4 },
+      { rule: "login", key: "r" },
+    ])) as Array<{ allowed: boolean; remaining: number }>;
+    expect(batch.map((d) => [d.allowed, d.remaining])).toEqual([
+      [true, 4],
+      [true, 0],
+      [false, 0],
+    ]);
+    const health = await fetch(`${b.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ status: "ok", store: "redis" });
+  });
+});
