@@ -33,6 +33,8 @@ import type { DecisionInfo, MaybePromise, RateLimitOptions } from "./options.ts"
 import { policiesFor } from "./policy.ts";
 import { PROBLEM_CONTENT_TYPE, quotaExceeded, storeUnavailable } from "./problem.ts";
 
+const KEY_CACHE_SIZE = 4096;
+
 /** What the middleware does with a request. */
 export interface Verdict {
   /** 200: pass it on (headers added); 429: limited; 503: the store failed under "deny". */
@@ -90,6 +92,8 @@ export class Engine<Req> {
   readonly #servicePolicies = new WeakMap<RuleInfo, Map<string, PolicySet>>();
   readonly #clock: Clock;
   readonly #warn = warner();
+  /** Socket address → key, for `trustProxy: false` (the key depends on the address alone). */
+  readonly #keyCache = new Map<string, string>();
   /** Header layout, or undefined for none. */
   readonly format: HeaderFormat | undefined;
   /** Whether the middleware only reports. */
@@ -162,8 +166,16 @@ export class Engine<Req> {
     const raw = reader.header(request, this.#proxyHeader);
     if (this.#trust.kind === "none") {
       if (raw !== undefined && this.#proxyHeader === "x-forwarded-for") this.#warnForwarded(socket);
-      const bytes = resolveClient(socket, [], this.#trust);
-      return bytes === undefined ? socket : addressKey(bytes, this.#subnet);
+      const cache = this.#keyCache;
+      let key = cache.get(socket);
+      if (key === undefined) {
+        const bytes = resolveClient(socket, [], this.#trust);
+        key = bytes === undefined ? socket : addressKey(bytes, this.#subnet);
+        // Bounded: a flood of distinct peers only costs a re-parse once the cache is full.
+        if (cache.size >= KEY_CACHE_SIZE) cache.clear();
+        cache.set(socket, key);
+      }
+      return key;
     }
     if (raw === undefined) {
       this.#warn(

@@ -32,6 +32,8 @@ export interface PolicySet {
   readonly policy11: string;
   /** draft-6/7 `RateLimit-Policy`. */
   readonly policy7: string;
+  /** Each policy's name as a serialised String (`"name"`), so requests do not re-escape it. */
+  readonly quoted: readonly string[];
 }
 
 /** Serialises a Structured Fields String (the name is already checked to be printable ASCII). */
@@ -45,6 +47,7 @@ export function compilePolicies(policies: readonly Policy[]): PolicySet {
     policies,
     policy11: policies.map((p) => `${sfString(p.name)};q=${p.quota};w=${p.windowSeconds}`).join(", "),
     policy7: policies.map((p) => `${p.quota};w=${p.windowSeconds}`).join(", "),
+    quoted: policies.map((p) => sfString(p.name)),
   };
 }
 
@@ -93,8 +96,7 @@ export function writeRateLimitHeaders(
     let value = "";
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i] as Decision;
-      const name = sfString((set.policies[i] as Policy).name);
-      value += `${i === 0 ? "" : ", "}${name};r=${p.remaining};t=${resetSeconds(p)}`;
+      value += `${i === 0 ? "" : ", "}${set.quoted[i]};r=${p.remaining};t=${resetSeconds(p)}`;
     }
     header("RateLimit", value);
     return;
