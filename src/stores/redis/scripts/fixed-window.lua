@@ -17,13 +17,18 @@ ALGO.f = {
     local e = math.ceil(s + W - now)
     local held = 0
     if count > 0 then held = e end
-    if cost > limit then return dec(false, limit, limit - count, INF, held) end
-    if count + cost > limit then return dec(false, limit, limit - count, e, held) end
+    -- A count kept from a larger limit (updateRule) may exceed this one: remaining is never negative.
+    local left = jmax(0, limit - count)
+    if cost > limit then return dec(false, limit, left, INF, held) end
+    if count + cost > limit then return dec(false, limit, left, e, held) end
     local c = count + cost
     if commit then
       state.w = s
       state.c = c
     end
-    return dec(true, limit, limit - c, 0, e)
+    -- c is 0 only for cost 0 (a composite restating an unconsumed member): then nothing to reset.
+    local reset = 0
+    if c > 0 then reset = e end
+    return dec(true, limit, limit - c, 0, reset)
   end,
 }

@@ -5,6 +5,7 @@
 
 local EPSILON = 1e-6
 local INF = math.huge
+local MAX_SAFE_INTEGER = 9007199254740991
 
 -- JS Math.max / Math.min, including their choice between +0 and -0 (Lua keeps the first).
 local function jmax(a, b)

@@ -13,11 +13,13 @@ ALGO.t = {
     local C, r = p.C, p.r
     local full = C * 1000
     local function balanceAt(t) return jmin(full, state.b + jmax(0, t - state.t) * r) end
-    local function whole(balance) return math.floor((balance + EPSILON) / 1000) end
+    -- Float-noise tolerance in thousandths, never more than 1 ms of refill (as the TS step).
+    local eps = jmin(EPSILON, r)
+    local function whole(balance) return math.floor((balance + eps) / 1000) end
     local balance = balanceAt(now)
     local need = cost * 1000
     if cost > C then return dec(false, C, whole(balance), INF, ceilMs((full - balance) / r)) end
-    if balance + EPSILON >= need then
+    if balance + eps >= need then
       local left = balance - need
       if commit then
         state.b = left
@@ -27,7 +29,7 @@ ALGO.t = {
     end
     local retry = ceilMs((need - balance) / r)
     -- Float noise must never tell a client to come back before it can pass.
-    while balanceAt(now + retry) + EPSILON < need do retry = retry + 1 end
+    while balanceAt(now + retry) + eps < need and retry < MAX_SAFE_INTEGER do retry = retry + 1 end
     return dec(false, C, whole(balance), retry, ceilMs((full - balance) / r))
   end,
 }

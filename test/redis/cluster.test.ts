@@ -1,0 +1,102 @@
+// RedisStore on a 3-master Redis Cluster started here: parity with ioredis Cluster and
+// node-redis createCluster, and every key of one check in one slot, even for hostile user keys.
+import { Cluster } from "ioredis";
+import { createCluster } from "redis";
+import { createLimiter, ManualClock } from "sluice";
+import { RedisStore } from "sluice/redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startCluster, type TestCluster } from "../support/redis-cluster.ts";
+import { PARITY_EVENTS, PARITY_RULES, PARITY_SEEDS, runParitySuite } from "../support/redis-parity.ts";
+import { noRedis, uniquePrefix } from "../support/redis-server.ts";
+
+const cluster: TestCluster | undefined = await startCluster().catch((error: unknown) => {
+  if (process.env.CI) throw error;
+  console.warn(`cluster could not start: ${String(error)}`);
+  return undefined;
+});
+if (cluster === undefined) noRedis("cluster");
+
+const HOSTILE = ["{", "}", "{}", "{a}", "}{", ":", "*", "", "a:b", "x".repeat(10_240), "{".repeat(50)];
+
+describe.skipIf(cluster === undefined)("Redis Cluster", () => {
+  const ports = cluster?.ports ?? [];
+  let io: Cluster;
+  let node: ReturnType<typeof createCluster>;
+
+  beforeAll(async () => {
+    io = new Cluster(ports.map((port) => ({ host: "127.0.0.1", port })));
+    await io.ping();
+    node = createCluster({ rootNodes: ports.map((port) => ({ url: `redis://127.0.0.1:${port}` })) });
+    await node.connect();
+  });
+  afterAll(async () => {
+    io?.disconnect();
+    await node?.close();
+    await cluster?.dispose();
+  });
+
+  for (const client of ["ioredis", "node-redis"] as const) {
+    for (const { name, spec } of PARITY_RULES) {
+      it(`parity: ${name} with ${client} Cluster`, async () => {
+        const compared = await runParitySuite(
+          spec,
+          name,
+          () =>
+            new RedisStore({
+              client: client === "ioredis" ? io : node,
+              prefix: uniquePrefix(`cluster-${client}`),
+              expiryGraceMs: 600_000,
+            }),
+        );
+        expect(compared).toBeGreaterThan(PARITY_SEEDS * 2 * PARITY_EVENTS * 0.8);
+      });
+    }
+  }
+
+  it("hostile keys stay separate, and every key of one composite check shares one slot", async () => {
+    const prefix = uniquePrefix("hostile");
+    const store = new RedisStore({ client: io, prefix, expiryGraceMs: 600_000 });
+    const clock = new ManualClock(1_000_000);
+    const limiter = createLimiter(
+      [
+        { algorithm: "fixed-window", limit: 4, windowMs: 60_000 },
+        { algorithm: "sliding-log", limit: 5, windowMs: 60_000 },
+      ],
+      { clock, store },
+    );
+    // Each hostile key takes a different number of units; each must see only its own count.
+    for (const [i, key] of HOSTILE.entries()) {
+      for (let n = 0; n <= i % 3; n++) expect((await limiter.tryAcquire(key)).allowed).toBe(true);
+    }
+    for (const [i, key] of HOSTILE.entries()) {
+      // A peek reports what taking one more unit would leave.
+      expect((await limiter.peek(key)).remaining, `key #${i}`).toBe(4 - 1 - (i % 3) - 1);
+    }
+    // Find every key sluice wrote (SCAN each master): two members per hostile key, no more.
+    const written: string[] = [];
+    for (const master of io.nodes("master")) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await master.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
+        cursor = next;
+        written.push(...keys);
+      } while (cursor !== "0");
+    }
+    expect(written.length).toBe(HOSTILE.length * 2);
+    // Both members of each check: one slot, as Redis itself computes it.
+    const slots = await Promise.all(written.map((k) => io.cluster("KEYSLOT", k) as Promise<number>));
+    const bySlotGroup = new Map<string, Set<number>>();
+    written.forEach((k, i) => {
+      const group = k.replace(/:\d[a-z]:/, ":*:");
+      let set = bySlotGroup.get(group);
+      if (set === undefined) bySlotGroup.set(group, (set = new Set()));
+      set.add(slots[i] as number);
+    });
+    expect(bySlotGroup.size).toBe(HOSTILE.length);
+    for (const set of bySlotGroup.values()) expect(set.size).toBe(1);
+    // And the user keys are spread over the cluster, not pinned to one slot by their braces.
+    expect(new Set(slots).size).toBeGreaterThan(1);
+    for (const key of HOSTILE) await limiter.reset(key);
+    expect((await limiter.peek("{")).remaining).toBe(3);
+  });
+});
