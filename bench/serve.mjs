@@ -1,0 +1,133 @@
+// Benchmark of `sluice serve` over loopback with autocannon: requests/s and latency for single
+// checks and batches of 100, on the in-process store and on Redis (127.0.0.1:6379, if it
+// answers). Two runs per case: 32 connections for throughput, 1 connection for latency (no
+// queueing, so p99 is the service's own cost). For Redis the store's own p99 (RedisStore.check
+// awaited one at a time from this process) is measured too, so "added by the service" can be read.
+//
+// Run: npm run build && node bench/serve.mjs
+// Env: BENCH_SECONDS per run (default 3), BENCH_REDIS (default redis://127.0.0.1:6379; "off" to skip)
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const REDIS = process.env.BENCH_REDIS ?? "redis://127.0.0.1:6379";
+const dir = mkdtempSync(join(tmpdir(), "sluice-bench-"));
+const config = join(dir, "rules.yaml");
+// A limit never reached: every check is counted and admitted, the steady state of a healthy API.
+writeFileSync(config, "rules:\n  api: { algorithm: fixed-window, limit: 1000000000, windowMs: 1m }\n");
+
+function start(extra) {
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "dist/cli/main.js"), "serve", "--config", config, "--port", "0", "--max-body", "1mb", ...extra],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve({ url: m[1], child });
+    });
+    child.on("exit", (code) => reject(new Error(`serve exited with ${code}`)));
+  });
+}
+
+const single = JSON.stringify({ rule: "api", key: "bench" });
+const batch = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ rule: "api", key: `bench-${i}` })));
+
+async function cannon(url, body, connections) {
+  const r = await autocannon({
+    url: `${url}/v1/check`,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+    connections,
+    duration: SECONDS,
+  });
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99 };
+}
+
+async function storeP99(url) {
+  const { Redis } = await import("ioredis");
+  const { RedisStore } = await import("../dist/stores/redis/index.js");
+  const { createLimiter } = await import("../dist/index.js");
+  const client = new Redis(url);
+  const limiter = createLimiter(
+    { algorithm: "fixed-window", limit: 1_000_000_000, windowMs: 60_000 },
+    { store: new RedisStore({ client, prefix: "sluice-bench:" }) },
+  );
+  const times = [];
+  for (let i = 0; i < 3000; i++) {
+    const t = performance.now();
+    await limiter.tryAcquire("bench");
+    times.push(performance.now() - t);
+  }
+  client.disconnect();
+  times.sort((a, b) => a - b);
+  return { p50: times[Math.floor(times.length * 0.5)], p99: times[Math.floor(times.length * 0.99)] };
+}
+
+async function redisUp() {
+  if (REDIS === "off") return false;
+  const { Redis } = await import("ioredis");
+  const client = new Redis(REDIS, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  try {
+    await client.connect();
+    await client.ping();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+const modes = [["in-process", []]];
+if (await redisUp()) modes.push(["redis", ["--redis", REDIS, "--prefix", `sluice-bench-${process.pid}:`]]);
+else console.log(`(Redis at ${REDIS} not reachable: in-process only)`);
+
+const rows = [];
+for (const [mode, extra] of modes) {
+  const { url, child } = await start(extra);
+  try {
+    for (const [name, body] of [
+      ["single", single],
+      ["batch of 100", batch],
+    ]) {
+      await cannon(url, body, 8); // warm-up (JIT, connections, script load)
+      const load = await cannon(url, body, 32);
+      const quiet = await cannon(url, body, 1);
+      rows.push({
+        mode,
+        request: name,
+        "req/s (32 conn)": load.rps,
+        "checks/s": load.rps * (name === "single" ? 1 : 100),
+        "p99 ms (32 conn)": load.p99,
+        "p50 ms (1 conn)": quiet.p50,
+        "p99 ms (1 conn)": quiet.p99,
+      });
+    }
+  } finally {
+    child.kill("SIGTERM");
+  }
+  if (mode === "redis") {
+    const s = await storeP99(REDIS);
+    rows.push({
+      mode: "redis store alone",
+      request: "single (awaited)",
+      "p50 ms (1 conn)": Number(s.p50.toFixed(3)),
+      "p99 ms (1 conn)": Number(s.p99.toFixed(3)),
+    });
+  }
+}
+rmSync(dir, { recursive: true, force: true });
+console.table(rows);
