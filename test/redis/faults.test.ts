@@ -1,0 +1,326 @@
+// Faults against real Redis processes started here (never the shared 6379): script cache
+// flushes, restarts, a stopped server and a port that never answers, under every `onError`
+// policy; key expiry and its repair. Settle times are asserted loosely (timeoutMs + 1.5 s).
+import { createServer, type Server, type Socket } from "node:net";
+import { Redis } from "ioredis";
+import { createClient } from "redis";
+import { createLimiter, type Decision, ManualClock, StoreError } from "sluice";
+import { type OnError, RedisStore } from "sluice/redis";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { freePort, hasRedisServer, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
+
+const canStart = await hasRedisServer();
+if (!canStart) {
+  const message = "Redis fault suite cannot run: no redis-server to start";
+  if (process.env.CI) throw new Error(message);
+  console.warn(`\n${"!".repeat(80)}\n!! SKIPPED: ${message}\n${"!".repeat(80)}\n`);
+}
+
+const TIMEOUT = 300;
+const MARGIN = 1500;
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+async function ownRedis(): Promise<OwnedRedis> {
+  const server = await startOwnedRedis();
+  if (server === undefined) throw new Error("redis-server could not be started");
+  cleanups.push(() => server.dispose());
+  return server;
+}
+
+function ioredis(url: string, options: Record<string, unknown> = {}): Redis {
+  // maxRetriesPerRequest: null keeps ioredis from failing commands on its own schedule; the
+  // store's timeout is what bounds each check.
+  const client = new Redis(url, { maxRetriesPerRequest: null, ...options });
+  client.on("error", () => {});
+  cleanups.push(() => client.disconnect());
+  return client;
+}
+
+/** Resolves once an ioredis client is connected (needed when its offline queue is off). */
+async function ready(client: Redis): Promise<void> {
+  if (client.status !== "ready") await new Promise((r) => client.once("ready", r));
+}
+
+/** Runs `check` and measures how long it took to settle. */
+async function timed<T>(check: () => Promise<T>): Promise<{ value: T | undefined; error: unknown; ms: number }> {
+  const started = performance.now();
+  try {
+    const value = await check();
+    return { value, error: undefined, ms: performance.now() - started };
+  } catch (error) {
+    return { value: undefined, error, ms: performance.now() - started };
+  }
+}
+
+/** A TCP port that accepts connections and never answers. */
+async function blackHole(): Promise<number> {
+  const sockets: Socket[] = [];
+  const server: Server = createServer((socket) => {
+    sockets.push(socket);
+    socket.on("error", () => {});
+  });
+  const port = await freePort();
+  await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
+  cleanups.push(
+    () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
+  );
+  return port;
+}
+
+const SPEC = { algorithm: "fixed-window", limit: 5, windowMs: 60_000 } as const;
+
+describe.skipIf(!canStart)("Redis faults", () => {
+  afterAll(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  it("SCRIPT FLUSH mid-run is absorbed, with nothing counted twice (ioredis and node-redis)", async () => {
+    const server = await ownRedis();
+    const admin = ioredis(server.url);
+    const node = createClient({ url: server.url });
+    await node.connect();
+    cleanups.push(() => node.close());
+    for (const client of [ioredis(server.url), node]) {
+      const store = new RedisStore({ client, prefix: uniquePrefix("flush") });
+      const limiter = createLimiter(
+        { algorithm: "fixed-window", limit: 40, windowMs: 60_000 },
+        {
+          store,
+          clock: new ManualClock(5_000),
+        },
+      );
+      let allowed = 0;
+      for (let i = 0; i < 60; i++) {
+        if (i % 7 === 0) await admin.script("FLUSH");
+        // Several in flight at once, so flushes also hit batched calls.
+        const batch = await Promise.all([limiter.tryAcquire("k"), limiter.tryAcquire("k")]);
+        for (const d of batch) {
+          expect(d.failure).toBeUndefined();
+          if (d.allowed) allowed++;
+        }
+      }
+      expect(allowed).toBe(40);
+      const peek = await limiter.peek("k");
+      expect(peek.allowed).toBe(false);
+      expect(peek.remaining).toBe(0);
+    }
+  });
+
+  it("a Redis restart mid-run: checks fail by policy while it is down, then recover; nothing counted twice", async () => {
+    const server = await ownRedis();
+    const client = ioredis(server.url, { enableOfflineQueue: false, retryStrategy: () => 50 });
+    await ready(client);
+    const store = new RedisStore({ client, prefix: uniquePrefix("restart"), timeoutMs: TIMEOUT, breaker: false });
+    const clock = new ManualClock(10_000);
+    const limiter = createLimiter({ algorithm: "sliding-log", limit: 20, windowMs: 60_000 }, { store, clock });
+    for (let i = 0; i < 5; i++) expect((await limiter.tryAcquire("k")).failure).toBeUndefined();
+    await server.stop();
+    const down = await timed(() => limiter.tryAcquire("k"));
+    expect(down.value?.failure?.policy).toBe("deny");
+    expect(down.value?.allowed).toBe(false);
+    expect(down.ms).toBeLessThan(TIMEOUT + MARGIN);
+    await server.start();
+    // Recovery: poll until checks are decided by Redis again (bounded), counting what it admits.
+    let admitted = 0;
+    let decided = 0;
+    for (let i = 0; i < 200 && decided < 30; i++) {
+      const d = await limiter.tryAcquire("k");
+      if (d.failure !== undefined) {
+        await new Promise((r) => setTimeout(r, 25));
+        continue;
+      }
+      decided++;
+      if (d.allowed) admitted++;
+    }
+    expect(decided).toBe(30);
+    // The restarted server (no persistence) had a fresh script cache and no state: the script
+    // reloaded itself (NOSCRIPT → EVAL) and each admitted request was counted exactly once.
+    expect(admitted).toBe(20);
+    expect((await limiter.peek("k")).remaining).toBe(0);
+  });
+
+  const policies: Array<{ name: string; onError: () => OnError; expectDecision: (d: Decision) => void }> = [
+    {
+      name: "deny",
+      onError: () => "deny",
+      expectDecision: (d) => {
+        expect(d.allowed).toBe(false);
+        expect(d.failure?.policy).toBe("deny");
+        expect(Number.isFinite(d.retryAfterMs) && d.retryAfterMs > 0 && d.retryAfterMs <= 1000).toBe(true);
+        expect(d.failure?.error).toBeInstanceOf(StoreError);
+      },
+    },
+    {
+      name: "allow",
+      onError: () => "allow",
+      expectDecision: (d) => {
+        expect(d.allowed).toBe(true);
+        expect(d.failure?.policy).toBe("allow");
+      },
+    },
+    {
+      name: "a fallback limiter",
+      onError: () => createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 60_000 }, new ManualClock(0)),
+      expectDecision: (d) => {
+        expect(d.failure?.policy).toBe("fallback");
+        expect(d.limit).toBe(1);
+      },
+    },
+  ];
+
+  for (const target of ["a stopped Redis", "a port that never answers"] as const) {
+    for (const clientKind of ["ioredis", "node-redis"] as const) {
+      it(`${target} (${clientKind}): every policy settles within timeoutMs with its decision`, async () => {
+        let port: number;
+        if (target === "a stopped Redis") {
+          const server = await ownRedis();
+          port = server.port;
+          await server.stop();
+        } else {
+          port = await blackHole();
+        }
+        const url = `redis://127.0.0.1:${port}`;
+        let client: Redis | ReturnType<typeof createClient>;
+        if (clientKind === "ioredis") {
+          client = ioredis(url);
+        } else {
+          const node = createClient({ url, socket: { reconnectStrategy: 50, connectTimeout: 200 } });
+          node.on("error", () => {});
+          // Not awaited: the server is down or silent, so connecting never completes.
+          node.connect().catch(() => {});
+          cleanups.push(() => node.destroy());
+          client = node;
+        }
+        for (const policy of policies) {
+          const store = new RedisStore({ client, prefix: "p:", timeoutMs: TIMEOUT, onError: policy.onError() });
+          const limiter = createLimiter(SPEC, { store, clock: new ManualClock(0) });
+          const results = await Promise.all(Array.from({ length: 8 }, () => timed(() => limiter.tryAcquire("k"))));
+          for (const r of results) {
+            expect(r.error, policy.name).toBeUndefined();
+            expect(r.ms, policy.name).toBeLessThan(TIMEOUT + MARGIN);
+            policy.expectDecision(r.value as Decision);
+          }
+        }
+        const store = new RedisStore({ client, prefix: "p:", timeoutMs: TIMEOUT, onError: "throw" });
+        const limiter = createLimiter(SPEC, { store, clock: new ManualClock(0) });
+        const thrown = await timed(() => limiter.tryAcquire("k"));
+        expect(thrown.error).toBeInstanceOf(StoreError);
+        expect((thrown.error as StoreError).code).toMatch(/^ERR_STORE(_TIMEOUT)?$/);
+        expect((thrown.error as StoreError).cause ?? (thrown.error as StoreError).code).toBeDefined();
+        expect(thrown.ms).toBeLessThan(TIMEOUT + MARGIN);
+        const reset = await timed(() => limiter.reset("k"));
+        expect(reset.error).toBeInstanceOf(StoreError);
+        expect(reset.ms).toBeLessThan(TIMEOUT + MARGIN);
+      });
+    }
+  }
+
+  it("the circuit breaker answers at once while open, probes, and closes once Redis is back", async () => {
+    const server = await ownRedis();
+    const client = ioredis(server.url, { enableOfflineQueue: false, retryStrategy: () => 50 });
+    await ready(client);
+    const store = new RedisStore({
+      client,
+      prefix: uniquePrefix("breaker"),
+      timeoutMs: TIMEOUT,
+      breaker: { failures: 3, coolDownMs: 200 },
+    });
+    const limiter = createLimiter(SPEC, { store, clock: new ManualClock(0) });
+    expect((await limiter.tryAcquire("k")).failure).toBeUndefined();
+    await server.stop();
+    for (let i = 0; i < 3; i++) expect((await limiter.tryAcquire("k")).failure?.policy).toBe("deny");
+    expect(store.circuitOpen).toBe(true);
+    const open = await limiter.tryAcquire("k");
+    expect(open.failure?.error.message).toMatch(/circuit breaker is open/);
+    await server.start();
+    let recovered: Decision | undefined;
+    for (let i = 0; i < 100; i++) {
+      recovered = await limiter.tryAcquire("k");
+      if (recovered.failure === undefined) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(recovered?.failure).toBeUndefined();
+    expect(store.circuitOpen).toBe(false);
+  });
+
+  it("a fallback can be built per rule by a function", async () => {
+    const port = await blackHole();
+    const client = ioredis(`redis://127.0.0.1:${port}`);
+    const seen: string[] = [];
+    const store = new RedisStore({
+      client,
+      timeoutMs: TIMEOUT,
+      onError: (rule) => {
+        seen.push(rule.id);
+        return createLimiter(
+          rule.algorithms.map((a) => a.spec),
+          new ManualClock(0),
+        );
+      },
+    });
+    const limiter = createLimiter(SPEC, { store, clock: new ManualClock(0), name: "login" });
+    const ds = [await limiter.tryAcquire("k"), await limiter.tryAcquire("k")];
+    expect(ds.map((d) => d.failure?.policy)).toEqual(["fallback", "fallback"]);
+    expect(ds.map((d) => d.remaining)).toEqual([4, 3]);
+    expect(seen).toEqual(["login"]);
+  });
+
+  it("every key expires when its state becomes fresh, and a lost expiry is repaired", async () => {
+    const server = await ownRedis();
+    const client = ioredis(server.url);
+    const prefix = uniquePrefix("ttl");
+    const store = new RedisStore({ client, prefix });
+    const clock = new ManualClock(1_000_250);
+    const fixed = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 1000 }, { store, clock });
+    const bucket = createLimiter({ algorithm: "token-bucket", capacity: 2, refillPerSecond: 4 }, { store, clock });
+    const log = createLimiter({ algorithm: "sliding-log", limit: 3, windowMs: 90_000 }, { store, clock });
+    await fixed.tryAcquire("a"); // window 1_000_000 + 1000: fresh in 750 ms
+    await bucket.tryAcquire("a"); // 1 token short at 4/s: full again in 250 ms
+    await log.tryAcquire("a"); // newest entry + 90 s
+    const keys = await client.keys(`${prefix}*`);
+    expect(keys.length).toBe(3);
+    const ttl = async (code: string) => client.pttl(keys.find((k) => k.includes(code)) as string);
+    const f = await ttl(":0f:");
+    const t = await ttl(":0t:");
+    const l = await ttl(":0l:");
+    expect(f).toBeGreaterThan(0);
+    expect(f).toBeLessThanOrEqual(750);
+    expect(t).toBeGreaterThan(0);
+    expect(t).toBeLessThanOrEqual(250);
+    expect(l).toBeGreaterThan(80_000);
+    expect(l).toBeLessThanOrEqual(90_000);
+    // Someone removes the expiry; the next (denied) check puts it back.
+    const fixedKey = keys.find((k) => k.includes(":0f:")) as string;
+    await client.persist(fixedKey);
+    expect(await client.pttl(fixedKey)).toBe(-1);
+    expect((await fixed.tryAcquire("a")).allowed).toBe(false);
+    const repaired = await client.pttl(fixedKey);
+    expect(repaired).toBeGreaterThan(0);
+    expect(repaired).toBeLessThanOrEqual(750);
+  });
+
+  it("a foreign value at a key fails that check alone, by policy, not the batch", async () => {
+    const server = await ownRedis();
+    const client = ioredis(server.url);
+    const prefix = uniquePrefix("foreign");
+    const store = new RedisStore({ client, prefix });
+    const clock = new ManualClock(0);
+    const limiter = createLimiter(SPEC, { store, clock });
+    await limiter.tryAcquire("bad");
+    const [badKey] = await client.keys(`${prefix}*`);
+    await client.del(badKey as string);
+    await client.hset(badKey as string, "x", "1");
+    const [good, bad] = await Promise.all([limiter.tryAcquire("good"), limiter.tryAcquire("bad")]);
+    expect(good.failure).toBeUndefined();
+    expect(good.allowed).toBe(true);
+    expect(bad.failure?.policy).toBe("deny");
+    expect(bad.failure?.error.message).toMatch(/WRONGTYPE/);
+  });
+});
