@@ -93,6 +93,10 @@ describe("gcra", () => {
       [0, "k", 1, false, 0, 500, 2000],
       [500, "k", 1, true, 0, 0, 2000],
     ]);
+    clock.set(600); // tat 2500: cost 2 needs backlog ≤ 1000, at 1500
+    expect(limiter.peek("k", 2).retryAfterMs).toBe(900);
+    checkRetryHonest(limiter, clock, "k", 2);
+    checkRetryHonest(limiter, clock, "k", 4);
   });
 
   it("an inexact quotient (T = 333.3…) stays within 1 ms and never early", () => {
