@@ -44,7 +44,9 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
         }
         return decision(true, C, whole(left), 0, ceilMs((full - left) / r));
       }
-      let retry = ceilMs((need - balance) / r);
+      // A clock behind the last update refills nothing until it catches up ("no time passed"),
+      // so the hint includes that lag; the loop below then only absorbs float noise.
+      let retry = ceilMs(Math.max(0, state.t - now) + (need - balance) / r);
       // Float noise must never tell a client to come back before it can pass (past 2^53 ms, where
       // `retry + 1 === retry`, it cannot count any further).
       while (balanceAt(state, now + retry) + eps < need && retry < Number.MAX_SAFE_INTEGER) retry++;
