@@ -1,0 +1,153 @@
+// Decision invariants across all six algorithms (SPEC §4–§6): honest retryAfterMs, figures that
+// are finite non-negative integers, gcra = token bucket, composites all-or-nothing, and a
+// MemoryStore that drops fresh state deciding exactly like a table that never forgets.
+import fc from "fast-check";
+import { type AlgorithmSpec, algorithmFor, createLimiter, type Decision, ManualClock, specLimit } from "sluice";
+import { describe, expect, it } from "vitest";
+import { specArb, startArb, traceArb, WHOLE_T } from "./arbitraries.ts";
+
+/** Checks the shape SPEC §4 promises for one decision of a rule reporting `limit`. */
+function checkFigures(d: Decision, cost: number, limit: number, leaky: boolean): void {
+  expect(d.limit).toBe(limit);
+  for (const figure of [d.remaining, d.resetMs, d.delayMs]) {
+    expect(Number.isSafeInteger(figure) && figure >= 0, JSON.stringify(d)).toBe(true);
+  }
+  expect(d.remaining).toBeLessThanOrEqual(limit);
+  if (cost > limit) expect(d).toMatchObject({ allowed: false, retryAfterMs: Number.POSITIVE_INFINITY });
+  else if (d.allowed) expect(d.retryAfterMs).toBe(0);
+  else expect(Number.isSafeInteger(d.retryAfterMs) && d.retryAfterMs >= 1, JSON.stringify(d)).toBe(true);
+  if (!leaky || !d.allowed) expect(d.delayMs).toBe(0);
+}
+
+describe("decision invariants", () => {
+  it("every figure is a finite non-negative integer (Infinity only for cost > limit), even with the clock stepping back", () => {
+    fc.assert(
+      fc.property(
+        specArb(false),
+        startArb,
+        fc.array(fc.record({ dt: fc.integer({ min: -3000, max: 3000 }), cost: fc.integer({ min: 1, max: 10 }) }), {
+          maxLength: 60,
+        }),
+        (spec, start, steps) => {
+          const clock = new ManualClock(start);
+          const limiter = createLimiter(spec, clock);
+          const limit = specLimit(spec);
+          for (const { dt, cost } of steps) {
+            clock.set(Math.max(0, clock.now() + dt));
+            checkFigures(limiter.peek("k", cost), cost, limit, spec.algorithm === "leaky-bucket");
+            checkFigures(limiter.tryAcquire("k", cost), cost, limit, spec.algorithm === "leaky-bucket");
+          }
+        },
+      ),
+      { numRuns: 400 },
+    );
+  });
+
+  it("a client returning at retryAfterMs passes; where SPEC makes it exact, 1 ms earlier it does not", () => {
+    const check = (exact: boolean) =>
+      fc.assert(
+        fc.property(
+          specArb(exact),
+          startArb,
+          traceArb({ maxCost: 4 }),
+          fc.integer({ min: 1, max: 8 }),
+          (spec, start, trace, cost) => {
+            const clock = new ManualClock(start);
+            const limiter = createLimiter(spec, clock);
+            for (const step of trace) {
+              clock.advance(step.gap);
+              limiter.tryAcquire("k", step.cost);
+            }
+            const now = clock.now();
+            const denied = limiter.peek("k", cost);
+            if (denied.allowed || !Number.isFinite(denied.retryAfterMs)) return;
+            if (exact && denied.retryAfterMs > 1) {
+              clock.set(now + denied.retryAfterMs - 1);
+              expect(limiter.peek("k", cost).allowed, "1 ms early").toBe(false);
+            }
+            clock.set(now + denied.retryAfterMs);
+            expect(limiter.tryAcquire("k", cost).allowed, "at retryAfterMs").toBe(true);
+          },
+        ),
+        { numRuns: 500 },
+      );
+    check(true);
+    check(false);
+  });
+
+  it("gcra with burst = limit decides exactly like the token bucket of capacity limit, rate 1000·limit/periodMs", () => {
+    // periodMs = limit·T with T dividing 1000: gcra's T is whole and the bucket's rate 1000/T is
+    // a whole number of tokens per second, so both sides compute in exact integers.
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 10 }),
+        fc.constantFrom(...WHOLE_T),
+        startArb,
+        traceArb({ maxCost: 12, maxLength: 80 }),
+        (limit, T, start, trace) => {
+          const clock = new ManualClock(start);
+          const g = createLimiter({ algorithm: "gcra", limit, periodMs: limit * T }, clock);
+          const b = createLimiter({ algorithm: "token-bucket", capacity: limit, refillPerSecond: 1000 / T }, clock);
+          for (const { gap, cost } of trace) {
+            clock.advance(gap);
+            expect(g.peek("k", cost)).toEqual(b.peek("k", cost));
+            expect(g.tryAcquire("k", cost)).toEqual(b.tryAcquire("k", cost));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("composites: all members read one now, pass only together, and never consume on denial", () => {
+    fc.assert(
+      fc.property(
+        fc.array(specArb(false), { minLength: 2, maxLength: 3 }),
+        startArb,
+        traceArb({ keys: 2, maxCost: 5 }),
+        (specs, start, trace) => {
+          const clock = new ManualClock(start);
+          const limiter = createLimiter(specs, clock);
+          // Reference: the member steps on their own records, committed only when all allow.
+          const steps = specs.map((s) => algorithmFor(s));
+          const records = new Map<string, unknown[]>();
+          for (const { gap, key, cost } of trace) {
+            clock.advance(gap);
+            const now = clock.now();
+            const states = records.get(key) ?? steps.map((a) => a.create());
+            records.set(key, states);
+            const want = steps.map((a, i) => a.step(states[i], now, cost, false));
+            const all = want.every((d) => d.allowed);
+            const before = limiter.peek(key, 1);
+            const got = limiter.tryAcquire(key, cost);
+            expect(got.allowed).toBe(all);
+            expect(got.parts?.map((p) => p.allowed)).toEqual(want.map((d) => d.allowed));
+            if (all) steps.forEach((a, i) => a.step(states[i], now, cost, true));
+            else expect(limiter.peek(key, 1)).toEqual(before);
+            expect(got.remaining).toBe(Math.min(...(got.parts ?? []).map((p) => p.remaining)));
+            if (!got.allowed) expect(got.retryAfterMs).toBe(Math.max(...(got.parts ?? []).map((p) => p.retryAfterMs)));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("the MemoryStore dropping fresh state never changes a decision (vs a table that never forgets)", () => {
+    fc.assert(
+      fc.property(specArb(false), startArb, traceArb({ keys: 4, maxCost: 4, maxLength: 120 }), (spec, start, trace) => {
+        const clock = new ManualClock(start);
+        const limiter = createLimiter(spec as AlgorithmSpec, clock);
+        const step = algorithmFor(spec);
+        const never = new Map<string, unknown>();
+        for (const { gap, key, cost } of trace) {
+          clock.advance(gap);
+          const state = never.get(key) ?? step.create();
+          never.set(key, state);
+          expect(limiter.tryAcquire(key, cost)).toEqual(step.step(state, clock.now(), cost, true));
+        }
+      }),
+      { numRuns: 400 },
+    );
+  });
+});
