@@ -15,17 +15,15 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 /**
  * Wall-clock milliseconds that never run backwards. It is built on `performance.now()` (a
  * monotonic source) anchored once to the epoch, so fixed windows still align to epoch
- * multiples while NTP steps and manual clock changes cannot move it back.
+ * multiples while NTP steps and manual clock changes cannot move it back. A plain closure, not
+ * a class with a private field: it is read on every decision, and the field access measured
+ * ~10 ns more per read (bench/memory.mjs prints what a read costs).
  */
-class SystemClock implements Clock {
-  readonly #origin = Math.floor(performance.timeOrigin);
-  now(): number {
-    return this.#origin + Math.floor(performance.now());
-  }
-}
+const origin = Math.floor(performance.timeOrigin);
+const monotonic = performance;
 
 /** The default clock: epoch milliseconds (integers) from a monotonic source. */
-export const systemClock: Clock = new SystemClock();
+export const systemClock: Clock = Object.freeze({ now: () => origin + Math.floor(monotonic.now()) });
 
 interface ManualTimer {
   at: number;

@@ -42,7 +42,9 @@ export interface Limiter<S extends Store = Store> {
   /** What `tryAcquire` would say now; changes nothing. */
   peek(key: string, cost?: number): Result<S>;
   /** Forgets `key`: its next request is treated as a new key's. */
-  reset(key: string): S["synchronous"] extends true ? void : Promise<void>;
+  reset(
+    key: string,
+  ): S["synchronous"] extends true ? void : S["synchronous"] extends false ? Promise<void> : void | Promise<void>;
   /** Waits (FIFO per key) until allowed; rejects with WaitTimeoutError or the abort reason. */
   acquire(key: string, options?: AcquireOptions): Promise<Decision>;
   /** Releases this limiter's hold on its store state (for rules replaced at runtime). */
@@ -104,38 +106,50 @@ export function createLimiter<S extends Store = MemoryStore>(
 export function bindLimiter(specs: AlgorithmSpec[], store: Store, clock: Clock | undefined, id: string): Limiter {
   const bound: BoundRule = store.bind({ id, algorithms: specs.map(algorithmFor) });
   const waits = new WaitQueues();
-  const sync = store.synchronous;
-  // Argument errors throw in-process and reject on async stores, so each style catches them.
-  const guard = <T>(run: () => T): T => {
-    if (sync) return run();
-    try {
-      return run();
-    } catch (error) {
-      return Promise.reject(error) as T;
-    }
+  const acquire = async (key: string, acquireOptions: AcquireOptions = {}) => {
+    checkKey(key);
+    const cost = acquireOptions.cost ?? 1;
+    checkCost(cost);
+    return waits.acquire(key, acquireOptions, clock ?? systemClock, (c) => bound.check(key, c, clock?.now(), false));
   };
-  const check = (key: string, cost: number, peek: boolean) =>
-    guard(() => {
+  const close = () => bound.release();
+  let limiter: Limiter;
+  if (store.synchronous) {
+    // The hot path: no closures, no promises; argument errors throw.
+    const check = (key: string, cost: number, peek: boolean) => {
+      if (typeof key !== "string") checkKey(key);
+      if (cost !== 1) checkCost(cost);
+      return bound.check(key, cost, clock === undefined ? undefined : clock.now(), peek);
+    };
+    limiter = {
+      specs,
+      tryAcquire: (key, cost = 1) => check(key, cost, false),
+      peek: (key, cost = 1) => check(key, cost, true),
+      reset: (key) => {
+        checkKey(key);
+        bound.reset(key);
+      },
+      acquire,
+      close,
+    };
+  } else {
+    // Async stores: argument errors reject, so callers handle one failure style.
+    const check = async (key: string, cost: number, peek: boolean) => {
       checkKey(key);
       if (cost !== 1) checkCost(cost);
       return bound.check(key, cost, clock?.now(), peek);
-    });
-  const limiter: Limiter = {
-    specs,
-    tryAcquire: (key, cost = 1) => check(key, cost, false),
-    peek: (key, cost = 1) => check(key, cost, true),
-    reset: (key) =>
-      guard(() => {
+    };
+    limiter = {
+      specs,
+      tryAcquire: (key, cost = 1) => check(key, cost, false),
+      peek: (key, cost = 1) => check(key, cost, true),
+      reset: async (key) => {
         checkKey(key);
-        return bound.reset(key);
-      }) as never,
-    acquire: async (key, acquireOptions = {}) => {
-      checkKey(key);
-      const cost = acquireOptions.cost ?? 1;
-      checkCost(cost);
-      return waits.acquire(key, acquireOptions, clock ?? systemClock, (c) => bound.check(key, c, clock?.now(), false));
-    },
-    close: () => bound.release(),
-  };
+        await bound.reset(key);
+      },
+      acquire,
+      close,
+    } as Limiter;
+  }
   return limiter;
 }

@@ -92,7 +92,15 @@ export class MemoryStore implements Store {
     if (only !== undefined) {
       const algorithm = only.algorithm;
       return {
-        check: (key, cost, now, peek) => this.#single(only, algorithm, key, cost, now ?? systemClock.now(), peek),
+        check: (key, cost, now, peek) => {
+          const t = now === undefined ? systemClock.now() : now;
+          if (!peek) {
+            // The hot path: a live key is one Map lookup and one step.
+            const state = only.get(key, t);
+            if (state !== undefined) return algorithm.step(state, t, cost, true);
+          }
+          return this.#single(only, algorithm, key, cost, t, peek);
+        },
         reset,
         release,
       };
@@ -105,10 +113,9 @@ export class MemoryStore implements Store {
     };
   }
 
+  /** A peek, or the first request of a key with no stored state. */
   #single(table: Table, algorithm: Algorithm, key: string, cost: number, now: number, peek: boolean): Decision {
     if (peek) return algorithm.step(table.find(key) ?? algorithm.create(), now, cost, false);
-    const state = table.get(key, now);
-    if (state !== undefined) return algorithm.step(state, now, cost, true);
     const fresh = algorithm.create();
     const result = algorithm.step(fresh, now, cost, true);
     // A denied request changes nothing, so a fresh key that was denied need not be stored.

@@ -16,9 +16,9 @@ export class Table {
   algorithm: Algorithm;
   /** Bindings using this table; it is dropped when the last one is released. */
   refs = 0;
-  #current = new Map<string, unknown>();
-  #previous = new Map<string, unknown>();
-  #rotateAt = Number.NEGATIVE_INFINITY;
+  private current = new Map<string, unknown>();
+  private previous = new Map<string, unknown>();
+  private rotateAt = Number.NEGATIVE_INFINITY;
 
   constructor(algorithm: Algorithm) {
     this.algorithm = algorithm;
@@ -26,57 +26,57 @@ export class Table {
 
   /** Live records (current and previous generation). */
   get size(): number {
-    return this.#current.size + this.#previous.size;
+    return this.current.size + this.previous.size;
   }
 
   /** The record for `key`, moved into the current generation, or undefined. */
   get(key: string, now: number): unknown {
-    if (now >= this.#rotateAt) this.#rotate(now);
-    const state = this.#current.get(key);
-    if (state !== undefined || this.#previous.size === 0) return state;
-    const old = this.#previous.get(key);
+    if (now >= this.rotateAt) this.rotate(now);
+    const state = this.current.get(key);
+    if (state !== undefined || this.previous.size === 0) return state;
+    const old = this.previous.get(key);
     if (old !== undefined) {
-      this.#previous.delete(key);
-      this.#current.set(key, old);
+      this.previous.delete(key);
+      this.current.set(key, old);
     }
     return old;
   }
 
   /** The record for `key` without moving it (for peeks). */
   find(key: string): unknown {
-    return this.#current.get(key) ?? this.#previous.get(key);
+    return this.current.get(key) ?? this.previous.get(key);
   }
 
   /** Stores a new record for `key` in the current generation. */
   set(key: string, state: unknown): void {
-    this.#current.set(key, state);
+    this.current.set(key, state);
   }
 
   /** Forgets `key`. */
   delete(key: string): boolean {
-    const a = this.#current.delete(key);
-    const b = this.#previous.delete(key);
+    const a = this.current.delete(key);
+    const b = this.previous.delete(key);
     return a || b;
   }
 
   /** The records of one generation, least recently moved first. */
   generation(previous: boolean): IterableIterator<[string, unknown]> {
-    return (previous ? this.#previous : this.#current).entries();
+    return (previous ? this.previous : this.current).entries();
   }
 
   /** Moves `key` to the most-recent end (used to skip limited records during eviction). */
   touch(key: string, state: unknown): void {
-    this.#previous.delete(key);
-    this.#current.delete(key);
-    this.#current.set(key, state);
+    this.previous.delete(key);
+    this.current.delete(key);
+    this.current.set(key, state);
   }
 
-  #rotate(now: number): void {
+  private rotate(now: number): void {
     const horizon = this.algorithm.horizonMs;
     // Untouched for a whole horizon: everything current is fresh too.
-    if (now >= this.#rotateAt + horizon) this.#current = new Map();
-    this.#previous = this.#current;
-    this.#current = new Map();
-    this.#rotateAt = now + horizon;
+    if (now >= this.rotateAt + horizon) this.current = new Map();
+    this.previous = this.current;
+    this.current = new Map();
+    this.rotateAt = now + horizon;
   }
 }

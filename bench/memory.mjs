@@ -1,0 +1,183 @@
+// In-process benchmark: sluice's token bucket beside a bare Map token bucket (the floor),
+// rate-limiter-flexible's RateLimiterMemory and `limiter`, measured side by side in one run.
+// Run with: npm run bench   (or: npm run build && node --expose-gc bench/memory.mjs)
+
+import { RateLimiter as TokenLimiter } from "limiter";
+import { RateLimiterMemory } from "rate-limiter-flexible";
+import { createLimiter, systemClock } from "../dist/index.js";
+
+const DECISIONS = Number(process.env.BENCH_DECISIONS ?? 1_000_000);
+const KEYS = 100_000;
+const REPS = Number(process.env.BENCH_REPS ?? 5);
+const CAPACITY = 100;
+const RATE = 100; // tokens per second per key: a busy per-user API limit (the hot key ends up mostly denied)
+const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
+
+/** The floor: the least a correct per-key token bucket can do (read the clock, get, refill, set). */
+function bareMapBucket() {
+  const buckets = new Map();
+  return (key) => {
+    const now = Date.now();
+    let b = buckets.get(key);
+    if (b === undefined) {
+      b = { balance: CAPACITY * 1000, at: now };
+      buckets.set(key, b);
+    }
+    b.balance = Math.min(CAPACITY * 1000, b.balance + Math.max(0, now - b.at) * RATE);
+    b.at = Math.max(now, b.at);
+    if (b.balance >= 1000) {
+      b.balance -= 1000;
+      return { allowed: true, remaining: Math.floor(b.balance / 1000), retryAfterMs: 0 };
+    }
+    return { allowed: false, remaining: 0, retryAfterMs: Math.ceil((1000 - b.balance) / RATE) };
+  };
+}
+
+function sluiceBucket() {
+  const limiter = createLimiter({ algorithm: "token-bucket", capacity: CAPACITY, refillPerSecond: RATE });
+  return (key) => limiter.tryAcquire(key);
+}
+
+function limiterPackage() {
+  const buckets = new Map();
+  return (key) => {
+    let b = buckets.get(key);
+    if (b === undefined) {
+      b = new TokenLimiter({ tokensPerInterval: RATE, interval: "second" });
+      buckets.set(key, b);
+    }
+    return b.tryRemoveTokens(1);
+  };
+}
+
+function flexible() {
+  // rate-limiter-flexible counts fixed windows and answers with promises.
+  const rl = new RateLimiterMemory({ points: CAPACITY, duration: 1 });
+  return (key) => rl.consume(key).catch((r) => r);
+}
+
+const contenders = [
+  ["bare Map token bucket (floor)", bareMapBucket, false],
+  ["sluice token-bucket", sluiceBucket, false],
+  ["limiter (TokenBucket per key)", limiterPackage, false],
+  ["rate-limiter-flexible Memory", flexible, true],
+];
+
+async function time(make, isAsync, pickKey) {
+  const decide = make();
+  let sink = 0;
+  const start = performance.now();
+  if (isAsync) {
+    // Batches of 1000 in flight: what a busy server does; awaiting each one alone would be slower.
+    for (let i = 0; i < DECISIONS; i += 1000) {
+      const batch = [];
+      for (let j = i; j < i + 1000; j++) batch.push(decide(pickKey(j)));
+      const results = await Promise.all(batch);
+      sink += results.length;
+    }
+  } else {
+    for (let i = 0; i < DECISIONS; i++) if (decide(pickKey(i))) sink++;
+  }
+  const ns = ((performance.now() - start) * 1e6) / DECISIONS;
+  if (sink < 0) console.log(sink);
+  return ns;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function speed() {
+  const workloads = [
+    ["one hot key", () => "hot"],
+    [`${KEYS / 1000}k keys round-robin`, (i) => keys[i % KEYS]],
+  ];
+  const rows = [];
+  for (const [wname, pickKey] of workloads) {
+    const samples = new Map(contenders.map(([name]) => [name, []]));
+    for (let rep = 0; rep < REPS; rep++) {
+      // Interleaved so drift on a noisy machine hits every contender alike.
+      for (const [name, make, isAsync] of contenders) samples.get(name).push(await time(make, isAsync, pickKey));
+    }
+    const floor = median(samples.get(contenders[0][0]));
+    const ours = median(samples.get("sluice token-bucket"));
+    for (const [name] of contenders) {
+      const ns = median(samples.get(name));
+      rows.push({
+        workload: wname,
+        contender: name,
+        "ns/decision": ns.toFixed(0),
+        "× floor": (ns / floor).toFixed(2),
+        "× sluice": (ns / ours).toFixed(2),
+      });
+    }
+  }
+  console.table(rows);
+}
+
+function clockCost() {
+  const N = 5_000_000;
+  const sources = [
+    ["Date.now()", () => Date.now()],
+    ["performance.now()", () => performance.now()],
+    ["sluice systemClock.now()", () => systemClock.now()],
+  ];
+  const rows = [];
+  for (const [name, read] of sources) {
+    const xs = [];
+    for (let rep = 0; rep < 3; rep++) {
+      let s = 0;
+      const t0 = performance.now();
+      for (let i = 0; i < N; i++) s += read();
+      xs.push(((performance.now() - t0) * 1e6) / N);
+      if (s === 0) console.log(s);
+    }
+    rows.push({ source: name, "ns/read": median(xs).toFixed(1) });
+  }
+  console.table(rows);
+}
+
+function heapUsed() {
+  globalThis.gc();
+  globalThis.gc();
+  return process.memoryUsage().heapUsed;
+}
+
+function bytesPerKey() {
+  if (typeof globalThis.gc !== "function") {
+    console.log("(bytes per key skipped: run with node --expose-gc)");
+    return;
+  }
+  const N = Number(process.env.BENCH_LIVE_KEYS ?? 1_000_000);
+  const names = Array.from({ length: N }, (_, i) => `user:${i}`);
+  const specs = [
+    ["token-bucket", { algorithm: "token-bucket", capacity: 10, refillPerSecond: 1 }],
+    ["gcra", { algorithm: "gcra", limit: 10, periodMs: 10_000 }],
+    ["fixed-window", { algorithm: "fixed-window", limit: 10, windowMs: 60_000 }],
+    ["sliding-window", { algorithm: "sliding-window", limit: 10, windowMs: 60_000 }],
+    ["leaky-bucket", { algorithm: "leaky-bucket", capacity: 10, leakPerSecond: 1 }],
+    ["sliding-log (limit 10, 1 entry)", { algorithm: "sliding-log", limit: 10, windowMs: 60_000 }],
+  ];
+  const rows = [];
+  {
+    const before = heapUsed();
+    const decide = bareMapBucket();
+    for (const k of names) decide(k);
+    rows.push({ store: "bare Map token bucket", "bytes/key": ((heapUsed() - before) / N).toFixed(0) });
+    if (decide("x") === 0) console.log("");
+  }
+  for (const [name, spec] of specs) {
+    const before = heapUsed();
+    const limiter = createLimiter(spec);
+    for (const k of names) limiter.tryAcquire(k);
+    rows.push({ store: `sluice ${name}`, "bytes/key": ((heapUsed() - before) / N).toFixed(0) });
+    if (limiter.peek("x").limit === 0) console.log("");
+  }
+  console.log(`\nHeap per live key at ${N.toLocaleString("en")} live keys (keys like "user:123456")`);
+  console.table(rows);
+}
+
+console.log(
+  `sluice in-process benchmark: ${DECISIONS.toLocaleString("en")} decisions per run, median of ${REPS}, node ${process.version}`,
+);
+clockCost();
+await speed();
+bytesPerKey();
