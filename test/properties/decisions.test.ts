@@ -122,8 +122,9 @@ describe("decision invariants", () => {
             const got = limiter.tryAcquire(key, cost);
             expect(got.allowed).toBe(all);
             expect(got.parts?.map((p) => p.allowed)).toEqual(want.map((d) => d.allowed));
-            if (all) steps.forEach((a, i) => a.step(states[i], now, cost, true));
-            else expect(limiter.peek(key, 1)).toEqual(before);
+            if (all) {
+              for (const [i, a] of steps.entries()) a.step(states[i], now, cost, true);
+            } else expect(limiter.peek(key, 1)).toEqual(before);
             expect(got.remaining).toBe(Math.min(...(got.parts ?? []).map((p) => p.remaining)));
             if (!got.allowed) expect(got.retryAfterMs).toBe(Math.max(...(got.parts ?? []).map((p) => p.retryAfterMs)));
           }
