@@ -85,29 +85,42 @@ const median = (xs) => {
 };
 
 async function main() {
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 5);
-  const seconds = Number(process.env.BENCH_SECONDS ?? 3);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 7);
+  const seconds = Number(process.env.BENCH_SECONDS ?? 2);
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
-  const variants = ["bare", "sluice", "peer"].flatMap((l) => [`express:${l}`, `fastify:${l}`]);
-  const samples = Object.fromEntries(variants.map((v) => [v, []]));
-  console.log(
-    `HTTP benchmark: ${rounds} rounds × ${variants.length} variants × ${seconds}s, ${connections} connections`,
-  );
-  for (let round = 0; round < rounds; round++) {
-    // Rotate the order each round so no variant always runs first (or after the same one).
-    const order = variants.map((_, i) => variants[(i + round) % variants.length]);
-    for (const variant of order) samples[variant].push(await measure(variant, seconds, connections));
-    console.log(`round ${round + 1}: ${order.map((v) => `${v} ${Math.round(samples[v].at(-1))}`).join(", ")}`);
-  }
+  const limiters = ["bare", "sluice", "peer"];
   const peerName = { express: "express-rate-limit", fastify: "@fastify/rate-limit" };
-  console.log("\nmedian requests/s");
+  const rps = {};
+  const ratios = {};
+  console.log(`HTTP benchmark: ${rounds} rounds × 6 variants × ${seconds}s, ${connections} connections`);
+  for (let round = 0; round < rounds; round++) {
+    const line = [];
+    for (const framework of ["express", "fastify"]) {
+      // The three variants of one framework run back to back (rotated each round), and each
+      // is compared with the bare app of the same round: background load shifts all three.
+      const got = {};
+      for (let i = 0; i < limiters.length; i++) {
+        const limiter = limiters[(i + round) % limiters.length];
+        got[limiter] = await measure(`${framework}:${limiter}`, seconds, connections);
+        (rps[`${framework}:${limiter}`] ??= []).push(got[limiter]);
+      }
+      (ratios[`${framework}:sluice`] ??= []).push(got.sluice / got.bare);
+      (ratios[`${framework}:peer`] ??= []).push(got.peer / got.bare);
+      (ratios[`${framework}:vs`] ??= []).push(got.sluice / got.peer);
+      line.push(
+        `${framework} bare ${Math.round(got.bare)} sluice ${Math.round(got.sluice)} peer ${Math.round(got.peer)}`,
+      );
+    }
+    console.log(`round ${round + 1}: ${line.join(" | ")}`);
+  }
+  const pct = (x) => `${(x * 100).toFixed(1)}%`;
+  console.log("\nmedians (ratios are medians of per-round ratios to the same round's bare app)");
   for (const framework of ["express", "fastify"]) {
-    const bare = median(samples[`${framework}:bare`]);
-    const sluice = median(samples[`${framework}:sluice`]);
-    const peer = median(samples[`${framework}:peer`]);
+    const m = (k) => median(rps[`${framework}:${k}`]);
     console.log(
-      `${framework.padEnd(8)} bare ${Math.round(bare)}  sluice ${Math.round(sluice)} (${((sluice / bare) * 100).toFixed(1)}% of bare)  ` +
-        `${peerName[framework]} ${Math.round(peer)} (${((peer / bare) * 100).toFixed(1)}% of bare)  sluice/peer ${(sluice / peer).toFixed(2)}×`,
+      `${framework.padEnd(8)} bare ${Math.round(m("bare"))} req/s | sluice ${Math.round(m("sluice"))} req/s = ${pct(median(ratios[`${framework}:sluice`]))} of bare | ` +
+        `${peerName[framework]} ${Math.round(m("peer"))} req/s = ${pct(median(ratios[`${framework}:peer`]))} of bare | ` +
+        `sluice/peer ${median(ratios[`${framework}:vs`]).toFixed(2)}×`,
     );
   }
 }
