@@ -51,6 +51,8 @@ export class WaitQueues {
     try {
       if (queue[0] !== me) await this.#turn(me, signal);
       for (;;) {
+        // The hint is relative to when the check ran, not to when its (possibly async) answer arrived.
+        const at = clock.now();
         const result = await attempt(cost);
         if (result.allowed) return result;
         if (!Number.isFinite(result.retryAfterMs)) {
@@ -58,13 +60,13 @@ export class WaitQueues {
             `cost ${cost} exceeds the limit ${result.limit} of ${JSON.stringify(key)}: it can never pass`,
           );
         }
-        const now = clock.now();
-        if (now + result.retryAfterMs > deadline) {
+        const passesAt = at + result.retryAfterMs;
+        if (passesAt > deadline) {
           throw new WaitTimeoutError(
             `${JSON.stringify(key)} needs ${result.retryAfterMs} ms more, past \`maxWaitMs\` (${maxWaitMs} ms)`,
           );
         }
-        await sleep(clock, result.retryAfterMs, signal);
+        await sleep(clock, Math.max(0, passesAt - clock.now()), signal);
       }
     } finally {
       const i = queue.indexOf(me);

@@ -98,6 +98,10 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
       reject(abortReason(signal));
       return;
     }
+    if (ms <= 0) {
+      resolve();
+      return;
+    }
     let cancel: () => void;
     const onAbort = () => {
       cancel();

@@ -18,7 +18,7 @@ export {
   UnknownRuleError,
   WaitTimeoutError,
 } from "./errors.ts";
-export { createLimiter, type Limiter, type LimiterOptions, type Result } from "./limiter.ts";
+export { createLimiter, type Limiter, type LimiterOptions, type ResetResult, type Result } from "./limiter.ts";
 export { classify, type ReplayEvent, replay } from "./replay.ts";
 export { type CheckOptions, RateLimiterService, type RuleInfo, type RuleOptions } from "./service.ts";
 export {

@@ -33,6 +33,13 @@ export type Result<S extends Store> = S["synchronous"] extends true
     ? Promise<Decision>
     : Decision | Promise<Decision>;
 
+/** What `reset` returns on store `S`: nothing in-process, a promise on Redis. */
+export type ResetResult<S extends Store> = S["synchronous"] extends true
+  ? undefined
+  : S["synchronous"] extends false
+    ? Promise<void>
+    : Promise<void> | undefined;
+
 /** A rate limiter: one rule applied per key. */
 export interface Limiter<S extends Store = Store> {
   /** The rule's normalised member specs (one, or several for a composite). */
@@ -128,6 +135,7 @@ export function bindLimiter(specs: AlgorithmSpec[], store: Store, clock: Clock |
       reset: (key) => {
         checkKey(key);
         bound.reset(key);
+        return undefined;
       },
       acquire,
       close,

@@ -4,9 +4,15 @@
  * algorithm behind it.
  */
 import type { Clock } from "./clock.ts";
-import type { Decision } from "./decision.ts";
 import { ArgumentError, DuplicateRuleError, UnknownRuleError } from "./errors.ts";
-import { bindLimiter, type Limiter, type LimiterOptions, resolveOptions } from "./limiter.ts";
+import {
+  bindLimiter,
+  type Limiter,
+  type LimiterOptions,
+  type ResetResult,
+  type Result,
+  resolveOptions,
+} from "./limiter.ts";
 import { type AlgorithmSpec, type LimitSpec, type RuleSpec, validateRule } from "./spec.ts";
 import type { Store } from "./store.ts";
 import { MemoryStore } from "./stores/memory/memory-store.ts";
@@ -47,13 +53,13 @@ const encode = encodeURIComponent;
  * const service = new RateLimiterService().addRule("login", { algorithm: "sliding-log", limit: 5, windowMs: 3_600_000 });
  * service.check("login", accountId).allowed
  */
-export class RateLimiterService {
+export class RateLimiterService<S extends Store = MemoryStore> {
   readonly #store: Store;
   readonly #clock: Clock | undefined;
   readonly #rules = new Map<string, Rule>();
 
   /** Uses `options.store` (default: a new MemoryStore) and `options.clock` (or a Clock given directly). */
-  constructor(options?: LimiterOptions | Clock) {
+  constructor(options?: LimiterOptions<S> | Clock) {
     const opts = resolveOptions(options);
     this.#store = opts.store ?? new MemoryStore();
     this.#clock = opts.clock;
@@ -105,23 +111,23 @@ export class RateLimiterService {
   }
 
   /** Takes `cost` units of `rule` for `key`; UnknownRuleError / ArgumentError on bad names. */
-  check(rule: string, key: string, options?: CheckOptions): Decision | Promise<Decision> {
-    return this.#guard(() => this.#limiter(rule, options).tryAcquire(key, options?.cost));
+  check(rule: string, key: string, options?: CheckOptions): Result<S> {
+    return this.#guard(() => this.#limiter(rule, options).tryAcquire(key, options?.cost)) as Result<S>;
   }
 
   /** What `check` would say now; changes nothing. */
-  peek(rule: string, key: string, options?: CheckOptions): Decision | Promise<Decision> {
-    return this.#guard(() => this.#limiter(rule, options).peek(key, options?.cost));
+  peek(rule: string, key: string, options?: CheckOptions): Result<S> {
+    return this.#guard(() => this.#limiter(rule, options).peek(key, options?.cost)) as Result<S>;
   }
 
   /** Forgets `key` under `rule` (its own spec and every tier). */
-  reset(rule: string, key: string): void | Promise<void> {
+  reset(rule: string, key: string): ResetResult<S> {
     return this.#guard(() => {
       const r = this.#get(rule);
       const results = [r.base, ...r.tiers.values()].map((l) => l.reset(key));
       if (this.#store.synchronous) return;
       return Promise.all(results).then(() => undefined);
-    });
+    }) as ResetResult<S>;
   }
 
   #guard<T>(run: () => T): T {

@@ -140,9 +140,10 @@ export class MemoryStore implements Store {
     const result = combine(parts);
     if (peek) return result;
     // Make room for every new record before committing any member: all or nothing.
+    let pending = 0;
     for (const state of states) {
       if (state !== undefined) continue;
-      const refusal = this.#makeRoom(now, tables[0] as Table, key);
+      const refusal = this.#makeRoom(now, tables[0] as Table, key, pending++);
       if (refusal !== undefined) return refusal;
     }
     for (let i = 0; i < tables.length; i++) {
@@ -158,11 +159,12 @@ export class MemoryStore implements Store {
    * Makes room for one new record under `maxKeys`: evicts the least recently used idle record
    * (previous generations first). Records whose key is currently limited are skipped and moved
    * aside so later scans do not revisit them; if no idle record is found the new key is refused,
-   * so a flood of new keys can never reset a limited one. `key` itself is never evicted.
+   * so a flood of new keys can never reset a limited one. `key` itself is never evicted;
+   * `pending` counts records this check will insert beyond those already stored.
    * Returns the refusal, or undefined when there is room.
    */
-  #makeRoom(now: number, table: Table, key: string): Decision | undefined {
-    if (this.maxKeys === Number.POSITIVE_INFINITY || this.size < this.maxKeys) return undefined;
+  #makeRoom(now: number, table: Table, key: string, pending = 0): Decision | undefined {
+    if (this.maxKeys === Number.POSITIVE_INFINITY || this.size + pending < this.maxKeys) return undefined;
     let scanned = 0;
     let soonest = Number.POSITIVE_INFINITY;
     const limited: Array<[Table, string, unknown]> = [];

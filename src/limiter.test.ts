@@ -1,0 +1,122 @@
+import { ArgumentError, ConfigError, createLimiter, ManualClock, MemoryStore } from "sluice";
+import { describe, expect, it } from "vitest";
+
+const fixed = { algorithm: "fixed-window", limit: 2, windowMs: 1000 } as const;
+
+describe("createLimiter", () => {
+  it("accepts a Clock or an options object", () => {
+    const clock = new ManualClock(500);
+    expect(createLimiter(fixed, clock).tryAcquire("k").resetMs).toBe(500);
+    expect(createLimiter(fixed, { clock }).tryAcquire("k").resetMs).toBe(500);
+  });
+
+  it("validates the spec with a ConfigError naming the field and the value", () => {
+    expect(() => createLimiter({ algorithm: "fixed-window", limit: 1.5, windowMs: 1000 })).toThrow(
+      "limit must be a positive integer (got 1.5)",
+    );
+    try {
+      createLimiter([fixed, { algorithm: "gcra", limit: 1, periodMs: 0 }]);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as ConfigError).field).toBe("periodMs");
+      expect((error as ConfigError).message).toMatch(/\[1\].*periodMs.*got 0/);
+    }
+  });
+
+  it.each([
+    [42, "key must be a string"],
+    [undefined, "key must be a string"],
+  ])("rejects key %s with ArgumentError", (key, message) => {
+    const limiter = createLimiter(fixed);
+    expect(() => limiter.tryAcquire(key as unknown as string)).toThrow(ArgumentError);
+    expect(() => limiter.peek(key as unknown as string)).toThrow(message);
+  });
+
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, "2", 2 ** 53])(
+    "rejects cost %s with ArgumentError",
+    (cost) => {
+      const limiter = createLimiter(fixed);
+      expect(() => limiter.tryAcquire("k", cost as number)).toThrow(ArgumentError);
+      // A rejected call changes nothing.
+      expect(limiter.peek("k").remaining).toBe(1);
+    },
+  );
+
+  it("keys are arbitrary strings, each with its own state", () => {
+    const limiter = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 1000 }, new ManualClock());
+    for (const key of ["", " ", "{a}", "a:b", "*", "x".repeat(10_000), "ключ"]) {
+      expect(limiter.tryAcquire(key).allowed).toBe(true);
+      expect(limiter.tryAcquire(key).allowed).toBe(false);
+    }
+  });
+
+  it("reset forgets a key", () => {
+    const limiter = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 1000 }, new ManualClock());
+    limiter.tryAcquire("k");
+    expect(limiter.tryAcquire("k").allowed).toBe(false);
+    limiter.reset("k");
+    expect(limiter.tryAcquire("k").allowed).toBe(true);
+  });
+
+  it("limiters on one store share state only when they share a name (or a spec)", () => {
+    const clock = new ManualClock();
+    const store = new MemoryStore();
+    const one = { algorithm: "fixed-window", limit: 1, windowMs: 1000 } as const;
+    const a = createLimiter(one, { clock, store });
+    const b = createLimiter(one, { clock, store });
+    const c = createLimiter(one, { clock, store, name: "login" });
+    expect(a.tryAcquire("k").allowed).toBe(true);
+    expect(b.tryAcquire("k").allowed).toBe(false);
+    expect(c.tryAcquire("k").allowed).toBe(true);
+  });
+});
+
+describe("composite rules", () => {
+  const spec = [
+    { algorithm: "fixed-window", limit: 2, windowMs: 1000 },
+    { algorithm: "fixed-window", limit: 3, windowMs: 60_000 },
+  ] as const;
+
+  it("passes only if every member passes, and a denial consumes nothing", () => {
+    const clock = new ManualClock(0);
+    const limiter = createLimiter(spec, clock);
+    const first = limiter.tryAcquire("k");
+    expect(first).toMatchObject({ allowed: true, limit: 2, remaining: 1, retryAfterMs: 0, resetMs: 60_000 });
+    expect(first.parts?.map((p) => p.remaining)).toEqual([1, 2]);
+    limiter.tryAcquire("k");
+    const denied = limiter.tryAcquire("k");
+    expect(denied.allowed).toBe(false);
+    expect(denied.retryAfterMs).toBe(1000);
+    // The per-minute member reports what it still has: nothing was consumed.
+    expect(denied.parts?.[1]).toMatchObject({ allowed: true, remaining: 1 });
+    clock.set(1000);
+    expect(limiter.tryAcquire("k")).toMatchObject({ allowed: true, limit: 3, remaining: 0 });
+    const minute = limiter.tryAcquire("k");
+    expect(minute).toMatchObject({ allowed: false, limit: 3, retryAfterMs: 59_000 });
+    expect(minute.parts?.[0]).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
+  it("all members read one instant and retryAfterMs is the greatest", () => {
+    const clock = new ManualClock(999);
+    const limiter = createLimiter(
+      [
+        { algorithm: "token-bucket", capacity: 1, refillPerSecond: 1 },
+        { algorithm: "sliding-log", limit: 1, windowMs: 5000 },
+      ],
+      clock,
+    );
+    limiter.tryAcquire("k");
+    const d = limiter.tryAcquire("k");
+    expect(d.parts?.map((p) => p.retryAfterMs)).toEqual([1000, 5000]);
+    expect(d.retryAfterMs).toBe(5000);
+    clock.advance(5000);
+    expect(limiter.tryAcquire("k").allowed).toBe(true);
+  });
+
+  it("cost above any member's limit can never pass", () => {
+    const limiter = createLimiter(spec, new ManualClock());
+    expect(limiter.tryAcquire("k", 3).retryAfterMs).toBe(Number.POSITIVE_INFINITY);
+    expect(limiter.peek("k").remaining).toBe(1);
+  });
+});
