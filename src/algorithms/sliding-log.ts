@@ -52,22 +52,24 @@ export function slidingLog(spec: SlidingLogSpec): Algorithm<SlidingLogState> {
     create: () => ({ buf: [], head: 0, n: 0 }),
     freshAt: (s) => (s.n > 0 ? at(s, s.n - 1) + W : Number.NEGATIVE_INFINITY),
     step(s, now, cost, commit): Decision {
+      const newest = s.n > 0 ? at(s, s.n - 1) : Number.NEGATIVE_INFINITY;
       // A clock that stepped back is read as "no time passed": the newest entry's time.
-      const t = s.n > 0 ? Math.max(now, at(s, s.n - 1)) : now;
-      // Expired entries never count again, so removing them changes no decision (even on peek).
-      while (s.n > 0 && at(s, 0) <= t - W) {
-        s.head = (s.head + 1) % s.buf.length;
-        s.n--;
-      }
-      if (s.n > limit) dropOldest(s, limit); // state kept from a larger limit (updateRule)
-      const n = s.n;
-      const reset = n > 0 ? Math.ceil(at(s, n - 1) + W - now) : 0;
+      const t = Math.max(now, newest);
+      // Entries at or before t − W no longer count, and only the newest `limit` can matter (more
+      // are kept after updateRule lowers the limit). They are skipped here and removed only when
+      // a request commits: a peek or a denial at a later instant must not forget entries that a
+      // clock stepping back would still count.
+      let skip = Math.max(0, s.n - limit);
+      while (skip < s.n && at(s, skip) <= t - W) skip++;
+      const n = s.n - skip;
+      const reset = n > 0 ? Math.ceil(newest + W - now) : 0;
       if (cost > limit) return decision(false, limit, limit - n, Number.POSITIVE_INFINITY, reset);
       if (n + cost > limit) {
-        const oldest = at(s, n + cost - limit - 1);
+        const oldest = at(s, skip + n + cost - limit - 1);
         return decision(false, limit, limit - n, Math.ceil(oldest + W - now), reset);
       }
       if (commit) {
+        dropOldest(s, n);
         append(s, t, cost, limit);
       }
       // cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
