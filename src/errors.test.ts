@@ -1,0 +1,36 @@
+import {
+  ArgumentError,
+  ConfigError,
+  DuplicateRuleError,
+  isSluiceError,
+  SluiceError,
+  StoreError,
+  UnknownRuleError,
+  WaitTimeoutError,
+} from "sluice";
+import { describe, expect, it } from "vitest";
+
+describe("errors", () => {
+  it("every error extends SluiceError with a stable code", () => {
+    const cases: Array<[SluiceError, string]> = [
+      [new ConfigError("limit", "limit must be a positive integer (got 0)", 0), "ERR_INVALID_SPEC"],
+      [new ArgumentError("bad"), "ERR_INVALID_ARGUMENT"],
+      [new UnknownRuleError("r"), "ERR_UNKNOWN_RULE"],
+      [new DuplicateRuleError("r"), "ERR_DUPLICATE_RULE"],
+      [new StoreError("down"), "ERR_STORE"],
+      [new StoreError("slow", { timeout: true }), "ERR_STORE_TIMEOUT"],
+      [new WaitTimeoutError("late"), "ERR_WAIT_TIMEOUT"],
+    ];
+    for (const [error, code] of cases) {
+      expect(error).toBeInstanceOf(SluiceError);
+      expect(error).toBeInstanceOf(Error);
+      expect(error.code).toBe(code);
+      expect(error.name).toBe(error.constructor.name);
+      expect(isSluiceError(error)).toBe(true);
+    }
+    expect(isSluiceError(new Error("x"))).toBe(false);
+    const cause = new Error("ECONNREFUSED");
+    expect(new StoreError("down", { cause }).cause).toBe(cause);
+    expect(new ConfigError("limit", "m", 0).field).toBe("limit");
+  });
+});
