@@ -13,23 +13,45 @@ const CAPACITY = 100;
 const RATE = 100; // tokens per second per key: a busy per-user API limit (the hot key ends up mostly denied)
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
 
-/** The floor: the least a correct per-key token bucket can do (read the clock, get, refill, set). */
+/**
+ * The floor: the least a per-key token bucket can do and still answer what sluice answers —
+ * read the clock, get, refill, spend, and return the same Decision fields (limit, remaining,
+ * retry and reset hints), with none of sluice's validation, float-noise guards or expiry.
+ */
 function bareMapBucket() {
   const buckets = new Map();
+  const full = CAPACITY * 1000;
   return (key) => {
     const now = Date.now();
     let b = buckets.get(key);
     if (b === undefined) {
-      b = { balance: CAPACITY * 1000, at: now };
+      b = { balance: full, at: now };
       buckets.set(key, b);
     }
-    b.balance = Math.min(CAPACITY * 1000, b.balance + Math.max(0, now - b.at) * RATE);
-    b.at = Math.max(now, b.at);
-    if (b.balance >= 1000) {
-      b.balance -= 1000;
-      return { allowed: true, remaining: Math.floor(b.balance / 1000), retryAfterMs: 0 };
+    const balance = Math.min(full, b.balance + Math.max(0, now - b.at) * RATE);
+    if (balance >= 1000) {
+      b.balance = balance - 1000;
+      b.at = Math.max(now, b.at);
+      const resetMs = Math.ceil((full - b.balance) / RATE);
+      return {
+        allowed: true,
+        limit: CAPACITY,
+        remaining: Math.floor(b.balance / 1000),
+        retryAfterMs: 0,
+        resetMs,
+        delayMs: 0,
+      };
     }
-    return { allowed: false, remaining: 0, retryAfterMs: Math.ceil((1000 - b.balance) / RATE) };
+    const retryAfterMs = Math.ceil((1000 - balance) / RATE);
+    const resetMs = Math.ceil((full - balance) / RATE);
+    return {
+      allowed: false,
+      limit: CAPACITY,
+      remaining: Math.floor(balance / 1000),
+      retryAfterMs,
+      resetMs,
+      delayMs: 0,
+    };
   };
 }
 
