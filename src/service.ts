@@ -105,6 +105,11 @@ export class RateLimiterService<S extends Store = MemoryStore> {
     return this.#rules.has(name);
   }
 
+  /** One rule's normalised specs and tiers, or undefined (O(1); the object changes on update). */
+  getRule(name: string): RuleInfo | undefined {
+    return this.#rules.get(name)?.info;
+  }
+
   /** The registered rules with their normalised specs. */
   rules(): RuleInfo[] {
     return [...this.#rules.values()].map((r) => r.info);

@@ -6,7 +6,7 @@
  */
 import { type Clock, sleep, systemClock } from "../clock.ts";
 import type { Decision } from "../decision.ts";
-import { ArgumentError, ConfigError } from "../errors.ts";
+import { ArgumentError, ConfigError, UnknownRuleError } from "../errors.ts";
 import { createLimiter, type Limiter } from "../limiter.ts";
 import type { RateLimiterService, RuleInfo } from "../service.ts";
 import { describeValue } from "../spec.ts";
@@ -242,7 +242,8 @@ export class Engine<Req> {
 
   #servicePolicySet(tier: string | undefined): PolicySet {
     // Looked up per request so a rule changed by updateRule is advertised as it now is.
-    const info = (this.#service as RateLimiterService).rules().find((r) => r.name === this.#rule) as RuleInfo;
+    const info = (this.#service as RateLimiterService).getRule(this.#rule as string);
+    if (info === undefined) throw new UnknownRuleError(this.#rule as string);
     let byTier = this.#servicePolicies.get(info);
     if (byTier === undefined) this.#servicePolicies.set(info, (byTier = new Map()));
     const slot = tier ?? "";
