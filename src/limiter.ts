@@ -134,7 +134,8 @@ export function bindLimiter(specs: AlgorithmSpec[], store: Store, clock: Clock |
       peek: (key, cost = 1) => check(key, cost, true),
       reset: (key) => {
         checkKey(key);
-        bound.reset(key);
+        // In-process stores reset synchronously; their `reset` returns nothing to wait for.
+        void bound.reset(key);
         return undefined;
       },
       acquire,

@@ -1,6 +1,7 @@
 // Seed 000's reference examples, through the public API, unchanged in meaning (SPEC §9).
-import { describe, expect, it } from "vitest";
+
 import { classify, createLimiter, DuplicateRuleError, ManualClock, RateLimiterService, UnknownRuleError } from "sluice";
+import { describe, expect, it } from "vitest";
 
 describe("seed 000", () => {
   it("two pings per second with a sliding log", () => {
