@@ -15,7 +15,7 @@ conformance("fetch handler", {
     const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
       const s = serve(
         {
-          fetch: (request: Request, env: { incoming: { socket: { remoteAddress?: string } } }) =>
+          fetch: (request: Request, env: { incoming: { socket: { remoteAddress?: string | undefined } } }) =>
             limit(request, () => new Response("ok"), env.incoming.socket.remoteAddress),
           port: 0,
           hostname: "127.0.0.1",

@@ -193,7 +193,7 @@ describe("node http", () => {
   });
 
   test("misconfiguration is reported once: trustProxy with no forwarding header", async () => {
-    const warnings: Array<{ code?: string; message: string }> = [];
+    const warnings: Array<{ code?: string | undefined; message: string }> = [];
     const onWarning = (w: Error & { code?: string }) => warnings.push({ code: w.code, message: w.message });
     process.on("warning", onWarning);
     try {
