@@ -122,16 +122,22 @@ export function bindLimiter(specs: AlgorithmSpec[], store: Store, clock: Clock |
   const close = () => bound.release();
   let limiter: Limiter;
   if (store.synchronous) {
-    // The hot path: no closures, no promises; argument errors throw.
-    const check = (key: string, cost: number, peek: boolean) => {
-      if (typeof key !== "string") checkKey(key);
-      if (cost !== 1) checkCost(cost);
-      return bound.check(key, cost, clock === undefined ? undefined : clock.now(), peek);
-    };
+    // The hot path: one call into the store, no promises; argument errors throw.
+    const decide = bound.check;
     limiter = {
       specs,
-      tryAcquire: (key, cost = 1) => check(key, cost, false),
-      peek: (key, cost = 1) => check(key, cost, true),
+      tryAcquire(key, cost) {
+        if (typeof key !== "string") checkKey(key);
+        if (cost === undefined) cost = 1;
+        else if (cost !== 1) checkCost(cost);
+        return decide(key, cost, clock === undefined ? undefined : clock.now(), false);
+      },
+      peek(key, cost) {
+        if (typeof key !== "string") checkKey(key);
+        if (cost === undefined) cost = 1;
+        else if (cost !== 1) checkCost(cost);
+        return decide(key, cost, clock === undefined ? undefined : clock.now(), true);
+      },
       reset: (key) => {
         checkKey(key);
         // In-process stores reset synchronously; their `reset` returns nothing to wait for.
