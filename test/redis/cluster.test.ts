@@ -87,7 +87,8 @@ describe.skipIf(cluster === undefined)("Redis Cluster", () => {
     const slots = await Promise.all(written.map((k) => io.cluster("KEYSLOT", k) as Promise<number>));
     const bySlotGroup = new Map<string, Set<number>>();
     written.forEach((k, i) => {
-      const group = k.replace(/:\d[a-z]:/, ":*:");
+      // The key without its member digest (the 8 characters after the hash tag).
+      const group = k.replace(/^([^{]*\{[^}]*\})[A-Za-z0-9_-]{8}/, "$1");
       let set = bySlotGroup.get(group);
       if (set === undefined) bySlotGroup.set(group, (set = new Set()));
       set.add(slots[i] as number);

@@ -276,20 +276,25 @@ describe.skipIf(!canStart)("Redis faults", () => {
     const server = await ownRedis();
     const client = ioredis(server.url);
     const prefix = uniquePrefix("ttl");
-    const store = new RedisStore({ client, prefix });
+    // One prefix per limiter, so each one's key can be told apart.
+    const store = (name: string) => new RedisStore({ client, prefix: `${prefix}${name}:` });
     const clock = new ManualClock(1_000_250);
-    const fixed = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 1000 }, { store, clock });
-    const bucket = createLimiter({ algorithm: "token-bucket", capacity: 2, refillPerSecond: 4 }, { store, clock });
-    const log = createLimiter({ algorithm: "sliding-log", limit: 3, windowMs: 90_000 }, { store, clock });
+    const fixed = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 1000 }, { store: store("f"), clock });
+    const bucket = createLimiter(
+      { algorithm: "token-bucket", capacity: 2, refillPerSecond: 4 },
+      { store: store("t"), clock },
+    );
+    const log = createLimiter({ algorithm: "sliding-log", limit: 3, windowMs: 90_000 }, { store: store("l"), clock });
     await fixed.tryAcquire("a"); // window 1_000_000 + 1000: fresh in 750 ms
     await bucket.tryAcquire("a"); // 1 token short at 4/s: full again in 250 ms
     await log.tryAcquire("a"); // newest entry + 90 s
     const keys = await client.keys(`${prefix}*`);
     expect(keys.length).toBe(3);
-    const ttl = async (code: string) => client.pttl(keys.find((k) => k.includes(code)) as string);
-    const f = await ttl(":0f:");
-    const t = await ttl(":0t:");
-    const l = await ttl(":0l:");
+    const keyOf = (name: string) => keys.find((k) => k.startsWith(`${prefix}${name}:`)) as string;
+    const ttl = async (name: string) => client.pttl(keyOf(name));
+    const f = await ttl("f");
+    const t = await ttl("t");
+    const l = await ttl("l");
     expect(f).toBeGreaterThan(0);
     expect(f).toBeLessThanOrEqual(750);
     expect(t).toBeGreaterThan(0);
@@ -297,7 +302,7 @@ describe.skipIf(!canStart)("Redis faults", () => {
     expect(l).toBeGreaterThan(80_000);
     expect(l).toBeLessThanOrEqual(90_000);
     // Someone removes the expiry; the next (denied) check puts it back.
-    const fixedKey = keys.find((k) => k.includes(":0f:")) as string;
+    const fixedKey = keyOf("f");
     await client.persist(fixedKey);
     expect(await client.pttl(fixedKey)).toBe(-1);
     expect((await fixed.tryAcquire("a")).allowed).toBe(false);

@@ -2,26 +2,62 @@
  * Coalescing. Checks issued in the same event-loop turn are sent together: one script call
  * per Cluster slot (every check on standalone), at most `MAX_BATCH` checks each, so 64 checks
  * in flight cost a handful of round trips and script invocations instead of 64. The script
- * decides them in order, each atomically. A reply of NOSCRIPT means the script did not run, so
- * re-sending it with EVAL (which also caches it) cannot count anything twice; any other error
- * fails the batch without a retry. One timer bounds each batch by `timeoutMs`.
+ * decides them in order, each atomically. Each rule's parameters travel once per batch; a
+ * check adds its keys and 3 short arguments. A reply of NOSCRIPT means the script did not run,
+ * so re-sending it with EVAL (which also caches it) cannot count anything twice; any other
+ * error fails the batch without a retry. One timer bounds each batch by `timeoutMs`.
+ *
+ * Per check the work is O(1) and closure-free: one pending record, pushes onto the batch's
+ * arrays, one promise whose resolver is captured without a per-check function.
  */
+import type { Decision } from "../../decision.ts";
 import { StoreError } from "../../errors.ts";
 import type { Breaker } from "./breaker.ts";
 import type { RedisCommands } from "./client.ts";
-import { splitBatch } from "./reply.ts";
+import { decodeCheck, FIELDS } from "./reply.ts";
 import type { CheckScript } from "./script.ts";
 
 /** Most checks decided by one script call (bounds how long one call holds Redis). */
 const MAX_BATCH = 128;
 
-interface Pending {
-  keys: string[];
-  args: string[];
-  members: number;
-  resolve: (fields: readonly string[]) => void;
-  reject: (error: StoreError) => void;
+/** What the batcher needs of a bound rule. */
+export interface BatchRule {
+  /** The member limits, in spec order (what decisions report as `limit`). */
+  readonly limits: readonly number[];
+  /** The rule's script parameters: member count, then code and two parameters per member. */
+  readonly descriptor: readonly string[];
+  /** Member key infixes (`prefix{tag}` + infix + user key), in spec order. */
+  readonly infixes: readonly string[];
+  /** The decision of a check Redis could not make, by the rule's failure policy. */
+  fail(key: string, cost: number, peek: boolean, error: StoreError): Promise<Decision>;
+  /** Scratch for the batcher: the batch this rule was last added to, and its index there. */
+  batch: Batch | undefined;
+  batchIndex: string;
 }
+
+/** One check waiting for its batch's reply. */
+interface Pending {
+  rule: BatchRule;
+  key: string;
+  cost: number;
+  peek: boolean;
+  resolve: (value: Decision | Promise<Decision>) => void;
+}
+
+/** Checks bound for one script call. */
+export class Batch {
+  readonly keys: string[] = [];
+  readonly rules: string[] = [];
+  readonly checks: string[] = [];
+  readonly pending: Pending[] = [];
+  ruleCount = 0;
+}
+
+// The promise executor is shared: it parks each resolver here, so no closure is made per check.
+let parked: ((value: Decision | Promise<Decision>) => void) | undefined;
+const park = (resolve: (value: Decision | Promise<Decision>) => void) => {
+  parked = resolve;
+};
 
 /** Queues checks and sends them as batched script calls. */
 export class Batcher {
@@ -29,63 +65,72 @@ export class Batcher {
   readonly #script: CheckScript;
   readonly #breaker: Breaker;
   readonly #timeoutMs: number;
-  readonly #head: string[];
-  #groups = new Map<number, Pending[]>();
+  readonly #grace: string;
+  /** Open batches by Cluster slot (only slot 0 on standalone). */
+  #open = new Map<number, Batch>();
   #scheduled = false;
+  readonly #flush = () => this.#flushAll();
 
   constructor(commands: RedisCommands, script: CheckScript, breaker: Breaker, timeoutMs: number, graceMs: number) {
     this.#commands = commands;
     this.#script = script;
     this.#breaker = breaker;
     this.#timeoutMs = timeoutMs;
-    this.#head = [String(graceMs)];
+    this.#grace = String(graceMs);
   }
 
-  /** Queues one check (its keys, its script arguments, its member count) for slot group `group`. */
-  submit(group: number, keys: string[], args: string[], members: number): Promise<readonly string[]> {
-    return new Promise((resolve, reject) => {
-      let queue = this.#groups.get(group);
-      if (queue === undefined) {
-        queue = [];
-        this.#groups.set(group, queue);
-      }
-      queue.push({ keys, args, members, resolve, reject });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        // setImmediate (not a microtask) so checks issued by the continuations of one socket
-        // read, several promise hops deep, all land in the same batch.
-        setImmediate(() => this.#flush());
-      }
-    });
+  /**
+   * Queues one check of `rule` for `key` (its keys start with `head`, `prefix{tag}`) in slot
+   * group `group`; `now` is the injected time as text, or "" for Redis TIME.
+   */
+  submit(rule: BatchRule, group: number, head: string, key: string, cost: number, peek: boolean, now: string) {
+    let batch = this.#open.get(group);
+    if (batch === undefined || batch.pending.length >= MAX_BATCH) {
+      if (batch !== undefined) this.#send(batch);
+      batch = new Batch();
+      this.#open.set(group, batch);
+    }
+    if (rule.batch !== batch) {
+      rule.batch = batch;
+      rule.batchIndex = String(++batch.ruleCount);
+      for (const d of rule.descriptor) batch.rules.push(d);
+    }
+    for (const infix of rule.infixes) batch.keys.push(head + infix + key);
+    // The sign of the cost says peek; "-" + cost keeps it for a cost of 0 too.
+    batch.checks.push(rule.batchIndex, peek ? `-${cost}` : String(cost), now);
+    const promise = new Promise<Decision>(park);
+    batch.pending.push({ rule, key, cost, peek, resolve: parked as Pending["resolve"] });
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      // setImmediate (not a microtask) so checks issued by the continuations of one socket
+      // read, several promise hops deep, all land in the same batch.
+      setImmediate(this.#flush);
+    }
+    return promise;
   }
 
-  #flush(): void {
+  #flushAll(): void {
     this.#scheduled = false;
-    const groups = this.#groups;
-    this.#groups = new Map();
-    for (const queue of groups.values()) {
-      for (let i = 0; i < queue.length; i += MAX_BATCH) this.#send(queue.slice(i, i + MAX_BATCH));
-    }
+    const open = this.#open;
+    this.#open = new Map();
+    for (const batch of open.values()) this.#send(batch);
   }
 
-  #send(batch: Pending[]): void {
-    const keys: string[] = [];
-    const args: string[] = [...this.#head];
-    for (const p of batch) {
-      for (const k of p.keys) keys.push(k);
-      for (const a of p.args) args.push(a);
-    }
+  #send(batch: Batch): void {
+    for (const p of batch.pending) if (p.rule.batch === batch) p.rule.batch = undefined;
+    const args = [this.#grace, String(batch.ruleCount)].concat(batch.rules, batch.checks);
+    const keys = batch.keys;
     let settled = false;
-    const timer = setTimeout(() => {
-      fail(new StoreError(`Redis did not answer within timeoutMs (${this.#timeoutMs} ms)`, { timeout: true }));
-    }, this.#timeoutMs);
     const fail = (error: StoreError) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       this.#breaker.failure();
-      for (const p of batch) p.reject(error);
+      for (const p of batch.pending) p.resolve(p.rule.fail(p.key, p.cost, p.peek, error));
     };
+    const timer = setTimeout(() => {
+      fail(new StoreError(`Redis did not answer within timeoutMs (${this.#timeoutMs} ms)`, { timeout: true }));
+    }, this.#timeoutMs);
     const { sha, source } = this.#script;
     this.#commands
       .evalsha(sha, keys, args)
@@ -99,24 +144,14 @@ export class Batcher {
       .then(
         (reply) => {
           if (settled) return;
-          let results: ReturnType<typeof splitBatch>;
-          try {
-            results = splitBatch(
-              reply,
-              batch.map((p) => p.members),
-            );
-          } catch (error) {
-            fail(error as StoreError);
+          const error = this.#deliver(batch.pending, reply);
+          if (error !== undefined) {
+            fail(error);
             return;
           }
           settled = true;
           clearTimeout(timer);
           this.#breaker.success();
-          batch.forEach((p, i) => {
-            const result = results[i];
-            if (result instanceof StoreError) p.reject(result);
-            else p.resolve(result as readonly string[]);
-          });
         },
         (error: unknown) => {
           fail(
@@ -128,5 +163,31 @@ export class Batcher {
           );
         },
       );
+  }
+
+  /** Decodes the reply and settles every check, or returns the error for a malformed reply (settling none). */
+  #deliver(pending: readonly Pending[], reply: unknown): StoreError | undefined {
+    let expected = 0;
+    for (const p of pending) expected += p.rule.limits.length * FIELDS;
+    if (!Array.isArray(reply) || reply.length !== expected) {
+      const got = Array.isArray(reply) ? `an array of ${reply.length}` : typeof reply;
+      return new StoreError(`unexpected reply from the sluice script: expected ${expected} values, got ${got}`);
+    }
+    const decisions: Array<Decision | StoreError> = [];
+    let at = 0;
+    try {
+      for (const p of pending) {
+        decisions.push(decodeCheck(reply, at, p.rule.limits));
+        at += p.rule.limits.length * FIELDS;
+      }
+    } catch (error) {
+      return error as StoreError;
+    }
+    for (let i = 0; i < pending.length; i++) {
+      const p = pending[i] as Pending;
+      const d = decisions[i] as Decision | StoreError;
+      p.resolve(d instanceof StoreError ? p.rule.fail(p.key, p.cost, p.peek, d) : d);
+    }
+    return undefined;
   }
 }

@@ -56,8 +56,9 @@ export function adaptClient(client: unknown): RedisCommands {
     const del = (c.del as Send).bind(c);
     return {
       cluster: c.isCluster === true,
-      evalsha: (sha, keys, args) => evalsha(sha, keys.length, ...keys, ...args),
-      eval: (source, keys, args) => evalScript(source, keys.length, ...keys, ...args),
+      // ioredis flattens array arguments one level (v5 and v6), so nothing is spread here.
+      evalsha: (sha, keys, args) => evalsha(sha, keys.length, keys, args),
+      eval: (source, keys, args) => evalScript(source, keys.length, keys, args),
       del: (keys) => del(...keys),
     };
   }

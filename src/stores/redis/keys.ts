@@ -1,10 +1,14 @@
 /**
- * Key layout. Every key of one check is `prefix{tag}digest:member:userKey`, where `tag` is a
- * hash of the rule and the user key chosen by sluice: Redis Cluster hashes only what is inside
- * the first `{...}`, so all members of a check share a slot, and braces inside a user key
- * (which comes after our tag) can neither move a key to another slot nor merge two keys.
- * The rule id is stored as a fixed-width digest (ids may be long JSON specs); the user key is
- * kept verbatim at the end, so distinct (rule, member, key) triples give distinct keys.
+ * Key layout. Every key of one check is `prefix{tag}member` + the user key, verbatim:
+ * - `tag` (1 to 4 base-36 characters) is a hash of the rule and the user key chosen by sluice:
+ *   Redis Cluster hashes only what is inside the first `{...}`, so all members of a check
+ *   share a slot, and braces inside a user key (which comes after our tag) can neither move a
+ *   key to another slot nor merge two keys.
+ * - `member` is a fixed-width (8 characters, 48-bit) digest of the rule id, the member's
+ *   position and its algorithm, so rules, tiers, members and algorithms keep apart (a rule
+ *   updated to another algorithm starts from fresh state, as in the memory store).
+ * Fixed widths and the verbatim user key at the end make distinct (rule, member, key) triples
+ * distinct keys. Short keys matter: they are most of what a key costs in Redis memory.
  */
 import { createHash } from "node:crypto";
 import type { AlgorithmName } from "../../spec.ts";
@@ -19,18 +23,37 @@ export const ALGORITHM_CODES: Record<AlgorithmName, string> = {
   "leaky-bucket": "b",
 };
 
-/** A 72-bit digest of a rule id (base64url, 12 characters): collisions are not a practical concern. */
-export function ruleDigest(id: string): string {
-  return createHash("sha256").update(id).digest("base64url").slice(0, 12);
+/** Characters of a member digest. */
+export const MEMBER_DIGEST_LENGTH = 8;
+
+/**
+ * The 48-bit digest (base64url, 8 characters: no braces) naming member `index` of rule `id`
+ * running `kind`. With 10,000 members in one prefix the chance of any collision is about 2e-7.
+ */
+export function memberDigest(id: string, index: number, kind: AlgorithmName): string {
+  return createHash("sha256")
+    .update(`${id}\u0000${index}\u0000${kind}`)
+    .digest("base64url")
+    .slice(0, MEMBER_DIGEST_LENGTH);
 }
 
-/** The Cluster hash tag for `key` under a rule: FNV-1a over digest and key, in base 36 (no braces). */
-export function hashTag(digest: string, key: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < digest.length; i++) h = Math.imul(h ^ digest.charCodeAt(i), 0x01000193);
-  h = Math.imul(h ^ 0, 0x01000193); // separator, so digest and key cannot run into each other
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
-  return (h >>> 0).toString(36);
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+/** Distinct tags: 36^4, so tags spread evenly over Cluster's 16384 slots. */
+const TAGS = 36 ** 4;
+
+/** The FNV-1a state after a rule id and a separator; computed once per bound rule. */
+export function tagSeed(id: string): number {
+  let h = FNV_OFFSET;
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), FNV_PRIME);
+  return Math.imul(h ^ 0, FNV_PRIME); // separator, so rule id and key cannot run into each other
+}
+
+/** The Cluster hash tag for `key` under a rule (FNV-1a continued from `seed`, base 36, no braces). */
+export function hashTag(seed: number, key: string): string {
+  let h = seed;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), FNV_PRIME);
+  return ((h >>> 0) % TAGS).toString(36);
 }
 
 const CRC16_TABLE = (() => {

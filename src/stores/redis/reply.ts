@@ -1,51 +1,43 @@
 /**
- * The one place the check script's reply is decoded. Its shape is fixed: per check, a status
- * (`ok` or `error: …`) then 6 strings per member (allowed, limit, remaining, retryAfterMs,
- * resetMs, delayMs). Numbers travel as `%.17g` text because Redis truncates Lua numbers in
- * replies to integers; `inf` is how Lua prints the `Infinity` of "this can never pass".
+ * The one place the check script's reply is decoded. Its shape is fixed: a flat array with 4
+ * values per member of each check, in order: status (1 allowed, 0 denied, -1 the check
+ * failed), remaining, retryAfterMs when denied or delayMs when allowed, resetMs. Whole figures
+ * arrive as integers; the rest (`inf`, `-0`, fractions) as exact `%.17g` text. A failed check
+ * carries its error text in place of its first `remaining`.
  */
 import { combine } from "../../composite.ts";
 import { type Decision, decision } from "../../decision.ts";
 import { StoreError } from "../../errors.ts";
 
-/** Fields per member decision in the reply. */
-export const FIELDS = 6;
+/** Reply values per member decision. */
+export const FIELDS = 4;
 
-function number(text: string): number {
-  if (text === "inf") return Number.POSITIVE_INFINITY;
-  if (text === "-inf") return Number.NEGATIVE_INFINITY;
-  const value = Number(text);
-  if (text === "" || Number.isNaN(value)) throw new StoreError(`unexpected number in the Redis reply: ${text}`);
-  return value;
+function figure(value: unknown): number {
+  if (typeof value === "number") return value;
+  if (value === "inf") return Number.POSITIVE_INFINITY;
+  if (value === "-inf") return Number.NEGATIVE_INFINITY;
+  const parsed = typeof value === "string" && value !== "" ? Number(value) : Number.NaN;
+  if (Number.isNaN(parsed)) throw new StoreError(`unexpected figure in the Redis reply: ${String(value)}`);
+  return parsed;
+}
+
+/** One member's decision from the 4 values at `at`; `limit` is known from the spec, not sent. */
+function member(reply: readonly unknown[], at: number, limit: number): Decision {
+  const status = reply[at];
+  const slot = figure(reply[at + 2]);
+  if (status === 1) return decision(true, limit, figure(reply[at + 1]), 0, figure(reply[at + 3]), slot);
+  if (status === 0) return decision(false, limit, figure(reply[at + 1]), slot, figure(reply[at + 3]));
+  throw new StoreError(`unexpected status in the Redis reply: ${String(status)}`);
 }
 
 /**
- * Splits a batch reply into per-check results: the member fields of each check, or the error
- * the script reported for that check. `members[i]` is the member count of check `i`.
+ * The Decision of the check whose values start at `at` (members combined as the core combines
+ * them), or the StoreError the script reported for it. Throws StoreError on a malformed reply.
  */
-export function splitBatch(reply: unknown, members: readonly number[]): Array<readonly string[] | StoreError> {
-  const expected = members.reduce((sum, m) => sum + 1 + m * FIELDS, 0);
-  if (!Array.isArray(reply) || reply.length !== expected) {
-    const got = Array.isArray(reply) ? `an array of ${reply.length}` : typeof reply;
-    throw new StoreError(`unexpected reply from the sluice script: expected ${expected} fields, got ${got}`);
-  }
-  const out: Array<readonly string[] | StoreError> = [];
-  let at = 0;
-  for (const m of members) {
-    const status = String(reply[at]);
-    const fields = reply.slice(at + 1, at + 1 + m * FIELDS).map(String);
-    at += 1 + m * FIELDS;
-    out.push(status === "ok" ? fields : new StoreError(`the sluice script failed: ${status}`));
-  }
-  return out;
-}
-
-/** The Decision of one check from its member fields (members combined as the core combines them). */
-export function toDecision(fields: readonly string[]): Decision {
+export function decodeCheck(reply: readonly unknown[], at: number, limits: readonly number[]): Decision | StoreError {
+  if (reply[at] === -1) return new StoreError(`the sluice script failed: ${String(reply[at + 1])}`);
+  if (limits.length === 1) return member(reply, at, limits[0] as number);
   const parts: Decision[] = [];
-  for (let i = 0; i < fields.length; i += FIELDS) {
-    const f = (j: number) => number(fields[i + j] as string);
-    parts.push(decision(fields[i] === "1", f(1), f(2), f(3), f(4), f(5)));
-  }
-  return parts.length === 1 ? (parts[0] as Decision) : combine(parts);
+  for (let i = 0; i < limits.length; i++) parts.push(member(reply, at + i * FIELDS, limits[i] as number));
+  return combine(parts);
 }

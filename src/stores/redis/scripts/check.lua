@@ -1,113 +1,156 @@
 -- Decides a batch of checks, in order, each atomically (the whole script is atomic).
--- ARGV[1]: extra expiry grace in ms. Then per check: m (members), now ('' = Redis TIME), cost,
--- peek (1/0), and per member: algorithm code and its two parameters. KEYS: the m member keys of
--- each check in turn. Reply: per check, per member, 6 strings (allowed, limit, remaining,
--- retryAfterMs, resetMs, delayMs): the member decisions to report (a denied composite reports
--- each member that would have allowed as its unconsumed cost-0 re-evaluation).
+--
+-- ARGV[1]: extra expiry grace in ms. ARGV[2]: R, the rules used in this batch; then per rule:
+-- m (its members) and per member its algorithm code and two parameters (sent once per batch,
+-- not once per check). Then 3 per check: its rule (1..R), its cost (negative: a peek) and now
+-- ('' = Redis TIME). KEYS: the m member keys of each check in turn.
+--
+-- Reply: a flat array, 4 values per member of each check: 1 (allowed) or 0 (denied),
+-- remaining, retryAfterMs when denied or delayMs when allowed, resetMs — the member decisions
+-- to report (a denied composite reports each member that would have allowed as its unconsumed
+-- cost-0 re-evaluation). Figures are integers, or exact text when they are not whole (see
+-- enc). A check that failed (a foreign value at its key, say) has -1 and the error text in
+-- place of its first member's status and remaining, and zeros elsewhere.
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
 local grace = tonumber(ARGV[1])
+-- Longest expiry written: 2^53 ms (285,000 years); beyond it Redis would refuse the command.
+local MAX_TTL = TWO_POW_53
 local server_now = nil
 
 -- Redis TIME as epoch ms, read at most once per script call.
 local function redis_now()
   if not server_now then
-    local t = redis.call('TIME')
-    server_now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local t = call('TIME')
+    server_now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
   end
   return server_now
 end
 
--- Milliseconds until `state` is equivalent to an absent key: the key's expiry (at least 1 ms).
-local function ttl(m, now)
-  local ms = math.ceil(m.algo.fresh_at(m.p, m.state) - now)
+-- Milliseconds until a state fresh at `fresh` is equivalent to an absent key: the key's expiry
+-- (at least 1 ms). Whole ms below 10^7 go as numbers (every Redis writes those as plain digits);
+-- larger ones as '%d' text, since newer Redis versions write some of them in exponent form.
+local function ttl(fresh, now)
+  local ms = ceil(fresh - now)
   if not (ms >= 1) then ms = 1 end
-  return string.format('%.0f', ms + grace)
-end
-
-local function save(m, now)
-  redis.call('SET', m.key, m.algo.save(m.state), 'PX', ttl(m, now))
+  ms = ms + grace
+  if ms < 10000000 then return ms end
+  if ms > MAX_TTL then ms = MAX_TTL end
+  return fmt('%d', ms)
 end
 
 -- A stored key that lost its expiry (PERSIST, a restore) gets it back on the next denial.
-local function repair(m, now)
-  if m.raw and redis.call('PTTL', m.key) == -1 then redis.call('PEXPIRE', m.key, ttl(m, now)) end
+local function repair(P, S, key, now)
+  if call('PTTL', key) == -1 then call('PEXPIRE', key, ttl(P.fresh(P, S), now)) end
 end
 
-local out = {}
-local function emit(d)
-  out[#out + 1] = d[1] and '1' or '0'
-  for j = 2, 6 do out[#out + 1] = num(d[j]) end
-end
-
--- One check: its members' keys and parameters are parsed before it runs.
-local function decide(ms, now, cost, peek)
-  local count = #ms
-  for i = 1, count do
-    local m = ms[i]
-    local raw = redis.call('GET', m.key)
-    if raw then m.raw = raw end
-    m.state = m.algo.load(m.raw, m.p)
-  end
-  if count == 1 then
-    -- One member: the step commits by itself, exactly as the memory store runs it.
-    local m = ms[1]
-    local d = m.algo.step(m.p, m.state, now, cost, not peek)
-    if not peek then
-      if d[1] then save(m, now) else repair(m, now) end
+-- One member: the step commits by itself, exactly as the memory store runs it.
+local function single(P, key, now, cost, commit)
+  local raw = call('GET', key)
+  local S = P.load(P, raw)
+  local ok, remaining, slot, reset = P.step(P, S, now, cost, commit)
+  if commit then
+    if ok then
+      call('SET', key, P.save(P, S), 'PX', ttl(P.fresh(P, S), now))
+    elseif raw then
+      repair(P, S, key, now)
     end
-    return { d }
   end
-  -- A composite: every member at one `now` without committing; all or nothing.
-  local parts, all = {}, true
+  return ok, remaining, slot, reset
+end
+
+-- A composite: every member at one `now` without committing; all or nothing. Returns the
+-- members' figures, 4 per member.
+local function composite(ms, k, now, cost, commit)
+  local count = #ms
+  local raws, states, figures, all = {}, {}, {}, true
   for i = 1, count do
-    local m = ms[i]
-    parts[i] = m.algo.step(m.p, m.state, now, cost, false)
-    if not parts[i][1] then all = false end
+    local P = ms[i]
+    raws[i] = call('GET', KEYS[k + i])
+    states[i] = P.load(P, raws[i])
+  end
+  for i = 1, count do
+    local P, f = ms[i], 4 * i
+    local ok, remaining, slot, reset = P.step(P, states[i], now, cost, false)
+    figures[f - 3], figures[f - 2], figures[f - 1], figures[f] = ok, remaining, slot, reset
+    if not ok then all = false end
   end
   if all then
-    if not peek then
-      -- Commit only after every member has been computed, so a failure leaves nothing half-done.
-      for i = 1, count do ms[i].algo.step(ms[i].p, ms[i].state, now, cost, true) end
-      local text = {}
-      for i = 1, count do text[i] = { ms[i].algo.save(ms[i].state), ttl(ms[i], now) } end
-      for i = 1, count do redis.call('SET', ms[i].key, text[i][1], 'PX', text[i][2]) end
+    if commit then
+      -- Every member is computed and encoded before the first write: an error leaves nothing half-done.
+      local values, ttls = {}, {}
+      for i = 1, count do
+        local P = ms[i]
+        P.step(P, states[i], now, cost, true)
+        values[i] = P.save(P, states[i])
+        ttls[i] = ttl(P.fresh(P, states[i]), now)
+      end
+      for i = 1, count do call('SET', KEYS[k + i], values[i], 'PX', ttls[i]) end
     end
   else
     for i = 1, count do
-      local m = ms[i]
-      if parts[i][1] then parts[i] = m.algo.step(m.p, m.state, now, 0, false) end
-      if not peek then repair(m, now) end
+      local P, f = ms[i], 4 * i
+      if figures[f - 3] then
+        figures[f - 3], figures[f - 2], figures[f - 1], figures[f] = P.step(P, states[i], now, 0, false)
+      end
+      if commit and raws[i] then repair(P, states[i], KEYS[k + i], now) end
     end
   end
-  return parts
+  return figures
 end
 
-local a, k = 2, 0
-while a <= #ARGV do
+-- The rules of this batch: each member's parameters are parsed once.
+local rules = {}
+local a = 3
+for r = 1, tonumber(ARGV[2]) do
   local count = tonumber(ARGV[a])
-  local now = ARGV[a + 1]
-  if now == '' then now = redis_now() else now = tonumber(now) end
-  local cost = tonumber(ARGV[a + 2])
-  local peek = ARGV[a + 3] == '1'
-  a = a + 4
+  a = a + 1
   local ms = {}
   for i = 1, count do
-    k = k + 1
-    local algo = ALGO[ARGV[a]]
-    ms[i] = { algo = algo, p = algo.params(ARGV[a + 1], ARGV[a + 2]), key = KEYS[k] }
+    ms[i] = ALGO[ARGV[a]](tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]))
     a = a + 3
   end
+  rules[r] = ms
+end
+
+local out, n, k = {}, 0, 0
+local function failed(count, err)
+  if type(err) == 'table' then err = err.err end
+  out[n + 1], out[n + 2], out[n + 3], out[n + 4] = -1, 'error: ' .. tostring(err), 0, 0
+  for j = n + 5, n + 4 * count do out[j] = 0 end
+  n = n + 4 * count
+end
+
+for c = a, #ARGV, 3 do
+  local ms = rules[tonumber(ARGV[c])]
+  local cost = tonumber(ARGV[c + 1])
+  local commit = cost > 0
+  if not commit then cost = -cost end
+  local now = ARGV[c + 2]
+  if now == '' then now = redis_now() else now = tonumber(now) end
+  local count = #ms
   -- An error in one check (a foreign value at its key, say) fails that check alone: the
   -- checks before it in this batch have already counted and must be reported as decided.
-  local ok, result = pcall(decide, ms, now, cost, peek)
-  if ok then
-    out[#out + 1] = 'ok'
-    for i = 1, count do emit(result[i]) end
+  if count == 1 then
+    local done, ok, remaining, slot, reset = pcall(single, ms[1], KEYS[k + 1], now, cost, commit)
+    if done then
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = ok and 1 or 0, enc(remaining), enc(slot), enc(reset)
+      n = n + 4
+    else
+      failed(1, ok)
+    end
   else
-    if type(result) == 'table' then result = result.err end
-    out[#out + 1] = 'error: ' .. tostring(result)
-    for _ = 1, count * 6 do out[#out + 1] = '' end
+    local done, figures = pcall(composite, ms, k, now, cost, commit)
+    if done then
+      for f = 1, 4 * count, 4 do
+        out[n + f] = figures[f] and 1 or 0
+        out[n + f + 1], out[n + f + 2], out[n + f + 3] = enc(figures[f + 1]), enc(figures[f + 2]), enc(figures[f + 3])
+      end
+      n = n + 4 * count
+    else
+      failed(count, figures)
+    end
   end
+  k = k + count
 end
 return out

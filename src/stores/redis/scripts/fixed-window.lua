@@ -1,34 +1,57 @@
--- Twin of src/algorithms/fixed-window.ts. State "w c": the stored window's start and count.
-ALGO.f = {
-  params = function(a, b) return { limit = tonumber(a), W = tonumber(b) } end,
-  load = function(raw)
-    if not raw then return { w = -INF, c = 0 } end
-    local v = nums(raw)
-    return { w = v[1], c = v[2] }
-  end,
-  save = function(s) return num(s.w) .. ' ' .. num(s.c) end,
-  fresh_at = function(p, s) return s.w + p.W end,
-  step = function(p, state, now, cost, commit)
-    local limit, W = p.limit, p.W
-    -- A clock that stepped back into an older window keeps the stored window.
-    local s = jmax(math.floor(now / W) * W, state.w)
-    local count = 0
-    if state.w == s then count = state.c end
-    local e = math.ceil(s + W - now)
-    local held = 0
-    if count > 0 then held = e end
-    -- A count kept from a larger limit (updateRule) may exceed this one: remaining is never negative.
-    local left = jmax(0, limit - count)
-    if cost > limit then return dec(false, limit, left, INF, held) end
-    if count + cost > limit then return dec(false, limit, left, e, held) end
-    local c = count + cost
-    if commit then
-      state.w = s
-      state.c = c
-    end
-    -- c is 0 only for cost 0 (a composite restating an unconsumed member): then nothing to reset.
-    local reset = 0
-    if c > 0 then reset = e end
-    return dec(true, limit, limit - c, 0, reset)
-  end,
-}
+-- Twin of src/algorithms/fixed-window.ts. State: the stored window's start w and its count c.
+-- Stored as ONE integer k * 2^21 + c, where k = w / W is the window's index, whenever
+-- 0 <= k < 2^32 and 0 <= c < 2^21 (windows of 410 ms and more until 2106, fewer than 2M
+-- requests per window): Redis keeps such a value as a bare integer, without an allocation.
+-- Anything else is stored as the exact text "w c".
+local FW_M = 2097152 -- 2^21
+local FW_K = 4294967296 -- 2^32
+
+local function fw_load(P, raw)
+  if not raw then return { w = -INF, c = 0 } end
+  local v = tonumber(raw)
+  if v then
+    local c = v % FW_M
+    -- (v - c) / 2^21 is exact, and k * W reproduces the stored w bit for bit (checked on save).
+    return { w = ((v - c) / FW_M) * P.W, c = c }
+  end
+  local w, c = match(raw, '^(%S+) (%S+)$')
+  return { w = tonumber(w), c = tonumber(c) }
+end
+
+local function fw_save(P, S)
+  local w, c, W = S.w, S.c, P.W
+  local k = w / W
+  if k >= 0 and k < FW_K and k == floor(k) and k * W == w and c >= 0 and c < FW_M and c == floor(c) then
+    return k * FW_M + c
+  end
+  return fmt('%.17g %.17g', w, c)
+end
+
+local function fw_fresh(P, S) return S.w + P.W end
+
+local function fw_step(P, S, now, cost, commit)
+  local limit, W = P.limit, P.W
+  -- A clock that stepped back into an older window keeps the stored window.
+  local s = jmax(floor(now / W) * W, S.w)
+  local count = 0
+  if S.w == s then count = S.c end
+  local e = ceil(s + W - now)
+  local held = 0
+  if count > 0 then held = e end
+  -- A count kept from a larger limit (updateRule) may exceed this one: remaining is never negative.
+  local left = atLeast0(limit - count)
+  if cost > limit then return false, left, INF, held end
+  if count + cost > limit then return false, left, e, held end
+  local c = count + cost
+  if commit then
+    S.w = s
+    S.c = c
+  end
+  -- c is 0 only for cost 0 (a composite restating an unconsumed member): then nothing to reset.
+  if c > 0 then return true, limit - c, 0, e end
+  return true, limit - c, 0, 0
+end
+
+ALGO.f = function(limit, W)
+  return { limit = limit, W = W, load = fw_load, step = fw_step, fresh = fw_fresh, save = fw_save }
+end

@@ -2,10 +2,19 @@
 -- per algorithm and check.lua into ONE script (one SHA, one EVALSHA per batch of checks).
 -- Every figure is computed operation by operation as src/algorithms/*.ts computes it: Lua
 -- numbers are IEEE doubles like JS numbers, so the same operations give bit-identical results.
+--
+-- Speed matters here (each batch runs this for up to 128 checks while Redis does nothing
+-- else): library functions are cached in locals, steps return their figures as multiple
+-- values instead of building tables, and nothing builds a closure per check.
 
 local EPSILON = 1e-6
 local INF = math.huge
 local MAX_SAFE_INTEGER = 9007199254740991
+local TWO_POW_53 = 9007199254740992
+local floor, ceil, abs = math.floor, math.ceil, math.abs
+local fmt, match = string.format, string.match
+local pack, unpack = struct.pack, struct.unpack
+local call = redis.call
 
 -- JS Math.max / Math.min, including their choice between +0 and -0 (Lua keeps the first).
 local function jmax(a, b)
@@ -20,25 +29,27 @@ end
 -- src/decision.ts ceilMs: rounds a duration up, ignoring float noise below EPSILON.
 local function ceilMs(ms)
   if ms <= EPSILON then return 0 end
-  return math.ceil(ms - EPSILON)
+  return ceil(ms - EPSILON)
 end
 
--- A decision: allowed, limit, remaining, retryAfterMs, resetMs, delayMs.
-local function dec(allowed, limit, remaining, retry, reset, delay)
-  return { allowed, limit, remaining, retry, reset, delay or 0 }
+-- JS Math.max(0, x) for an x that is whole (or ±Infinity): +0 for every x <= 0, as JS gives.
+local function atLeast0(x)
+  if x > 0 then return x end
+  return 0
 end
 
--- Exact text of a double (Redis would truncate a Lua number in a reply to an integer).
-local function num(x)
-  return string.format('%.17g', x)
+-- A decision figure for the reply. Redis turns a Lua number into an integer reply by
+-- truncating it, so only whole numbers below 2^53 (where the reader's parse is exact) that are
+-- not -0 travel as integers; anything else (±Infinity, -0, fractions) as exact %.17g text.
+local function enc(x)
+  if x == floor(x) and x < TWO_POW_53 and x > -TWO_POW_53 and (x ~= 0 or 1 / x > 0) then return x end
+  return fmt('%.17g', x)
 end
 
--- Splits a state string of space-separated numbers.
-local function nums(raw)
-  local out = {}
-  for word in string.gmatch(raw, '[^ ]+') do out[#out + 1] = tonumber(word) end
-  return out
-end
-
--- Every algorithm registers { params, load, save, fresh_at, step } under its one-letter code.
+-- Every algorithm registers a constructor under its one-letter code: called once per rule per
+-- batch with its two parameters, it returns the member P = { <parameters>, load, step, fresh,
+-- save }. load(P, raw) -> state table (raw false for an absent key); step(P, S, now, cost,
+-- commit) -> allowed, remaining, retryAfterMs when denied / delayMs when allowed, resetMs
+-- (it changes S only when commit and allowed); fresh(P, S) -> when S equals a fresh key's
+-- state; save(P, S) -> the value to store (a number, stored exactly, or a string).
 local ALGO = {}

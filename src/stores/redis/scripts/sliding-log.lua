@@ -9,81 +9,91 @@
 -- request (not per unit), so a key that sends cost-10 requests holds a tenth of the entries.
 local RUN = '<dI4'
 
-ALGO.l = {
-  params = function(a, b) return { limit = tonumber(a), W = tonumber(b) } end,
-  -- ts/cs: run times and counts; live runs are h..last; n: live units.
-  load = function(raw)
-    local s = { ts = {}, cs = {}, h = 1, last = 0, n = 0 }
-    if not raw then return s end
+-- ts/cs: run times and counts, oldest first; runs h..last are stored; n: stored units.
+local function sl_load(P, raw)
+  local ts, cs, last, n = {}, {}, 0, 0
+  if raw then
     local pos, len = 1, #raw
     while pos <= len do
       local t, c
-      t, c, pos = struct.unpack(RUN, raw, pos)
-      s.last = s.last + 1
-      s.ts[s.last] = t
-      s.cs[s.last] = c
-      s.n = s.n + c
+      t, c, pos = unpack(RUN, raw, pos)
+      last = last + 1
+      ts[last] = t
+      cs[last] = c
+      n = n + c
     end
-    return s
-  end,
-  save = function(s)
-    local out = {}
-    for i = s.h, s.last do out[#out + 1] = struct.pack(RUN, s.ts[i], s.cs[i]) end
-    return table.concat(out)
-  end,
-  fresh_at = function(p, s)
-    if s.n > 0 then return s.ts[s.last] + p.W end
-    return -INF
-  end,
-  step = function(p, s, now, cost, commit)
-    local limit, W = p.limit, p.W
-    -- A clock that stepped back is read as "no time passed": the newest entry's time.
-    local t = now
-    if s.n > 0 then t = jmax(now, s.ts[s.last]) end
-    -- Expired entries never count again, so removing them changes no decision (even on peek).
-    while s.n > 0 and s.ts[s.h] <= t - W do
-      s.n = s.n - s.cs[s.h]
-      s.h = s.h + 1
+  end
+  return { ts = ts, cs = cs, h = 1, last = last, n = n }
+end
+
+local function sl_save(P, S)
+  local ts, cs, out = S.ts, S.cs, {}
+  for i = S.h, S.last do out[#out + 1] = pack(RUN, ts[i], cs[i]) end
+  return table.concat(out)
+end
+
+local function sl_fresh(P, S)
+  if S.last >= S.h then return S.ts[S.last] + P.W end
+  return -INF
+end
+
+local function sl_step(P, S, now, cost, commit)
+  local limit, W = P.limit, P.W
+  local ts, cs, last = S.ts, S.cs, S.last
+  local newest = -INF
+  if last >= S.h then newest = ts[last] end
+  -- A clock that stepped back is read as "no time passed": the newest entry's time.
+  local t = jmax(now, newest)
+  -- Entries at or before t - W no longer count, and only the newest `limit` can matter (more
+  -- are kept after updateRule lowers the limit). They are skipped here and removed only when
+  -- a request commits: a peek or a denial at a later instant must not forget entries that a
+  -- clock stepping back would still count. Skipping starts at run i, `off` units into it.
+  local i, off = S.h, S.n - limit
+  if off < 0 then off = 0 end
+  while i <= last and off >= cs[i] do
+    off = off - cs[i]
+    i = i + 1
+  end
+  local cut = t - W
+  while i <= last and ts[i] <= cut do
+    off = 0
+    i = i + 1
+  end
+  local n = -off
+  for j = i, last do n = n + cs[j] end
+  local reset = 0
+  if n > 0 then reset = ceil(newest + W - now) end
+  if cost > limit then return false, limit - n, INF, reset end
+  if n + cost > limit then
+    -- The (n + cost - limit)-th oldest live unit (0-based index below), found by walking the runs.
+    local idx, j = n + cost - limit - 1 + off, i
+    while idx >= cs[j] do
+      idx = idx - cs[j]
+      j = j + 1
     end
-    -- State kept from a larger limit (updateRule): only the newest `limit` units can matter.
-    local extra = s.n - limit
-    while extra > 0 do
-      local c = s.cs[s.h]
-      if c <= extra then
-        extra = extra - c
-        s.n = s.n - c
-        s.h = s.h + 1
+    return false, limit - n, ceil(ts[j] + W - now), reset
+  end
+  if commit then
+    -- Forget what was skipped, then append (merging with a newest run at the same time).
+    S.h = i
+    if off > 0 then cs[i] = cs[i] - off end
+    if cost > 0 then
+      if last >= i and ts[last] == t then
+        cs[last] = cs[last] + cost
       else
-        s.cs[s.h] = c - extra
-        s.n = s.n - extra
-        extra = 0
+        last = last + 1
+        S.last = last
+        ts[last] = t
+        cs[last] = cost
       end
     end
-    local n = s.n
-    local reset = 0
-    if n > 0 then reset = math.ceil(s.ts[s.last] + W - now) end
-    if cost > limit then return dec(false, limit, limit - n, INF, reset) end
-    if n + cost > limit then
-      -- The (n + cost - limit)-th oldest unit (0-based index below), found by walking the runs.
-      local idx, i = n + cost - limit - 1, s.h
-      while idx >= s.cs[i] do
-        idx = idx - s.cs[i]
-        i = i + 1
-      end
-      return dec(false, limit, limit - n, math.ceil(s.ts[i] + W - now), reset)
-    end
-    if commit and cost > 0 then
-      if s.last >= s.h and s.ts[s.last] == t then
-        s.cs[s.last] = s.cs[s.last] + cost
-      else
-        s.last = s.last + 1
-        s.ts[s.last] = t
-        s.cs[s.last] = cost
-      end
-      s.n = s.n + cost
-    end
-    -- cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
-    if cost > 0 then reset = math.ceil(t + W - now) end
-    return dec(true, limit, limit - n - cost, 0, reset)
-  end,
-}
+    S.n = n + cost
+  end
+  -- cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
+  if cost > 0 then reset = ceil(t + W - now) end
+  return true, limit - n - cost, 0, reset
+end
+
+ALGO.l = function(limit, W)
+  return { limit = limit, W = W, load = sl_load, step = sl_step, fresh = sl_fresh, save = sl_save }
+end

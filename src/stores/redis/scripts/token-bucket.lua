@@ -1,35 +1,44 @@
--- Twin of src/algorithms/token-bucket.ts. State "b t": balance in thousandths of a token as of
--- time t. An absent key is a full bucket (TS: t = -Infinity, which this reproduces exactly).
-ALGO.t = {
-  params = function(a, b) return { C = tonumber(a), r = tonumber(b) } end,
-  load = function(raw, p)
-    if not raw then return { b = p.C * 1000, t = -INF } end
-    local v = nums(raw)
-    return { b = v[1], t = v[2] }
-  end,
-  save = function(s) return num(s.b) .. ' ' .. num(s.t) end,
-  fresh_at = function(p, s) return s.t + (p.C * 1000 - s.b) / p.r end,
-  step = function(p, state, now, cost, commit)
-    local C, r = p.C, p.r
-    local full = C * 1000
-    local function balanceAt(t) return jmin(full, state.b + jmax(0, t - state.t) * r) end
-    -- Float-noise tolerance in thousandths, never more than 1 ms of refill (as the TS step).
-    local eps = jmin(EPSILON, r)
-    local function whole(balance) return math.floor((balance + eps) / 1000) end
-    local balance = balanceAt(now)
-    local need = cost * 1000
-    if cost > C then return dec(false, C, whole(balance), INF, ceilMs((full - balance) / r)) end
-    if balance + eps >= need then
-      local left = balance - need
-      if commit then
-        state.b = left
-        state.t = jmax(now, state.t)
-      end
-      return dec(true, C, whole(left), 0, ceilMs((full - left) / r))
+-- Twin of src/algorithms/token-bucket.ts. State: balance b in thousandths of a token as of time
+-- t, stored as two packed doubles (16 bytes, exact). An absent key is a full bucket (TS:
+-- t = -Infinity, which this reproduces exactly).
+local function tb_load(P, raw)
+  if not raw then return { b = P.full, t = -INF } end
+  local b, t = unpack('<dd', raw)
+  return { b = b, t = t }
+end
+
+local function tb_save(P, S) return pack('<dd', S.b, S.t) end
+
+local function tb_fresh(P, S) return S.t + (P.full - S.b) / P.r end
+
+local function tb_step(P, S, now, cost, commit)
+  local C, r, full, eps = P.C, P.r, P.full, P.eps
+  local b, t = S.b, S.t
+  local balance = jmin(full, b + jmax(0, now - t) * r)
+  local need = cost * 1000
+  if cost > C then return false, floor((balance + eps) / 1000), INF, ceilMs((full - balance) / r) end
+  if balance + eps >= need then
+    local left = balance - need
+    if commit then
+      S.b = left
+      S.t = jmax(now, t)
     end
-    local retry = ceilMs((need - balance) / r)
-    -- Float noise must never tell a client to come back before it can pass.
-    while balanceAt(now + retry) + eps < need and retry < MAX_SAFE_INTEGER do retry = retry + 1 end
-    return dec(false, C, whole(balance), retry, ceilMs((full - balance) / r))
-  end,
-}
+    return true, floor((left + eps) / 1000), 0, ceilMs((full - left) / r)
+  end
+  -- A clock behind the last update refills nothing until it catches up ("no time passed"),
+  -- so the hint includes that lag; the loop below then only absorbs float noise.
+  local retry = ceilMs(jmax(0, t - now) + (need - balance) / r)
+  -- Float noise must never tell a client to come back before it can pass.
+  while jmin(full, b + jmax(0, now + retry - t) * r) + eps < need and retry < MAX_SAFE_INTEGER do
+    retry = retry + 1
+  end
+  return false, floor((balance + eps) / 1000), retry, ceilMs((full - balance) / r)
+end
+
+ALGO.t = function(C, r)
+  -- Float-noise tolerance in thousandths, never more than 1 ms of refill (as the TS step).
+  return {
+    C = C, r = r, full = C * 1000, eps = jmin(EPSILON, r),
+    load = tb_load, step = tb_step, fresh = tb_fresh, save = tb_save,
+  }
+end
