@@ -8,6 +8,7 @@
 // Run: npm run build && node bench/http.mjs
 // Env: BENCH_ROUNDS (default 5), BENCH_SECONDS per run (default 3), BENCH_CONNECTIONS (default 50)
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const LIMIT = 1_000_000_000;
@@ -68,14 +69,25 @@ async function measure(variant, seconds, connections) {
   try {
     const url = `http://127.0.0.1:${port}/`;
     await autocannon({ url, connections, duration: 1 }); // warm-up (JIT, connections)
+    const before = cpuMs(child.pid);
     const result = await autocannon({ url, connections, duration: seconds });
+    const cpu = cpuMs(child.pid) - before;
     if (result.non2xx > 0 || result.errors > 0)
       throw new Error(`${variant}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-    return result.requests.average;
+    return { rps: result.requests.average, cpuUs: (cpu * 1000) / result.requests.total };
   } finally {
     child.removeAllListeners("exit");
     child.kill();
   }
+}
+
+/**
+ * CPU time (user + system, ms) the server process has used, from /proc. Throughput on a shared
+ * 2-core machine swings with other load; the server's own CPU time per request does much less.
+ */
+function cpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
 }
 
 const median = (xs) => {
@@ -91,6 +103,7 @@ async function main() {
   const limiters = ["bare", "sluice", "peer"];
   const peerName = { express: "express-rate-limit", fastify: "@fastify/rate-limit" };
   const rps = {};
+  const cpus = {};
   const ratios = {};
   console.log(`HTTP benchmark: ${rounds} rounds × 6 variants × ${seconds}s, ${connections} connections`);
   for (let round = 0; round < rounds; round++) {
@@ -99,14 +112,20 @@ async function main() {
       // The three variants of one framework run back to back (rotated each round), and each
       // is compared with the bare app of the same round: background load shifts all three.
       const got = {};
+      const cpu = {};
       for (let i = 0; i < limiters.length; i++) {
         const limiter = limiters[(i + round) % limiters.length];
-        got[limiter] = await measure(`${framework}:${limiter}`, seconds, connections);
+        const m = await measure(`${framework}:${limiter}`, seconds, connections);
+        got[limiter] = m.rps;
+        cpu[limiter] = m.cpuUs;
         (rps[`${framework}:${limiter}`] ??= []).push(got[limiter]);
+        (cpus[`${framework}:${limiter}`] ??= []).push(cpu[limiter]);
       }
       (ratios[`${framework}:sluice`] ??= []).push(got.sluice / got.bare);
       (ratios[`${framework}:peer`] ??= []).push(got.peer / got.bare);
       (ratios[`${framework}:vs`] ??= []).push(got.sluice / got.peer);
+      (ratios[`${framework}:cpu-sluice`] ??= []).push(cpu.sluice / cpu.bare);
+      (ratios[`${framework}:cpu-peer`] ??= []).push(cpu.peer / cpu.bare);
       line.push(
         `${framework} bare ${Math.round(got.bare)} sluice ${Math.round(got.sluice)} peer ${Math.round(got.peer)}`,
       );
@@ -121,6 +140,14 @@ async function main() {
       `${framework.padEnd(8)} bare ${Math.round(m("bare"))} req/s | sluice ${Math.round(m("sluice"))} req/s = ${pct(median(ratios[`${framework}:sluice`]))} of bare | ` +
         `${peerName[framework]} ${Math.round(m("peer"))} req/s = ${pct(median(ratios[`${framework}:peer`]))} of bare | ` +
         `sluice/peer ${median(ratios[`${framework}:vs`]).toFixed(2)}×`,
+    );
+  }
+  console.log("\nserver CPU per request (µs; ratios are medians of per-round ratios to the bare app)");
+  for (const framework of ["express", "fastify"]) {
+    const c = (k) => median(cpus[`${framework}:${k}`]).toFixed(1);
+    console.log(
+      `${framework.padEnd(8)} bare ${c("bare")} µs | sluice ${c("sluice")} µs = ${median(ratios[`${framework}:cpu-sluice`]).toFixed(3)}× | ` +
+        `${peerName[framework]} ${c("peer")} µs = ${median(ratios[`${framework}:cpu-peer`]).toFixed(3)}×`,
     );
   }
 }
