@@ -125,3 +125,56 @@ export async function runParitySuite(spec: RuleSpec, name: string, makeStore: ()
   }
   return compared;
 }
+
+/**
+ * Runs `events` checks of several rules at once, all issued in one synchronous burst (the clock
+ * moving forward between them), so the Redis store decides them in shared batches: several
+ * rules per batch, mixed costs, peeks and times (non-uniform batches), runs of identical checks
+ * (uniform batches) and more checks than one batch holds. Batches are decided in issue order,
+ * so the decisions must equal the memory store's, made one after another. Returns the count.
+ */
+export async function runBatchedTrace(specs: RuleSpec[], redis: Store, seed: number, events: number): Promise<number> {
+  const random = prng(seed);
+  const clock = new ManualClock(1_700_000_000_000 + Math.floor(random() * 1e6));
+  const oracle = new MemoryStore();
+  const pairs = specs.map((spec, i) => ({
+    memory: createLimiter(spec, { clock, store: oracle, name: `rule-${i}` }),
+    remote: createLimiter(spec, { clock, store: redis, name: `rule-${i}` }),
+  }));
+  const keys = ["a", "b", "{c}", ""];
+  const expected: Decision[] = [];
+  const actual: Array<Promise<Decision>> = [];
+  const labels: string[] = [];
+  let uniformRun = 0;
+  let pair = pairs[0] as (typeof pairs)[number];
+  let key = "a";
+  let cost = 1;
+  let peek = false;
+  for (let i = 0; i < events; i++) {
+    if (uniformRun > 0) {
+      uniformRun--; // the same rule, key, cost and time: a batch of identical checks
+    } else {
+      if (random() < 0.05) uniformRun = 10 + Math.floor(random() * 40);
+      const r = random();
+      if (r < 0.5) clock.advance(0);
+      else if (r < 0.9) clock.advance(Math.floor(random() * 200));
+      else clock.advance(random() * 30);
+      pair = pairs[Math.floor(random() * pairs.length)] as (typeof pairs)[number];
+      key = keys[Math.floor(random() * keys.length)] as string;
+      cost = random() < 0.75 ? 1 : 1 + Math.floor(random() * 6);
+      peek = random() < 0.15;
+    }
+    expected.push(peek ? (pair.memory.peek(key, cost) as Decision) : (pair.memory.tryAcquire(key, cost) as Decision));
+    actual.push(peek ? pair.remote.peek(key, cost) : pair.remote.tryAcquire(key, cost));
+    labels.push(`seed ${seed}, event ${i}, t=${clock.now()}, rule ${pairs.indexOf(pair)}, key ${key}, cost ${cost}`);
+  }
+  const decided = await Promise.all(actual);
+  decided.forEach((d, i) => {
+    expect(d, labels[i]).toEqual(expected[i]);
+  });
+  for (const p of pairs) {
+    p.memory.close();
+    p.remote.close();
+  }
+  return decided.length;
+}

@@ -1,9 +1,10 @@
 /**
  * A reference store for parity with a clock that steps back: runs the algorithm steps on a plain
- * Map, never drops state, and runs every step that must not change state (peeks, denials, the
- * trial steps of a composite) on a copy, so "a peek or a denial changes nothing" holds exactly.
- * (The TS sliding-log step prunes expired entries in place even on a peek; that is invisible
- * while time only moves forward, but a clock that then steps back sees the difference.)
+ * Map and never drops state. The memory store drops a key's state once it is equivalent to a
+ * fresh key *for later instants*, which is exact while time moves forward; a clock that then
+ * steps back would see the dropped state missing. Every step leaves state untouched on a peek
+ * or a denial (the sliding log included, since it skips rather than prunes expired entries), so
+ * the steps run on the stored records directly, composed exactly as the memory store composes.
  */
 import { combine, type Decision, type Store } from "sluice";
 import { unconsumed } from "../../src/composite.ts";
@@ -24,24 +25,20 @@ export function pureStore(): Store {
       return {
         check(key, cost, now, peek): Decision {
           const t = now as number;
-          const states = maps.map((m, i) => m.get(key) ?? (algos[i]?.create() as unknown));
-          const copy = (i: number) => structuredClone(states[i]);
-          if (algos.length === 1) {
-            const trial = copy(0);
-            const d = algos[0]?.step(trial, t, cost, !peek) as Decision;
-            if (d.allowed && !peek) maps[0]?.set(key, trial);
-            return d;
-          }
-          const parts = algos.map((a, i) => a.step(copy(i), t, cost, false));
+          const states = maps.map((m, i) => {
+            let state = m.get(key);
+            if (state === undefined) {
+              state = algos[i]?.create();
+              if (!peek) m.set(key, state); // unchanged unless a commit changes it
+            }
+            return state;
+          });
+          if (algos.length === 1) return algos[0]?.step(states[0], t, cost, !peek) as Decision;
+          const parts = algos.map((a, i) => a.step(states[i], t, cost, false));
           if (parts.some((p) => !p.allowed)) {
-            return combine(unconsumed(parts, (i) => algos[i]?.step(copy(i), t, 0, false) as Decision));
+            return combine(unconsumed(parts, (i) => algos[i]?.step(states[i], t, 0, false) as Decision));
           }
-          if (!peek) {
-            algos.forEach((a, i) => {
-              a.step(states[i], t, cost, true);
-              maps[i]?.set(key, states[i]);
-            });
-          }
+          if (!peek) algos.forEach((a, i) => a.step(states[i], t, cost, true));
           return combine(parts);
         },
         reset(key) {

@@ -61,6 +61,9 @@ export class RedisBoundRule implements BoundRule, BatchRule {
       String(rule.algorithms.length),
       ...rule.algorithms.flatMap((a) => [ALGORITHM_CODES[a.kind], ...memberParams(a.spec)]),
     ];
+    // Limiters may call these detached (`const check = bound.check`), as the memory store allows.
+    this.check = this.check.bind(this);
+    this.reset = this.reset.bind(this);
   }
 
   /** Decides `cost` units for `key` in Redis (batched), or by the failure policy. */

@@ -3,7 +3,8 @@
 -- ARGV[1]: extra expiry grace in ms. ARGV[2]: R, the rules used in this batch; then per rule:
 -- m (its members) and per member its algorithm code and two parameters (sent once per batch,
 -- not once per check). Then 3 per check: its rule (1..R), its cost (negative: a peek) and now
--- ('' = Redis TIME). KEYS: the m member keys of each check in turn.
+-- ('' = Redis TIME) — or, when those 3 are the same for every check, '=' and the 3 once.
+-- KEYS: the m member keys of each check in turn.
 --
 -- Reply: a flat array, 4 values per member of each check: 1 (allowed) or 0 (denied),
 -- remaining, retryAfterMs when denied or delayMs when allowed, resetMs — the member decisions
@@ -13,9 +14,6 @@
 -- place of its first member's status and remaining, and zeros elsewhere.
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
-local grace = tonumber(ARGV[1])
--- Longest expiry written: 2^53 ms (285,000 years); beyond it Redis would refuse the command.
-local MAX_TTL = TWO_POW_53
 local server_now = nil
 
 -- Redis TIME as epoch ms, read at most once per script call.
@@ -27,31 +25,20 @@ local function redis_now()
   return server_now
 end
 
--- Milliseconds until a state fresh at `fresh` is equivalent to an absent key: the key's expiry
--- (at least 1 ms). Whole ms below 10^7 go as numbers (every Redis writes those as plain digits);
--- larger ones as '%d' text, since newer Redis versions write some of them in exponent form.
-local function ttl(fresh, now)
-  local ms = ceil(fresh - now)
-  if not (ms >= 1) then ms = 1 end
-  ms = ms + grace
-  if ms < 10000000 then return ms end
-  if ms > MAX_TTL then ms = MAX_TTL end
-  return fmt('%d', ms)
-end
-
 -- A stored key that lost its expiry (PERSIST, a restore) gets it back on the next denial.
 local function repair(P, S, key, now)
   if call('PTTL', key) == -1 then call('PEXPIRE', key, ttl(P.fresh(P, S), now)) end
 end
 
--- One member: the step commits by itself, exactly as the memory store runs it.
-local function single(P, key, now, cost, commit)
+-- One member: the step commits by itself, exactly as the memory store runs it; the member
+-- writes its state (see `write` in prelude.lua).
+local function single(P, key, now, cost, commit, costText)
   local raw = call('GET', key)
   local S = P.load(P, raw)
   local ok, remaining, slot, reset = P.step(P, S, now, cost, commit)
   if commit then
     if ok then
-      call('SET', key, P.save(P, S), 'PX', ttl(P.fresh(P, S), now))
+      P.write(P, S, key, now, costText)
     elseif raw then
       repair(P, S, key, now)
     end
@@ -99,7 +86,8 @@ local function composite(ms, k, now, cost, commit)
   return figures
 end
 
--- The rules of this batch: each member's parameters are parsed once.
+-- The rules of this batch: each member's parameters are parsed once. Rules are keyed by the
+-- index text the checks name them by ("1", "2", ...), so a check needs no tonumber for it.
 local rules = {}
 local a = 3
 for r = 1, tonumber(ARGV[2]) do
@@ -110,7 +98,7 @@ for r = 1, tonumber(ARGV[2]) do
     ms[i] = ALGO[ARGV[a]](tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]))
     a = a + 3
   end
-  rules[r] = ms
+  rules[tostring(r)] = ms
 end
 
 local out, n, k = {}, 0, 0
@@ -121,18 +109,22 @@ local function failed(count, err)
   n = n + 4 * count
 end
 
-for c = a, #ARGV, 3 do
-  local ms = rules[tonumber(ARGV[c])]
-  local cost = tonumber(ARGV[c + 1])
+-- A check's cost (its sign says peek: then nothing is committed) and its now.
+local function parse(costText, nowText)
+  local cost = tonumber(costText)
   local commit = cost > 0
   if not commit then cost = -cost end
-  local now = ARGV[c + 2]
-  if now == '' then now = redis_now() else now = tonumber(now) end
+  if nowText == '' then return cost, commit, redis_now() end
+  return cost, commit, tonumber(nowText)
+end
+
+-- Decides one check of rule `ms` and appends its figures to `out`.
+local function decide(ms, cost, commit, now, costText)
   local count = #ms
   -- An error in one check (a foreign value at its key, say) fails that check alone: the
   -- checks before it in this batch have already counted and must be reported as decided.
   if count == 1 then
-    local done, ok, remaining, slot, reset = pcall(single, ms[1], KEYS[k + 1], now, cost, commit)
+    local done, ok, remaining, slot, reset = pcall(single, ms[1], KEYS[k + 1], now, cost, commit, costText)
     if done then
       out[n + 1], out[n + 2], out[n + 3], out[n + 4] = ok and 1 or 0, enc(remaining), enc(slot), enc(reset)
       n = n + 4
@@ -152,5 +144,19 @@ for c = a, #ARGV, 3 do
     end
   end
   k = k + count
+end
+
+if ARGV[a] == '=' then
+  -- Every check of this batch has the same rule, cost and now (the usual case: one busy rule,
+  -- cost 1, Redis TIME), sent once; the checks are counted by their keys.
+  local ms, costText = rules[ARGV[a + 1]], ARGV[a + 2]
+  local cost, commit, now = parse(costText, ARGV[a + 3])
+  for _ = 1, #KEYS / #ms do decide(ms, cost, commit, now, costText) end
+else
+  for c = a, #ARGV, 3 do
+    local costText = ARGV[c + 1]
+    local cost, commit, now = parse(costText, ARGV[c + 2])
+    decide(rules[ARGV[c]], cost, commit, now, costText)
+  end
 end
 return out

@@ -4,20 +4,34 @@
 -- T arrives as the exact double the TS side computed (periodMs / limit or 1000 / leakPerSecond).
 local TWO_POW_M44 = math.ldexp(1, -44) -- 2^-44, exactly
 
+-- The member's scratch state (P.S) is refilled by every load: no table is built per check.
 local function em_load(P, raw)
-  if not raw then return { tat = -INF } end
+  local S = P.S
+  if not raw then
+    S.tat = -INF
+    return S
+  end
   local tat = tonumber(raw)
   if not tat then error('not a sluice gcra state: ' .. raw) end
-  return { tat = tat }
+  S.tat = tat
+  return S
 end
 
-local function em_save(P, S) return S.tat end
+-- '%d' for a whole tat (cheap, and Redis keeps it as a bare integer); exact '%.17g' otherwise
+-- (which also keeps the sign of a zero).
+local function em_save(P, S)
+  local tat = S.tat
+  if tat == floor(tat) and tat < TWO_POW_53 and tat > -TWO_POW_53 and tat ~= 0 then return fmt('%d', tat) end
+  return fmt('%.17g', tat)
+end
 
 local function em_fresh(P, S) return S.tat end
 
 local function em_step(P, S, now, cost, commit)
   local T, burst, tau = P.T, P.burst, P.tau
-  local start = jmax(S.tat, now)
+  local tat = S.tat
+  local start = now -- jmax(tat, now), inlined
+  if tat > now then start = tat elseif tat == now and now == 0 then start = tat + now end
   local backlog = start - now -- ms of earlier requests still ahead of this one
   -- `next - now` summed from relative figures (epoch-ms magnitudes would add rounding).
   local ahead = backlog + cost * T
@@ -47,8 +61,8 @@ end
 local function emission(delays)
   return function(T, burst)
     return {
-      T = T, burst = burst, tau = burst * T, delays = delays,
-      load = em_load, step = em_step, fresh = em_fresh, save = em_save,
+      T = T, burst = burst, tau = burst * T, delays = delays, S = {},
+      load = em_load, step = em_step, fresh = em_fresh, save = em_save, write = write,
     }
   end
 end

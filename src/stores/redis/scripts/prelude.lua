@@ -15,6 +15,7 @@ local floor, ceil, abs = math.floor, math.ceil, math.abs
 local fmt, match = string.format, string.match
 local pack, unpack = struct.pack, struct.unpack
 local call = redis.call
+local tonumber, pcall, KEYS, ARGV = tonumber, pcall, KEYS, ARGV
 
 -- JS Math.max / Math.min, including their choice between +0 and -0 (Lua keeps the first).
 local function jmax(a, b)
@@ -42,8 +43,29 @@ end
 -- truncating it, so only whole numbers below 2^53 (where the reader's parse is exact) that are
 -- not -0 travel as integers; anything else (±Infinity, -0, fractions) as exact %.17g text.
 local function enc(x)
-  if x == floor(x) and x < TWO_POW_53 and x > -TWO_POW_53 and (x ~= 0 or 1 / x > 0) then return x end
+  if x % 1 == 0 and x < TWO_POW_53 and x > -TWO_POW_53 and (x ~= 0 or 1 / x > 0) then return x end
   return fmt('%.17g', x)
+end
+
+local grace = tonumber(ARGV[1])
+-- Longest expiry written: 2^53 ms (285,000 years); beyond it Redis would refuse the command.
+local MAX_TTL = TWO_POW_53
+
+-- Milliseconds until a state fresh at `fresh` is equivalent to an absent key: the key's expiry
+-- (at least 1 ms), as '%d' text (Redis would format a number argument with the far slower
+-- '%.17g', and newer versions write some whole numbers in exponent form, which PX refuses).
+local function ttl(fresh, now)
+  local ms = ceil(fresh - now)
+  if not (ms >= 1) then ms = 1 end
+  ms = ms + grace
+  if ms > MAX_TTL then ms = MAX_TTL end
+  return fmt('%d', ms)
+end
+
+-- How a committed single-member state is stored: SET with its expiry. (A member may do better:
+-- see fixed-window.lua.) `costText` is the cost as it arrived.
+local function write(P, S, key, now, costText)
+  call('SET', key, P.save(P, S), 'PX', ttl(P.fresh(P, S), now))
 end
 
 -- Every algorithm registers a constructor under its one-letter code: called once per rule per
@@ -51,5 +73,6 @@ end
 -- save }. load(P, raw) -> state table (raw false for an absent key); step(P, S, now, cost,
 -- commit) -> allowed, remaining, retryAfterMs when denied / delayMs when allowed, resetMs
 -- (it changes S only when commit and allowed); fresh(P, S) -> when S equals a fresh key's
--- state; save(P, S) -> the value to store (a number, stored exactly, or a string).
+-- state; save(P, S) -> the value to store (a string, or a number Redis writes exactly);
+-- write(P, S, key, now, costText) stores a committed state.
 local ALGO = {}

@@ -95,5 +95,8 @@ local function sl_step(P, S, now, cost, commit)
 end
 
 ALGO.l = function(limit, W)
-  return { limit = limit, W = W, load = sl_load, step = sl_step, fresh = sl_fresh, save = sl_save }
+  return {
+    limit = limit, W = W,
+    load = sl_load, step = sl_step, fresh = sl_fresh, save = sl_save, write = write,
+  }
 end

@@ -1,10 +1,15 @@
 -- Twin of src/algorithms/sliding-window.ts. State: current window start w, previous and current
 -- counts p and c, stored as three packed doubles (24 bytes, exact). limit*windowMs <= 2^51
 -- (validated) keeps every product exact in a double.
+-- The member's scratch state (P.S) is refilled by every load: no table is built per check.
 local function sw_load(P, raw)
-  if not raw then return { w = -INF, p = 0, c = 0 } end
-  local w, p, c = unpack('<ddd', raw)
-  return { w = w, p = p, c = c }
+  local S = P.S
+  if raw then
+    S.w, S.p, S.c = unpack('<ddd', raw)
+  else
+    S.w, S.p, S.c = -INF, 0, 0
+  end
+  return S
 end
 
 local function sw_save(P, S) return pack('<ddd', S.w, S.p, S.c) end
@@ -62,5 +67,8 @@ local function sw_step(P, S, now, cost, commit)
 end
 
 ALGO.w = function(L, W)
-  return { L = L, W = W, LW = L * W, load = sw_load, step = sw_step, fresh = sw_fresh, save = sw_save }
+  return {
+    L = L, W = W, LW = L * W, S = {},
+    load = sw_load, step = sw_step, fresh = sw_fresh, save = sw_save, write = write,
+  }
 end

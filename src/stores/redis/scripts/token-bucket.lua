@@ -1,10 +1,15 @@
 -- Twin of src/algorithms/token-bucket.ts. State: balance b in thousandths of a token as of time
 -- t, stored as two packed doubles (16 bytes, exact). An absent key is a full bucket (TS:
 -- t = -Infinity, which this reproduces exactly).
+-- The member's scratch state (P.S) is refilled by every load: no table is built per check.
 local function tb_load(P, raw)
-  if not raw then return { b = P.full, t = -INF } end
-  local b, t = unpack('<dd', raw)
-  return { b = b, t = t }
+  local S = P.S
+  if raw then
+    S.b, S.t = unpack('<dd', raw)
+  else
+    S.b, S.t = P.full, -INF
+  end
+  return S
 end
 
 local function tb_save(P, S) return pack('<dd', S.b, S.t) end
@@ -38,7 +43,7 @@ end
 ALGO.t = function(C, r)
   -- Float-noise tolerance in thousandths, never more than 1 ms of refill (as the TS step).
   return {
-    C = C, r = r, full = C * 1000, eps = jmin(EPSILON, r),
-    load = tb_load, step = tb_step, fresh = tb_fresh, save = tb_save,
+    C = C, r = r, full = C * 1000, eps = jmin(EPSILON, r), S = {},
+    load = tb_load, step = tb_step, fresh = tb_fresh, save = tb_save, write = write,
   }
 end
