@@ -120,3 +120,29 @@ describe("composite rules", () => {
     expect(limiter.peek("k").remaining).toBe(1);
   });
 });
+
+describe("options and arrays", () => {
+  it("an array of one spec is a composite: its decisions carry parts", () => {
+    const clock = new ManualClock();
+    const d = createLimiter([fixed], clock).tryAcquire("k");
+    expect(d.parts).toEqual([{ allowed: true, limit: 2, remaining: 1, retryAfterMs: 0, resetMs: 1000, delayMs: 0 }]);
+    expect(createLimiter(fixed, clock).tryAcquire("k").parts).toBeUndefined();
+  });
+
+  it("refuses broken options at construction, not at the first request", () => {
+    expect(() => createLimiter(fixed, { clok: new ManualClock() } as never)).toThrow(/unknown option `clok`/);
+    expect(() => createLimiter(fixed, { clock: {} } as never)).toThrow(ArgumentError);
+    expect(() => createLimiter(fixed, { store: {} } as never)).toThrow(/`store` must be a Store/);
+    expect(() => createLimiter(fixed, 5 as never)).toThrow(ArgumentError);
+  });
+
+  it("refuses a clock reading that is not a finite number", () => {
+    const limiter = createLimiter(fixed, { clock: { now: () => Number.NaN } });
+    expect(() => limiter.tryAcquire("k")).toThrow(/clock.now\(\) must return a finite number/);
+  });
+
+  it("a Clock with extra fields is still a Clock", () => {
+    const clock = Object.assign(new ManualClock(1500), { store: "not an option" });
+    expect((createLimiter(fixed, clock as ManualClock).tryAcquire("k") as { resetMs: number }).resetMs).toBe(500);
+  });
+});

@@ -6,10 +6,11 @@
 import { type AcquireOptions, WaitQueues } from "./acquire.ts";
 import { algorithmFor } from "./algorithms/index.ts";
 import { type Clock, systemClock } from "./clock.ts";
+import { combine } from "./composite.ts";
 import type { Decision } from "./decision.ts";
 import { ArgumentError } from "./errors.ts";
 import type { AlgorithmSpec, RuleSpec } from "./spec.ts";
-import { validateRule } from "./spec.ts";
+import { describeValue, validateRule } from "./spec.ts";
 import type { BoundRule, Store } from "./store.ts";
 import { MemoryStore } from "./stores/memory/memory-store.ts";
 
@@ -75,19 +76,53 @@ export function checkCost(cost: unknown): asserts cost is number {
 }
 
 function isClock(value: unknown): value is Clock {
-  return (
-    typeof value === "object" && value !== null && typeof (value as Clock).now === "function" && !("store" in value)
-  );
+  return typeof value === "object" && value !== null && typeof (value as Clock).now === "function";
 }
 
-/** Normalises the `options | clock` argument shared by `createLimiter` and `RateLimiterService`. */
+const OPTION_KEYS = new Set(["clock", "store", "name"]);
+
+/**
+ * Normalises the `options | clock` argument shared by `createLimiter` and `RateLimiterService`:
+ * any object with a `now()` method is a Clock; otherwise an options object whose fields are
+ * checked here, so a typo or a broken clock/store fails at construction with an ArgumentError
+ * rather than at the first request.
+ */
 export function resolveOptions<S extends Store>(options: LimiterOptions<S> | Clock | undefined): LimiterOptions<S> {
   if (options === undefined) return {};
   if (isClock(options)) return { clock: options };
-  if (typeof options !== "object" || options === null) {
-    throw new ArgumentError(`options must be an object or a Clock (got ${String(options)})`);
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new ArgumentError(`options must be an object or a Clock (got ${describeValue(options)})`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!OPTION_KEYS.has(key)) {
+      throw new ArgumentError(`unknown option \`${key}\` (expected clock, store, name)`);
+    }
+  }
+  const { clock, store, name } = options;
+  if (clock !== undefined && !isClock(clock)) {
+    throw new ArgumentError(`\`clock\` must have a now() method (got ${describeValue(clock)})`);
+  }
+  if (
+    store !== undefined &&
+    (typeof store !== "object" || store === null || typeof (store as Store).bind !== "function")
+  ) {
+    throw new ArgumentError(
+      `\`store\` must be a Store such as MemoryStore or RedisStore (got ${describeValue(store)})`,
+    );
+  }
+  if (name !== undefined && typeof name !== "string") {
+    throw new ArgumentError(`\`name\` must be a string (got ${describeValue(name)})`);
   }
   return options;
+}
+
+/** Reads an injected clock, refusing readings that would silently poison every figure. */
+function read(clock: Clock): number {
+  const now = clock.now();
+  if (typeof now !== "number" || !Number.isFinite(now)) {
+    throw new ArgumentError(`clock.now() must return a finite number of ms (got ${describeValue(now)})`);
+  }
+  return now;
 }
 
 /**
@@ -106,37 +141,46 @@ export function createLimiter<S extends Store = MemoryStore>(
   const opts = resolveOptions(options);
   const store: Store = opts.store ?? new MemoryStore();
   const name = opts.name ?? `spec:${JSON.stringify(specs)}`;
-  return bindLimiter(specs, store, opts.clock, name) as Limiter<S>;
+  return bindLimiter(specs, store, opts.clock, name, Array.isArray(spec)) as Limiter<S>;
 }
 
 /** Builds a limiter for already validated specs (used by the service for rules and tiers). */
-export function bindLimiter(specs: AlgorithmSpec[], store: Store, clock: Clock | undefined, id: string): Limiter {
+export function bindLimiter(
+  specs: AlgorithmSpec[],
+  store: Store,
+  clock: Clock | undefined,
+  id: string,
+  composite = specs.length > 1,
+): Limiter {
   const bound: BoundRule = store.bind({ id, algorithms: specs.map(algorithmFor) });
+  // An array of one spec is still a composite: its decisions carry `parts`.
+  const decide = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
   const waits = new WaitQueues();
   const acquire = async (key: string, acquireOptions: AcquireOptions = {}) => {
     checkKey(key);
     const cost = acquireOptions.cost ?? 1;
     checkCost(cost);
-    return waits.acquire(key, acquireOptions, clock ?? systemClock, (c) => bound.check(key, c, clock?.now(), false));
+    return waits.acquire(key, acquireOptions, clock ?? systemClock, (c) =>
+      decide(key, c, clock === undefined ? undefined : read(clock), false),
+    );
   };
   const close = () => bound.release();
   let limiter: Limiter;
   if (store.synchronous) {
     // The hot path: one call into the store, no promises; argument errors throw.
-    const decide = bound.check;
     limiter = {
       specs,
       tryAcquire(key, cost) {
         if (typeof key !== "string") checkKey(key);
         if (cost === undefined) cost = 1;
         else if (cost !== 1) checkCost(cost);
-        return decide(key, cost, clock === undefined ? undefined : clock.now(), false);
+        return decide(key, cost, clock === undefined ? undefined : read(clock), false);
       },
       peek(key, cost) {
         if (typeof key !== "string") checkKey(key);
         if (cost === undefined) cost = 1;
         else if (cost !== 1) checkCost(cost);
-        return decide(key, cost, clock === undefined ? undefined : clock.now(), true);
+        return decide(key, cost, clock === undefined ? undefined : read(clock), true);
       },
       reset: (key) => {
         checkKey(key);
@@ -152,7 +196,7 @@ export function bindLimiter(specs: AlgorithmSpec[], store: Store, clock: Clock |
     const check = async (key: string, cost: number, peek: boolean) => {
       checkKey(key);
       if (cost !== 1) checkCost(cost);
-      return bound.check(key, cost, clock?.now(), peek);
+      return decide(key, cost, clock === undefined ? undefined : read(clock), peek);
     };
     limiter = {
       specs,
@@ -167,4 +211,13 @@ export function bindLimiter(specs: AlgorithmSpec[], store: Store, clock: Clock |
     } as Limiter;
   }
   return limiter;
+}
+
+/** Wraps a one-member composite's check so its decisions carry `parts` like any composite. */
+function withParts(check: BoundRule["check"]): BoundRule["check"] {
+  const wrap = (d: Decision): Decision => (d.parts !== undefined || d.failure !== undefined ? d : combine([d]));
+  return (key, cost, now, peek) => {
+    const result = check(key, cost, now, peek);
+    return result instanceof Promise ? result.then(wrap) : wrap(result);
+  };
 }

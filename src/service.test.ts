@@ -108,4 +108,14 @@ describe("RateLimiterService", () => {
     // Two per second for 60 s is 120, capped at 100 per minute.
     expect(allowed).toBe(100);
   });
+
+  it("updateRule without options keeps the tiers; rule names must be strings", () => {
+    const service = new RateLimiterService(new ManualClock());
+    service.addRule("api", perSecond(1), { tiers: { pro: perSecond(3) } });
+    service.updateRule("api", perSecond(2));
+    expect(service.check("api", "k", { tier: "pro" })).toMatchObject({ allowed: true, limit: 3 });
+    service.updateRule("api", perSecond(2), { tiers: {} });
+    expect(() => service.check("api", "k", { tier: "pro" })).toThrow(ArgumentError);
+    expect(() => service.check(5 as never, "k")).toThrow(ArgumentError);
+  });
 });

@@ -79,13 +79,14 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   }
 
   /**
-   * Replaces `name`'s specs and tiers for later calls. State is kept wherever the member's
+   * Replaces `name`'s specs (and tiers, when `options` is given) for later calls. State is kept wherever the member's
    * algorithm is unchanged (a raised limit keeps today's count); a member whose algorithm
    * changed starts fresh. Nothing changes if the new spec is invalid.
    */
   updateRule(name: string, spec: RuleSpec, options?: RuleOptions): this {
     const old = this.#get(name);
-    const rule = this.#build(name, spec, options);
+    // Without options the rule keeps its tiers; pass `{ tiers: {} }` to drop them.
+    const rule = this.#build(name, spec, options ?? { tiers: old.info.tiers });
     this.#rules.set(name, rule);
     closeRule(old);
     return this;
@@ -145,6 +146,7 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   }
 
   #get(name: string): Rule {
+    if (typeof name !== "string") checkName(name);
     const rule = this.#rules.get(name);
     if (rule === undefined) throw new UnknownRuleError(name);
     return rule;
@@ -176,10 +178,11 @@ export class RateLimiterService<S extends Store = MemoryStore> {
     for (const [tier, tierSpec] of Object.entries(tiers)) {
       tierSpecs[tier] = validateRule(tierSpec, `rule ${JSON.stringify(name)} tier ${JSON.stringify(tier)}: `);
     }
-    const base = bindLimiter(specs, this.#store, this.#clock, `rule:${encode(name)}`);
+    const base = bindLimiter(specs, this.#store, this.#clock, `rule:${encode(name)}`, Array.isArray(spec));
     const bound = new Map<string, Limiter>();
     for (const [tier, s] of Object.entries(tierSpecs)) {
-      bound.set(tier, bindLimiter(s, this.#store, this.#clock, `rule:${encode(name)}:tier:${encode(tier)}`));
+      const id = `rule:${encode(name)}:tier:${encode(tier)}`;
+      bound.set(tier, bindLimiter(s, this.#store, this.#clock, id, Array.isArray(tiers[tier])));
     }
     return { info: { name, specs, tiers: tierSpecs }, base, tiers: bound };
   }

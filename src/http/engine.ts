@@ -10,6 +10,7 @@ import { ArgumentError, ConfigError, UnknownRuleError } from "../errors.ts";
 import { createLimiter, type Limiter } from "../limiter.ts";
 import type { RateLimiterService, RuleInfo } from "../service.ts";
 import { describeValue } from "../spec.ts";
+import type { Store } from "../store.ts";
 import {
   addressKey,
   boundKey,
@@ -86,7 +87,7 @@ export class Engine<Req> {
   readonly #proxyHeader: ProxyHeader;
   readonly #subnet: number;
   readonly #limiter: Limiter | undefined;
-  readonly #service: RateLimiterService | undefined;
+  readonly #service: RateLimiterService<Store> | undefined;
   readonly #rule: string;
   readonly #policies: PolicySet | undefined;
   readonly #servicePolicies = new WeakMap<RuleInfo, Map<string, PolicySet>>();
@@ -98,6 +99,7 @@ export class Engine<Req> {
   readonly format: HeaderFormat | undefined;
   /** Whether the middleware only reports. */
   readonly dryRun: boolean;
+  readonly #honorDelay: boolean;
 
   constructor(options: RateLimitOptions<Req>, reader: RequestReader<Req>) {
     if (typeof options !== "object" || options === null) {
@@ -127,6 +129,7 @@ export class Engine<Req> {
     }
     this.format = headers === false ? undefined : headers;
     this.dryRun = options.dryRun === true;
+    this.#honorDelay = options.honorDelay !== false;
     this.#clock = options.clock ?? systemClock;
     if (options.service !== undefined) {
       if (options.spec !== undefined)
@@ -235,14 +238,14 @@ export class Engine<Req> {
       const policies = this.#policies as PolicySet;
       return then(this.#limiter.tryAcquire(key, cost), (d) => this.#verdict(request, d, policies, key, cost, tier));
     }
-    const service = this.#service as RateLimiterService;
+    const service = this.#service as RateLimiterService<Store>;
     const result = service.check(this.#rule, key, tier === undefined ? { cost } : { cost, tier });
     return then(result, (d) => this.#verdict(request, d, this.#servicePolicySet(tier), key, cost, tier));
   }
 
   #servicePolicySet(tier: string | undefined): PolicySet {
     // Looked up per request so a rule changed by updateRule is advertised as it now is.
-    const info = (this.#service as RateLimiterService).getRule(this.#rule as string);
+    const info = (this.#service as RateLimiterService<Store>).getRule(this.#rule as string);
     if (info === undefined) throw new UnknownRuleError(this.#rule as string);
     let byTier = this.#servicePolicies.get(info);
     if (byTier === undefined) this.#servicePolicies.set(info, (byTier = new Map()));
@@ -273,7 +276,7 @@ export class Engine<Req> {
     }
     const verdict: Verdict = { status, decision, policies };
     // A leaky bucket admits a request with a delay: honouring it is what smooths the outflow.
-    if (status === 200 && decision.allowed && decision.delayMs > 0 && !this.dryRun) {
+    if (status === 200 && decision.allowed && decision.delayMs > 0 && !this.dryRun && this.#honorDelay) {
       return sleep(this.#clock, decision.delayMs).then(() => verdict);
     }
     return verdict;

@@ -58,8 +58,13 @@ export function ceilSeconds(ms: number): number {
 
 /** Seconds until a member's quota is restored; for a denied member never before it could pass. */
 function resetSeconds(part: Decision): number {
+  return ceilSeconds(resetMillis(part));
+}
+
+/** ms until `part` is reset, never earlier than when a denied request could pass. */
+function resetMillis(part: Decision): number {
   const retry = part.allowed || !Number.isFinite(part.retryAfterMs) ? 0 : part.retryAfterMs;
-  return ceilSeconds(Math.max(part.resetMs, retry));
+  return Math.max(part.resetMs, retry);
 }
 
 /** One decision per policy: the composite's parts, or the decision itself repeated when it has none. */
@@ -115,7 +120,9 @@ export function writeRateLimitHeaders(
   } else {
     header("X-RateLimit-Limit", String(t.limit));
     header("X-RateLimit-Remaining", String(t.remaining));
-    header("X-RateLimit-Reset", String(Math.ceil((nowMs() + reset * 1000) / 1000)));
+    // An absolute epoch second, rounded up once (rounding the relative seconds first could add 1 s).
+    const resetAt = Math.max(resetMillis(t), decision.allowed ? 0 : resetMillis(decision));
+    header("X-RateLimit-Reset", String(Math.ceil((nowMs() + resetAt) / 1000)));
   }
 }
 

@@ -5,10 +5,30 @@
  * `sluice/hono`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { type FetchRateLimit, type FetchRateLimitOptions, rateLimitFetch } from "./fetch.ts";
 import { type NodeRateLimit, type NodeRateLimitOptions, nodeMiddleware } from "./node.ts";
 
+/** What `rateLimit` returns: Node middleware that also answers Web `Request`s (and has `.fetch`). */
+export type RateLimit<
+  Req extends IncomingMessage = IncomingMessage,
+  Res extends ServerResponse = ServerResponse,
+> = NodeRateLimit<Req, Res> &
+  FetchRateLimit & {
+    /** The Web `Request`/`Response` flavour: `limit.fetch(request, () => handler(request), address)`. */
+    fetch: FetchRateLimit;
+  };
+
+/** Options of `rateLimit`: the Node options; `onLimited` receives `(req, res, decision)` on Node. */
+export type RateLimitMiddlewareOptions<
+  Req extends IncomingMessage = IncomingMessage,
+  Res extends ServerResponse = ServerResponse,
+> = NodeRateLimitOptions<Req, Res>;
+
+const isWebRequest = (value: unknown): value is Request => typeof Request === "function" && value instanceof Request;
+
 /**
- * Rate limiting for Node's `http` server (and connect-style `(req, res, next)` stacks).
+ * Rate limiting for Node's `http` server (and connect-style `(req, res, next)` stacks), and for
+ * Web `Request`/`Response` handlers: called with a `Request` it answers like `rateLimitFetch`.
  *
  * @example
  * const limit = rateLimit({ spec: { algorithm: "token-bucket", capacity: 20, refillPerSecond: 5 } });
@@ -16,11 +36,23 @@ import { type NodeRateLimit, type NodeRateLimitOptions, nodeMiddleware } from ".
  *   if (!(await limit(req, res))) return; // answered 429 / 503
  *   res.end("hello");
  * });
+ * // fetch handlers: const response = await limit(request, () => handle(request), clientAddress);
  */
 export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse>(
-  options: NodeRateLimitOptions<Req, Res>,
-): NodeRateLimit<Req, Res> {
-  return nodeMiddleware(options);
+  options: RateLimitMiddlewareOptions<Req, Res>,
+): RateLimit<Req, Res> {
+  const node = nodeMiddleware(options);
+  // Built on first use: one process serves either Node or Web requests, so they never split state.
+  let web: FetchRateLimit | undefined;
+  const fetch: FetchRateLimit = (request, next, address) => {
+    web ??= rateLimitFetch(options as unknown as FetchRateLimitOptions);
+    return web(request, next, address);
+  };
+  function sluiceRateLimit(first: unknown, second: unknown, third?: unknown): unknown {
+    if (isWebRequest(first)) return fetch(first, second as Parameters<FetchRateLimit>[1], third as string | undefined);
+    return (node as (a: unknown, b: unknown, c?: unknown) => unknown)(first, second, third);
+  }
+  return Object.assign(sluiceRateLimit, { fetch }) as unknown as RateLimit<Req, Res>;
 }
 
 export {

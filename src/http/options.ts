@@ -29,7 +29,7 @@ export interface RateLimitOptions<Req> {
   /** The rule: one spec, or an array of specs that must all pass. Give this or `service` + `rule`. */
   spec?: RuleSpec;
   /** A service whose named `rule` is applied (tiers come from `tier`). */
-  service?: RateLimiterService;
+  service?: RateLimiterService<Store>;
   /** The service rule's name (with `service`). */
   rule?: string;
   /** Where state lives with `spec` (default: a new MemoryStore). */
@@ -54,6 +54,12 @@ export interface RateLimitOptions<Req> {
   policyName?: string | readonly string[];
   /** Only report: every request passes; `Sluice-Dry-Run` and `onDecision` tell what would have happened. */
   dryRun?: boolean;
+  /**
+   * Leaky-bucket rules admit requests with a `delayMs`. By default (`true`) the middleware waits
+   * that long, on the limiter's clock, before passing the request on: that is what turns bursts
+   * into a constant outflow. `false` passes at once and leaves `delayMs` to `onDecision`.
+   */
+  honorDelay?: boolean;
   /** Requests for which this returns true are neither counted nor limited. */
   skip?: (request: Req) => MaybePromise<boolean>;
   /** Called for every decision (after skip), e.g. to log or count; `rule` is the rule / policy name. */

@@ -1,12 +1,12 @@
 /** What every handler can reach: the service, its store, metrics, reloader and limits. */
-import type { RateLimiterService, RuleInfo } from "../index.ts";
+import type { RateLimiterService, RuleInfo, Store } from "../index.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Reloader } from "./reload.ts";
 import type { ServiceStore } from "./store.ts";
 
 /** Shared state of one running server. */
 export interface ServerContext {
-  service: RateLimiterService;
+  service: RateLimiterService<Store>;
   store: ServiceStore;
   metrics: Metrics;
   reloader: Reloader | undefined;

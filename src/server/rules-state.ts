@@ -3,7 +3,7 @@
  * updated in place (state that still fits is kept), missing ones removed.
  */
 import type { RulesConfig } from "../cli/rules-file.ts";
-import { type RateLimiterService, validateRule } from "../index.ts";
+import { type RateLimiterService, type Store, validateRule } from "../index.ts";
 
 /** What an apply changed. */
 export interface ApplyResult {
@@ -13,7 +13,7 @@ export interface ApplyResult {
 }
 
 /** Applies `config` (already validated by `parseRules`, so no step can fail half-way). */
-export function applyConfig(service: RateLimiterService, config: RulesConfig): ApplyResult {
+export function applyConfig(service: RateLimiterService<Store>, config: RulesConfig): ApplyResult {
   const result: ApplyResult = { added: [], updated: [], removed: [] };
   const wanted = new Set(config.rules.map((r) => r.name));
   const current = new Map(service.rules().map((info) => [info.name, JSON.stringify([info.specs, info.tiers])]));

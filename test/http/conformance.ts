@@ -255,7 +255,7 @@ export function conformance(name: string, adapter: Adapter): void {
         "draft-6",
         { "ratelimit-policy": "1;w=60", "ratelimit-limit": "1", "ratelimit-remaining": "0", "ratelimit-reset": "60" },
       ],
-      ["legacy", { "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0", "x-ratelimit-reset": "61" }],
+      ["legacy", { "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0", "x-ratelimit-reset": "60" }],
       [false, {}],
     ])("headers: %j", async (format, expected) => {
       const url = await start({ spec: fixed(1), clock: new ManualClock(500), headers: format });

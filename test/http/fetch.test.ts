@@ -59,3 +59,20 @@ describe("rateLimitFetch direct", () => {
     expect(warnings.filter((w) => w === "SLUICE_NO_CLIENT_ADDRESS")).toHaveLength(1);
   });
 });
+
+describe("rateLimit from sluice/http also answers Web Requests", () => {
+  test("called with a Request it behaves like rateLimitFetch; .fetch is the same handler", async () => {
+    const { rateLimit } = await import("sluice/http");
+    const limit = rateLimit({
+      spec: { algorithm: "fixed-window", limit: 1, windowMs: 1000 },
+      clock: new ManualClock(),
+    });
+    const ok = await limit(new Request("http://x/"), () => new Response("ok"), "192.0.2.1");
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("ratelimit")).toBe('"default";r=0;t=1');
+    const limited = await limit.fetch(new Request("http://x/"), () => new Response("ok"), "192.0.2.1");
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get("retry-after")).toBe("1");
+    expect(limited.headers.get("content-type")).toBe("application/problem+json");
+  });
+});

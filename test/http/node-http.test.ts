@@ -127,6 +127,20 @@ describe("node http", () => {
     expect((await queued).status).toBe(200);
   });
 
+  test("honorDelay: false passes leaky-bucket admissions at once and reports delayMs", async () => {
+    const clock = new ManualClock(0);
+    const delays: number[] = [];
+    served = await serveNode({
+      spec: { algorithm: "leaky-bucket", capacity: 3, leakPerSecond: 1 },
+      clock,
+      honorDelay: false,
+      onDecision: (_req, d) => delays.push(d.delayMs),
+    });
+    expect((await fetch(served.url)).status).toBe(200);
+    expect((await fetch(served.url)).status).toBe(200);
+    expect(delays).toEqual([0, 1000]);
+  });
+
   test("service + rule + tier: policy per tier, rule name in headers", async () => {
     const service = new RateLimiterService(new ManualClock(0)).addRule(
       "api",
