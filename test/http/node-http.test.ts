@@ -134,7 +134,7 @@ describe("node http", () => {
       spec: { algorithm: "leaky-bucket", capacity: 3, leakPerSecond: 1 },
       clock,
       honorDelay: false,
-      onDecision: (_req, d) => delays.push(d.delayMs),
+      onDecision: (_req: unknown, d: Decision) => delays.push(d.delayMs),
     });
     expect((await fetch(served.url)).status).toBe(200);
     expect((await fetch(served.url)).status).toBe(200);

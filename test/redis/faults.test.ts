@@ -187,7 +187,7 @@ describe.skipIf(!canStart)("Redis faults", () => {
           port = await blackHole();
         }
         const url = `redis://127.0.0.1:${port}`;
-        let client: Redis | ReturnType<typeof createClient>;
+        let client: ConstructorParameters<typeof RedisStore>[0]["client"];
         if (clientKind === "ioredis") {
           client = ioredis(url);
         } else {

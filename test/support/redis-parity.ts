@@ -94,7 +94,7 @@ export async function runParityTrace(
       continue;
     }
     const peek = action < 0.18;
-    const expected: Decision = peek ? memory.peek(key, cost) : memory.tryAcquire(key, cost);
+    const expected = (peek ? memory.peek(key, cost) : memory.tryAcquire(key, cost)) as Decision;
     const actual = await (peek ? remote.peek(key, cost) : remote.tryAcquire(key, cost));
     expect(actual, `${peek ? "peek" : "tryAcquire"} at ${where}`).toEqual(expected);
     compared++;
@@ -165,7 +165,7 @@ export async function runBatchedTrace(specs: RuleSpec[], redis: Store, seed: num
       peek = random() < 0.15;
     }
     expected.push(peek ? (pair.memory.peek(key, cost) as Decision) : (pair.memory.tryAcquire(key, cost) as Decision));
-    actual.push(peek ? pair.remote.peek(key, cost) : pair.remote.tryAcquire(key, cost));
+    actual.push(Promise.resolve(peek ? pair.remote.peek(key, cost) : pair.remote.tryAcquire(key, cost)));
     labels.push(`seed ${seed}, event ${i}, t=${clock.now()}, rule ${pairs.indexOf(pair)}, key ${key}, cost ${cost}`);
   }
   const decided = await Promise.all(actual);
