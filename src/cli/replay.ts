@@ -77,7 +77,9 @@ export async function replayCommand(
       : textLine(event, d);
     if (!(await write(io.stdout, line))) break; // the reader has gone (e.g. `| head`)
   }
-  if (!parsed.values.quiet)
-    io.stderr.write(`replay: ${allowed + denied} events, ${allowed} allowed, ${denied} denied\n`);
+  if (!parsed.values.quiet) {
+    const events = allowed + denied;
+    io.stderr.write(`replay: ${events} event${events === 1 ? "" : "s"}, ${allowed} allowed, ${denied} denied\n`);
+  }
   return 0;
 }

@@ -27,8 +27,16 @@ export async function specFromFlags(parsed: Parsed): Promise<RuleSpec> {
         spec,
       );
     }
-    const [definition] = parseRules({ rules: { "--spec": doc } }).rules;
-    return (definition as { spec: RuleSpec }).spec;
+    try {
+      const [definition] = parseRules({ rules: { "--spec": doc } }).rules;
+      return (definition as { spec: RuleSpec }).spec;
+    } catch (error) {
+      // The spec is validated as a one-rule file; name the flag, not a made-up rule.
+      if (error instanceof ConfigError) {
+        throw new ConfigError(error.field, error.message.replace('rule "--spec": ', "--spec: "), error.value);
+      }
+      throw error;
+    }
   }
   if (rule === undefined || config === undefined) {
     throw new UsageError("give the rule to use: --spec '{...}', or --rule NAME --config FILE");
