@@ -38,7 +38,9 @@ export function pureStore(): Store {
           if (parts.some((p) => !p.allowed)) {
             return combine(unconsumed(parts, (i) => algos[i]?.step(states[i], t, 0, false) as Decision));
           }
-          if (!peek) algos.forEach((a, i) => a.step(states[i], t, cost, true));
+          if (!peek) {
+            for (let i = 0; i < algos.length; i++) algos[i]?.step(states[i], t, cost, true);
+          }
           return combine(parts);
         },
         reset(key) {
