@@ -123,3 +123,25 @@ describe("MemoryStore shared by several rules", () => {
     expect(store.size).toBe(1);
   });
 });
+
+describe("MemoryStore frees rules nobody calls any more", () => {
+  it("an idle rule's fresh state is dropped while other rules are busy", () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore();
+    const idle = createLimiter({ algorithm: "fixed-window", limit: 5, windowMs: 1000 }, { clock, store, name: "idle" });
+    const busy = createLimiter(
+      { algorithm: "fixed-window", limit: 5, windowMs: 60_000 },
+      { clock, store, name: "busy" },
+    );
+    for (let i = 0; i < 10_000; i++) idle.tryAcquire(`k${i}`);
+    expect(store.size).toBe(10_000);
+    // Only the busy rule is called from now on; a few thousand checks later the idle rule's
+    // state (fresh after 2 s) is gone.
+    for (let t = 1000; t <= 4000; t += 1000) {
+      clock.set(t);
+      for (let i = 0; i < 5000; i++) busy.tryAcquire("one");
+    }
+    expect(store.size).toBe(1);
+    expect(idle.peek("k1").remaining).toBe(4);
+  });
+});

@@ -17,6 +17,9 @@ export interface MemoryStoreOptions {
   maxKeys?: number;
 }
 
+/** Checks between sweeps of every table (see `sweepIn`). */
+const SWEEP_EVERY = 4096;
+
 /** How far an insert scans for an idle record to evict before giving up. */
 const EVICTION_SCAN = 64;
 
@@ -31,6 +34,12 @@ export class MemoryStore implements Store {
   /** The hard cap on stored key states (Infinity when none). */
   readonly maxKeys: number;
   #tables = new Map<string, Table>();
+  /**
+   * Checks left until every table is asked to drop its fresh generations. A table rotates when
+   * it is accessed; this also frees the state of rules nobody calls any more, at a cost of one
+   * decrement per check. Internal.
+   */
+  sweepIn = SWEEP_EVERY;
   #evicted = 0;
   #refused = 0;
 
@@ -94,6 +103,7 @@ export class MemoryStore implements Store {
       return {
         check: (key, cost, now, peek) => {
           const t = now === undefined ? systemClock.now() : now;
+          if (--this.sweepIn === 0) this.#sweep(t);
           if (!peek) {
             // The hot path: a live key is one Map lookup and one step.
             const state = only.get(key, t);
@@ -107,10 +117,19 @@ export class MemoryStore implements Store {
     }
     const members = tables.map(({ table }) => table);
     return {
-      check: (key, cost, now, peek) => this.#composite(members, key, cost, now ?? systemClock.now(), peek),
+      check: (key, cost, now, peek) => {
+        const t = now === undefined ? systemClock.now() : now;
+        if (--this.sweepIn === 0) this.#sweep(t);
+        return this.#composite(members, key, cost, t, peek);
+      },
       reset,
       release,
     };
+  }
+
+  #sweep(now: number): void {
+    this.sweepIn = SWEEP_EVERY;
+    for (const table of this.#tables.values()) table.expire(now);
   }
 
   /** A peek, or the first request of a key with no stored state. */

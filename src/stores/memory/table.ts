@@ -29,6 +29,11 @@ export class Table {
     return this.current.size + this.previous.size;
   }
 
+  /** Drops generations that have become fresh by `now` (the same test every access makes). */
+  expire(now: number): void {
+    if (now >= this.rotateAt) this.rotate(now);
+  }
+
   /** The record for `key`, moved into the current generation, or undefined. */
   get(key: string, now: number): unknown {
     if (now >= this.rotateAt) this.rotate(now);
