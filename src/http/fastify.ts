@@ -16,6 +16,7 @@ import type {
 } from "fastify";
 import type { Decision } from "../decision.ts";
 import { Engine, isPromise, type Verdict } from "./engine.ts";
+import { nodeReader } from "./node.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 
@@ -28,11 +29,8 @@ export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest
 /** An `onRequest` hook limiting each client, for routes or contexts of your choosing. */
 export function rateLimitHook(options: FastifyRateLimitOptions): onRequestHookHandler {
   const engine = new Engine<FastifyRequest>(options, {
-    address: (request) => request.raw.socket?.remoteAddress,
-    header: (request, name) => {
-      const value = request.headers[name];
-      return Array.isArray(value) ? value.join(", ") : value;
-    },
+    address: (request) => nodeReader.address(request.raw),
+    header: (request, name) => nodeReader.header(request.raw, name),
   });
   const onLimited = options.onLimited;
   const respond = (

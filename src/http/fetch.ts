@@ -4,7 +4,7 @@
  * it: `limit(request, () => handler(request), address)`.
  */
 import type { Decision } from "../decision.ts";
-import { Engine, isPromise, type Verdict } from "./engine.ts";
+import { Engine, isPromise, type RequestReader, type Verdict } from "./engine.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 
@@ -48,11 +48,23 @@ export function refusal(engine: Engine<never>, verdict: Verdict, headers: Header
  */
 export function rateLimitFetch(options: FetchRateLimitOptions): FetchRateLimit {
   const addresses = new WeakMap<Request, string>();
-  const engine = new Engine<Request>(options, {
+  return webHandler(new Engine<Request>(options, webReader(addresses)), addresses, options.onLimited);
+}
+
+/** Reads Web requests: the peer address the caller passed (kept in `addresses`), `Headers.get`. */
+export function webReader(addresses: WeakMap<Request, string>): RequestReader<Request> {
+  return {
     address: (request) => addresses.get(request),
     header: (request, name) => request.headers.get(name) ?? undefined,
-  });
-  const onLimited = options.onLimited;
+  };
+}
+
+/** The fetch-handler wrapper around an engine that can read Web requests. */
+export function webHandler(
+  engine: Engine<Request>,
+  addresses: WeakMap<Request, string>,
+  onLimited: FetchRateLimitOptions["onLimited"],
+): FetchRateLimit {
   return async function sluiceFetch(request, next, address) {
     if (address !== undefined) addresses.set(request, address);
     const pending = engine.decide(request);

@@ -5,8 +5,10 @@
  * `sluice/hono`.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type FetchRateLimit, type FetchRateLimitOptions, rateLimitFetch } from "./fetch.ts";
-import { type NodeRateLimit, type NodeRateLimitOptions, nodeMiddleware } from "./node.ts";
+import { Engine } from "./engine.ts";
+import { type FetchRateLimit, webHandler, webReader } from "./fetch.ts";
+import { type NodeRateLimit, type NodeRateLimitOptions, nodeHandler, nodeReader } from "./node.ts";
+import type { RateLimitOptions } from "./options.ts";
 
 /** What `rateLimit` returns: Node middleware that also answers Web `Request`s (and has `.fetch`). */
 export type RateLimit<
@@ -18,7 +20,7 @@ export type RateLimit<
     fetch: FetchRateLimit;
   };
 
-/** Options of `rateLimit`: the Node options; `onLimited` receives `(req, res, decision)` on Node. */
+/** Options of `rateLimit`: the Node options. `onLimited` answers Node requests; Web requests get the problem response (use `rateLimitFetch` for a Web `onLimited`). */
 export type RateLimitMiddlewareOptions<
   Req extends IncomingMessage = IncomingMessage,
   Res extends ServerResponse = ServerResponse,
@@ -41,13 +43,16 @@ const isWebRequest = (value: unknown): value is Request => typeof Request === "f
 export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res extends ServerResponse = ServerResponse>(
   options: RateLimitMiddlewareOptions<Req, Res>,
 ): RateLimit<Req, Res> {
-  const node = nodeMiddleware(options);
-  // Built on first use: one process serves either Node or Web requests, so they never split state.
-  let web: FetchRateLimit | undefined;
-  const fetch: FetchRateLimit = (request, next, address) => {
-    web ??= rateLimitFetch(options as unknown as FetchRateLimitOptions);
-    return web(request, next, address);
-  };
+  // One engine (so one limiter and one state) reads both kinds of request.
+  const addresses = new WeakMap<Request, string>();
+  const web = webReader(addresses);
+  const engine = new Engine<Req | Request>(options as RateLimitOptions<Req | Request>, {
+    address: (r) => (isWebRequest(r) ? web.address(r) : nodeReader.address(r)),
+    header: (r, name) => (isWebRequest(r) ? web.header(r, name) : nodeReader.header(r, name)),
+  });
+  const node = nodeHandler<Req, Res>(engine as Engine<Req>, options.onLimited);
+  // `onLimited` is Node-shaped ((req, res, decision)); Web requests get the problem response.
+  const fetch = webHandler(engine as Engine<Request>, addresses, undefined);
   function sluiceRateLimit(first: unknown, second: unknown, third?: unknown): unknown {
     if (isWebRequest(first)) return fetch(first, second as Parameters<FetchRateLimit>[1], third as string | undefined);
     return (node as (a: unknown, b: unknown, c?: unknown) => unknown)(first, second, third);

@@ -45,9 +45,14 @@ export const nodeReader: RequestReader<IncomingMessage> = {
 export function nodeMiddleware<Req extends IncomingMessage, Res extends ServerResponse>(
   options: NodeRateLimitOptions<Req, Res>,
 ): NodeRateLimit<Req, Res> {
-  const engine = new Engine<Req>(options, nodeReader);
-  const onLimited = options.onLimited;
+  return nodeHandler(new Engine<Req>(options, nodeReader), options.onLimited);
+}
 
+/** The `(req, res, next?)` middleware around an engine that can read Node requests. */
+export function nodeHandler<Req extends IncomingMessage, Res extends ServerResponse>(
+  engine: Engine<Req>,
+  onLimited: NodeRateLimitOptions<Req, Res>["onLimited"],
+): NodeRateLimit<Req, Res> {
   const finish = (verdict: Verdict | null, request: Req, response: Res): boolean => {
     if (verdict === null) return true;
     if (!response.headersSent) engine.writeHeaders(verdict, (name, value) => response.setHeader(name, value));

@@ -75,4 +75,31 @@ describe("rateLimit from sluice/http also answers Web Requests", () => {
     expect(limited.headers.get("retry-after")).toBe("1");
     expect(limited.headers.get("content-type")).toBe("application/problem+json");
   });
+
+  test("Node and Web requests share one limit; a Node-shaped onLimited never breaks the Web path", async () => {
+    const http = await import("node:http");
+    const { rateLimit } = await import("sluice/http");
+    const limit = rateLimit({
+      spec: { algorithm: "fixed-window", limit: 1, windowMs: 60_000 },
+      clock: new ManualClock(),
+      onLimited: (_req, res) => res.end("slow down"),
+    });
+    const first = await limit.fetch(new Request("http://x/"), () => new Response("ok"), "127.0.0.1");
+    expect(first.status).toBe(200);
+    const server = http.createServer(async (req, res) => {
+      if (await limit(req, res)) res.end("ok");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const viaNode = await fetch(`http://127.0.0.1:${port}/`);
+      expect(viaNode.status).toBe(429);
+      expect(await viaNode.text()).toBe("slow down");
+    } finally {
+      server.close();
+    }
+    const again = await limit(new Request("http://x/"), () => new Response("ok"), "127.0.0.1");
+    expect(again.status).toBe(429);
+    expect(again.headers.get("content-type")).toBe("application/problem+json");
+  });
 });
