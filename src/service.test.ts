@@ -113,7 +113,9 @@ describe("RateLimiterService", () => {
     const service = new RateLimiterService(new ManualClock());
     service.addRule("api", perSecond(1), { tiers: { pro: perSecond(3) } });
     service.updateRule("api", perSecond(2));
-    expect(service.check("api", "k", { tier: "pro" })).toMatchObject({ allowed: true, limit: 3 });
+    const pro = service.check("api", "k", { tier: "pro" });
+    expect(pro).toMatchObject({ allowed: true, limit: 3 });
+    expect(pro.parts).toBeUndefined(); // still a single spec, not a one-member composite
     service.updateRule("api", perSecond(2), { tiers: {} });
     expect(() => service.check("api", "k", { tier: "pro" })).toThrow(ArgumentError);
     expect(() => service.check(5 as never, "k")).toThrow(ArgumentError);

@@ -42,6 +42,8 @@ interface Rule {
   info: RuleInfo;
   base: Limiter;
   tiers: Map<string, Limiter>;
+  /** The tiers as given (a spec or an array each), so an update can keep them exactly. */
+  given: RuleOptions["tiers"];
 }
 
 const encode = encodeURIComponent;
@@ -86,7 +88,7 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   updateRule(name: string, spec: RuleSpec, options?: RuleOptions): this {
     const old = this.#get(name);
     // Without options the rule keeps its tiers; pass `{ tiers: {} }` to drop them.
-    const rule = this.#build(name, spec, options ?? { tiers: old.info.tiers });
+    const rule = this.#build(name, spec, options ?? (old.given === undefined ? undefined : { tiers: old.given }));
     this.#rules.set(name, rule);
     closeRule(old);
     return this;
@@ -184,7 +186,7 @@ export class RateLimiterService<S extends Store = MemoryStore> {
       const id = `rule:${encode(name)}:tier:${encode(tier)}`;
       bound.set(tier, bindLimiter(s, this.#store, this.#clock, id, Array.isArray(tiers[tier])));
     }
-    return { info: { name, specs, tiers: tierSpecs }, base, tiers: bound };
+    return { info: { name, specs, tiers: tierSpecs }, base, tiers: bound, given: options?.tiers };
   }
 }
 
