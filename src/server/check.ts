@@ -61,7 +61,8 @@ function wire(d: Decision): unknown {
   if (d.failure === undefined) return d;
   const { failure, ...rest } = d;
   const code = (failure.error as { code?: string }).code;
-  return { ...rest, failure: { policy: failure.policy, code, message: failure.error.message } };
+  // The policy and code say what happened; the error text (hosts, ports) stays out of responses.
+  return { ...rest, failure: { policy: failure.policy, code } };
 }
 
 /** Handles `POST /v1/check`. */
@@ -98,7 +99,7 @@ export async function handleCheck(req: IncomingMessage, res: ServerResponse, ctx
         503,
         "store-unavailable",
         "Store unavailable",
-        `the rate-limit store failed: ${error.message}`,
+        `the rate-limit store failed (${error.code})`,
         { code: error.code },
       );
     }

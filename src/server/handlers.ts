@@ -15,16 +15,14 @@ export function handleRules(_req: IncomingMessage, res: ServerResponse, ctx: Ser
 
 /** `GET /healthz`: 200 when the store answers, 503 when it does not. */
 export async function handleHealth(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> {
-  const config = {
-    path: ctx.reloader?.path ?? null,
-    lastReloadOk: ctx.reloader?.lastError === undefined,
-    error: ctx.reloader?.lastError ?? null,
-  };
+  // /healthz is open even when a token is set, so it says what is wrong but not where: no file
+  // paths, hosts or error texts (those are in the log and behind the token at /v1/status).
+  const config = { lastReloadOk: ctx.reloader?.lastError === undefined };
   try {
     await ctx.store.ping();
     sendJson(res, 200, { status: "ok", store: ctx.store.kind, rules: ctx.rules.size, config });
-  } catch (error) {
-    sendJson(res, 503, { status: "unavailable", store: ctx.store.kind, error: (error as Error).message, config });
+  } catch {
+    sendJson(res, 503, { status: "unavailable", store: ctx.store.kind, config });
   }
 }
 

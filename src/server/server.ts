@@ -82,6 +82,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     void route(req, res, context, options.log);
   });
   server.keepAliveTimeout = 5000;
+  // A slow client may not hold a socket for Node's default 5 minutes: checks are tiny.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 15_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, options.host, () => {

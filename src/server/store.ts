@@ -73,10 +73,29 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
   // graph); the build rewrites the .ts extension at runtime.
   const redisModule = "../stores/redis/index.ts";
   const { RedisStore } = (await import(redisModule)) as typeof import("../stores/redis/index.ts");
+  // No offline queue and no resend after a reconnect: a check the store already answered by its
+  // failure policy (timeout) must not be counted later when Redis comes back.
   const client = isCluster
-    ? new Cluster(seeds.map(seed), { lazyConnect: false })
-    : new Redis(seeds[0] as string, { maxRetriesPerRequest: 1, enableOfflineQueue: true });
+    ? new Cluster(seeds.map(seed), {
+        lazyConnect: false,
+        enableOfflineQueue: false,
+        redisOptions: { autoResendUnfulfilledCommands: false },
+      })
+    : new Redis(seeds[0] as string, {
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: false,
+        autoResendUnfulfilledCommands: false,
+      });
   client.on("error", () => undefined); // failures surface per check through the store's policy
+  // Without an offline queue, checks sent before the first connection would fail: wait for it
+  // (bounded, so a Redis that is down at start-up still lets the service start on its policy).
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, 5000);
+    client.once("ready", () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
   const store = new RedisStore({
     client,
     prefix: options.prefix ?? "sluice:",
@@ -89,7 +108,16 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
     where: seeds.map(redact).join(","),
     stats: () => ({}),
     ping: async () => {
-      await client.ping();
+      // Bounded like every check: a health probe must not hang on a silent Redis.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error("Redis did not answer PING in time")), store.timeoutMs);
+      });
+      try {
+        await Promise.race([client.ping(), timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
     },
     close: async () => {
       await client.quit().catch(() => client.disconnect());

@@ -161,8 +161,10 @@ export class Batcher {
     this.#commands
       .evalsha(sha, keys, args)
       .catch((error: unknown) => {
-        // NOSCRIPT: the script did not run (cache flushed, restart, failover), so EVAL is safe.
-        if (error instanceof Error && error.message.startsWith("NOSCRIPT")) {
+        // NOSCRIPT: the script did not run (cache flushed, restart, failover), so EVAL is safe —
+        // unless the callers were already answered by the failure policy (timeout): running it
+        // now would count requests that were told something else.
+        if (!settled && error instanceof Error && error.message.startsWith("NOSCRIPT")) {
           return this.#commands.eval(source, keys, args);
         }
         throw error;
