@@ -152,7 +152,7 @@ export function bindLimiter(
   id: string,
   composite = specs.length > 1,
 ): Limiter {
-  const bound: BoundRule = store.bind({ id, algorithms: specs.map(algorithmFor) });
+  const bound: BoundRule = store.bind({ id, algorithms: specs.map(algorithmFor), clock });
   // An array of one spec is still a composite: its decisions carry `parts`.
   const decide = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
   const waits = new WaitQueues();

@@ -3,6 +3,7 @@
  * atomically; limiters bind each rule once and then call the bound rule per request.
  */
 import type { Algorithm } from "./algorithms/algorithm.ts";
+import type { Clock } from "./clock.ts";
 import type { Decision } from "./decision.ts";
 
 /** A rule as a store sees it: a namespace and the steps of its members (one, or a composite). */
@@ -11,6 +12,11 @@ export interface RuleBinding {
   readonly id: string;
   /** The members' steps, in spec order; a request passes only if every member allows it. */
   readonly algorithms: readonly Algorithm[];
+  /**
+   * The clock the limiter reads `now` from (undefined: the store's own time). Stores that act on
+   * several rules at once (sweeps, eviction) only compare instants read from the same clock.
+   */
+  readonly clock?: Clock | undefined;
 }
 
 /** One rule bound to a store. */

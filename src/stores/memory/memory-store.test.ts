@@ -145,3 +145,26 @@ describe("MemoryStore frees rules nobody calls any more", () => {
     expect(idle.peek("k1").remaining).toBe(4);
   });
 });
+
+describe("MemoryStore shared by limiters on different clocks", () => {
+  it("sweeps and evictions triggered on one clock never judge state kept on another", () => {
+    const store = new MemoryStore({ maxKeys: 50 });
+    const manual = createLimiter(
+      { algorithm: "fixed-window", limit: 1, windowMs: 1000 },
+      {
+        clock: new ManualClock(0),
+        store,
+        name: "manual",
+      },
+    );
+    const real = createLimiter(
+      { algorithm: "fixed-window", limit: 1_000_000, windowMs: 1000 },
+      { store, name: "real" },
+    );
+    expect(manual.tryAcquire("k").allowed).toBe(true);
+    // Real time is ~1.7e12 ms: on that clock the manual key would look long fresh.
+    for (let i = 0; i < 10_000; i++) real.tryAcquire(`r${i % 40}`);
+    for (let i = 0; i < 100; i++) real.tryAcquire(`new${i}`);
+    expect(manual.tryAcquire("k").allowed).toBe(false);
+  });
+});

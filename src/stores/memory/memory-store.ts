@@ -83,6 +83,7 @@ export class MemoryStore implements Store {
         this.#tables.set(id, table);
       }
       table.algorithm = algorithm;
+      table.clock = rule.clock;
       table.refs++;
       return { id, table };
     });
@@ -103,7 +104,7 @@ export class MemoryStore implements Store {
       return {
         check: (key, cost, now, peek) => {
           const t = now === undefined ? systemClock.now() : now;
-          if (--this.sweepIn === 0) this.#sweep(t);
+          if (--this.sweepIn === 0) this.#sweep(t, only.clock);
           if (!peek) {
             // The hot path: a live key is one Map lookup and one step.
             const state = only.get(key, t);
@@ -119,7 +120,7 @@ export class MemoryStore implements Store {
     return {
       check: (key, cost, now, peek) => {
         const t = now === undefined ? systemClock.now() : now;
-        if (--this.sweepIn === 0) this.#sweep(t);
+        if (--this.sweepIn === 0) this.#sweep(t, (members[0] as Table).clock);
         return this.#composite(members, key, cost, t, peek);
       },
       reset,
@@ -127,9 +128,10 @@ export class MemoryStore implements Store {
     };
   }
 
-  #sweep(now: number): void {
+  /** Lets every table on `clock` drop what is fresh at `now` (instants of other clocks don't compare). */
+  #sweep(now: number, clock: unknown): void {
     this.sweepIn = SWEEP_EVERY;
-    for (const table of this.#tables.values()) table.expire(now);
+    for (const table of this.#tables.values()) if (table.clock === clock) table.expire(now);
   }
 
   /** A peek, or the first request of a key with no stored state. */
@@ -190,6 +192,8 @@ export class MemoryStore implements Store {
     try {
       for (const previous of [true, false]) {
         for (const candidate of this.#tables.values()) {
+          // Whether a record is limited is judged at `now`, which only means something on the same clock.
+          if (candidate.clock !== table.clock) continue;
           for (const [k, state] of candidate.generation(previous)) {
             if (k === key) continue;
             if (++scanned > EVICTION_SCAN) return this.#refuse(table, soonest);

@@ -16,6 +16,8 @@ export class Table {
   algorithm: Algorithm;
   /** Bindings using this table; it is dropped when the last one is released. */
   refs = 0;
+  /** The clock its instants come from (undefined: the system clock). */
+  clock: unknown;
   private current = new Map<string, unknown>();
   private previous = new Map<string, unknown>();
   private rotateAt = Number.NEGATIVE_INFINITY;
