@@ -96,7 +96,33 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
+/** sluice's own work per request, in-process: key, check, headers, with no server or socket. */
+async function engineCost() {
+  const { Engine } = await import("../dist/http/engine.js");
+  const spec = { algorithm: "fixed-window", limit: LIMIT, windowMs: WINDOW_MS };
+  const reader = { address: (r) => r.ip, header: () => undefined };
+  const request = { ip: "127.0.0.1" };
+  const out = [];
+  for (const headers of [false, "draft-11"]) {
+    const engine = new Engine(headers ? { spec } : { spec, headers: false }, reader);
+    let n = 0;
+    const sink = (_name, value) => {
+      n += value.length;
+    };
+    const runs = [];
+    for (let rep = 0; rep < 5; rep++) {
+      const t0 = performance.now();
+      for (let i = 0; i < 1e6; i++) engine.writeHeaders(engine.decide(request), sink);
+      runs.push((((performance.now() - t0) * 1000) / 1e6) * 1000);
+    }
+    if (n < 0) console.log(n);
+    out.push(`${headers ? "with draft-11 headers" : "without headers"} ${median(runs).toFixed(0)} ns`);
+  }
+  console.log(`sluice's own work per request (in-process engine: key, check, headers): ${out.join(", ")}`);
+}
+
 async function main() {
+  await engineCost();
   const rounds = Number(process.env.BENCH_ROUNDS ?? 7);
   const seconds = Number(process.env.BENCH_SECONDS ?? 2);
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
