@@ -303,6 +303,3 @@ export class Engine<Req> {
     return JSON.stringify(problem);
   }
 }
-
-/** The media type of the bodies {@link Engine.body} returns. */
-export const PROBLEM_TYPE = PROBLEM_CONTENT_TYPE;

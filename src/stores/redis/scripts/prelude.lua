@@ -3,7 +3,7 @@
 -- Every figure is computed operation by operation as src/algorithms/*.ts computes it: Lua
 -- numbers are IEEE doubles like JS numbers, so the same operations give bit-identical results.
 --
--- Speed matters here (each batch runs this for up to 128 checks while Redis does nothing
+-- Speed matters here (each batch runs this for up to 32 checks while Redis does nothing
 -- else): library functions are cached in locals, steps return their figures as multiple
 -- values instead of building tables, and nothing builds a closure per check.
 
