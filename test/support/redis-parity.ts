@@ -6,6 +6,7 @@
  */
 import { createLimiter, type Decision, ManualClock, MemoryStore, type RuleSpec, type Store } from "sluice";
 import { expect } from "vitest";
+import { mulberry32 } from "../../src/cli/compare/traces.ts";
 import { pureStore } from "./redis-pure-store.ts";
 
 /** The rules every parity run covers: each algorithm (with inexact quotients) and composites. */
@@ -37,17 +38,8 @@ export const PARITY_RULES: Array<{ name: string; spec: RuleSpec }> = [
   },
 ];
 
-/** mulberry32: a small seeded PRNG so a failing trace can be replayed from its seed. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** mulberry32, the seeded PRNG the compare command uses: a failing trace replays from its seed. */
+export const prng = mulberry32;
 
 /** How a trace is run: the oracle store, and whether the clock may step back. */
 export interface TraceOptions {
