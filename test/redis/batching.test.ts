@@ -1,13 +1,15 @@
-// Batched parity on standalone Redis: checks of several rules issued at once share script
-// calls (uniform and mixed batches, several per burst) and still make exactly the decisions
-// the memory store makes one after another.
-import { Redis } from "ioredis";
-import { createClient } from "redis";
 import type { RuleSpec } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PARITY_RULES, PARITY_SEEDS, runBatchedTrace } from "../support/redis-parity.ts";
-import { findRedis, noRedis, type SharedRedis, uniquePrefix } from "../support/redis-server.ts";
+import {
+  connectClients,
+  findRedis,
+  noRedis,
+  type SharedRedis,
+  type StandaloneClients,
+  uniquePrefix,
+} from "../support/redis-server.ts";
 
 const redis: SharedRedis | undefined = await findRedis();
 if (redis === undefined) noRedis("batching (standalone)");
@@ -16,18 +18,16 @@ const EVENTS = 400;
 
 describe.skipIf(redis === undefined)("Redis batching parity, standalone", () => {
   const url = redis?.url ?? "";
-  let io: Redis;
-  let node: ReturnType<typeof createClient>;
+  let clients: StandaloneClients;
+  let io: StandaloneClients["io"];
+  let node: StandaloneClients["node"];
 
   beforeAll(async () => {
-    io = new Redis(url, { lazyConnect: true });
-    await io.connect();
-    node = createClient({ url });
-    await node.connect();
+    clients = await connectClients(url);
+    ({ io, node } = clients);
   });
   afterAll(async () => {
-    io?.disconnect();
-    await node?.close();
+    await clients?.close();
     await redis?.owned?.dispose();
   });
 

@@ -3,12 +3,17 @@
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { Redis } from "ioredis";
-import { createClient } from "redis";
 import { createLimiter, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findRedis, noRedis, type SharedRedis, uniquePrefix } from "../support/redis-server.ts";
+import {
+  connectClients,
+  findRedis,
+  noRedis,
+  type SharedRedis,
+  type StandaloneClients,
+  uniquePrefix,
+} from "../support/redis-server.ts";
 
 const redis: SharedRedis | undefined = await findRedis();
 if (redis === undefined) noRedis("concurrency");
@@ -18,17 +23,16 @@ const BUILT = fileURLToPath(new URL("../../dist/stores/redis/index.js", import.m
 
 describe.skipIf(redis === undefined)("Redis concurrency", () => {
   const url = redis?.url ?? "";
-  let io: Redis;
-  let node: ReturnType<typeof createClient>;
+  let clients: StandaloneClients;
+  let io: StandaloneClients["io"];
+  let node: StandaloneClients["node"];
 
   beforeAll(async () => {
-    io = new Redis(url);
-    node = createClient({ url });
-    await node.connect();
+    clients = await connectClients(url);
+    ({ io, node } = clients);
   });
   afterAll(async () => {
-    io?.disconnect();
-    await node?.close();
+    await clients?.close();
     await redis?.owned?.dispose();
   });
 

@@ -1,29 +1,30 @@
-// Lua parity on standalone Redis, with ioredis and with node-redis: every algorithm and
-// composite makes exactly the decisions of the TypeScript steps (the oracle).
-import { Redis } from "ioredis";
-import { createClient } from "redis";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PARITY_EVENTS, PARITY_RULES, PARITY_SEEDS, runParitySuite } from "../support/redis-parity.ts";
-import { findRedis, noRedis, type SharedRedis, uniquePrefix } from "../support/redis-server.ts";
+import {
+  connectClients,
+  findRedis,
+  noRedis,
+  type SharedRedis,
+  type StandaloneClients,
+  uniquePrefix,
+} from "../support/redis-server.ts";
 
 const redis: SharedRedis | undefined = await findRedis();
 if (redis === undefined) noRedis("parity (standalone)");
 
 describe.skipIf(redis === undefined)("Redis parity, standalone", () => {
   const url = redis?.url ?? "";
-  let io: Redis;
-  let node: ReturnType<typeof createClient>;
+  let clients: StandaloneClients;
+  let io: StandaloneClients["io"];
+  let node: StandaloneClients["node"];
 
   beforeAll(async () => {
-    io = new Redis(url, { lazyConnect: true });
-    await io.connect();
-    node = createClient({ url });
-    await node.connect();
+    clients = await connectClients(url);
+    ({ io, node } = clients);
   });
   afterAll(async () => {
-    io?.disconnect();
-    await node?.close();
+    await clients?.close();
     await redis?.owned?.dispose();
   });
 

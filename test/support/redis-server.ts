@@ -9,6 +9,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Redis } from "ioredis";
+import { createClient } from "redis";
 
 /** Resolves with a free loopback TCP port. */
 export function freePort(): Promise<number> {
@@ -156,4 +158,30 @@ export async function findRedis(): Promise<SharedRedis | undefined> {
 /** A prefix unique to this run, so suites sharing one Redis never touch each other's keys. */
 export function uniquePrefix(label: string): string {
   return `sluice-test:${label}:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`;
+}
+
+const nodeClient = (url: string) => createClient({ url });
+
+/** Both clients the suites run against, connected to one standalone Redis. */
+export interface StandaloneClients {
+  io: Redis;
+  node: ReturnType<typeof nodeClient>;
+  /** Disconnects both clients. */
+  close(): Promise<void>;
+}
+
+/** Connects an ioredis and a node-redis client to `url`. */
+export async function connectClients(url: string): Promise<StandaloneClients> {
+  const io = new Redis(url, { lazyConnect: true });
+  await io.connect();
+  const node = nodeClient(url);
+  await node.connect();
+  return {
+    io,
+    node,
+    close: async () => {
+      io.disconnect();
+      await node.close();
+    },
+  };
 }
