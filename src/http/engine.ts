@@ -32,7 +32,7 @@ import {
 } from "./headers.ts";
 import type { DecisionInfo, MaybePromise, RateLimitOptions } from "./options.ts";
 import { policiesFor } from "./policy.ts";
-import { PROBLEM_CONTENT_TYPE, quotaExceeded, storeUnavailable } from "./problem.ts";
+import { quotaExceeded, storeUnavailable } from "./problem.ts";
 
 const KEY_CACHE_SIZE = 4096;
 
