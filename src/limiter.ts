@@ -69,9 +69,7 @@ export function checkKey(key: unknown): asserts key is string {
 /** Checks a cost argument: a safe integer ≥ 1. */
 export function checkCost(cost: unknown): asserts cost is number {
   if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost < 1) {
-    throw new ArgumentError(
-      `cost must be a positive integer (got ${typeof cost === "string" ? JSON.stringify(cost) : String(cost)})`,
-    );
+    throw new ArgumentError(`cost must be a positive integer (got ${describeValue(cost)})`);
   }
 }
 
