@@ -30,7 +30,7 @@ export {
   type LeakyBucketSpec,
   type LimitSpec,
   type RuleSpec,
-  type SeedSpec,
+  type ShorthandSpec,
   type SlidingLogSpec,
   type SlidingWindowSpec,
   specLimit,

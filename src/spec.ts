@@ -43,7 +43,7 @@ export interface LeakyBucketSpec {
   leakPerSecond: number;
 }
 /** The seed's spec form: `fixed` = fixed-window, `sliding` = sliding-log, `bucket` = token-bucket. */
-export type SeedSpec =
+export type ShorthandSpec =
   | { type: "fixed" | "sliding"; limit: number; windowMs: number }
   | { type: "bucket"; capacity: number; refillPerSecond: number };
 
@@ -57,7 +57,7 @@ export type AlgorithmSpec =
   | LeakyBucketSpec;
 
 /** A spec as users may write it: one of the six algorithms or the seed's aliases. */
-export type LimitSpec = AlgorithmSpec | SeedSpec;
+export type LimitSpec = AlgorithmSpec | ShorthandSpec;
 
 /** A rule: one spec, or an array of specs that must all pass (a composite). */
 export type RuleSpec = LimitSpec | readonly LimitSpec[];

@@ -2,8 +2,8 @@
 import type { Writable } from "node:stream";
 import { validateRule } from "../index.ts";
 import { parseFlags, UsageError } from "./args.ts";
-import { describeRule } from "./describe.ts";
-import { loadRulesFile } from "./rules-file.ts";
+import { describeRule } from "../config/describe.ts";
+import { loadRulesFile } from "../config/rules-file.ts";
 
 /** Help text of `sluice check-config`. */
 export const CHECK_CONFIG_HELP = `Usage: sluice check-config FILE

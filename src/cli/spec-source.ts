@@ -5,7 +5,7 @@
 import { parse as parseYaml } from "yaml";
 import { ConfigError, type RuleSpec } from "../index.ts";
 import { type Parsed, str, UsageError } from "./args.ts";
-import { loadRulesFile, parseRules } from "./rules-file.ts";
+import { loadRulesFile, parseRules } from "../config/rules-file.ts";
 
 /** Resolves the rule a command runs, from `--spec` or `--rule`/`--config`/`--tier`. */
 export async function specFromFlags(parsed: Parsed): Promise<RuleSpec> {

@@ -5,8 +5,8 @@
  */
 import { type FSWatcher, watch } from "node:fs";
 import { basename, dirname } from "node:path";
-import type { RulesConfig } from "../cli/rules-file.ts";
-import { loadRulesFile } from "../cli/rules-file.ts";
+import type { RulesConfig } from "../config/rules-file.ts";
+import { loadRulesFile } from "../config/rules-file.ts";
 import { systemClock } from "../index.ts";
 import type { Metrics } from "./metrics.ts";
 import type { ApplyResult } from "./rules-state.ts";

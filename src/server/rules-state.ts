@@ -2,7 +2,7 @@
  * Applying a validated rules file to the running service: new rules are added, changed ones
  * updated in place (state that still fits is kept), missing ones removed.
  */
-import type { RulesConfig } from "../cli/rules-file.ts";
+import type { RulesConfig } from "../config/rules-file.ts";
 import { type RateLimiterService, type Store, validateRule } from "../index.ts";
 
 /** What an apply changed. */

@@ -4,8 +4,8 @@
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { describeRule } from "../cli/describe.ts";
-import { loadRulesFile } from "../cli/rules-file.ts";
+import { describeRule } from "../config/describe.ts";
+import { loadRulesFile } from "../config/rules-file.ts";
 import { RateLimiterService, systemClock } from "../index.ts";
 import type { ServerContext } from "./context.ts";
 import { Metrics } from "./metrics.ts";

@@ -3,7 +3,7 @@ import { writeFile } from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
 import { InputError, num, type Parsed, parseFlags, str, UsageError } from "../args.ts";
 import { openInput, readEvents } from "../events.ts";
-import { parseDuration, parseRate } from "../units.ts";
+import { parseDuration, parseRate } from "../../config/units.ts";
 import { AlgorithmRun } from "./measure.ts";
 import { nominalSpecs } from "./nominal.ts";
 import { renderReport } from "./report.ts";

@@ -1,7 +1,7 @@
 /** The self-contained HTML report of `compare --html` (inline CSS and SVG, no network, no script). */
 import { readFileSync } from "node:fs";
-import { describeSpec } from "../describe.ts";
-import { durationWords } from "../units.ts";
+import { describeSpec } from "../../config/describe.ts";
+import { durationWords } from "../../config/units.ts";
 import { escapeHtml, seriesChart } from "./chart.ts";
 import type { RunResult } from "./measure.ts";
 import { HEADINGS, rowCells } from "./table.ts";
