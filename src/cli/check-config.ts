@@ -1,9 +1,9 @@
 /** `sluice check-config FILE`: validates a rules file and says what each rule admits. */
 import type { Writable } from "node:stream";
-import { validateRule } from "../index.ts";
-import { parseFlags, UsageError } from "./args.ts";
 import { describeRule } from "../config/describe.ts";
 import { loadRulesFile } from "../config/rules-file.ts";
+import { validateRule } from "../index.ts";
+import { parseFlags, UsageError } from "./args.ts";
 
 /** Help text of `sluice check-config`. */
 export const CHECK_CONFIG_HELP = `Usage: sluice check-config FILE

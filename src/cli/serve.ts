@@ -1,9 +1,9 @@
 /** `sluice serve`: the rate-limit service over HTTP (see src/server/). */
 import type { Writable } from "node:stream";
+import { parseBytes, parseDuration } from "../config/units.ts";
 import { startServer } from "../server/server.ts";
 import type { StoreFailurePolicy } from "../server/store.ts";
 import { num, parseFlags, str, UsageError } from "./args.ts";
-import { parseBytes, parseDuration } from "../config/units.ts";
 
 /** Help text of `sluice serve`. */
 export const SERVE_HELP = `Usage: sluice serve --config FILE [options]

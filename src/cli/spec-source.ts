@@ -3,9 +3,9 @@
  * `--rule NAME --config FILE [--tier T]`.
  */
 import { parse as parseYaml } from "yaml";
+import { loadRulesFile, parseRules } from "../config/rules-file.ts";
 import { ConfigError, type RuleSpec } from "../index.ts";
 import { type Parsed, str, UsageError } from "./args.ts";
-import { loadRulesFile, parseRules } from "../config/rules-file.ts";
 
 /** Resolves the rule a command runs, from `--spec` or `--rule`/`--config`/`--tier`. */
 export async function specFromFlags(parsed: Parsed): Promise<RuleSpec> {

@@ -1,9 +1,9 @@
 /** `sluice compare`: one trace through all six algorithms at the same nominal limit. */
 import { writeFile } from "node:fs/promises";
 import type { Readable, Writable } from "node:stream";
+import { parseDuration, parseRate } from "../../config/units.ts";
 import { InputError, num, type Parsed, parseFlags, str, UsageError } from "../args.ts";
 import { openInput, readEvents } from "../events.ts";
-import { parseDuration, parseRate } from "../../config/units.ts";
 import { AlgorithmRun } from "./measure.ts";
 import { nominalSpecs } from "./nominal.ts";
 import { renderReport } from "./report.ts";
