@@ -4,7 +4,7 @@
  * and nobody sleeps longer than needed.
  */
 import { abortReason, type Clock, sleep } from "./clock.ts";
-import type { Decision } from "./decision.ts";
+import type { Decision } from "./algorithms/decision.ts";
 import { ArgumentError, WaitTimeoutError } from "./errors.ts";
 
 /** Options of `limiter.acquire`. */

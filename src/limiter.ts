@@ -7,7 +7,7 @@ import { type AcquireOptions, WaitQueues } from "./acquire.ts";
 import { algorithmFor } from "./algorithms/index.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { combine } from "./composite.ts";
-import type { Decision } from "./decision.ts";
+import type { Decision } from "./algorithms/decision.ts";
 import { ArgumentError } from "./errors.ts";
 import type { AlgorithmSpec, RuleSpec } from "./spec.ts";
 import { describeValue, validateRule } from "./spec.ts";

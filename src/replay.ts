@@ -3,7 +3,7 @@
  * The same decisions a live limiter would make, reproducible from a log file.
  */
 import { ManualClock } from "./clock.ts";
-import type { Decision } from "./decision.ts";
+import type { Decision } from "./algorithms/decision.ts";
 import { ArgumentError } from "./errors.ts";
 import { createLimiter } from "./limiter.ts";
 import type { LimitSpec, RuleSpec } from "./spec.ts";

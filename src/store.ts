@@ -4,7 +4,7 @@
  */
 import type { Algorithm } from "./algorithms/algorithm.ts";
 import type { Clock } from "./clock.ts";
-import type { Decision } from "./decision.ts";
+import type { Decision } from "./algorithms/decision.ts";
 
 /** A rule as a store sees it: a namespace and the steps of its members (one, or a composite). */
 export interface RuleBinding {

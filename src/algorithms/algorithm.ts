@@ -3,8 +3,8 @@
  * state record: no clock reads, no I/O, no timers. Stores own the records and run the step
  * atomically (a synchronous call in-process, a Lua twin in Redis).
  */
-import type { Decision } from "../decision.ts";
-import type { AlgorithmName, AlgorithmSpec } from "../spec.ts";
+import type { Decision } from "./decision.ts";
+import type { AlgorithmName, AlgorithmSpec } from "./specs.ts";
 
 /**
  * One algorithm bound to its parameters.

@@ -3,9 +3,10 @@
  * and easy to explain, but a client can send `limit` just before a boundary and `limit` again
  * just after it: up to 2·limit in a short span. Choose it for coarse quotas ("1000 per day").
  */
-import { type Decision, decision } from "../decision.ts";
-import type { FixedWindowSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { type Decision, decision } from "./decision.ts";
+import type { FixedWindowSpec } from "./specs.ts";
 
 /** Fixed-window state: the start of the stored window and its count. */
 export interface FixedWindowState {

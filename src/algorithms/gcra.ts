@@ -4,9 +4,10 @@
  * half the state and evenly spaced emissions. Choose it as the default for per-user API
  * limits at scale (what Stripe, Shopify and redis-cell use).
  */
-import { type Decision, decision, EPSILON } from "../decision.ts";
-import type { GcraSpec, LeakyBucketSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { type Decision, decision, EPSILON } from "./decision.ts";
+import type { GcraSpec, LeakyBucketSpec } from "./specs.ts";
 
 /** GCRA / leaky-bucket state: the theoretical arrival time `tat` of the next request. */
 export interface GcraState {

@@ -3,9 +3,10 @@
  * `limit` in any rolling window — at O(limit) memory per key. Choose it where precision matters
  * more than memory and limits are small: login attempts, password resets, OTP sends.
  */
-import { type Decision, decision } from "../decision.ts";
-import type { SlidingLogSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { type Decision, decision } from "./decision.ts";
+import type { SlidingLogSpec } from "./specs.ts";
 
 /**
  * Sliding-log state: a ring buffer of admitted timestamps, oldest at `head`. The buffer grows

@@ -4,9 +4,10 @@
  * (it assumes the previous window's requests were evenly spread). Choose it for public APIs
  * with large limits (search: 100/min per key) where a sliding log would cost too much memory.
  */
-import { type Decision, decision } from "../decision.ts";
-import type { SlidingWindowSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { type Decision, decision } from "./decision.ts";
+import type { SlidingWindowSpec } from "./specs.ts";
 
 /** Sliding-window state: start `w` of the current window, previous count `p`, current count `c`. */
 export interface SlidingWindowState {

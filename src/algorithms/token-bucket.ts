@@ -3,9 +3,10 @@
  * `cost` tokens. O(1) per key; allows bursts up to `capacity`, then settles to the refill rate.
  * Choose it where occasional bursts are fine but the long-run rate is fixed (API clients, jobs).
  */
-import { ceilMs, type Decision, decision, EPSILON } from "../decision.ts";
-import type { TokenBucketSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { ceilMs, type Decision, decision, EPSILON } from "./decision.ts";
+import type { TokenBucketSpec } from "./specs.ts";
 
 /** Token-bucket state: balance `b` in thousandths of a token as of time `t`. */
 export interface TokenBucketState {

@@ -5,7 +5,7 @@
  * promise, no microtask) unless a hook is async; on Redis it is one awaited round trip.
  */
 import { type Clock, sleep, systemClock } from "../clock.ts";
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { ArgumentError, ConfigError, UnknownRuleError } from "../errors.ts";
 import { createLimiter, type Limiter } from "../limiter.ts";
 import type { RateLimiterService, RuleInfo } from "../service.ts";

@@ -6,7 +6,7 @@
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import { systemClock } from "../../clock.ts";
 import { combine, unconsumed } from "../../composite.ts";
-import { type Decision, decision } from "../../decision.ts";
+import { type Decision, decision } from "../../algorithms/decision.ts";
 import { ArgumentError } from "../../errors.ts";
 import type { BoundRule, RuleBinding, Store } from "../../store.ts";
 import { Table } from "./table.ts";

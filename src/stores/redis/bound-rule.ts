@@ -3,7 +3,7 @@
  * (script parameters, member key infixes, limits, failure policy) is computed here, once, so a
  * check only hashes its key into a tag and hands the batcher a few strings.
  */
-import type { Decision } from "../../decision.ts";
+import type { Decision } from "../../algorithms/decision.ts";
 import { StoreError } from "../../errors.ts";
 import type { AlgorithmSpec } from "../../spec.ts";
 import type { BoundRule, RuleBinding } from "../../store.ts";

@@ -3,7 +3,7 @@
  * made this way carries `failure: { policy, error }`, so logs, metrics and HTTP middleware (503
  * under "deny") can tell it from a real limit.
  */
-import { type Decision, decision } from "../../decision.ts";
+import { type Decision, decision } from "../../algorithms/decision.ts";
 import { ArgumentError, type StoreError } from "../../errors.ts";
 import type { Limiter } from "../../limiter.ts";
 import type { RuleBinding } from "../../store.ts";

@@ -6,7 +6,7 @@
  * carries its error text in place of its first `remaining`.
  */
 import { combine } from "../../composite.ts";
-import { type Decision, decision } from "../../decision.ts";
+import { type Decision, decision } from "../../algorithms/decision.ts";
 import { StoreError } from "../../errors.ts";
 
 /** Reply values per member decision. */
