@@ -4,20 +4,7 @@
  * ConfigError that names the field and the value received.
  */
 
-import {
-  ALGORITHMS,
-  type AlgorithmName,
-  type AlgorithmSpec,
-  type FixedWindowSpec,
-  type GcraSpec,
-  type LeakyBucketSpec,
-  type LimitSpec,
-  type RuleSpec,
-  type ShorthandSpec,
-  type SlidingLogSpec,
-  type SlidingWindowSpec,
-  type TokenBucketSpec,
-} from "./algorithms/specs.ts";
+import { ALGORITHMS, type AlgorithmName, type AlgorithmSpec } from "./algorithms/specs.ts";
 import { ConfigError } from "./errors.ts";
 
 export {

@@ -29,6 +29,19 @@ function emission(spec: GcraSpec | LeakyBucketSpec, T: number, burst: number, de
     horizonMs: tau,
     create: () => ({ tat: Number.NEGATIVE_INFINITY }),
     freshAt: (s) => s.tat,
+    shape: spec.algorithm,
+    summary: {
+      // The latest theoretical arrival time: a later one admits less at every instant.
+      slots: 1,
+      join(cells, at, state) {
+        if (Number.isNaN(cells[at]) || state.tat > (cells[at] as number)) cells[at] = state.tat;
+      },
+      read: (cells, at) => (Number.isNaN(cells[at]) ? undefined : { tat: cells[at] as number }),
+    },
+    refund(state, now, cost) {
+      // Backlog ahead of now shrinks by the refunded emissions; time already past stays past.
+      if (state.tat > now) state.tat = Math.max(now, state.tat - cost * T);
+    },
     step(state, now, cost, commit): Decision {
       const start = Math.max(state.tat, now);
       const backlog = start - now; // ms of earlier requests still ahead of this one

@@ -44,7 +44,7 @@ export interface FailurePolicy {
 
 /** Applies the policy for one rule; the fallback limiter (if any) is built on first use. */
 export function failurePolicy(onError: OnError, rule: RuleBinding): FailurePolicy {
-  const limit = Math.min(...rule.algorithms.map((a) => a.limit));
+  const limit = Math.min(...rule.rule.members.map((a) => a.limit));
   let fallback: Limiter | undefined = typeof onError === "object" ? onError : undefined;
   const forget = async (key: string) => {
     if (fallback !== undefined) await fallback.reset(key);
