@@ -287,6 +287,29 @@ describe("when the service is down: RedisStore's failure policies", () => {
     expect(d.failure?.error.message).toMatch(/circuit breaker is open/);
   });
 
+  it("a 503 from the service (its Redis down, --on-store-error throw) goes to the client's policy", async () => {
+    const s = await startServer({
+      config: tmp.file("rules-redis.yaml", RULES),
+      port: 0,
+      host: "127.0.0.1",
+      maxBodyBytes: 65536,
+      maxBatch: 1000,
+      watch: false,
+      shutdownTimeoutMs: 1000,
+      log: () => undefined,
+      redis: deadUrl.replace("http:", "redis:"),
+      timeoutMs: 100,
+      onError: "throw",
+    });
+    try {
+      const d = await open({ url: s.url }).check("pings", "k");
+      expect(d).toMatchObject({ allowed: false, failure: { policy: "deny", error: { code: "ERR_STORE" } } });
+      expect(d.failure?.error.message).toMatch(/503 store-unavailable/);
+    } finally {
+      await s.close();
+    }
+  }, 30_000);
+
   it("the deny answer reports the rule's limit the service last gave", async () => {
     // Point a client at a live service, learn, then lose it.
     const s = await serve();
