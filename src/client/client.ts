@@ -4,7 +4,7 @@
  * `maxBatch`), over kept-alive sockets; every call is bounded by `timeoutMs`, and an outage is
  * answered by the same failure policies as RedisStore.
  */
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { ArgumentError, type SluiceError, StoreError } from "../errors.ts";
 import { checkCost, checkKey } from "../limiter.ts";
 import { describeValue } from "../spec.ts";

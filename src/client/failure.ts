@@ -4,7 +4,7 @@
  * The service holds the rules, so under "deny"/"allow" the `limit` is the last one the service
  * reported for that rule (0 before any answer).
  */
-import { type Decision, decision } from "../decision.ts";
+import { type Decision, decision } from "../algorithms/decision.ts";
 import type { StoreError } from "../errors.ts";
 import type { Limiter } from "../limiter.ts";
 import { DENY_RETRY_MS } from "../stores/redis/failure.ts";

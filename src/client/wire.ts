@@ -2,7 +2,7 @@
  * The service's JSON, read back: Decisions (`null` was `Infinity`, a server-side failure
  * becomes a `failure` with a StoreError) and problem answers turned into typed errors.
  */
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { ArgumentError, type SluiceError, StoreError, UnknownRuleError } from "../errors.ts";
 
 const NUMBERS = ["limit", "remaining", "retryAfterMs", "resetMs", "delayMs"] as const;
