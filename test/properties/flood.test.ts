@@ -42,7 +42,7 @@ describe("a flood of new keys against maxKeys 10,000", () => {
         for (let f = 0; f < FLOOD / ROUNDS; f++) {
           // Flood keys come back too: a tenth of them hammer an older flood key 11 times.
           const n = f % 10 === 0 && flood > 0 ? flood - 1 : flood++;
-          if ((limiter.tryAcquire(`flood${n}`) as Decision).allowed) floodAdmitted[n]++;
+          if ((limiter.tryAcquire(`flood${n}`) as Decision).allowed) floodAdmitted[n] = (floodAdmitted[n] ?? 0) + 1;
         }
       }
       gc();
