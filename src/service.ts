@@ -68,8 +68,16 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   readonly #rules = new Map<string, Rule>();
 
   /** Uses `options.store` (default: a new MemoryStore) and `options.clock` (or a Clock given directly). */
-  constructor(options?: LimiterOptions<S> | Clock) {
+  constructor(options?: Pick<LimiterOptions<S>, "clock" | "store"> | Clock) {
     const opts = resolveOptions(options);
+    // `name` and `ban` belong to rules (addRule), not to the service: refused rather than ignored.
+    for (const key of ["name", "ban"] as const) {
+      if (opts[key] !== undefined) {
+        throw new ArgumentError(
+          `RateLimiterService: unknown option \`${key}\` (expected clock, store; ${key === "ban" ? "give `ban` to addRule" : "rules are named by addRule"})`,
+        );
+      }
+    }
     this.#store = opts.store ?? new MemoryStore();
     this.#clock = opts.clock;
   }
