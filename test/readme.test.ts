@@ -39,9 +39,22 @@ interface Outcome {
   stderr: string;
 }
 
-function runModule(file: string, env: Record<string, string>): Promise<Outcome> {
+/**
+ * TypeScript → JavaScript (types stripped by oxc, which vite ships; TypeScript 7 has no JS
+ * transpile API), with an inline source map naming the `.ts` twin of `file`, so stack traces
+ * (`--enable-source-maps`) point at the block's own lines.
+ */
+async function stripTypes(block: CodeBlock, file: string): Promise<string> {
+  const out = await transformWithOxc(block.code, file.replace(/\.mjs$/, ".ts"), { lang: "ts", sourcemap: true });
+  if (out.map === null || out.map === undefined) return out.code;
+  const map = Buffer.from(JSON.stringify(out.map)).toString("base64");
+  return `${out.code}\n//# sourceMappingURL=data:application/json;base64,${map}\n`;
+}
+
+function runModule(file: string, env: Record<string, string>, sourceMaps: boolean): Promise<Outcome> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [file], { cwd: ROOT, env: { ...process.env, ...env } });
+    const args = sourceMaps ? ["--enable-source-maps", file] : [file];
+    const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env } });
     let stdout = "";
     let stderr = "";
     let timedOut = false;
@@ -60,18 +73,14 @@ function runModule(file: string, env: Record<string, string>): Promise<Outcome> 
 }
 
 /**
- * Rewrites positions in the temporary module (`file:///…/block-N.mjs:L:C`) to README lines, so
- * a stack trace points at the README. Transpiled TypeScript may shift lines: marked as such.
+ * Rewrites positions in the temporary module (`file:///…/block-N.mjs:L:C`, or its `.ts` twin
+ * named by the source map) to README lines, so a stack trace points at the README.
  */
 function toReadmeLines(text: string, file: string, block: CodeBlock): string {
-  const url = pathToFileURL(file).href;
-  const escaped = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  const at = new RegExp(`(?:${escaped(url)}|${escaped(file)}):(\\d+)(?::(\\d+))?`, "g");
-  const approx = block.language === "ts" ? " (transpiled, approximate)" : "";
-  return text.replace(
-    at,
-    (_, l: string, c?: string) => `README.md:${block.line + Number(l)}${c ? `:${c}` : ""}${approx}`,
-  );
+  const names = [file, file.replace(/\.mjs$/, ".ts")].flatMap((f) => [pathToFileURL(f).href, f]);
+  const escaped = names.map((n) => n.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|");
+  const at = new RegExp(`(?:${escaped}):(\\d+)(?::(\\d+))?`, "g");
+  return text.replace(at, (_, l: string, c?: string) => `README.md:${block.line + Number(l)}${c ? `:${c}` : ""}`);
 }
 
 /** The failure text for a block: where it is, how it ended, and what it printed. */
@@ -103,11 +112,8 @@ describe("README.md code blocks run as written", () => {
       PORT: "0",
       SLUICE_URL: service.url,
     };
-    if (skipped.length > 0) {
-      console.info(
-        `README blocks not run (marked <!-- not-run -->):\n${skipped.map((b) => `  ${title(b)}: ${b.notRun}`).join("\n")}`,
-      );
-    }
+    const list = skipped.map((b) => `\n  ${title(b)}: ${b.notRun}`).join("") || " none";
+    console.info(`README blocks not run (marked <!-- not-run: reason -->):${list}`);
   });
 
   afterAll(async () => {
@@ -121,13 +127,9 @@ describe("README.md code blocks run as written", () => {
 
   for (const block of runnable) {
     it(title(block), { timeout: BLOCK_TIMEOUT_MS + 10_000 }, async () => {
-      let code = block.code;
-      if (block.language === "ts") {
-        code = (await transformWithOxc(code, `block-${block.line}.ts`, { lang: "ts" })).code;
-      }
       const file = join(WORK_DIR, `block-${block.line}.mjs`);
-      writeFileSync(file, code);
-      const outcome = await runModule(file, env);
+      writeFileSync(file, block.language === "ts" ? await stripTypes(block, file) : block.code);
+      const outcome = await runModule(file, env, block.language === "ts");
       // The whole report is the received value, so a failure shows the block's line and stderr.
       expect(outcome.status === 0 && !outcome.timedOut ? "exited 0" : report(block, file, outcome)).toBe("exited 0");
     });
