@@ -4,9 +4,11 @@
  * algorithm behind it.
  */
 import type { Clock } from "./clock.ts";
+import type { Decision } from "./decision.ts";
 import { ArgumentError, DuplicateRuleError, UnknownRuleError } from "./errors.ts";
 import {
   bindLimiter,
+  checkCost,
   type Limiter,
   type LimiterOptions,
   type ResetResult,
@@ -28,6 +30,14 @@ export interface CheckOptions {
   /** Units to take (default 1). */
   cost?: number;
   /** Which of the rule's tiers applies (default: the rule's own spec). */
+  tier?: string;
+}
+
+/** One item of `checkAll`: a check as `check(rule, key, { cost, tier })` would take it. */
+export interface GroupCheck {
+  rule: string;
+  key: string;
+  cost?: number;
   tier?: string;
 }
 
@@ -121,6 +131,48 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   /** Takes `cost` units of `rule` for `key`; UnknownRuleError / ArgumentError on bad names. */
   check(rule: string, key: string, options?: CheckOptions): Result<S> {
     return this.#guard(() => this.#limiter(rule, options).tryAcquire(key, options?.cost)) as Result<S>;
+  }
+
+  /**
+   * Decides several checks as one: if any would be denied, none consumes and every item gets
+   * what `peek` says (the items on an over-limit counter are denied); otherwise every item is
+   * taken. Items on the same rule, tier and key are peeked with their summed cost, so they must
+   * fit together. Decisions come back in item order.
+   */
+  checkAll(items: readonly GroupCheck[]): S["synchronous"] extends true ? Decision[] : Promise<Decision[]> {
+    type Out = S["synchronous"] extends true ? Decision[] : Promise<Decision[]>;
+    return this.#guard(() => {
+      const counters = new Map<Limiter, Map<string, { key: string; cost: number; at: number[] }>>();
+      const limiters = items.map((item, i) => {
+        const limiter = this.#limiter(item.rule, item);
+        if (item.cost !== undefined) checkCost(item.cost); // before any peek: a bad cost changes nothing
+        let byKey = counters.get(limiter);
+        if (byKey === undefined) counters.set(limiter, (byKey = new Map()));
+        const group = byKey.get(item.key) ?? { key: item.key, cost: 0, at: [] };
+        group.cost += item.cost ?? 1;
+        group.at.push(i);
+        byKey.set(item.key, group);
+        return limiter;
+      });
+      const groups = [...counters].flatMap(([limiter, byKey]) => [...byKey.values()].map((g) => ({ limiter, ...g })));
+      const peeks = groups.map((g) => g.limiter.peek(g.key, g.cost));
+      const decide = (decided: Decision[]): Decision[] | undefined => {
+        if (decided.every((d) => d.allowed)) return undefined;
+        const out = new Array<Decision>(items.length);
+        groups.forEach((g, i) => {
+          for (const at of g.at) out[at] = decided[i] as Decision;
+        });
+        return out;
+      };
+      const commit = () => items.map((item, i) => (limiters[i] as Limiter).tryAcquire(item.key, item.cost));
+      if (this.#store.synchronous) {
+        // Peeks and takes run in one JS turn on an in-process store: nothing can interleave.
+        return (decide(peeks as Decision[]) ?? commit()) as Out;
+      }
+      // Not atomic across processes: another client may take units between the peeks and the
+      // takes. The lead replaces this with a store-level group check (one script per group).
+      return Promise.all(peeks).then((decided) => decide(decided) ?? Promise.all(commit())) as Out;
+    }) as S["synchronous"] extends true ? Decision[] : Promise<Decision[]>;
   }
 
   /** What `check` would say now; changes nothing. */

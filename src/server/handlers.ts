@@ -45,7 +45,8 @@ export function handleMetrics(_req: IncomingMessage, res: ServerResponse, ctx: S
       value,
     });
   }
-  sendText(res, 200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(gauges));
+  const envoy = ctx.envoy?.state.metrics.render() ?? "";
+  sendText(res, 200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(gauges) + envoy);
 }
 
 /** `GET /v1/status`: what the status page polls (totals; the page derives rates). */

@@ -1,0 +1,87 @@
+/**
+ * The gRPC listener of `sluice serve --grpc-port`: Envoy's
+ * `envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit` on @grpc/grpc-js, loaded from
+ * our ratelimit.proto. Closing stops new calls, lets calls in flight finish, then cuts the rest.
+ */
+import { fileURLToPath } from "node:url";
+import * as grpc from "@grpc/grpc-js";
+import { loadSync } from "@grpc/proto-loader";
+import { StoreError } from "../../errors.ts";
+import { type EnvoyState, shouldRateLimit } from "./decide.ts";
+import { PROTO_OPTIONS, type RlsRequest, type RlsResponse } from "./wire.ts";
+
+/** Where ratelimit.proto is, beside this module (src/ in tests, dist/ when built). */
+export const PROTO_PATH = fileURLToPath(new URL("./ratelimit.proto", import.meta.url));
+
+/** The RateLimitService definition (for servers and clients). */
+export function rateLimitServiceDefinition(): grpc.ServiceDefinition {
+  const pkg = grpc.loadPackageDefinition(loadSync(PROTO_PATH, { ...PROTO_OPTIONS })) as unknown as {
+    envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } };
+  };
+  return pkg.envoy.service.ratelimit.v3.RateLimitService.service;
+}
+
+/** A listening gRPC server. */
+export interface RunningGrpc {
+  /** The bound port (useful with port 0). */
+  port: number;
+  /** Graceful close: waits for calls in flight up to `timeoutMs`, then cuts connections. */
+  close(timeoutMs: number): Promise<void>;
+}
+
+/** Starts the RateLimitService on `host:port`; `getState` is read per call, so reloads apply at once. */
+export async function startGrpcServer(
+  host: string,
+  port: number,
+  getState: () => EnvoyState,
+  log: (line: string) => void,
+): Promise<RunningGrpc> {
+  const server = new grpc.Server();
+  server.addService(rateLimitServiceDefinition(), {
+    ShouldRateLimit: (
+      call: grpc.ServerUnaryCall<RlsRequest, RlsResponse>,
+      callback: grpc.sendUnaryData<RlsResponse>,
+    ) => {
+      const request = call.request;
+      if (request.domain === "") {
+        callback({ code: grpc.status.INVALID_ARGUMENT, details: "rate limit domain must not be empty" });
+        return;
+      }
+      if (request.descriptors.length === 0) {
+        callback({ code: grpc.status.INVALID_ARGUMENT, details: "rate limit descriptor list must not be empty" });
+        return;
+      }
+      shouldRateLimit(getState(), request).then(
+        (response) => callback(null, response),
+        (error: unknown) => {
+          if (error instanceof StoreError) {
+            callback({ code: grpc.status.UNAVAILABLE, details: `the rate-limit store failed (${error.code})` });
+            return;
+          }
+          log(`error answering ShouldRateLimit: ${(error as Error)?.stack ?? String(error)}`);
+          callback({ code: grpc.status.INTERNAL, details: "the service failed to answer; see its log" });
+        },
+      );
+    },
+  });
+  const bound = await new Promise<number>((resolve, reject) => {
+    const address = host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (error, p) =>
+      error === null ? resolve(p) : reject(new Error(`cannot listen for gRPC on ${address}: ${error.message}`)),
+    );
+  });
+  return {
+    port: bound,
+    close: (timeoutMs) =>
+      new Promise<void>((resolve) => {
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, timeoutMs);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      }),
+  };
+}
