@@ -154,8 +154,10 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     }${token === undefined ? "" : ", bearer token required"})\n` +
       grpcLine +
       `  status page   ${url}/\n` +
-      `  check         curl -s${auth} ${url}/v1/check -d '{"rule":"${first}","key":"alice"}'\n` +
-      `  batch         curl -s${auth} ${url}/v1/check -d '[{"rule":"${first}","key":"alice"},{"rule":"${first}","key":"bob","cost":2}]'\n` +
+      (context.rules.size === 0
+        ? ""
+        : `  check         curl -s${auth} ${url}/v1/check -d '{"rule":"${first}","key":"alice"}'\n` +
+          `  batch         curl -s${auth} ${url}/v1/check -d '[{"rule":"${first}","key":"alice"},{"rule":"${first}","key":"bob","cost":2}]'\n`) +
       `  rules         curl -s${auth} ${url}/v1/rules\n` +
       `  metrics       curl -s${auth} ${url}/metrics\n`,
   );
