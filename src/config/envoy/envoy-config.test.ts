@@ -155,3 +155,27 @@ describe("envoy config: validation names the file and the path", () => {
     ).toThrow(/belong to `domains`/);
   });
 });
+
+describe("envoy config: the README's example", () => {
+  it("loads, and matches as the README says", async () => {
+    const { readFileSync } = await import("node:fs");
+    const readme = readFileSync(join(import.meta.dirname, "../../../README.md"), "utf8");
+    const block = /```yaml\n(domain: edge\n[\s\S]*?)```/.exec(readme)?.[1];
+    expect(block).toBeDefined();
+    const config = parse(block as string, "README.md");
+    const rpu = (...pairs: Array<[string, string]>) => matchDescriptor(config, "edge", entries(...pairs))?.node.limit;
+    expect(rpu(["remote_address", "10.0.0.1"])?.requestsPerUnit).toBe(20);
+    expect(rpu(["remote_address", "203.0.113.7"])?.requestsPerUnit).toBe(0);
+    expect(rpu(["generic_key", "api"], ["user", "alice"])?.spec).toEqual({
+      algorithm: "sliding-window",
+      limit: 100,
+      windowMs: 60_000,
+    });
+    expect(matchDescriptor(config, "edge", entries(["generic_key", "api"], ["user", "test-1"]))?.key).toBe(
+      '["api","test-*"]',
+    );
+    expect(matchDescriptor(config, "edge", entries(["generic_key", "api"], ["user", "bulk-9"]))?.node.shadowMode).toBe(
+      true,
+    );
+  });
+});
