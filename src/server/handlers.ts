@@ -17,7 +17,7 @@ export function handleRules(_req: IncomingMessage, res: ServerResponse, ctx: Ser
 export async function handleHealth(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> {
   // /healthz is open even when a token is set, so it says what is wrong but not where: no file
   // paths, hosts or error texts (those are in the log and behind the token at /v1/status).
-  const config = { lastReloadOk: ctx.reloader?.lastError === undefined };
+  const config = { lastReloadOk: ctx.reloader?.lastError === undefined && ctx.envoy?.lastError === undefined };
   try {
     await ctx.store.ping();
     sendJson(res, 200, { status: "ok", store: ctx.store.kind, rules: ctx.rules.size, config });

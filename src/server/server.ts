@@ -117,13 +117,20 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // A slow client may not hold a socket for Node's default 5 minutes: checks are tiny.
   server.headersTimeout = 10_000;
   server.requestTimeout = 15_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(options.port, options.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
     });
-  });
+  } catch (error) {
+    // The gRPC listener and the store are already up: release them so the process can exit.
+    await envoy?.close(0);
+    await store.close();
+    throw error;
+  }
   if (options.watch) reloader?.watch();
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;

@@ -49,10 +49,13 @@ describe("sluice serve --grpc-port --envoy-config (the real bin)", () => {
         /envoy config reload failed \(file changed\): .*app\.yaml: app: descriptors\[0\]: unknown key `bogus`/,
       );
       expect(await remainingOf(address, "u")).toBe(2);
+      const health = async () => ((await (await fetch(`${s.url}/healthz`)).json()) as { config: unknown }).config;
+      expect(await health()).toEqual({ lastReloadOk: false });
       writeFileSync(path, limit(9));
       s.child.kill("SIGHUP");
       await s.waitForLog(/envoy config reloaded \(SIGHUP\)/);
       expect(await remainingOf(address, "u")).toBe(5);
+      expect(await health()).toEqual({ lastReloadOk: true });
     } finally {
       expect(await s.stop()).toBe(0);
     }
