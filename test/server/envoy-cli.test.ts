@@ -67,6 +67,9 @@ describe("sluice serve --grpc-port --envoy-config (the real bin)", () => {
       "rules.yaml",
       `rules:\n  api: { algorithm: fixed-window, limit: 5, windowMs: 1m }\ndomains:\n  - ${limit(2).replace(/\n/g, "\n    ").trimEnd()}\n`,
     );
+    const checked = await run(["check-config", rules]);
+    expect(checked.status).toBe(0);
+    expect(checked.stdout).toMatch(/^api: .*\nenvoy app\.user: 2 per hour \(/);
     const s = await serve(["--config", rules, "--grpc-port", "0"]);
     try {
       expect(await remainingOf(grpcAddress(s), "v")).toBe(1);
