@@ -269,5 +269,9 @@ describe("ShouldRateLimit against envoyproxy/ratelimit config files", () => {
   it("refuses an empty domain or descriptor list with INVALID_ARGUMENT", async () => {
     await expect(rls.ask("", [{ entries: [["a", "b"]] }])).rejects.toMatchObject({ code: 3 });
     await expect(rls.ask("edge", [])).rejects.toMatchObject({ code: 3 });
+    await expect(rls.ask("edge", [{ entries: [["remote_address", "1.1.1.1"]], hits: 2 ** 60 }])).rejects.toMatchObject({
+      code: 3,
+      details: expect.stringMatching(/cost must be a positive integer/),
+    });
   });
 });

@@ -7,7 +7,7 @@ import { type AddressInfo, createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
-import { StoreError } from "../../errors.ts";
+import { ArgumentError, StoreError } from "../../errors.ts";
 import { type EnvoyState, shouldRateLimit } from "./decide.ts";
 import { PROTO_OPTIONS, type RlsRequest, type RlsResponse } from "./wire.ts";
 
@@ -56,6 +56,11 @@ export async function startGrpcServer(
       shouldRateLimit(getState(), request).then(
         (response) => callback(null, response),
         (error: unknown) => {
+          if (error instanceof ArgumentError) {
+            // e.g. a hits_addend past 2^53: bad input, not a server fault
+            callback({ code: grpc.status.INVALID_ARGUMENT, details: error.message });
+            return;
+          }
           if (error instanceof StoreError) {
             callback({ code: grpc.status.UNAVAILABLE, details: `the rate-limit store failed (${error.code})` });
             return;
