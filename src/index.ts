@@ -20,7 +20,7 @@ export {
 } from "./errors.ts";
 export { createLimiter, type Limiter, type LimiterOptions, type ResetResult, type Result } from "./limiter.ts";
 export { classify, type ReplayEvent, replay } from "./replay.ts";
-export { type CheckOptions, RateLimiterService, type RuleInfo, type RuleOptions } from "./service.ts";
+export { type CheckOptions, type GroupCheck, RateLimiterService, type RuleInfo, type RuleOptions } from "./service.ts";
 export {
   ALGORITHMS,
   type AlgorithmName,
