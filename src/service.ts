@@ -172,7 +172,8 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   #build(name: string, spec: RuleSpec, options: RuleOptions | undefined): Rule {
     const where = `rule ${JSON.stringify(name)}: `;
     const specs = validateRule(spec, where);
-    const tierSpecs: Record<string, AlgorithmSpec[]> = {};
+    // Tier names are the caller's: a plain object would turn `__proto__` into its prototype.
+    const tierSpecs: Record<string, AlgorithmSpec[]> = Object.create(null);
     const tiers = options?.tiers ?? {};
     if (typeof tiers !== "object" || tiers === null || Array.isArray(tiers)) {
       throw new ArgumentError(`${where}tiers must be an object of specs (got ${String(tiers)})`);

@@ -2,11 +2,13 @@
  * `sluice serve` as a library: starts the HTTP service on a rules file and a store, with hot
  * reload and a graceful close that answers every request already received.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type Server, type ServerResponse } from "node:http";
+import { type AddressInfo, Server as NetServer } from "node:net";
 import { describeRule } from "../config/describe.ts";
-import { loadRulesFile } from "../config/rules-file.ts";
+import { DEFAULT_MAX_CONFIG_BYTES, loadRulesFile } from "../config/rules-file.ts";
+import { parseTrust, type TrustProxy } from "../http/client-key.ts";
 import { RateLimiterService, systemClock } from "../index.ts";
+import { type ClientHeader, clientAddress } from "./client-address.ts";
 import type { ServerContext } from "./context.ts";
 import { Metrics } from "./metrics.ts";
 import { Reloader } from "./reload.ts";
@@ -23,12 +25,28 @@ export interface ServeOptions extends StoreOptions {
   token?: string;
   maxBodyBytes: number;
   maxBatch: number;
+  /** Longest key accepted, in UTF-8 bytes (default {@link DEFAULT_MAX_KEY_LENGTH}). */
+  maxKeyLength?: number;
+  /** Largest rules file read, at start and on reload (default {@link DEFAULT_MAX_CONFIG_BYTES}). */
+  maxConfigBytes?: number;
+  /** Proxies trusted to name the client of a forward-auth request (default: none). */
+  trustProxy?: TrustProxy;
+  /** The header trusted proxies write the client address to (default x-forwarded-for). */
+  proxyHeader?: ClientHeader;
+  /** Origins allowed to call the API from browsers (default: none, no CORS headers). */
+  corsOrigins?: readonly string[];
   /** Reload on file change (SIGHUP reloads regardless). */
   watch: boolean;
   /** Longest a graceful close waits for in-flight requests before cutting connections (ms). */
   shutdownTimeoutMs: number;
   log: (line: string) => void;
 }
+
+/** Default `--max-key-length`: longer keys are refused with 400, so no client can make the store hold big keys. */
+export const DEFAULT_MAX_KEY_LENGTH = 512;
+
+/** How long idle keep-alive sockets stay open after SIGTERM, so requests already on the wire are answered. */
+const IDLE_GRACE_MS = 1000;
 
 /** A running service. */
 export interface RunningServer {
@@ -43,7 +61,20 @@ export interface RunningServer {
 
 /** Loads the rules (a bad file throws ConfigError), opens the store and listens. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
-  const initial = await loadRulesFile(options.config);
+  const maxConfigBytes = options.maxConfigBytes ?? DEFAULT_MAX_CONFIG_BYTES;
+  const initial = await loadRulesFile(options.config, { maxBytes: maxConfigBytes });
+  const trust = parseTrust(options.trustProxy);
+  const addressOptions = { trust, header: options.proxyHeader ?? "x-forwarded-for", ipv6Subnet: 56 } as const;
+  const warned = new Set<string>();
+  const warnAddress = (kind: "untrusted" | "missing", socket: string) => {
+    if (warned.has(kind)) return;
+    warned.add(kind);
+    options.log(
+      kind === "untrusted"
+        ? `forward-auth: a request from ${socket} carried ${addressOptions.header} but --trust-proxy is not set, so it was keyed by ${socket} (every client behind that proxy shares one key); set --trust-proxy to the proxy's hop count or address`
+        : `forward-auth: --trust-proxy is set but a request from ${socket} carried no ${addressOptions.header} header, so it was keyed by ${socket}; make the proxy send it, or see --proxy-header`,
+    );
+  };
   const store = await openStore(options);
   const service = new RateLimiterService({ store: store.store });
   const metrics = new Metrics();
@@ -54,6 +85,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     reloader: undefined,
     maxBodyBytes: options.maxBodyBytes,
     maxBatch: options.maxBatch,
+    maxKeyLength: options.maxKeyLength ?? DEFAULT_MAX_KEY_LENGTH,
+    clientAddress: (req) => clientAddress(req, addressOptions, warnAddress),
+    corsOrigins: options.corsOrigins ?? [],
     startedAt: systemClock.now(),
     token: options.token,
     rules: new Map(),
@@ -65,15 +99,19 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   };
   apply(initial);
   metrics.lastReloadAt = Math.floor(systemClock.now() / 1000);
-  const reloader = new Reloader(options.config, apply, metrics, options.log);
+  const reloader = new Reloader(options.config, apply, metrics, options.log, maxConfigBytes);
   context.reloader = reloader;
 
   let served = 0;
   let draining = false;
+  /** Responses not yet sent: on close each still unsent gets `Connection: close`. */
+  const pending = new Set<ServerResponse>();
   const server = createServer((req, res) => {
     const started = performance.now();
     if (draining) res.setHeader("connection", "close");
+    else pending.add(res);
     res.on("close", () => {
+      pending.delete(res);
       served++;
       const r = routeOf(req);
       metrics.request(r, res.statusCode);
@@ -85,13 +123,19 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // A slow client may not hold a socket for Node's default 5 minutes: checks are tiny.
   server.headersTimeout = 10_000;
   server.requestTimeout = 15_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(options.port, options.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
     });
-  });
+  } catch (error) {
+    // A busy port or a bad --host: release the store so the process can exit with the error.
+    await store.close();
+    throw error;
+  }
   if (options.watch) reloader.watch();
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
@@ -101,12 +145,17 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     closing ??= (async () => {
       draining = true;
       reloader.close();
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Idle keep-alive connections hold no request: close them now; busy ones close after
-      // their response (draining sets `Connection: close`).
-      server.closeIdleConnections();
+      for (const res of pending) if (!res.headersSent) res.setHeader("connection", "close");
+      pending.clear();
+      // Stop accepting, but do not yet close idle keep-alive sockets as http's close() would: a
+      // client may have just sent its next request on one, and a reset would lose it. Requests
+      // arriving now are answered with `Connection: close`, which ends their sockets; sockets
+      // still idle after the grace period are closed (any request there is then not yet sent).
+      const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
+      const grace = setTimeout(() => server.closeIdleConnections(), Math.min(IDLE_GRACE_MS, options.shutdownTimeoutMs));
       const force = setTimeout(() => server.closeAllConnections(), options.shutdownTimeoutMs);
       await closed;
+      clearTimeout(grace);
       clearTimeout(force);
       await store.close();
       return served;

@@ -32,6 +32,10 @@ export interface StoreOptions {
   timeoutMs?: number;
   onError?: StoreFailurePolicy;
   maxKeys?: number;
+  /** Longest start-up waits for the first Redis connection before starting on the failure policy (ms, default 5000). */
+  connectTimeoutMs?: number;
+  /** Where start-up progress goes (what it waits for, and why it gave up). */
+  log?: (line: string) => void;
 }
 
 function redact(url: string): string {
@@ -86,16 +90,32 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
         enableOfflineQueue: false,
         autoResendUnfulfilledCommands: false,
       });
-  client.on("error", () => undefined); // failures surface per check through the store's policy
+  let lastError: string | undefined;
+  // Failures surface per check through the store's policy; the last one explains a slow start.
+  client.on("error", (error: Error) => {
+    lastError = error.message;
+  });
   // Without an offline queue, checks sent before the first connection would fail: wait for it
   // (bounded, so a Redis that is down at start-up still lets the service start on its policy).
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, 5000);
+  const where = seeds.map(redact).join(",");
+  const waitMs = options.connectTimeoutMs ?? 5000;
+  const ready = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), waitMs);
+    const notice = setTimeout(
+      () => options.log?.(`waiting up to ${waitMs / 1000}s for Redis at ${where}${lastError ? ` (${lastError})` : ""}`),
+      250,
+    );
     client.once("ready", () => {
       clearTimeout(timer);
-      resolve();
+      clearTimeout(notice);
+      resolve(true);
     });
   });
+  if (!ready) {
+    options.log?.(
+      `error: Redis at ${where} did not answer within ${waitMs / 1000}s (${lastError ?? "no connection"}); starting anyway: until it answers, checks are answered by --on-store-error ${options.onError ?? "deny"}`,
+    );
+  }
   const store = new RedisStore({
     client,
     prefix: options.prefix ?? "sluice:",
@@ -105,7 +125,7 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
   return {
     store,
     kind: isCluster ? "redis-cluster" : "redis",
-    where: seeds.map(redact).join(","),
+    where,
     stats: () => ({}),
     ping: async () => {
       // Bounded like every check: a health probe must not hang on a silent Redis.

@@ -41,6 +41,7 @@ describe.skipIf(!available)("in headless Chromium", () => {
       while (!stop) {
         await fetch(`${s.url}/v1/check`, {
           method: "POST",
+          headers: { "content-type": "application/json" },
           body: JSON.stringify(Array.from({ length: 20 }, (_, i) => ({ rule: "pings", key: `k${i % 3}` }))),
         });
         await new Promise((r) => setTimeout(r, 50));

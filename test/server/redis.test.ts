@@ -22,7 +22,13 @@ afterAll(async () => {
 });
 
 const check = async (s: Served, body: unknown) =>
-  (await fetch(`${s.url}/v1/check`, { method: "POST", body: JSON.stringify(body) })).json();
+  (
+    await fetch(`${s.url}/v1/check`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    })
+  ).json();
 
 describe("sluice serve --redis", () => {
   it("two service processes on one Redis share each limit", async () => {
