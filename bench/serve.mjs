@@ -1,6 +1,6 @@
 // Benchmark of `sluice serve` over loopback with autocannon: requests/s and latency for single
-// checks and batches of 100, on the in-process store and on Redis (127.0.0.1:6379, if it
-// answers). Two runs per case: 32 connections for throughput, 1 connection for latency (no
+// checks and batches of 100 through the JSON API, and for forward-auth (the GET reverse proxies
+// send), on the in-process store and on Redis (127.0.0.1:6379, if it answers). Two runs per case: 32 connections for throughput, 1 connection for latency (no
 // queueing, so p99 is the service's own cost). For Redis the store's own p99 (RedisStore.check
 // awaited one at a time from this process) is measured too, so "added by the service" can be read.
 //
@@ -55,6 +55,36 @@ async function cannon(url, body, connections) {
   if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
   return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99 };
 }
+
+// --- forward-auth: the same check as a GET answered by status and headers (one per request).
+async function forwardAuthCannon(url, connections) {
+  const r = await autocannon({
+    url: `${url}/v1/forward-auth?rule=api&key=bench`,
+    method: "GET",
+    connections,
+    duration: SECONDS,
+  });
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99 };
+}
+
+/** One table row for forward-auth, measured like the JSON rows (warm-up, 32 connections, 1 connection). */
+async function forwardAuthRow(url, mode) {
+  await forwardAuthCannon(url, 8);
+  const load = await forwardAuthCannon(url, 32);
+  const quiet = await forwardAuthCannon(url, 1);
+  return {
+    mode,
+    request: "forward-auth",
+    "req/s (32 conn)": load.rps,
+    "checks/s": load.rps,
+    "p99 ms (32 conn)": load.p99,
+    "p50 ms (1 conn)": quiet.p50,
+    "p99 ms (1 conn)": quiet.p99,
+  };
+}
+
+// --- end forward-auth
 
 async function storeP99(url) {
   const { Redis } = await import("ioredis");
@@ -116,6 +146,7 @@ for (const [mode, extra] of modes) {
         "p99 ms (1 conn)": quiet.p99,
       });
     }
+    rows.push(await forwardAuthRow(url, mode));
   } finally {
     child.kill("SIGTERM");
   }
