@@ -46,7 +46,8 @@ for (const length of LENGTHS) {
     const batch = 2000;
     for (let i = 0; i < KEYS; i += batch) {
       const items = [];
-      for (let j = i; j < Math.min(KEYS, i + batch); j++) items.push({ rule: "api", key: String(j).padStart(length, "k") });
+      for (let j = i; j < Math.min(KEYS, i + batch); j++)
+        items.push({ rule: "api", key: String(j).padStart(length, "k") });
       const res = await check(JSON.stringify(items));
       if (res.status !== 200) throw new Error(`status ${res.status}`);
       await res.arrayBuffer();

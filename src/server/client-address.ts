@@ -5,7 +5,14 @@
  * not overwrite and so choose its own key.
  */
 import type { IncomingMessage } from "node:http";
-import { addressKey, forwardedFor, resolveClient, type Trust } from "../http/client-key.ts";
+import {
+  addressKey,
+  forwardedFor,
+  parseTrust,
+  resolveClient,
+  type Trust,
+  type TrustProxy,
+} from "../http/client-key.ts";
 
 /** Headers a proxy may carry the client address in. */
 export type ClientHeader = "x-forwarded-for" | "forwarded" | "x-real-ip";
@@ -44,4 +51,27 @@ export function clientAddress(
         : value.split(",").map((s) => s.trim());
   const bytes = resolveClient(socket, chain, options.trust);
   return bytes === undefined ? socket : addressKey(bytes, options.ipv6Subnet);
+}
+
+/**
+ * The service's resolver: `--trust-proxy` and `--proxy-header` applied, IPv6 grouped by /56, and
+ * each likely misconfiguration logged once (not per request: a proxy sends thousands).
+ */
+export function clientAddressOf(
+  trustProxy: TrustProxy,
+  header: ClientHeader,
+  log: (line: string) => void,
+): (req: IncomingMessage) => string | undefined {
+  const options: ClientAddressOptions = { trust: parseTrust(trustProxy), header, ipv6Subnet: 56 };
+  const warned = new Set<string>();
+  const warn = (kind: "untrusted" | "missing", socket: string) => {
+    if (warned.has(kind)) return;
+    warned.add(kind);
+    log(
+      kind === "untrusted"
+        ? `forward-auth: a request from ${socket} carried ${header} but --trust-proxy is not set, so it was keyed by ${socket} (every client behind that proxy shares one key); set --trust-proxy to the proxy's hop count or address`
+        : `forward-auth: --trust-proxy is set but a request from ${socket} carried no ${header} header, so it was keyed by ${socket}; make the proxy send it, or see --proxy-header`,
+    );
+  };
+  return (req) => clientAddress(req, options, warn);
 }

@@ -6,9 +6,9 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import { type AddressInfo, Server as NetServer } from "node:net";
 import { describeRule } from "../config/describe.ts";
 import { DEFAULT_MAX_CONFIG_BYTES, loadRulesFile } from "../config/rules-file.ts";
-import { parseTrust, type TrustProxy } from "../http/client-key.ts";
+import type { TrustProxy } from "../http/client-key.ts";
 import { RateLimiterService, systemClock } from "../index.ts";
-import { type ClientHeader, clientAddress } from "./client-address.ts";
+import { type ClientHeader, clientAddressOf } from "./client-address.ts";
 import type { ServerContext } from "./context.ts";
 import { Metrics } from "./metrics.ts";
 import { Reloader } from "./reload.ts";
@@ -63,18 +63,6 @@ export interface RunningServer {
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const maxConfigBytes = options.maxConfigBytes ?? DEFAULT_MAX_CONFIG_BYTES;
   const initial = await loadRulesFile(options.config, { maxBytes: maxConfigBytes });
-  const trust = parseTrust(options.trustProxy);
-  const addressOptions = { trust, header: options.proxyHeader ?? "x-forwarded-for", ipv6Subnet: 56 } as const;
-  const warned = new Set<string>();
-  const warnAddress = (kind: "untrusted" | "missing", socket: string) => {
-    if (warned.has(kind)) return;
-    warned.add(kind);
-    options.log(
-      kind === "untrusted"
-        ? `forward-auth: a request from ${socket} carried ${addressOptions.header} but --trust-proxy is not set, so it was keyed by ${socket} (every client behind that proxy shares one key); set --trust-proxy to the proxy's hop count or address`
-        : `forward-auth: --trust-proxy is set but a request from ${socket} carried no ${addressOptions.header} header, so it was keyed by ${socket}; make the proxy send it, or see --proxy-header`,
-    );
-  };
   const store = await openStore(options);
   const service = new RateLimiterService({ store: store.store });
   const metrics = new Metrics();
@@ -86,7 +74,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     maxBodyBytes: options.maxBodyBytes,
     maxBatch: options.maxBatch,
     maxKeyLength: options.maxKeyLength ?? DEFAULT_MAX_KEY_LENGTH,
-    clientAddress: (req) => clientAddress(req, addressOptions, warnAddress),
+    clientAddress: clientAddressOf(options.trustProxy ?? false, options.proxyHeader ?? "x-forwarded-for", options.log),
     corsOrigins: options.corsOrigins ?? [],
     startedAt: systemClock.now(),
     token: options.token,
