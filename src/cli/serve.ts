@@ -11,8 +11,9 @@ import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
 export const SERVE_HELP = `Usage: sluice serve --config FILE [options]
 
 Runs the rate-limit service: POST /v1/check, /v1/peek, /v1/reset, GET /v1/forward-auth (for
-reverse proxies), GET /v1/rules, /healthz, /metrics, /openapi.json, and a status page at GET /. The rules file is reloaded when it changes and on SIGHUP; an invalid
-file is refused and the last good rules stay. SIGTERM / SIGINT close gracefully.
+reverse proxies), GET /v1/rules, /healthz, /metrics, /openapi.json, and a status page at
+GET /. The rules file is reloaded when it changes and on SIGHUP; an invalid file is refused
+and the last good rules stay. SIGTERM / SIGINT close gracefully.
 
 Options:
   --config FILE          rules file, YAML or JSON (required)
@@ -30,7 +31,7 @@ Options:
   --max-body SIZE        largest request body, e.g. 64kb, 1mb (default 64kb)
   --max-batch N          most checks in one batch (default 1000)
   --max-key-length N     longest key in UTF-8 bytes; longer ones get 400 (default 512)
-  --max-config-bytes SIZE  largest rules file read, at start and on reload (default 1mb)
+  --max-config-bytes S   largest rules file read, at start and on reload (default 1mb)
   --trust-proxy T        forward-auth without key: trust this many proxy hops (e.g. 1), or
                          these proxy addresses/CIDRs (e.g. 127.0.0.1,10.0.0.0/8), to name
                          the client (default: none, the peer address is the key)
