@@ -261,6 +261,20 @@ describe("sluice serve: start-up failures", () => {
     );
   });
 
+  it("refuses bad --trust-proxy, --proxy-header and --max-config-bytes values as usage errors", async () => {
+    const cases: Array<[string[], RegExp]> = [
+      [["--trust-proxy", "somewhere"], /--trust-proxy must be a hop count or a comma-separated list/],
+      [["--proxy-header", "x-client"], /--proxy-header must be one of x-forwarded-for, forwarded, x-real-ip/],
+      [["--max-config-bytes", "lots"], /--max-config-bytes must be a size like 1mb/],
+      [["--max-key-length", "0"], /--max-key-length must be a positive integer/],
+    ];
+    for (const [flags, message] of cases) {
+      const r = await run(["serve", "--config", rules, "--port", "0", ...flags]);
+      expect(r.status, flags.join(" ")).toBe(2);
+      expect(r.stderr).toMatch(message);
+    }
+  });
+
   it("an unreachable --redis: says what it waits for, then why it gave up", async () => {
     const r = await serve(["--config", rules, "--redis", "redis://127.0.0.1:1"]);
     try {
