@@ -74,14 +74,16 @@ export async function handleForwardAuth(req: IncomingMessage, res: ServerRespons
     ctx,
   );
   const info = ctx.rules.get(rule);
-  const specs = tier === undefined ? info?.specs : info?.tiers[tier];
-  const set = policySet(specs ?? [], rule);
+  // `known` checked both; a reload cannot run in between (this is synchronous up to the check).
+  const specs = (tier === undefined ? info?.specs : info?.tiers[tier]) as AlgorithmSpec[];
+  const set = policySet(specs, rule);
   const decision: Decision = await onStore(ctx, () => ctx.service.check(item.rule, item.key, optionsOf(item)));
   ctx.metrics.decision(rule, decision.allowed);
   if (decision.failure !== undefined) ctx.metrics.storeErrors++;
 
   res.setHeader("cache-control", "no-store");
-  const counts = decision.failure === undefined;
+  // As the middleware does: figures only when the rule decided (a fixed failure answer has none).
+  const counts = decision.failure === undefined || decision.failure.policy === "fallback";
   writeRateLimitHeaders("draft-11", set, decision, counts, systemClock.now, (name, value) =>
     res.setHeader(name, value),
   );

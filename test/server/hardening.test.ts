@@ -283,6 +283,12 @@ describe("sluice serve: start-up failures", () => {
         /sluice: error: Redis at redis:\/\/127\.0\.0\.1:1 did not answer within 5s \(.*ECONNREFUSED.*\); starting anyway/,
       );
       expect(r.log()).not.toMatch(/\n\s+at /); // no stack
+      // It answers by its policy (deny): forward-auth says 503, not 429, and makes up no figures.
+      const fa = await fetch(`${r.url}/v1/forward-auth?rule=api&key=k&deny=403`);
+      expect(fa.status).toBe(503);
+      expect(fa.headers.get("ratelimit-policy")).toBe('"api";q=5;w=3600');
+      expect(fa.headers.get("ratelimit")).toBeNull();
+      expect(fa.headers.get("retry-after")).toBeNull();
     } finally {
       await r.stop();
     }
