@@ -7,7 +7,7 @@
 // Run: npm run build && node bench/serve.mjs
 // Env: BENCH_SECONDS per run (default 3), BENCH_REDIS (default redis://127.0.0.1:6379; "off" to skip)
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -84,6 +84,47 @@ async function forwardAuthRow(url, mode) {
   };
 }
 
+/** The server's CPU time in ms (utime + stime from /proc, Linux; 100 ticks a second). */
+function cpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * Server CPU per request, forward-auth vs a single JSON check, median of 3 interleaved rounds of
+ * 20,000 requests each: steadier than req/s on a shared machine.
+ */
+async function forwardAuthCpu(url, pid, mode) {
+  const json = {
+    url: `${url}/v1/check`,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: single,
+  };
+  const fa = { url: `${url}/v1/forward-auth?rule=api&key=bench`, method: "GET" };
+  const per = { json: [], fa: [] };
+  for (let round = 0; round < 3; round++) {
+    for (const [name, options] of [
+      ["json", json],
+      ["fa", fa],
+    ]) {
+      const before = cpuMs(pid);
+      const r = await autocannon({ ...options, connections: 8, amount: 20_000 });
+      if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
+      per[name].push(((cpuMs(pid) - before) * 1000) / 20_000);
+    }
+  }
+  const median = (xs) => xs.sort((a, b) => a - b)[1];
+  const jsonUs = median(per.json);
+  const faUs = median(per.fa);
+  return {
+    mode,
+    "JSON single: server CPU µs/request": Number(jsonUs.toFixed(1)),
+    "forward-auth: server CPU µs/request": Number(faUs.toFixed(1)),
+    "forward-auth ÷ JSON": Number((faUs / jsonUs).toFixed(2)),
+  };
+}
+const cpuRows = [];
 // --- end forward-auth
 
 async function storeP99(url) {
@@ -147,6 +188,7 @@ for (const [mode, extra] of modes) {
       });
     }
     rows.push(await forwardAuthRow(url, mode));
+    cpuRows.push(await forwardAuthCpu(url, child.pid, mode));
   } finally {
     child.kill("SIGTERM");
   }
@@ -162,3 +204,4 @@ for (const [mode, extra] of modes) {
 }
 rmSync(dir, { recursive: true, force: true });
 console.table(rows);
+console.table(cpuRows);
