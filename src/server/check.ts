@@ -59,7 +59,8 @@ export async function handleCheck(req: IncomingMessage, res: ServerResponse, ctx
   const { items, batch } = await readItems(req, ctx);
   const decisions = await decideAll(ctx, items, "check");
   decisions.forEach((d, i) => {
-    ctx.metrics.decision((items[i] as CheckItem).rule, d.allowed);
+    const item = items[i] as CheckItem;
+    ctx.metrics.decision(item.rule, d.allowed, item.key);
     if (d.failure !== undefined) ctx.metrics.storeErrors++;
   });
   answer(res, batch, decisions);

@@ -4,6 +4,7 @@
  * needs either installed.
  */
 import { MemoryStore as Memory, type MemoryStore, type Store } from "../index.ts";
+import { loadState, startStateSaver } from "./state-file.ts";
 
 /** What the server needs from its store. */
 export interface ServiceStore {
@@ -34,7 +35,11 @@ export interface StoreOptions {
   maxKeys?: number;
   /** Longest start-up waits for the first Redis connection before starting on the failure policy (ms, default 5000). */
   connectTimeoutMs?: number;
-  /** Where start-up progress goes (what it waits for, and why it gave up). */
+  /** In-process store: the file its counts are kept in across restarts. */
+  state?: string;
+  /** How often the state file is written (ms, default 5000). */
+  stateIntervalMs?: number;
+  /** Where start-up progress and state-file lines go (what it waits for, and why it gave up). */
   log?: (line: string) => void;
 }
 
@@ -51,6 +56,13 @@ function seed(text: string): { host: string; port: number } {
 export async function openStore(options: StoreOptions): Promise<ServiceStore> {
   if (options.redis === undefined) {
     const memory: MemoryStore = new Memory(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys });
+    const log = options.log ?? (() => undefined);
+    let saver: { stop(): Promise<void> } | undefined;
+    if (options.state !== undefined) {
+      // Read before any rule is bound: records are adopted as their rules bind.
+      log(await loadState(memory, options.state));
+      saver = startStateSaver(memory, options.state, options.stateIntervalMs ?? 5000, log);
+    }
     return {
       store: memory,
       kind: "memory",
@@ -64,7 +76,9 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
         };
       },
       ping: async () => undefined,
-      close: async () => undefined,
+      close: async () => {
+        await saver?.stop();
+      },
     };
   }
   const seeds = options.redis
