@@ -91,8 +91,10 @@ export async function route(
       res.destroy();
       return;
     }
-    if (!req.complete) {
-      // The rest of the body (oversized, or of a refused type) is not read: close the connection after answering.
+    const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+    if (hasBody && !req.complete) {
+      // The rest of the body (oversized, of a refused type, or never asked for) is not read:
+      // close the connection after answering. Bodyless requests keep their connection.
       res.setHeader("connection", "close");
       req.resume();
     }

@@ -138,7 +138,10 @@ describe("GET /v1/forward-auth", () => {
   });
 
   it("needs the token like every API call", async () => {
-    expect((await auth(authed, "rule=fa&key=z")).status).toBe(401);
+    const refused = await auth(authed, "rule=fa&key=z");
+    expect(refused.status).toBe(401);
+    // A refused GET keeps its connection: proxies hold a pool of them to the service.
+    expect(refused.headers.get("connection")).toBe("keep-alive");
     expect((await auth(authed, "rule=fa&key=z", { authorization: "Bearer s3cret" })).status).toBe(200);
   });
 });
