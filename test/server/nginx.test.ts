@@ -5,66 +5,14 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
-import { createServer, request, type Server } from "node:http";
-import { connect, createServer as createNetServer } from "node:net";
+import { createServer, type Server } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, ROOT, type Served, serve, tempDir } from "../cli/helpers.ts";
+import { ensureBuilt, type Served, serve, tempDir } from "../cli/helpers.ts";
+import { accepting, call, freePort, readmeBlock, stop } from "../support/proxies.ts";
 
 const NGINX = ["/usr/sbin/nginx", "/usr/bin/nginx"].find((p) => existsSync(p));
 if (NGINX === undefined) console.warn("nginx tests skipped: nginx is not installed (.ci/run installs it)");
-
-/** The first ```nginx block after the recipe marker in README.md. */
-function recipe(): string {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const at = readme.indexOf("<!-- nginx recipe:");
-  const block = /```nginx\n([\s\S]*?)```/.exec(readme.slice(at));
-  if (at < 0 || block === null) throw new Error("README.md has no nginx recipe block after its marker");
-  return block[1] as string;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createNetServer();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-async function accepting(port: number, nginx: ChildProcess): Promise<void> {
-  for (;;) {
-    if (nginx.exitCode !== null) throw new Error(`nginx exited with ${nginx.exitCode}`);
-    const up = await new Promise<boolean>((resolve) => {
-      const socket = connect(port, "127.0.0.1");
-      socket.once("connect", () => resolve(socket.end() !== undefined));
-      socket.once("error", () => resolve(false));
-    });
-    if (up) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-interface Reply {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** One request through nginx, with a fresh connection (so each is its own client request). */
-function call(port: number, method: string, path: string, headers: Record<string, string> = {}): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: "127.0.0.1", port, method, path, headers, agent: false }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (d: string) => (body += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-    });
-    req.on("error", reject);
-    req.end(method === "POST" ? '{"order":1}' : undefined);
-  });
-}
 
 const tmp = tempDir();
 let sluice: Served;
@@ -88,7 +36,7 @@ describe.skipIf(NGINX === undefined)("the README's nginx recipe, in a real nginx
     const appPort = (app.address() as { port: number }).port;
     port = await freePort();
     const sluicePort = new URL(sluice.url).port;
-    const text = recipe();
+    const text = readmeBlock("<!-- nginx recipe:", "nginx");
     expect(text).toContain("server 127.0.0.1:8080;");
     expect(text).toContain("server 127.0.0.1:3000;");
     expect(text).toContain("listen 80;");
@@ -134,11 +82,7 @@ ${server}
     }
   });
   afterAll(async () => {
-    if (nginx !== undefined && nginx.exitCode === null) {
-      const exited = new Promise((resolve) => nginx.once("exit", resolve));
-      nginx.kill("SIGTERM");
-      await exited;
-    }
+    await stop(nginx);
     await sluice?.stop();
     await new Promise((resolve) => (app ? app.close(resolve) : resolve(undefined)));
     tmp.cleanup();
