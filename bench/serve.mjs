@@ -1,15 +1,17 @@
 // Benchmark of `sluice serve` over loopback with autocannon: requests/s and latency for single
-// checks and batches of 100, on the in-process store and on Redis (127.0.0.1:6379, if it
-// answers). Beside them, Envoy's gRPC ShouldRateLimit (one descriptor, and five) against the
-// JSON API doing the same checks (one, and a batch of five), with the server's CPU time per
-// check for both: the ratio is the gRPC API's cost relative to JSON (target: within 1.3x). Two runs per case: 32 connections for throughput, 1 connection for latency (no
+// checks and batches of 100 through the JSON API, and for forward-auth (the GET reverse proxies
+// send), on the in-process store and on Redis (127.0.0.1:6379, if it answers). Beside them,
+// Envoy's gRPC ShouldRateLimit (one descriptor, and five) against the JSON API doing the same
+// checks (one, and a batch of five), with the server's CPU time per check for both: the ratio is
+// the gRPC API's cost relative to JSON (target: within 1.3x). Two runs per case: 32 connections
+// for throughput, 1 connection for latency (no
 // queueing, so p99 is the service's own cost). For Redis the store's own p99 (RedisStore.check
 // awaited one at a time from this process) is measured too, so "added by the service" can be read.
 //
 // Run: npm run build && node bench/serve.mjs
 // Env: BENCH_SECONDS per run (default 3), BENCH_REDIS (default redis://127.0.0.1:6379; "off" to skip)
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -78,6 +80,77 @@ async function cannon(url, body, connections, overallRate) {
   if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
   return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99 };
 }
+
+// --- forward-auth: the same check as a GET answered by status and headers (one per request).
+async function forwardAuthCannon(url, connections) {
+  const r = await autocannon({
+    url: `${url}/v1/forward-auth?rule=api&key=bench`,
+    method: "GET",
+    connections,
+    duration: SECONDS,
+  });
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
+  return { rps: Math.round(r.requests.average), p50: r.latency.p50, p99: r.latency.p99 };
+}
+
+/** One table row for forward-auth, measured like the JSON rows (warm-up, 32 connections, 1 connection). */
+async function forwardAuthRow(url, mode) {
+  await forwardAuthCannon(url, 8);
+  const load = await forwardAuthCannon(url, 32);
+  const quiet = await forwardAuthCannon(url, 1);
+  return {
+    mode,
+    request: "forward-auth",
+    "req/s (32 conn)": load.rps,
+    "checks/s": load.rps,
+    "p99 ms (32 conn)": load.p99,
+    "p50 ms (1 conn)": quiet.p50,
+    "p99 ms (1 conn)": quiet.p99,
+  };
+}
+
+/** The server's CPU time in ms (utime + stime from /proc, Linux; 100 ticks a second). */
+function cpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/**
+ * Server CPU per request, forward-auth vs a single JSON check, median of 3 interleaved rounds of
+ * 20,000 requests each: steadier than req/s on a shared machine.
+ */
+async function forwardAuthCpu(url, pid, mode) {
+  const json = {
+    url: `${url}/v1/check`,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: single,
+  };
+  const fa = { url: `${url}/v1/forward-auth?rule=api&key=bench`, method: "GET" };
+  const per = { json: [], fa: [] };
+  for (let round = 0; round < 3; round++) {
+    for (const [name, options] of [
+      ["json", json],
+      ["fa", fa],
+    ]) {
+      const before = cpuMs(pid);
+      const r = await autocannon({ ...options, connections: 8, amount: 20_000 });
+      if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
+      per[name].push(((cpuMs(pid) - before) * 1000) / 20_000);
+    }
+  }
+  const median = (xs) => xs.sort((a, b) => a - b)[1];
+  const jsonUs = median(per.json);
+  const faUs = median(per.fa);
+  return {
+    mode,
+    "JSON single: server CPU µs/request": Number(jsonUs.toFixed(1)),
+    "forward-auth: server CPU µs/request": Number(faUs.toFixed(1)),
+    "forward-auth ÷ JSON": Number((faUs / jsonUs).toFixed(2)),
+  };
+}
+const cpuRows = [];
+// --- end forward-auth
 
 async function storeP99(url) {
   const { Redis } = await import("ioredis");
@@ -178,6 +251,8 @@ for (const [mode, extra] of modes) {
         "p99 ms (1 conn)": quiet.p99,
       });
     }
+    rows.push(await forwardAuthRow(url, mode));
+    cpuRows.push(await forwardAuthCpu(url, child.pid, mode));
   } finally {
     child.kill("SIGTERM");
   }
@@ -193,6 +268,7 @@ for (const [mode, extra] of modes) {
 }
 rmSync(dir, { recursive: true, force: true });
 console.table(rows);
+console.table(cpuRows);
 console.log("Envoy gRPC ShouldRateLimit vs the JSON API (32 in flight; server CPU per check):");
 console.table(envoyRows);
 

@@ -1,17 +1,20 @@
 /** `sluice serve`: the rate-limit service over HTTP (see src/server/). */
 import type { Writable } from "node:stream";
 import { parseBytes, parseDuration } from "../config/units.ts";
-import { startServer } from "../server/server.ts";
+import { parseTrust, type TrustProxy } from "../http/client-key.ts";
+import { CLIENT_HEADERS, type ClientHeader } from "../server/client-address.ts";
+import { DEFAULT_MAX_KEY_LENGTH, startServer } from "../server/server.ts";
 import type { StoreFailurePolicy } from "../server/store.ts";
-import { num, parseFlags, str, UsageError } from "./args.ts";
+import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
 
 /** Help text of `sluice serve`. */
 export const SERVE_HELP = `Usage: sluice serve --config FILE [options]
        sluice serve --grpc-port N --envoy-config PATH [options]
 
-Runs the rate-limit service: POST /v1/check, GET /v1/rules, GET /healthz, GET /metrics, and a
-status page at GET /. The rules file is reloaded when it changes and on SIGHUP; an invalid
-file is refused and the last good rules stay. SIGTERM / SIGINT close gracefully.
+Runs the rate-limit service: POST /v1/check, /v1/peek, /v1/reset, GET /v1/forward-auth (for
+reverse proxies), GET /v1/rules, /healthz, /metrics, /openapi.json, and a status page at
+GET /. The rules file is reloaded when it changes and on SIGHUP; an invalid file is refused
+and the last good rules stay. SIGTERM / SIGINT close gracefully.
 
 Options:
   --config FILE          rules file, YAML or JSON (required unless --envoy-config is given)
@@ -36,16 +39,62 @@ Options:
                          (default: the SLUICE_TOKEN environment variable, if set)
   --max-body SIZE        largest request body, e.g. 64kb, 1mb (default 64kb)
   --max-batch N          most checks in one batch (default 1000)
+  --max-key-length N     longest key in UTF-8 bytes; longer ones get 400 (default 512)
+  --max-config-bytes S   largest rules file read, at start and on reload (default 1mb)
+  --trust-proxy T        forward-auth without key: trust this many proxy hops (e.g. 1), or
+                         these proxy addresses/CIDRs (e.g. 127.0.0.1,10.0.0.0/8), to name
+                         the client (default: none, the peer address is the key)
+  --proxy-header H       x-forwarded-for | forwarded | x-real-ip: where trusted proxies
+                         write the client address (default x-forwarded-for)
+  --cors-origin O        allow browsers from these origins (comma-separated, or *) to call
+                         the API (default: none, no CORS headers)
   --no-watch             reload only on SIGHUP, not on file change
   --shutdown-timeout D   longest a graceful close waits for in-flight requests (default 10s)
   -h, --help             this help
 
 Example:
   sluice serve --config examples/rules.yaml --port 8080
-  curl -s localhost:8080/v1/check -d '{"rule":"api","key":"alice"}'
+  curl -s localhost:8080/v1/check --json '{"rule":"api","key":"alice"}'
 `;
 
 const POLICIES = ["deny", "allow", "throw"];
+
+/** `--trust-proxy`: a hop count, or a comma-separated list of addresses / CIDRs / named ranges. */
+function parseTrustFlag(text: string | undefined): TrustProxy {
+  if (text === undefined) return false;
+  const value: TrustProxy = /^\d+$/.test(text.trim())
+    ? Number(text.trim())
+    : text
+        .split(",")
+        .map((s) => s.trim())
+        .filter((s) => s !== "");
+  try {
+    parseTrust(value);
+  } catch (error) {
+    throw new UsageError(
+      `--trust-proxy must be a hop count or a comma-separated list of proxy addresses/CIDRs (got ${JSON.stringify(text)}): ${(error as Error).message}`,
+    );
+  }
+  return value;
+}
+
+const LISTEN_REASONS: Record<string, string> = {
+  EADDRINUSE: "the port is already in use",
+  EACCES: "permission denied (ports below 1024 need privileges)",
+  EADDRNOTAVAIL: "that address is not on this machine",
+  ENOTFOUND: "no such host",
+  EAI_AGAIN: "the host name could not be resolved",
+};
+
+/** A listen failure as one line (exit 1, no stack); other errors pass through unchanged. */
+function listenError(error: unknown, host: string, port: number): unknown {
+  const e = error as NodeJS.ErrnoException;
+  const reason = e?.code === undefined ? undefined : LISTEN_REASONS[e.code];
+  if (reason === undefined && e?.syscall !== "listen") return error;
+  return new InputError(
+    `cannot listen on ${JSON.stringify(host)} port ${port}: ${reason ?? e.message} (${e.code ?? "error"}); see --host and --port`,
+  );
+}
 
 /** Runs `sluice serve` until SIGTERM/SIGINT; returns the exit status. */
 export async function serveCommand(argv: string[], io: { stdout: Writable; stderr: Writable }): Promise<number> {
@@ -68,6 +117,11 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     "max-batch": { type: "string" },
     "no-watch": { type: "boolean" },
     "shutdown-timeout": { type: "string" },
+    "max-key-length": { type: "string" },
+    "max-config-bytes": { type: "string" },
+    "trust-proxy": { type: "string" },
+    "proxy-header": { type: "string" },
+    "cors-origin": { type: "string" },
   });
   if (parsed.values.help) {
     io.stdout.write(SERVE_HELP);
@@ -98,6 +152,20 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   const shutdownTimeoutMs = parseDuration(shutdownText);
   if (shutdownTimeoutMs === undefined)
     throw new UsageError(`--shutdown-timeout must be a duration like 10s (got ${JSON.stringify(shutdownText)})`);
+  const configText = str(parsed, "max-config-bytes") ?? "1mb";
+  const maxConfigBytes = parseBytes(configText);
+  if (maxConfigBytes === undefined || maxConfigBytes < 1)
+    throw new UsageError(`--max-config-bytes must be a size like 1mb (got ${JSON.stringify(configText)})`);
+  const proxyHeader = str(parsed, "proxy-header") ?? "x-forwarded-for";
+  if (!(CLIENT_HEADERS as readonly string[]).includes(proxyHeader))
+    throw new UsageError(
+      `--proxy-header must be one of ${CLIENT_HEADERS.join(", ")} (got ${JSON.stringify(proxyHeader)})`,
+    );
+  const trustProxy = parseTrustFlag(str(parsed, "trust-proxy"));
+  const corsOrigins = (str(parsed, "cors-origin") ?? "")
+    .split(",")
+    .map((o) => o.trim())
+    .filter((o) => o !== "");
   const state = str(parsed, "state");
   if (state !== undefined && str(parsed, "redis") !== undefined)
     throw new UsageError("--state keeps the in-process store's counts; with --redis they already live in Redis");
@@ -108,15 +176,21 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   const token = str(parsed, "token") ?? (process.env.SLUICE_TOKEN || undefined);
   const log = (line: string) => io.stderr.write(`sluice: ${line}\n`);
 
+  const host = str(parsed, "host") ?? "127.0.0.1";
   const running = await startServer({
     ...(config === undefined ? {} : { config }),
     ...(grpcPort === undefined ? {} : { grpcPort }),
     ...(envoyConfig === undefined ? {} : { envoyConfig }),
     port,
-    host: str(parsed, "host") ?? "127.0.0.1",
+    host,
     ...(token === undefined ? {} : { token }),
     maxBodyBytes,
     maxBatch: num(parsed, "max-batch", 1000),
+    maxKeyLength: num(parsed, "max-key-length", DEFAULT_MAX_KEY_LENGTH),
+    maxConfigBytes,
+    trustProxy,
+    proxyHeader: proxyHeader as ClientHeader,
+    corsOrigins,
     watch: parsed.values["no-watch"] !== true,
     shutdownTimeoutMs,
     log,
@@ -127,6 +201,8 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     onError: policy as StoreFailurePolicy,
     ...(str(parsed, "max-keys") === undefined ? {} : { maxKeys: num(parsed, "max-keys", 1) }),
     ...(state === undefined ? {} : { state, stateIntervalMs }),
+  }).catch((error: unknown) => {
+    throw listenError(error, host, port);
   });
 
   // Signal handlers go in before the address is printed: whoever reads it may signal at once.
@@ -170,10 +246,12 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
       `  status page   ${url}/\n` +
       (context.rules.size === 0
         ? ""
-        : `  check         curl -s${auth} ${url}/v1/check -d '{"rule":"${first}","key":"alice"}'\n` +
-          `  batch         curl -s${auth} ${url}/v1/check -d '[{"rule":"${first}","key":"alice"},{"rule":"${first}","key":"bob","cost":2}]'\n`) +
+        : `  check         curl -s${auth} ${url}/v1/check --json '{"rule":"${first}","key":"alice"}'\n` +
+          `  batch         curl -s${auth} ${url}/v1/check --json '[{"rule":"${first}","key":"alice"},{"rule":"${first}","key":"bob","cost":2}]'\n` +
+          `  forward-auth  curl -si${auth} '${url}/v1/forward-auth?rule=${encodeURIComponent(first)}&key=alice'\n`) +
       `  rules         curl -s${auth} ${url}/v1/rules\n` +
-      `  metrics       curl -s${auth} ${url}/metrics\n`,
+      `  metrics       curl -s${auth} ${url}/metrics\n` +
+      `  API           ${url}/openapi.json\n`,
   );
 
   return exit;

@@ -4,7 +4,7 @@
  * `*PerSecond` fields); everything else is validated by the core exactly as `createLimiter`
  * does, so a file is accepted iff the same rules would be accepted in code.
  */
-import { readFile } from "node:fs/promises";
+import { open } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { ConfigError, RateLimiterService, type RuleSpec } from "../index.ts";
 import { describeValue } from "../spec.ts";
@@ -15,8 +15,12 @@ import { parseDuration, parseRate } from "./units.ts";
 export interface RuleDefinition {
   name: string;
   spec: RuleSpec;
+  /** Null-prototype: a tier may be named `__proto__` or `constructor` like any other. */
   tiers: Record<string, RuleSpec>;
 }
+
+/** Largest rules file read by default (1 MiB): parsing is synchronous, so its size bounds the pause. */
+export const DEFAULT_MAX_CONFIG_BYTES = 1024 * 1024;
 
 /** A parsed and validated rules file. */
 export interface RulesConfig {
@@ -36,7 +40,7 @@ function fail(field: string, message: string, value: unknown): never {
 /** Converts human units in one spec object; leaves validation of the result to the core. */
 function convertSpec(input: unknown, where: string): unknown {
   if (!isObject(input)) return input;
-  const out: Record<string, unknown> = {};
+  const out: Record<string, unknown> = Object.create(null);
   for (const [field, value] of Object.entries(input)) {
     if (typeof value === "string" && field.endsWith("Ms")) {
       const ms = parseDuration(value);
@@ -99,7 +103,8 @@ export function parseRules(doc: unknown): RulesConfig {
       tiersIn = body.tiers ?? {};
       if (!isObject(tiersIn)) fail("tiers", `${where}tiers must be a mapping of tier names to specs`, tiersIn);
     }
-    const tiers: Record<string, RuleSpec> = {};
+    // Tier names come from the file: a plain object would turn `__proto__` into its prototype.
+    const tiers: Record<string, RuleSpec> = Object.create(null);
     for (const [tier, tierSpec] of Object.entries(tiersIn as Record<string, unknown>)) {
       tiers[tier] = convertRule(tierSpec, `rule ${JSON.stringify(name)} tier ${JSON.stringify(tier)}: `) as RuleSpec;
     }
@@ -144,14 +149,51 @@ export function parseRulesText(text: string, fileName = "rules.yaml"): RulesConf
   }
 }
 
-/** Reads and validates a rules file; unreadable files become a ConfigError naming the path. */
-export async function loadRulesFile(path: string): Promise<RulesConfig> {
+/** Options of {@link loadRulesFile}. */
+export interface LoadOptions {
+  /** Refuse files larger than this many bytes (default {@link DEFAULT_MAX_CONFIG_BYTES}). */
+  maxBytes?: number;
+}
+
+function tooBig(path: string, size: string, max: number): ConfigError {
+  return new ConfigError(
+    "file",
+    `rules file ${JSON.stringify(path)} is ${size}, more than the limit of ${max} bytes (see --max-config-bytes)`,
+    path,
+  );
+}
+
+/**
+ * Reads and validates a rules file; unreadable or oversized files become a ConfigError naming
+ * the path. The size is checked before reading, and the read stops at the limit even if the
+ * file grows meanwhile, so no file can make the process read (or parse) more than `maxBytes`.
+ */
+export async function loadRulesFile(path: string, options: LoadOptions = {}): Promise<RulesConfig> {
+  const max = options.maxBytes ?? DEFAULT_MAX_CONFIG_BYTES;
   let text: string;
+  let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
-    text = await readFile(path, "utf8");
+    handle = await open(path, "r");
+    const { size } = await handle.stat();
+    if (size > max) throw tooBig(path, `${size} bytes`, max);
+    // One byte more than stat said: a file that grew meanwhile is noticed, not half-read.
+    const buffer = Buffer.alloc(size + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    if (length > size) {
+      throw new ConfigError("file", `rules file ${JSON.stringify(path)} changed while being read; try again`, path);
+    }
+    text = buffer.toString("utf8", 0, length);
   } catch (error) {
+    if (error instanceof ConfigError) throw error;
     const reason = (error as NodeJS.ErrnoException).code ?? String(error);
     throw new ConfigError("file", `cannot read rules file ${JSON.stringify(path)} (${reason})`, path);
+  } finally {
+    await handle?.close();
   }
   return parseRulesText(text, path);
 }

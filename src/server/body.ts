@@ -1,6 +1,9 @@
 /**
  * Reading request bodies with a hard size limit: a declared Content-Length over the limit is
  * refused before a byte is read, and a chunked body is cut off as soon as it passes the limit.
+ * Only `application/json` is accepted (a form or text/plain body is what a cross-site page can
+ * send without a CORS preflight), and nesting is bounded before parsing, so no body can make
+ * later code recurse past the stack.
  */
 import type { IncomingMessage } from "node:http";
 import { badRequest, HttpError } from "./problem.ts";
@@ -52,10 +55,62 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<string
   });
 }
 
+/** Deepest nesting of arrays/objects a body may have: a check is 2 levels deep (a batch of objects). */
+export const MAX_JSON_DEPTH = 32;
+
+/** Throws 415 unless the request says `Content-Type: application/json` (charset, if any, UTF-8). */
+export function requireJsonType(req: IncomingMessage): void {
+  const header = req.headers["content-type"] ?? "";
+  const [type = "", ...params] = header.split(";").map((part) => part.trim().toLowerCase());
+  const charset = params
+    .find((p) => p.startsWith("charset="))
+    ?.slice("charset=".length)
+    .replace(/"/g, "");
+  if (type === "application/json" && (charset === undefined || charset === "utf-8" || charset === "utf8")) return;
+  throw new HttpError(
+    415,
+    "unsupported-media-type",
+    "Unsupported media type",
+    `request body must be sent as \`Content-Type: application/json\` (got ${header === "" ? "no Content-Type" : JSON.stringify(header.slice(0, 100))})`,
+    {},
+    { "accept-post": "application/json" },
+  );
+}
+
+/**
+ * The deepest array/object nesting in JSON text, counted without parsing (brackets inside
+ * strings skipped); stops counting once past `limit`.
+ */
+export function jsonDepth(text: string, limit: number): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      depth++;
+      if (depth > max) max = depth;
+      if (max > limit) return max;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return max;
+}
+
 /** Reads and parses a JSON body; malformed JSON is a 400 naming the parser's complaint. */
 export async function readJson(req: IncomingMessage, maxBytes: number): Promise<unknown> {
+  requireJsonType(req);
   const text = await readBody(req, maxBytes);
   if (text.trim() === "") throw badRequest("invalid-json", "request body is empty; expected JSON");
+  if (jsonDepth(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH) {
+    throw badRequest("invalid-json", `request body nests arrays/objects deeper than ${MAX_JSON_DEPTH} levels`, {
+      maxDepth: MAX_JSON_DEPTH,
+    });
+  }
   try {
     return JSON.parse(text);
   } catch (error) {

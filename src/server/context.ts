@@ -1,4 +1,5 @@
 /** What every handler can reach: the service, its store, metrics, reloader and limits. */
+import type { IncomingMessage } from "node:http";
 import type { RateLimiterService, RuleInfo, Store } from "../index.ts";
 import type { EnvoyService } from "./envoy/envoy-service.ts";
 import type { Metrics } from "./metrics.ts";
@@ -15,6 +16,12 @@ export interface ServerContext {
   maxBodyBytes: number;
   /** Most checks in one batch. */
   maxBatch: number;
+  /** Longest key accepted, in UTF-8 bytes: longer keys are refused, never stored. */
+  maxKeyLength: number;
+  /** The key of a forwarded request's client (forward-auth without `key`), as `--trust-proxy` allows. */
+  clientAddress: (req: IncomingMessage) => string | undefined;
+  /** Origins allowed to call the API from a browser (`--cors-origin`); empty: no CORS headers at all. */
+  corsOrigins: readonly string[];
   /** Epoch ms when the server started. */
   startedAt: number;
   /** When set, API calls need `Authorization: Bearer <token>`. */

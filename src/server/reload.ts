@@ -1,7 +1,8 @@
 /**
  * Hot reload of the rules file, on change (fs.watch on its folder, since editors often replace
- * a file by renaming) or on SIGHUP. An invalid file never replaces the running rules: the last
- * good config stays, and the failure is logged and counted in metrics.
+ * a file by renaming) or on SIGHUP. An invalid or oversized file never replaces the running
+ * rules: the last good config stays, and the failure is logged and counted in metrics. The
+ * file is read asynchronously and its size is capped, so a reload never stalls answering.
  */
 import { type FSWatcher, watch } from "node:fs";
 import { basename, dirname } from "node:path";
@@ -20,6 +21,7 @@ export class Reloader {
   readonly #prepare: ((config: RulesConfig) => Promise<() => void>) | undefined;
   readonly #metrics: Metrics;
   readonly #log: (line: string) => void;
+  readonly #maxBytes: number | undefined;
   #watcher: FSWatcher | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #chain: Promise<void> = Promise.resolve();
@@ -31,8 +33,10 @@ export class Reloader {
     log: (line: string) => void,
     /** Checks what else the file feeds (the Envoy API's domains); returns how to apply it. */
     prepare?: (config: RulesConfig) => Promise<() => void>,
+    maxBytes?: number,
   ) {
     this.#prepare = prepare;
+    this.#maxBytes = maxBytes;
     this.path = path;
     this.#apply = apply;
     this.#metrics = metrics;
@@ -49,7 +53,7 @@ export class Reloader {
   async #reload(reason: string): Promise<boolean> {
     this.#metrics.lastReloadAt = Math.floor(systemClock.now() / 1000);
     try {
-      const config = await loadRulesFile(this.path);
+      const config = await loadRulesFile(this.path, this.#maxBytes === undefined ? {} : { maxBytes: this.#maxBytes });
       const commit = await this.#prepare?.(config);
       const r = this.#apply(config);
       commit?.();

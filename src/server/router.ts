@@ -5,33 +5,43 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isSluiceError } from "../index.ts";
 import { requireToken } from "./auth.ts";
-import { handleCheck } from "./check.ts";
+import { handleCheck, handlePeek, handleReset } from "./check.ts";
+import { show } from "./check-items.ts";
 import type { ServerContext } from "./context.ts";
+import { answerPreflight, corsHeaders } from "./cors.ts";
+import { handleForwardAuth } from "./forward-auth.ts";
 import { handleHealth, handleMetrics, handlePage, handleRules, handleStatus } from "./handlers.ts";
+import { handleOpenApi } from "./openapi.ts";
 import { HttpError, sendProblem } from "./problem.ts";
 
 type Handler = (req: IncomingMessage, res: ServerResponse, ctx: ServerContext) => void | Promise<void>;
 
-interface Route {
+/** One endpoint. */
+export interface Route {
   method: "GET" | "POST";
-  /** Whether `--token` protects it. Health and the (static) page stay open for probes and browsers. */
+  /** Whether `--token` protects it. Health, the API description and the (static) page stay open for probes and browsers. */
   auth: boolean;
   handler: Handler;
 }
 
-const ROUTES: Record<string, Route> = {
-  "/v1/check": { method: "POST", auth: true, handler: handleCheck },
-  "/v1/rules": { method: "GET", auth: true, handler: handleRules },
-  "/v1/status": { method: "GET", auth: true, handler: handleStatus },
-  "/metrics": { method: "GET", auth: true, handler: handleMetrics },
-  "/healthz": { method: "GET", auth: false, handler: handleHealth },
-  "/": { method: "GET", auth: false, handler: handlePage },
-};
+/** Every endpoint by path (the OpenAPI test checks the document against this table). */
+export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
+  ["/v1/check", { method: "POST", auth: true, handler: handleCheck }],
+  ["/v1/peek", { method: "POST", auth: true, handler: handlePeek }],
+  ["/v1/reset", { method: "POST", auth: true, handler: handleReset }],
+  ["/v1/forward-auth", { method: "GET", auth: true, handler: handleForwardAuth }],
+  ["/v1/rules", { method: "GET", auth: true, handler: handleRules }],
+  ["/v1/status", { method: "GET", auth: true, handler: handleStatus }],
+  ["/metrics", { method: "GET", auth: true, handler: handleMetrics }],
+  ["/healthz", { method: "GET", auth: false, handler: handleHealth }],
+  ["/openapi.json", { method: "GET", auth: false, handler: handleOpenApi }],
+  ["/", { method: "GET", auth: false, handler: handlePage }],
+]);
 
 /** The route label for metrics: a known path, or "other" (never the raw path: unbounded). */
 export function routeOf(req: IncomingMessage): string {
   const path = (req.url ?? "/").split("?")[0] as string;
-  return Object.hasOwn(ROUTES, path) ? path : "other";
+  return ROUTES.has(path) ? path : "other";
 }
 
 /** Handles one request; never throws. */
@@ -43,18 +53,21 @@ export async function route(
 ): Promise<void> {
   const path = (req.url ?? "/").split("?")[0] as string;
   try {
-    const r = Object.hasOwn(ROUTES, path) ? ROUTES[path] : undefined;
-    if (r === undefined) throw new HttpError(404, "not-found", "Not found", `no endpoint at ${path}`);
+    const r = ROUTES.get(path);
+    if (r === undefined) throw new HttpError(404, "not-found", "Not found", `no endpoint at ${show(path)}`);
+    const methods = r.method === "GET" ? ["GET", "HEAD"] : [r.method];
+    if (answerPreflight(req, res, ctx.corsOrigins, methods)) return;
+    corsHeaders(req, res, ctx.corsOrigins);
     const method = req.method === "HEAD" && r.method === "GET" ? "GET" : req.method;
     if (method !== r.method) {
       throw new HttpError(
         405,
         "method-not-allowed",
         "Method not allowed",
-        `${path} accepts ${r.method} (got ${req.method})`,
+        `${path} accepts ${r.method} (got ${show(req.method)})`,
         {},
         {
-          allow: r.method === "GET" ? "GET, HEAD" : r.method,
+          allow: methods.join(", "),
         },
       );
     }
@@ -78,8 +91,10 @@ export async function route(
       res.destroy();
       return;
     }
-    if (problem.status === 413) {
-      // The rest of an oversized body is not read: close the connection after answering.
+    const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+    if (hasBody && !req.complete) {
+      // The rest of the body (oversized, of a refused type, or never asked for) is not read:
+      // close the connection after answering. Bodyless requests keep their connection.
       res.setHeader("connection", "close");
       req.resume();
     }

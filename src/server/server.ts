@@ -2,11 +2,13 @@
  * `sluice serve` as a library: starts the HTTP service on a rules file and a store, with hot
  * reload and a graceful close that answers every request already received.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { createServer, type Server, type ServerResponse } from "node:http";
+import { type AddressInfo, Server as NetServer } from "node:net";
 import { describeRule } from "../config/describe.ts";
-import { loadRulesFile, type RulesConfig } from "../config/rules-file.ts";
+import { DEFAULT_MAX_CONFIG_BYTES, loadRulesFile, type RulesConfig } from "../config/rules-file.ts";
+import type { TrustProxy } from "../http/client-key.ts";
 import { type Clock, RateLimiterService, systemClock } from "../index.ts";
+import { type ClientHeader, clientAddressOf } from "./client-address.ts";
 import type { ServerContext } from "./context.ts";
 import { EnvoyService } from "./envoy/envoy-service.ts";
 import { Metrics } from "./metrics.ts";
@@ -30,12 +32,28 @@ export interface ServeOptions extends StoreOptions {
   token?: string;
   maxBodyBytes: number;
   maxBatch: number;
+  /** Longest key accepted, in UTF-8 bytes (default {@link DEFAULT_MAX_KEY_LENGTH}). */
+  maxKeyLength?: number;
+  /** Largest rules file read, at start and on reload (default {@link DEFAULT_MAX_CONFIG_BYTES}). */
+  maxConfigBytes?: number;
+  /** Proxies trusted to name the client of a forward-auth request (default: none). */
+  trustProxy?: TrustProxy;
+  /** The header trusted proxies write the client address to (default x-forwarded-for). */
+  proxyHeader?: ClientHeader;
+  /** Origins allowed to call the API from browsers (default: none, no CORS headers). */
+  corsOrigins?: readonly string[];
   /** Reload on file change (SIGHUP reloads regardless). */
   watch: boolean;
   /** Longest a graceful close waits for in-flight requests before cutting connections (ms). */
   shutdownTimeoutMs: number;
   log: (line: string) => void;
 }
+
+/** Default `--max-key-length`: longer keys are refused with 400, so no client can make the store hold big keys. */
+export const DEFAULT_MAX_KEY_LENGTH = 512;
+
+/** How long idle keep-alive sockets stay open after SIGTERM, so requests already on the wire are answered. */
+const IDLE_GRACE_MS = 1000;
 
 /** A running service. */
 export interface RunningServer {
@@ -50,8 +68,11 @@ export interface RunningServer {
 
 /** Loads the rules (a bad file throws ConfigError), opens the store and listens. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  const maxConfigBytes = options.maxConfigBytes ?? DEFAULT_MAX_CONFIG_BYTES;
   const initial: RulesConfig =
-    options.config === undefined ? { rules: [], domains: [] } : await loadRulesFile(options.config);
+    options.config === undefined
+      ? { rules: [], domains: [] }
+      : await loadRulesFile(options.config, { maxBytes: maxConfigBytes });
   const store = await openStore(options);
   const clock = options.clock === undefined ? {} : { clock: options.clock };
   const service = new RateLimiterService({ store: store.store, ...clock });
@@ -63,6 +84,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     reloader: undefined,
     maxBodyBytes: options.maxBodyBytes,
     maxBatch: options.maxBatch,
+    maxKeyLength: options.maxKeyLength ?? DEFAULT_MAX_KEY_LENGTH,
+    clientAddress: clientAddressOf(options.trustProxy ?? false, options.proxyHeader ?? "x-forwarded-for", options.log),
+    corsOrigins: options.corsOrigins ?? [],
     startedAt: systemClock.now(),
     token: options.token,
     rules: new Map(),
@@ -98,15 +122,21 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   }
   const prepare = envoy === undefined ? undefined : (config: RulesConfig) => envoy.prepare(domains(config));
   const reloader =
-    options.config === undefined ? undefined : new Reloader(options.config, apply, metrics, options.log, prepare);
+    options.config === undefined
+      ? undefined
+      : new Reloader(options.config, apply, metrics, options.log, prepare, maxConfigBytes);
   context.reloader = reloader;
 
   let served = 0;
   let draining = false;
+  /** Responses not yet sent: on close each still unsent gets `Connection: close`. */
+  const pending = new Set<ServerResponse>();
   const server = createServer((req, res) => {
     const started = performance.now();
     if (draining) res.setHeader("connection", "close");
+    else pending.add(res);
     res.on("close", () => {
+      pending.delete(res);
       served++;
       const r = routeOf(req);
       metrics.request(r, res.statusCode);
@@ -142,12 +172,17 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       draining = true;
       reloader?.close();
       const grpcClosed = envoy?.close(options.shutdownTimeoutMs);
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Idle keep-alive connections hold no request: close them now; busy ones close after
-      // their response (draining sets `Connection: close`).
-      server.closeIdleConnections();
+      for (const res of pending) if (!res.headersSent) res.setHeader("connection", "close");
+      pending.clear();
+      // Stop accepting, but do not yet close idle keep-alive sockets as http's close() would: a
+      // client may have just sent its next request on one, and a reset would lose it. Requests
+      // arriving now are answered with `Connection: close`, which ends their sockets; sockets
+      // still idle after the grace period are closed (any request there is then not yet sent).
+      const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
+      const grace = setTimeout(() => server.closeIdleConnections(), Math.min(IDLE_GRACE_MS, options.shutdownTimeoutMs));
       const force = setTimeout(() => server.closeAllConnections(), options.shutdownTimeoutMs);
       await closed;
+      clearTimeout(grace);
       clearTimeout(force);
       await grpcClosed;
       await store.close();

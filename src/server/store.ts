@@ -33,11 +33,13 @@ export interface StoreOptions {
   timeoutMs?: number;
   onError?: StoreFailurePolicy;
   maxKeys?: number;
+  /** Longest start-up waits for the first Redis connection before starting on the failure policy (ms, default 5000). */
+  connectTimeoutMs?: number;
   /** In-process store: the file its counts are kept in across restarts. */
   state?: string;
   /** How often the state file is written (ms, default 5000). */
   stateIntervalMs?: number;
-  /** Where state-file lines go. */
+  /** Where start-up progress and state-file lines go (what it waits for, and why it gave up). */
   log?: (line: string) => void;
 }
 
@@ -102,16 +104,32 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
         enableOfflineQueue: false,
         autoResendUnfulfilledCommands: false,
       });
-  client.on("error", () => undefined); // failures surface per check through the store's policy
+  let lastError: string | undefined;
+  // Failures surface per check through the store's policy; the last one explains a slow start.
+  client.on("error", (error: Error) => {
+    lastError = error.message;
+  });
   // Without an offline queue, checks sent before the first connection would fail: wait for it
   // (bounded, so a Redis that is down at start-up still lets the service start on its policy).
-  await new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, 5000);
+  const where = seeds.map(redact).join(",");
+  const waitMs = options.connectTimeoutMs ?? 5000;
+  const ready = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), waitMs);
+    const notice = setTimeout(
+      () => options.log?.(`waiting up to ${waitMs / 1000}s for Redis at ${where}${lastError ? ` (${lastError})` : ""}`),
+      250,
+    );
     client.once("ready", () => {
       clearTimeout(timer);
-      resolve();
+      clearTimeout(notice);
+      resolve(true);
     });
   });
+  if (!ready) {
+    options.log?.(
+      `error: Redis at ${where} did not answer within ${waitMs / 1000}s (${lastError ?? "no connection"}); starting anyway: until it answers, checks are answered by --on-store-error ${options.onError ?? "deny"}`,
+    );
+  }
   const store = new RedisStore({
     client,
     prefix: options.prefix ?? "sluice:",
@@ -121,7 +139,7 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
   return {
     store,
     kind: isCluster ? "redis-cluster" : "redis",
-    where: seeds.map(redact).join(","),
+    where,
     stats: () => ({}),
     ping: async () => {
       // Bounded like every check: a health probe must not hang on a silent Redis.

@@ -31,7 +31,7 @@ async function metric(base: Served, pattern: RegExp): Promise<number> {
 describe("sluice serve: the API", () => {
   it("prints its address and curl examples", () => {
     expect(s.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(s.stdout()).toContain(`curl -s ${s.url}/v1/check -d '{"rule":"api","key":"alice"}'`);
+    expect(s.stdout()).toContain(`curl -s ${s.url}/v1/check --json '{"rule":"api","key":"alice"}'`);
   });
 
   it("answers a check with the Decision, and a batch in order", async () => {
@@ -141,7 +141,12 @@ describe("sluice serve: the API", () => {
         controller.close();
       },
     });
-    const res = await fetch(`${s.url}/v1/check`, { method: "POST", body: big, duplex: "half" } as RequestInit);
+    const res = await fetch(`${s.url}/v1/check`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: big,
+      duplex: "half",
+    } as RequestInit);
     expect(res.status).toBe(413);
   });
 

@@ -21,8 +21,14 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const check = async (s: Served, body: unknown) =>
-  (await fetch(`${s.url}/v1/check`, { method: "POST", body: JSON.stringify(body) })).json();
+const check = async (s: Served, body: unknown, path = "/v1/check") =>
+  (
+    await fetch(`${s.url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    })
+  ).json();
 
 describe("sluice serve --redis", () => {
   it("two service processes on one Redis share each limit", async () => {
@@ -49,5 +55,18 @@ describe("sluice serve --redis", () => {
     const health = await fetch(`${b.url}/healthz`);
     expect(health.status).toBe(200);
     expect(await health.json()).toMatchObject({ status: "ok", store: "redis" });
+  });
+
+  it("forward-auth, peek and reset share the same Redis state", async () => {
+    // login: 5 per rolling minute and 20 per hour; nothing is restored while the test runs.
+    const first = await fetch(`${a.url}/v1/forward-auth?rule=login&key=fa&cost=5`);
+    expect(first.status).toBe(200);
+    expect(first.headers.get("ratelimit")).toMatch(/^"login-1";r=0;t=\d+, "login-2";r=15;t=\d+$/);
+    const denied = await fetch(`${b.url}/v1/forward-auth?rule=login&key=fa&deny=403`);
+    expect(denied.status).toBe(403);
+    expect(Number(denied.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(await check(b, { rule: "login", key: "fa" }, "/v1/peek")).toMatchObject({ allowed: false });
+    expect(await check(a, { rule: "login", key: "fa" }, "/v1/reset")).toMatchObject({ allowed: true, remaining: 4 });
+    expect((await fetch(`${b.url}/v1/forward-auth?rule=login&key=fa`)).status).toBe(200);
   });
 });

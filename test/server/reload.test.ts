@@ -12,7 +12,13 @@ const V2 =
 const BAD = "rules:\n  a: { algorithm: fixed-window, limit: 0, windowMs: 1h }\n";
 
 const check = async (url: string, rule: string) =>
-  (await (await fetch(`${url}/v1/check`, { method: "POST", body: JSON.stringify({ rule, key: "k" }) })).json()) as {
+  (await (
+    await fetch(`${url}/v1/check`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ rule, key: "k" }),
+    })
+  ).json()) as {
     allowed: boolean;
     remaining: number;
   };
