@@ -115,9 +115,17 @@ export const rateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = functio
   options,
   done,
 ) {
+  let hook: onRequestHookHandler;
+  try {
+    hook = hookFor(options, ["onLimited", ...REGISTER_KEYS]);
+  } catch (error) {
+    // A callback plugin must report through done(): a throw would leave Fastify waiting.
+    done(error as Error);
+    return;
+  }
   // Declared once per instance so every request object has the property from the start.
   if (!instance.hasRequestDecorator("rateLimit")) instance.decorateRequest("rateLimit", undefined);
-  instance.addHook("onRequest", hookFor(options, ["onLimited", ...REGISTER_KEYS]));
+  instance.addHook("onRequest", hook);
   done();
 };
 

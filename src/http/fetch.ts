@@ -4,7 +4,7 @@
  * it: `limit(request, () => handler(request), address)`.
  */
 import type { Decision } from "../decision.ts";
-import { type CheckedVerdict, Engine, isPromise, type RequestReader, type Verdict } from "./engine.ts";
+import { Engine, isPromise, type RequestReader, type Verdict } from "./engine.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 
@@ -54,13 +54,24 @@ export async function passOn<Req>(
   verdict: Verdict,
   request: Req,
   next: () => MaybePromise<Response>,
+  signal?: AbortSignal,
 ): Promise<Response> {
-  const observed: CheckedVerdict | undefined = engine.observes(verdict) ? verdict : undefined;
+  if (!engine.observes(verdict)) return withVerdictHeaders(engine as Engine<never, never>, verdict, await next());
+  let settled = false;
+  const settle = (response: Response | undefined) => {
+    if (settled) return;
+    settled = true;
+    signal?.removeEventListener("abort", aborted);
+    engine.settle(verdict, request, response as Response, response?.status);
+  };
+  // The client went away before the handler answered: that request did not succeed.
+  const aborted = () => settle(undefined);
+  signal?.addEventListener("abort", aborted, { once: true });
   let response: Response | undefined;
   try {
     response = await next();
   } finally {
-    if (observed !== undefined) engine.settle(observed, request, response as Response, response?.status);
+    settle(response);
   }
   return withVerdictHeaders(engine as Engine<never, never>, verdict, response);
 }
@@ -103,7 +114,7 @@ export function webHandler(
     const pending = engine.decide(request);
     const verdict = isPromise(pending) ? await pending : pending;
     if (verdict === null) return next(undefined);
-    if (verdict.status === 200) return passOn(engine, verdict, request, () => next(verdict.decision));
+    if (verdict.status === 200) return passOn(engine, verdict, request, () => next(verdict.decision), request.signal);
     const headers = new Headers();
     engine.writeHeaders(verdict, (name, value) => headers.set(name, value));
     if (verdict.status === 429 && onLimited !== undefined) {

@@ -62,10 +62,17 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler<{ Va
     if (verdict.decision !== undefined) c.set("rateLimit", tighter(c.get("rateLimit"), verdict.decision));
     if (verdict.status === 200) {
       // Hono turns a thrown handler into c.res (its onError answer), so next() settles with a status.
-      const response = await passOn(engine, verdict, c, async () => {
-        await next();
-        return c.res;
-      });
+      const response = await passOn(
+        engine,
+        verdict,
+        c,
+        async () => {
+          await next();
+          return c.res;
+        },
+        // Only read when observing: @hono/node-server builds the full Request on first access.
+        engine.observes(verdict) ? c.req.raw.signal : undefined,
+      );
       if (response === c.res) return; // headers were added in place
       // Hono's setter copies the old response's headers over the new one's; ours are merged already.
       c.res = undefined;
