@@ -4,10 +4,10 @@
  */
 export type { AcquireOptions } from "./acquire.ts";
 export type { Algorithm } from "./algorithms/algorithm.ts";
+export type { Decision, DecisionFailure } from "./algorithms/decision.ts";
 export { algorithmFor } from "./algorithms/index.ts";
 export { type Clock, ManualClock, systemClock } from "./clock.ts";
 export { combine } from "./composite.ts";
-export type { Decision, DecisionFailure } from "./decision.ts";
 export {
   ArgumentError,
   ConfigError,

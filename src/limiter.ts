@@ -4,11 +4,13 @@
  * keys and costs, waiting in `acquire`.
  */
 import { type AcquireOptions, WaitQueues } from "./acquire.ts";
-import { algorithmFor } from "./algorithms/index.ts";
+import type { Decision } from "./algorithms/decision.ts";
+import { type BanPolicy, validateBan } from "./ban.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import { combine } from "./composite.ts";
-import type { Decision } from "./decision.ts";
+import type { Operation } from "./decide-rule.ts";
 import { ArgumentError } from "./errors.ts";
+import { compileRule } from "./rule.ts";
 import type { AlgorithmSpec, RuleSpec } from "./spec.ts";
 import { describeValue, validateRule } from "./spec.ts";
 import type { BoundRule, Store } from "./store.ts";
@@ -23,8 +25,12 @@ export interface LimiterOptions<S extends Store = Store> {
   /**
    * Namespace of this limiter's state in its store. Limiters with the same name (or, without
    * one, the same spec) on one store share state, which is how a fleet shares a Redis limit.
+   * Names live in their own namespace: no name can reach a service rule's state or a
+   * spec-derived one.
    */
   name?: string;
+  /** Escalation: after `after` denials within `withinMs`, the key is refused for `forMs`. */
+  ban?: BanPolicy;
 }
 
 /** What a check returns on store `S`: a plain Decision in-process, a promise on Redis. */
@@ -49,6 +55,11 @@ export interface Limiter<S extends Store = Store> {
   tryAcquire(key: string, cost?: number): Result<S>;
   /** What `tryAcquire` would say now; changes nothing. */
   peek(key: string, cost?: number): Result<S>;
+  /**
+   * Gives `cost` units (default 1) back to `key` (a request that turned out not to count),
+   * never above the limit; returns what `peek(key)` then says.
+   */
+  refund(key: string, cost?: number): Result<S>;
   /** Forgets `key`: its next request is treated as a new key's. */
   reset(
     key: string,
@@ -77,7 +88,7 @@ function isClock(value: unknown): value is Clock {
   return typeof value === "object" && value !== null && typeof (value as Clock).now === "function";
 }
 
-const OPTION_KEYS = new Set(["clock", "store", "name"]);
+const OPTION_KEYS = new Set(["clock", "store", "name", "ban"]);
 
 /**
  * Normalises the `options | clock` argument shared by `createLimiter` and `RateLimiterService`:
@@ -93,7 +104,7 @@ export function resolveOptions<S extends Store>(options: LimiterOptions<S> | Clo
   }
   for (const key of Object.keys(options)) {
     if (!OPTION_KEYS.has(key)) {
-      throw new ArgumentError(`unknown option \`${key}\` (expected clock, store, name)`);
+      throw new ArgumentError(`unknown option \`${key}\` (expected ${[...OPTION_KEYS].join(", ")})`);
     }
   }
   const { clock, store, name } = options;
@@ -137,9 +148,37 @@ export function createLimiter<S extends Store = MemoryStore>(
 ): Limiter<S> {
   const specs = validateRule(spec);
   const opts = resolveOptions(options);
+  const ban = validateBan(opts.ban);
   const store: Store = opts.store ?? new MemoryStore();
-  const name = opts.name ?? `spec:${JSON.stringify(specs)}`;
-  return bindLimiter(specs, store, opts.clock, name, Array.isArray(spec)) as Limiter<S>;
+  let id: string;
+  if (opts.name !== undefined) id = `name:${opts.name}`;
+  else {
+    id = `spec:${JSON.stringify(specs)}`;
+    if (opts.store !== undefined) warnOnReuse(opts.store, id);
+  }
+  return bindLimiter(specs, store, opts.clock, id, Array.isArray(spec), ban) as Limiter<S>;
+}
+
+/** Spec-derived identities already bound per store (to report accidental sharing once). */
+const unnamed = new WeakMap<Store, Set<string>>();
+
+/**
+ * Two unnamed limiters with the same spec on one store share their counters: usually a mistake
+ * (two routes limited "5 per minute" each, sharing one budget). Reported once per identity.
+ */
+function warnOnReuse(store: Store, id: string): void {
+  let ids = unnamed.get(store);
+  if (ids === undefined) unnamed.set(store, (ids = new Set()));
+  if (!ids.has(id)) {
+    ids.add(id);
+    return;
+  }
+  if (ids.has(`warned:${id}`)) return;
+  ids.add(`warned:${id}`);
+  process.emitWarning(
+    `Two limiters with the same spec on one store share state (${id.slice(5, 120)}). Give each a \`name\` to keep them apart, or the same name to share on purpose.`,
+    { code: "SLUICE_LIMITER_REUSE" },
+  );
 }
 
 /** Builds a limiter for already validated specs (used by the service for rules and tiers). */
@@ -149,8 +188,9 @@ export function bindLimiter(
   clock: Clock | undefined,
   id: string,
   composite = specs.length > 1,
+  ban?: BanPolicy,
 ): Limiter {
-  const bound: BoundRule = store.bind({ id, algorithms: specs.map(algorithmFor), clock });
+  const bound: BoundRule = store.bind({ id, rule: compileRule(specs, ban), clock });
   // An array of one spec is still a composite: its decisions carry `parts`.
   const decide = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
   const waits = new WaitQueues();
@@ -159,27 +199,23 @@ export function bindLimiter(
     const cost = acquireOptions.cost ?? 1;
     checkCost(cost);
     return waits.acquire(key, acquireOptions, clock ?? systemClock, (c) =>
-      decide(key, c, clock === undefined ? undefined : read(clock), false),
+      decide(key, c, clock === undefined ? undefined : read(clock), "check"),
     );
   };
   const close = () => bound.release();
-  let limiter: Limiter;
   if (store.synchronous) {
     // The hot path: one call into the store, no promises; argument errors throw.
-    limiter = {
+    const run = (key: string, cost: number | undefined, op: Operation) => {
+      if (typeof key !== "string") checkKey(key);
+      if (cost === undefined) cost = 1;
+      else if (cost !== 1) checkCost(cost);
+      return decide(key, cost, clock === undefined ? undefined : read(clock), op);
+    };
+    return {
       specs,
-      tryAcquire(key, cost) {
-        if (typeof key !== "string") checkKey(key);
-        if (cost === undefined) cost = 1;
-        else if (cost !== 1) checkCost(cost);
-        return decide(key, cost, clock === undefined ? undefined : read(clock), false);
-      },
-      peek(key, cost) {
-        if (typeof key !== "string") checkKey(key);
-        if (cost === undefined) cost = 1;
-        else if (cost !== 1) checkCost(cost);
-        return decide(key, cost, clock === undefined ? undefined : read(clock), true);
-      },
+      tryAcquire: (key, cost) => run(key, cost, "check"),
+      peek: (key, cost) => run(key, cost, "peek"),
+      refund: (key, cost) => run(key, cost, "refund"),
       reset: (key) => {
         checkKey(key);
         // In-process stores reset synchronously; their `reset` returns nothing to wait for.
@@ -189,33 +225,32 @@ export function bindLimiter(
       acquire,
       close,
     };
-  } else {
-    // Async stores: argument errors reject, so callers handle one failure style.
-    const check = async (key: string, cost: number, peek: boolean) => {
-      checkKey(key);
-      if (cost !== 1) checkCost(cost);
-      return decide(key, cost, clock === undefined ? undefined : read(clock), peek);
-    };
-    limiter = {
-      specs,
-      tryAcquire: (key, cost = 1) => check(key, cost, false),
-      peek: (key, cost = 1) => check(key, cost, true),
-      reset: async (key) => {
-        checkKey(key);
-        await bound.reset(key);
-      },
-      acquire,
-      close,
-    } as Limiter;
   }
-  return limiter;
+  // Async stores: argument errors reject, so callers handle one failure style.
+  const run = async (key: string, cost: number, op: Operation) => {
+    checkKey(key);
+    if (cost !== 1) checkCost(cost);
+    return decide(key, cost, clock === undefined ? undefined : read(clock), op);
+  };
+  return {
+    specs,
+    tryAcquire: (key, cost = 1) => run(key, cost, "check"),
+    peek: (key, cost = 1) => run(key, cost, "peek"),
+    refund: (key, cost = 1) => run(key, cost, "refund"),
+    reset: async (key) => {
+      checkKey(key);
+      await bound.reset(key);
+    },
+    acquire,
+    close,
+  } as Limiter;
 }
 
 /** Wraps a one-member composite's check so its decisions carry `parts` like any composite. */
 function withParts(check: BoundRule["check"]): BoundRule["check"] {
   const wrap = (d: Decision): Decision => (d.parts !== undefined || d.failure !== undefined ? d : combine([d]));
-  return (key, cost, now, peek) => {
-    const result = check(key, cost, now, peek);
+  return (key, cost, now, op) => {
+    const result = check(key, cost, now, op);
     return result instanceof Promise ? result.then(wrap) : wrap(result);
   };
 }

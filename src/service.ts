@@ -3,6 +3,8 @@
  * runtime updates that keep state which still fits. Callers name a rule; they never see the
  * algorithm behind it.
  */
+
+import { type BanPolicy, validateBan } from "./ban.ts";
 import type { Clock } from "./clock.ts";
 import { ArgumentError, DuplicateRuleError, UnknownRuleError } from "./errors.ts";
 import {
@@ -13,6 +15,7 @@ import {
   type Result,
   resolveOptions,
 } from "./limiter.ts";
+import { checkOptions } from "./options.ts";
 import { type AlgorithmSpec, type LimitSpec, type RuleSpec, validateRule } from "./spec.ts";
 import type { Store } from "./store.ts";
 import { MemoryStore } from "./stores/memory/memory-store.ts";
@@ -21,6 +24,8 @@ import { MemoryStore } from "./stores/memory/memory-store.ts";
 export interface RuleOptions {
   /** Alternative specs selected per call with `{ tier }`, e.g. `{ pro: {...}, free: {...} }`. */
   tiers?: Record<string, LimitSpec | readonly LimitSpec[]>;
+  /** Escalation for the rule and each of its tiers: after `after` denials within `withinMs`, refused for `forMs`. */
+  ban?: BanPolicy;
 }
 
 /** Options of `check` / `peek`. */
@@ -42,11 +47,13 @@ interface Rule {
   info: RuleInfo;
   base: Limiter;
   tiers: Map<string, Limiter>;
-  /** The tiers as given (a spec or an array each), so an update can keep them exactly. */
-  given: RuleOptions["tiers"];
+  /** The options as given (tiers: a spec or an array each), so an update can keep them exactly. */
+  given: RuleOptions | undefined;
 }
 
 const encode = encodeURIComponent;
+
+const CHECK_OPTIONS = ["cost", "tier"];
 
 /**
  * Named rate-limit rules over one store and clock.
@@ -88,7 +95,7 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   updateRule(name: string, spec: RuleSpec, options?: RuleOptions): this {
     const old = this.#get(name);
     // Without options the rule keeps its tiers; pass `{ tiers: {} }` to drop them.
-    const rule = this.#build(name, spec, options ?? (old.given === undefined ? undefined : { tiers: old.given }));
+    const rule = this.#build(name, spec, options ?? old.given);
     this.#rules.set(name, rule);
     closeRule(old);
     return this;
@@ -128,6 +135,14 @@ export class RateLimiterService<S extends Store = MemoryStore> {
     return this.#guard(() => this.#limiter(rule, options).peek(key, options?.cost)) as Result<S>;
   }
 
+  /**
+   * Gives `cost` units back to `key` under `rule` (and `tier`), never above the limit; returns
+   * what `peek` then says.
+   */
+  refund(rule: string, key: string, options?: CheckOptions): Result<S> {
+    return this.#guard(() => this.#limiter(rule, options).refund(key, options?.cost)) as Result<S>;
+  }
+
   /** Forgets `key` under `rule` (its own spec and every tier). */
   reset(rule: string, key: string): ResetResult<S> {
     return this.#guard(() => {
@@ -156,6 +171,7 @@ export class RateLimiterService<S extends Store = MemoryStore> {
 
   #limiter(name: string, options: CheckOptions | undefined): Limiter {
     const rule = this.#get(name);
+    if (options !== undefined) checkOptions(options, "check", CHECK_OPTIONS);
     const tier = options?.tier;
     if (tier === undefined) return rule.base;
     const limiter = typeof tier === "string" ? rule.tiers.get(tier) : undefined;
@@ -171,8 +187,11 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   /** Validates everything first, so an invalid update changes nothing. */
   #build(name: string, spec: RuleSpec, options: RuleOptions | undefined): Rule {
     const where = `rule ${JSON.stringify(name)}: `;
+    if (options !== undefined) checkOptions(options, `${where}addRule`, ["tiers", "ban"]);
     const specs = validateRule(spec, where);
-    const tierSpecs: Record<string, AlgorithmSpec[]> = {};
+    const ban = validateBan(options?.ban, where);
+    // Tier names are user text: a null-prototype record keeps `__proto__` an ordinary tier.
+    const tierSpecs: Record<string, AlgorithmSpec[]> = Object.create(null);
     const tiers = options?.tiers ?? {};
     if (typeof tiers !== "object" || tiers === null || Array.isArray(tiers)) {
       throw new ArgumentError(`${where}tiers must be an object of specs (got ${String(tiers)})`);
@@ -180,13 +199,13 @@ export class RateLimiterService<S extends Store = MemoryStore> {
     for (const [tier, tierSpec] of Object.entries(tiers)) {
       tierSpecs[tier] = validateRule(tierSpec, `rule ${JSON.stringify(name)} tier ${JSON.stringify(tier)}: `);
     }
-    const base = bindLimiter(specs, this.#store, this.#clock, `rule:${encode(name)}`, Array.isArray(spec));
+    const base = bindLimiter(specs, this.#store, this.#clock, `rule:${encode(name)}`, Array.isArray(spec), ban);
     const bound = new Map<string, Limiter>();
     for (const [tier, s] of Object.entries(tierSpecs)) {
       const id = `rule:${encode(name)}:tier:${encode(tier)}`;
-      bound.set(tier, bindLimiter(s, this.#store, this.#clock, id, Array.isArray(tiers[tier])));
+      bound.set(tier, bindLimiter(s, this.#store, this.#clock, id, Array.isArray(tiers[tier]), ban));
     }
-    return { info: { name, specs, tiers: tierSpecs }, base, tiers: bound, given: options?.tiers };
+    return { info: { name, specs, tiers: tierSpecs }, base, tiers: bound, given: options };
   }
 }
 

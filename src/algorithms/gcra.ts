@@ -4,9 +4,10 @@
  * half the state and evenly spaced emissions. Choose it as the default for per-user API
  * limits at scale (what Stripe, Shopify and redis-cell use).
  */
-import { type Decision, decision, EPSILON } from "../decision.ts";
-import type { GcraSpec, LeakyBucketSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { type Decision, decision, EPSILON } from "./decision.ts";
+import type { GcraSpec, LeakyBucketSpec } from "./specs.ts";
 
 /** GCRA / leaky-bucket state: the theoretical arrival time `tat` of the next request. */
 export interface GcraState {
@@ -28,6 +29,19 @@ function emission(spec: GcraSpec | LeakyBucketSpec, T: number, burst: number, de
     horizonMs: tau,
     create: () => ({ tat: Number.NEGATIVE_INFINITY }),
     freshAt: (s) => s.tat,
+    shape: spec.algorithm,
+    summary: {
+      // The latest theoretical arrival time: a later one admits less at every instant.
+      slots: 1,
+      join(cells, at, state) {
+        if (Number.isNaN(cells[at]) || state.tat > (cells[at] as number)) cells[at] = state.tat;
+      },
+      read: (cells, at) => (Number.isNaN(cells[at]) ? undefined : { tat: cells[at] as number }),
+    },
+    refund(state, now, cost) {
+      // Backlog ahead of now shrinks by the refunded emissions; time already past stays past.
+      if (state.tat > now) state.tat = Math.max(now, state.tat - cost * T);
+    },
     step(state, now, cost, commit): Decision {
       const start = Math.max(state.tat, now);
       const backlog = start - now; // ms of earlier requests still ahead of this one

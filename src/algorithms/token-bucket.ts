@@ -3,9 +3,10 @@
  * `cost` tokens. O(1) per key; allows bursts up to `capacity`, then settles to the refill rate.
  * Choose it where occasional bursts are fine but the long-run rate is fixed (API clients, jobs).
  */
-import { ceilMs, type Decision, decision, EPSILON } from "../decision.ts";
-import type { TokenBucketSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { ceilMs, type Decision, decision, EPSILON } from "./decision.ts";
+import type { TokenBucketSpec } from "./specs.ts";
 
 /** Token-bucket state: balance `b` in thousandths of a token as of time `t`. */
 export interface TokenBucketState {
@@ -30,6 +31,20 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
     horizonMs: full / r,
     create: () => ({ b: full, t: Number.NEGATIVE_INFINITY }),
     freshAt: (s) => s.t + (full - s.b) / r,
+    shape: "token-bucket",
+    summary: {
+      // The instant the bucket is full again: a later one means fewer tokens at every instant.
+      slots: 1,
+      join(cells, at, state) {
+        const fullAt = state.t + (full - state.b) / r;
+        if (Number.isNaN(cells[at]) || fullAt > (cells[at] as number)) cells[at] = fullAt;
+      },
+      read: (cells, at) => (Number.isNaN(cells[at]) ? undefined : { b: 0, t: (cells[at] as number) - full / r }),
+    },
+    refund(state, now, cost) {
+      state.b = Math.min(full, balanceAt(state, now) + cost * 1000);
+      state.t = Math.max(now, state.t);
+    },
     step(state, now, cost, commit): Decision {
       const balance = balanceAt(state, now);
       const need = cost * 1000;

@@ -4,7 +4,7 @@
  * store call per counted-out request, none for the others. A response that never completes
  * (the handler threw before answering, the client went away) did not succeed.
  */
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import type { Limiter } from "../limiter.ts";
 import type { RateLimiterService } from "../service.ts";
 import type { Store } from "../store.ts";
@@ -30,23 +30,15 @@ export function refunds(mode: CountMode, succeeded: boolean): boolean {
 
 /** The refund of a `spec` limiter. */
 export function limiterRefund(limiter: Limiter): Refund {
-  const target = limiter as unknown as PendingRefund["limiter"]; // CORE-MERGE: drop the cast
-  return (charge) => target.refund(charge.key, charge.cost);
+  return (charge) => limiter.refund(charge.key, charge.cost);
 }
 
 /** The refund of a service rule (the tier is part of the state's identity). */
 export function serviceRefund(service: RateLimiterService<Store>, rule: string): Refund {
-  const target = service as unknown as PendingRefund["service"]; // CORE-MERGE: drop the cast
   return (charge) =>
-    target.refund(
+    service.refund(
       rule,
       charge.key,
       charge.tier === undefined ? { cost: charge.cost } : { cost: charge.cost, tier: charge.tier },
     );
-}
-
-/** CORE-MERGE: the refund API the core is adding (SPEC §13); removed once it is on main. */
-interface PendingRefund {
-  limiter: { refund(key: string, cost: number): MaybePromise<Decision> };
-  service: { refund(rule: string, key: string, options: { cost: number; tier?: string }): MaybePromise<Decision> };
 }

@@ -15,8 +15,9 @@
  * A check on the in-process store stays synchronous end to end (no promise, no microtask)
  * unless a hook is async; on Redis it is one awaited round trip.
  */
+
+import type { Decision } from "../algorithms/decision.ts";
 import { type Clock, sleep, systemClock } from "../clock.ts";
-import type { Decision } from "../decision.ts";
 import { ArgumentError, ConfigError, UnknownRuleError } from "../errors.ts";
 import { createLimiter, type Limiter } from "../limiter.ts";
 import type { RateLimiterService, RuleInfo } from "../service.ts";
@@ -145,8 +146,7 @@ export class Engine<Req, Res = unknown> {
     if (options.clock !== undefined) limiterOptions.clock = options.clock;
     if (options.store !== undefined) limiterOptions.store = options.store;
     if (options.name !== undefined) limiterOptions.name = options.name;
-    // CORE-MERGE: `ban` is a createLimiter option once the core lands.
-    if (options.ban !== undefined) (limiterOptions as { ban?: unknown }).ban = options.ban;
+    if (options.ban !== undefined) limiterOptions.ban = options.ban;
     this.#limiter = createLimiter(options.spec, limiterOptions);
     this.#refund = limiterRefund(this.#limiter);
     // A name that fits a header is the natural policy name: stacked middlewares then differ.

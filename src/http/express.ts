@@ -10,7 +10,7 @@
  * `sluice/http` augments.
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { type NodeRateLimitOptions, nodeMiddleware } from "./node.ts";
 import type { RateLimitOptions } from "./options.ts";
 

@@ -101,7 +101,6 @@ export {
 export { formatIp, type IpBytes, type IpRange, inRange, parseIp, parseRanges } from "./ip-address.ts";
 export { type NodeRateLimit, type NodeRateLimitOptions, onResponseEnd } from "./node.ts";
 export type {
-  BanOptions,
   CountMode,
   DecisionInfo,
   MaybePromise,

@@ -5,7 +5,7 @@
  * The decision is left on `req.rateLimit` for the handler.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { type CheckedVerdict, Engine, isPromise, type RequestReader, type Verdict } from "./engine.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";

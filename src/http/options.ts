@@ -1,6 +1,8 @@
 /** The options every sluice HTTP adapter shares (each adapter adds its own `onLimited`). */
+
+import type { Decision } from "../algorithms/decision.ts";
+import type { BanPolicy } from "../ban.ts";
 import type { Clock } from "../clock.ts";
-import type { Decision } from "../decision.ts";
 import type { RateLimiterService } from "../service.ts";
 import type { RuleSpec } from "../spec.ts";
 import type { Store } from "../store.ts";
@@ -34,13 +36,6 @@ export type CountMode = "all" | "failed" | "succeeded";
  */
 export type UnknownTierPolicy = "reject" | "base" | "throw";
 
-/** Escalation: after `after` denials within `withinMs`, the key is refused for `forMs` (403). */
-export interface BanOptions {
-  after: number;
-  withinMs: number;
-  forMs: number;
-}
-
 /**
  * Options of `rateLimit` for request type `Req` (Node `IncomingMessage`, Express `Request`, …)
  * and the adapter's response type `Res` (only `requestWasSuccessful` sees it).
@@ -54,8 +49,8 @@ export interface RateLimitOptions<Req, Res = unknown> {
    * Also the default policy name in headers.
    */
   name?: string;
-  /** Repeated denials ban the key (with `spec`); a banned key is answered 403. */
-  ban?: BanOptions;
+  /** Escalation (with `spec`): `after` denials within `withinMs` ban the key for `forMs`; banned keys get 403. */
+  ban?: BanPolicy;
   /** A service whose named `rule` is applied (tiers come from `tier`). */
   service?: RateLimiterService<Store>;
   /** The service rule's name (with `service`). */

@@ -1,6 +1,6 @@
 import { parseList } from "structured-headers";
 import { describe, expect, test } from "vitest";
-import { decision } from "../decision.ts";
+import { decision } from "../algorithms/decision.ts";
 import { compilePolicies } from "./headers.ts";
 import { distinctFrom, listNames, stackingSetter, tighter } from "./stack.ts";
 

@@ -4,7 +4,7 @@
  * so a later middleware appends its members to what an earlier one set (renaming its own
  * members when a name is already taken), and `Retry-After` keeps the longest wait.
  */
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { compilePolicies, type PolicySet, type SetHeader } from "./headers.ts";
 
 /** Reads a response header already set (undefined when absent). */
