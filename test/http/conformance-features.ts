@@ -235,6 +235,47 @@ export function features(name: string, adapter: Adapter): void {
       });
     });
 
+    describe("bans", () => {
+      test("repeated denials ban the key: 403 problem+json with Retry-After for the ban's time left", async () => {
+        const clock = new ManualClock(0);
+        const { url } = await start({
+          spec: fixed(1),
+          clock,
+          ban: { after: 2, withinMs: 60_000, forMs: 600_000 },
+        });
+        expect(await status(url)).toBe(200);
+        const limited = await fetch(url);
+        expect([limited.status, limited.headers.get("retry-after")]).toEqual([429, "60"]);
+        const banned = await fetch(url);
+        expect([banned.status, banned.headers.get("retry-after")]).toEqual([403, "600"]);
+        expect(banned.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+        expect(await banned.json()).toEqual({
+          type: "about:blank",
+          title: "Forbidden",
+          status: 403,
+          detail: "Too many requests were refused; this client is banned for 600 more seconds.",
+        });
+        clock.set(60_000); // a new window, but still banned
+        const still = await fetch(url);
+        expect([still.status, still.headers.get("retry-after")]).toEqual([403, "540"]);
+        clock.set(600_000);
+        expect(await status(url)).toBe(200);
+      });
+
+      test("a service rule's ban answers 403 too; `ban` with `service` is refused", async () => {
+        const service = new RateLimiterService(new ManualClock(0)).addRule("api", fixed(1), {
+          ban: { after: 1, withinMs: 1000, forMs: 120_000 },
+        });
+        const { url } = await start({ service, rule: "api" });
+        expect(await status(url)).toBe(200);
+        const banned = await fetch(url);
+        expect([banned.status, banned.headers.get("retry-after")]).toEqual([403, "120"]);
+        await expect(start({ service, rule: "api", ban: { after: 1, withinMs: 1, forMs: 1 } })).rejects.toThrow(
+          /`ban` belongs to `spec` limiters/,
+        );
+      });
+    });
+
     describe("tiers", () => {
       const service = () =>
         new RateLimiterService(new ManualClock(0)).addRule("api", fixed(2), { tiers: { pro: fixed(10) } });
