@@ -18,17 +18,13 @@
 
 import type { Decision } from "../algorithms/decision.ts";
 import { type Clock, sleep, systemClock } from "../clock.ts";
-import { ArgumentError, ConfigError, UnknownRuleError } from "../errors.ts";
-import { createLimiter, type Limiter } from "../limiter.ts";
-import type { RateLimiterService, RuleInfo } from "../service.ts";
+import { ArgumentError, ConfigError } from "../errors.ts";
 import { describeValue } from "../spec.ts";
-import type { Store } from "../store.ts";
 import { checkChoice, checkFunction, checkOptionKeys } from "./check-options.ts";
 import { ClientAddresses, type RequestReader, warner } from "./client-address.ts";
 import { boundKey, storeKey } from "./client-key.ts";
-import { type Charge, COUNT_MODES, limiterRefund, type Refund, refunds, serviceRefund } from "./count-mode.ts";
+import { type Charge, COUNT_MODES, refunds } from "./count-mode.ts";
 import {
-  compilePolicies,
   HEADER_FORMATS,
   type HeaderFormat,
   type PolicySet,
@@ -37,12 +33,14 @@ import {
   writeRateLimitHeaders,
 } from "./headers.ts";
 import { type AddressList, compileList } from "./lists.ts";
+import { andThen, isPromise } from "./maybe-promise.ts";
 import type { CountMode, DecisionInfo, MaybePromise, RateLimitOptions, UnknownTierPolicy } from "./options.ts";
-import { policiesFor } from "./policy.ts";
 import * as problems from "./problem.ts";
 import { distinctFrom, type GetHeader, listNames, stackingSetter } from "./stack.ts";
+import { type Target, targetOf } from "./target.ts";
 
 export type { RequestReader } from "./client-address.ts";
+export { isPromise } from "./maybe-promise.ts";
 export type { GetHeader } from "./stack.ts";
 
 /** A request that was checked: passed on (200), banned (403), limited (429), or the store failed (503). */
@@ -64,32 +62,16 @@ export interface RefusedVerdict {
 /** What the middleware does with a request. */
 export type Verdict = CheckedVerdict | RefusedVerdict;
 
-/** True when `value` is a promise (or any thenable). */
-export function isPromise<T>(value: MaybePromise<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown } | null)?.then === "function";
-}
-
-/** Applies `fn` to a value or a promise of it, staying synchronous for plain values. */
-function then<T, U>(value: MaybePromise<T>, fn: (v: T) => MaybePromise<U>): MaybePromise<U> {
-  return isPromise(value) ? value.then(fn) : fn(value);
-}
-
 /** The shared middleware logic; one per `rateLimit(...)` call. */
 export class Engine<Req, Res = unknown> {
   readonly #options: RateLimitOptions<Req, Res>;
   readonly #clients: ClientAddresses<Req>;
   readonly #allow: AddressList | undefined;
   readonly #deny: AddressList | undefined;
-  readonly #limiter: Limiter | undefined;
-  readonly #service: RateLimiterService<Store> | undefined;
-  readonly #rule: string;
-  readonly #policies: PolicySet | undefined;
-  readonly #servicePolicies = new WeakMap<RuleInfo, Map<string, PolicySet>>();
+  readonly #target: Target;
   readonly #clock: Clock;
   readonly #warn = warner();
   readonly #count: CountMode;
-  readonly #refund: Refund;
-  readonly #unknownTier: UnknownTierPolicy;
   /** Header layout, or undefined for none. */
   readonly format: HeaderFormat | undefined;
   /** Whether the middleware only reports. */
@@ -111,49 +93,11 @@ export class Engine<Req, Res = unknown> {
     const headers = checkChoice<HeaderFormat | false>(options, "headers", [...HEADER_FORMATS, false], "draft-11");
     this.format = headers === false ? undefined : headers;
     this.#count = checkChoice(options, "count", COUNT_MODES, "all");
-    this.#unknownTier = checkChoice<UnknownTierPolicy>(options, "onUnknownTier", ["reject", "base", "throw"], "reject");
+    const unknownTier = checkChoice<UnknownTierPolicy>(options, "onUnknownTier", ["reject", "base", "throw"], "reject");
     this.dryRun = options.dryRun === true;
     this.#honorDelay = options.honorDelay !== false;
     this.#clock = options.clock ?? systemClock;
-    if (options.service !== undefined) {
-      for (const field of ["spec", "name", "ban", "store", "clock"] as const) {
-        if (options[field] !== undefined) {
-          throw new ConfigError(
-            field,
-            `\`${field}\` belongs to \`spec\` limiters; with \`service\` the rule decides it`,
-          );
-        }
-      }
-      if (typeof options.rule !== "string" || options.rule === "") {
-        throw new ConfigError("rule", `\`rule\` must name a rule of \`service\` (got ${describeValue(options.rule)})`);
-      }
-      this.#service = options.service;
-      this.#rule = options.rule;
-      this.#refund = serviceRefund(options.service, options.rule);
-      return;
-    }
-    if (options.spec === undefined) throw new ConfigError("spec", "`spec` (or `service` + `rule`) is required");
-    if (options.tier !== undefined)
-      throw new ConfigError("tier", "`tier` needs `service` + `rule` (tiers are service rules)");
-    if (options.name !== undefined && (typeof options.name !== "string" || options.name === "")) {
-      throw new ConfigError(
-        "name",
-        `\`name\` must be a non-empty string (got ${describeValue(options.name)})`,
-        options.name,
-      );
-    }
-    const limiterOptions: Parameters<typeof createLimiter>[1] & object = {};
-    if (options.clock !== undefined) limiterOptions.clock = options.clock;
-    if (options.store !== undefined) limiterOptions.store = options.store;
-    if (options.name !== undefined) limiterOptions.name = options.name;
-    if (options.ban !== undefined) limiterOptions.ban = options.ban;
-    this.#limiter = createLimiter(options.spec, limiterOptions);
-    this.#refund = limiterRefund(this.#limiter);
-    // A name that fits a header is the natural policy name: stacked middlewares then differ.
-    const fallback = options.name !== undefined && /^[\x20-\x7e]+$/.test(options.name) ? options.name : "default";
-    const policyName = options.policyName ?? fallback;
-    this.#rule = typeof policyName === "string" ? policyName : fallback;
-    this.#policies = compilePolicies(policiesFor(this.#limiter.specs, policyName));
+    this.#target = targetOf(options as RateLimitOptions<never, never>, unknownTier);
   }
 
   /** The default key of a request: its client address as far as `trustProxy` allows. */
@@ -165,7 +109,7 @@ export class Engine<Req, Res = unknown> {
   decide(request: Req): MaybePromise<Verdict | null> {
     const skip = this.#options.skip;
     if (skip !== undefined) {
-      return then(skip(request), (skipped) => (skipped === true ? null : this.#listed(request)));
+      return andThen(skip(request), (skipped) => (skipped === true ? null : this.#listed(request)));
     }
     return this.#listed(request);
   }
@@ -185,7 +129,7 @@ export class Engine<Req, Res = unknown> {
     const address = () => known ?? this.clientAddress(request);
     if (keyFn === undefined) return this.#costed(request, address() ?? "unknown", true);
     // Only compute the address when the key function asks for it (its second parameter).
-    return then(keyFn(request, keyFn.length >= 2 ? address() : undefined), (key) => {
+    return andThen(keyFn(request, keyFn.length >= 2 ? address() : undefined), (key) => {
       if (key === undefined) return this.#costed(request, address() ?? "unknown", true);
       if (typeof key !== "string")
         throw new ArgumentError(`\`key\` must return a string or undefined (got ${describeValue(key)})`);
@@ -197,51 +141,21 @@ export class Engine<Req, Res = unknown> {
     const costFn = this.#options.cost;
     const tierFn = this.#options.tier;
     if (costFn === undefined && tierFn === undefined) return this.#check(request, key, isAddress, 1, undefined);
-    return then(costFn === undefined ? 1 : costFn(request), (cost) =>
-      then(tierFn === undefined ? undefined : tierFn(request), (tier) =>
+    return andThen(costFn === undefined ? 1 : costFn(request), (cost) =>
+      andThen(tierFn === undefined ? undefined : tierFn(request), (tier) =>
         this.#check(request, key, isAddress, cost, tier),
       ),
     );
   }
 
   #check(request: Req, key: string, isAddress: boolean, cost: number, tier: string | undefined): MaybePromise<Verdict> {
-    const charge: Charge = { key: storeKey(key, isAddress), cost, tier };
+    const storeKeyed = storeKey(key, isAddress);
     const shown = isAddress ? key : boundKey(key);
-    if (this.#limiter !== undefined) {
-      const policies = this.#policies as PolicySet;
-      return then(this.#limiter.tryAcquire(charge.key, cost), (d) =>
-        this.#verdict(request, d, policies, charge, shown),
-      );
-    }
-    const service = this.#service as RateLimiterService<Store>;
-    const info = service.getRule(this.#rule);
-    if (info === undefined) throw new UnknownRuleError(this.#rule);
-    if (tier !== undefined && !Object.hasOwn(info.tiers, tier) && this.#unknownTier !== "throw") {
-      if (this.#unknownTier === "reject") {
-        return {
-          status: 400,
-          decision: undefined,
-          problem: problems.unknownTier(tier, this.#rule, Object.keys(info.tiers)),
-        };
-      }
-      return this.#check(request, key, isAddress, cost, undefined);
-    }
-    const result = service.check(this.#rule, charge.key, tier === undefined ? { cost } : { cost, tier });
-    return then(result, (d) => this.#verdict(request, d, this.#servicePolicySet(info, tier), charge, shown));
-  }
-
-  #servicePolicySet(info: RuleInfo, tier: string | undefined): PolicySet {
-    // Keyed by the rule's info object, so a rule changed by updateRule is advertised as it now is.
-    let byTier = this.#servicePolicies.get(info);
-    if (byTier === undefined) this.#servicePolicies.set(info, (byTier = new Map()));
-    const slot = tier ?? "";
-    let set = byTier.get(slot);
-    if (set === undefined) {
-      const specs = tier === undefined ? info.specs : (info.tiers[tier] ?? info.specs);
-      set = compilePolicies(policiesFor(specs, this.#options.policyName ?? this.#rule));
-      byTier.set(slot, set);
-    }
-    return set;
+    const checked = this.#target.check({ key: storeKeyed, cost, tier });
+    if ("type" in checked) return { status: 400, decision: undefined, problem: checked };
+    return andThen(checked, (c) =>
+      this.#verdict(request, c.decision, c.policies, { key: storeKeyed, cost, tier: c.tier }, shown),
+    );
   }
 
   #verdict(
@@ -252,19 +166,11 @@ export class Engine<Req, Res = unknown> {
     shown: string,
   ): MaybePromise<Verdict> {
     const failed = decision.failure?.policy === "deny";
-    const status = this.dryRun
-      ? 200
-      : failed
-        ? 503
-        : (decision as { banned?: true }).banned === true
-          ? 403
-          : decision.allowed
-            ? 200
-            : 429;
+    const status = this.dryRun ? 200 : failed ? 503 : decision.banned === true ? 403 : decision.allowed ? 200 : 429;
     const onDecision = this.#options.onDecision;
     if (onDecision !== undefined) {
       const info: DecisionInfo = { key: shown, cost: charge.cost, tier: charge.tier, dryRun: this.dryRun, status };
-      onDecision(request, decision, this.#rule, info);
+      onDecision(request, decision, this.#target.rule, info);
     }
     const verdict: CheckedVerdict = { status, decision, policies, charge };
     // A leaky bucket admits a request with a delay: honouring it is what smooths the outflow.
@@ -334,7 +240,7 @@ export class Engine<Req, Res = unknown> {
     }
     if (!refunds(this.#count, succeeded)) return;
     try {
-      const result = this.#refund(verdict.charge);
+      const result = this.#target.refund(verdict.charge);
       if (isPromise(result)) result.then(undefined, (error: unknown) => this.#refundFailed(error));
     } catch (error) {
       this.#refundFailed(error);
