@@ -264,4 +264,33 @@ describe("node http", () => {
     expect(keys[0]).toMatch(/^sha256:/);
     expect((keys[0] as string).length).toBeLessThan(60);
   });
+  test('count "failed": one extra store call (the refund) per counted-out request, none for the others', async () => {
+    // A store that records the operations it is asked for, around a real MemoryStore.
+    const inner = new MemoryStore();
+    const ops: string[] = [];
+    const recording: Store = {
+      synchronous: inner.synchronous,
+      bind: (rule) => {
+        const bound = inner.bind(rule);
+        return {
+          check: (key, cost, now, op) => {
+            ops.push(op);
+            return bound.check(key, cost, now, op);
+          },
+          reset: (key) => bound.reset(key),
+          release: () => bound.release(),
+        };
+      },
+    };
+    served = await serveNode({
+      spec: { algorithm: "fixed-window", limit: 5, windowMs: 60_000 },
+      store: recording,
+      clock: new ManualClock(0),
+      count: "failed",
+    });
+    for (const path of ["/status/200", "/status/500", "/status/201", "/status/404"]) {
+      await (await fetch(`${served.url}${path}`)).arrayBuffer();
+    }
+    expect(ops).toEqual(["check", "refund", "check", "check", "refund", "check"]);
+  });
 });
