@@ -99,7 +99,7 @@ export {
   writeRateLimitHeaders,
 } from "./headers.ts";
 export { formatIp, type IpBytes, type IpRange, inRange, parseIp, parseRanges } from "./ip-address.ts";
-export { type NodeRateLimit, type NodeRateLimitOptions, onResponseEnd } from "./node.ts";
+export { type NodeRateLimit, type NodeRateLimitOptions, onResponseEnd, responseHeader } from "./node.ts";
 export type {
   CountMode,
   DecisionInfo,

@@ -104,7 +104,7 @@ export interface RateLimitOptions<Req, Res = unknown> {
 }
 
 /** Every option the engine reads; adapters add theirs (e.g. `onLimited`). */
-export const ENGINE_OPTION_KEYS: readonly string[] = [
+export const ENGINE_OPTION_KEYS = [
   "spec",
   "name",
   "ban",
@@ -129,4 +129,4 @@ export const ENGINE_OPTION_KEYS: readonly string[] = [
   "honorDelay",
   "skip",
   "onDecision",
-];
+] as const satisfies readonly (keyof RateLimitOptions<unknown>)[];

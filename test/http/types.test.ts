@@ -5,7 +5,9 @@ import type { FastifyRequest } from "fastify";
 import { Hono } from "hono";
 import type { Decision } from "sluice";
 import { rateLimit as honoRateLimit, type RateLimitVariables } from "sluice/hono";
+import type { RateLimitOptions } from "sluice/http";
 import { expectTypeOf, test } from "vitest";
+import type { ENGINE_OPTION_KEYS } from "../../src/http/options.ts";
 
 test("req.rateLimit (Node http, Express), request.rateLimit (Fastify), c.get('rateLimit') (Hono)", () => {
   expectTypeOf<IncomingMessage["rateLimit"]>().toEqualTypeOf<Decision | undefined>();
@@ -18,4 +20,8 @@ test("req.rateLimit (Node http, Express), request.rateLimit (Fastify), c.get('ra
     expectTypeOf(c.get("rateLimit")).toEqualTypeOf<Decision | undefined>();
     return c.text("ok");
   });
+});
+
+test("the engine's list of known options covers every option (so none is refused as unknown)", () => {
+  expectTypeOf<Exclude<keyof RateLimitOptions<unknown>, (typeof ENGINE_OPTION_KEYS)[number]>>().toBeNever();
 });
