@@ -131,3 +131,92 @@ for (const [mode, extra] of modes) {
 }
 rmSync(dir, { recursive: true, force: true });
 console.table(rows);
+
+// ---- sluice/client: 100 checks from one tick (one batched request) vs 10 single requests ----
+// The same in-process service; rounds interleaved so background load hits both alike. Costs:
+// wall time per round (median) and the service's CPU per round (from /proc, steadier).
+// Env: BENCH_CLIENT_ROUNDS (default 400); BENCH_CLIENT=off skips this section.
+if (process.env.BENCH_CLIENT !== "off") {
+  const { readFileSync } = await import("node:fs");
+  const { request, Agent } = await import("node:http");
+  const { createClient } = await import("../dist/client/index.js");
+  const ROUNDS = Number(process.env.BENCH_CLIENT_ROUNDS ?? 400);
+  const clientDir = mkdtempSync(join(tmpdir(), "sluice-bench-client-"));
+  const clientConfig = join(clientDir, "rules.yaml");
+  writeFileSync(clientConfig, "rules:\n  api: { algorithm: fixed-window, limit: 1000000000, windowMs: 1m }\n");
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "dist/cli/main.js"), "serve", "--config", clientConfig, "--port", "0"],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  const url = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`serve exited with ${code}`)));
+  });
+  const cpu = () => {
+    // utime + stime in clock ticks (100 per second on Linux), fields 14 and 15 of /proc/PID/stat.
+    const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10; // ms
+  };
+  const client = createClient({ url });
+  const agent = new Agent({ keepAlive: true, maxSockets: 10 });
+  const single = (key) =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify({ rule: "api", key });
+      const req = request(`${url}/v1/check`, {
+        method: "POST",
+        agent,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      });
+      req.on("error", reject);
+      req.on("response", (res) => {
+        res.resume();
+        res.on("end", resolve);
+      });
+      req.end(body);
+    });
+  const cases = {
+    "client: 100 checks in one tick (1 request)": () =>
+      Promise.all(Array.from({ length: 100 }, (_, i) => client.check("api", `k${i}`))),
+    "10 single requests, concurrent (10 kept-alive sockets)": () =>
+      Promise.all(Array.from({ length: 10 }, (_, i) => single(`k${i}`))),
+    "client: 10 checks one after another (10 requests)": async () => {
+      for (let i = 0; i < 10; i++) await client.check("api", `k${i}`);
+    },
+  };
+  const times = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+  const cpuMs = Object.fromEntries(Object.keys(cases).map((k) => [k, 0]));
+  for (const run of Object.values(cases)) for (let i = 0; i < 50; i++) await run(); // warm-up
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [name, run] of Object.entries(cases)) {
+      const c0 = cpu();
+      const t = performance.now();
+      await run();
+      times[name].push(performance.now() - t);
+      cpuMs[name] += cpu() - c0;
+    }
+  }
+  const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const base = median([...times["client: 100 checks in one tick (1 request)"]]);
+  const baseCpu = cpuMs["client: 100 checks in one tick (1 request)"];
+  const clientRows = Object.keys(cases).map((name) => ({
+    case: name,
+    "median ms per round": Number(median([...times[name]]).toFixed(3)),
+    "÷ batch (time)": Number((median([...times[name]]) / base).toFixed(2)),
+    "service CPU ms per round": Number((cpuMs[name] / ROUNDS).toFixed(3)),
+    "÷ batch (service CPU)": Number((cpuMs[name] / baseCpu).toFixed(2)),
+  }));
+  await client.close();
+  agent.destroy();
+  child.kill("SIGTERM");
+  rmSync(clientDir, { recursive: true, force: true });
+  console.log("sluice/client batching (in-process store):");
+  console.table(clientRows);
+}

@@ -6,7 +6,7 @@
 import { type AcquireOptions, WaitQueues } from "./acquire.ts";
 import type { Decision } from "./algorithms/decision.ts";
 import { type BanPolicy, validateBan } from "./ban.ts";
-import { type Clock, systemClock } from "./clock.ts";
+import { type Clock, stopwatch, systemClock } from "./clock.ts";
 import { combine } from "./composite.ts";
 import type { Operation } from "./decide-rule.ts";
 import { ArgumentError } from "./errors.ts";
@@ -31,6 +31,27 @@ export interface LimiterOptions<S extends Store = Store> {
   name?: string;
   /** Escalation: after `after` denials within `withinMs`, the key is refused for `forMs`. */
   ban?: BanPolicy;
+  /**
+   * Called after every check, peek and refund with what was decided (or the store error that
+   * rejected it) and how long it took: the hook metrics and tracing build on (`sluice/otel`).
+   * It must not throw; what it throws is reported with `process.emitWarning` and ignored.
+   */
+  onDecision?: (event: DecisionEvent) => void;
+}
+
+/** What `onDecision` receives. */
+export interface DecisionEvent {
+  /** The limiter's identity: its name, `rule:<name>` for a service rule, or the spec digest. */
+  id: string;
+  key: string;
+  cost: number;
+  op: Operation;
+  /** The decision (absent when the store rejected the call). */
+  decision?: Decision;
+  /** The error a store rejected the call with (a `StoreError` under `onError: "throw"`). */
+  error?: unknown;
+  /** Time the decision took, in ms (including the store round trip). */
+  durationMs: number;
 }
 
 /** What a check returns on store `S`: a plain Decision in-process, a promise on Redis. */
@@ -88,7 +109,7 @@ function isClock(value: unknown): value is Clock {
   return typeof value === "object" && value !== null && typeof (value as Clock).now === "function";
 }
 
-const OPTION_KEYS = new Set(["clock", "store", "name", "ban"]);
+const OPTION_KEYS = new Set(["clock", "store", "name", "ban", "onDecision"]);
 
 /**
  * Normalises the `options | clock` argument shared by `createLimiter` and `RateLimiterService`:
@@ -121,6 +142,10 @@ export function resolveOptions<S extends Store>(options: LimiterOptions<S> | Clo
   }
   if (name !== undefined && typeof name !== "string") {
     throw new ArgumentError(`\`name\` must be a string (got ${describeValue(name)})`);
+  }
+  const { onDecision } = options as LimiterOptions<S>;
+  if (onDecision !== undefined && typeof onDecision !== "function") {
+    throw new ArgumentError(`\`onDecision\` must be a function (got ${describeValue(onDecision)})`);
   }
   return options;
 }
@@ -156,7 +181,7 @@ export function createLimiter<S extends Store = MemoryStore>(
     id = `spec:${JSON.stringify(specs)}`;
     if (opts.store !== undefined) warnOnReuse(opts.store, id);
   }
-  return bindLimiter(specs, store, opts.clock, id, Array.isArray(spec), ban) as Limiter<S>;
+  return bindLimiter(specs, store, opts.clock, id, Array.isArray(spec), ban, opts.onDecision) as Limiter<S>;
 }
 
 /** Spec-derived identities already bound per store (to report accidental sharing once). */
@@ -189,10 +214,13 @@ export function bindLimiter(
   id: string,
   composite = specs.length > 1,
   ban?: BanPolicy,
+  onDecision?: (event: DecisionEvent) => void,
 ): Limiter {
   const bound: BoundRule = store.bind({ id, rule: compileRule(specs, ban), clock });
   // An array of one spec is still a composite: its decisions carry `parts`.
-  const decide = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
+  const checked = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
+  // Without a hook the hot path stays one direct call into the store.
+  const decide = onDecision === undefined ? checked : observed(checked, id, onDecision);
   const waits = new WaitQueues();
   const acquire = async (key: string, acquireOptions: AcquireOptions = {}) => {
     checkKey(key);
@@ -244,6 +272,39 @@ export function bindLimiter(
     acquire,
     close,
   } as Limiter;
+}
+
+/** Wraps a check so every outcome reaches `onDecision` with its duration. */
+function observed(
+  check: BoundRule["check"],
+  id: string,
+  onDecision: (event: DecisionEvent) => void,
+): BoundRule["check"] {
+  const report = (event: DecisionEvent) => {
+    try {
+      onDecision(event);
+    } catch (error) {
+      process.emitWarning(`onDecision threw: ${(error as Error)?.message ?? String(error)}`, { code: "SLUICE_HOOK" });
+    }
+  };
+  return (key, cost, now, op) => {
+    const started = stopwatch();
+    const result = check(key, cost, now, op);
+    if (!(result instanceof Promise)) {
+      report({ id, key, cost, op, decision: result, durationMs: stopwatch() - started });
+      return result;
+    }
+    return result.then(
+      (decision) => {
+        report({ id, key, cost, op, decision, durationMs: stopwatch() - started });
+        return decision;
+      },
+      (error: unknown) => {
+        report({ id, key, cost, op, error, durationMs: stopwatch() - started });
+        throw error;
+      },
+    );
+  };
 }
 
 /** Wraps a one-member composite's check so its decisions carry `parts` like any composite. */

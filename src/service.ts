@@ -66,10 +66,20 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   readonly #store: Store;
   readonly #clock: Clock | undefined;
   readonly #rules = new Map<string, Rule>();
+  readonly #onDecision: LimiterOptions["onDecision"];
 
   /** Uses `options.store` (default: a new MemoryStore) and `options.clock` (or a Clock given directly). */
-  constructor(options?: LimiterOptions<S> | Clock) {
+  constructor(options?: Pick<LimiterOptions<S>, "clock" | "store" | "onDecision"> | Clock) {
     const opts = resolveOptions(options);
+    this.#onDecision = (options as LimiterOptions<S> | undefined)?.onDecision;
+    // `name` and `ban` belong to rules (addRule), not to the service: refused rather than ignored.
+    for (const key of ["name", "ban"] as const) {
+      if (opts[key] !== undefined) {
+        throw new ArgumentError(
+          `RateLimiterService: unknown option \`${key}\` (expected clock, store; ${key === "ban" ? "give `ban` to addRule" : "rules are named by addRule"})`,
+        );
+      }
+    }
     this.#store = opts.store ?? new MemoryStore();
     this.#clock = opts.clock;
   }
@@ -199,11 +209,19 @@ export class RateLimiterService<S extends Store = MemoryStore> {
     for (const [tier, tierSpec] of Object.entries(tiers)) {
       tierSpecs[tier] = validateRule(tierSpec, `rule ${JSON.stringify(name)} tier ${JSON.stringify(tier)}: `);
     }
-    const base = bindLimiter(specs, this.#store, this.#clock, `rule:${encode(name)}`, Array.isArray(spec), ban);
+    const base = bindLimiter(
+      specs,
+      this.#store,
+      this.#clock,
+      `rule:${encode(name)}`,
+      Array.isArray(spec),
+      ban,
+      this.#onDecision,
+    );
     const bound = new Map<string, Limiter>();
     for (const [tier, s] of Object.entries(tierSpecs)) {
       const id = `rule:${encode(name)}:tier:${encode(tier)}`;
-      bound.set(tier, bindLimiter(s, this.#store, this.#clock, id, Array.isArray(tiers[tier]), ban));
+      bound.set(tier, bindLimiter(s, this.#store, this.#clock, id, Array.isArray(tiers[tier]), ban, this.#onDecision));
     }
     return { info: { name, specs, tiers: tierSpecs }, base, tiers: bound, given: options };
   }

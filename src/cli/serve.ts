@@ -22,7 +22,11 @@ Options:
   --prefix P             Redis key prefix (default "sluice:")
   --store-timeout MS     longest a check waits for Redis (default 1000)
   --on-store-error P     deny | allow | throw (503) when Redis fails (default deny)
-  --max-keys N           in-process store: hard cap on key states
+  --max-keys N           in-process store: hard cap on exact key records (past it, a fixed-size
+                         summary that can only over-count; see README "Memory and floods")
+  --state FILE           in-process store: keep counts across restarts in FILE (read at start,
+                         written atomically every --state-interval and on SIGTERM/SIGINT)
+  --state-interval D     how often --state is written (default 5s)
   --token T              require "Authorization: Bearer T" on /v1/* and /metrics
                          (default: the SLUICE_TOKEN environment variable, if set)
   --max-body SIZE        largest request body, e.g. 64kb, 1mb (default 64kb)
@@ -50,6 +54,8 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     "store-timeout": { type: "string" },
     "on-store-error": { type: "string" },
     "max-keys": { type: "string" },
+    state: { type: "string" },
+    "state-interval": { type: "string" },
     token: { type: "string" },
     "max-body": { type: "string" },
     "max-batch": { type: "string" },
@@ -77,6 +83,13 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   const shutdownTimeoutMs = parseDuration(shutdownText);
   if (shutdownTimeoutMs === undefined)
     throw new UsageError(`--shutdown-timeout must be a duration like 10s (got ${JSON.stringify(shutdownText)})`);
+  const state = str(parsed, "state");
+  if (state !== undefined && str(parsed, "redis") !== undefined)
+    throw new UsageError("--state keeps the in-process store's counts; with --redis they already live in Redis");
+  const stateIntervalText = str(parsed, "state-interval") ?? "5s";
+  const stateIntervalMs = parseDuration(stateIntervalText);
+  if (stateIntervalMs === undefined || stateIntervalMs < 1)
+    throw new UsageError(`--state-interval must be a duration like 5s (got ${JSON.stringify(stateIntervalText)})`);
   const token = str(parsed, "token") ?? (process.env.SLUICE_TOKEN || undefined);
   const log = (line: string) => io.stderr.write(`sluice: ${line}\n`);
 
@@ -96,6 +109,7 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     timeoutMs: num(parsed, "store-timeout", 1000),
     onError: policy as StoreFailurePolicy,
     ...(str(parsed, "max-keys") === undefined ? {} : { maxKeys: num(parsed, "max-keys", 1) }),
+    ...(state === undefined ? {} : { state, stateIntervalMs }),
   });
 
   // Signal handlers go in before the address is printed: whoever reads it may signal at once.

@@ -15,6 +15,7 @@ import { type CompiledRule, createRecord, type RuleRecord, recordFreshAt } from 
 import { describeValue } from "../../spec.ts";
 import type { BoundRule, RuleBinding, Store } from "../../store.ts";
 import { Sketch } from "./sketch.ts";
+import { decodeSnapshot, encodeSnapshot, sameLayout, type TableSnapshot } from "./snapshot.ts";
 import { Table } from "./table.ts";
 
 /** Options of {@link MemoryStore}. */
@@ -57,6 +58,8 @@ export class MemoryStore implements Store {
   readonly #sketchWidth: number;
   /** Tables by rule id and shape: a record is only ever read under the shape it was written for. */
   #tables = new Map<string, Table>();
+  /** Restored tables waiting for their rule to be bound (by table id). */
+  #pending = new Map<string, TableSnapshot>();
   #size = 0;
   #sweepIn = SWEEP_EVERY;
   #evicted = 0;
@@ -112,6 +115,11 @@ export class MemoryStore implements Store {
     if (table === undefined) {
       table = new Table(rule);
       this.#tables.set(id, table);
+      const restored = this.#pending.get(id);
+      if (restored !== undefined) {
+        this.#pending.delete(id);
+        this.#adopt(table, restored);
+      }
     }
     table.rule = rule;
     table.clock = binding.clock;
@@ -133,7 +141,11 @@ export class MemoryStore implements Store {
         if (bound.delete(key)) this.#size--;
         // A key summarised in the sketch would be read back over-counted; an explicit fresh
         // record makes "forget this key" exact.
-        if (bound.sketch?.read(key, now(bound)) !== undefined) this.#insert(bound, key, createRecord(rule));
+        const t = now(bound);
+        if (bound.sketch?.read(key, t) !== undefined) {
+          bound.expire(t); // rotate first, so the new record is not dropped by a pending rotation
+          this.#insert(bound, key, createRecord(rule));
+        }
       },
       release: () => {
         if (released) return;
@@ -144,6 +156,60 @@ export class MemoryStore implements Store {
         }
       },
     };
+  }
+
+  /**
+   * Every table's records (and sketch) as text, for `restore` after a restart. Records hold
+   * absolute instants, so counts survive exactly. Restored tables not yet bound are kept too.
+   */
+  snapshot(savedAt: number = systemClock.now()): string {
+    const tables: TableSnapshot[] = [...this.#pending.values()];
+    for (const [id, table] of this.#tables) {
+      const sep = id.lastIndexOf("\u0000");
+      tables.push({
+        id: id.slice(0, sep),
+        shape: id.slice(sep + 1),
+        records: [...table.entries()],
+        sketch: table.sketch === undefined ? undefined : { width: table.sketch.width, cells: table.sketch.toBase64() },
+      });
+    }
+    return encodeSnapshot(tables, savedAt);
+  }
+
+  /**
+   * Loads a snapshot written by `snapshot()`. The text is checked whole first: anything that is
+   * not a sluice state file of this version throws ArgumentError and loads nothing. Records are
+   * adopted when a rule with the same id and shape is bound (at once if it already is); a
+   * record whose layout does not match its rule is dropped with its whole table.
+   * Returns the number of records read.
+   */
+  restore(text: string): number {
+    const tables = decodeSnapshot(text);
+    let records = 0;
+    for (const snapshot of tables) {
+      const id = `${snapshot.id}\u0000${snapshot.shape}`;
+      records += snapshot.records.length;
+      const table = this.#tables.get(id);
+      if (table === undefined) this.#pending.set(id, snapshot);
+      else this.#adopt(table, snapshot);
+    }
+    return records;
+  }
+
+  /** Moves a restored table's records into `table`, if every one has the rule's layout. */
+  #adopt(table: Table, snapshot: TableSnapshot): void {
+    const template = createRecord(table.rule);
+    if (!snapshot.records.every(([, record]) => sameLayout(template, record))) return;
+    for (const [key, record] of snapshot.records) {
+      if (table.delete(key)) this.#size--;
+      if (this.#size >= this.maxKeys) this.#evict(table);
+      table.adopt(key, record, recordFreshAt(table.rule, record));
+      this.#size++;
+    }
+    if (snapshot.sketch !== undefined) {
+      const sketch = new Sketch(table.rule, snapshot.sketch.width);
+      if (sketch.width === snapshot.sketch.width && sketch.load(snapshot.sketch.cells)) table.sketch = sketch;
+    }
   }
 
   /** A peek, or a key with no exact record: a fresh record, or the sketch's, decides. */

@@ -39,6 +39,24 @@ export class Sketch {
     this.#cells = new Float64Array(DEPTH * this.#width * slots).fill(Number.NaN);
   }
 
+  /** The cell width per row (a power of two). */
+  get width(): number {
+    return this.#width;
+  }
+
+  /** The cells as base64 (for snapshots). */
+  toBase64(): string {
+    return Buffer.from(this.#cells.buffer, this.#cells.byteOffset, this.#cells.byteLength).toString("base64");
+  }
+
+  /** Loads cells written by `toBase64` for the same rule and width; false (nothing loaded) if they do not fit. */
+  load(base64: string): boolean {
+    const bytes = Buffer.from(base64, "base64");
+    if (bytes.byteLength !== this.#cells.byteLength) return false;
+    new Uint8Array(this.#cells.buffer, this.#cells.byteOffset, this.#cells.byteLength).set(bytes);
+    return true;
+  }
+
   /** Bytes held by the cells (fixed). */
   get bytes(): number {
     return this.#cells.byteLength;

@@ -64,6 +64,15 @@ export class Table {
     this.current.set(key, state);
   }
 
+  /**
+   * Stores a record read back from a snapshot. Its last change is unknown, so the first
+   * rotation waits until it is fresh (`freshAt`): a rotation before then would drop it.
+   */
+  adopt(key: string, state: unknown, freshAt: number): void {
+    this.current.set(key, state);
+    if (freshAt > this.rotateAt && Number.isFinite(freshAt)) this.rotateAt = freshAt;
+  }
+
   /** Forgets `key`. */
   delete(key: string): boolean {
     const a = this.current.delete(key);
