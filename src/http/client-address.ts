@@ -13,6 +13,7 @@ import {
   parseSubnet,
   parseTrust,
   resolveClient,
+  storeKey,
   type Trust,
 } from "./client-key.ts";
 import type { IpBytes } from "./ip-address.ts";
@@ -29,8 +30,14 @@ export interface RequestReader<Req> {
 /** The client as far as `trustProxy` allows: its address bytes (if an IP) and its default key. */
 export interface Client {
   readonly bytes: IpBytes | undefined;
+  /** The address key (`203.0.113.5`, `2001:db8::/56`), as logs show it. */
   readonly key: string;
+  /** The key in the store's address namespace; kept so a hot client reuses one string (its hash is cached). */
+  readonly storeKey: string;
 }
+
+/** The client of a request whose peer address is unknown: every such request shares one bucket. */
+export const UNKNOWN_CLIENT: Client = { bytes: undefined, key: "unknown", storeKey: storeKey("unknown", true) };
 
 /** Warns once per code, as a process warning (console elsewhere). */
 export type Warn = (code: string, message: string) => void;
@@ -111,7 +118,8 @@ export class ClientAddresses<Req> {
 
   #client(socket: string, chain: readonly string[]): Client {
     const bytes = resolveClient(socket, chain, this.#trust);
-    return { bytes, key: bytes === undefined ? socket : addressKey(bytes, this.#subnet) };
+    const key = bytes === undefined ? socket : addressKey(bytes, this.#subnet);
+    return { bytes, key, storeKey: storeKey(key, true) };
   }
 
   #warnForwarded(socket: string): void {

@@ -21,7 +21,7 @@ import { type Clock, sleep, systemClock } from "../clock.ts";
 import { ArgumentError, ConfigError } from "../errors.ts";
 import { describeValue } from "../spec.ts";
 import { checkChoice, checkFunction, checkOptionKeys } from "./check-options.ts";
-import { ClientAddresses, type RequestReader, warner } from "./client-address.ts";
+import { type Client, ClientAddresses, type RequestReader, UNKNOWN_CLIENT, warner } from "./client-address.ts";
 import { boundKey, storeKey } from "./client-key.ts";
 import { type Charge, COUNT_MODES, refunds } from "./count-mode.ts";
 import {
@@ -37,7 +37,7 @@ import { andThen, isPromise } from "./maybe-promise.ts";
 import type { CountMode, DecisionInfo, MaybePromise, RateLimitOptions, UnknownTierPolicy } from "./options.ts";
 import * as problems from "./problem.ts";
 import { distinctFrom, type GetHeader, listNames, stackingSetter } from "./stack.ts";
-import { type Target, targetOf } from "./target.ts";
+import { isProblem, type Target, targetOf } from "./target.ts";
 
 export type { RequestReader } from "./client-address.ts";
 export { isPromise } from "./maybe-promise.ts";
@@ -116,46 +116,52 @@ export class Engine<Req, Res = unknown> {
 
   #listed(request: Req): MaybePromise<Verdict | null> {
     if (this.#allow === undefined && this.#deny === undefined) return this.#keyed(request, undefined);
-    const client = this.#clients.of(request);
-    const bytes = client?.bytes;
-    if (bytes !== undefined && this.#deny?.has(bytes))
+    const client = this.#clients.of(request) ?? UNKNOWN_CLIENT;
+    const bytes = client.bytes;
+    if (bytes !== undefined && this.#deny?.has(bytes)) {
       return { status: 403, decision: undefined, problem: problems.denied() };
+    }
     if (bytes !== undefined && this.#allow?.has(bytes)) return null;
-    return this.#keyed(request, client?.key);
+    return this.#keyed(request, client);
   }
 
-  #keyed(request: Req, known: string | undefined): MaybePromise<Verdict> {
+  #keyed(request: Req, known: Client | undefined): MaybePromise<Verdict> {
     const keyFn = this.#options.key;
-    const address = () => known ?? this.clientAddress(request);
-    if (keyFn === undefined) return this.#costed(request, address() ?? "unknown", true);
+    if (keyFn === undefined) {
+      const client = known ?? this.#clients.of(request) ?? UNKNOWN_CLIENT;
+      return this.#costed(request, client.key, client.storeKey);
+    }
     // Only compute the address when the key function asks for it (its second parameter).
-    return andThen(keyFn(request, keyFn.length >= 2 ? address() : undefined), (key) => {
-      if (key === undefined) return this.#costed(request, address() ?? "unknown", true);
-      if (typeof key !== "string")
+    const address = keyFn.length >= 2 ? (known ?? this.#clients.of(request) ?? UNKNOWN_CLIENT).key : undefined;
+    return andThen(keyFn(request, address), (key) => {
+      if (key === undefined) {
+        const client = known ?? this.#clients.of(request) ?? UNKNOWN_CLIENT;
+        return this.#costed(request, client.key, client.storeKey);
+      }
+      if (typeof key !== "string") {
         throw new ArgumentError(`\`key\` must return a string or undefined (got ${describeValue(key)})`);
-      return this.#costed(request, key, false);
+      }
+      return this.#costed(request, boundKey(key), storeKey(key, false));
     });
   }
 
-  #costed(request: Req, key: string, isAddress: boolean): MaybePromise<Verdict> {
+  /** `shown`: the key as `onDecision` reports it; `stored`: the namespaced key the store sees. */
+  #costed(request: Req, shown: string, stored: string): MaybePromise<Verdict> {
     const costFn = this.#options.cost;
     const tierFn = this.#options.tier;
-    if (costFn === undefined && tierFn === undefined) return this.#check(request, key, isAddress, 1, undefined);
+    if (costFn === undefined && tierFn === undefined) return this.#check(request, shown, stored, 1, undefined);
     return andThen(costFn === undefined ? 1 : costFn(request), (cost) =>
       andThen(tierFn === undefined ? undefined : tierFn(request), (tier) =>
-        this.#check(request, key, isAddress, cost, tier),
+        this.#check(request, shown, stored, cost, tier),
       ),
     );
   }
 
-  #check(request: Req, key: string, isAddress: boolean, cost: number, tier: string | undefined): MaybePromise<Verdict> {
-    const storeKeyed = storeKey(key, isAddress);
-    const shown = isAddress ? key : boundKey(key);
-    const checked = this.#target.check({ key: storeKeyed, cost, tier });
-    if ("type" in checked) return { status: 400, decision: undefined, problem: checked };
-    return andThen(checked, (c) =>
-      this.#verdict(request, c.decision, c.policies, { key: storeKeyed, cost, tier: c.tier }, shown),
+  #check(request: Req, shown: string, stored: string, cost: number, tier: string | undefined): MaybePromise<Verdict> {
+    const checked = this.#target.check(stored, cost, tier, (decision, policies, used) =>
+      this.#verdict(request, decision, policies, { key: stored, cost, tier: used }, shown),
     );
+    return isProblem(checked) ? { status: 400, decision: undefined, problem: checked } : checked;
   }
 
   #verdict(
@@ -188,17 +194,22 @@ export class Engine<Req, Res = unknown> {
   writeHeaders(verdict: Verdict, set: SetHeader, get?: GetHeader): void {
     if (verdict.decision === undefined) return;
     const { decision } = verdict;
-    const header = get === undefined ? set : stackingSetter(set, get);
     if (this.format !== undefined) {
       const counts = decision.failure === undefined || decision.failure.policy === "fallback";
+      let header = set;
+      let policies = verdict.policies;
+      // Only when another limiter already wrote its policies (stacking) does this cost more.
       const taken = this.format === "draft-11" && get !== undefined ? get("RateLimit-Policy") : undefined;
-      const names = taken === undefined ? undefined : listNames(taken);
-      const policies = names === undefined ? verdict.policies : distinctFrom(verdict.policies, names);
+      if (taken !== undefined && get !== undefined) {
+        header = stackingSetter(set, get);
+        const names = listNames(taken);
+        if (names !== undefined) policies = distinctFrom(policies, names);
+      }
       writeRateLimitHeaders(this.format, policies, decision, counts, () => this.#clock.now(), header);
     }
     if (verdict.status === 429 || verdict.status === 403) {
       const retry = retryAfterSeconds(decision);
-      if (retry !== undefined) header("Retry-After", retry);
+      if (retry !== undefined) (get === undefined ? set : stackingSetter(set, get))("Retry-After", retry);
     }
     if (this.dryRun) set("Sluice-Dry-Run", decision.allowed ? "would-allow" : "would-deny");
   }

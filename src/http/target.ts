@@ -8,28 +8,32 @@ import { ConfigError, UnknownRuleError } from "../errors.ts";
 import { createLimiter, type LimiterOptions } from "../limiter.ts";
 import type { RuleInfo } from "../service.ts";
 import { describeValue } from "../spec.ts";
-import { type Charge, limiterRefund, type Refund, serviceRefund } from "./count-mode.ts";
+import { limiterRefund, type Refund, serviceRefund } from "./count-mode.ts";
 import { compilePolicies, type PolicySet } from "./headers.ts";
-import { andThen } from "./maybe-promise.ts";
+import { andThen, isPromise } from "./maybe-promise.ts";
 import type { MaybePromise, RateLimitOptions, UnknownTierPolicy } from "./options.ts";
 import { policiesFor } from "./policy.ts";
 import { type ProblemDetails, unknownTier } from "./problem.ts";
 
-/** A check's answer: the decision, the policies it is advertised under, and the tier that was used. */
-export interface Checked {
-  readonly decision: Decision;
-  readonly policies: PolicySet;
-  readonly tier: string | undefined;
-}
+/** What a check continues with: the decision, the policies it is advertised under, the tier used. */
+export type Continue<T> = (decision: Decision, policies: PolicySet, tier: string | undefined) => MaybePromise<T>;
 
 /** A limiter or a service rule, as the engine uses it. */
 export interface Target {
   /** The rule / policy name `onDecision` reports. */
   readonly rule: string;
-  /** Takes `charge`; a problem (400) instead when its tier does not exist and the policy is "reject". */
-  check(charge: Charge): MaybePromise<Checked> | ProblemDetails;
+  /**
+   * Takes `cost` units of `key` and continues with `next` (continuation style: no object per
+   * request); a problem (400) instead when `tier` does not exist and the policy is "reject".
+   */
+  check<T>(key: string, cost: number, tier: string | undefined, next: Continue<T>): MaybePromise<T> | ProblemDetails;
   /** Gives a charge back. */
   readonly refund: Refund;
+}
+
+/** True when a check answered a problem rather than continuing. */
+export function isProblem(value: unknown): value is ProblemDetails {
+  return typeof value === "object" && value !== null && "type" in value && "status" in value && !isPromise(value);
 }
 
 /** The target `options` describe (validated here, at construction). */
@@ -58,8 +62,10 @@ function limiterTarget(options: RateLimitOptions<never, never>): Target {
   const policies = compilePolicies(policiesFor(limiter.specs, policyName));
   return {
     rule: typeof policyName === "string" ? policyName : fallback,
-    check: (charge) =>
-      andThen(limiter.tryAcquire(charge.key, charge.cost), (decision) => ({ decision, policies, tier: undefined })),
+    check: (key, cost, _tier, next) => {
+      const result = limiter.tryAcquire(key, cost);
+      return isPromise(result) ? result.then((d) => next(d, policies, undefined)) : next(result, policies, undefined);
+    },
     refund: limiterRefund(limiter),
   };
 }
@@ -90,20 +96,17 @@ function serviceTarget(options: RateLimitOptions<never, never>, onUnknownTier: U
   };
   return {
     rule,
-    check: (charge) => {
+    check: (key, cost, requested, next) => {
       const info = service.getRule(rule);
       if (info === undefined) throw new UnknownRuleError(rule);
-      let tier = charge.tier;
+      let tier = requested;
       if (tier !== undefined && !Object.hasOwn(info.tiers, tier) && onUnknownTier !== "throw") {
         if (onUnknownTier === "reject") return unknownTier(tier, rule, Object.keys(info.tiers));
         tier = undefined;
       }
-      const result = service.check(
-        rule,
-        charge.key,
-        tier === undefined ? { cost: charge.cost } : { cost: charge.cost, tier },
-      );
-      return andThen(result, (decision) => ({ decision, policies: policiesOf(info, tier), tier }));
+      const used = tier;
+      const result = service.check(rule, key, used === undefined ? { cost } : { cost, tier: used });
+      return andThen(result, (decision) => next(decision, policiesOf(info, used), used));
     },
     refund: serviceRefund(service, rule),
   };
