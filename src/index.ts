@@ -30,7 +30,7 @@ export {
 } from "./limiter.ts";
 export { classify, type ReplayEvent, replay } from "./replay.ts";
 export type { CompiledRule } from "./rule.ts";
-export { type CheckOptions, RateLimiterService, type RuleInfo, type RuleOptions } from "./service.ts";
+export { type CheckOptions, type GroupCheck, RateLimiterService, type RuleInfo, type RuleOptions } from "./service.ts";
 export {
   ALGORITHMS,
   type AlgorithmName,

@@ -4,11 +4,15 @@
  * algorithm behind it.
  */
 
+import type { Decision } from "./algorithms/decision.ts";
 import { type BanPolicy, validateBan } from "./ban.ts";
+import { decideAllAsync, decideAllSync } from "./check-all.ts";
 import type { Clock } from "./clock.ts";
 import { ArgumentError, DuplicateRuleError, UnknownRuleError } from "./errors.ts";
 import {
   bindLimiter,
+  checkCost,
+  checkKey,
   type Limiter,
   type LimiterOptions,
   type ResetResult,
@@ -33,6 +37,14 @@ export interface CheckOptions {
   /** Units to take (default 1). */
   cost?: number;
   /** Which of the rule's tiers applies (default: the rule's own spec). */
+  tier?: string;
+}
+
+/** One item of `checkAll`: a check as `check(rule, key, { cost, tier })` would take it. */
+export interface GroupCheck {
+  rule: string;
+  key: string;
+  cost?: number;
   tier?: string;
 }
 
@@ -138,6 +150,28 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   /** Takes `cost` units of `rule` for `key`; UnknownRuleError / ArgumentError on bad names. */
   check(rule: string, key: string, options?: CheckOptions): Result<S> {
     return this.#guard(() => this.#limiter(rule, options).tryAcquire(key, options?.cost)) as Result<S>;
+  }
+
+  /**
+   * Decides several checks as one (see src/check-all.ts): if any is denied, none consumes and
+   * every item gets what `peek` then says; otherwise every item is taken. Items are validated
+   * before anything is decided. Decisions come back in item order.
+   */
+  checkAll(items: readonly GroupCheck[]): S["synchronous"] extends true ? Decision[] : Promise<Decision[]> {
+    type Out = S["synchronous"] extends true ? Decision[] : Promise<Decision[]>;
+    return this.#guard(() => {
+      const group = items.map((item) => {
+        const limiter = this.#limiter(item.rule, {
+          ...(item.cost === undefined ? {} : { cost: item.cost }),
+          ...(item.tier === undefined ? {} : { tier: item.tier }),
+        });
+        checkKey(item.key);
+        const cost = item.cost ?? 1;
+        checkCost(cost); // before anything is taken: a bad item changes nothing
+        return { limiter, key: item.key, cost };
+      });
+      return (this.#store.synchronous ? decideAllSync(group) : decideAllAsync(group)) as Out;
+    }) as Out;
   }
 
   /** What `check` would say now; changes nothing. */

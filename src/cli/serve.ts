@@ -7,13 +7,18 @@ import { num, parseFlags, str, UsageError } from "./args.ts";
 
 /** Help text of `sluice serve`. */
 export const SERVE_HELP = `Usage: sluice serve --config FILE [options]
+       sluice serve --grpc-port N --envoy-config PATH [options]
 
 Runs the rate-limit service: POST /v1/check, GET /v1/rules, GET /healthz, GET /metrics, and a
 status page at GET /. The rules file is reloaded when it changes and on SIGHUP; an invalid
 file is refused and the last good rules stay. SIGTERM / SIGINT close gracefully.
 
 Options:
-  --config FILE          rules file, YAML or JSON (required)
+  --config FILE          rules file, YAML or JSON (required unless --envoy-config is given)
+  --grpc-port N          also serve Envoy's rate limit service (envoy.service.ratelimit.v3,
+                         ShouldRateLimit) over gRPC on port N (0 picks a free one)
+  --envoy-config PATH    envoyproxy/ratelimit config: a YAML file or a directory of them
+                         (reloaded like the rules file; needs --grpc-port)
   --port N               port (default 8080; 0 picks a free one)
   --host HOST            interface (default 127.0.0.1)
   --redis URL            keep state in Redis/Valkey, e.g. redis://127.0.0.1:6379; a comma-
@@ -46,6 +51,8 @@ const POLICIES = ["deny", "allow", "throw"];
 export async function serveCommand(argv: string[], io: { stdout: Writable; stderr: Writable }): Promise<number> {
   const parsed = parseFlags(argv, {
     config: { type: "string", short: "c" },
+    "grpc-port": { type: "string" },
+    "envoy-config": { type: "string" },
     port: { type: "string", short: "p" },
     host: { type: "string" },
     redis: { type: "string" },
@@ -67,7 +74,15 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     return 0;
   }
   const config = str(parsed, "config");
-  if (config === undefined) throw new UsageError("serve needs --config FILE");
+  const envoyConfig = str(parsed, "envoy-config");
+  const grpcText = str(parsed, "grpc-port");
+  const grpcPort = grpcText === undefined ? undefined : Number(grpcText);
+  if (grpcPort !== undefined && (!Number.isInteger(grpcPort) || grpcPort < 0 || grpcPort > 65535))
+    throw new UsageError(`--grpc-port must be 0..65535 (got ${JSON.stringify(grpcText)})`);
+  if (envoyConfig !== undefined && grpcPort === undefined)
+    throw new UsageError("--envoy-config needs --grpc-port N (the port Envoy's rate limit filter calls)");
+  if (config === undefined && envoyConfig === undefined)
+    throw new UsageError("serve needs --config FILE (or --grpc-port N --envoy-config PATH)");
   const portText = str(parsed, "port") ?? "8080";
   const port = Number(portText);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
@@ -94,7 +109,9 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   const log = (line: string) => io.stderr.write(`sluice: ${line}\n`);
 
   const running = await startServer({
-    config,
+    ...(config === undefined ? {} : { config }),
+    ...(grpcPort === undefined ? {} : { grpcPort }),
+    ...(envoyConfig === undefined ? {} : { envoyConfig }),
     port,
     host: str(parsed, "host") ?? "127.0.0.1",
     ...(token === undefined ? {} : { token }),
@@ -136,15 +153,25 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   });
 
   const { url, context } = running;
+  const envoy = context.envoy;
+  const grpcLine =
+    envoy === undefined
+      ? ""
+      : `  envoy grpc    ${url.replace(/^http:\/\//, "").replace(/:\d+$/, "")}:${envoy.grpc.port} (envoy.service.ratelimit.v3.RateLimitService, ${
+          envoy.state.config.domains.size
+        } domains)\n`;
   const first = [...context.rules.keys()][0] ?? "api";
   const auth = token === undefined ? "" : ` -H "Authorization: Bearer $SLUICE_TOKEN"`;
   io.stdout.write(
-    `sluice serve: listening on ${url} (${context.rules.size} rules from ${config}, ${context.store.kind} store${
+    `sluice serve: listening on ${url} (${context.rules.size} rules${config === undefined ? "" : ` from ${config}`}, ${context.store.kind} store${
       context.store.kind === "memory" ? "" : ` at ${context.store.where}`
     }${token === undefined ? "" : ", bearer token required"})\n` +
+      grpcLine +
       `  status page   ${url}/\n` +
-      `  check         curl -s${auth} ${url}/v1/check -d '{"rule":"${first}","key":"alice"}'\n` +
-      `  batch         curl -s${auth} ${url}/v1/check -d '[{"rule":"${first}","key":"alice"},{"rule":"${first}","key":"bob","cost":2}]'\n` +
+      (context.rules.size === 0
+        ? ""
+        : `  check         curl -s${auth} ${url}/v1/check -d '{"rule":"${first}","key":"alice"}'\n` +
+          `  batch         curl -s${auth} ${url}/v1/check -d '[{"rule":"${first}","key":"alice"},{"rule":"${first}","key":"bob","cost":2}]'\n`) +
       `  rules         curl -s${auth} ${url}/v1/rules\n` +
       `  metrics       curl -s${auth} ${url}/metrics\n`,
   );

@@ -22,7 +22,10 @@ function reloadedAt(ctx: ServerContext): string {
 export async function handleHealth(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> {
   // /healthz is open even when a token is set, so it says what is wrong but not where: no file
   // paths, hosts or error texts (those are in the log and behind the token at /v1/status).
-  const config = { lastReloadOk: ctx.reloader?.lastError === undefined, lastReloadAt: reloadedAt(ctx) };
+  const config = {
+    lastReloadOk: ctx.reloader?.lastError === undefined && ctx.envoy?.lastError === undefined,
+    lastReloadAt: reloadedAt(ctx),
+  };
   try {
     await ctx.store.ping();
     sendJson(res, 200, { status: "ok", store: ctx.store.kind, rules: ctx.rules.size, config });
@@ -50,7 +53,8 @@ export function handleMetrics(_req: IncomingMessage, res: ServerResponse, ctx: S
       value,
     });
   }
-  sendText(res, 200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(gauges));
+  const envoy = ctx.envoy?.state.metrics.render() ?? "";
+  sendText(res, 200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(gauges) + envoy);
 }
 
 /**

@@ -26,6 +26,13 @@ export class Table {
   private current = new Map<string, unknown>();
   private previous = new Map<string, unknown>();
   private rotateAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Where `shift` left off. A Map keeps deleted entries as holes until it is rebuilt, so asking a
+   * new iterator for the first entry after many shifts walks every hole: a kept iterator
+   * (which follows the Map through deletions and rebuilds) makes each shift O(1).
+   */
+  private cursor: Iterator<[string, unknown]> | undefined = undefined;
+  private cursorOf: Map<string, unknown> | undefined = undefined;
 
   constructor(rule: CompiledRule) {
     this.rule = rule;
@@ -83,11 +90,20 @@ export class Table {
   /** Removes and returns the least recently used record (previous generation first). */
   shift(): [string, unknown] | undefined {
     const generation = this.previous.size > 0 ? this.previous : this.current;
-    for (const entry of generation) {
-      generation.delete(entry[0]);
-      return entry;
+    if (generation.size === 0) return undefined;
+    if (this.cursorOf !== generation) {
+      this.cursor = generation.entries();
+      this.cursorOf = generation;
     }
-    return undefined;
+    let next = (this.cursor as Iterator<[string, unknown]>).next();
+    if (next.done === true) {
+      // Entries added after the cursor ran out: start over (the oldest are first again).
+      this.cursor = generation.entries();
+      next = this.cursor.next();
+    }
+    const entry = next.value as [string, unknown];
+    generation.delete(entry[0]);
+    return entry;
   }
 
   /** Every record (for snapshots), oldest first. */
