@@ -61,7 +61,7 @@ export function decision(
   };
 }
 
-/** Tolerance for float noise in quotients such as `periodMs / limit` (far below the 1 ms the contract allows). */
+/** Tolerance for float noise in quotients such as `periodMs / limit` (far below the 1 ms docs/semantics.md §5 allows). */
 export const EPSILON = 1e-6;
 
 /** Rounds a positive duration up to whole ms, ignoring float noise below {@link EPSILON}; never negative. */

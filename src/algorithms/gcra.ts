@@ -49,7 +49,7 @@ function emission(spec: GcraSpec | LeakyBucketSpec, T: number, burst: number, de
       // off by up to half an ulp of `now` (~1e-4 ms), which must not decide (nor loop forever).
       const ahead = backlog + cost * T;
       // Absolute times carry rounding proportional to their size; tolerate that much (well under
-      // the 1 ms the contract allows; integer T and now stay exact because every figure is whole).
+      // the 1 ms docs/semantics.md §5 allows; integer T and now stay exact because every figure is whole).
       const tol = EPSILON + Math.min(0.25, (Math.abs(now) + tau) * 2 ** -44);
       const up = (ms: number) => (ms <= tol ? 0 : Math.ceil(ms - tol)); // ceilMs with that tolerance
       if (cost > burst) {

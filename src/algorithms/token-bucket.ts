@@ -20,7 +20,7 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
   // Thousandths of a token per ms equals tokens per second, so whole-number rates stay exact.
   const full = C * 1000;
   const balanceAt = (s: TokenBucketState, now: number) => Math.min(full, s.b + Math.max(0, now - s.t) * r);
-  // Float-noise tolerance in thousandths, never more than 1 ms of refill (the contract's bound):
+  // Float-noise tolerance in thousandths, never more than 1 ms of refill (docs/semantics.md §5):
   // at tiny rates a fixed EPSILON would admit a request seconds before exact arithmetic does.
   const eps = Math.min(EPSILON, r);
   const whole = (balance: number) => Math.floor((balance + eps) / 1000);

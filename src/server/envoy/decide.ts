@@ -4,10 +4,11 @@
  * descriptor becomes one item of a `checkAll`, so a request over any enforced limit consumes
  * nothing. Shadow-mode descriptors are counted when the request passes and never deny it.
  */
+
+import type { Decision } from "../../algorithms/decision.ts";
 import type { Clock } from "../../clock.ts";
 import { type EnvoyMatch, matchDescriptor } from "../../config/envoy/match.ts";
 import { type EnvoyConfig, type EnvoyRateLimit, type EnvoyUnit, UNIT_MS } from "../../config/envoy/model.ts";
-import type { Decision } from "../../algorithms/decision.ts";
 import type { GroupCheck, RateLimiterService } from "../../service.ts";
 import type { Store } from "../../store.ts";
 import type { EnvoyMetrics } from "./metrics.ts";
