@@ -115,10 +115,21 @@ export function addressKey(bytes: IpBytes, subnet: number): string {
 /** Keys longer than this are hashed: a client-chosen key must not cost unbounded store memory. */
 export const MAX_KEY_LENGTH = 200;
 
-/** Returns `key`, or `sha256:<base64url>` of it when longer than {@link MAX_KEY_LENGTH}. */
+/** Returns `key`, or `sha256:<base64url>` of it when longer than {@link MAX_KEY_LENGTH} (the form logs show). */
 export function boundKey(key: string): string {
   if (key.length <= MAX_KEY_LENGTH) return key;
   return `sha256:${createHash("sha256").update(key).digest("base64url")}`;
+}
+
+/**
+ * The key the store sees. Addresses, plain keys and hashed keys each get their own marker
+ * (`a:`, `k:`, `h:`), so no text a client can choose as its key — not `sha256:<victim's hash>`,
+ * not a victim's address — reaches another client's state.
+ */
+export function storeKey(key: string, isAddress: boolean): string {
+  if (isAddress) return `a:${key}`;
+  if (key.length <= MAX_KEY_LENGTH) return `k:${key}`;
+  return `h:${createHash("sha256").update(key).digest("base64url")}`;
 }
 
 /** Options of {@link clientKey}. */

@@ -4,14 +4,28 @@
  *
  * @example
  * app.use(rateLimit({ spec: { algorithm: "sliding-window", limit: 100, windowMs: 60_000 } }));
+ * app.get("/", (req, res) => res.send(`${req.rateLimit?.remaining} left`));
+ *
+ * `req.rateLimit` is typed: Express's `Request` extends Node's `IncomingMessage`, which
+ * `sluice/http` augments.
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Decision } from "../algorithms/decision.ts";
 import { type NodeRateLimitOptions, nodeMiddleware } from "./node.ts";
 import type { RateLimitOptions } from "./options.ts";
 
+declare global {
+  // Express's own extension point for request properties (what its typings tell plugins to use).
+  namespace Express {
+    interface Request {
+      /** The decision of the rate limiter(s) that checked this request (the tightest, when stacked). */
+      rateLimit?: Decision;
+    }
+  }
+}
+
 /** Options of the Express middleware. */
-export interface ExpressRateLimitOptions extends RateLimitOptions<Request> {
+export interface ExpressRateLimitOptions extends RateLimitOptions<Request, Response> {
   /** Answers a limited request (status 429 and headers already set); must end the response. */
   onLimited?: (request: Request, response: Response, decision: Decision) => void;
 }

@@ -1,6 +1,6 @@
 /**
  * `sluice/fastify`: a Fastify plugin that limits on `onRequest` (before the body is parsed,
- * so a limited client costs as little as possible).
+ * so a limited client costs as little as possible). The decision is on `request.rateLimit`.
  *
  * Scope: the plugin is marked `skip-override` (what `fastify-plugin` does), so its hook
  * applies to the context it is registered in and that context's children: register it on
@@ -16,22 +16,41 @@ import type {
 } from "fastify";
 import type { Decision } from "../algorithms/decision.ts";
 import { Engine, isPromise, type Verdict } from "./engine.ts";
-import { nodeReader } from "./node.ts";
+import { nodeReader, onResponseEnd, responseHeader } from "./node.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
+import { tighter } from "./stack.ts";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The decision of the rate limiter(s) that checked this request (the tightest, when stacked). */
+    rateLimit?: Decision;
+  }
+}
 
 /** Options of the Fastify plugin and hook. */
-export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest> {
+export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest, FastifyReply> {
   /** Answers a limited request (status 429 and headers already set on `reply`); must send it. */
   onLimited?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => void;
 }
 
+/** Options Fastify itself adds to a plugin's options object (`register(plugin, { prefix })`). */
+const REGISTER_KEYS = ["prefix", "logLevel", "logSerializers"];
+
 /** An `onRequest` hook limiting each client, for routes or contexts of your choosing. */
 export function rateLimitHook(options: FastifyRateLimitOptions): onRequestHookHandler {
-  const engine = new Engine<FastifyRequest>(options, {
-    address: (request) => nodeReader.address(request.raw),
-    header: (request, name) => nodeReader.header(request.raw, name),
-  });
+  return hookFor(options, ["onLimited"]);
+}
+
+function hookFor(options: FastifyRateLimitOptions, adapterKeys: readonly string[]): onRequestHookHandler {
+  const engine = new Engine<FastifyRequest, FastifyReply>(
+    options,
+    {
+      address: (request) => nodeReader.address(request.raw),
+      header: (request, name) => nodeReader.header(request.raw, name),
+    },
+    adapterKeys,
+  );
   const onLimited = options.onLimited;
   const respond = (
     verdict: Verdict | null,
@@ -43,8 +62,24 @@ export function rateLimitHook(options: FastifyRateLimitOptions): onRequestHookHa
       done();
       return;
     }
-    engine.writeHeaders(verdict, (name, value) => reply.header(name, value));
+    if (verdict.decision !== undefined) request.rateLimit = tighter(request.rateLimit, verdict.decision);
+    engine.writeHeaders(
+      verdict,
+      (name, value) => reply.header(name, value),
+      (name) => {
+        const value = reply.getHeader(name);
+        return value === undefined
+          ? responseHeader(reply.raw, name)
+          : Array.isArray(value)
+            ? value.join(", ")
+            : String(value);
+      },
+    );
     if (verdict.status === 200) {
+      // The raw response's events, not an onResponse hook: they also tell an aborted request
+      // (no 'finish'), and a route-level hook cannot add hooks.
+      if (engine.observes(verdict))
+        onResponseEnd(reply.raw, (status) => engine.settle(verdict, request, reply, status));
       done();
       return;
     }
@@ -80,7 +115,17 @@ export const rateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = functio
   options,
   done,
 ) {
-  instance.addHook("onRequest", rateLimitHook(options));
+  let hook: onRequestHookHandler;
+  try {
+    hook = hookFor(options, ["onLimited", ...REGISTER_KEYS]);
+  } catch (error) {
+    // A callback plugin must report through done(): a throw would leave Fastify waiting.
+    done(error as Error);
+    return;
+  }
+  // Declared once per instance so every request object has the property from the start.
+  if (!instance.hasRequestDecorator("rateLimit")) instance.decorateRequest("rateLimit", undefined);
+  instance.addHook("onRequest", hook);
   done();
 };
 

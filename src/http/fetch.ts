@@ -9,15 +9,15 @@ import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 
 /** Options of {@link rateLimitFetch}: the shared options plus `onLimited`. */
-export interface FetchRateLimitOptions extends RateLimitOptions<Request> {
+export interface FetchRateLimitOptions extends RateLimitOptions<Request, Response> {
   /** Builds the answer to a limited request; the rate-limit headers and `Retry-After` are added to it. */
   onLimited?: (request: Request, decision: Decision) => MaybePromise<Response>;
 }
 
-/** The handler wrapper `rateLimitFetch` returns. */
+/** The handler wrapper `rateLimitFetch` returns; `next` gets the decision (undefined when skipped / allow-listed). */
 export type FetchRateLimit = (
   request: Request,
-  next: () => MaybePromise<Response>,
+  next: (decision: Decision | undefined) => MaybePromise<Response>,
   address?: string,
 ) => Promise<Response>;
 
@@ -33,8 +33,51 @@ export function withHeaders(response: Response, headers: Headers): Response {
   return out;
 }
 
-/** The Response for a verdict the middleware answers itself (429 / 503). */
-export function refusal(engine: Engine<never>, verdict: Verdict, headers: Headers): Response {
+/** `response` with the verdict's headers merged into those it already has (stacked limiters). */
+export function withVerdictHeaders(engine: Engine<never, never>, verdict: Verdict, response: Response): Response {
+  const headers = new Headers();
+  engine.writeHeaders(
+    verdict,
+    (name, value) => headers.set(name, value),
+    (name) => headers.get(name) ?? response.headers.get(name) ?? undefined,
+  );
+  return withHeaders(response, headers);
+}
+
+/**
+ * Runs the handler behind a passing verdict: reports how it ended when `count` needs it (a
+ * thrown handler never completed) and adds the headers. Streaming bodies count by status:
+ * a Response does not tell when (or whether) its body was fully read.
+ */
+export async function passOn<Req>(
+  engine: Engine<Req, Response>,
+  verdict: Verdict,
+  request: Req,
+  next: () => MaybePromise<Response>,
+  signal?: AbortSignal,
+): Promise<Response> {
+  if (!engine.observes(verdict)) return withVerdictHeaders(engine as Engine<never, never>, verdict, await next());
+  let settled = false;
+  const settle = (response: Response | undefined) => {
+    if (settled) return;
+    settled = true;
+    signal?.removeEventListener("abort", aborted);
+    engine.settle(verdict, request, response as Response, response?.status);
+  };
+  // The client went away before the handler answered: that request did not succeed.
+  const aborted = () => settle(undefined);
+  signal?.addEventListener("abort", aborted, { once: true });
+  let response: Response | undefined;
+  try {
+    response = await next();
+  } finally {
+    settle(response);
+  }
+  return withVerdictHeaders(engine as Engine<never, never>, verdict, response);
+}
+
+/** The Response for a verdict the middleware answers itself (400 / 403 / 429 / 503). */
+export function refusal(engine: Engine<never, never>, verdict: Verdict, headers: Headers): Response {
   headers.set("Content-Type", PROBLEM_CONTENT_TYPE);
   return new Response(engine.body(verdict), { status: verdict.status, headers });
 }
@@ -48,7 +91,8 @@ export function refusal(engine: Engine<never>, verdict: Verdict, headers: Header
  */
 export function rateLimitFetch(options: FetchRateLimitOptions): FetchRateLimit {
   const addresses = new WeakMap<Request, string>();
-  return webHandler(new Engine<Request>(options, webReader(addresses)), addresses, options.onLimited);
+  const engine = new Engine<Request, Response>(options, webReader(addresses), ["onLimited"]);
+  return webHandler(engine, addresses, options.onLimited);
 }
 
 /** Reads Web requests: the peer address the caller passed (kept in `addresses`), `Headers.get`. */
@@ -61,7 +105,7 @@ export function webReader(addresses: WeakMap<Request, string>): RequestReader<Re
 
 /** The fetch-handler wrapper around an engine that can read Web requests. */
 export function webHandler(
-  engine: Engine<Request>,
+  engine: Engine<Request, Response>,
   addresses: WeakMap<Request, string>,
   onLimited: FetchRateLimitOptions["onLimited"],
 ): FetchRateLimit {
@@ -69,13 +113,13 @@ export function webHandler(
     if (address !== undefined) addresses.set(request, address);
     const pending = engine.decide(request);
     const verdict = isPromise(pending) ? await pending : pending;
-    if (verdict === null) return next();
+    if (verdict === null) return next(undefined);
+    if (verdict.status === 200) return passOn(engine, verdict, request, () => next(verdict.decision), request.signal);
     const headers = new Headers();
     engine.writeHeaders(verdict, (name, value) => headers.set(name, value));
-    if (verdict.status === 200) return withHeaders(await next(), headers);
     if (verdict.status === 429 && onLimited !== undefined) {
       return withHeaders(await onLimited(request, verdict.decision), headers);
     }
-    return refusal(engine as Engine<never>, verdict, headers);
+    return refusal(engine as Engine<never, never>, verdict, headers);
   };
 }

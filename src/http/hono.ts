@@ -2,17 +2,29 @@
  * `sluice/hono`: Hono middleware. Hono runs on many runtimes and the peer address lives in a
  * different place on each, so it is read from `@hono/node-server`'s `env.incoming`, Bun's
  * `server.requestIP`, or Deno's `info.remoteAddr`, or from your `address(c)` option.
+ * The decision is `c.get("rateLimit")` (typed through `ContextVariableMap`).
  *
  * @example app.use("/api/*", rateLimit({ spec: { algorithm: "gcra", limit: 100, periodMs: 60_000 } }));
  */
 import type { Context, MiddlewareHandler } from "hono";
 import type { Decision } from "../algorithms/decision.ts";
 import { Engine, isPromise } from "./engine.ts";
-import { refusal, withHeaders } from "./fetch.ts";
+import { passOn, refusal, withHeaders } from "./fetch.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
+import { tighter } from "./stack.ts";
+
+/** The context variables the middleware sets: `c.get("rateLimit")`. */
+export interface RateLimitVariables {
+  /** The decision of the rate limiter(s) that checked this request (the tightest, when stacked). */
+  rateLimit: Decision | undefined;
+}
+
+declare module "hono" {
+  interface ContextVariableMap extends RateLimitVariables {}
+}
 
 /** Options of the Hono middleware. */
-export interface HonoRateLimitOptions extends RateLimitOptions<Context> {
+export interface HonoRateLimitOptions extends RateLimitOptions<Context, Response> {
   /** The peer address for runtimes sluice does not detect (e.g. from `getConnInfo(c).remote.address`). */
   address?: (c: Context) => string | undefined;
   /** Builds the answer to a limited request; the rate-limit headers and `Retry-After` are added to it. */
@@ -36,26 +48,42 @@ export function runtimeAddress(c: Context): string | undefined {
 }
 
 /** Hono middleware limiting each client. */
-export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler {
-  const engine = new Engine<Context>(options, {
-    address: options.address ?? runtimeAddress,
-    header: (c, name) => c.req.header(name),
-  });
+export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler<{ Variables: RateLimitVariables }> {
+  const engine = new Engine<Context, Response>(
+    options,
+    { address: options.address ?? runtimeAddress, header: (c, name) => c.req.header(name) },
+    ["onLimited", "address"],
+  );
   const onLimited = options.onLimited;
   return async function sluiceRateLimit(c, next) {
     const pending = engine.decide(c);
     const verdict = isPromise(pending) ? await pending : pending;
     if (verdict === null) return next();
-    const headers = new Headers();
-    engine.writeHeaders(verdict, (name, value) => headers.set(name, value));
+    if (verdict.decision !== undefined) c.set("rateLimit", tighter(c.get("rateLimit"), verdict.decision));
     if (verdict.status === 200) {
-      await next();
-      c.res = withHeaders(c.res, headers);
+      // Hono turns a thrown handler into c.res (its onError answer), so next() settles with a status.
+      const response = await passOn(
+        engine,
+        verdict,
+        c,
+        async () => {
+          await next();
+          return c.res;
+        },
+        // Only read when observing: @hono/node-server builds the full Request on first access.
+        engine.observes(verdict) ? c.req.raw.signal : undefined,
+      );
+      if (response === c.res) return; // headers were added in place
+      // Hono's setter copies the old response's headers over the new one's; ours are merged already.
+      c.res = undefined;
+      c.res = response;
       return;
     }
+    const headers = new Headers();
+    engine.writeHeaders(verdict, (name, value) => headers.set(name, value));
     if (verdict.status === 429 && onLimited !== undefined)
       return withHeaders(await onLimited(c, verdict.decision), headers);
-    return refusal(engine as never, verdict, headers);
+    return refusal(engine as Engine<never, never>, verdict, headers);
   };
 }
 

@@ -46,13 +46,17 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
   // One engine (so one limiter and one state) reads both kinds of request.
   const addresses = new WeakMap<Request, string>();
   const web = webReader(addresses);
-  const engine = new Engine<Req | Request>(options as RateLimitOptions<Req | Request>, {
-    address: (r) => (isWebRequest(r) ? web.address(r) : nodeReader.address(r)),
-    header: (r, name) => (isWebRequest(r) ? web.header(r, name) : nodeReader.header(r, name)),
-  });
-  const node = nodeHandler<Req, Res>(engine as Engine<Req>, options.onLimited);
+  const engine = new Engine<Req | Request, Res | Response>(
+    options as RateLimitOptions<Req | Request, Res | Response>,
+    {
+      address: (r) => (isWebRequest(r) ? web.address(r) : nodeReader.address(r)),
+      header: (r, name) => (isWebRequest(r) ? web.header(r, name) : nodeReader.header(r, name)),
+    },
+    ["onLimited"],
+  );
+  const node = nodeHandler<Req, Res>(engine as unknown as Engine<Req, Res>, options.onLimited);
   // `onLimited` is Node-shaped ((req, res, decision)); Web requests get the problem response.
-  const fetch = webHandler(engine as Engine<Request>, addresses, undefined);
+  const fetch = webHandler(engine as unknown as Engine<Request, Response>, addresses, undefined);
   function sluiceRateLimit(first: unknown, second: unknown, third?: unknown): unknown {
     if (isWebRequest(first)) return fetch(first, second as Parameters<FetchRateLimit>[1], third as string | undefined);
     return (node as (a: unknown, b: unknown, c?: unknown) => unknown)(first, second, third);
@@ -70,10 +74,20 @@ export {
   type ProxyHeader,
   parseTrust,
   resolveClient,
+  storeKey,
   type Trust,
   type TrustProxy,
 } from "./client-key.ts";
-export { Engine, type RequestReader, type Verdict } from "./engine.ts";
+export type { Charge } from "./count-mode.ts";
+export {
+  type CheckedVerdict,
+  Engine,
+  type GetHeader,
+  isPromise,
+  type RefusedVerdict,
+  type RequestReader,
+  type Verdict,
+} from "./engine.ts";
 export { type FetchRateLimit, type FetchRateLimitOptions, rateLimitFetch } from "./fetch.ts";
 export {
   compilePolicies,
@@ -85,8 +99,14 @@ export {
   writeRateLimitHeaders,
 } from "./headers.ts";
 export { formatIp, type IpBytes, type IpRange, inRange, parseIp, parseRanges } from "./ip-address.ts";
-export type { NodeRateLimit, NodeRateLimitOptions } from "./node.ts";
-export type { DecisionInfo, MaybePromise, RateLimitOptions } from "./options.ts";
+export { type NodeRateLimit, type NodeRateLimitOptions, onResponseEnd, responseHeader } from "./node.ts";
+export type {
+  CountMode,
+  DecisionInfo,
+  MaybePromise,
+  RateLimitOptions,
+  UnknownTierPolicy,
+} from "./options.ts";
 export { type Policy, policiesFor, windowSeconds } from "./policy.ts";
 export {
   PROBLEM_CONTENT_TYPE,
@@ -95,3 +115,4 @@ export {
   quotaExceeded,
   storeUnavailable,
 } from "./problem.ts";
+export { listNames, tighter } from "./stack.ts";

@@ -1,19 +1,28 @@
 /**
  * `rateLimit` for Node's `http` module and connect-style frameworks: `(req, res, next?)`.
  * With `next` it calls `next()` to pass and `next(error)` on errors (Express, connect); without
- * it returns whether to go on: `true`, or `false` once it has answered 429/503 itself.
+ * it returns whether to go on: `true`, or `false` once it has answered itself (403/429/503).
+ * The decision is left on `req.rateLimit` for the handler.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Decision } from "../algorithms/decision.ts";
-import { Engine, isPromise, type RequestReader, type Verdict } from "./engine.ts";
+import { type CheckedVerdict, Engine, isPromise, type RequestReader, type Verdict } from "./engine.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
+import { tighter } from "./stack.ts";
+
+declare module "http" {
+  interface IncomingMessage {
+    /** The decision of the rate limiter(s) that checked this request (the tightest, when stacked). */
+    rateLimit?: Decision;
+  }
+}
 
 /** Options of the Node `rateLimit`: the shared options plus `onLimited`. */
 export interface NodeRateLimitOptions<
   Req extends IncomingMessage = IncomingMessage,
   Res extends ServerResponse = ServerResponse,
-> extends RateLimitOptions<Req> {
+> extends RateLimitOptions<Req, Res> {
   /**
    * Answers a limited request instead of the problem body. Status 429 and the rate-limit
    * headers (with `Retry-After`) are already set on `res`; it must end the response.
@@ -41,22 +50,56 @@ export const nodeReader: RequestReader<IncomingMessage> = {
   },
 };
 
+/** Reads a header already set on a Node response, as one string. */
+export function responseHeader(response: ServerResponse, name: string): string | undefined {
+  const value = response.getHeader(name);
+  return value === undefined ? undefined : Array.isArray(value) ? value.join(", ") : String(value);
+}
+
+/**
+ * Calls `done` once when `response` ends: with its status once fully sent ('finish'), or with
+ * undefined when the connection closed first (client abort, a handler that never answered).
+ */
+export function onResponseEnd(response: ServerResponse, done: (status: number | undefined) => void): void {
+  let ended = false;
+  const end = (status: number | undefined) => {
+    if (ended) return;
+    ended = true;
+    done(status);
+  };
+  response.once("finish", () => end(response.statusCode));
+  response.once("close", () => end(response.writableFinished ? response.statusCode : undefined));
+}
+
 /** Builds the `(req, res, next?)` middleware for any Node-based request/response pair. */
 export function nodeMiddleware<Req extends IncomingMessage, Res extends ServerResponse>(
   options: NodeRateLimitOptions<Req, Res>,
 ): NodeRateLimit<Req, Res> {
-  return nodeHandler(new Engine<Req>(options, nodeReader), options.onLimited);
+  return nodeHandler(new Engine<Req, Res>(options, nodeReader, ["onLimited"]), options.onLimited);
 }
 
 /** The `(req, res, next?)` middleware around an engine that can read Node requests. */
 export function nodeHandler<Req extends IncomingMessage, Res extends ServerResponse>(
-  engine: Engine<Req>,
+  engine: Engine<Req, Res>,
   onLimited: NodeRateLimitOptions<Req, Res>["onLimited"],
 ): NodeRateLimit<Req, Res> {
+  const observe = (verdict: CheckedVerdict, request: Req, response: Res) =>
+    onResponseEnd(response, (status) => engine.settle(verdict, request, response, status));
+
   const finish = (verdict: Verdict | null, request: Req, response: Res): boolean => {
     if (verdict === null) return true;
-    if (!response.headersSent) engine.writeHeaders(verdict, (name, value) => response.setHeader(name, value));
-    if (verdict.status === 200) return true;
+    if (verdict.decision !== undefined) request.rateLimit = tighter(request.rateLimit, verdict.decision);
+    if (!response.headersSent) {
+      engine.writeHeaders(
+        verdict,
+        (name, value) => response.setHeader(name, value),
+        (name) => responseHeader(response, name),
+      );
+    }
+    if (verdict.status === 200) {
+      if (engine.observes(verdict)) observe(verdict, request, response);
+      return true;
+    }
     response.statusCode = verdict.status;
     if (verdict.status === 429 && onLimited !== undefined) {
       onLimited(request, response, verdict.decision);

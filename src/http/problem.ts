@@ -54,3 +54,34 @@ export function storeUnavailable(): ProblemDetails {
     detail: "The rate limiter cannot reach its store, so the request was refused rather than admitted unchecked.",
   };
 }
+
+/** The 403 body for a client on the `denyList`. */
+export function denied(): ProblemDetails {
+  return {
+    type: "about:blank",
+    title: "Forbidden",
+    status: 403,
+    detail: "Requests from this client address are not accepted.",
+  };
+}
+
+/** The 403 body for a banned key (too many denials); `decision.retryAfterMs` is the ban time left. */
+export function banned(decision: Decision): ProblemDetails {
+  const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+  return {
+    type: "about:blank",
+    title: "Forbidden",
+    status: 403,
+    detail: `Too many requests were refused; this client is banned for ${seconds} more second${seconds === 1 ? "" : "s"}.`,
+  };
+}
+
+/** The 400 body when `tier(req)` names a tier the rule does not have. */
+export function unknownTier(tier: string, rule: string, known: readonly string[]): ProblemDetails {
+  return {
+    type: "about:blank",
+    title: "Bad Request",
+    status: 400,
+    detail: `Unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(rule)} (tiers: ${known.length === 0 ? "none" : known.map((t) => JSON.stringify(t)).join(", ")}).`,
+  };
+}

@@ -11,12 +11,75 @@ import { afterEach, describe, expect, test } from "vitest";
 export interface Served {
   url: string;
   close(): Promise<void>;
+  /** The first `/hang` request: `started` once its handler runs, `closed` once the server saw the client leave. */
+  hang?: { started: Promise<void>; closed: Promise<void> };
+}
+
+/** Middleware options as the tests write them (`customLimited: true` asks for the adapter's onLimited). */
+export type Options = Record<string, unknown>;
+
+/**
+ * What a test server's handler does, by path (behind the middlewares): `/status/NNN` answers
+ * NNN "ok"; `/throw` throws (the framework answers 500); `/stream` streams "o" then "k";
+ * `/hang` never answers (see `Served.hang`); `/decision` answers
+ * the decision on the request as JSON (`null` when there is none); anything else "ok".
+ */
+export type Route =
+  | { kind: "status"; code: number }
+  | { kind: "throw" }
+  | { kind: "stream" }
+  | { kind: "hang" }
+  | { kind: "decision" }
+  | { kind: "ok" };
+
+/** The route of a request path (query ignored). */
+export function routeOf(path: string): Route {
+  const p = path.split("?")[0] ?? "";
+  const status = /^\/status\/(\d{3})$/.exec(p);
+  if (status !== null) return { kind: "status", code: Number(status[1]) };
+  if (p === "/throw" || p === "/stream" || p === "/hang" || p === "/decision") return { kind: p.slice(1) } as Route;
+  return { kind: "ok" };
+}
+
+/** A body of two chunks, "o" then "k", each pulled separately (a streamed response). */
+export function twoChunks(): ReadableStream<Uint8Array> {
+  const chunks = ["o", "k"];
+  return new ReadableStream({
+    pull(controller) {
+      const next = chunks.shift();
+      if (next === undefined) controller.close();
+      else controller.enqueue(new TextEncoder().encode(next));
+    },
+  });
+}
+
+/** A promise with its resolve function outside. */
+export function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = () => {};
+  const promise = new Promise<void>((r) => {
+    resolve = r;
+  });
+  return { promise, resolve };
+}
+
+/** What a test server's `/hang` handler signals: `enter()` when it runs, `leave()` when the client is gone. */
+export function hangSignals() {
+  const started = deferred();
+  const closed = deferred();
+  return {
+    enter: started.resolve,
+    leave: closed.resolve,
+    served: { started: started.promise, closed: closed.promise },
+  };
 }
 
 /** How an adapter is exercised. */
 export interface Adapter {
-  /** Starts a server whose every route answers "ok" behind the middleware built from `options`. */
-  serve(options: Record<string, unknown>): Promise<Served>;
+  /**
+   * Starts a server answering the {@link Route}s behind the middleware built from `options`,
+   * or behind several middlewares in order (stacked limiters) when given an array.
+   */
+  serve(options: Options | Options[]): Promise<Served>;
   /** Reads a request header from the adapter's request type (the object hooks receive). */
   header(request: unknown, name: string): string | undefined;
   /** The request path from the adapter's request type. */

@@ -4,16 +4,30 @@ import express, { type Request } from "express";
 import { ManualClock } from "sluice";
 import { rateLimit } from "sluice/express";
 import { afterEach, describe, expect, test } from "vitest";
-import { conformance, type Served } from "./conformance.ts";
+import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
+import { features } from "./conformance-features.ts";
 
-async function serveExpress(options: Record<string, unknown>, setup?: (app: express.Express) => void): Promise<Served> {
-  const { customLimited, ...rest } = options;
-  if (customLimited) rest.onLimited = (_req: Request, res: express.Response) => res.send("slow down");
+async function serveExpress(options: Options | Options[], setup?: (app: express.Express) => void): Promise<Served> {
   const app = express();
   setup?.(app);
-  app.use(rateLimit(rest as never));
-  app.use((_req, res) => {
-    res.send("ok");
+  for (const { customLimited, ...rest } of Array.isArray(options) ? options : [options]) {
+    if (customLimited) rest.onLimited = (_req: Request, res: express.Response) => res.send("slow down");
+    app.use(rateLimit(rest as never));
+  }
+  const hang = hangSignals();
+  app.use((req, res) => {
+    const route = routeOf(req.url);
+    if (route.kind === "throw") throw new Error("handler failed");
+    if (route.kind === "hang") {
+      hang.enter();
+      return void res.once("close", hang.leave);
+    }
+    if (route.kind === "decision") return void res.json(req.rateLimit ?? null);
+    if (route.kind === "stream") {
+      res.write("o");
+      return void setImmediate(() => res.end("k"));
+    }
+    res.status(route.kind === "status" ? route.code : 200).send("ok");
   });
   app.use((error: Error, _req: Request, res: express.Response, _next: express.NextFunction) => {
     res.status(500).send(`error: ${error.message}`);
@@ -26,6 +40,7 @@ async function serveExpress(options: Record<string, unknown>, setup?: (app: expr
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    hang: hang.served,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -34,11 +49,13 @@ async function serveExpress(options: Record<string, unknown>, setup?: (app: expr
   };
 }
 
-conformance("express", {
-  serve: (options) => serveExpress(options),
-  header: (request, name) => (request as Request).get(name),
-  path: (request) => (request as Request).path,
-});
+const expressAdapter = {
+  serve: (options: Options | Options[]) => serveExpress(options),
+  header: (request: unknown, name: string) => (request as Request).get(name),
+  path: (request: unknown) => (request as Request).path,
+};
+conformance("express", expressAdapter);
+features("express", expressAdapter);
 
 describe("express", () => {
   let served: Served | undefined;

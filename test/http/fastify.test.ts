@@ -1,30 +1,48 @@
 // sluice/fastify: a real Fastify 5 server over loopback, inject(), and plugin encapsulation.
+import { Readable } from "node:stream";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import { ManualClock } from "sluice";
 import { rateLimit, rateLimitHook } from "sluice/fastify";
 import { afterEach, describe, expect, test } from "vitest";
-import { conformance, parseRateLimit, type Served } from "./conformance.ts";
+import { conformance, hangSignals, type Options, parseRateLimit, routeOf, type Served } from "./conformance.ts";
+import { features } from "./conformance-features.ts";
 
-function app(options: Record<string, unknown>) {
-  const { customLimited, ...rest } = options;
-  if (customLimited) {
-    rest.onLimited = (_req: FastifyRequest, reply: FastifyReply) => reply.type("text/plain").send("slow down");
-  }
+function app(options: Options | Options[]) {
   const fastify = Fastify();
-  fastify.register(rateLimit, rest as never);
-  fastify.all("/*", async () => "ok");
-  return fastify;
+  for (const { customLimited, ...rest } of Array.isArray(options) ? options : [options]) {
+    if (customLimited) {
+      rest.onLimited = (_req: FastifyRequest, reply: FastifyReply) => reply.type("text/plain").send("slow down");
+    }
+    fastify.register(rateLimit, rest as never);
+  }
+  const hang = hangSignals();
+  fastify.all("/*", async (request, reply) => {
+    const route = routeOf(request.url);
+    if (route.kind === "throw") throw new Error("handler failed");
+    if (route.kind === "hang") {
+      hang.enter();
+      reply.raw.once("close", hang.leave);
+      return new Promise(() => {});
+    }
+    if (route.kind === "decision") return JSON.stringify(request.rateLimit ?? null);
+    if (route.kind === "stream") return reply.send(Readable.from(["o", "k"]));
+    if (route.kind === "status") reply.code(route.code);
+    return "ok";
+  });
+  return Object.assign(fastify, { hang: hang.served });
 }
 
-conformance("fastify", {
-  serve: async (options) => {
+const fastifyAdapter = {
+  serve: async (options: Options | Options[]) => {
     const fastify = app(options);
     const url = await fastify.listen({ port: 0, host: "127.0.0.1" });
-    return { url, close: () => fastify.close() };
+    return { url, close: () => fastify.close(), hang: fastify.hang };
   },
-  header: (request, name) => (request as FastifyRequest).headers[name] as string | undefined,
-  path: (request) => (request as FastifyRequest).url,
-});
+  header: (request: unknown, name: string) => (request as FastifyRequest).headers[name] as string | undefined,
+  path: (request: unknown) => (request as FastifyRequest).url,
+};
+conformance("fastify", fastifyAdapter);
+features("fastify", fastifyAdapter);
 
 describe("fastify", () => {
   let served: Served | undefined;

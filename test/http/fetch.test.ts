@@ -2,21 +2,52 @@
 // plain fetch adaptor (so the peer address is real), plus direct calls.
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
-import { ManualClock } from "sluice";
+import { type Decision, ManualClock } from "sluice";
 import { rateLimitFetch } from "sluice/http";
 import { describe, expect, test } from "vitest";
-import { conformance } from "./conformance.ts";
+import { conformance, hangSignals, type Options, routeOf, twoChunks } from "./conformance.ts";
+import { features } from "./conformance-features.ts";
 
-conformance("fetch handler", {
-  serve: async (options) => {
-    const { customLimited, ...rest } = options;
-    if (customLimited) rest.onLimited = () => new Response("slow down", { status: 429 });
-    const limit = rateLimitFetch(rest as never);
+const fetchAdapter = {
+  serve: async (options: Options | Options[]) => {
+    const limits = (Array.isArray(options) ? options : [options]).map(({ customLimited, ...rest }) => {
+      if (customLimited) rest.onLimited = () => new Response("slow down", { status: 429 });
+      return rateLimitFetch(rest as never);
+    });
+    const hang = hangSignals();
+    const handle = async (request: Request, decision: Decision | undefined): Promise<Response> => {
+      const route = routeOf(new URL(request.url).pathname);
+      if (route.kind === "throw") throw new Error("handler failed");
+      if (route.kind === "hang") {
+        hang.enter();
+        await new Promise((resolve) => request.signal.addEventListener("abort", resolve, { once: true }));
+        hang.leave();
+        return new Response("gone");
+      }
+      if (route.kind === "decision") return Response.json(decision ?? null);
+      if (route.kind === "stream") return new Response(twoChunks());
+      return new Response("ok", { status: route.kind === "status" ? route.code : 200 });
+    };
+    // Stacked: each limiter wraps the next; the handler sees the innermost decision.
+    const chain = (request: Request, address: string | undefined, i: number): Promise<Response> => {
+      const limit = limits[i];
+      if (limit === undefined) throw new Error("no limiter");
+      return limit(
+        request,
+        (decision) => (i + 1 < limits.length ? chain(request, address, i + 1) : handle(request, decision)),
+        address,
+      );
+    };
     const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
       const s = serve(
         {
-          fetch: (request: Request, env: { incoming: { socket: { remoteAddress?: string | undefined } } }) =>
-            limit(request, () => new Response("ok"), env.incoming.socket.remoteAddress),
+          fetch: async (request: Request, env: { incoming: { socket: { remoteAddress?: string | undefined } } }) => {
+            try {
+              return await chain(request, env.incoming.socket.remoteAddress, 0);
+            } catch (error) {
+              return new Response(String(error), { status: 500 });
+            }
+          },
           port: 0,
           hostname: "127.0.0.1",
         },
@@ -26,6 +57,7 @@ conformance("fetch handler", {
     const { port } = server.address() as AddressInfo;
     return {
       url: `http://127.0.0.1:${port}`,
+      hang: hang.served,
       close: () =>
         new Promise<void>((resolve) => {
           (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
@@ -33,9 +65,11 @@ conformance("fetch handler", {
         }),
     };
   },
-  header: (request, name) => (request as Request).headers.get(name) ?? undefined,
-  path: (request) => new URL((request as Request).url).pathname,
-});
+  header: (request: unknown, name: string) => (request as Request).headers.get(name) ?? undefined,
+  path: (request: unknown) => new URL((request as Request).url).pathname,
+};
+conformance("fetch handler", fetchAdapter);
+features("fetch handler", fetchAdapter);
 
 describe("rateLimitFetch direct", () => {
   test("without an address every client shares a bucket, and that is reported once", async () => {

@@ -2,22 +2,39 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { type Context, Hono } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ManualClock } from "sluice";
 import { rateLimit } from "sluice/hono";
 import { describe, expect, test } from "vitest";
-import { conformance, parseRateLimit } from "./conformance.ts";
+import { conformance, hangSignals, type Options, parseRateLimit, routeOf, twoChunks } from "./conformance.ts";
+import { features } from "./conformance-features.ts";
 
-function app(options: Record<string, unknown>) {
-  const { customLimited, ...rest } = options;
-  if (customLimited) rest.onLimited = (c: Context) => c.text("slow down", 429);
+function app(options: Options | Options[]) {
   const hono = new Hono();
-  hono.use(rateLimit(rest as never));
-  hono.all("*", (c) => c.text("ok"));
-  return hono;
+  for (const { customLimited, ...rest } of Array.isArray(options) ? options : [options]) {
+    if (customLimited) rest.onLimited = (c: Context) => c.text("slow down", 429);
+    hono.use(rateLimit(rest as never));
+  }
+  const hang = hangSignals();
+  hono.all("*", async (c) => {
+    const route = routeOf(c.req.path);
+    if (route.kind === "throw") throw new Error("handler failed");
+    if (route.kind === "hang") {
+      const signal = c.req.raw.signal;
+      hang.enter();
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      hang.leave();
+      return c.text("gone");
+    }
+    if (route.kind === "decision") return c.json(c.get("rateLimit") ?? null);
+    if (route.kind === "stream") return c.body(twoChunks());
+    return c.text("ok", route.kind === "status" ? (route.code as ContentfulStatusCode) : 200);
+  });
+  return Object.assign(hono, { hang: hang.served });
 }
 
-conformance("hono (node-server)", {
-  serve: async (options) => {
+const honoAdapter = {
+  serve: async (options: Options | Options[]) => {
     const hono = app(options);
     const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
       const s = serve({ fetch: hono.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s));
@@ -25,6 +42,7 @@ conformance("hono (node-server)", {
     const { port } = server.address() as AddressInfo;
     return {
       url: `http://127.0.0.1:${port}`,
+      hang: hono.hang,
       close: () =>
         new Promise<void>((resolve) => {
           (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
@@ -32,9 +50,11 @@ conformance("hono (node-server)", {
         }),
     };
   },
-  header: (request, name) => (request as Context).req.header(name),
-  path: (request) => (request as Context).req.path,
-});
+  header: (request: unknown, name: string) => (request as Context).req.header(name),
+  path: (request: unknown) => (request as Context).req.path,
+};
+conformance("hono (node-server)", honoAdapter);
+features("hono (node-server)", honoAdapter);
 
 describe("hono app.request()", () => {
   test("headers, 429 problem body; the address comes from the `address` option", async () => {

@@ -5,7 +5,8 @@ import type { AddressInfo } from "node:net";
 import { type Decision, ManualClock, MemoryStore, RateLimiterService, type Store } from "sluice";
 import { rateLimit } from "sluice/http";
 import { afterEach, describe, expect, test } from "vitest";
-import { conformance, parseRateLimit, type Served } from "./conformance.ts";
+import { conformance, hangSignals, type Options, parseRateLimit, routeOf, type Served } from "./conformance.ts";
+import { features } from "./conformance-features.ts";
 
 async function listen(server: http.Server, host = "127.0.0.1"): Promise<Served> {
   await new Promise<void>((resolve, reject) => {
@@ -23,29 +24,43 @@ async function listen(server: http.Server, host = "127.0.0.1"): Promise<Served> 
   };
 }
 
-function serveNode(options: Record<string, unknown>, host?: string): Promise<Served> {
-  const { customLimited, ...rest } = options;
-  if (customLimited) {
-    rest.onLimited = (_req: IncomingMessage, res: ServerResponse) => res.end("slow down");
-  }
-  const limit = rateLimit(rest as never);
+function serveNode(options: Options | Options[], host?: string): Promise<Served> {
+  const limits = (Array.isArray(options) ? options : [options]).map(({ customLimited, ...rest }) => {
+    if (customLimited) rest.onLimited = (_req: IncomingMessage, res: ServerResponse) => res.end("slow down");
+    return rateLimit(rest as never);
+  });
+  const hang = hangSignals();
   const server = http.createServer(async (req, res) => {
     try {
-      if (!(await limit(req, res))) return;
+      for (const limit of limits) if (!(await limit(req, res))) return;
+      const route = routeOf(req.url ?? "/");
+      if (route.kind === "throw") throw new Error("handler failed");
+      if (route.kind === "hang") {
+        hang.enter();
+        return void res.once("close", hang.leave);
+      }
+      if (route.kind === "decision") return void res.end(JSON.stringify(req.rateLimit ?? null));
+      if (route.kind === "stream") {
+        res.write("o");
+        return void setImmediate(() => res.end("k"));
+      }
+      if (route.kind === "status") res.statusCode = route.code;
       res.end("ok");
     } catch (error) {
       res.statusCode = 500;
       res.end(String(error));
     }
   });
-  return listen(server, host);
+  return listen(server, host).then((served) => ({ ...served, hang: hang.served }));
 }
 
-conformance("node http", {
-  serve: (options) => serveNode(options),
-  header: (request, name) => (request as IncomingMessage).headers[name] as string | undefined,
-  path: (request) => (request as IncomingMessage).url ?? "/",
-});
+const nodeAdapter = {
+  serve: (options: Options | Options[]) => serveNode(options),
+  header: (request: unknown, name: string) => (request as IncomingMessage).headers[name] as string | undefined,
+  path: (request: unknown) => (request as IncomingMessage).url ?? "/",
+};
+conformance("node http", nodeAdapter);
+features("node http", nodeAdapter);
 
 describe("node http", () => {
   let served: Served | undefined;
@@ -248,5 +263,34 @@ describe("node http", () => {
     await fetch(served.url, { headers: { "x-token": "t".repeat(5000) } });
     expect(keys[0]).toMatch(/^sha256:/);
     expect((keys[0] as string).length).toBeLessThan(60);
+  });
+  test('count "failed": one extra store call (the refund) per counted-out request, none for the others', async () => {
+    // A store that records the operations it is asked for, around a real MemoryStore.
+    const inner = new MemoryStore();
+    const ops: string[] = [];
+    const recording: Store = {
+      synchronous: inner.synchronous,
+      bind: (rule) => {
+        const bound = inner.bind(rule);
+        return {
+          check: (key, cost, now, op) => {
+            ops.push(op);
+            return bound.check(key, cost, now, op);
+          },
+          reset: (key) => bound.reset(key),
+          release: () => bound.release(),
+        };
+      },
+    };
+    served = await serveNode({
+      spec: { algorithm: "fixed-window", limit: 5, windowMs: 60_000 },
+      store: recording,
+      clock: new ManualClock(0),
+      count: "failed",
+    });
+    for (const path of ["/status/200", "/status/500", "/status/201", "/status/404"]) {
+      await (await fetch(`${served.url}${path}`)).arrayBuffer();
+    }
+    expect(ops).toEqual(["check", "refund", "check", "check", "refund", "check"]);
   });
 });

@@ -1,0 +1,135 @@
+/**
+ * Per-request client address resolution for the engine: the socket address, walked back
+ * through trusted proxies (`trustProxy`), as bytes (for allow/deny lists) and as the default
+ * key (IPv6 grouped by `ipv6Subnet`). Misconfigurations are reported once as warnings.
+ */
+
+import { ConfigError } from "../errors.ts";
+import { describeValue } from "../spec.ts";
+import {
+  addressKey,
+  forwardedFor,
+  type ProxyHeader,
+  parseSubnet,
+  parseTrust,
+  resolveClient,
+  storeKey,
+  type Trust,
+} from "./client-key.ts";
+import type { IpBytes } from "./ip-address.ts";
+import type { RateLimitOptions } from "./options.ts";
+
+const CACHE_SIZE = 4096;
+
+/** How an adapter reads a request: the socket's address and a (lower-case) header. */
+export interface RequestReader<Req> {
+  address(request: Req): string | undefined;
+  header(request: Req, name: string): string | undefined;
+}
+
+/** The client as far as `trustProxy` allows: its address bytes (if an IP) and its default key. */
+export interface Client {
+  readonly bytes: IpBytes | undefined;
+  /** The address key (`203.0.113.5`, `2001:db8::/56`), as logs show it. */
+  readonly key: string;
+  /** The key in the store's address namespace; kept so a hot client reuses one string (its hash is cached). */
+  readonly storeKey: string;
+}
+
+/** The client of a request whose peer address is unknown: every such request shares one bucket. */
+export const UNKNOWN_CLIENT: Client = { bytes: undefined, key: "unknown", storeKey: storeKey("unknown", true) };
+
+/** Warns once per code, as a process warning (console elsewhere). */
+export type Warn = (code: string, message: string) => void;
+
+/** Reports each kind of misconfiguration once per middleware, as a process warning. */
+export function warner(): Warn {
+  const seen = new Set<string>();
+  return (code, message) => {
+    if (seen.has(code)) return;
+    seen.add(code);
+    const proc = (globalThis as { process?: { emitWarning?: (m: string, o: object) => void } }).process;
+    if (typeof proc?.emitWarning === "function") proc.emitWarning(message, { type: "SluiceWarning", code });
+    else console.warn(`${code}: ${message}`);
+  };
+}
+
+/** Resolves the client of each request for one middleware. */
+export class ClientAddresses<Req> {
+  readonly #reader: RequestReader<Req>;
+  readonly #trust: Trust;
+  readonly #proxyHeader: ProxyHeader;
+  readonly #subnet: number;
+  readonly #warn: Warn;
+  /** Socket address → client, for `trustProxy: false` (the client depends on the address alone). */
+  readonly #cache = new Map<string, Client>();
+
+  constructor(
+    options: Pick<RateLimitOptions<Req>, "trustProxy" | "proxyHeader" | "ipv6Subnet">,
+    reader: RequestReader<Req>,
+    warn: Warn,
+  ) {
+    this.#reader = reader;
+    this.#warn = warn;
+    this.#trust = parseTrust(options.trustProxy);
+    const proxyHeader = options.proxyHeader ?? "x-forwarded-for";
+    if (proxyHeader !== "x-forwarded-for" && proxyHeader !== "forwarded") {
+      throw new ConfigError(
+        "proxyHeader",
+        `\`proxyHeader\` must be "x-forwarded-for" or "forwarded" (got ${describeValue(proxyHeader)})`,
+        proxyHeader,
+      );
+    }
+    this.#proxyHeader = proxyHeader;
+    this.#subnet = parseSubnet(options.ipv6Subnet);
+  }
+
+  /** The request's client, or undefined when the adapter could not tell the peer address. */
+  of(request: Req): Client | undefined {
+    const socket = this.#reader.address(request);
+    if (socket === undefined) {
+      this.#warn(
+        "SLUICE_NO_CLIENT_ADDRESS",
+        "sluice rateLimit: the request has no client address, so clients share one bucket; pass the address (or a `key` function)",
+      );
+      return undefined;
+    }
+    const raw = this.#reader.header(request, this.#proxyHeader);
+    if (this.#trust.kind === "none") {
+      if (raw !== undefined && this.#proxyHeader === "x-forwarded-for") this.#warnForwarded(socket);
+      let client = this.#cache.get(socket);
+      if (client === undefined) {
+        client = this.#client(socket, []);
+        // Bounded: a flood of distinct peers only costs a re-parse once the cache is full.
+        if (this.#cache.size >= CACHE_SIZE) this.#cache.clear();
+        this.#cache.set(socket, client);
+      }
+      return client;
+    }
+    if (raw === undefined) {
+      this.#warn(
+        "SLUICE_TRUST_PROXY_NO_HEADER",
+        `sluice rateLimit: \`trustProxy\` is set but a request from ${socket} carried no ${this.#proxyHeader} header; every client behind that proxy shares one bucket. Check the proxy adds it, or the \`proxyHeader\` option.`,
+      );
+    }
+    const chain = raw === undefined ? [] : this.#proxyHeader === "forwarded" ? forwardedFor(raw) : raw.split(",");
+    return this.#client(socket, chain);
+  }
+
+  #client(socket: string, chain: readonly string[]): Client {
+    const bytes = resolveClient(socket, chain, this.#trust);
+    const key = bytes === undefined ? socket : addressKey(bytes, this.#subnet);
+    return { bytes, key, storeKey: storeKey(key, true) };
+  }
+
+  #warnForwarded(socket: string): void {
+    // A forwarding header from a private or loopback peer usually means a proxy in front that
+    // is not trusted: every client then shares the proxy's bucket.
+    if (/^(127\.|10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|::1$|::ffff:(127|10|192\.168)\.|f[cd])/i.test(socket)) {
+      this.#warn(
+        "SLUICE_UNTRUSTED_FORWARDED",
+        `sluice rateLimit: a request from ${socket} carried X-Forwarded-For but \`trustProxy\` is off, so it was keyed by ${socket}. If a proxy is in front, set \`trustProxy\` to its hop count or addresses.`,
+      );
+    }
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * `count: "failed" | "succeeded"`: every request is checked (and charged) before the handler,
+ * and those that should not count get their units back once the response is over — one extra
+ * store call per counted-out request, none for the others. A response that never completes
+ * (the handler threw before answering, the client went away) did not succeed.
+ */
+import type { Decision } from "../algorithms/decision.ts";
+import type { Limiter } from "../limiter.ts";
+import type { RateLimiterService } from "../service.ts";
+import type { Store } from "../store.ts";
+import type { CountMode, MaybePromise } from "./options.ts";
+
+/** What a checked request was charged: enough to give it back. */
+export interface Charge {
+  readonly key: string;
+  readonly cost: number;
+  readonly tier: string | undefined;
+}
+
+/** Gives a charge back to the store. */
+export type Refund = (charge: Charge) => MaybePromise<Decision>;
+
+/** The modes `count` accepts. */
+export const COUNT_MODES: readonly CountMode[] = ["all", "failed", "succeeded"];
+
+/** True when a request that ended so (`succeeded`) must be given back under `mode`. */
+export function refunds(mode: CountMode, succeeded: boolean): boolean {
+  return mode === "failed" ? succeeded : mode === "succeeded" ? !succeeded : false;
+}
+
+/** The refund of a `spec` limiter. */
+export function limiterRefund(limiter: Limiter): Refund {
+  return (charge) => limiter.refund(charge.key, charge.cost);
+}
+
+/** The refund of a service rule (the tier is part of the state's identity). */
+export function serviceRefund(service: RateLimiterService<Store>, rule: string): Refund {
+  return (charge) =>
+    service.refund(
+      rule,
+      charge.key,
+      charge.tier === undefined ? { cost: charge.cost } : { cost: charge.cost, tier: charge.tier },
+    );
+}

@@ -1,0 +1,75 @@
+// Middleware identity on a real Redis (127.0.0.1:6379, a prefix unique to this run): `name`
+// separates two middlewares with one spec on one store, and client-chosen key text cannot reach
+// a hashed key's or an address's counter.
+import { createHash } from "node:crypto";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { Redis } from "ioredis";
+import { ManualClock } from "sluice";
+import { rateLimit } from "sluice/http";
+import { RedisStore } from "sluice/redis";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+
+const client = new Redis({ host: "127.0.0.1", port: 6379, lazyConnect: true, enableOfflineQueue: false });
+const servers: http.Server[] = [];
+let store: RedisStore;
+
+beforeAll(async () => {
+  await client.connect();
+  store = new RedisStore({ client, prefix: `sluice-http-identity:${process.pid}:${Date.now()}:` });
+});
+
+afterAll(async () => {
+  for (const server of servers) {
+    server.closeAllConnections();
+    server.close();
+  }
+  client.disconnect();
+});
+
+async function serve(options: Parameters<typeof rateLimit>[0]): Promise<string> {
+  const limit = rateLimit(options);
+  const server = http.createServer(async (req, res) => {
+    if (await limit(req, res)) res.end("ok");
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const status = async (url: string, headers: Record<string, string> = {}) => (await fetch(url, { headers })).status;
+const log = { algorithm: "sliding-log", limit: 1, windowMs: 60_000 } as const;
+
+describe("middleware identity on Redis", () => {
+  test("two named middlewares with one spec keep separate counters; unnamed ones share", async () => {
+    const clock = new ManualClock(1_000_000);
+    const login = await serve({ spec: log, store, clock, name: "login" });
+    const signup = await serve({ spec: log, store, clock, name: "signup" });
+    expect([await status(login), await status(login)]).toEqual([200, 429]);
+    expect(await status(signup)).toBe(200);
+    const sharedSpec = { algorithm: "sliding-log", limit: 1, windowMs: 61_000 } as const;
+    const a = await serve({ spec: sharedSpec, store, clock });
+    const b = await serve({ spec: sharedSpec, store, clock });
+    expect(await status(a)).toBe(200);
+    expect(await status(b)).toBe(429);
+  });
+
+  test("a key sent as `sha256:<hash>` or as an address does not reach the victim's counter", async () => {
+    const url = await serve({
+      spec: log,
+      store,
+      clock: new ManualClock(1_000_000),
+      name: "keys",
+      key: (req) => req.headers["x-key"] as string | undefined,
+    });
+    const victim = "v".repeat(500);
+    const hash = createHash("sha256").update(victim).digest("base64url");
+    expect(await status(url, { "x-key": `sha256:${hash}` })).toBe(200);
+    expect(await status(url, { "x-key": `h:${hash}` })).toBe(200);
+    expect(await status(url, { "x-key": "127.0.0.1" })).toBe(200);
+    expect(await status(url, { "x-key": "a:127.0.0.1" })).toBe(200);
+    expect(await status(url, { "x-key": victim })).toBe(200);
+    expect(await status(url)).toBe(200); // no key: the address, untouched by the keys above
+    expect(await status(url)).toBe(429);
+  });
+});
