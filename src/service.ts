@@ -53,6 +53,8 @@ export interface RuleInfo {
   name: string;
   specs: AlgorithmSpec[];
   tiers: Record<string, AlgorithmSpec[]>;
+  /** The rule's ban policy, if any (it applies to every tier). */
+  ban?: BanPolicy;
 }
 
 interface Rule {
@@ -257,7 +259,8 @@ export class RateLimiterService<S extends Store = MemoryStore> {
       const id = `rule:${encode(name)}:tier:${encode(tier)}`;
       bound.set(tier, bindLimiter(s, this.#store, this.#clock, id, Array.isArray(tiers[tier]), ban, this.#onDecision));
     }
-    return { info: { name, specs, tiers: tierSpecs }, base, tiers: bound, given: options };
+    const info: RuleInfo = { name, specs, tiers: tierSpecs, ...(ban === undefined ? {} : { ban }) };
+    return { info, base, tiers: bound, given: options };
   }
 }
 

@@ -1,11 +1,12 @@
 /**
- * Rules files (YAML or JSON): `rules: { <name>: spec | [spec, ...] | { spec, tiers } }`.
+ * Rules files (YAML or JSON): `rules: { <name>: spec | [spec, ...] | { spec, tiers?, ban? } }`.
  * Human units are converted here ("1m" → 60000 for `*Ms` fields, "100/min" → 1.667 for
  * `*PerSecond` fields); everything else is validated by the core exactly as `createLimiter`
  * does, so a file is accepted iff the same rules would be accepted in code.
  */
 import { open } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
+import type { BanPolicy } from "../ban.ts";
 import { ConfigError, RateLimiterService, type RuleSpec } from "../index.ts";
 import { describeValue } from "../spec.ts";
 import { EnvoyConfigBuilder } from "./envoy/parse.ts";
@@ -17,6 +18,8 @@ export interface RuleDefinition {
   spec: RuleSpec;
   /** Null-prototype: a tier may be named `__proto__` or `constructor` like any other. */
   tiers: Record<string, RuleSpec>;
+  /** Escalation after repeated denials (`ban: { after, withinMs, forMs }`; durations like "1h"). */
+  ban?: BanPolicy;
 }
 
 /** Largest rules file read by default (1 MiB): parsing is synchronous, so its size bounds the pause. */
@@ -63,7 +66,7 @@ function convertRule(input: unknown, where: string): unknown {
   return convertSpec(input, where);
 }
 
-/** A rule written as `{ spec, tiers }` rather than as a bare spec or array. */
+/** A rule written as `{ spec, tiers?, ban? }` rather than as a bare spec or array. */
 function isTiered(value: unknown): value is Record<string, unknown> {
   return isObject(value) && "spec" in value && !("algorithm" in value) && !("type" in value);
 }
@@ -93,14 +96,16 @@ export function parseRules(doc: unknown): RulesConfig {
     if (name.startsWith("envoy:")) fail("rules", `${where}names starting with "envoy:" belong to \`domains\``, name);
     let spec: unknown = body;
     let tiersIn: unknown = {};
+    let banIn: unknown;
     if (isTiered(body)) {
       for (const key of Object.keys(body)) {
-        if (key !== "spec" && key !== "tiers") {
-          fail(key, `${where}unknown key \`${key}\` (a tiered rule has \`spec\` and \`tiers\`)`, body[key]);
+        if (key !== "spec" && key !== "tiers" && key !== "ban") {
+          fail(key, `${where}unknown key \`${key}\` (a wrapped rule has \`spec\`, \`tiers\` and \`ban\`)`, body[key]);
         }
       }
       spec = body.spec;
       tiersIn = body.tiers ?? {};
+      if (body.ban !== undefined) banIn = convertSpec(body.ban, `${where}ban: `);
       if (!isObject(tiersIn)) fail("tiers", `${where}tiers must be a mapping of tier names to specs`, tiersIn);
     }
     // Tier names come from the file: a plain object would turn `__proto__` into its prototype.
@@ -110,13 +115,13 @@ export function parseRules(doc: unknown): RulesConfig {
     }
     const converted = convertRule(spec, where) as RuleSpec;
     try {
-      probe.addRule(name, converted, { tiers });
+      probe.addRule(name, converted, { tiers, ...(banIn === undefined ? {} : { ban: banIn as BanPolicy }) });
     } catch (error) {
       // Bad names and tier shapes surface from the core as ArgumentError; in a file they are config.
       if (error instanceof ConfigError || !(error instanceof Error)) throw error;
       throw new ConfigError("rules", `${where}${error.message}`, name, { cause: error });
     }
-    out.push({ name, spec: converted, tiers });
+    out.push({ name, spec: converted, tiers, ...(banIn === undefined ? {} : { ban: banIn as BanPolicy }) });
   }
   return { rules: out, domains };
 }
