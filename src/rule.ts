@@ -44,7 +44,9 @@ export function compileRule(specs: readonly AlgorithmSpec[], ban?: BanPolicy): C
     members,
     ban,
     bare: members.length === 1 && ban === undefined,
-    shape: members.map((m) => m.shape).join("+") + (ban === undefined ? "" : "+ban"),
+    // The ban's span decides when a denial count stops mattering (a store's expiry), so it is
+    // part of the shape; `after` and `forMs` may change and keep the record.
+    shape: members.map((m) => m.shape).join("+") + (ban === undefined ? "" : `+ban/${ban.withinMs}`),
     horizonMs,
   };
 }

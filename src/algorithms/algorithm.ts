@@ -35,8 +35,10 @@ export interface Algorithm<S = unknown> {
   freshAt(state: S): number;
   /**
    * What the state means: the algorithm and the parameters that give stored figures their sense
-   * (a window length). State carries over to a new spec only when the shapes are equal; a new
-   * limit, capacity or rate keeps it, a new window or algorithm starts fresh.
+   * or decide when they stop mattering (a window length; a token bucket's capacity and rate,
+   * which set its expiry). State carries over to a new spec only when the shapes are equal: a
+   * window's new limit, or a GCRA's new limit, period or burst, keeps it; anything else starts
+   * fresh, identically on every store.
    */
   readonly shape: string;
   /** How a state is summarised once it leaves the exact table under `maxKeys`. */

@@ -31,7 +31,9 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
     horizonMs: full / r,
     create: () => ({ b: full, t: Number.NEGATIVE_INFINITY }),
     freshAt: (s) => s.t + (full - s.b) / r,
-    shape: "token-bucket",
+    // When a stored balance stops mattering depends on capacity and rate (a store's expiry is set
+    // from it), so a new capacity or rate starts fresh on every store alike.
+    shape: `token-bucket/${C}/${r}`,
     summary: {
       // The instant the bucket is full again: a later one means fewer tokens at every instant.
       slots: 1,
