@@ -1,0 +1,73 @@
+/**
+ * The IPC protocol between `ClusterStore` (workers) and `startClusterStore` (the primary).
+ * A worker sends one `BatchMessage` per event-loop turn: the rules it bound or released since
+ * the last one, and every operation issued in that turn; the primary answers the operations
+ * with one `ReplyMessage`, results in the same order. Messages are plain JSON (the default
+ * `node:cluster` serialization, and what PM2 forwards), so `Infinity` travels as `null`.
+ * An operation is a tuple whose last element names it, so new operations add a name, not a shape.
+ */
+import type { Decision } from "../../decision.ts";
+import type { AlgorithmSpec } from "../../spec.ts";
+
+/** Marks sluice's messages among whatever else the application sends over the IPC channel. */
+export const CHANNEL = "sluice:cluster";
+
+/** What an operation asks of a bound rule ("refund" joins these when the core gains it). */
+export type OpName = "check" | "peek" | "reset";
+
+/** One operation: binding number, user key, cost, injected `now` (null: the primary's time), name. */
+export type Op = [binding: number, key: string, cost: number, now: number | null, op: OpName];
+
+/** A rule registered by a worker: its binding number there, its id and normalised specs. */
+export interface BindRecord {
+  /** The worker's number for this binding (unique within the worker process). */
+  readonly binding: number;
+  /** The rule id; bindings with the same id share state, across workers. */
+  readonly id: string;
+  /** The members' normalised specs, from which the primary rebuilds the algorithms. */
+  readonly specs: readonly AlgorithmSpec[];
+  /** Whether the worker injects `now` (its instants are then not compared with the primary's clock). */
+  readonly clock: boolean;
+}
+
+/** Worker → primary. */
+export interface BatchMessage {
+  readonly channel: typeof CHANNEL;
+  readonly type: "batch";
+  /** Matches the reply; unique within the worker process (0 when `ops` is empty: no reply). */
+  readonly seq: number;
+  readonly binds: readonly BindRecord[];
+  readonly releases: readonly number[];
+  readonly ops: readonly Op[];
+}
+
+/** The result of one operation: a decision, `0` for a done reset, or an error message. */
+export type OpResult = Decision | 0 | { readonly error: string; readonly unbound?: true };
+
+/** Primary → worker. */
+export interface ReplyMessage {
+  readonly channel: typeof CHANNEL;
+  readonly type: "reply";
+  readonly seq: number;
+  readonly results: readonly OpResult[];
+}
+
+/** True when `message` is one of sluice's, of `type`. */
+export function isMessage<T extends BatchMessage | ReplyMessage>(message: unknown, type: T["type"]): message is T {
+  return (
+    typeof message === "object" &&
+    message !== null &&
+    (message as { channel?: unknown }).channel === CHANNEL &&
+    (message as { type?: unknown }).type === type
+  );
+}
+
+const NUMBERS = ["limit", "remaining", "retryAfterMs", "resetMs", "delayMs"] as const;
+
+/** Restores what JSON turned into `null` (`Infinity`) in a decision and its parts, in place. */
+export function revive(d: Decision): Decision {
+  const record = d as unknown as Record<string, unknown>;
+  for (const field of NUMBERS) if (record[field] === null) record[field] = Number.POSITIVE_INFINITY;
+  if (d.parts !== undefined) for (const part of d.parts) revive(part);
+  return d;
+}
