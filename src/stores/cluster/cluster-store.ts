@@ -12,7 +12,7 @@ import type { BoundRule, RuleBinding, Store } from "../../store.ts";
 import { Breaker, type BreakerOptions } from "../redis/breaker.ts";
 import { checkOnError, type FailurePolicy, failurePolicy, type OnError } from "../redis/failure.ts";
 import { forget, hasChannel, post, sequence } from "./link.ts";
-import { type BindRecord, CHANNEL, type Op, type OpName, type OpResult, revive } from "./protocol.ts";
+import { type BindRecord, CHANNEL, decode, type Op, type OpName, type OpResult } from "./protocol.ts";
 
 /** Options of {@link ClusterStore}. */
 export interface ClusterStoreOptions {
@@ -197,11 +197,11 @@ export class ClusterStore implements Store {
   #deliver(p: Pending, result: OpResult): void {
     if (result === 0) {
       p.resolve(undefined);
-    } else if ("error" in result) {
+    } else if (Array.isArray(result)) {
+      p.resolve(decode(result));
+    } else {
       if (result.unbound === true) p.rule.registered = false; // the primary started after we registered
       this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, new StoreError(`cluster primary: ${result.error}`)));
-    } else {
-      p.resolve(revive(result));
     }
   }
 

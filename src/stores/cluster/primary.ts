@@ -9,6 +9,7 @@
 import cluster, { type Worker } from "node:cluster";
 import { algorithmFor } from "../../algorithms/index.ts";
 import type { Clock } from "../../clock.ts";
+import type { Decision } from "../../decision.ts";
 import { ArgumentError } from "../../errors.ts";
 import { describeValue, validateSpec } from "../../spec.ts";
 import type { BoundRule } from "../../store.ts";
@@ -17,6 +18,7 @@ import {
   type BatchMessage,
   type BindRecord,
   CHANNEL,
+  encode,
   isMessage,
   type OpResult,
   type ReplyMessage,
@@ -110,7 +112,7 @@ export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterP
           void bound.reset(key); // the memory store resets synchronously
           results[i] = 0;
         } else if (op === "check" || op === "peek") {
-          results[i] = bound.check(key, cost, now ?? undefined, op === "peek") as OpResult;
+          results[i] = encode(bound.check(key, cost, now ?? undefined, op === "peek") as Decision);
         } else {
           results[i] = { error: `unknown operation ${describeValue(op)}` };
         }
