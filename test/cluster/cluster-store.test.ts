@@ -22,6 +22,13 @@ describe("sluice/cluster across real worker processes", () => {
     expect(out.reports.reduce((n, r) => n + r.admitted, 0)).toBe(limit);
   });
 
+  it("state outlives workers: 4 workers one after another (each exits before the next starts) share one limit", async () => {
+    const limit = 1500;
+    const out = await runPrimary<{ reports: Array<Stats & { index: number }> }>("relay", { limit, checks: 1000 });
+    expect(out.reports.map((r) => r.index)).toEqual([0, 1, 2, 3]);
+    expect(out.reports.map((r) => r.admitted)).toEqual([1000, 500, 0, 0]);
+  });
+
   it("a worker killed with checks in flight harms nothing: the others continue and stay exact", async () => {
     const limit = 1000;
     const out = await runPrimary<{

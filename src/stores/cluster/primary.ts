@@ -2,9 +2,9 @@
  * The primary's side of `sluice/cluster`: one MemoryStore that decides every worker's checks.
  * It listens on `cluster`'s "message" event, which covers every current and future worker, and
  * answers each batch with one message. Decisions are made synchronously in arrival order, so
- * the limit holds exactly across workers. A worker that exits has its bindings released; a
- * reply that cannot be delivered (the worker died meanwhile) is dropped, which changes nothing
- * the primary already decided.
+ * the limit holds exactly across workers. State outlives the workers (a restarted worker finds
+ * its limits where they were); a reply that cannot be delivered (the worker died meanwhile) is
+ * dropped, which changes nothing the primary already decided.
  */
 import cluster, { type Worker } from "node:cluster";
 import { algorithmFor } from "../../algorithms/index.ts";
@@ -37,6 +37,13 @@ export interface ClusterPrimary {
 
 const OPTION_KEYS = new Set(["maxKeys"]);
 
+/** A rule definition bound in the primary, and how many worker bindings use it. */
+interface Shared {
+  readonly key: string;
+  readonly bound: BoundRule;
+  refs: number;
+}
+
 let running: ClusterPrimary | undefined;
 
 /**
@@ -59,14 +66,27 @@ export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterP
     throw new ArgumentError("startClusterStore is already running in this process (call stop() first)");
   }
   const store = new MemoryStore(options);
-  const workers = new Map<number, Map<number, BoundRule | string>>();
+  /**
+   * One primary binding per rule definition, shared by every worker that registers it. State
+   * outlives the workers: a worker that exits (or crashes and is forked again) drops its
+   * references but not the binding, so the limit goes on where it was; only explicit releases
+   * (a limiter's `close()` in every worker) let the MemoryStore drop it.
+   */
+  const shared = new Map<string, Shared>();
+  const workers = new Map<number, Map<number, Shared | string>>();
   /** One clock identity per rule id for injected time, so sweeps never compare it with the primary's. */
   const clocks = new Map<string, Clock>();
 
-  const bind = (record: BindRecord): BoundRule | string => {
+  const bind = (record: BindRecord): Shared | string => {
     try {
       if (typeof record.id !== "string" || !Array.isArray(record.specs) || record.specs.length === 0) {
         return `malformed rule registration (got ${describeValue(record)})`;
+      }
+      const key = JSON.stringify([record.id, record.specs, record.clock === true]);
+      const existing = shared.get(key);
+      if (existing !== undefined) {
+        existing.refs++;
+        return existing;
       }
       const algorithms = record.specs.map((spec) => algorithmFor(validateSpec(spec)));
       let clock: Clock | undefined;
@@ -74,7 +94,9 @@ export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterP
         clock = clocks.get(record.id);
         if (clock === undefined) clocks.set(record.id, (clock = { now: () => Number.NaN }));
       }
-      return store.bind({ id: record.id, algorithms, clock });
+      const entry: Shared = { key, bound: store.bind({ id: record.id, algorithms, clock }), refs: 1 };
+      shared.set(key, entry);
+      return entry;
     } catch (error) {
       return error instanceof Error ? error.message : String(error);
     }
@@ -86,12 +108,12 @@ export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterP
     if (bindings === undefined) workers.set(worker.id, (bindings = new Map()));
     for (const record of message.binds ?? []) {
       const old = bindings.get(record.binding);
-      if (typeof old === "object") old.release();
+      if (typeof old === "object") drop(old, true);
       bindings.set(record.binding, bind(record));
     }
     for (const binding of message.releases ?? []) {
       const old = bindings.get(binding);
-      if (typeof old === "object") old.release();
+      if (typeof old === "object") drop(old, true);
       bindings.delete(binding);
     }
     const ops = message.ops ?? [];
@@ -99,14 +121,15 @@ export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterP
     const results: OpResult[] = new Array(ops.length);
     for (let i = 0; i < ops.length; i++) {
       const [binding, key, cost, now, op] = ops[i] as BatchMessage["ops"][number];
-      const bound = bindings.get(binding);
-      if (typeof bound !== "object") {
+      const entry = bindings.get(binding);
+      if (typeof entry !== "object") {
         results[i] =
-          bound === undefined
+          entry === undefined
             ? { error: `rule binding ${binding} is not registered`, unbound: true }
-            : { error: bound };
+            : { error: entry };
         continue;
       }
+      const bound = entry.bound;
       try {
         if (op === "reset") {
           void bound.reset(key); // the memory store resets synchronously
@@ -125,10 +148,19 @@ export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterP
     if (worker.isConnected()) worker.send(reply, () => {});
   };
 
+  /** Drops one worker's reference; `release` (an explicit release) lets the last one free the state. */
+  const drop = (entry: Shared, release: boolean) => {
+    entry.refs--;
+    if (release && entry.refs <= 0 && shared.get(entry.key) === entry) {
+      shared.delete(entry.key);
+      entry.bound.release();
+    }
+  };
+
   const onExit = (worker: Worker) => {
     const bindings = workers.get(worker.id);
     workers.delete(worker.id);
-    if (bindings !== undefined) for (const b of bindings.values()) if (typeof b === "object") b.release();
+    if (bindings !== undefined) for (const b of bindings.values()) if (typeof b === "object") drop(b, false);
   };
 
   cluster.on("message", onMessage);
@@ -140,7 +172,9 @@ export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterP
       running = undefined;
       cluster.off("message", onMessage);
       cluster.off("exit", onExit);
-      for (const id of [...workers.keys()]) onExit({ id } as Worker);
+      workers.clear();
+      for (const entry of shared.values()) entry.bound.release();
+      shared.clear();
     },
   };
   running = primary;
