@@ -22,6 +22,15 @@ describe("sluice/cluster across real worker processes", () => {
     expect(out.reports.reduce((n, r) => n + r.admitted, 0)).toBe(limit);
   });
 
+  it("operations issued in one turn travel as one IPC message and come back as one", async () => {
+    const out = await runPrimary<{
+      reports: Array<{ allowed: number; replies: number; remaining: number }>;
+      batches: number[];
+    }>("batching", { workers: 1 });
+    expect(out.batches).toEqual([100, 100]);
+    expect(out.reports[0]).toEqual({ index: 0, allowed: 150, replies: 2, remaining: 0 });
+  });
+
   it("state outlives workers: 4 workers one after another (each exits before the next starts) share one limit", async () => {
     const limit = 1500;
     const out = await runPrimary<{ reports: Array<Stats & { index: number }> }>("relay", { limit, checks: 1000 });
