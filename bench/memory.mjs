@@ -4,7 +4,7 @@
 
 import { RateLimiter as TokenLimiter } from "limiter";
 import { RateLimiterMemory } from "rate-limiter-flexible";
-import { createLimiter, systemClock } from "../dist/index.js";
+import { createLimiter, MemoryStore, systemClock } from "../dist/index.js";
 
 const DECISIONS = Number(process.env.BENCH_DECISIONS ?? 1_000_000);
 const KEYS = 100_000;
@@ -208,8 +208,57 @@ async function bytesPerKey() {
   console.table(rows);
 }
 
+/**
+ * Child process: a flood of distinct new keys (every check a new key) through one contender;
+ * prints decisions per second and the heap held afterwards. sluice is capped at 10,000 exact
+ * keys (past it, the fixed-size sketch); the others have no cap and grow with the flood.
+ */
+async function measureFlood(which) {
+  const N = Number(process.env.BENCH_FLOOD ?? 1_000_000);
+  const names = Array.from({ length: N }, (_, i) => `bot:${i}`);
+  const before = heapUsed();
+  let check;
+  if (which === "bare-map") check = bareMapBucket();
+  else if (which === "rate-limiter-flexible") {
+    const rl = new RateLimiterMemory({ points: CAPACITY, duration: 1 });
+    check = (key) => rl.consume(key).catch(() => undefined);
+  } else {
+    const store = new MemoryStore({ maxKeys: 10_000 });
+    const limiter = createLimiter({ algorithm: "token-bucket", capacity: CAPACITY, refillPerSecond: RATE }, { store });
+    check = (key) => limiter.tryAcquire(key);
+  }
+  const t0 = performance.now();
+  for (const k of names) await check(k);
+  const seconds = (performance.now() - t0) / 1000;
+  const held = heapUsed() - before;
+  console.log(JSON.stringify({ which, perSecond: N / seconds, heapMB: held / 2 ** 20, live: check !== undefined }));
+}
+
+async function flood() {
+  const { execFileSync } = await import("node:child_process");
+  const N = Number(process.env.BENCH_FLOOD ?? 1_000_000);
+  const rows = [];
+  for (const which of ["sluice maxKeys 10k", "bare-map", "rate-limiter-flexible"]) {
+    const out = execFileSync(process.execPath, ["--expose-gc", process.argv[1], "--flood", which], {
+      encoding: "utf8",
+    });
+    const r = JSON.parse(out.trim().split("\n").pop());
+    rows.push({
+      contender: which,
+      "decisions/s": Math.round(r.perSecond).toLocaleString("en"),
+      "heap held (MB)": r.heapMB.toFixed(1),
+    });
+  }
+  console.log(`\nA flood of ${N.toLocaleString("en")} distinct new keys (every check a new key)`);
+  console.table(rows);
+}
+
 if (process.argv[2] === "--live-keys") {
   measureLiveKeys(process.argv[3]);
+  process.exit(0);
+}
+if (process.argv[2] === "--flood") {
+  await measureFlood(process.argv[3]);
   process.exit(0);
 }
 
@@ -219,3 +268,4 @@ console.log(
 clockCost();
 await speed();
 await bytesPerKey();
+await flood();

@@ -1,6 +1,8 @@
 // Benchmark of `sluice serve` over loopback with autocannon: requests/s and latency for single
 // checks and batches of 100, on the in-process store and on Redis (127.0.0.1:6379, if it
-// answers). Two runs per case: 32 connections for throughput, 1 connection for latency (no
+// answers). Beside them, Envoy's gRPC ShouldRateLimit (one descriptor, and five) against the
+// JSON API doing the same checks (one, and a batch of five), with the server's CPU time per
+// check for both: the ratio is the gRPC API's cost relative to JSON (target: within 1.3x). Two runs per case: 32 connections for throughput, 1 connection for latency (no
 // queueing, so p99 is the service's own cost). For Redis the store's own p99 (RedisStore.check
 // awaited one at a time from this process) is measured too, so "added by the service" can be read.
 //
@@ -12,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
+import { cpuSeconds, grpcLoad, rlsClient } from "./grpc-load.mjs";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
@@ -20,11 +23,30 @@ const dir = mkdtempSync(join(tmpdir(), "sluice-bench-"));
 const config = join(dir, "rules.yaml");
 // A limit never reached: every check is counted and admitted, the steady state of a healthy API.
 writeFileSync(config, "rules:\n  api: { algorithm: fixed-window, limit: 1000000000, windowMs: 1m }\n");
+const envoyConfig = join(dir, "envoy.yaml");
+writeFileSync(
+  envoyConfig,
+  "domain: bench\ndescriptors:\n  - key: user\n    rate_limit: { unit: minute, requests_per_unit: 1000000000 }\n",
+);
 
 function start(extra) {
   const child = spawn(
     process.execPath,
-    [join(ROOT, "dist/cli/main.js"), "serve", "--config", config, "--port", "0", "--max-body", "1mb", ...extra],
+    [
+      join(ROOT, "dist/cli/main.js"),
+      "serve",
+      "--config",
+      config,
+      "--port",
+      "0",
+      "--max-body",
+      "1mb",
+      "--grpc-port",
+      "0",
+      "--envoy-config",
+      envoyConfig,
+      ...extra,
+    ],
     {
       stdio: ["ignore", "pipe", "inherit"],
     },
@@ -33,8 +55,8 @@ function start(extra) {
     let out = "";
     child.stdout.setEncoding("utf8").on("data", (d) => {
       out += d;
-      const m = /listening on (http:\/\/\S+)/.exec(out);
-      if (m) resolve({ url: m[1], child });
+      const m = /listening on (http:\/\/\S+)[\s\S]*envoy grpc\s+(\S+)/.exec(out);
+      if (m) resolve({ url: m[1], grpc: m[2], child });
     });
     child.on("exit", (code) => reject(new Error(`serve exited with ${code}`)));
   });
@@ -43,8 +65,9 @@ function start(extra) {
 const single = JSON.stringify({ rule: "api", key: "bench" });
 const batch = JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ rule: "api", key: `bench-${i}` })));
 
-async function cannon(url, body, connections) {
+async function cannon(url, body, connections, overallRate) {
   const r = await autocannon({
+    ...(overallRate === undefined ? {} : { overallRate }),
     url: `${url}/v1/check`,
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -95,10 +118,49 @@ const modes = [["in-process", []]];
 if (await redisUp()) modes.push(["redis", ["--redis", REDIS, "--prefix", `sluice-bench-${process.pid}:`]]);
 else console.log(`(Redis at ${REDIS} not reachable: in-process only)`);
 
+const batch5 = JSON.stringify(Array.from({ length: 5 }, (_, i) => ({ rule: "api", key: `bench-${i}` })));
+const rls = (n) => ({
+  domain: "bench",
+  descriptors: Array.from({ length: n }, (_, i) => ({ entries: [{ key: "user", value: `bench-${i}` }] })),
+});
+
+/** Server CPU µs per check while `load()` runs. */
+async function costed(pid, checksPerRequest, load) {
+  const before = cpuSeconds(pid);
+  const r = await load();
+  const cpu = cpuSeconds(pid) - before;
+  return { ...r, usPerCheck: Math.round((cpu * 1e6) / (r.rps * SECONDS * checksPerRequest)) };
+}
+
 const rows = [];
+const envoyRows = [];
 for (const [mode, extra] of modes) {
-  const { url, child } = await start(extra);
+  const { url, grpc, child } = await start(extra);
   try {
+    const client = rlsClient(grpc, join(ROOT, "dist/server/envoy/ratelimit.proto"));
+    for (const [name, n, body] of [
+      ["1 check", 1, single],
+      ["5 checks", 5, batch5],
+    ]) {
+      await cannon(url, body, 8);
+      await grpcLoad(client, rls(n), 8, 1);
+      // Per-request CPU falls as the rate rises (more work per wake-up), so JSON is measured
+      // at the rate gRPC reached: same requests per second, compare what each costs.
+      const g = await costed(child.pid, n, () => grpcLoad(client, rls(n), 32, SECONDS));
+      const json = await costed(child.pid, n, () => cannon(url, body, 32, g.rps));
+      const jsonMax = await cannon(url, body, 32);
+      envoyRows.push({
+        mode,
+        request: name,
+        "gRPC req/s (max)": g.rps,
+        "JSON req/s (max)": jsonMax.rps,
+        "gRPC µs CPU/check": g.usPerCheck,
+        "JSON µs CPU/check (same rate)": json.usPerCheck,
+        "gRPC/JSON cost": Number((g.usPerCheck / json.usPerCheck).toFixed(2)),
+        "gRPC p99 ms": g.p99,
+      });
+    }
+    client.close();
     for (const [name, body] of [
       ["single", single],
       ["batch of 100", batch],
@@ -131,3 +193,94 @@ for (const [mode, extra] of modes) {
 }
 rmSync(dir, { recursive: true, force: true });
 console.table(rows);
+console.log("Envoy gRPC ShouldRateLimit vs the JSON API (32 in flight; server CPU per check):");
+console.table(envoyRows);
+
+// ---- sluice/client: 100 checks from one tick (one batched request) vs 10 single requests ----
+// The same in-process service; rounds interleaved so background load hits both alike. Costs:
+// wall time per round (median) and the service's CPU per round (from /proc, steadier).
+// Env: BENCH_CLIENT_ROUNDS (default 400); BENCH_CLIENT=off skips this section.
+if (process.env.BENCH_CLIENT !== "off") {
+  const { readFileSync } = await import("node:fs");
+  const { request, Agent } = await import("node:http");
+  const { createClient } = await import("../dist/client/index.js");
+  const ROUNDS = Number(process.env.BENCH_CLIENT_ROUNDS ?? 400);
+  const clientDir = mkdtempSync(join(tmpdir(), "sluice-bench-client-"));
+  const clientConfig = join(clientDir, "rules.yaml");
+  writeFileSync(clientConfig, "rules:\n  api: { algorithm: fixed-window, limit: 1000000000, windowMs: 1m }\n");
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "dist/cli/main.js"), "serve", "--config", clientConfig, "--port", "0"],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
+  const url = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    child.on("exit", (code) => reject(new Error(`serve exited with ${code}`)));
+  });
+  const cpu = () => {
+    // utime + stime in clock ticks (100 per second on Linux), fields 14 and 15 of /proc/PID/stat.
+    const fields = readFileSync(`/proc/${child.pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10; // ms
+  };
+  const client = createClient({ url });
+  const agent = new Agent({ keepAlive: true, maxSockets: 10 });
+  const single = (key) =>
+    new Promise((resolve, reject) => {
+      const body = JSON.stringify({ rule: "api", key });
+      const req = request(`${url}/v1/check`, {
+        method: "POST",
+        agent,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      });
+      req.on("error", reject);
+      req.on("response", (res) => {
+        res.resume();
+        res.on("end", resolve);
+      });
+      req.end(body);
+    });
+  const cases = {
+    "client: 100 checks in one tick (1 request)": () =>
+      Promise.all(Array.from({ length: 100 }, (_, i) => client.check("api", `k${i}`))),
+    "10 single requests, concurrent (10 kept-alive sockets)": () =>
+      Promise.all(Array.from({ length: 10 }, (_, i) => single(`k${i}`))),
+    "client: 10 checks one after another (10 requests)": async () => {
+      for (let i = 0; i < 10; i++) await client.check("api", `k${i}`);
+    },
+  };
+  const times = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));
+  const cpuMs = Object.fromEntries(Object.keys(cases).map((k) => [k, 0]));
+  for (const run of Object.values(cases)) for (let i = 0; i < 50; i++) await run(); // warm-up
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const [name, run] of Object.entries(cases)) {
+      const c0 = cpu();
+      const t = performance.now();
+      await run();
+      times[name].push(performance.now() - t);
+      cpuMs[name] += cpu() - c0;
+    }
+  }
+  const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const base = median([...times["client: 100 checks in one tick (1 request)"]]);
+  const baseCpu = cpuMs["client: 100 checks in one tick (1 request)"];
+  const clientRows = Object.keys(cases).map((name) => ({
+    case: name,
+    "median ms per round": Number(median([...times[name]]).toFixed(3)),
+    "÷ batch (time)": Number((median([...times[name]]) / base).toFixed(2)),
+    "service CPU ms per round": Number((cpuMs[name] / ROUNDS).toFixed(3)),
+    "÷ batch (service CPU)": Number((cpuMs[name] / baseCpu).toFixed(2)),
+  }));
+  await client.close();
+  agent.destroy();
+  child.kill("SIGTERM");
+  rmSync(clientDir, { recursive: true, force: true });
+  console.log("sluice/client batching (in-process store):");
+  console.table(clientRows);
+}

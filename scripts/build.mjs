@@ -1,5 +1,5 @@
-// Builds dist/: compiles TypeScript into a temporary folder, copies the non-TS assets (Lua
-// scripts, HTML) the runtime reads next to its modules, then swaps it in, so a test run that
+// Builds dist/: compiles TypeScript into a temporary folder, copies the non-TS assets (Lua,
+// scripts, HTML, .proto) the runtime reads next to its modules, then swaps it in, so a test run that
 // is reading dist/ never sees it half-written.
 import { spawnSync } from "node:child_process";
 import { chmodSync, cpSync, existsSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
@@ -12,7 +12,7 @@ const tsc = spawnSync(
   { stdio: "inherit" },
 );
 
-const assets = /\.(lua|html|css|svg)$/;
+const assets = /\.(lua|html|css|svg|proto)$/;
 function copyAssets(dir) {
   for (const name of readdirSync(dir)) {
     const path = join(dir, name);

@@ -3,8 +3,9 @@
  * arrival order; each sleeps exactly the `retryAfterMs` its check returned, so nobody polls
  * and nobody sleeps longer than needed.
  */
+
+import type { Decision } from "./algorithms/decision.ts";
 import { abortReason, type Clock, sleep } from "./clock.ts";
-import type { Decision } from "./decision.ts";
 import { ArgumentError, WaitTimeoutError } from "./errors.ts";
 
 /** Options of `limiter.acquire`. */

@@ -25,6 +25,11 @@ const monotonic = performance;
 /** The default clock: epoch milliseconds (integers) from a monotonic source. */
 export const systemClock: Clock = Object.freeze({ now: () => origin + Math.floor(monotonic.now()) });
 
+/** A high-resolution monotonic reading in ms, for measuring how long something took (not for decisions). */
+export function stopwatch(): number {
+  return monotonic.now();
+}
+
 interface ManualTimer {
   at: number;
   fire: () => void;

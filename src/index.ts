@@ -4,10 +4,12 @@
  */
 export type { AcquireOptions } from "./acquire.ts";
 export type { Algorithm } from "./algorithms/algorithm.ts";
+export type { Decision, DecisionFailure } from "./algorithms/decision.ts";
 export { algorithmFor } from "./algorithms/index.ts";
+export type { BanPolicy } from "./ban.ts";
 export { type Clock, ManualClock, systemClock } from "./clock.ts";
 export { combine } from "./composite.ts";
-export type { Decision, DecisionFailure } from "./decision.ts";
+export type { Operation } from "./decide-rule.ts";
 export {
   ArgumentError,
   ConfigError,
@@ -18,9 +20,17 @@ export {
   UnknownRuleError,
   WaitTimeoutError,
 } from "./errors.ts";
-export { createLimiter, type Limiter, type LimiterOptions, type ResetResult, type Result } from "./limiter.ts";
+export {
+  createLimiter,
+  type DecisionEvent,
+  type Limiter,
+  type LimiterOptions,
+  type ResetResult,
+  type Result,
+} from "./limiter.ts";
 export { classify, type ReplayEvent, replay } from "./replay.ts";
-export { type CheckOptions, RateLimiterService, type RuleInfo, type RuleOptions } from "./service.ts";
+export type { CompiledRule } from "./rule.ts";
+export { type CheckOptions, type GroupCheck, RateLimiterService, type RuleInfo, type RuleOptions } from "./service.ts";
 export {
   ALGORITHMS,
   type AlgorithmName,
@@ -39,4 +49,4 @@ export {
   validateSpec,
 } from "./spec.ts";
 export type { BoundRule, RuleBinding, Store } from "./store.ts";
-export { MemoryStore, type MemoryStoreOptions } from "./stores/memory/memory-store.ts";
+export { MemoryStore, type MemoryStoreOptions, type MemoryStoreStats } from "./stores/memory/memory-store.ts";

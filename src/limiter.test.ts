@@ -1,4 +1,4 @@
-import { ArgumentError, ConfigError, createLimiter, ManualClock, MemoryStore } from "sluice";
+import { ArgumentError, ConfigError, createLimiter, ManualClock, MemoryStore, RateLimiterService } from "sluice";
 import { describe, expect, it } from "vitest";
 
 const fixed = { algorithm: "fixed-window", limit: 2, windowMs: 1000 } as const;
@@ -144,5 +144,63 @@ describe("options and arrays", () => {
   it("a Clock with extra fields is still a Clock", () => {
     const clock = Object.assign(new ManualClock(1500), { store: "not an option" });
     expect((createLimiter(fixed, clock as ManualClock).tryAcquire("k") as { resetMs: number }).resetMs).toBe(500);
+  });
+});
+
+describe("onDecision", () => {
+  it("reports every check, peek and refund with its decision; a throwing hook is only a warning", async () => {
+    const events: Array<{ id: string; op: string; key: string; allowed: boolean | undefined }> = [];
+    const clock = new ManualClock(0);
+    const limiter = createLimiter(
+      { algorithm: "fixed-window", limit: 1, windowMs: 1000 },
+      {
+        clock,
+        name: "login",
+        onDecision: (e) => {
+          expect(e.durationMs).toBeGreaterThanOrEqual(0);
+          events.push({ id: e.id, op: e.op, key: e.key, allowed: e.decision?.allowed });
+          if (e.key === "boom") throw new Error("hook failed");
+        },
+      },
+    );
+    limiter.tryAcquire("a");
+    limiter.tryAcquire("a");
+    limiter.peek("a");
+    limiter.refund("a");
+    const warned = new Promise<Error>((resolve) => {
+      const listener = (w: Error & { code?: string }) => {
+        if (w.code !== "SLUICE_HOOK") return;
+        process.off("warning", listener);
+        resolve(w);
+      };
+      process.on("warning", listener);
+    });
+    expect(limiter.tryAcquire("boom").allowed).toBe(true);
+    expect((await warned).message).toMatch(/onDecision threw: hook failed/);
+    expect(events).toEqual([
+      { id: "name:login", op: "check", key: "a", allowed: true },
+      { id: "name:login", op: "check", key: "a", allowed: false },
+      { id: "name:login", op: "peek", key: "a", allowed: false },
+      { id: "name:login", op: "refund", key: "a", allowed: true },
+      { id: "name:login", op: "check", key: "boom", allowed: true },
+    ]);
+    expect(() => createLimiter({ algorithm: "gcra", limit: 1, periodMs: 1 }, { onDecision: 5 as never })).toThrow(
+      /onDecision` must be a function/,
+    );
+  });
+
+  it("a service passes its hook to every rule and tier", () => {
+    const ids: string[] = [];
+    const service = new RateLimiterService({ clock: new ManualClock(0), onDecision: (e) => ids.push(e.id) });
+    service.addRule(
+      "api",
+      { algorithm: "gcra", limit: 5, periodMs: 1000 },
+      {
+        tiers: { pro: { algorithm: "gcra", limit: 50, periodMs: 1000 } },
+      },
+    );
+    service.check("api", "k");
+    service.check("api", "k", { tier: "pro" });
+    expect(ids).toEqual(["rule:api", "rule:api:tier:pro"]);
   });
 });

@@ -4,11 +4,13 @@
  * keys and costs, waiting in `acquire`.
  */
 import { type AcquireOptions, WaitQueues } from "./acquire.ts";
-import { algorithmFor } from "./algorithms/index.ts";
-import { type Clock, systemClock } from "./clock.ts";
+import type { Decision } from "./algorithms/decision.ts";
+import { type BanPolicy, validateBan } from "./ban.ts";
+import { type Clock, stopwatch, systemClock } from "./clock.ts";
 import { combine } from "./composite.ts";
-import type { Decision } from "./decision.ts";
+import type { Operation } from "./decide-rule.ts";
 import { ArgumentError } from "./errors.ts";
+import { compileRule } from "./rule.ts";
 import type { AlgorithmSpec, RuleSpec } from "./spec.ts";
 import { describeValue, validateRule } from "./spec.ts";
 import type { BoundRule, Store } from "./store.ts";
@@ -23,8 +25,33 @@ export interface LimiterOptions<S extends Store = Store> {
   /**
    * Namespace of this limiter's state in its store. Limiters with the same name (or, without
    * one, the same spec) on one store share state, which is how a fleet shares a Redis limit.
+   * Names live in their own namespace: no name can reach a service rule's state or a
+   * spec-derived one.
    */
   name?: string;
+  /** Escalation: after `after` denials within `withinMs`, the key is refused for `forMs`. */
+  ban?: BanPolicy;
+  /**
+   * Called after every check, peek and refund with what was decided (or the store error that
+   * rejected it) and how long it took: the hook metrics and tracing build on (`sluice/otel`).
+   * It must not throw; what it throws is reported with `process.emitWarning` and ignored.
+   */
+  onDecision?: (event: DecisionEvent) => void;
+}
+
+/** What `onDecision` receives. */
+export interface DecisionEvent {
+  /** The limiter's identity: its name, `rule:<name>` for a service rule, or the spec digest. */
+  id: string;
+  key: string;
+  cost: number;
+  op: Operation;
+  /** The decision (absent when the store rejected the call). */
+  decision?: Decision;
+  /** The error a store rejected the call with (a `StoreError` under `onError: "throw"`). */
+  error?: unknown;
+  /** Time the decision took, in ms (including the store round trip). */
+  durationMs: number;
 }
 
 /** What a check returns on store `S`: a plain Decision in-process, a promise on Redis. */
@@ -49,6 +76,11 @@ export interface Limiter<S extends Store = Store> {
   tryAcquire(key: string, cost?: number): Result<S>;
   /** What `tryAcquire` would say now; changes nothing. */
   peek(key: string, cost?: number): Result<S>;
+  /**
+   * Gives `cost` units (default 1) back to `key` (a request that turned out not to count),
+   * never above the limit; returns what `peek(key)` then says.
+   */
+  refund(key: string, cost?: number): Result<S>;
   /** Forgets `key`: its next request is treated as a new key's. */
   reset(
     key: string,
@@ -77,7 +109,7 @@ function isClock(value: unknown): value is Clock {
   return typeof value === "object" && value !== null && typeof (value as Clock).now === "function";
 }
 
-const OPTION_KEYS = new Set(["clock", "store", "name"]);
+const OPTION_KEYS = new Set(["clock", "store", "name", "ban", "onDecision"]);
 
 /**
  * Normalises the `options | clock` argument shared by `createLimiter` and `RateLimiterService`:
@@ -93,7 +125,7 @@ export function resolveOptions<S extends Store>(options: LimiterOptions<S> | Clo
   }
   for (const key of Object.keys(options)) {
     if (!OPTION_KEYS.has(key)) {
-      throw new ArgumentError(`unknown option \`${key}\` (expected clock, store, name)`);
+      throw new ArgumentError(`unknown option \`${key}\` (expected ${[...OPTION_KEYS].join(", ")})`);
     }
   }
   const { clock, store, name } = options;
@@ -110,6 +142,10 @@ export function resolveOptions<S extends Store>(options: LimiterOptions<S> | Clo
   }
   if (name !== undefined && typeof name !== "string") {
     throw new ArgumentError(`\`name\` must be a string (got ${describeValue(name)})`);
+  }
+  const { onDecision } = options as LimiterOptions<S>;
+  if (onDecision !== undefined && typeof onDecision !== "function") {
+    throw new ArgumentError(`\`onDecision\` must be a function (got ${describeValue(onDecision)})`);
   }
   return options;
 }
@@ -137,9 +173,37 @@ export function createLimiter<S extends Store = MemoryStore>(
 ): Limiter<S> {
   const specs = validateRule(spec);
   const opts = resolveOptions(options);
+  const ban = validateBan(opts.ban);
   const store: Store = opts.store ?? new MemoryStore();
-  const name = opts.name ?? `spec:${JSON.stringify(specs)}`;
-  return bindLimiter(specs, store, opts.clock, name, Array.isArray(spec)) as Limiter<S>;
+  let id: string;
+  if (opts.name !== undefined) id = `name:${opts.name}`;
+  else {
+    id = `spec:${JSON.stringify(specs)}`;
+    if (opts.store !== undefined) warnOnReuse(opts.store, id);
+  }
+  return bindLimiter(specs, store, opts.clock, id, Array.isArray(spec), ban, opts.onDecision) as Limiter<S>;
+}
+
+/** Spec-derived identities already bound per store (to report accidental sharing once). */
+const unnamed = new WeakMap<Store, Set<string>>();
+
+/**
+ * Two unnamed limiters with the same spec on one store share their counters: usually a mistake
+ * (two routes limited "5 per minute" each, sharing one budget). Reported once per identity.
+ */
+function warnOnReuse(store: Store, id: string): void {
+  let ids = unnamed.get(store);
+  if (ids === undefined) unnamed.set(store, (ids = new Set()));
+  if (!ids.has(id)) {
+    ids.add(id);
+    return;
+  }
+  if (ids.has(`warned:${id}`)) return;
+  ids.add(`warned:${id}`);
+  process.emitWarning(
+    `Two limiters with the same spec on one store share state (${id.slice(5, 120)}). Give each a \`name\` to keep them apart, or the same name to share on purpose.`,
+    { code: "SLUICE_LIMITER_REUSE" },
+  );
 }
 
 /** Builds a limiter for already validated specs (used by the service for rules and tiers). */
@@ -149,37 +213,37 @@ export function bindLimiter(
   clock: Clock | undefined,
   id: string,
   composite = specs.length > 1,
+  ban?: BanPolicy,
+  onDecision?: (event: DecisionEvent) => void,
 ): Limiter {
-  const bound: BoundRule = store.bind({ id, algorithms: specs.map(algorithmFor), clock });
+  const bound: BoundRule = store.bind({ id, rule: compileRule(specs, ban), clock });
   // An array of one spec is still a composite: its decisions carry `parts`.
-  const decide = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
+  const checked = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
+  // Without a hook the hot path stays one direct call into the store.
+  const decide = onDecision === undefined ? checked : observed(checked, id, onDecision);
   const waits = new WaitQueues();
   const acquire = async (key: string, acquireOptions: AcquireOptions = {}) => {
     checkKey(key);
     const cost = acquireOptions.cost ?? 1;
     checkCost(cost);
     return waits.acquire(key, acquireOptions, clock ?? systemClock, (c) =>
-      decide(key, c, clock === undefined ? undefined : read(clock), false),
+      decide(key, c, clock === undefined ? undefined : read(clock), "check"),
     );
   };
   const close = () => bound.release();
-  let limiter: Limiter;
   if (store.synchronous) {
     // The hot path: one call into the store, no promises; argument errors throw.
-    limiter = {
+    const run = (key: string, cost: number | undefined, op: Operation) => {
+      if (typeof key !== "string") checkKey(key);
+      if (cost === undefined) cost = 1;
+      else if (cost !== 1) checkCost(cost);
+      return decide(key, cost, clock === undefined ? undefined : read(clock), op);
+    };
+    return {
       specs,
-      tryAcquire(key, cost) {
-        if (typeof key !== "string") checkKey(key);
-        if (cost === undefined) cost = 1;
-        else if (cost !== 1) checkCost(cost);
-        return decide(key, cost, clock === undefined ? undefined : read(clock), false);
-      },
-      peek(key, cost) {
-        if (typeof key !== "string") checkKey(key);
-        if (cost === undefined) cost = 1;
-        else if (cost !== 1) checkCost(cost);
-        return decide(key, cost, clock === undefined ? undefined : read(clock), true);
-      },
+      tryAcquire: (key, cost) => run(key, cost, "check"),
+      peek: (key, cost) => run(key, cost, "peek"),
+      refund: (key, cost) => run(key, cost, "refund"),
       reset: (key) => {
         checkKey(key);
         // In-process stores reset synchronously; their `reset` returns nothing to wait for.
@@ -189,33 +253,65 @@ export function bindLimiter(
       acquire,
       close,
     };
-  } else {
-    // Async stores: argument errors reject, so callers handle one failure style.
-    const check = async (key: string, cost: number, peek: boolean) => {
-      checkKey(key);
-      if (cost !== 1) checkCost(cost);
-      return decide(key, cost, clock === undefined ? undefined : read(clock), peek);
-    };
-    limiter = {
-      specs,
-      tryAcquire: (key, cost = 1) => check(key, cost, false),
-      peek: (key, cost = 1) => check(key, cost, true),
-      reset: async (key) => {
-        checkKey(key);
-        await bound.reset(key);
-      },
-      acquire,
-      close,
-    } as Limiter;
   }
-  return limiter;
+  // Async stores: argument errors reject, so callers handle one failure style.
+  const run = async (key: string, cost: number, op: Operation) => {
+    checkKey(key);
+    if (cost !== 1) checkCost(cost);
+    return decide(key, cost, clock === undefined ? undefined : read(clock), op);
+  };
+  return {
+    specs,
+    tryAcquire: (key, cost = 1) => run(key, cost, "check"),
+    peek: (key, cost = 1) => run(key, cost, "peek"),
+    refund: (key, cost = 1) => run(key, cost, "refund"),
+    reset: async (key) => {
+      checkKey(key);
+      await bound.reset(key);
+    },
+    acquire,
+    close,
+  } as Limiter;
+}
+
+/** Wraps a check so every outcome reaches `onDecision` with its duration. */
+function observed(
+  check: BoundRule["check"],
+  id: string,
+  onDecision: (event: DecisionEvent) => void,
+): BoundRule["check"] {
+  const report = (event: DecisionEvent) => {
+    try {
+      onDecision(event);
+    } catch (error) {
+      process.emitWarning(`onDecision threw: ${(error as Error)?.message ?? String(error)}`, { code: "SLUICE_HOOK" });
+    }
+  };
+  return (key, cost, now, op) => {
+    const started = stopwatch();
+    const result = check(key, cost, now, op);
+    if (!(result instanceof Promise)) {
+      report({ id, key, cost, op, decision: result, durationMs: stopwatch() - started });
+      return result;
+    }
+    return result.then(
+      (decision) => {
+        report({ id, key, cost, op, decision, durationMs: stopwatch() - started });
+        return decision;
+      },
+      (error: unknown) => {
+        report({ id, key, cost, op, error, durationMs: stopwatch() - started });
+        throw error;
+      },
+    );
+  };
 }
 
 /** Wraps a one-member composite's check so its decisions carry `parts` like any composite. */
 function withParts(check: BoundRule["check"]): BoundRule["check"] {
   const wrap = (d: Decision): Decision => (d.parts !== undefined || d.failure !== undefined ? d : combine([d]));
-  return (key, cost, now, peek) => {
-    const result = check(key, cost, now, peek);
+  return (key, cost, now, op) => {
+    const result = check(key, cost, now, op);
     return result instanceof Promise ? result.then(wrap) : wrap(result);
   };
 }

@@ -2,8 +2,9 @@
  * `replay` and `classify`: run a list of timestamped events through a rule on a manual clock.
  * The same decisions a live limiter would make, reproducible from a log file.
  */
+
+import type { Decision } from "./algorithms/decision.ts";
 import { ManualClock } from "./clock.ts";
-import type { Decision } from "./decision.ts";
 import { ArgumentError } from "./errors.ts";
 import { createLimiter } from "./limiter.ts";
 import type { LimitSpec, RuleSpec } from "./spec.ts";

@@ -121,3 +121,35 @@ describe("RateLimiterService", () => {
     expect(() => service.check(5 as never, "k")).toThrow(ArgumentError);
   });
 });
+
+describe("RateLimiterService identity and options", () => {
+  it("refuses options that belong elsewhere or do not exist, by name", () => {
+    expect(() => new RateLimiterService({ name: "x" } as never)).toThrow(/unknown option `name`/);
+    expect(() => new RateLimiterService({ ban: { after: 1, withinMs: 1, forMs: 1 } } as never)).toThrow(
+      /unknown option `ban`/,
+    );
+    const service = new RateLimiterService(new ManualClock(0));
+    expect(() => service.addRule("a", perSecond(1), { tier: {} } as never)).toThrow(/unknown option `tier`/);
+    expect(service.hasRule("a")).toBe(false);
+    service.addRule("a", perSecond(1));
+    expect(() => service.check("a", "k", { costs: 2 } as never)).toThrow(/unknown option `costs`/);
+  });
+
+  it("keeps a tier named __proto__ as an ordinary tier", () => {
+    const service = new RateLimiterService(new ManualClock(0));
+    const tiers = JSON.parse('{"__proto__": {"algorithm": "fixed-window", "limit": 3, "windowMs": 1000}}');
+    service.addRule("a", perSecond(1), { tiers });
+    expect(Object.keys(service.getRule("a")?.tiers ?? {})).toEqual(["__proto__"]);
+    expect(service.check("a", "k", { tier: "__proto__" }).remaining).toBe(2);
+  });
+
+  it("a service rule and a limiter named like its internal id never share state", async () => {
+    const { createLimiter } = await import("sluice");
+    const clock = new ManualClock(0);
+    const store = new MemoryStore();
+    const service = new RateLimiterService({ clock, store }).addRule("api", perSecond(1));
+    const impostor = createLimiter(perSecond(1), { clock, store, name: "rule:api" });
+    expect(impostor.tryAcquire("k").allowed).toBe(true);
+    expect(service.check("api", "k").allowed).toBe(true);
+  });
+});

@@ -3,16 +3,23 @@
  * runtime updates that keep state which still fits. Callers name a rule; they never see the
  * algorithm behind it.
  */
+
+import type { Decision } from "./algorithms/decision.ts";
+import { type BanPolicy, validateBan } from "./ban.ts";
+import { decideAllAsync, decideAllSync } from "./check-all.ts";
 import type { Clock } from "./clock.ts";
 import { ArgumentError, DuplicateRuleError, UnknownRuleError } from "./errors.ts";
 import {
   bindLimiter,
+  checkCost,
+  checkKey,
   type Limiter,
   type LimiterOptions,
   type ResetResult,
   type Result,
   resolveOptions,
 } from "./limiter.ts";
+import { checkOptions } from "./options.ts";
 import { type AlgorithmSpec, type LimitSpec, type RuleSpec, validateRule } from "./spec.ts";
 import type { Store } from "./store.ts";
 import { MemoryStore } from "./stores/memory/memory-store.ts";
@@ -21,6 +28,8 @@ import { MemoryStore } from "./stores/memory/memory-store.ts";
 export interface RuleOptions {
   /** Alternative specs selected per call with `{ tier }`, e.g. `{ pro: {...}, free: {...} }`. */
   tiers?: Record<string, LimitSpec | readonly LimitSpec[]>;
+  /** Escalation for the rule and each of its tiers: after `after` denials within `withinMs`, refused for `forMs`. */
+  ban?: BanPolicy;
 }
 
 /** Options of `check` / `peek`. */
@@ -28,6 +37,14 @@ export interface CheckOptions {
   /** Units to take (default 1). */
   cost?: number;
   /** Which of the rule's tiers applies (default: the rule's own spec). */
+  tier?: string;
+}
+
+/** One item of `checkAll`: a check as `check(rule, key, { cost, tier })` would take it. */
+export interface GroupCheck {
+  rule: string;
+  key: string;
+  cost?: number;
   tier?: string;
 }
 
@@ -42,11 +59,13 @@ interface Rule {
   info: RuleInfo;
   base: Limiter;
   tiers: Map<string, Limiter>;
-  /** The tiers as given (a spec or an array each), so an update can keep them exactly. */
-  given: RuleOptions["tiers"];
+  /** The options as given (tiers: a spec or an array each), so an update can keep them exactly. */
+  given: RuleOptions | undefined;
 }
 
 const encode = encodeURIComponent;
+
+const CHECK_OPTIONS = ["cost", "tier"];
 
 /**
  * Named rate-limit rules over one store and clock.
@@ -59,10 +78,20 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   readonly #store: Store;
   readonly #clock: Clock | undefined;
   readonly #rules = new Map<string, Rule>();
+  readonly #onDecision: LimiterOptions["onDecision"];
 
   /** Uses `options.store` (default: a new MemoryStore) and `options.clock` (or a Clock given directly). */
-  constructor(options?: LimiterOptions<S> | Clock) {
+  constructor(options?: Pick<LimiterOptions<S>, "clock" | "store" | "onDecision"> | Clock) {
     const opts = resolveOptions(options);
+    this.#onDecision = (options as LimiterOptions<S> | undefined)?.onDecision;
+    // `name` and `ban` belong to rules (addRule), not to the service: refused rather than ignored.
+    for (const key of ["name", "ban"] as const) {
+      if (opts[key] !== undefined) {
+        throw new ArgumentError(
+          `RateLimiterService: unknown option \`${key}\` (expected clock, store; ${key === "ban" ? "give `ban` to addRule" : "rules are named by addRule"})`,
+        );
+      }
+    }
     this.#store = opts.store ?? new MemoryStore();
     this.#clock = opts.clock;
   }
@@ -88,7 +117,7 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   updateRule(name: string, spec: RuleSpec, options?: RuleOptions): this {
     const old = this.#get(name);
     // Without options the rule keeps its tiers; pass `{ tiers: {} }` to drop them.
-    const rule = this.#build(name, spec, options ?? (old.given === undefined ? undefined : { tiers: old.given }));
+    const rule = this.#build(name, spec, options ?? old.given);
     this.#rules.set(name, rule);
     closeRule(old);
     return this;
@@ -123,9 +152,39 @@ export class RateLimiterService<S extends Store = MemoryStore> {
     return this.#guard(() => this.#limiter(rule, options).tryAcquire(key, options?.cost)) as Result<S>;
   }
 
+  /**
+   * Decides several checks as one (see src/check-all.ts): if any is denied, none consumes and
+   * every item gets what `peek` then says; otherwise every item is taken. Items are validated
+   * before anything is decided. Decisions come back in item order.
+   */
+  checkAll(items: readonly GroupCheck[]): S["synchronous"] extends true ? Decision[] : Promise<Decision[]> {
+    type Out = S["synchronous"] extends true ? Decision[] : Promise<Decision[]>;
+    return this.#guard(() => {
+      const group = items.map((item) => {
+        const limiter = this.#limiter(item.rule, {
+          ...(item.cost === undefined ? {} : { cost: item.cost }),
+          ...(item.tier === undefined ? {} : { tier: item.tier }),
+        });
+        checkKey(item.key);
+        const cost = item.cost ?? 1;
+        checkCost(cost); // before anything is taken: a bad item changes nothing
+        return { limiter, key: item.key, cost };
+      });
+      return (this.#store.synchronous ? decideAllSync(group) : decideAllAsync(group)) as Out;
+    }) as Out;
+  }
+
   /** What `check` would say now; changes nothing. */
   peek(rule: string, key: string, options?: CheckOptions): Result<S> {
     return this.#guard(() => this.#limiter(rule, options).peek(key, options?.cost)) as Result<S>;
+  }
+
+  /**
+   * Gives `cost` units back to `key` under `rule` (and `tier`), never above the limit; returns
+   * what `peek` then says.
+   */
+  refund(rule: string, key: string, options?: CheckOptions): Result<S> {
+    return this.#guard(() => this.#limiter(rule, options).refund(key, options?.cost)) as Result<S>;
   }
 
   /** Forgets `key` under `rule` (its own spec and every tier). */
@@ -156,6 +215,7 @@ export class RateLimiterService<S extends Store = MemoryStore> {
 
   #limiter(name: string, options: CheckOptions | undefined): Limiter {
     const rule = this.#get(name);
+    if (options !== undefined) checkOptions(options, "check", CHECK_OPTIONS);
     const tier = options?.tier;
     if (tier === undefined) return rule.base;
     const limiter = typeof tier === "string" ? rule.tiers.get(tier) : undefined;
@@ -171,8 +231,11 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   /** Validates everything first, so an invalid update changes nothing. */
   #build(name: string, spec: RuleSpec, options: RuleOptions | undefined): Rule {
     const where = `rule ${JSON.stringify(name)}: `;
+    if (options !== undefined) checkOptions(options, `${where}addRule`, ["tiers", "ban"]);
     const specs = validateRule(spec, where);
-    const tierSpecs: Record<string, AlgorithmSpec[]> = {};
+    const ban = validateBan(options?.ban, where);
+    // Tier names are user text: a null-prototype record keeps `__proto__` an ordinary tier.
+    const tierSpecs: Record<string, AlgorithmSpec[]> = Object.create(null);
     const tiers = options?.tiers ?? {};
     if (typeof tiers !== "object" || tiers === null || Array.isArray(tiers)) {
       throw new ArgumentError(`${where}tiers must be an object of specs (got ${String(tiers)})`);
@@ -180,13 +243,21 @@ export class RateLimiterService<S extends Store = MemoryStore> {
     for (const [tier, tierSpec] of Object.entries(tiers)) {
       tierSpecs[tier] = validateRule(tierSpec, `rule ${JSON.stringify(name)} tier ${JSON.stringify(tier)}: `);
     }
-    const base = bindLimiter(specs, this.#store, this.#clock, `rule:${encode(name)}`, Array.isArray(spec));
+    const base = bindLimiter(
+      specs,
+      this.#store,
+      this.#clock,
+      `rule:${encode(name)}`,
+      Array.isArray(spec),
+      ban,
+      this.#onDecision,
+    );
     const bound = new Map<string, Limiter>();
     for (const [tier, s] of Object.entries(tierSpecs)) {
       const id = `rule:${encode(name)}:tier:${encode(tier)}`;
-      bound.set(tier, bindLimiter(s, this.#store, this.#clock, id, Array.isArray(tiers[tier])));
+      bound.set(tier, bindLimiter(s, this.#store, this.#clock, id, Array.isArray(tiers[tier]), ban, this.#onDecision));
     }
-    return { info: { name, specs, tiers: tierSpecs }, base, tiers: bound, given: options?.tiers };
+    return { info: { name, specs, tiers: tierSpecs }, base, tiers: bound, given: options };
   }
 }
 

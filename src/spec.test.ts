@@ -1,4 +1,4 @@
-// Spec validation against SPEC §3 and §7: every bad value throws ConfigError (ERR_INVALID_SPEC)
+// Spec validation against docs/semantics.md §3 and §7: every bad value throws ConfigError (ERR_INVALID_SPEC)
 // naming the field and the value received; valid specs and the seed's aliases normalise.
 import { ConfigError, createLimiter, validateRule, validateSpec } from "sluice";
 import { describe, expect, it } from "vitest";

@@ -1,17 +1,21 @@
 /**
- * The store contract. A store keeps per-key state and runs a rule's algorithm steps on it
+ * The store contract. A store keeps one record per (rule, key) and runs `decideRule` on it
  * atomically; limiters bind each rule once and then call the bound rule per request.
  */
-import type { Algorithm } from "./algorithms/algorithm.ts";
+import type { Decision } from "./algorithms/decision.ts";
 import type { Clock } from "./clock.ts";
-import type { Decision } from "./decision.ts";
+import type { Operation } from "./decide-rule.ts";
+import type { CompiledRule } from "./rule.ts";
 
-/** A rule as a store sees it: a namespace and the steps of its members (one, or a composite). */
+/** A rule as a store sees it: a namespace and the compiled rule (decided by `decideRule`). */
 export interface RuleBinding {
-  /** Unique within the store for this rule (and tier); keeps rules' keys apart. */
+  /**
+   * The rule's identity within the store (a limiter's name, a service rule and tier, or a
+   * digest of the spec); with the rule's shape it keeps rules' records apart.
+   */
   readonly id: string;
-  /** The members' steps, in spec order; a request passes only if every member allows it. */
-  readonly algorithms: readonly Algorithm[];
+  /** The members, the ban and the record layout; stores run `decideRule` on it. */
+  readonly rule: CompiledRule;
   /**
    * The clock the limiter reads `now` from (undefined: the store's own time). Stores that act on
    * several rules at once (sweeps, eviction) only compare instants read from the same clock.
@@ -22,11 +26,12 @@ export interface RuleBinding {
 /** One rule bound to a store. */
 export interface BoundRule {
   /**
-   * Decides `cost` units for `key` at `now` (all members read the same `now`). When `now` is
-   * undefined the store uses its own time source (the system clock, or Redis `TIME`).
-   * A peek, or a request any member denies, changes nothing.
+   * Runs `op` for `cost` units of `key` at `now` (all members read the same `now`), atomically,
+   * through `decideRule`. When `now` is undefined the store uses its own time source (the
+   * system clock, or Redis `TIME`). A peek, or a request any member denies, changes nothing
+   * (except a denial counted toward a ban).
    */
-  check(key: string, cost: number, now: number | undefined, peek: boolean): Decision | Promise<Decision>;
+  check(key: string, cost: number, now: number | undefined, op: Operation): Decision | Promise<Decision>;
   /** Forgets `key`'s state in every member. */
   reset(key: string): void | Promise<void>;
   /** Tells the store this binding is no longer used (state shared with a newer binding stays). */

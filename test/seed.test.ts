@@ -1,4 +1,4 @@
-// Seed 000's reference examples, through the public API, unchanged in meaning (SPEC §9).
+// Seed 000's reference examples, through the public API, unchanged in meaning (docs/semantics.md §9).
 
 import { classify, createLimiter, DuplicateRuleError, ManualClock, RateLimiterService, UnknownRuleError } from "sluice";
 import { describe, expect, it } from "vitest";

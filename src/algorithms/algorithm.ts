@@ -3,8 +3,8 @@
  * state record: no clock reads, no I/O, no timers. Stores own the records and run the step
  * atomically (a synchronous call in-process, a Lua twin in Redis).
  */
-import type { Decision } from "../decision.ts";
-import type { AlgorithmName, AlgorithmSpec } from "../spec.ts";
+import type { Decision } from "./decision.ts";
+import type { AlgorithmName, AlgorithmSpec } from "./specs.ts";
 
 /**
  * One algorithm bound to its parameters.
@@ -26,6 +26,33 @@ export interface Algorithm<S = unknown> {
   create(): S;
   /** Decides, and updates `state` in place when `commit` and allowed. */
   step(state: S, now: number, cost: number, commit: boolean): Decision;
+  /**
+   * Gives `cost` units back at `now` (a request that turned out not to count), in place. Never
+   * beyond a fresh key's allowance: units the state no longer counts are not refunded twice.
+   */
+  refund(state: S, now: number, cost: number): void;
   /** The instant from which `state` behaves exactly like `create()` (so it may be dropped). */
   freshAt(state: S): number;
+  /**
+   * What the state means: the algorithm and the parameters that give stored figures their sense
+   * (a window length). State carries over to a new spec only when the shapes are equal; a new
+   * limit, capacity or rate keeps it, a new window or algorithm starts fresh.
+   */
+  readonly shape: string;
+  /** How a state is summarised once it leaves the exact table under `maxKeys`. */
+  readonly summary: Summary<S>;
+}
+
+/**
+ * A conservative, fixed-size summary of states: a few float64 slots per cell (NaN: empty). A
+ * cell stands for every state joined into it and never admits a request any of them would
+ * deny, so a key read back from a summary can only be over-counted, never reset.
+ */
+export interface Summary<S> {
+  /** Float64 slots one cell takes. */
+  readonly slots: number;
+  /** Joins `state` into the cell at `at`: the cell then dominates both (it admits less). */
+  join(cells: Float64Array, at: number, state: S): void;
+  /** A state equivalent to the cell at `at`, or undefined when the cell is empty. */
+  read(cells: Float64Array, at: number): S | undefined;
 }

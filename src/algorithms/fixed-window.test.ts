@@ -1,4 +1,4 @@
-// fixed-window against SPEC §5: s = floor(now / W)·W; allowed iff c + cost ≤ limit;
+// fixed-window against docs/semantics.md §5: s = floor(now / W)·W; allowed iff c + cost ≤ limit;
 // retryAfterMs = s + W − now; remaining = limit − c; resetMs = c > 0 ? s + W − now : 0.
 
 import { createLimiter, type Decision, ManualClock, RateLimiterService } from "sluice";

@@ -3,9 +3,10 @@
  * and easy to explain, but a client can send `limit` just before a boundary and `limit` again
  * just after it: up to 2·limit in a short span. Choose it for coarse quotas ("1000 per day").
  */
-import { type Decision, decision } from "../decision.ts";
-import type { FixedWindowSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { type Decision, decision } from "./decision.ts";
+import type { FixedWindowSpec } from "./specs.ts";
 
 /** Fixed-window state: the start of the stored window and its count. */
 export interface FixedWindowState {
@@ -23,6 +24,24 @@ export function fixedWindow(spec: FixedWindowSpec): Algorithm<FixedWindowState> 
     horizonMs: W,
     create: () => ({ w: Number.NEGATIVE_INFINITY, c: 0 }),
     freshAt: (state) => state.w + W,
+    shape: `fixed-window/${W}`,
+    summary: {
+      slots: 2,
+      join(cells, at, state) {
+        // The later window wins; within one window the larger count (neither admits more).
+        const w = cells[at] as number;
+        if (Number.isNaN(w) || state.w > w) {
+          cells[at] = state.w;
+          cells[at + 1] = state.c;
+        } else if (state.w === w && state.c > (cells[at + 1] as number)) cells[at + 1] = state.c;
+      },
+      read: (cells, at) =>
+        Number.isNaN(cells[at]) ? undefined : { w: cells[at] as number, c: cells[at + 1] as number },
+    },
+    refund(state, now, cost) {
+      // Only the current window's units can come back: an older window no longer counts.
+      if (state.w === Math.max(Math.floor(now / W) * W, state.w)) state.c = Math.max(0, state.c - cost);
+    },
     step(state, now, cost, commit): Decision {
       // A clock that stepped back into an older window keeps the stored window ("no time passed").
       const s = Math.max(Math.floor(now / W) * W, state.w);

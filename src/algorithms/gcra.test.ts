@@ -1,4 +1,4 @@
-// gcra and leaky-bucket against SPEC §5: T = periodMs / limit (or 1000 / leakPerSecond),
+// gcra and leaky-bucket against docs/semantics.md §5: T = periodMs / limit (or 1000 / leakPerSecond),
 // τ = burst·T (or capacity·T); start = max(tat, now), next = start + cost·T; allowed iff
 // next − now ≤ τ; remaining = floor((τ − (tat − now)) / T) after the decision;
 // retryAfterMs = ceil(next − τ − now); resetMs = ceil(tat − now); delayMs = ceil(start − now).

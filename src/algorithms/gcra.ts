@@ -4,9 +4,10 @@
  * half the state and evenly spaced emissions. Choose it as the default for per-user API
  * limits at scale (what Stripe, Shopify and redis-cell use).
  */
-import { type Decision, decision, EPSILON } from "../decision.ts";
-import type { GcraSpec, LeakyBucketSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { type Decision, decision, EPSILON } from "./decision.ts";
+import type { GcraSpec, LeakyBucketSpec } from "./specs.ts";
 
 /** GCRA / leaky-bucket state: the theoretical arrival time `tat` of the next request. */
 export interface GcraState {
@@ -28,6 +29,19 @@ function emission(spec: GcraSpec | LeakyBucketSpec, T: number, burst: number, de
     horizonMs: tau,
     create: () => ({ tat: Number.NEGATIVE_INFINITY }),
     freshAt: (s) => s.tat,
+    shape: spec.algorithm,
+    summary: {
+      // The latest theoretical arrival time: a later one admits less at every instant.
+      slots: 1,
+      join(cells, at, state) {
+        if (Number.isNaN(cells[at]) || state.tat > (cells[at] as number)) cells[at] = state.tat;
+      },
+      read: (cells, at) => (Number.isNaN(cells[at]) ? undefined : { tat: cells[at] as number }),
+    },
+    refund(state, now, cost) {
+      // Backlog ahead of now shrinks by the refunded emissions; time already past stays past.
+      if (state.tat > now) state.tat = Math.max(now, state.tat - cost * T);
+    },
     step(state, now, cost, commit): Decision {
       const start = Math.max(state.tat, now);
       const backlog = start - now; // ms of earlier requests still ahead of this one
@@ -35,7 +49,7 @@ function emission(spec: GcraSpec | LeakyBucketSpec, T: number, burst: number, de
       // off by up to half an ulp of `now` (~1e-4 ms), which must not decide (nor loop forever).
       const ahead = backlog + cost * T;
       // Absolute times carry rounding proportional to their size; tolerate that much (well under
-      // the 1 ms the contract allows; integer T and now stay exact because every figure is whole).
+      // the 1 ms docs/semantics.md §5 allows; integer T and now stay exact because every figure is whole).
       const tol = EPSILON + Math.min(0.25, (Math.abs(now) + tau) * 2 ** -44);
       const up = (ms: number) => (ms <= tol ? 0 : Math.ceil(ms - tol)); // ceilMs with that tolerance
       if (cost > burst) {

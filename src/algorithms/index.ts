@@ -1,10 +1,11 @@
 /** Builds the algorithm step for a normalised spec. */
-import type { AlgorithmSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
 import { fixedWindow } from "./fixed-window.ts";
 import { gcra, leakyBucket } from "./gcra.ts";
 import { slidingLog } from "./sliding-log.ts";
 import { slidingWindow } from "./sliding-window.ts";
+import type { AlgorithmSpec } from "./specs.ts";
 import { tokenBucket } from "./token-bucket.ts";
 
 export type { Algorithm } from "./algorithm.ts";

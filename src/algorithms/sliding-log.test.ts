@@ -1,4 +1,4 @@
-// sliding-log against SPEC §5: entries with t ≤ now − W no longer count; allowed iff
+// sliding-log against docs/semantics.md §5: entries with t ≤ now − W no longer count; allowed iff
 // n + cost ≤ limit; when denied retryAfterMs = e + W − now, e the (n + cost − limit)-th oldest;
 // resetMs = newest + W − now (0 for an empty log); denied requests are never logged.
 

@@ -3,9 +3,10 @@
  * `limit` in any rolling window — at O(limit) memory per key. Choose it where precision matters
  * more than memory and limits are small: login attempts, password resets, OTP sends.
  */
-import { type Decision, decision } from "../decision.ts";
-import type { SlidingLogSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { type Decision, decision } from "./decision.ts";
+import type { SlidingLogSpec } from "./specs.ts";
 
 /**
  * Sliding-log state: a ring buffer of admitted timestamps, oldest at `head`. The buffer grows
@@ -51,6 +52,31 @@ export function slidingLog(spec: SlidingLogSpec): Algorithm<SlidingLogState> {
     horizonMs: W,
     create: () => ({ buf: [], head: 0, n: 0 }),
     freshAt: (s) => (s.n > 0 ? at(s, s.n - 1) + W : Number.NEGATIVE_INFINITY),
+    shape: `sliding-log/${W}`,
+    summary: {
+      // (newest, count): `count` entries all at the newest instant count at least as long and as
+      // much as the log they stand for, in every window from now on.
+      slots: 2,
+      join(cells, i, state) {
+        if (state.n === 0) return;
+        const newest = at(state, state.n - 1);
+        const n = Math.min(state.n, limit);
+        if (Number.isNaN(cells[i]) || newest > (cells[i] as number)) cells[i] = newest;
+        if (Number.isNaN(cells[i + 1]) || n > (cells[i + 1] as number)) cells[i + 1] = n;
+      },
+      read(cells, i) {
+        if (Number.isNaN(cells[i])) return undefined;
+        const n = Math.min(cells[i + 1] as number, limit);
+        return { buf: new Array<number>(n).fill(cells[i] as number), head: 0, n };
+      },
+    },
+    refund(s, now, cost) {
+      // The newest entries still counting go first (the ones this request added).
+      const t = Math.max(now, s.n > 0 ? at(s, s.n - 1) : Number.NEGATIVE_INFINITY);
+      let k = 0;
+      while (k < cost && k < s.n && at(s, s.n - 1 - k) > t - W) k++;
+      s.n -= k;
+    },
     step(s, now, cost, commit): Decision {
       const newest = s.n > 0 ? at(s, s.n - 1) : Number.NEGATIVE_INFINITY;
       // A clock that stepped back is read as "no time passed": the newest entry's time.

@@ -1,4 +1,4 @@
-// sliding-window against SPEC §5, every figure from the integer formula:
+// sliding-window against docs/semantics.md §5, every figure from the integer formula:
 // allowed iff prev·(W − el) + (cur + cost)·W ≤ limit·W; remaining = max(0, floor((L·W −
 // prev·(W − el) − cur·W) / W)); retryAfterMs = first whole ms the inequality holds, state
 // unchanged; resetMs = cur > 0 ? s + 2W − now : prev > 0 ? s + W − now : 0.

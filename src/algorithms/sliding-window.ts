@@ -4,9 +4,10 @@
  * (it assumes the previous window's requests were evenly spread). Choose it for public APIs
  * with large limits (search: 100/min per key) where a sliding log would cost too much memory.
  */
-import { type Decision, decision } from "../decision.ts";
-import type { SlidingWindowSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { type Decision, decision } from "./decision.ts";
+import type { SlidingWindowSpec } from "./specs.ts";
 
 /** Sliding-window state: start `w` of the current window, previous count `p`, current count `c`. */
 export interface SlidingWindowState {
@@ -32,6 +33,41 @@ export function slidingWindow(spec: SlidingWindowSpec): Algorithm<SlidingWindowS
     horizonMs: 2 * W,
     create: () => ({ w: Number.NEGATIVE_INFINITY, p: 0, c: 0 }),
     freshAt: (s) => (s.c > 0 ? s.w + 2 * W : s.p > 0 ? s.w + W : Number.NEGATIVE_INFINITY),
+    shape: `sliding-window/${W}`,
+    summary: {
+      slots: 3,
+      join(cells, at, state) {
+        const w = cells[at] as number;
+        if (Number.isNaN(w)) {
+          cells[at] = state.w;
+          cells[at + 1] = state.p;
+          cells[at + 2] = state.c;
+          return;
+        }
+        // Both read as of the later window, then the larger count of each window.
+        const later = Math.max(w, state.w);
+        const [p1, c1] = shifted(w, cells[at + 1] as number, cells[at + 2] as number, later);
+        const [p2, c2] = shifted(state.w, state.p, state.c, later);
+        cells[at] = later;
+        cells[at + 1] = Math.max(p1, p2);
+        cells[at + 2] = Math.max(c1, c2);
+      },
+      read: (cells, at) =>
+        Number.isNaN(cells[at])
+          ? undefined
+          : { w: cells[at] as number, p: cells[at + 1] as number, c: cells[at + 2] as number },
+    },
+    refund(state, now, cost) {
+      const s = Math.max(Math.floor(now / W) * W, state.w);
+      if (state.w === s) {
+        // This window's units first; what is left of the refund comes off the previous window.
+        const fromCurrent = Math.min(state.c, cost);
+        state.c -= fromCurrent;
+        state.p = Math.max(0, state.p - (cost - fromCurrent));
+      } else if (state.w === s - W) {
+        state.c = Math.max(0, state.c - cost); // the stored current window is now the previous one
+      }
+    },
     step(state, now, cost, commit): Decision {
       // A clock that stepped back into an older window keeps the stored window.
       const s = Math.max(Math.floor(now / W) * W, state.w);
@@ -60,6 +96,12 @@ export function slidingWindow(spec: SlidingWindowSpec): Algorithm<SlidingWindowS
       return decision(false, L, remaining(cur), Math.ceil(passesAt(s, prev, cur, cost) - now), reset(cur));
     },
   };
+
+  /** Counts `(p, c)` of a state stored for window `w`, as seen from the later window `later`. */
+  function shifted(w: number, p: number, c: number, later: number): [number, number] {
+    if (w === later) return [p, c];
+    return w === later - W ? [c, 0] : [0, 0];
+  }
 
   /** The first whole ms at which `prev·(W − el) + (cur + cost)·W ≤ L·W` holds, state unchanged. */
   function passesAt(s: number, prev: number, cur: number, cost: number): number {

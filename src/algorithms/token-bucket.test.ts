@@ -1,4 +1,4 @@
-// token-bucket against SPEC §5: balance in thousandths of a token, starting full;
+// token-bucket against docs/semantics.md §5: balance in thousandths of a token, starting full;
 // balance = min(capacity·1000, balance + elapsed·refillPerSecond), elapsed = max(0, now −
 // updatedAt); allowed iff balance ≥ cost·1000; remaining = floor(balance / 1000);
 // retryAfterMs = ceil((cost·1000 − balance) / rate); resetMs = ceil((capacity·1000 − balance) / rate).

@@ -3,9 +3,10 @@
  * `cost` tokens. O(1) per key; allows bursts up to `capacity`, then settles to the refill rate.
  * Choose it where occasional bursts are fine but the long-run rate is fixed (API clients, jobs).
  */
-import { ceilMs, type Decision, decision, EPSILON } from "../decision.ts";
-import type { TokenBucketSpec } from "../spec.ts";
+
 import type { Algorithm } from "./algorithm.ts";
+import { ceilMs, type Decision, decision, EPSILON } from "./decision.ts";
+import type { TokenBucketSpec } from "./specs.ts";
 
 /** Token-bucket state: balance `b` in thousandths of a token as of time `t`. */
 export interface TokenBucketState {
@@ -19,7 +20,7 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
   // Thousandths of a token per ms equals tokens per second, so whole-number rates stay exact.
   const full = C * 1000;
   const balanceAt = (s: TokenBucketState, now: number) => Math.min(full, s.b + Math.max(0, now - s.t) * r);
-  // Float-noise tolerance in thousandths, never more than 1 ms of refill (the contract's bound):
+  // Float-noise tolerance in thousandths, never more than 1 ms of refill (docs/semantics.md §5):
   // at tiny rates a fixed EPSILON would admit a request seconds before exact arithmetic does.
   const eps = Math.min(EPSILON, r);
   const whole = (balance: number) => Math.floor((balance + eps) / 1000);
@@ -30,6 +31,20 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
     horizonMs: full / r,
     create: () => ({ b: full, t: Number.NEGATIVE_INFINITY }),
     freshAt: (s) => s.t + (full - s.b) / r,
+    shape: "token-bucket",
+    summary: {
+      // The instant the bucket is full again: a later one means fewer tokens at every instant.
+      slots: 1,
+      join(cells, at, state) {
+        const fullAt = state.t + (full - state.b) / r;
+        if (Number.isNaN(cells[at]) || fullAt > (cells[at] as number)) cells[at] = fullAt;
+      },
+      read: (cells, at) => (Number.isNaN(cells[at]) ? undefined : { b: 0, t: (cells[at] as number) - full / r }),
+    },
+    refund(state, now, cost) {
+      state.b = Math.min(full, balanceAt(state, now) + cost * 1000);
+      state.t = Math.max(now, state.t);
+    },
     step(state, now, cost, commit): Decision {
       const balance = balanceAt(state, now);
       const need = cost * 1000;

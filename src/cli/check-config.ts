@@ -1,6 +1,8 @@
 /** `sluice check-config FILE`: validates a rules file and says what each rule admits. */
 import type { Writable } from "node:stream";
 import { describeRule } from "../config/describe.ts";
+import { limitedNodes } from "../config/envoy/model.ts";
+import { EnvoyConfigBuilder } from "../config/envoy/parse.ts";
 import { loadRulesFile } from "../config/rules-file.ts";
 import { validateRule } from "../index.ts";
 import { parseFlags, UsageError } from "./args.ts";
@@ -31,6 +33,18 @@ export async function checkConfigCommand(argv: string[], io: { stdout: Writable 
     io.stdout.write(`${rule.name}: ${describeRule(validateRule(rule.spec))}\n`);
     for (const [tier, spec] of Object.entries(rule.tiers)) {
       io.stdout.write(`${rule.name} [tier ${tier}]: ${describeRule(validateRule(spec))}\n`);
+    }
+  }
+  if (config.domains.length > 0) {
+    // The Envoy API's domains: one line per limited descriptor path.
+    const builder = new EnvoyConfigBuilder();
+    for (const doc of config.domains) builder.add(doc, path);
+    for (const node of limitedNodes(builder.config)) {
+      const limit = node.limit;
+      const what = limit?.unlimited
+        ? "unlimited"
+        : `${limit?.requestsPerUnit} per ${limit?.unit}${limit?.spec === undefined ? " (blocks everything)" : ` (${describeRule([limit.spec])})`}`;
+      io.stdout.write(`envoy ${node.path}: ${what}${node.shadowMode ? ", shadow mode" : ""}\n`);
     }
   }
   return 0;

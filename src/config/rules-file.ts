@@ -8,6 +8,7 @@ import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { ConfigError, RateLimiterService, type RuleSpec } from "../index.ts";
 import { describeValue } from "../spec.ts";
+import { EnvoyConfigBuilder } from "./envoy/parse.ts";
 import { parseDuration, parseRate } from "./units.ts";
 
 /** One rule as a rules file defines it. */
@@ -20,6 +21,8 @@ export interface RuleDefinition {
 /** A parsed and validated rules file. */
 export interface RulesConfig {
   rules: RuleDefinition[];
+  /** `domains:`: envoyproxy/ratelimit documents (`{ domain, descriptors }`), validated. */
+  domains: unknown[];
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
@@ -69,15 +72,21 @@ function isTiered(value: unknown): value is Record<string, unknown> {
 export function parseRules(doc: unknown): RulesConfig {
   if (!isObject(doc)) fail("rules", "a rules file must be an object with a `rules` key", doc);
   for (const key of Object.keys(doc)) {
-    if (key !== "rules") fail(key, `unknown top-level key \`${key}\` (expected only \`rules\`)`, doc[key]);
+    if (key !== "rules" && key !== "domains") {
+      fail(key, `unknown top-level key \`${key}\` (expected \`rules\` and \`domains\`)`, doc[key]);
+    }
   }
-  const rules = doc.rules;
+  const domains = parseDomains(doc.domains);
+  const rules = doc.rules ?? (domains.length > 0 ? {} : undefined);
   if (!isObject(rules)) fail("rules", "`rules` must be a mapping of rule names to specs", rules);
-  if (Object.keys(rules).length === 0) fail("rules", "`rules` must define at least one rule", rules);
+  if (Object.keys(rules).length === 0 && domains.length === 0) {
+    fail("rules", "`rules` must define at least one rule", rules);
+  }
   const probe = new RateLimiterService();
   const out: RuleDefinition[] = [];
   for (const [name, body] of Object.entries(rules)) {
     const where = `rule ${JSON.stringify(name)}: `;
+    if (name.startsWith("envoy:")) fail("rules", `${where}names starting with "envoy:" belong to \`domains\``, name);
     let spec: unknown = body;
     let tiersIn: unknown = {};
     if (isTiered(body)) {
@@ -104,7 +113,16 @@ export function parseRules(doc: unknown): RulesConfig {
     }
     out.push({ name, spec: converted, tiers });
   }
-  return { rules: out };
+  return { rules: out, domains };
+}
+
+/** `domains:` holds envoyproxy/ratelimit documents; validated here so a bad one is refused like a bad rule. */
+function parseDomains(value: unknown): unknown[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) fail("domains", "`domains` must be a list of { domain, descriptors }", value);
+  const builder = new EnvoyConfigBuilder();
+  for (const [i, doc] of (value as unknown[]).entries()) builder.add(doc, `domains[${i}]`);
+  return value as unknown[];
 }
 
 /** Parses rules-file text; JSON when the file name ends in .json, else YAML (a superset of JSON). */

@@ -4,8 +4,9 @@
  * write the verdict. A check on the in-process store stays synchronous end to end (no
  * promise, no microtask) unless a hook is async; on Redis it is one awaited round trip.
  */
+
+import type { Decision } from "../algorithms/decision.ts";
 import { type Clock, sleep, systemClock } from "../clock.ts";
-import type { Decision } from "../decision.ts";
 import { ArgumentError, ConfigError, UnknownRuleError } from "../errors.ts";
 import { createLimiter, type Limiter } from "../limiter.ts";
 import type { RateLimiterService, RuleInfo } from "../service.ts";

@@ -6,7 +6,7 @@
  * app.use(rateLimit({ spec: { algorithm: "sliding-window", limit: 100, windowMs: 60_000 } }));
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { type NodeRateLimitOptions, nodeMiddleware } from "./node.ts";
 import type { RateLimitOptions } from "./options.ts";
 

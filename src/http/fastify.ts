@@ -14,7 +14,7 @@ import type {
   FastifyRequest,
   onRequestHookHandler,
 } from "fastify";
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { Engine, isPromise, type Verdict } from "./engine.ts";
 import { nodeReader } from "./node.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";

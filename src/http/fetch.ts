@@ -3,7 +3,7 @@
  * own fetch-style servers). A `Request` does not carry the peer address, so the caller passes
  * it: `limit(request, () => handler(request), address)`.
  */
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { Engine, isPromise, type RequestReader, type Verdict } from "./engine.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";

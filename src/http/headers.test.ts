@@ -1,6 +1,6 @@
 import { parseDictionary, parseList, serializeList } from "structured-headers";
 import { describe, expect, test } from "vitest";
-import { type Decision, decision } from "../decision.ts";
+import { type Decision, decision } from "../algorithms/decision.ts";
 import { ConfigError } from "../errors.ts";
 import { validateSpec } from "../spec.ts";
 import { compilePolicies, type HeaderFormat, retryAfterSeconds, writeRateLimitHeaders } from "./headers.ts";

@@ -13,7 +13,7 @@
  * Seconds are always rounded up, and a denied member's reset is never earlier than its
  * retry-after, so no header tells a client to come back before it could pass.
  */
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import type { Policy } from "./policy.ts";
 
 /** The header layouts `headers` accepts. */

@@ -6,7 +6,7 @@
  * @example app.use("/api/*", rateLimit({ spec: { algorithm: "gcra", limit: 100, periodMs: 60_000 } }));
  */
 import type { Context, MiddlewareHandler } from "hono";
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { Engine, isPromise } from "./engine.ts";
 import { refusal, withHeaders } from "./fetch.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";

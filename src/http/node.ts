@@ -4,7 +4,7 @@
  * it returns whether to go on: `true`, or `false` once it has answered 429/503 itself.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { Engine, isPromise, type RequestReader, type Verdict } from "./engine.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";

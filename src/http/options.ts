@@ -1,6 +1,7 @@
 /** The options every sluice HTTP adapter shares (each adapter adds its own `onLimited`). */
+
+import type { Decision } from "../algorithms/decision.ts";
 import type { Clock } from "../clock.ts";
-import type { Decision } from "../decision.ts";
 import type { RateLimiterService } from "../service.ts";
 import type { RuleSpec } from "../spec.ts";
 import type { Store } from "../store.ts";

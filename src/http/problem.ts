@@ -3,7 +3,7 @@
  * exceeded, the problem type registered by the ratelimit-headers draft) and 503 (the store is
  * down and its policy is to deny rather than admit requests unchecked).
  */
-import type { Decision } from "../decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import { partsOf } from "./headers.ts";
 import type { Policy } from "./policy.ts";
 

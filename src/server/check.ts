@@ -106,7 +106,8 @@ export async function handleCheck(req: IncomingMessage, res: ServerResponse, ctx
     throw error;
   }
   decisions.forEach((d, i) => {
-    ctx.metrics.decision((items[i] as CheckItem).rule, d.allowed);
+    const item = items[i] as CheckItem;
+    ctx.metrics.decision(item.rule, d.allowed, item.key);
     if (d.failure !== undefined) ctx.metrics.storeErrors++;
   });
   sendJson(res, 200, batch ? decisions.map(wire) : wire(decisions[0] as Decision));

@@ -1,5 +1,6 @@
 /** What every handler can reach: the service, its store, metrics, reloader and limits. */
 import type { RateLimiterService, RuleInfo, Store } from "../index.ts";
+import type { EnvoyService } from "./envoy/envoy-service.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Reloader } from "./reload.ts";
 import type { ServiceStore } from "./store.ts";
@@ -20,4 +21,6 @@ export interface ServerContext {
   token: string | undefined;
   /** The registered rules by name (refreshed after every config apply). */
   rules: Map<string, RuleInfo & { summary: string }>;
+  /** The Envoy API (`--grpc-port`), when running. */
+  envoy: EnvoyService | undefined;
 }

@@ -13,11 +13,19 @@ export function handleRules(_req: IncomingMessage, res: ServerResponse, ctx: Ser
   sendJson(res, 200, { rules: [...ctx.rules.values()] });
 }
 
+/** When the rules file was last loaded or tried, as an ISO instant. */
+function reloadedAt(ctx: ServerContext): string {
+  return new Date(ctx.metrics.lastReloadAt * 1000).toISOString();
+}
+
 /** `GET /healthz`: 200 when the store answers, 503 when it does not. */
 export async function handleHealth(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> {
   // /healthz is open even when a token is set, so it says what is wrong but not where: no file
   // paths, hosts or error texts (those are in the log and behind the token at /v1/status).
-  const config = { lastReloadOk: ctx.reloader?.lastError === undefined };
+  const config = {
+    lastReloadOk: ctx.reloader?.lastError === undefined && ctx.envoy?.lastError === undefined,
+    lastReloadAt: reloadedAt(ctx),
+  };
   try {
     await ctx.store.ping();
     sendJson(res, 200, { status: "ok", store: ctx.store.kind, rules: ctx.rules.size, config });
@@ -45,14 +53,19 @@ export function handleMetrics(_req: IncomingMessage, res: ServerResponse, ctx: S
       value,
     });
   }
-  sendText(res, 200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(gauges));
+  const envoy = ctx.envoy?.state.metrics.render() ?? "";
+  sendText(res, 200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(gauges) + envoy);
 }
 
-/** `GET /v1/status`: what the status page polls (totals; the page derives rates). */
+/**
+ * `GET /v1/status`: what the status page polls: per rule the totals, admitted and denied per
+ * second over the last 5 minutes (`series`) and the keys denied most right now (`topDenied`).
+ */
 export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): void {
   const rules = [...ctx.rules.values()].map((r) => {
     const [allowed, denied] = ctx.metrics.decisions.get(r.name) ?? [0, 0];
-    return { name: r.name, summary: r.summary, tiers: Object.keys(r.tiers), allowed, denied };
+    const { series, topDenied } = ctx.metrics.activity.view(r.name);
+    return { name: r.name, summary: r.summary, tiers: Object.keys(r.tiers), allowed, denied, series, topDenied };
   });
   sendJson(res, 200, {
     uptimeSeconds: Math.floor((systemClock.now() - ctx.startedAt) / 1000),
@@ -60,6 +73,7 @@ export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: Se
     config: {
       path: ctx.reloader?.path ?? null,
       lastReloadOk: ctx.reloader?.lastError === undefined,
+      lastReloadAt: reloadedAt(ctx),
       error: ctx.reloader?.lastError ?? null,
       reloads: ctx.metrics.reloads,
     },
@@ -68,7 +82,7 @@ export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: Se
   });
 }
 
-/** `GET /`: the status page (static; it polls /v1/status). */
+/** `GET /`: the status page (static; it polls /healthz, and /v1/status with the token if one is set). */
 export function handlePage(_req: IncomingMessage, res: ServerResponse): void {
   sendText(res, 200, "text/html; charset=utf-8", STATUS_PAGE);
 }

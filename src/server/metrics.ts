@@ -3,6 +3,9 @@
  * rule names from the config, never request keys, so cardinality stays bounded.
  */
 
+import { type Clock, systemClock } from "../clock.ts";
+import { Activity } from "./activity.ts";
+
 /** Upper bounds (seconds) of the check-latency histogram buckets. */
 export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
@@ -32,9 +35,16 @@ export class Metrics {
   lastReloadOk = 1;
   /** Epoch seconds of the last reload attempt (initial load included). */
   lastReloadAt = 0;
+  /** Per-second counts and most-denied keys per rule, for the status page. */
+  readonly activity: Activity;
 
-  /** Counts one decision for `rule`. */
-  decision(rule: string, allowed: boolean): void {
+  constructor(clock: Clock = systemClock) {
+    this.activity = new Activity(clock);
+  }
+
+  /** Counts one decision for `rule` (and, when denied, for `key` among the most limited). */
+  decision(rule: string, allowed: boolean, key?: string): void {
+    this.activity.record(rule, allowed, key);
     let cell = this.decisions.get(rule);
     if (cell === undefined) {
       cell = [0, 0];

@@ -17,6 +17,7 @@ export class Reloader {
   /** The last reload error message, or undefined when the last load succeeded. */
   lastError: string | undefined;
   readonly #apply: (config: RulesConfig) => ApplyResult;
+  readonly #prepare: ((config: RulesConfig) => Promise<() => void>) | undefined;
   readonly #metrics: Metrics;
   readonly #log: (line: string) => void;
   #watcher: FSWatcher | undefined;
@@ -28,7 +29,10 @@ export class Reloader {
     apply: (config: RulesConfig) => ApplyResult,
     metrics: Metrics,
     log: (line: string) => void,
+    /** Checks what else the file feeds (the Envoy API's domains); returns how to apply it. */
+    prepare?: (config: RulesConfig) => Promise<() => void>,
   ) {
+    this.#prepare = prepare;
     this.path = path;
     this.#apply = apply;
     this.#metrics = metrics;
@@ -46,7 +50,9 @@ export class Reloader {
     this.#metrics.lastReloadAt = Math.floor(systemClock.now() / 1000);
     try {
       const config = await loadRulesFile(this.path);
+      const commit = await this.#prepare?.(config);
       const r = this.#apply(config);
+      commit?.();
       this.lastError = undefined;
       this.#metrics.reloads.success++;
       this.#metrics.lastReloadOk = 1;

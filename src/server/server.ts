@@ -5,9 +5,10 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describeRule } from "../config/describe.ts";
-import { loadRulesFile } from "../config/rules-file.ts";
-import { RateLimiterService, systemClock } from "../index.ts";
+import { loadRulesFile, type RulesConfig } from "../config/rules-file.ts";
+import { type Clock, RateLimiterService, systemClock } from "../index.ts";
 import type { ServerContext } from "./context.ts";
+import { EnvoyService } from "./envoy/envoy-service.ts";
 import { Metrics } from "./metrics.ts";
 import { Reloader } from "./reload.ts";
 import { route, routeOf } from "./router.ts";
@@ -16,8 +17,14 @@ import { openStore, type StoreOptions } from "./store.ts";
 
 /** Options of {@link startServer}. */
 export interface ServeOptions extends StoreOptions {
-  /** Rules file (YAML or JSON). */
-  config: string;
+  /** Rules file (YAML or JSON); optional when the Envoy API has its own config. */
+  config?: string;
+  /** `--grpc-port`: serve Envoy's RateLimitService on this port (0 picks one). */
+  grpcPort?: number;
+  /** `--envoy-config`: envoyproxy/ratelimit config, a file or a directory. */
+  envoyConfig?: string;
+  /** Time source for every decision (tests inject a ManualClock); default: the store's. */
+  clock?: Clock;
   port: number;
   host: string;
   token?: string;
@@ -35,7 +42,7 @@ export interface RunningServer {
   url: string;
   server: Server;
   context: ServerContext;
-  /** Reloads the rules file now; resolves whether it was applied. */
+  /** Reloads the rules file and the envoy config now; resolves whether both were applied. */
   reload(reason: string): Promise<boolean>;
   /** Stops accepting, answers what was received, closes the store; resolves with requests served. */
   close(): Promise<number>;
@@ -43,9 +50,11 @@ export interface RunningServer {
 
 /** Loads the rules (a bad file throws ConfigError), opens the store and listens. */
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
-  const initial = await loadRulesFile(options.config);
+  const initial: RulesConfig =
+    options.config === undefined ? { rules: [], domains: [] } : await loadRulesFile(options.config);
   const store = await openStore(options);
-  const service = new RateLimiterService({ store: store.store });
+  const clock = options.clock === undefined ? {} : { clock: options.clock };
+  const service = new RateLimiterService({ store: store.store, ...clock });
   const metrics = new Metrics();
   const context: ServerContext = {
     service,
@@ -57,15 +66,39 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     startedAt: systemClock.now(),
     token: options.token,
     rules: new Map(),
+    envoy: undefined,
   };
   const apply = (config: Parameters<typeof applyConfig>[1]) => {
     const result = applyConfig(service, config);
     context.rules = new Map(service.rules().map((info) => [info.name, { ...info, summary: describeRule(info.specs) }]));
+    metrics.activity.retain(context.rules.keys());
     return result;
   };
   apply(initial);
   metrics.lastReloadAt = Math.floor(systemClock.now() / 1000);
-  const reloader = new Reloader(options.config, apply, metrics, options.log);
+  const domains = (config: RulesConfig) => ({ docs: config.domains, file: options.config ?? "" });
+  let envoy: EnvoyService | undefined;
+  if (options.grpcPort !== undefined) {
+    try {
+      envoy = await EnvoyService.start({
+        path: options.envoyConfig,
+        domains: domains(initial),
+        store: store.store,
+        clock: options.clock,
+        host: options.host,
+        port: options.grpcPort,
+        watch: options.watch,
+        log: options.log,
+      });
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+    context.envoy = envoy;
+  }
+  const prepare = envoy === undefined ? undefined : (config: RulesConfig) => envoy.prepare(domains(config));
+  const reloader =
+    options.config === undefined ? undefined : new Reloader(options.config, apply, metrics, options.log, prepare);
   context.reloader = reloader;
 
   let served = 0;
@@ -85,14 +118,21 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // A slow client may not hold a socket for Node's default 5 minutes: checks are tiny.
   server.headersTimeout = 10_000;
   server.requestTimeout = 15_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      resolve();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(options.port, options.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
     });
-  });
-  if (options.watch) reloader.watch();
+  } catch (error) {
+    // The gRPC listener and the store are already up: release them so the process can exit.
+    await envoy?.close(0);
+    await store.close();
+    throw error;
+  }
+  if (options.watch) reloader?.watch();
   const address = server.address() as AddressInfo;
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
 
@@ -100,7 +140,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const close = () => {
     closing ??= (async () => {
       draining = true;
-      reloader.close();
+      reloader?.close();
+      const grpcClosed = envoy?.close(options.shutdownTimeoutMs);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Idle keep-alive connections hold no request: close them now; busy ones close after
       // their response (draining sets `Connection: close`).
@@ -108,6 +149,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       const force = setTimeout(() => server.closeAllConnections(), options.shutdownTimeoutMs);
       await closed;
       clearTimeout(force);
+      await grpcClosed;
       await store.close();
       return served;
     })();
@@ -117,7 +159,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     url: `http://${host}:${address.port}`,
     server,
     context,
-    reload: (reason) => reloader.reload(reason),
+    reload: async (reason) => {
+      const results = await Promise.all([reloader?.reload(reason) ?? true, envoy?.reload(reason) ?? true]);
+      return results.every(Boolean);
+    },
     close,
   };
 }

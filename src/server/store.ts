@@ -4,6 +4,7 @@
  * needs either installed.
  */
 import { MemoryStore as Memory, type MemoryStore, type Store } from "../index.ts";
+import { loadState, startStateSaver } from "./state-file.ts";
 
 /** What the server needs from its store. */
 export interface ServiceStore {
@@ -32,6 +33,12 @@ export interface StoreOptions {
   timeoutMs?: number;
   onError?: StoreFailurePolicy;
   maxKeys?: number;
+  /** In-process store: the file its counts are kept in across restarts. */
+  state?: string;
+  /** How often the state file is written (ms, default 5000). */
+  stateIntervalMs?: number;
+  /** Where state-file lines go. */
+  log?: (line: string) => void;
 }
 
 function redact(url: string): string {
@@ -47,6 +54,13 @@ function seed(text: string): { host: string; port: number } {
 export async function openStore(options: StoreOptions): Promise<ServiceStore> {
   if (options.redis === undefined) {
     const memory: MemoryStore = new Memory(options.maxKeys === undefined ? {} : { maxKeys: options.maxKeys });
+    const log = options.log ?? (() => undefined);
+    let saver: { stop(): Promise<void> } | undefined;
+    if (options.state !== undefined) {
+      // Read before any rule is bound: records are adopted as their rules bind.
+      log(await loadState(memory, options.state));
+      saver = startStateSaver(memory, options.state, options.stateIntervalMs ?? 5000, log);
+    }
     return {
       store: memory,
       kind: "memory",
@@ -60,7 +74,9 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
         };
       },
       ping: async () => undefined,
-      close: async () => undefined,
+      close: async () => {
+        await saver?.stop();
+      },
     };
   }
   const seeds = options.redis

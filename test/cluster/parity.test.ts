@@ -11,37 +11,49 @@ interface TraceEvent {
   rule: number;
   key: string;
   cost: number;
-  op: "check" | "peek" | "reset";
+  op: "check" | "peek" | "reset" | "refund";
 }
 interface Trace {
   specs: Array<AlgorithmSpec | AlgorithmSpec[]>;
+  /** The ban of each rule (null: none), for limiters created with `{ ban }`. */
+  bans: Array<{ after: number; withinMs: number; forMs: number } | null>;
   groups: Array<{ t: number; events: TraceEvent[] }>;
 }
 
-/** A trace from `seed`: every algorithm family (via specArb), a composite, 3 keys, costs 1–3. */
+/**
+ * A trace from `seed`: every algorithm family (via specArb), a composite, a tight fixed window
+ * with a ban, 3 keys, costs 1–3; checks, peeks, refunds and resets.
+ */
 function makeTrace(seed: number): Trace {
   const single = fc.sample(specArb(false), { seed, numRuns: 8 });
-  const specs: Trace["specs"] = [...single, [single[0] as AlgorithmSpec, single[1] as AlgorithmSpec]];
+  const specs: Trace["specs"] = [
+    ...single,
+    [single[0] as AlgorithmSpec, single[1] as AlgorithmSpec],
+    { algorithm: "fixed-window", limit: 2, windowMs: 1000 },
+  ];
+  const bans: Trace["bans"] = specs.map((_, i) =>
+    i === specs.length - 1 ? { after: 2, withinMs: 2000, forMs: 700 } : null,
+  );
   const event = fc.record({
     rule: fc.integer({ min: 0, max: specs.length - 1 }),
     key: fc.constantFrom("a", "b", "c"),
     cost: fc.integer({ min: 1, max: 3 }),
-    op: fc.constantFrom<TraceEvent["op"]>(...Array(16).fill("check"), "peek", "peek", "peek", "reset"),
+    op: fc.constantFrom<TraceEvent["op"]>(...Array(16).fill("check"), "peek", "peek", "refund", "refund", "reset"),
   });
   const groups = fc.sample(
     fc.record({ dt: fc.integer({ min: 0, max: 400 }), events: fc.array(event, { minLength: 1, maxLength: 6 }) }),
     { seed: seed + 1, numRuns: 300 },
   );
   let t = 1_000_000;
-  return { specs, groups: groups.map((g) => ({ t: (t += g.dt), events: g.events })) };
+  return { specs, bans, groups: groups.map((g) => ({ t: (t += g.dt), events: g.events })) };
 }
 
 /** The fixture's runTrace, on a MemoryStore in this process. */
-async function runLocally({ specs, groups }: Trace): Promise<Array<Array<Decision | "reset">>> {
+async function runLocally({ specs, bans, groups }: Trace): Promise<Array<Array<Decision | "reset">>> {
   const clock = new ManualClock(0);
   const store = new MemoryStore();
   const limiters: Limiter<MemoryStore>[] = specs.map((spec, i) =>
-    createLimiter(spec, { store, clock, name: `rule${i}` }),
+    createLimiter(spec, { store, clock, name: `rule${i}`, ...(bans[i] ? { ban: bans[i] } : {}) }),
   );
   const out: Array<Array<Decision | "reset">> = [];
   for (const group of groups) {
@@ -53,6 +65,7 @@ async function runLocally({ specs, groups }: Trace): Promise<Array<Array<Decisio
           limiter.reset(e.key);
           return "reset";
         }
+        if (e.op === "refund") return limiter.refund(e.key, e.cost);
         return e.op === "peek" ? limiter.peek(e.key, e.cost) : limiter.tryAcquire(e.key, e.cost);
       }),
     );
@@ -72,6 +85,7 @@ describe("ClusterStore parity with MemoryStore", () => {
       expect(flat.some((d) => d.allowed)).toBe(true);
       expect(flat.some((d) => !d.allowed)).toBe(true);
       expect(flat.some((d) => d.retryAfterMs === Number.POSITIVE_INFINITY)).toBe(true);
+      expect(flat.some((d) => d.banned === true)).toBe(true);
       for (const r of out.reports) {
         const decisions = JSON.parse(r.decisions, (_, v) => (v === "Infinity" ? Number.POSITIVE_INFINITY : v));
         expect(decisions).toEqual(expected);

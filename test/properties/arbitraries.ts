@@ -7,7 +7,7 @@ export const WHOLE_T = [1, 2, 4, 5, 8, 10, 20, 25, 40, 50, 100, 125, 200, 250, 5
 
 /**
  * A spec of every algorithm. `exact` keeps every quotient whole (integer rates, periodMs a
- * multiple of limit), where SPEC makes figures exact; otherwise quotients may be inexact.
+ * multiple of limit), where docs/semantics.md §5 makes figures exact; otherwise quotients may be inexact.
  */
 export function specArb(exact: boolean): fc.Arbitrary<AlgorithmSpec> {
   const limit = fc.integer({ min: 1, max: 8 });

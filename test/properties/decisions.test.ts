@@ -1,4 +1,4 @@
-// Decision invariants across all six algorithms (SPEC §4–§6): honest retryAfterMs, figures that
+// Decision invariants across all six algorithms (docs/semantics.md §4–§6): honest retryAfterMs, figures that
 // are finite non-negative integers, gcra = token bucket, composites all-or-nothing, and a
 // MemoryStore that drops fresh state deciding exactly like a table that never forgets.
 import fc from "fast-check";
@@ -6,7 +6,7 @@ import { type AlgorithmSpec, algorithmFor, createLimiter, type Decision, ManualC
 import { describe, expect, it } from "vitest";
 import { specArb, startArb, traceArb, WHOLE_T } from "./arbitraries.ts";
 
-/** Checks the shape SPEC §4 promises for one decision of a rule reporting `limit`. */
+/** Checks the shape docs/semantics.md §4 promises for one decision of a rule reporting `limit`. */
 function checkFigures(d: Decision, cost: number, limit: number, leaky: boolean): void {
   expect(d.limit).toBe(limit);
   for (const figure of [d.remaining, d.resetMs, d.delayMs]) {
@@ -43,7 +43,7 @@ describe("decision invariants", () => {
     );
   });
 
-  it("a client returning at retryAfterMs passes; where SPEC makes it exact, 1 ms earlier it does not", () => {
+  it("a client returning at retryAfterMs passes; where docs/semantics.md §5 makes it exact, 1 ms earlier it does not", () => {
     const check = (exact: boolean) =>
       fc.assert(
         fc.property(

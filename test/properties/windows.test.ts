@@ -92,7 +92,7 @@ describe("window invariants", () => {
             for (let j = i; j < log.length; j++) {
               units += (log[j] as [number, number])[1];
               const span = (log[j] as [number, number])[0] - (log[i] as [number, number])[0];
-              // 1 ms of refill of slack: the contract's bound for inexact (fractional) rates.
+              // 1 ms of refill of slack: the bound of docs/semantics.md §5 for inexact (fractional) rates.
               expect(units).toBeLessThanOrEqual(C + (rate * (span + 1)) / 1000 + 1e-9);
               if (Number.isInteger(rate)) expect(units * 1000).toBeLessThanOrEqual(C * 1000 + rate * span);
             }

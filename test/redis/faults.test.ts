@@ -260,7 +260,7 @@ describe.skipIf(!canStart)("Redis faults", () => {
       onError: (rule) => {
         seen.push(rule.id);
         return createLimiter(
-          rule.algorithms.map((a) => a.spec),
+          rule.rule.members.map((a) => a.spec),
           new ManualClock(0),
         );
       },
@@ -269,7 +269,7 @@ describe.skipIf(!canStart)("Redis faults", () => {
     const ds = [await limiter.tryAcquire("k"), await limiter.tryAcquire("k")];
     expect(ds.map((d) => d.failure?.policy)).toEqual(["fallback", "fallback"]);
     expect(ds.map((d) => d.remaining)).toEqual([4, 3]);
-    expect(seen).toEqual(["login"]);
+    expect(seen).toEqual(["name:login"]);
   });
 
   it("every key expires when its state becomes fresh, and a lost expiry is repaired", async () => {

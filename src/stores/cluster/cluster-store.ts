@@ -5,8 +5,10 @@
  * one. Each batch is bounded by `timeoutMs`; a check the primary does not answer in time (or
  * cannot answer: no primary store, channel closed) is decided by `onError`, as with RedisStore.
  */
-import type { Decision } from "../../decision.ts";
+import type { Decision } from "../../algorithms/decision.ts";
+import type { Operation } from "../../decide-rule.ts";
 import { ArgumentError, StoreError } from "../../errors.ts";
+import { checkOptions } from "../../options.ts";
 import { describeValue } from "../../spec.ts";
 import type { BoundRule, RuleBinding, Store } from "../../store.ts";
 import { Breaker, type BreakerOptions } from "../redis/breaker.ts";
@@ -24,7 +26,6 @@ export interface ClusterStoreOptions {
   breaker?: BreakerOptions | false;
 }
 
-const OPTION_KEYS = new Set(["timeoutMs", "onError", "breaker"]);
 const DEFAULT_TIMEOUT_MS = 1000;
 /** Most operations in one message; more in one turn go as several (bounds message size). */
 const MAX_BATCH = 1024;
@@ -68,13 +69,7 @@ export class ClusterStore implements Store {
   };
 
   constructor(options: ClusterStoreOptions = {}) {
-    if (typeof options !== "object" || options === null) {
-      throw new ArgumentError(`ClusterStore options must be an object (got ${describeValue(options)})`);
-    }
-    for (const key of Object.keys(options)) {
-      if (!OPTION_KEYS.has(key))
-        throw new ArgumentError(`unknown option \`${key}\` (expected timeoutMs, onError, breaker)`);
-    }
+    checkOptions(options, "ClusterStore", ["timeoutMs", "onError", "breaker"]);
     const { timeoutMs = DEFAULT_TIMEOUT_MS, breaker } = options;
     if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
       throw new ArgumentError(`\`timeoutMs\` must be a positive number of ms (got ${describeValue(timeoutMs)})`);
@@ -212,6 +207,8 @@ export class ClusterStore implements Store {
   /** The failure policy's answer: a decision for checks; a reset rejects. */
   async #fail(rule: ClusterBoundRule, key: string, cost: number, op: OpName, error: StoreError): Promise<unknown> {
     if (op === "reset") throw error;
+    // A refund answers what a peek of one unit then says; the policy answers that peek.
+    if (op === "refund") return rule.policy.decide(key, 1, true, error);
     return rule.policy.decide(key, cost, op === "peek", error);
   }
 }
@@ -236,7 +233,8 @@ export class ClusterBoundRule implements BoundRule {
     this.record = {
       binding,
       id: rule.id,
-      specs: rule.algorithms.map((a) => a.spec),
+      specs: rule.rule.members.map((a) => a.spec),
+      ban: rule.rule.ban ?? null,
       clock: rule.clock !== undefined,
     };
     // Limiters may call these detached (`const check = bound.check`), as the memory store allows.
@@ -244,9 +242,9 @@ export class ClusterBoundRule implements BoundRule {
     this.reset = this.reset.bind(this);
   }
 
-  /** Decides `cost` units for `key` in the primary (batched), or by the failure policy. */
-  check(key: string, cost: number, now: number | undefined, peek: boolean): Promise<Decision> {
-    return this.#store.submit(this, key, cost, now, peek ? "peek" : "check") as Promise<Decision>;
+  /** Runs `op` for `cost` units of `key` in the primary (batched), or by the failure policy. */
+  check(key: string, cost: number, now: number | undefined, op: Operation): Promise<Decision> {
+    return this.#store.submit(this, key, cost, now, op) as Promise<Decision>;
   }
 
   /** Forgets `key` in the primary (and in the fallback limiter), within `timeoutMs`. */

@@ -7,10 +7,12 @@
  * dropped, which changes nothing the primary already decided.
  */
 import cluster, { type Worker } from "node:cluster";
-import { algorithmFor } from "../../algorithms/index.ts";
+import type { Decision } from "../../algorithms/decision.ts";
+import { validateBan } from "../../ban.ts";
 import type { Clock } from "../../clock.ts";
-import type { Decision } from "../../decision.ts";
 import { ArgumentError } from "../../errors.ts";
+import { checkOptions } from "../../options.ts";
+import { compileRule } from "../../rule.ts";
 import { describeValue, validateSpec } from "../../spec.ts";
 import type { BoundRule } from "../../store.ts";
 import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts";
@@ -35,8 +37,6 @@ export interface ClusterPrimary {
   stop(): void;
 }
 
-const OPTION_KEYS = new Set(["maxKeys"]);
-
 /** A rule definition bound in the primary, and how many worker bindings use it. */
 interface Shared {
   readonly key: string;
@@ -53,12 +53,7 @@ let running: ClusterPrimary | undefined;
  * if (cluster.isPrimary) { startClusterStore({ maxKeys: 1_000_000 }); for (let i = 0; i < 4; i++) cluster.fork(); }
  */
 export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterPrimary {
-  if (typeof options !== "object" || options === null) {
-    throw new ArgumentError(`startClusterStore options must be an object (got ${describeValue(options)})`);
-  }
-  for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) throw new ArgumentError(`unknown option \`${key}\` (expected maxKeys)`);
-  }
+  checkOptions(options, "startClusterStore", ["maxKeys", "sketchWidth"]);
   if (!cluster.isPrimary) {
     throw new ArgumentError("startClusterStore must run in the node:cluster primary (this process is a worker)");
   }
@@ -82,19 +77,22 @@ export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterP
       if (typeof record.id !== "string" || !Array.isArray(record.specs) || record.specs.length === 0) {
         return `malformed rule registration (got ${describeValue(record)})`;
       }
-      const key = JSON.stringify([record.id, record.specs, record.clock === true]);
+      const key = JSON.stringify([record.id, record.specs, record.ban ?? null, record.clock === true]);
       const existing = shared.get(key);
       if (existing !== undefined) {
         existing.refs++;
         return existing;
       }
-      const algorithms = record.specs.map((spec) => algorithmFor(validateSpec(spec)));
+      const rule = compileRule(
+        record.specs.map((spec) => validateSpec(spec)),
+        validateBan(record.ban ?? undefined),
+      );
       let clock: Clock | undefined;
       if (record.clock) {
         clock = clocks.get(record.id);
         if (clock === undefined) clocks.set(record.id, (clock = { now: () => Number.NaN }));
       }
-      const entry: Shared = { key, bound: store.bind({ id: record.id, algorithms, clock }), refs: 1 };
+      const entry: Shared = { key, bound: store.bind({ id: record.id, rule, clock }), refs: 1 };
       shared.set(key, entry);
       return entry;
     } catch (error) {
@@ -134,8 +132,8 @@ export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterP
         if (op === "reset") {
           void bound.reset(key); // the memory store resets synchronously
           results[i] = 0;
-        } else if (op === "check" || op === "peek") {
-          results[i] = encode(bound.check(key, cost, now ?? undefined, op === "peek") as Decision);
+        } else if (op === "check" || op === "peek" || op === "refund") {
+          results[i] = encode(bound.check(key, cost, now ?? undefined, op) as Decision);
         } else {
           results[i] = { error: `unknown operation ${describeValue(op)}` };
         }

@@ -7,14 +7,16 @@
  * decisions travel as arrays (see `WireDecision`).
  * An operation is a tuple whose last element names it, so new operations add a name, not a shape.
  */
-import type { Decision } from "../../decision.ts";
+import type { Decision } from "../../algorithms/decision.ts";
+import type { BanPolicy } from "../../ban.ts";
+import type { Operation } from "../../decide-rule.ts";
 import type { AlgorithmSpec } from "../../spec.ts";
 
 /** Marks sluice's messages among whatever else the application sends over the IPC channel. */
 export const CHANNEL = "sluice:cluster";
 
-/** What an operation asks of a bound rule ("refund" joins these when the core gains it). */
-export type OpName = "check" | "peek" | "reset";
+/** What an operation asks of a bound rule: a `BoundRule.check` operation, or a reset. */
+export type OpName = Operation | "reset";
 
 /** One operation: binding number, user key, cost, injected `now` (null: the primary's time), name. */
 export type Op = [binding: number, key: string, cost: number, now: number | null, op: OpName];
@@ -27,6 +29,8 @@ export interface BindRecord {
   readonly id: string;
   /** The members' normalised specs, from which the primary rebuilds the algorithms. */
   readonly specs: readonly AlgorithmSpec[];
+  /** The rule's ban policy (null: none); the primary compiles specs and ban into the rule. */
+  readonly ban: BanPolicy | null;
   /** Whether the worker injects `now` (its instants are then not compared with the primary's clock). */
   readonly clock: boolean;
 }

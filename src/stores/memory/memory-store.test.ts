@@ -75,36 +75,85 @@ describe("MemoryStore maxKeys", () => {
     expect(store.size).toBeLessThanOrEqual(10);
   });
 
-  it("refuses new keys (fail closed) when every stored key is limited", () => {
+  it("never refuses a new key: past the cap, evicted state is summarised and read back over-counted", () => {
     const clock = new ManualClock(0);
     const store = new MemoryStore({ maxKeys: 2 });
     const limiter = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 1000 }, { clock, store });
     limiter.tryAcquire("a");
     limiter.tryAcquire("b");
-    const refused = limiter.tryAcquire("c") as Decision;
-    expect(refused.allowed).toBe(false);
-    expect(refused.retryAfterMs).toBe(1000);
-    expect(store.refused).toBe(1);
-    expect(limiter.peek("a").allowed).toBe(false);
+    const c = limiter.tryAcquire("c") as Decision;
+    expect(c.allowed).toBe(true); // "a" went into the sketch; "c" has empty cells: exact
+    expect(c.approximate).toBeUndefined();
+    const a = limiter.tryAcquire("a") as Decision;
+    expect(a).toMatchObject({ allowed: false, approximate: true, retryAfterMs: 1000 });
+    expect(store.stats()).toMatchObject({ keys: 2, evicted: 2, approximate: 1, refused: 1 });
     clock.set(1000);
-    expect(limiter.tryAcquire("c").allowed).toBe(true);
+    expect(limiter.tryAcquire("a").allowed).toBe(true);
   });
 
-  it("composites make room for all members before committing any", () => {
+  it("keeps a composite's members in one record: a flood evicts them together and neither escapes", () => {
     const clock = new ManualClock(0);
     const store = new MemoryStore({ maxKeys: 3 });
+    // The README's login rule: 5 per minute and 20 per hour.
     const spec = [
-      { algorithm: "fixed-window", limit: 1, windowMs: 1000 },
-      { algorithm: "fixed-window", limit: 5, windowMs: 60_000 },
+      { algorithm: "sliding-log", limit: 5, windowMs: 60_000 },
+      { algorithm: "sliding-log", limit: 20, windowMs: 3_600_000 },
     ] as const;
     const limiter = createLimiter(spec, { clock, store });
-    limiter.tryAcquire("a"); // two records, both members
-    const second = limiter.tryAcquire("b"); // needs two more records: "a" member 0 is limited
-    expect(store.size).toBeLessThanOrEqual(3);
-    if (!second.allowed) {
-      // Refused as a whole: nothing of "b" was consumed.
-      expect(limiter.peek("b").parts?.[1]?.remaining).toBe(4);
+    let admitted = 0;
+    for (let minute = 0; minute < 60; minute++) {
+      clock.set(minute * 60_000);
+      for (let i = 0; i < 10; i++) {
+        if (limiter.tryAcquire("victim").allowed) admitted++;
+        for (let f = 0; f < 5; f++) limiter.tryAcquire(`flood-${minute}-${i}-${f}`);
+      }
     }
+    expect(admitted).toBe(20);
+    expect(store.size).toBeLessThanOrEqual(3);
+    expect(store.evicted).toBeGreaterThan(1000);
+  });
+
+  it("a key one short of its limit cannot be reset by a flood (sliding log, 5 per minute)", () => {
+    const clock = new ManualClock(1_000);
+    const store = new MemoryStore({ maxKeys: 10 });
+    const limiter = createLimiter({ algorithm: "sliding-log", limit: 5, windowMs: 60_000 }, { clock, store });
+    let admitted = 0;
+    for (let i = 0; i < 40; i++) {
+      clock.advance(1);
+      if (limiter.tryAcquire("target").allowed) admitted++;
+      for (let f = 0; f < 20; f++) limiter.tryAcquire(`flood${i}-${f}`);
+    }
+    expect(admitted).toBe(5);
+  });
+
+  it("shares capacity fairly: one rule's flood pushes out its own records, not another rule's", () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore({ maxKeys: 100 });
+    const service = new RateLimiterService({ clock, store });
+    const spec = { algorithm: "fixed-window", limit: 3, windowMs: 60_000 } as const;
+    service.addRule("search", spec).addRule("login", spec);
+    for (let i = 0; i < 20; i++) service.check("login", `user${i}`);
+    for (let i = 0; i < 10_000; i++) service.check("search", `bot${i}`);
+    for (let i = 0; i < 20; i++) {
+      const d = service.check("login", `user${i}`);
+      expect(d.approximate).toBeUndefined();
+      expect(d.remaining).toBe(1);
+    }
+    expect(store.size).toBe(100);
+  });
+
+  it("reset is exact even for a key read back from the sketch", () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore({ maxKeys: 1 });
+    const limiter = createLimiter({ algorithm: "gcra", limit: 1, periodMs: 60_000 }, { clock, store });
+    limiter.tryAcquire("a");
+    limiter.tryAcquire("b"); // "a" is summarised
+    limiter.reset("a");
+    expect(limiter.tryAcquire("a")).toMatchObject({ allowed: true });
+  });
+
+  it("rejects unknown options by name", () => {
+    expect(() => new MemoryStore({ maxkeys: 5 } as never)).toThrow(/unknown option `maxkeys`/);
   });
 });
 

@@ -1,27 +1,49 @@
 /**
- * The in-process store: synchronous, so each decision is atomic within the JS thread.
- * State that has become equivalent to a fresh key is dropped without timers (see `Table`);
- * `maxKeys` adds a hard cap that evicts idle state and never a currently limited key.
+ * The in-process store: synchronous, so each decision is atomic within the JS thread. Each
+ * (rule, key) has one record, decided by `decideRule`. Records that have become equivalent to
+ * a fresh key are dropped without timers (see `Table`). `maxKeys` is a hard cap on exact
+ * records: past it the least recently used record of the fullest rule is summarised in that
+ * rule's fixed-size sketch, which can only over-count, so no key ever passes its limit and
+ * memory stays bounded however many keys arrive.
  */
-import type { Algorithm } from "../../algorithms/algorithm.ts";
+import type { Decision } from "../../algorithms/decision.ts";
 import { systemClock } from "../../clock.ts";
-import { combine, unconsumed } from "../../composite.ts";
-import { type Decision, decision } from "../../decision.ts";
+import { decideRule, type Operation, storesNewRecord } from "../../decide-rule.ts";
 import { ArgumentError } from "../../errors.ts";
+import { checkOptions } from "../../options.ts";
+import { type CompiledRule, createRecord, type RuleRecord, recordFreshAt } from "../../rule.ts";
+import { describeValue } from "../../spec.ts";
 import type { BoundRule, RuleBinding, Store } from "../../store.ts";
+import { Sketch } from "./sketch.ts";
+import { decodeSnapshot, encodeSnapshot, sameLayout, type TableSnapshot } from "./snapshot.ts";
 import { Table } from "./table.ts";
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
-  /** Hard cap on stored key states across all rules (default: no cap beyond fresh-state expiry). */
+  /** Hard cap on exact records across all rules (default: no cap beyond fresh-state expiry). */
   maxKeys?: number;
+  /** Cells per sketch row (default: maxKeys / 2, at least 1024, at most 65536). */
+  sketchWidth?: number;
 }
 
-/** Checks between sweeps of every table (see `sweepIn`). */
+/** Checks between sweeps of every table (see `#sweep`). */
 const SWEEP_EVERY = 4096;
 
-/** How far an insert scans for an idle record to evict before giving up. */
-const EVICTION_SCAN = 64;
+/** What `stats()` reports. */
+export interface MemoryStoreStats {
+  /** Exact records held now, across all rules. */
+  keys: number;
+  /** The cap on exact records (Infinity when none). */
+  maxKeys: number;
+  /** Records pushed out of the exact table into a sketch because of `maxKeys`. */
+  evicted: number;
+  /** Decisions read back from a sketch (they carry `approximate: true`). */
+  approximate: number;
+  /** Of those, denials: at most this many requests were refused that exact state might have allowed. */
+  refused: number;
+  /** Bytes held by sketches (fixed per rule once created). */
+  sketchBytes: number;
+}
 
 /**
  * Keeps rate-limit state in this process.
@@ -31,193 +53,245 @@ const EVICTION_SCAN = 64;
 export class MemoryStore implements Store {
   /** Checks return plain decisions, never promises. */
   readonly synchronous = true;
-  /** The hard cap on stored key states (Infinity when none). */
+  /** The hard cap on exact records (Infinity when none). */
   readonly maxKeys: number;
+  readonly #sketchWidth: number;
+  /** Tables by rule id and shape: a record is only ever read under the shape it was written for. */
   #tables = new Map<string, Table>();
-  /**
-   * Checks left until every table is asked to drop its fresh generations. A table rotates when
-   * it is accessed; this also frees the state of rules nobody calls any more, at a cost of one
-   * decrement per check. Internal.
-   */
-  sweepIn = SWEEP_EVERY;
+  /** Restored tables waiting for their rule to be bound (by table id). */
+  #pending = new Map<string, TableSnapshot>();
+  #size = 0;
+  #sweepIn = SWEEP_EVERY;
   #evicted = 0;
+  #approximate = 0;
   #refused = 0;
 
   constructor(options: MemoryStoreOptions = {}) {
-    const { maxKeys } = options;
-    if (maxKeys !== undefined && (!Number.isSafeInteger(maxKeys) || maxKeys < 1)) {
-      throw new ArgumentError(`\`maxKeys\` must be a positive integer (got ${String(maxKeys)})`);
+    checkOptions(options, "MemoryStore", ["maxKeys", "sketchWidth"]);
+    const { maxKeys, sketchWidth } = options;
+    for (const [name, value] of [
+      ["maxKeys", maxKeys],
+      ["sketchWidth", sketchWidth],
+    ] as const) {
+      if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) {
+        throw new ArgumentError(`\`${name}\` must be a positive integer (got ${describeValue(value)})`);
+      }
     }
     this.maxKeys = maxKeys ?? Number.POSITIVE_INFINITY;
+    this.#sketchWidth = sketchWidth ?? Math.min(65536, Math.max(1024, Math.ceil((maxKeys ?? 0) / 2)));
   }
 
-  /** Key states held now, across all rules and members. */
+  /** Exact records held now, across all rules. */
   get size(): number {
     let n = 0;
     for (const table of this.#tables.values()) n += table.size;
     return n;
   }
 
-  /** How many idle key states were evicted because of `maxKeys`. */
+  /** How many records were pushed into a sketch because of `maxKeys`. */
   get evicted(): number {
     return this.#evicted;
   }
 
-  /** How many new keys were denied because the store was full of currently limited keys. */
-  get refused(): number {
-    return this.#refused;
-  }
-
   /** Counters for logs and metrics. */
-  stats(): { keys: number; evicted: number; refused: number; maxKeys: number } {
-    return { keys: this.size, evicted: this.#evicted, refused: this.#refused, maxKeys: this.maxKeys };
+  stats(): MemoryStoreStats {
+    let sketchBytes = 0;
+    for (const table of this.#tables.values()) sketchBytes += table.sketch?.bytes ?? 0;
+    return {
+      keys: this.size,
+      maxKeys: this.maxKeys,
+      evicted: this.#evicted,
+      approximate: this.#approximate,
+      refused: this.#refused,
+      sketchBytes,
+    };
   }
 
-  /** Binds a rule; members share state with earlier bindings of the same id and algorithm. */
-  bind(rule: RuleBinding): BoundRule {
-    const tables = rule.algorithms.map((algorithm, i) => {
-      const id = `${rule.id}\u0000${i}\u0000${algorithm.kind}`;
-      let table = this.#tables.get(id);
-      if (table === undefined) {
-        table = new Table(algorithm);
-        this.#tables.set(id, table);
+  /** Binds a rule; it shares records with earlier bindings of the same id and shape. */
+  bind(binding: RuleBinding): BoundRule {
+    const { rule } = binding;
+    const id = `${binding.id}\u0000${rule.shape}`;
+    let table = this.#tables.get(id);
+    if (table === undefined) {
+      table = new Table(rule);
+      this.#tables.set(id, table);
+      const restored = this.#pending.get(id);
+      if (restored !== undefined) {
+        this.#pending.delete(id);
+        this.#adopt(table, restored);
       }
-      table.algorithm = algorithm;
-      table.clock = rule.clock;
-      table.refs++;
-      return { id, table };
-    });
-    let released = false;
-    const release = () => {
-      if (released) return;
-      released = true;
-      for (const { id, table } of tables) {
-        if (--table.refs === 0 && this.#tables.get(id) === table) this.#tables.delete(id);
-      }
-    };
-    const reset = (key: string) => {
-      for (const { table } of tables) table.delete(key);
-    };
-    const only = tables.length === 1 ? (tables[0] as { table: Table }).table : undefined;
-    if (only !== undefined) {
-      const algorithm = only.algorithm;
-      return {
-        check: (key, cost, now, peek) => {
-          const t = now === undefined ? systemClock.now() : now;
-          if (--this.sweepIn === 0) this.#sweep(t, only.clock);
-          if (!peek) {
-            // The hot path: a live key is one Map lookup and one step.
-            const state = only.get(key, t);
-            if (state !== undefined) return algorithm.step(state, t, cost, true);
-          }
-          return this.#single(only, algorithm, key, cost, t, peek);
-        },
-        reset,
-        release,
-      };
     }
-    const members = tables.map(({ table }) => table);
+    table.rule = rule;
+    table.clock = binding.clock;
+    table.refs++;
+    const bound = table;
+    let released = false;
     return {
-      check: (key, cost, now, peek) => {
+      check: (key, cost, now, op) => {
         const t = now === undefined ? systemClock.now() : now;
-        if (--this.sweepIn === 0) this.#sweep(t, (members[0] as Table).clock);
-        return this.#composite(members, key, cost, t, peek);
+        if (--this.#sweepIn === 0) this.#sweep(t, bound.clock);
+        if (op !== "peek") {
+          // The hot path: a live key is one Map lookup and one decision.
+          const record = bound.get(key, t);
+          if (record !== undefined) return decideRule(rule, record, t, cost, op);
+        }
+        return this.#miss(bound, rule, key, cost, t, op);
       },
-      reset,
-      release,
+      reset: (key) => {
+        if (bound.delete(key)) this.#size--;
+        // A key summarised in the sketch would be read back over-counted; an explicit fresh
+        // record makes "forget this key" exact.
+        const t = now(bound);
+        if (bound.sketch?.read(key, t) !== undefined) {
+          bound.expire(t); // rotate first, so the new record is not dropped by a pending rotation
+          this.#insert(bound, key, createRecord(rule));
+        }
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        if (--bound.refs === 0 && this.#tables.get(id) === bound) {
+          this.#size -= bound.size;
+          this.#tables.delete(id);
+        }
+      },
     };
+  }
+
+  /**
+   * Every table's records (and sketch) as text, for `restore` after a restart. Records hold
+   * absolute instants, so counts survive exactly. Restored tables not yet bound are kept too.
+   */
+  snapshot(savedAt: number = systemClock.now()): string {
+    const tables: TableSnapshot[] = [...this.#pending.values()];
+    for (const [id, table] of this.#tables) {
+      const sep = id.lastIndexOf("\u0000");
+      tables.push({
+        id: id.slice(0, sep),
+        shape: id.slice(sep + 1),
+        records: [...table.entries()],
+        sketch: table.sketch === undefined ? undefined : { width: table.sketch.width, cells: table.sketch.toBase64() },
+      });
+    }
+    return encodeSnapshot(tables, savedAt);
+  }
+
+  /**
+   * Loads a snapshot written by `snapshot()`. The text is checked whole first: anything that is
+   * not a sluice state file of this version throws ArgumentError and loads nothing. Records are
+   * adopted when a rule with the same id and shape is bound (at once if it already is); a
+   * record whose layout does not match its rule is dropped with its whole table.
+   * Returns the number of records read.
+   */
+  restore(text: string): number {
+    const tables = decodeSnapshot(text);
+    let records = 0;
+    for (const snapshot of tables) {
+      const id = `${snapshot.id}\u0000${snapshot.shape}`;
+      records += snapshot.records.length;
+      const table = this.#tables.get(id);
+      if (table === undefined) this.#pending.set(id, snapshot);
+      else this.#adopt(table, snapshot);
+    }
+    return records;
+  }
+
+  /** Moves a restored table's records into `table`, if every one has the rule's layout. */
+  #adopt(table: Table, snapshot: TableSnapshot): void {
+    const template = createRecord(table.rule);
+    if (!snapshot.records.every(([, record]) => sameLayout(template, record))) return;
+    for (const [key, record] of snapshot.records) {
+      if (table.delete(key)) this.#size--;
+      if (this.#size >= this.maxKeys) this.#evict(table);
+      table.adopt(key, record, recordFreshAt(table.rule, record));
+      this.#size++;
+    }
+    if (snapshot.sketch !== undefined) {
+      const sketch = new Sketch(table.rule, snapshot.sketch.width);
+      if (sketch.width === snapshot.sketch.width && sketch.load(snapshot.sketch.cells)) table.sketch = sketch;
+    }
+  }
+
+  /** A peek, or a key with no exact record: a fresh record, or the sketch's, decides. */
+  #miss(table: Table, rule: CompiledRule, key: string, cost: number, now: number, op: Operation): Decision {
+    if (op === "peek") {
+      const found = table.find(key);
+      if (found !== undefined) return decideRule(rule, found, now, cost, "peek");
+    }
+    const summarised = table.sketch?.read(key, now);
+    let record: RuleRecord;
+    if (summarised === undefined) record = createRecord(rule);
+    else {
+      // Every row dominates the key's own record; the most permissive one is the closest.
+      let best = summarised[0];
+      let bestDecision = decideRule(rule, best, now, cost, "peek");
+      for (let i = 1; i < summarised.length; i++) {
+        const d = decideRule(rule, summarised[i], now, cost, "peek");
+        if (permits(d, bestDecision)) {
+          best = summarised[i];
+          bestDecision = d;
+        }
+      }
+      record = best;
+    }
+    const result = decideRule(rule, record, now, cost, op);
+    if (summarised !== undefined) {
+      result.approximate = true;
+      this.#approximate++;
+      if (!result.allowed) this.#refused++;
+      // Read back from the sketch, the record is kept exact from now on (it can only have grown).
+      if (op !== "peek") this.#insert(table, key, record);
+    } else if (op !== "peek" && storesNewRecord(rule, op, result)) this.#insert(table, key, record);
+    return result;
+  }
+
+  /** Stores a new record, first pushing the least recently used one of the fullest rule into its sketch. */
+  #insert(table: Table, key: string, record: RuleRecord): void {
+    // Tables drop fresh generations on their own; count again before evicting anything.
+    if (this.#size >= this.maxKeys) this.#size = this.size;
+    if (this.#size >= this.maxKeys) this.#evict(table);
+    table.set(key, record);
+    this.#size++;
+  }
+
+  /**
+   * Makes room for one record. The victim comes from the rule holding the most records, so a
+   * flood through one rule pushes out that rule's own records and never another's while the
+   * other holds fewer: capacity is shared fairly between rules.
+   */
+  #evict(inserting: Table): void {
+    let victim = inserting;
+    for (const table of this.#tables.values()) if (table.size > victim.size) victim = table;
+    const entry = victim.shift();
+    if (entry === undefined) return;
+    const [key, record] = entry;
+    this.#size--;
+    this.#evicted++;
+    victim.sketch ??= new Sketch(victim.rule, this.#sketchWidth);
+    victim.sketch.add(key, record, recordFreshAt(victim.rule, record));
   }
 
   /** Lets every table on `clock` drop what is fresh at `now` (instants of other clocks don't compare). */
   #sweep(now: number, clock: unknown): void {
-    this.sweepIn = SWEEP_EVERY;
-    for (const table of this.#tables.values()) if (table.clock === clock) table.expire(now);
+    this.#sweepIn = SWEEP_EVERY;
+    let size = 0;
+    for (const table of this.#tables.values()) {
+      if (table.clock === clock) table.expire(now);
+      size += table.size;
+    }
+    this.#size = size;
   }
+}
 
-  /** A peek, or the first request of a key with no stored state. */
-  #single(table: Table, algorithm: Algorithm, key: string, cost: number, now: number, peek: boolean): Decision {
-    if (peek) return algorithm.step(table.find(key) ?? algorithm.create(), now, cost, false);
-    const fresh = algorithm.create();
-    const result = algorithm.step(fresh, now, cost, true);
-    // A denied request changes nothing, so a fresh key that was denied need not be stored.
-    if (result.allowed) {
-      const refusal = this.#makeRoom(now, table, key);
-      if (refusal !== undefined) return refusal;
-      table.set(key, fresh);
-    }
-    return result;
-  }
+/** Whether decision `a` admits more than `b` (allowed first, then more remaining, then sooner). */
+function permits(a: Decision, b: Decision): boolean {
+  if (a.allowed !== b.allowed) return a.allowed;
+  if (a.remaining !== b.remaining) return a.remaining > b.remaining;
+  return a.retryAfterMs < b.retryAfterMs;
+}
 
-  #composite(tables: Table[], key: string, cost: number, now: number, peek: boolean): Decision {
-    const states = tables.map((t) => (peek ? t.find(key) : t.get(key, now)));
-    const parts = tables.map((t, i) => t.algorithm.step(states[i] ?? t.algorithm.create(), now, cost, false));
-    if (parts.some((p) => !p.allowed)) {
-      const step = (i: number) => {
-        const t = tables[i] as Table;
-        return t.algorithm.step(states[i] ?? t.algorithm.create(), now, 0, false);
-      };
-      return combine(unconsumed(parts, step));
-    }
-    const result = combine(parts);
-    if (peek) return result;
-    // Make room for every new record before committing any member: all or nothing.
-    let pending = 0;
-    for (const state of states) {
-      if (state !== undefined) continue;
-      const refusal = this.#makeRoom(now, tables[0] as Table, key, pending++);
-      if (refusal !== undefined) return refusal;
-    }
-    for (let i = 0; i < tables.length; i++) {
-      const table = tables[i] as Table;
-      const state = states[i] ?? table.algorithm.create();
-      table.algorithm.step(state, now, cost, true);
-      if (states[i] === undefined) table.set(key, state);
-    }
-    return result;
-  }
-
-  /**
-   * Makes room for one new record under `maxKeys`: evicts the least recently used idle record
-   * (previous generations first). Records whose key is currently limited are skipped and moved
-   * aside so later scans do not revisit them; if no idle record is found the new key is refused,
-   * so a flood of new keys can never reset a limited one. `key` itself is never evicted;
-   * `pending` counts records this check will insert beyond those already stored.
-   * Returns the refusal, or undefined when there is room.
-   */
-  #makeRoom(now: number, table: Table, key: string, pending = 0): Decision | undefined {
-    if (this.maxKeys === Number.POSITIVE_INFINITY || this.size + pending < this.maxKeys) return undefined;
-    let scanned = 0;
-    let soonest = Number.POSITIVE_INFINITY;
-    const limited: Array<[Table, string, unknown]> = [];
-    try {
-      for (const previous of [true, false]) {
-        for (const candidate of this.#tables.values()) {
-          // Whether a record is limited is judged at `now`, which only means something on the same clock.
-          if (candidate.clock !== table.clock) continue;
-          for (const [k, state] of candidate.generation(previous)) {
-            if (k === key) continue;
-            if (++scanned > EVICTION_SCAN) return this.#refuse(table, soonest);
-            const probe = candidate.algorithm.step(state, now, 1, false);
-            if (probe.allowed) {
-              candidate.delete(k);
-              this.#evicted++;
-              return undefined;
-            }
-            soonest = Math.min(soonest, probe.retryAfterMs);
-            limited.push([candidate, k, state]);
-          }
-        }
-      }
-      return this.#refuse(table, soonest);
-    } finally {
-      for (const [candidate, k, state] of limited) candidate.touch(k, state);
-    }
-  }
-
-  #refuse(table: Table, retryAfterMs: number): Decision {
-    this.#refused++;
-    // The earliest moment a scanned limited key frees up is when room may appear again.
-    const retry = Number.isFinite(retryAfterMs) ? retryAfterMs : 1000;
-    return decision(false, table.algorithm.limit, 0, retry, retry);
-  }
+/** The current instant of a table's clock (for a reset, which carries no `now`). */
+function now(table: Table): number {
+  const clock = table.clock as { now(): number } | undefined;
+  return clock === undefined ? systemClock.now() : clock.now();
 }

@@ -1,29 +1,41 @@
 /**
- * One member's state table: key → state record, kept in two generations so that state which
- * has become equivalent to a fresh key is dropped wholesale, with no timer and no scan.
+ * One rule's records: key → the key's one record (every member's state and the ban's), kept in
+ * two generations so that records which have become equivalent to a fresh key are dropped
+ * wholesale, with no timer and no scan.
  *
  * Every access moves a key into the current generation. A generation spans at least the
- * algorithm's horizon (the longest any state stays different from fresh after its last
- * change), so when the current generation is rotated out twice without the key being touched,
- * its state is provably fresh and dropping it changes no decision. Memory is therefore bounded
- * by the keys active within the last two horizons, and a hot key costs one `Map.get`.
+ * rule's horizon (the longest a record stays different from fresh after its last change), so
+ * when the current generation is rotated out twice without the key being touched, its record
+ * is provably fresh and dropping it changes no decision. Memory is therefore bounded by the
+ * keys active within the last two horizons, and a hot key costs one `Map.get`. A composite's
+ * members live in one record, so they are kept, dropped and evicted together.
  */
-import type { Algorithm } from "../../algorithms/algorithm.ts";
+import type { CompiledRule } from "../../rule.ts";
+import type { Sketch } from "./sketch.ts";
 
-/** The state records of one rule member. */
+/** The records of one rule (one id and one shape). */
 export class Table {
-  /** The member's step (replaced when a rule update keeps this table's state). */
-  algorithm: Algorithm;
+  /** The rule (replaced when a rule update keeps the shape, and so this table's records). */
+  rule: CompiledRule;
   /** Bindings using this table; it is dropped when the last one is released. */
   refs = 0;
   /** The clock its instants come from (undefined: the system clock). */
   clock: unknown;
+  /** Where records pushed out under `maxKeys` are summarised (created at the first eviction). */
+  sketch: Sketch | undefined = undefined;
   private current = new Map<string, unknown>();
   private previous = new Map<string, unknown>();
   private rotateAt = Number.NEGATIVE_INFINITY;
+  /**
+   * Where `shift` left off. A Map keeps deleted entries as holes until it is rebuilt, so asking a
+   * new iterator for the first entry after many shifts walks every hole: a kept iterator
+   * (which follows the Map through deletions and rebuilds) makes each shift O(1).
+   */
+  private cursor: Iterator<[string, unknown]> | undefined = undefined;
+  private cursorOf: Map<string, unknown> | undefined = undefined;
 
-  constructor(algorithm: Algorithm) {
-    this.algorithm = algorithm;
+  constructor(rule: CompiledRule) {
+    this.rule = rule;
   }
 
   /** Live records (current and previous generation). */
@@ -59,6 +71,15 @@ export class Table {
     this.current.set(key, state);
   }
 
+  /**
+   * Stores a record read back from a snapshot. Its last change is unknown, so the first
+   * rotation waits until it is fresh (`freshAt`): a rotation before then would drop it.
+   */
+  adopt(key: string, state: unknown, freshAt: number): void {
+    this.current.set(key, state);
+    if (freshAt > this.rotateAt && Number.isFinite(freshAt)) this.rotateAt = freshAt;
+  }
+
   /** Forgets `key`. */
   delete(key: string): boolean {
     const a = this.current.delete(key);
@@ -66,20 +87,33 @@ export class Table {
     return a || b;
   }
 
-  /** The records of one generation, least recently moved first. */
-  generation(previous: boolean): IterableIterator<[string, unknown]> {
-    return (previous ? this.previous : this.current).entries();
+  /** Removes and returns the least recently used record (previous generation first). */
+  shift(): [string, unknown] | undefined {
+    const generation = this.previous.size > 0 ? this.previous : this.current;
+    if (generation.size === 0) return undefined;
+    if (this.cursorOf !== generation) {
+      this.cursor = generation.entries();
+      this.cursorOf = generation;
+    }
+    let next = (this.cursor as Iterator<[string, unknown]>).next();
+    if (next.done === true) {
+      // Entries added after the cursor ran out: start over (the oldest are first again).
+      this.cursor = generation.entries();
+      next = this.cursor.next();
+    }
+    const entry = next.value as [string, unknown];
+    generation.delete(entry[0]);
+    return entry;
   }
 
-  /** Moves `key` to the most-recent end (used to skip limited records during eviction). */
-  touch(key: string, state: unknown): void {
-    this.previous.delete(key);
-    this.current.delete(key);
-    this.current.set(key, state);
+  /** Every record (for snapshots), oldest first. */
+  *entries(): IterableIterator<[string, unknown]> {
+    yield* this.previous;
+    yield* this.current;
   }
 
   private rotate(now: number): void {
-    const horizon = this.algorithm.horizonMs;
+    const horizon = this.rule.horizonMs;
     // Untouched for a whole horizon: everything current is fresh too.
     if (now >= this.rotateAt + horizon) this.current = new Map();
     this.previous = this.current;

@@ -11,7 +11,7 @@
  * Per check the work is O(1) and closure-free: one pending record, pushes onto the batch's
  * arrays, one promise whose resolver is captured without a per-check function.
  */
-import type { Decision } from "../../decision.ts";
+import type { Decision } from "../../algorithms/decision.ts";
 import { StoreError } from "../../errors.ts";
 import type { Breaker } from "./breaker.ts";
 import type { RedisCommands } from "./client.ts";

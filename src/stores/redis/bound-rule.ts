@@ -3,7 +3,8 @@
  * (script parameters, member key infixes, limits, failure policy) is computed here, once, so a
  * check only hashes its key into a tag and hands the batcher a few strings.
  */
-import type { Decision } from "../../decision.ts";
+import type { Decision } from "../../algorithms/decision.ts";
+import type { Operation } from "../../decide-rule.ts";
 import { StoreError } from "../../errors.ts";
 import type { AlgorithmSpec } from "../../spec.ts";
 import type { BoundRule, RuleBinding } from "../../store.ts";
@@ -55,11 +56,14 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     this.#store = store;
     this.#policy = failurePolicy(store.onError, rule);
     this.#seed = tagSeed(rule.id);
-    this.limits = rule.algorithms.map((a) => a.limit);
-    this.infixes = rule.algorithms.map((a, i) => memberDigest(rule.id, i, a.kind));
+    const members = rule.rule.members;
+    this.limits = members.map((a) => a.limit);
+    // The digest covers the member's shape (algorithm and window): state written under one
+    // window is never read under another.
+    this.infixes = members.map((a, i) => memberDigest(rule.id, i, a.shape));
     this.descriptor = [
-      String(rule.algorithms.length),
-      ...rule.algorithms.flatMap((a) => [ALGORITHM_CODES[a.kind], ...memberParams(a.spec)]),
+      String(members.length),
+      ...members.flatMap((a) => [ALGORITHM_CODES[a.kind], ...memberParams(a.spec)]),
     ];
     // Limiters may call these detached (`const check = bound.check`), as the memory store allows.
     this.check = this.check.bind(this);
@@ -67,7 +71,9 @@ export class RedisBoundRule implements BoundRule, BatchRule {
   }
 
   /** Decides `cost` units for `key` in Redis (batched), or by the failure policy. */
-  check(key: string, cost: number, now: number | undefined, peek: boolean): Promise<Decision> {
+  check(key: string, cost: number, now: number | undefined, op: Operation): Promise<Decision> {
+    if (op === "refund") return Promise.reject(new StoreError("refund is not supported on RedisStore yet"));
+    const peek = op === "peek";
     const store = this.#store;
     if (!store.breaker.allow()) {
       return this.fail(key, cost, peek, new StoreError("Redis circuit breaker is open (recent checks failed)"));

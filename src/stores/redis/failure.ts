@@ -3,7 +3,7 @@
  * made this way carries `failure: { policy, error }`, so logs, metrics and HTTP middleware (503
  * under "deny") can tell it from a real limit.
  */
-import { type Decision, decision } from "../../decision.ts";
+import { type Decision, decision } from "../../algorithms/decision.ts";
 import { ArgumentError, type StoreError } from "../../errors.ts";
 import type { Limiter } from "../../limiter.ts";
 import type { RuleBinding } from "../../store.ts";
@@ -44,7 +44,7 @@ export interface FailurePolicy {
 
 /** Applies the policy for one rule; the fallback limiter (if any) is built on first use. */
 export function failurePolicy(onError: OnError, rule: RuleBinding): FailurePolicy {
-  const limit = Math.min(...rule.algorithms.map((a) => a.limit));
+  const limit = Math.min(...rule.rule.members.map((a) => a.limit));
   let fallback: Limiter | undefined = typeof onError === "object" ? onError : undefined;
   const forget = async (key: string) => {
     if (fallback !== undefined) await fallback.reset(key);

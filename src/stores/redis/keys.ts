@@ -5,8 +5,9 @@
  *   share a slot, and braces inside a user key (which comes after our tag) can neither move a
  *   key to another slot nor merge two keys.
  * - `member` is a fixed-width (8 characters, 48-bit) digest of the rule id, the member's
- *   position and its algorithm, so rules, tiers, members and algorithms keep apart (a rule
- *   updated to another algorithm starts from fresh state, as in the memory store).
+ *   position and its shape (algorithm and window), so rules, tiers, members and shapes keep
+ *   apart (a rule updated to another algorithm or window starts from fresh state, as in the
+ *   memory store).
  * Fixed widths and the verbatim user key at the end make distinct (rule, member, key) triples
  * distinct keys. Short keys matter: they are most of what a key costs in Redis memory.
  */
@@ -30,9 +31,9 @@ export const MEMBER_DIGEST_LENGTH = 8;
  * The 48-bit digest (base64url, 8 characters: no braces) naming member `index` of rule `id`
  * running `kind`. With 10,000 members in one prefix the chance of any collision is about 2e-7.
  */
-export function memberDigest(id: string, index: number, kind: AlgorithmName): string {
+export function memberDigest(id: string, index: number, shape: string): string {
   return createHash("sha256")
-    .update(`${id}\u0000${index}\u0000${kind}`)
+    .update(`${id}\u0000${index}\u0000${shape}`)
     .digest("base64url")
     .slice(0, MEMBER_DIGEST_LENGTH);
 }

@@ -5,8 +5,9 @@
  * arrive as integers; the rest (`inf`, `-0`, fractions) as exact `%.17g` text. A failed check
  * carries its error text in place of its first `remaining`.
  */
+
+import { type Decision, decision } from "../../algorithms/decision.ts";
 import { combine } from "../../composite.ts";
-import { type Decision, decision } from "../../decision.ts";
 import { StoreError } from "../../errors.ts";
 
 /** Reply values per member decision. */

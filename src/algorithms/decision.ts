@@ -20,6 +20,14 @@ export interface Decision {
    * HTTP middleware answers 503 (not 429) for `policy: "deny"`.
    */
   failure?: DecisionFailure;
+  /**
+   * Present when the key's state was read back from the store's bounded summary (past
+   * `maxKeys`) rather than its exact record: the summary can only over-count, so such a
+   * decision may deny what exact state would allow, never the reverse.
+   */
+  approximate?: true;
+  /** Present when the key is banned after repeated denials (`retryAfterMs` covers the ban). */
+  banned?: true;
 }
 
 /** Why a decision did not come from the store: the failure policy that answered and the error. */
@@ -30,7 +38,11 @@ export interface DecisionFailure {
   error: Error;
 }
 
-/** Builds a Decision; the single place its shape is created, so every path has the same fields. */
+/**
+ * Builds a Decision; the single place its shape is created, so every path has the same fields.
+ * It is also the one place `-0` is normalised (`Math.ceil(-0.5)` is `-0`): `x + 0` is `+0` for
+ * both zeros and `x` otherwise, so every figure that leaves an algorithm is a plain number.
+ */
 export function decision(
   allowed: boolean,
   limit: number,
@@ -39,10 +51,17 @@ export function decision(
   resetMs: number,
   delayMs = 0,
 ): Decision {
-  return { allowed, limit, remaining, retryAfterMs, resetMs, delayMs };
+  return {
+    allowed,
+    limit,
+    remaining: remaining + 0,
+    retryAfterMs: retryAfterMs + 0,
+    resetMs: resetMs + 0,
+    delayMs: delayMs + 0,
+  };
 }
 
-/** Tolerance for float noise in quotients such as `periodMs / limit` (far below the 1 ms the contract allows). */
+/** Tolerance for float noise in quotients such as `periodMs / limit` (far below the 1 ms docs/semantics.md §5 allows). */
 export const EPSILON = 1e-6;
 
 /** Rounds a positive duration up to whole ms, ignoring float noise below {@link EPSILON}; never negative. */

@@ -1,0 +1,73 @@
+/**
+ * The spec types: plain objects naming an algorithm and its parameters. They live beside the
+ * algorithms (the innermost layer); validation of user input is in `src/spec.ts`.
+ */
+/** `limit` requests per `windowMs`, windows aligned to multiples of `windowMs` since epoch 0. */
+export interface FixedWindowSpec {
+  algorithm: "fixed-window";
+  limit: number;
+  windowMs: number;
+}
+/** At most `limit` in any rolling `windowMs`; exact, O(limit) memory per key. */
+export interface SlidingLogSpec {
+  algorithm: "sliding-log";
+  limit: number;
+  windowMs: number;
+}
+/** Rolling-window estimate from two fixed-window counters; O(1) memory per key. */
+export interface SlidingWindowSpec {
+  algorithm: "sliding-window";
+  limit: number;
+  windowMs: number;
+}
+/** Bursts up to `capacity`, refilled at `refillPerSecond` tokens per second; starts full. */
+export interface TokenBucketSpec {
+  algorithm: "token-bucket";
+  capacity: number;
+  refillPerSecond: number;
+}
+/** `limit` per `periodMs` as evenly spaced emissions, `burst` (default `limit`) at once; one number per key. */
+export interface GcraSpec {
+  algorithm: "gcra";
+  limit: number;
+  periodMs: number;
+  burst?: number;
+}
+/** A queue of `capacity` draining at `leakPerSecond`; admitted requests carry `delayMs`. */
+export interface LeakyBucketSpec {
+  algorithm: "leaky-bucket";
+  capacity: number;
+  leakPerSecond: number;
+}
+/** The seed's spec form: `fixed` = fixed-window, `sliding` = sliding-log, `bucket` = token-bucket. */
+export type ShorthandSpec =
+  | { type: "fixed" | "sliding"; limit: number; windowMs: number }
+  | { type: "bucket"; capacity: number; refillPerSecond: number };
+
+/** Any normalised spec (what `validateSpec` returns). */
+export type AlgorithmSpec =
+  | FixedWindowSpec
+  | SlidingLogSpec
+  | SlidingWindowSpec
+  | TokenBucketSpec
+  | GcraSpec
+  | LeakyBucketSpec;
+
+/** A spec as users may write it: one of the six algorithms or the seed's aliases. */
+export type LimitSpec = AlgorithmSpec | ShorthandSpec;
+
+/** A rule: one spec, or an array of specs that must all pass (a composite). */
+export type RuleSpec = LimitSpec | readonly LimitSpec[];
+
+/** The algorithm names, in the order the docs present them. */
+export const ALGORITHMS = [
+  "fixed-window",
+  "sliding-log",
+  "sliding-window",
+  "token-bucket",
+  "gcra",
+  "leaky-bucket",
+] as const;
+
+/** One of the six algorithm names. */
+export type AlgorithmName = (typeof ALGORITHMS)[number];

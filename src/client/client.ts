@@ -1,0 +1,283 @@
+/**
+ * `createClient`: a Node service's handle on a central `sluice serve`. The checks (and peeks)
+ * issued in one turn of the event loop travel as ONE request (an array body, split at
+ * `maxBatch`), over kept-alive sockets; every call is bounded by `timeoutMs`, and an outage is
+ * answered by the same failure policies as RedisStore.
+ */
+import type { Decision } from "../algorithms/decision.ts";
+import { ArgumentError, type SluiceError, StoreError } from "../errors.ts";
+import { checkCost, checkKey } from "../limiter.ts";
+import { describeValue } from "../spec.ts";
+import { Breaker } from "../stores/redis/breaker.ts";
+import { ClientFailurePolicy, type Op } from "./failure.ts";
+import { type ClientOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
+import { type Reply, Transport } from "./transport.ts";
+import { readDecision, readProblem, refusal, slugOf } from "./wire.ts";
+
+/** Per-call options of `check` and `peek`. */
+export interface ClientCheckOptions {
+  /** Units to take (default 1). */
+  cost?: number;
+  /** The rule's tier to use (default: the rule's own spec). */
+  tier?: string;
+}
+
+/** A client of `sluice serve`. */
+export interface SluiceClient {
+  /** Takes `cost` units of `rule` for `key` (the service's `POST /v1/check`). */
+  check(rule: string, key: string, options?: ClientCheckOptions): Promise<Decision>;
+  /** What `check` would say now; changes nothing (`POST /v1/peek`). */
+  peek(rule: string, key: string, options?: ClientCheckOptions): Promise<Decision>;
+  /** Forgets `key` under `rule` (`POST /v1/reset`); rejects with StoreError when the service cannot. */
+  reset(rule: string, key: string, options?: Pick<ClientCheckOptions, "tier">): Promise<void>;
+  /** Waits for calls in flight, then closes the sockets; later calls reject. */
+  close(): Promise<void>;
+  /** True while the circuit breaker answers calls by the policy without asking the service. */
+  readonly circuitOpen: boolean;
+}
+
+/** The JSON item the service takes. */
+interface Item {
+  rule: string;
+  key: string;
+  cost?: number;
+  tier?: string;
+}
+
+/** A call waiting for its answer. */
+interface Pending {
+  op: Op;
+  item: Item;
+  /** When the caller stops waiting (performance.now() ms). */
+  deadline: number;
+  resolve(d: Decision): void;
+  reject(e: unknown): void;
+}
+
+const CALL_KEYS = new Set(["cost", "tier"]);
+
+function checkCall(rule: unknown, key: unknown, options: unknown, keys: Set<string>): Item {
+  if (typeof rule !== "string" || rule === "") {
+    throw new ArgumentError(`rule must be a non-empty string (got ${describeValue(rule)})`);
+  }
+  checkKey(key);
+  const item: Item = { rule, key };
+  if (options === undefined) return item;
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new ArgumentError(`options must be an object { cost?, tier? } (got ${describeValue(options)})`);
+  }
+  for (const k of Object.keys(options)) {
+    if (!keys.has(k)) throw new ArgumentError(`unknown option \`${k}\` (expected ${[...keys].join(", ")})`);
+  }
+  const { cost, tier } = options as ClientCheckOptions;
+  if (cost !== undefined) {
+    checkCost(cost);
+    item.cost = cost;
+  }
+  if (tier !== undefined) {
+    if (typeof tier !== "string") throw new ArgumentError(`tier must be a string (got ${describeValue(tier)})`);
+    item.tier = tier;
+  }
+  return item;
+}
+
+class Client implements SluiceClient {
+  readonly #options: ResolvedOptions;
+  readonly #transport: Transport;
+  readonly #breaker: Breaker;
+  readonly #policy: ClientFailurePolicy;
+  #maxBatch: number;
+  #queue: Pending[] = [];
+  #scheduled = false;
+  #closed = false;
+  readonly #inFlight = new Set<Promise<unknown>>();
+
+  constructor(options: ResolvedOptions) {
+    this.#options = options;
+    this.#transport = new Transport(options.base, options.token, options.maxSockets);
+    this.#breaker = new Breaker(options.breaker);
+    this.#policy = new ClientFailurePolicy(options.onError);
+    this.#maxBatch = options.maxBatch;
+  }
+
+  get circuitOpen(): boolean {
+    return this.#breaker.open;
+  }
+
+  check(rule: string, key: string, options?: ClientCheckOptions): Promise<Decision> {
+    return this.#enqueue("check", rule, key, options);
+  }
+
+  peek(rule: string, key: string, options?: ClientCheckOptions): Promise<Decision> {
+    return this.#enqueue("peek", rule, key, options);
+  }
+
+  async reset(rule: string, key: string, options?: Pick<ClientCheckOptions, "tier">): Promise<void> {
+    const item = checkCall(rule, key, options, new Set(["tier"]));
+    this.#open();
+    // Queued calls of this tick go first, so `check; reset; check` keeps its order.
+    await this.#flush();
+    await this.#policy.forget(rule, key);
+    const reply = await this.#track(this.#transport.post("v1/reset", item, this.#options.timeoutMs));
+    if (reply.status >= 200 && reply.status < 300) return;
+    throw this.#refusalOf(reply, rule);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    await this.#flush();
+    this.#closed = true;
+    while (this.#inFlight.size > 0) await Promise.allSettled([...this.#inFlight]);
+    this.#transport.close();
+  }
+
+  #open(): void {
+    if (this.#closed) throw new StoreError("this sluice client is closed");
+  }
+
+  #track<T>(promise: Promise<T>): Promise<T> {
+    this.#inFlight.add(promise);
+    void promise.then(
+      () => this.#inFlight.delete(promise),
+      () => this.#inFlight.delete(promise),
+    );
+    return promise;
+  }
+
+  #enqueue(op: Op, rule: unknown, key: unknown, options: unknown): Promise<Decision> {
+    return new Promise<Decision>((resolve, reject) => {
+      const item = checkCall(rule, key, options, CALL_KEYS);
+      this.#open();
+      const deadline = performance.now() + this.#options.timeoutMs;
+      this.#queue.push({ op, item, deadline, resolve, reject });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        // setImmediate runs after this turn's synchronous code and promise continuations: all
+        // the calls a request handler (or a Promise.all) makes now share one request.
+        setImmediate(() => void this.#flush());
+      }
+    });
+  }
+
+  /** Sends what is queued: consecutive calls of one kind as one batch, batches in order. */
+  #flush(): Promise<void> {
+    this.#scheduled = false;
+    const queue = this.#queue;
+    if (queue.length === 0) return Promise.resolve();
+    this.#queue = [];
+    const groups: Pending[][] = [];
+    for (const p of queue) {
+      const last = groups.at(-1);
+      if (last !== undefined && last[0]?.op === p.op) last.push(p);
+      else groups.push([p]);
+    }
+    return this.#track(
+      (async () => {
+        for (const group of groups) await this.#sendAll(group);
+      })(),
+    );
+  }
+
+  /** Sends one kind of call, split at the service's batch size (chunks go out together). */
+  async #sendAll(group: Pending[]): Promise<void> {
+    const chunks: Pending[][] = [];
+    for (let i = 0; i < group.length; i += this.#maxBatch) chunks.push(group.slice(i, i + this.#maxBatch));
+    await Promise.all(chunks.map((chunk) => this.#send(chunk)));
+  }
+
+  async #send(chunk: Pending[]): Promise<void> {
+    const op = (chunk[0] as Pending).op;
+    const wait = Math.min(...chunk.map((p) => p.deadline)) - performance.now();
+    let reply: Reply;
+    try {
+      if (!this.#breaker.allow()) throw new StoreError("sluice service circuit breaker is open (recent calls failed)");
+      if (wait < 1) {
+        throw new StoreError(`sluice service did not answer within ${this.#options.timeoutMs} ms`, { timeout: true });
+      }
+      reply = await this.#transport.post(
+        `v1/${op}`,
+        chunk.map((p) => p.item),
+        Math.ceil(wait),
+      );
+    } catch (error) {
+      this.#breaker.failure();
+      this.#outage(chunk, error as StoreError);
+      return;
+    }
+    const { status, body } = reply;
+    if (status >= 500) {
+      this.#breaker.failure();
+      this.#outage(chunk, this.#refusalOf(reply, "") as StoreError);
+      return;
+    }
+    this.#breaker.success();
+    if (status === 200) {
+      this.#answer(chunk, body);
+      return;
+    }
+    const problem = readProblem(body);
+    if (status === 413 && chunk.length > 1) {
+      // Nothing was decided: learn the service's batch size (or halve) and send again.
+      const max = problem.maxBatch ?? Number(/at most (\d+) checks/.exec(problem.detail ?? "")?.[1] ?? Number.NaN);
+      const next = Number.isSafeInteger(max) && max >= 1 && max < chunk.length ? max : Math.ceil(chunk.length / 2);
+      if (slugOf(problem) === "batch-too-large") this.#maxBatch = Math.min(this.#maxBatch, next);
+      const parts: Pending[][] = [];
+      for (let i = 0; i < chunk.length; i += next) parts.push(chunk.slice(i, i + next));
+      await Promise.all(parts.map((part) => this.#send(part)));
+      return;
+    }
+    const index = problem.index;
+    if ((status === 400 || status === 404) && typeof index === "number" && chunk[index] !== undefined) {
+      // The service validates a whole batch before deciding any of it, so the others are
+      // untouched: refuse the bad one and send the rest again.
+      const bad = chunk[index] as Pending;
+      bad.reject(refusal(status, problem, bad.item.rule));
+      const rest = chunk.filter((_, i) => i !== index);
+      if (rest.length > 0) await this.#send(rest);
+      return;
+    }
+    for (const p of chunk) p.reject(refusal(status, problem, p.item.rule));
+  }
+
+  #answer(chunk: Pending[], body: unknown): void {
+    if (!Array.isArray(body) || body.length !== chunk.length) {
+      this.#outage(
+        chunk,
+        new StoreError(`the service answered ${chunk.length} calls with ${JSON.stringify(body)?.slice(0, 200)}`),
+      );
+      return;
+    }
+    chunk.forEach((p, i) => {
+      try {
+        const d = readDecision(body[i]);
+        this.#policy.learn(p.item.rule, d);
+        p.resolve(d);
+      } catch (error) {
+        this.#outage([p], error as StoreError);
+      }
+    });
+  }
+
+  /** Answers calls the service could not make by the failure policy. */
+  #outage(chunk: Pending[], error: StoreError): void {
+    for (const p of chunk) {
+      this.#policy.decide(p.item.rule, p.item.key, p.item.cost ?? 1, p.op, error).then(p.resolve, p.reject);
+    }
+  }
+
+  #refusalOf(reply: Reply, rule: string): SluiceError {
+    return refusal(reply.status, readProblem(reply.body), rule);
+  }
+}
+
+/**
+ * Connects to a `sluice serve` at `options.url`. No request is made until the first call.
+ *
+ * @example
+ * const sluice = createClient({ url: "http://127.0.0.1:8080", timeoutMs: 200, onError: "allow" });
+ * const d = await sluice.check("api", userId);
+ * if (!d.allowed) reply429(d.retryAfterMs);
+ */
+export function createClient(options: ClientOptions): SluiceClient {
+  return new Client(resolveOptions(options));
+}

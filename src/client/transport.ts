@@ -1,0 +1,106 @@
+/**
+ * One POST to the service over kept-alive sockets, bounded by a timeout. Every way the
+ * service can fail to answer (refused, reset, timeout, a reply that is not HTTP) becomes a
+ * StoreError, with the original error as `cause`; an HTTP answer of any status is returned.
+ */
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { StoreError } from "../errors.ts";
+
+/** An HTTP answer: its status and the parsed JSON body (undefined when it was not JSON). */
+export interface Reply {
+  status: number;
+  body: unknown;
+}
+
+/** Keeps sockets open between calls and sends POSTs with a timeout. */
+export class Transport {
+  readonly #base: URL;
+  readonly #agent: HttpAgent;
+  readonly #request: typeof httpRequest;
+  readonly #headers: Record<string, string>;
+
+  constructor(base: URL, token: string | undefined, maxSockets: number) {
+    this.#base = base;
+    const https = base.protocol === "https:";
+    // Idle sockets are dropped after 4 s, before the service's 5 s keep-alive timeout closes
+    // them under us (a request written to a socket the server is closing would be reset).
+    const agentOptions = { keepAlive: true, maxSockets, timeout: 4000, scheduling: "lifo" as const };
+    this.#agent = https ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
+    this.#request = https ? (httpsRequest as typeof httpRequest) : httpRequest;
+    this.#headers = { "content-type": "application/json", accept: "application/json" };
+    if (token !== undefined) this.#headers.authorization = `Bearer ${token}`;
+  }
+
+  /** POSTs `payload` as JSON to `path` (relative to the base URL); rejects only with StoreError. */
+  async post(path: string, payload: unknown, timeoutMs: number): Promise<Reply> {
+    const body = JSON.stringify(payload);
+    try {
+      return await this.#send(path, body, timeoutMs);
+    } catch (error) {
+      // A kept-alive socket the server closed while idle fails before the server read anything:
+      // that request was never seen, so sending it once more cannot count a check twice.
+      if ((error as { reusedSocket?: boolean }).reusedSocket === true) return await this.#send(path, body, timeoutMs);
+      throw error;
+    }
+  }
+
+  #send(path: string, body: string, timeoutMs: number): Promise<Reply> {
+    const url = new URL(path, this.#base);
+    return new Promise<Reply>((resolve, reject) => {
+      let done = false;
+      const fail = (error: StoreError) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        reject(error);
+      };
+      const req = this.#request(url, {
+        method: "POST",
+        agent: this.#agent,
+        headers: { ...this.#headers, "content-length": Buffer.byteLength(body) },
+      });
+      const timer = setTimeout(() => {
+        fail(
+          new StoreError(`sluice service at ${this.#base.origin} did not answer within ${timeoutMs} ms`, {
+            timeout: true,
+          }),
+        );
+        req.destroy();
+      }, timeoutMs);
+      req.on("error", (cause: Error & { code?: string }) => {
+        const error = new StoreError(`sluice service at ${this.#base.origin} failed: ${cause.code ?? cause.message}`, {
+          cause,
+        });
+        const retryable = req.reusedSocket && cause.code === "ECONNRESET";
+        fail(retryable ? Object.assign(error, { reusedSocket: true }) : error);
+      });
+      req.on("response", (res: IncomingMessage) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("error", (cause) =>
+          fail(new StoreError(`sluice service reply was cut off: ${cause.message}`, { cause })),
+        );
+        res.on("end", () => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          const text = Buffer.concat(chunks).toString("utf8");
+          let parsed: unknown;
+          try {
+            parsed = text === "" ? undefined : JSON.parse(text);
+          } catch {
+            parsed = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed });
+        });
+      });
+      req.end(body);
+    });
+  }
+
+  /** Closes every socket. */
+  close(): void {
+    this.#agent.destroy();
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * The service's JSON, read back: Decisions (`null` was `Infinity`, a server-side failure
+ * becomes a `failure` with a StoreError) and problem answers turned into typed errors.
+ */
+import type { Decision } from "../algorithms/decision.ts";
+import { ArgumentError, type SluiceError, StoreError, UnknownRuleError } from "../errors.ts";
+
+const NUMBERS = ["limit", "remaining", "retryAfterMs", "resetMs", "delayMs"] as const;
+
+/** Reads one Decision from JSON; anything that is not one is a StoreError (a wrong URL, a proxy page). */
+export function readDecision(raw: unknown): Decision {
+  if (raw === null || typeof raw !== "object" || typeof (raw as { allowed?: unknown }).allowed !== "boolean") {
+    throw new StoreError(
+      `the service answered something that is not a Decision: ${JSON.stringify(raw)?.slice(0, 200)}`,
+    );
+  }
+  const r = raw as Record<string, unknown>;
+  const d: Decision = {
+    allowed: r.allowed as boolean,
+    limit: 0,
+    remaining: 0,
+    retryAfterMs: 0,
+    resetMs: 0,
+    delayMs: 0,
+  };
+  for (const field of NUMBERS) {
+    const v = r[field];
+    // JSON has no Infinity: the service writes it as null (a cost above the limit never passes).
+    d[field] = v === null ? Number.POSITIVE_INFINITY : typeof v === "number" ? v : 0;
+  }
+  if (Array.isArray(r.parts)) d.parts = r.parts.map(readDecision);
+  if (r.approximate === true) (d as Decision & { approximate?: true }).approximate = true;
+  if (r.banned === true) (d as Decision & { banned?: true }).banned = true;
+  const failure = r.failure as { policy?: unknown; code?: unknown } | undefined;
+  if (failure !== undefined && failure !== null && typeof failure === "object") {
+    const policy = failure.policy === "allow" || failure.policy === "fallback" ? failure.policy : "deny";
+    const code = String(failure.code ?? "ERR_STORE");
+    d.failure = {
+      policy,
+      error: new StoreError(`the service's store failed (${code}); its policy "${policy}" answered`, {
+        timeout: code === "ERR_STORE_TIMEOUT",
+      }),
+    };
+  }
+  return d;
+}
+
+/** RFC 9457 problem JSON as the service writes it. */
+export interface Problem {
+  type?: string;
+  detail?: string;
+  index?: number;
+  rule?: string;
+  maxBatch?: number;
+}
+
+/** The problem body of an error answer (empty when the body was not a problem). */
+export function readProblem(body: unknown): Problem {
+  return body !== null && typeof body === "object" && !Array.isArray(body) ? (body as Problem) : {};
+}
+
+/** The slug of a problem `type` (`urn:sluice:problem:unknown-rule` → `unknown-rule`). */
+export function slugOf(problem: Problem): string {
+  return typeof problem.type === "string" ? (problem.type.split(":").pop() ?? "") : "";
+}
+
+/**
+ * The error a caller gets for a refused call: bad input (400) is an ArgumentError, an unknown
+ * rule (404 unknown-rule) an UnknownRuleError, anything else (401, 404 of an older service,
+ * 415...) a StoreError carrying the service's detail. None goes to the failure policy: they
+ * are mistakes to fix, not outages to ride out.
+ */
+export function refusal(status: number, problem: Problem, rule: string): SluiceError {
+  const detail = typeof problem.detail === "string" ? problem.detail : `HTTP ${status}`;
+  const slug = slugOf(problem);
+  if (status === 404 && slug === "unknown-rule") return new UnknownRuleError(rule);
+  if (status === 400) return new ArgumentError(`sluice service refused the call: ${detail}`);
+  return new StoreError(`sluice service refused the call (${status}${slug ? ` ${slug}` : ""}): ${detail}`);
+}

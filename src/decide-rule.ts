@@ -1,0 +1,78 @@
+/**
+ * The one decision path. Every store (the MemoryStore, the Redis Lua twin, the cluster primary)
+ * and every test double decides a rule for one key by calling `decideRule` on the key's record:
+ * composites all-or-nothing, bans, refunds and peeks live here and nowhere else.
+ */
+import type { Algorithm } from "./algorithms/algorithm.ts";
+import { type Decision, decision } from "./algorithms/decision.ts";
+import { type BanPolicy, countDenial } from "./ban.ts";
+import { combine, unconsumed } from "./composite.ts";
+import { banState, type CompiledRule, memberState, type RuleRecord } from "./rule.ts";
+
+/** What a decision does: take units, only report, or give units back. */
+export type Operation = "check" | "peek" | "refund";
+
+/**
+ * Decides `op` for one key at `now` against its `record` (from `createRecord` for a key with no
+ * stored state) and updates the record in place when the operation changes state: an allowed
+ * check, a refund, or a denial counted toward a ban. A peek, and a denial without a ban,
+ * change nothing. A refund returns what a peek of one unit then says.
+ */
+export function decideRule(rule: CompiledRule, record: RuleRecord, now: number, cost: number, op: Operation): Decision {
+  if (rule.bare) {
+    const algorithm = rule.members[0] as Algorithm;
+    if (op !== "refund") return algorithm.step(record, now, cost, op === "check");
+    algorithm.refund(record, now, cost);
+    return algorithm.step(record, now, 1, false);
+  }
+  const ban = banState(rule, record);
+  if (ban !== undefined && ban.until > now) return banned(rule, record, now, ban.until);
+  if (op === "refund") {
+    rule.members.forEach((m, i) => {
+      m.refund(memberState(rule, record, i), now, cost);
+    });
+    return evaluate(rule, record, now, 1, false);
+  }
+  const result = evaluate(rule, record, now, cost, op === "check");
+  if (!result.allowed && op === "check" && ban !== undefined && countDenial(ban, rule.ban as BanPolicy, now)) {
+    return banned(rule, record, now, ban.until);
+  }
+  return result;
+}
+
+/**
+ * Whether a key with no stored record must be stored after `op` decided `result`: only when
+ * the operation changed the record (a refund of a fresh key changes nothing that counts).
+ */
+export function storesNewRecord(rule: CompiledRule, op: Operation, result: Decision): boolean {
+  return op === "check" && (result.allowed || rule.ban !== undefined);
+}
+
+/** The members decided at one `now`: all or nothing, committed only when every member allows. */
+function evaluate(rule: CompiledRule, record: RuleRecord, now: number, cost: number, commit: boolean): Decision {
+  const { members } = rule;
+  if (members.length === 1) return (members[0] as Algorithm).step(memberState(rule, record, 0), now, cost, commit);
+  const parts = members.map((m, i) => m.step(memberState(rule, record, i), now, cost, false));
+  if (parts.some((p) => !p.allowed)) {
+    // Nothing was consumed: members that would have allowed report as they stand (cost 0).
+    return combine(
+      unconsumed(parts, (i) => (members[i] as Algorithm).step(memberState(rule, record, i), now, 0, false)),
+    );
+  }
+  if (commit) {
+    members.forEach((m, i) => {
+      m.step(memberState(rule, record, i), now, cost, true);
+    });
+  }
+  return combine(parts);
+}
+
+/** A banned key: denied until `until`, and no sooner than its members would allow one unit. */
+function banned(rule: CompiledRule, record: RuleRecord, now: number, until: number): Decision {
+  const members = evaluate(rule, record, now, 1, false);
+  const left = Math.ceil(until - now);
+  const d = decision(false, members.limit, 0, Math.max(left, members.retryAfterMs), Math.max(left, members.resetMs));
+  d.banned = true;
+  if (members.parts !== undefined) d.parts = members.parts;
+  return d;
+}

@@ -1,0 +1,144 @@
+/**
+ * The Envoy side of `sluice serve`: the config (from `--envoy-config` files and the rules
+ * file's `domains:`), its rules in a RateLimiterService of their own on the server's store
+ * (rule names start with `envoy:`, which user rule names may not), hot reload, and the gRPC
+ * listener. An invalid config never replaces the running one.
+ */
+import { type FSWatcher, watch } from "node:fs";
+import { stat } from "node:fs/promises";
+import { basename, dirname } from "node:path";
+import type { Clock } from "../../clock.ts";
+import { loadEnvoyConfig } from "../../config/envoy/load.ts";
+import { type EnvoyConfig, limitedNodes } from "../../config/envoy/model.ts";
+import { EnvoyConfigBuilder } from "../../config/envoy/parse.ts";
+import type { RuleDefinition } from "../../config/rules-file.ts";
+import { RateLimiterService } from "../../service.ts";
+import type { Store } from "../../store.ts";
+import { applyConfig } from "../rules-state.ts";
+import type { EnvoyState } from "./decide.ts";
+import { type RunningGrpc, startGrpcServer } from "./grpc-server.ts";
+import { EnvoyMetrics } from "./metrics.ts";
+import { OVERRIDE_PREFIX } from "./override.ts";
+
+/** Options of {@link EnvoyService.start}. */
+export interface EnvoyOptions {
+  /** `--envoy-config`: a file or a directory of YAML files. */
+  path: string | undefined;
+  /** `domains:` documents of the rules file, and that file's name for errors. */
+  domains: { docs: unknown[]; file: string };
+  store: Store;
+  clock: Clock | undefined;
+  host: string;
+  port: number;
+  watch: boolean;
+  log: (line: string) => void;
+}
+
+/** Builds one config from the rules file's domains and the envoy config files (they merge). */
+export async function buildEnvoyConfig(
+  path: string | undefined,
+  domains: EnvoyOptions["domains"],
+): Promise<EnvoyConfig> {
+  const builder = new EnvoyConfigBuilder();
+  for (const doc of domains.docs) builder.add(doc, domains.file);
+  if (path !== undefined) await loadEnvoyConfig(path, builder);
+  return builder.config;
+}
+
+/** The running Envoy API. */
+export class EnvoyService {
+  readonly state: EnvoyState;
+  readonly grpc: RunningGrpc;
+  readonly #options: EnvoyOptions;
+  #watcher: FSWatcher | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The last reload error, or undefined. */
+  lastError: string | undefined;
+
+  private constructor(options: EnvoyOptions, state: EnvoyState, grpc: RunningGrpc) {
+    this.#options = options;
+    this.state = state;
+    this.grpc = grpc;
+  }
+
+  /** Loads the config (a bad one throws ConfigError) and listens. */
+  static async start(options: EnvoyOptions): Promise<EnvoyService> {
+    const config = await buildEnvoyConfig(options.path, options.domains);
+    const service = new RateLimiterService<Store>({
+      store: options.store,
+      ...(options.clock === undefined ? {} : { clock: options.clock }),
+    });
+    const state: EnvoyState = {
+      config,
+      service,
+      clock: options.clock ?? { now: () => Date.now() },
+      metrics: new EnvoyMetrics(),
+    };
+    applyRules(state, config);
+    const grpc = await startGrpcServer(options.host, options.port, () => state, options.log);
+    const envoy = new EnvoyService(options, state, grpc);
+    if (options.watch && options.path !== undefined) await envoy.#watch(options.path);
+    return envoy;
+  }
+
+  /** Checks a new rules-file `domains:` part against the envoy files; throws ConfigError, changes nothing. */
+  async prepare(domains: EnvoyOptions["domains"]): Promise<() => void> {
+    const config = await buildEnvoyConfig(this.#options.path, domains);
+    return () => {
+      this.#options.domains = domains;
+      this.#swap(config);
+    };
+  }
+
+  /** Reloads the envoy config files; resolves whether the new config was applied. */
+  async reload(reason: string): Promise<boolean> {
+    try {
+      this.#swap(await buildEnvoyConfig(this.#options.path, this.#options.domains));
+      this.lastError = undefined;
+      this.#options.log(`envoy config reloaded (${reason}): ${this.state.config.domains.size} domains`);
+      return true;
+    } catch (error) {
+      this.lastError = (error as Error).message;
+      this.#options.log(`envoy config reload failed (${reason}): ${this.lastError}; keeping the last good config`);
+      return false;
+    }
+  }
+
+  #swap(config: EnvoyConfig): void {
+    applyRules(this.state, config);
+    this.state.config = config;
+  }
+
+  async #watch(path: string): Promise<void> {
+    const isDir = (await stat(path)).isDirectory();
+    const name = basename(path);
+    this.#watcher = watch(isDir ? path : dirname(path), (_event, file) => {
+      if (!isDir && file !== null && file !== name) return;
+      clearTimeout(this.#timer);
+      this.#timer = setTimeout(() => void this.reload("file changed"), 100);
+    });
+    this.#watcher.on("error", (error) => this.#options.log(`envoy config watch stopped: ${error.message}`));
+  }
+
+  /** Stops watching and closes the listener (calls in flight finish first, up to `timeoutMs`). */
+  async close(timeoutMs: number): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#watcher?.close();
+    await this.grpc.close(timeoutMs);
+  }
+}
+
+/** Makes the service's `envoy:` rules those of `config` (state that still fits is kept). */
+function applyRules(state: EnvoyState, config: EnvoyConfig): void {
+  const rules: RuleDefinition[] = [];
+  for (const node of limitedNodes(config)) {
+    const spec = node.limit?.spec;
+    if (spec !== undefined) rules.push({ name: node.limit?.rule as string, spec, tiers: {} });
+  }
+  for (const info of state.service.rules()) {
+    // Overrides are added on first use; keep them (and their counts) across reloads.
+    if (info.name.startsWith(OVERRIDE_PREFIX))
+      rules.push({ name: info.name, spec: info.specs[0] as RuleDefinition["spec"], tiers: {} });
+  }
+  applyConfig(state.service, { rules, domains: [] });
+}

@@ -1,0 +1,39 @@
+/**
+ * The RLS messages as @grpc/proto-loader hands them over and takes them back, with the loader
+ * options below: proto field names (snake_case), 64-bit numbers as JS numbers, enums as names,
+ * defaults filled in (absent messages are null).
+ */
+
+/** Options every sluice loader of ratelimit.proto uses (server, tests, benchmark). */
+export const PROTO_OPTIONS = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true } as const;
+
+/** A descriptor of a request. */
+export interface RlsDescriptor {
+  entries: Array<{ key: string; value: string }>;
+  /** Envoy's per-descriptor limit override (`RateLimitOverride`), or null. */
+  limit: { requests_per_unit: number; unit: string | number } | null;
+  /** google.protobuf.UInt64Value: null when unset, so 0 can mean "only look". */
+  hits_addend: { value: number } | null;
+}
+
+/** `RateLimitRequest`. */
+export interface RlsRequest {
+  domain: string;
+  descriptors: RlsDescriptor[];
+  /** 0 when unset (proto3): counts as 1. */
+  hits_addend: number;
+}
+
+/** `RateLimitResponse.DescriptorStatus`. */
+export interface RlsStatus {
+  code: "OK" | "OVER_LIMIT";
+  current_limit: { requests_per_unit: number; unit: string; name: string } | null;
+  limit_remaining: number;
+  duration_until_reset: { seconds: number; nanos: number } | null;
+}
+
+/** `RateLimitResponse` (the fields sluice sets). */
+export interface RlsResponse {
+  overall_code: "OK" | "OVER_LIMIT";
+  statuses: RlsStatus[];
+}

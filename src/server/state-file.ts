@@ -1,0 +1,69 @@
+/**
+ * `sluice serve --state FILE`: the in-process store's counts survive a restart. The file is
+ * read at start (a missing file is a first start; a corrupt or foreign one is reported and
+ * ignored, never fatal and never half-loaded) and written atomically — a temporary file in the
+ * same directory, then a rename — every few seconds and once more on shutdown, so a crash
+ * leaves the previous complete file, never a torn one.
+ */
+import { open, readFile, rename, rm, stat } from "node:fs/promises";
+import type { MemoryStore } from "../index.ts";
+
+/** Largest state file read at start: a larger one is reported and ignored. */
+export const MAX_STATE_BYTES = 512 * 1024 * 1024;
+
+/** Reads `path` into `store`; returns a line for the log (never throws). */
+export async function loadState(store: MemoryStore, path: string): Promise<string> {
+  try {
+    const size = (await stat(path)).size;
+    if (size > MAX_STATE_BYTES) return `state file ${path} ignored: ${size} bytes is over ${MAX_STATE_BYTES}`;
+    const records = store.restore(await readFile(path, "utf8"));
+    return `state file ${path}: ${records} key records restored`;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return `state file ${path} not found: starting empty`;
+    return `state file ${path} ignored: ${(error as Error).message}`;
+  }
+}
+
+/** Writes `store`'s snapshot to `path` atomically (temporary file, fsync, rename). */
+export async function saveState(store: MemoryStore, path: string): Promise<void> {
+  const tmp = `${path}.tmp-${process.pid}`;
+  const file = await open(tmp, "w", 0o600);
+  try {
+    await file.writeFile(store.snapshot());
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  try {
+    await rename(tmp, path);
+  } catch (error) {
+    await rm(tmp, { force: true });
+    throw error;
+  }
+}
+
+/** Saves every `intervalMs` (writes never overlap); `stop()` saves a last time. */
+export function startStateSaver(
+  store: MemoryStore,
+  path: string,
+  intervalMs: number,
+  log: (line: string) => void,
+): { stop(): Promise<void> } {
+  let writing: Promise<void> = Promise.resolve();
+  const save = () => {
+    writing = writing.then(() =>
+      saveState(store, path).catch((error: unknown) =>
+        log(`state file ${path} not written: ${(error as Error).message}`),
+      ),
+    );
+    return writing;
+  };
+  const timer = setInterval(() => void save(), intervalMs);
+  timer.unref();
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await save();
+    },
+  };
+}

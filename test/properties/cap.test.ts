@@ -1,0 +1,104 @@
+// Attacks on maxKeys (docs/semantics.md §8, §10): random interleavings of target keys and floods
+// of new keys against a tiny cap, for every algorithm and for composites. The cap may
+// over-count a key, never under-count it: replayed alone through an uncapped store, the
+// requests the capped store admitted for a key must all pass again. And refunds: a check
+// refunded at once leaves no trace.
+import fc from "fast-check";
+import { type AlgorithmSpec, createLimiter, type Decision, ManualClock, MemoryStore } from "sluice";
+import { describe, expect, it } from "vitest";
+import { specArb, startArb, traceArb } from "./arbitraries.ts";
+
+const ruleArb = fc.oneof(
+  specArb(true).map((s) => [s] as AlgorithmSpec[]),
+  fc.tuple(specArb(true), specArb(true)).map(([a, b]) => [a, b]),
+);
+
+describe("maxKeys never lets a key escape its limit", () => {
+  it("admissions of each key under a flood are admissions an uncapped store makes too", () => {
+    fc.assert(
+      fc.property(
+        ruleArb,
+        startArb,
+        fc.integer({ min: 1, max: 6 }),
+        traceArb({ keys: 3, maxLength: 80 }),
+        fc.array(fc.integer({ min: 0, max: 12 }), { minLength: 80, maxLength: 80 }),
+        (specs, start, maxKeys, trace, floods) => {
+          const clock = new ManualClock(start);
+          const store = new MemoryStore({ maxKeys, sketchWidth: 2 }); // tiny: collisions everywhere
+          const limiter = createLimiter(specs, { clock, store });
+          const admitted = new Map<string, Array<[number, number]>>();
+          let flood = 0;
+          trace.forEach((step, i) => {
+            clock.advance(step.gap);
+            if ((limiter.tryAcquire(step.key, step.cost) as Decision).allowed) {
+              const list = admitted.get(step.key) ?? [];
+              list.push([clock.now(), step.cost]);
+              admitted.set(step.key, list);
+            }
+            for (let f = 0; f < (floods[i] ?? 0); f++) limiter.tryAcquire(`flood${flood++}`);
+            expect(store.size).toBeLessThanOrEqual(maxKeys);
+          });
+          for (const [key, list] of admitted) {
+            const replay = new ManualClock(start);
+            const exact = createLimiter(specs, replay);
+            for (const [at, cost] of list) {
+              replay.set(at);
+              expect(exact.tryAcquire(key, cost).allowed, `${key} at ${at}`).toBe(true);
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("below the cap, decisions are exactly those of an uncapped store and never approximate", () => {
+    fc.assert(
+      fc.property(ruleArb, startArb, traceArb({ keys: 4 }), (specs, start, trace) => {
+        const a = new ManualClock(start);
+        const b = new ManualClock(start);
+        const capped = createLimiter(specs, { clock: a, store: new MemoryStore({ maxKeys: 4 }) });
+        const free = createLimiter(specs, b);
+        for (const step of trace) {
+          a.advance(step.gap);
+          b.advance(step.gap);
+          expect(capped.tryAcquire(step.key, step.cost)).toEqual(free.tryAcquire(step.key, step.cost));
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+describe("refunds", () => {
+  it("a check refunded at once leaves no trace: later decisions are those of a trace without it", () => {
+    fc.assert(
+      fc.property(
+        ruleArb,
+        startArb,
+        traceArb({ keys: 2 }),
+        fc.array(fc.boolean(), { minLength: 60, maxLength: 60 }),
+        (specs, start, trace, refunded) => {
+          const a = new ManualClock(start);
+          const b = new ManualClock(start);
+          const withRefunds = createLimiter(specs, a);
+          const without = createLimiter(specs, b);
+          trace.forEach((step, i) => {
+            a.advance(step.gap);
+            b.advance(step.gap);
+            if (refunded[i]) {
+              // Checked and refunded at once (only an admitted check has units to give back).
+              if ((withRefunds.peek(step.key, step.cost) as Decision).allowed) {
+                withRefunds.tryAcquire(step.key, step.cost);
+                withRefunds.refund(step.key, step.cost);
+              }
+              return;
+            }
+            expect(withRefunds.tryAcquire(step.key, step.cost)).toEqual(without.tryAcquire(step.key, step.cost));
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
