@@ -1,7 +1,7 @@
 // The README's node:cluster example, run as written (as a file: node:cluster forks the file
 // itself) against the built package: 4 workers × 5 attempts, exactly 10 allowed in total.
 import { execFileSync } from "node:child_process";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ensureBuilt, ROOT } from "../cli/helpers.ts";
@@ -19,8 +19,10 @@ function blockAfter(heading: string): string {
 describe("README: One machine, many processes", () => {
   it("the example runs as written and admits exactly the limit across 4 workers", () => {
     ensureBuilt();
-    // Inside the package, so `import "sluice/cluster"` resolves to the built exports.
-    const file = join(ROOT, `test/cluster/fixtures/readme-example-${process.pid}.mjs`);
+    // Inside the package (git- and lint-ignored), so `import "sluice/cluster"` resolves to the built exports.
+    const dir = join(ROOT, "test-artifacts");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `readme-cluster-${process.pid}.mjs`);
     writeFileSync(file, blockAfter("## One machine, many processes"));
     try {
       const out = execFileSync(process.execPath, [file], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
