@@ -10,6 +10,7 @@ export default defineConfig({
     alias: [
       { find: /^sluice$/, replacement: src("index.ts") },
       { find: /^sluice\/redis$/, replacement: src("stores/redis/index.ts") },
+      { find: /^sluice\/cluster$/, replacement: src("stores/cluster/index.ts") },
       { find: /^sluice\/http$/, replacement: src("http/index.ts") },
       { find: /^sluice\/client$/, replacement: src("client/index.ts") },
       { find: /^sluice\/(express|fastify|hono)$/, replacement: src("http/$1.ts") },

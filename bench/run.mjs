@@ -1,5 +1,5 @@
 // `npm run bench`: every benchmark, one after another, each side by side with its peers.
-// The figures the README quotes come from this command. BENCH_ONLY=memory,redis,http,serve
+// The figures the README quotes come from this command. BENCH_ONLY=memory,redis,cluster,http,serve
 // picks some; each file also runs alone (see its header).
 import { spawnSync } from "node:child_process";
 import { loadavg } from "node:os";
@@ -7,6 +7,7 @@ import { loadavg } from "node:os";
 const all = [
   ["memory", ["--expose-gc", "bench/memory.mjs"]],
   ["redis", ["bench/redis.mjs"]],
+  ["cluster", ["bench/cluster.mjs"]],
   ["http", ["bench/http.mjs"]],
   ["serve", ["bench/serve.mjs"]],
 ];

@@ -1,0 +1,263 @@
+/**
+ * The worker's side of `sluice/cluster`: a Store whose decisions are made by the primary's
+ * MemoryStore (see `primary.ts`), so every worker of a machine shares one exact limit without
+ * Redis. Operations issued in one event-loop turn travel as one IPC message and come back as
+ * one. Each batch is bounded by `timeoutMs`; a check the primary does not answer in time (or
+ * cannot answer: no primary store, channel closed) is decided by `onError`, as with RedisStore.
+ */
+import type { Decision } from "../../algorithms/decision.ts";
+import type { Operation } from "../../decide-rule.ts";
+import { ArgumentError, StoreError } from "../../errors.ts";
+import { checkOptions } from "../../options.ts";
+import { describeValue } from "../../spec.ts";
+import type { BoundRule, RuleBinding, Store } from "../../store.ts";
+import { Breaker, type BreakerOptions } from "../redis/breaker.ts";
+import { checkOnError, type FailurePolicy, failurePolicy, type OnError } from "../redis/failure.ts";
+import { forget, hasChannel, post, sequence } from "./link.ts";
+import { type BindRecord, CHANNEL, decode, type Op, type OpName, type OpResult } from "./protocol.ts";
+
+/** Options of {@link ClusterStore}. */
+export interface ClusterStoreOptions {
+  /** Longest a check may wait for the primary, in ms (default 1000); then `onError` answers. */
+  timeoutMs?: number;
+  /** What a check answers when the primary fails or times out (default `"deny"`), as for RedisStore. */
+  onError?: OnError;
+  /** Circuit breaker settings, or `false` to always ask the primary (default: open after 5 failures, probe after 1 s). */
+  breaker?: BreakerOptions | false;
+}
+
+const DEFAULT_TIMEOUT_MS = 1000;
+/** Most operations in one message; more in one turn go as several (bounds message size). */
+const MAX_BATCH = 1024;
+
+/** One operation waiting for the primary. */
+interface Pending {
+  rule: ClusterBoundRule;
+  key: string;
+  cost: number;
+  op: OpName;
+  resolve: (value: Decision | Promise<Decision> | undefined) => void;
+  reject: (error: unknown) => void;
+}
+
+let nextBinding = 1;
+
+/**
+ * A Store shared by the `node:cluster` workers of one machine; the primary must run
+ * `startClusterStore()`. Works under PM2 only where sluice's code runs in the primary (see README).
+ *
+ * @example
+ * const store = new ClusterStore({ timeoutMs: 200, onError: "deny" });
+ * const limiter = createLimiter({ algorithm: "gcra", limit: 100, periodMs: 60_000 }, { store, name: "api" });
+ * const d = await limiter.tryAcquire(userId);
+ */
+export class ClusterStore implements Store {
+  /** Checks return promises. */
+  readonly synchronous = false;
+  /** The bound on every operation, in ms. */
+  readonly timeoutMs: number;
+  readonly #onError: OnError;
+  readonly #breaker: Breaker;
+  #binds: BindRecord[] = [];
+  #releases: number[] = [];
+  #ops: Op[] = [];
+  #pending: Pending[] = [];
+  #scheduled = false;
+  readonly #flush = () => {
+    this.#scheduled = false;
+    this.#send();
+  };
+
+  constructor(options: ClusterStoreOptions = {}) {
+    checkOptions(options, "ClusterStore", ["timeoutMs", "onError", "breaker"]);
+    const { timeoutMs = DEFAULT_TIMEOUT_MS, breaker } = options;
+    if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
+      throw new ArgumentError(`\`timeoutMs\` must be a positive number of ms (got ${describeValue(timeoutMs)})`);
+    }
+    if (breaker !== undefined && breaker !== false && (typeof breaker !== "object" || breaker === null)) {
+      throw new ArgumentError(`\`breaker\` must be an object or false (got ${describeValue(breaker)})`);
+    }
+    const onError = checkOnError(options.onError ?? "deny");
+    if (!hasChannel()) {
+      throw new ArgumentError(
+        "ClusterStore must run in a node:cluster worker, with an IPC channel to the primary (this process is not one)",
+      );
+    }
+    this.timeoutMs = timeoutMs;
+    this.#onError = onError;
+    this.#breaker = new Breaker(breaker);
+  }
+
+  /** True while the circuit breaker keeps checks away from an unresponsive primary. */
+  get circuitOpen(): boolean {
+    return this.#breaker.open;
+  }
+
+  /** Binds a rule and registers it with the primary (by id and normalised specs) in the next message. */
+  bind(rule: RuleBinding): BoundRule {
+    const bound = new ClusterBoundRule(this, rule, nextBinding++, failurePolicy(this.#onError, rule));
+    this.register(bound);
+    return bound;
+  }
+
+  /** Queues `rule`'s registration for the next message. Internal. */
+  register(rule: ClusterBoundRule): void {
+    rule.registered = true;
+    this.#binds.push(rule.record);
+    this.#schedule();
+  }
+
+  /** Queues a release for the next message. Internal. */
+  unregister(binding: number): void {
+    this.#releases.push(binding);
+    this.#schedule();
+  }
+
+  /** Queues one operation; it settles with the primary's answer or by the failure policy. Internal. */
+  submit(rule: ClusterBoundRule, key: string, cost: number, now: number | undefined, op: OpName): Promise<unknown> {
+    if (!this.#breaker.allow()) {
+      return this.#fail(
+        rule,
+        key,
+        cost,
+        op,
+        new StoreError("cluster store circuit breaker is open (recent checks failed)"),
+      );
+    }
+    if (!rule.registered) this.register(rule);
+    return new Promise((resolve, reject) => {
+      this.#ops.push([rule.binding, key, cost, now === undefined ? null : now, op]);
+      this.#pending.push({ rule, key, cost, op, resolve, reject });
+      if (this.#ops.length >= MAX_BATCH) this.#send();
+      else this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    // setImmediate (not a microtask), so checks issued by continuations several promise hops
+    // deep into one turn still share the message.
+    setImmediate(this.#flush);
+  }
+
+  #send(): void {
+    const binds = this.#binds;
+    const releases = this.#releases;
+    const ops = this.#ops;
+    const pending = this.#pending;
+    if (binds.length === 0 && releases.length === 0 && ops.length === 0) return;
+    this.#binds = [];
+    this.#releases = [];
+    this.#ops = [];
+    this.#pending = [];
+    if (ops.length === 0) {
+      post({ channel: CHANNEL, type: "batch", seq: 0, binds, releases, ops });
+      return;
+    }
+    const seq = sequence();
+    let settled = false;
+    const fail = (error: StoreError) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      forget(seq);
+      this.#breaker.failure();
+      for (const p of pending) this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, error));
+    };
+    const timer = setTimeout(() => {
+      fail(
+        new StoreError(`the cluster primary did not answer within timeoutMs (${this.timeoutMs} ms)`, { timeout: true }),
+      );
+    }, this.timeoutMs);
+    post(
+      { channel: CHANNEL, type: "batch", seq, binds, releases, ops },
+      {
+        settle: (results) => {
+          if (settled) return;
+          if (!Array.isArray(results) || results.length !== pending.length) {
+            fail(new StoreError(`unexpected reply from the cluster primary: ${pending.length} results expected`));
+            return;
+          }
+          settled = true;
+          clearTimeout(timer);
+          this.#breaker.success();
+          for (let i = 0; i < pending.length; i++) this.#deliver(pending[i] as Pending, results[i] as OpResult);
+        },
+        fail,
+      },
+    );
+  }
+
+  #deliver(p: Pending, result: OpResult): void {
+    if (result === 0) {
+      p.resolve(undefined);
+    } else if (Array.isArray(result)) {
+      p.resolve(decode(result));
+    } else {
+      if (result.unbound === true) p.rule.registered = false; // the primary started after we registered
+      this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, new StoreError(`cluster primary: ${result.error}`)));
+    }
+  }
+
+  #settle(p: Pending, outcome: Promise<unknown>): void {
+    outcome.then(p.resolve as (v: unknown) => void, p.reject);
+  }
+
+  /** The failure policy's answer: a decision for checks; a reset rejects. */
+  async #fail(rule: ClusterBoundRule, key: string, cost: number, op: OpName, error: StoreError): Promise<unknown> {
+    if (op === "reset") throw error;
+    // A refund answers what a peek of one unit then says; the policy answers that peek.
+    if (op === "refund") return rule.policy.decide(key, 1, true, error);
+    return rule.policy.decide(key, cost, op === "peek", error);
+  }
+}
+
+/** A rule bound to a ClusterStore. */
+export class ClusterBoundRule implements BoundRule {
+  /** This binding's number in the messages. */
+  readonly binding: number;
+  /** What registers it with the primary. */
+  readonly record: BindRecord;
+  /** The failure policy of this rule. */
+  readonly policy: FailurePolicy;
+  /** Whether the registration was sent (cleared when the primary says it does not know it). */
+  registered = false;
+  readonly #store: ClusterStore;
+  #released = false;
+
+  constructor(store: ClusterStore, rule: RuleBinding, binding: number, policy: FailurePolicy) {
+    this.#store = store;
+    this.binding = binding;
+    this.policy = policy;
+    this.record = {
+      binding,
+      id: rule.id,
+      specs: rule.rule.members.map((a) => a.spec),
+      ban: rule.rule.ban ?? null,
+      clock: rule.clock !== undefined,
+    };
+    // Limiters may call these detached (`const check = bound.check`), as the memory store allows.
+    this.check = this.check.bind(this);
+    this.reset = this.reset.bind(this);
+  }
+
+  /** Runs `op` for `cost` units of `key` in the primary (batched), or by the failure policy. */
+  check(key: string, cost: number, now: number | undefined, op: Operation): Promise<Decision> {
+    return this.#store.submit(this, key, cost, now, op) as Promise<Decision>;
+  }
+
+  /** Forgets `key` in the primary (and in the fallback limiter), within `timeoutMs`. */
+  reset(key: string): Promise<void> {
+    // Queued before anything awaits, so a reset keeps its place among the turn's operations.
+    const done = this.#store.submit(this, key, 1, undefined, "reset");
+    return Promise.all([this.policy.forget(key), done]).then(() => undefined);
+  }
+
+  /** Tells the primary this binding is no longer used. */
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    this.#store.unregister(this.binding);
+  }
+}
