@@ -1,7 +1,9 @@
 /**
- * Client adapters. sluice needs three commands (EVALSHA, EVAL, DEL), so it accepts any client
- * that can send them: ioredis (`Redis` or `Cluster`) or node-redis (`createClient` or
- * `createCluster`), told apart once, at construction.
+ * Client adapters. sluice needs a handful of commands (EVALSHA, EVAL, DEL, PUBLISH, and a
+ * subscription for the deny cache), so it accepts any client that can send them: ioredis
+ * (`Redis` or `Cluster`) or node-redis (`createClient` or `createCluster`), told apart once, at
+ * construction. Each adapter also says which node serves a Cluster slot (for per-node
+ * breakers) and which of the client's options could deliver a command late.
  */
 import { ArgumentError } from "../../errors.ts";
 
@@ -22,6 +24,15 @@ export interface NodeRedisLike {
 /** Any client `RedisStore` accepts. */
 export type RedisClientLike = IoredisLike | NodeRedisLike;
 
+/** A live subscription to one channel. */
+export interface Subscription {
+  /** Ends it (and the connection made for it). */
+  close(): Promise<void>;
+}
+
+/** Called when the subscription is (again) live and able to hear every message, or lost. */
+export type LinkListener = (live: boolean) => void;
+
 /** The commands the store sends, the same for every client. */
 export interface RedisCommands {
   /** Whether keys live on several nodes (a script may only touch keys of one slot). */
@@ -29,42 +40,156 @@ export interface RedisCommands {
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
   del(keys: string[]): Promise<unknown>;
+  publish(channel: string, message: string): Promise<unknown>;
+  /** Subscribes a new connection (a duplicate of the client) to `channel`. */
+  subscribe(channel: string, onMessage: (message: string) => void, onLink: LinkListener): Promise<Subscription>;
+  /** `host:port` of the master serving `slot` per the client's slot map ("" when unknown or standalone). */
+  nodeOf(slot: number): string;
+  /** Client options under which a timed-out command could still be sent late, as `name: value` texts. */
+  lateOptions(): string[];
 }
 
 type Send = (...args: unknown[]) => Promise<unknown>;
+type Listener = (...args: unknown[]) => void;
+interface Emitter {
+  on(event: string, listener: Listener): unknown;
+}
+type Options = Record<string, unknown> | undefined;
+
+function describeClient(c: unknown): string {
+  if (c === null) return "null";
+  if (typeof c !== "object") return typeof c;
+  return (c as { constructor?: { name?: string } }).constructor?.name ?? "object";
+}
 
 /** Wraps `client`, or throws ArgumentError naming what was received. */
 export function adaptClient(client: unknown): RedisCommands {
   const c = client as Record<string, unknown> | null;
   if (typeof c === "object" && c !== null && typeof c.sendCommand === "function" && typeof c.evalSha === "function") {
-    const send = (c.sendCommand as Send).bind(c);
-    // node-redis: a cluster routes by an explicit first key; a client takes the arguments only.
-    const cluster = "masters" in c;
-    const run = cluster
-      ? (args: string[], first: string | undefined) => send(first, false, args)
-      : (args: string[]) => send(args);
-    return {
-      cluster,
-      evalsha: (sha, keys, args) => run(["EVALSHA", sha, String(keys.length), ...keys, ...args], keys[0]),
-      eval: (source, keys, args) => run(["EVAL", source, String(keys.length), ...keys, ...args], keys[0]),
-      del: (keys) => run(["DEL", ...keys], keys[0]),
-    };
+    return nodeRedis(c);
   }
   if (typeof c === "object" && c !== null && typeof c.evalsha === "function" && typeof c.del === "function") {
-    const evalsha = (c.evalsha as Send).bind(c);
-    const evalScript = (c.eval as Send).bind(c);
-    const del = (c.del as Send).bind(c);
-    return {
-      cluster: c.isCluster === true,
-      // ioredis flattens array arguments one level (v5 and v6), so nothing is spread here.
-      evalsha: (sha, keys, args) => evalsha(sha, keys.length, keys, args),
-      eval: (source, keys, args) => evalScript(source, keys.length, keys, args),
-      del: (keys) => del(...keys),
-    };
+    return ioredis(c);
   }
   throw new ArgumentError(
-    `\`client\` must be an ioredis Redis/Cluster or a node-redis client/cluster (got ${
-      c === null ? "null" : typeof c === "object" ? (c.constructor?.name ?? "object") : typeof c
-    })`,
+    `\`client\` must be an ioredis Redis/Cluster or a node-redis client/cluster (got ${describeClient(c)})`,
   );
+}
+
+function nodeRedis(c: Record<string, unknown>): RedisCommands {
+  const send = (c.sendCommand as Send).bind(c);
+  // node-redis: a cluster routes by an explicit first key; a client takes the arguments only.
+  const cluster = "masters" in c;
+  const run = cluster
+    ? (args: string[], first: string | undefined) => send(first, false, args)
+    : (args: string[]) => send(args);
+  const options = (): Options =>
+    cluster
+      ? ((c._options as Options)?.defaults as Options)
+      : ((c as { options?: Options }).options ?? (c._options as Options));
+  return {
+    cluster,
+    evalsha: (sha, keys, args) => run(["EVALSHA", sha, String(keys.length), ...keys, ...args], keys[0]),
+    eval: (source, keys, args) => run(["EVAL", source, String(keys.length), ...keys, ...args], keys[0]),
+    del: (keys) => run(["DEL", ...keys], keys[0]),
+    publish: (channel, message) => run(["PUBLISH", channel, message], channel),
+    subscribe: async (channel, onMessage, onLink) => {
+      const sub = (c.duplicate as () => Record<string, unknown>)();
+      const events = sub as unknown as Emitter;
+      events.on("error", () => onLink(false));
+      if (!cluster) {
+        // A reconnecting client re-subscribes by itself before it is ready again.
+        events.on("reconnecting", () => onLink(false));
+        events.on("end", () => onLink(false));
+        events.on("ready", () => onLink(true));
+      }
+      await (sub.connect as () => Promise<unknown>)();
+      await (sub.subscribe as (ch: string, l: (m: string) => void) => Promise<unknown>)(channel, onMessage);
+      return {
+        close: async () => {
+          await (sub.close as (() => Promise<unknown>) | undefined)?.call(sub).catch(() => undefined);
+        },
+      };
+    },
+    nodeOf: (slot) => {
+      const slots = c.slots as Array<{ master?: { address?: string } } | undefined> | undefined;
+      return slots?.[slot]?.master?.address ?? "";
+    },
+    lateOptions: () => {
+      const late: string[] = [];
+      if (options()?.disableOfflineQueue !== true) {
+        late.push(`${cluster ? "defaults." : ""}disableOfflineQueue: ${String(options()?.disableOfflineQueue)}`);
+      }
+      return late;
+    },
+  };
+}
+
+function ioredis(c: Record<string, unknown>): RedisCommands {
+  const evalsha = (c.evalsha as Send).bind(c);
+  const evalScript = (c.eval as Send).bind(c);
+  const del = (c.del as Send).bind(c);
+  const cluster = c.isCluster === true;
+  const options = (c.options as Options) ?? {};
+  return {
+    cluster,
+    // ioredis flattens array arguments one level (v5 and v6), so nothing is spread here.
+    evalsha: (sha, keys, args) => evalsha(sha, keys.length, keys, args),
+    eval: (source, keys, args) => evalScript(source, keys.length, keys, args),
+    del: (keys) => del(...keys),
+    publish: (channel, message) => (c.publish as Send).call(c, channel, message),
+    subscribe: async (channel, onMessage, onLink) => {
+      const sub = (c.duplicate as () => Record<string, unknown>)();
+      const events = sub as unknown as Emitter;
+      let lost = false;
+      events.on("error", () => {});
+      events.on("message", (ch: unknown, message: unknown) => {
+        if (ch === channel && typeof message === "string") onMessage(message);
+      });
+      events.on("close", () => {
+        lost = true;
+        onLink(false);
+      });
+      events.on("ready", () => {
+        if (!lost) return;
+        lost = false;
+        // ioredis re-subscribes on reconnect; subscribing again (idempotent) tells us when it is live.
+        (sub.subscribe as (ch: string) => Promise<unknown>)(channel).then(
+          () => onLink(true),
+          () => onLink(false),
+        );
+      });
+      await (sub.subscribe as (ch: string) => Promise<unknown>)(channel);
+      return {
+        close: async () => {
+          (sub.disconnect as () => void)();
+        },
+      };
+    },
+    nodeOf: (slot) => {
+      const slots = c.slots as string[][] | undefined;
+      return slots?.[slot]?.[0] ?? "";
+    },
+    lateOptions: () => {
+      const late: string[] = [];
+      const node = cluster ? ((options.redisOptions as Options) ?? {}) : options;
+      if (options.enableOfflineQueue !== false) late.push(`enableOfflineQueue: ${String(options.enableOfflineQueue)}`);
+      if (node.autoResendUnfulfilledCommands !== false) {
+        late.push(
+          `${cluster ? "redisOptions." : ""}autoResendUnfulfilledCommands: ${String(node.autoResendUnfulfilledCommands)}`,
+        );
+      }
+      if (cluster) {
+        // Node connections have their own offline queue (on unless redisOptions turns it off).
+        if (node.enableOfflineQueue !== false) {
+          late.push(`redisOptions.enableOfflineQueue: ${String(node.enableOfflineQueue)}`);
+        }
+        // TRYAGAIN retried inside ioredis hides it from sluice, which would split the batch.
+        if (options.retryDelayOnTryAgain !== 0) {
+          late.push(`retryDelayOnTryAgain: ${String(options.retryDelayOnTryAgain)}`);
+        }
+      }
+      return late;
+    },
+  };
 }
