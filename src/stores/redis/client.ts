@@ -56,6 +56,16 @@ interface Emitter {
 }
 type Options = Record<string, unknown> | undefined;
 
+/** Resolves when an ioredis connection is ready; rejects when it ends or errors first. */
+function readyOrFailure(events: Emitter & { once?: (event: string, l: Listener) => unknown }): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const once = (events.once ?? events.on).bind(events);
+    once("ready", () => resolve());
+    once("end", () => reject(new Error("the subscriber connection ended")));
+    once("error", (error: unknown) => reject(error));
+  });
+}
+
 function describeClient(c: unknown): string {
   if (c === null) return "null";
   if (typeof c !== "object") return typeof c;
@@ -103,13 +113,18 @@ function nodeRedis(c: Record<string, unknown>): RedisCommands {
         events.on("end", () => onLink(false));
         events.on("ready", () => onLink(true));
       }
-      await (sub.connect as () => Promise<unknown>)();
-      await (sub.subscribe as (ch: string, l: (m: string) => void) => Promise<unknown>)(channel, onMessage);
-      return {
-        close: async () => {
-          await (sub.close as (() => Promise<unknown>) | undefined)?.call(sub).catch(() => undefined);
-        },
+      const close = async () => {
+        const end = (sub.close ?? sub.destroy) as (() => Promise<unknown> | undefined) | undefined;
+        await Promise.resolve(end?.call(sub)).catch(() => undefined);
       };
+      try {
+        await (sub.connect as () => Promise<unknown>)();
+        await (sub.subscribe as (ch: string, l: (m: string) => void) => Promise<unknown>)(channel, onMessage);
+      } catch (error) {
+        await close();
+        throw error;
+      }
+      return { close };
     },
     nodeOf: (slot) => {
       const slots = c.slots as Array<{ master?: { address?: string } } | undefined> | undefined;
@@ -159,12 +174,18 @@ function ioredis(c: Record<string, unknown>): RedisCommands {
           () => onLink(false),
         );
       });
-      await (sub.subscribe as (ch: string) => Promise<unknown>)(channel);
-      return {
-        close: async () => {
-          (sub.disconnect as () => void)();
-        },
+      const close = async () => {
+        (sub.disconnect as () => void)();
       };
+      try {
+        // Without an offline queue a command sent before the connection is up fails: wait for it.
+        if (sub.status !== "ready") await readyOrFailure(events);
+        await (sub.subscribe as (ch: string) => Promise<unknown>)(channel);
+      } catch (error) {
+        await close();
+        throw error;
+      }
+      return { close };
     },
     nodeOf: (slot) => {
       const slots = c.slots as string[][] | undefined;
