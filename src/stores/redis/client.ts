@@ -201,10 +201,7 @@ function ioredis(c: Record<string, unknown>): RedisCommands {
         );
       }
       if (cluster) {
-        // Node connections have their own offline queue (on unless redisOptions turns it off).
-        if (node.enableOfflineQueue !== false) {
-          late.push(`redisOptions.enableOfflineQueue: ${String(node.enableOfflineQueue)}`);
-        }
+        // (Node connections keep their offline queue: ioredis opens them lazily, through it.)
         // TRYAGAIN retried inside ioredis hides it from sluice, which would split the batch.
         if (options.retryDelayOnTryAgain !== 0) {
           late.push(`retryDelayOnTryAgain: ${String(options.retryDelayOnTryAgain)}`);
