@@ -142,7 +142,8 @@ export class DenyCache {
 
   /** The cached denial for this request, aged to its time, or undefined (ask Redis). */
   lookup(owner: object, id: string, key: string, cost: number, now: number | undefined): Decision | undefined {
-    if (!this.#live) return undefined;
+    // Empty (the usual case for well-behaved traffic): no key text is built.
+    if (!this.#live || this.#entries.size === 0) return undefined;
     const name = `${id}\u0000${key}`;
     const entry = this.#entries.get(name);
     if (entry === undefined || entry.owner !== owner || entry.cost !== cost) return undefined;
