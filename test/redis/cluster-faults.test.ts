@@ -151,6 +151,39 @@ describe.skipIf(cluster === undefined)("Redis Cluster faults", () => {
     );
   });
 
+  it("the deny cache on Cluster: a reset through one client reaches another client's cache (ioredis and node-redis)", async () => {
+    const node = createCluster({
+      rootNodes: ports.map((port) => ({ url: `redis://127.0.0.1:${port}` })),
+      defaults: { disableOfflineQueue: true },
+    });
+    node.on("error", () => {});
+    await node.connect();
+    const prefix = uniquePrefix("cluster-deny");
+    const a = new RedisStore({ client: io, prefix });
+    const b = new RedisStore({ client: node as unknown as RedisClientLike, prefix });
+    const clock = new ManualClock(7_000_000);
+    const spec = { algorithm: "fixed-window", limit: 2, windowMs: 60_000 } as const;
+    const onA = createLimiter(spec, { store: a, clock, name: "deny" });
+    const onB = createLimiter(spec, { store: b, clock, name: "deny" });
+    expect((await onA.tryAcquire("k")).allowed).toBe(true);
+    expect((await onA.tryAcquire("k")).allowed).toBe(true);
+    for (let i = 0; i < 200 && b.cachedDenials === 0; i++) {
+      expect((await onB.tryAcquire("k")).allowed).toBe(false);
+      if (b.cachedDenials === 0) await new Promise((r) => setTimeout(r, 5));
+    }
+    expect(b.cachedDenials).toBe(1);
+    const hits = b.denyCacheHits;
+    expect((await onB.tryAcquire("k")).allowed).toBe(false);
+    expect(b.denyCacheHits).toBe(hits + 1);
+    await onA.reset("k");
+    for (let i = 0; i < 400 && b.cachedDenials > 0; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(b.cachedDenials).toBe(0);
+    expect((await onB.tryAcquire("k")).allowed).toBe(true);
+    await a.close();
+    await b.close();
+    await node.close();
+  });
+
   for (const kind of ["ioredis", "node-redis"] as const) {
     it(`a slot migrated key by key under load (${kind}): no check fails, nothing is counted twice`, async () => {
       let client: RedisClientLike;

@@ -56,6 +56,45 @@ interface Emitter {
 }
 type Options = Record<string, unknown> | undefined;
 
+/**
+ * On any of `events` (trouble somewhere in a cluster subscriber), the link is reported lost and,
+ * shortly after, `resubscribe()` is run; once it succeeds the link is reported live again.
+ * Messages may have been missed in between, which is why the cache clears on both reports.
+ */
+function relinkOn(
+  events: Emitter,
+  names: string[],
+  onLink: LinkListener,
+  resubscribe: () => Promise<unknown>,
+): () => void {
+  let scheduled = false;
+  let stopped = false;
+  const schedule = () => {
+    if (scheduled || stopped) return;
+    scheduled = true;
+    setTimeout(attempt, RELINK_DELAY_MS).unref();
+  };
+  const attempt = () => {
+    scheduled = false;
+    if (stopped) return;
+    resubscribe().then(() => {
+      if (!stopped) onLink(true);
+    }, schedule);
+  };
+  for (const name of names) {
+    events.on(name, () => {
+      onLink(false);
+      schedule();
+    });
+  }
+  return () => {
+    stopped = true;
+  };
+}
+
+/** Pause before re-subscribing after cluster trouble (lets the client settle on a new node). */
+const RELINK_DELAY_MS = 100;
+
 /** Resolves when an ioredis connection is ready; rejects when it ends or errors first. */
 function readyOrFailure(events: Emitter & { once?: (event: string, l: Listener) => unknown }): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -106,14 +145,27 @@ function nodeRedis(c: Record<string, unknown>): RedisCommands {
     subscribe: async (channel, onMessage, onLink) => {
       const sub = (c.duplicate as () => Record<string, unknown>)();
       const events = sub as unknown as Emitter;
-      events.on("error", () => onLink(false));
+      let stop = () => {};
       if (!cluster) {
         // A reconnecting client re-subscribes by itself before it is ready again.
+        events.on("error", () => onLink(false));
         events.on("reconnecting", () => onLink(false));
         events.on("end", () => onLink(false));
         events.on("ready", () => onLink(true));
+      } else {
+        type Listen = (ch: string, l: (m: string) => void) => Promise<unknown>;
+        stop = relinkOn(
+          events,
+          ["error", "node-error", "node-reconnecting", "node-disconnect", "disconnect"],
+          onLink,
+          async () => {
+            await (sub.unsubscribe as Listen)(channel, onMessage).catch(() => undefined);
+            await (sub.subscribe as Listen)(channel, onMessage);
+          },
+        );
       }
       const close = async () => {
+        stop();
         const end = (sub.close ?? sub.destroy) as (() => Promise<unknown> | undefined) | undefined;
         await Promise.resolve(end?.call(sub)).catch(() => undefined);
       };
@@ -165,6 +217,13 @@ function ioredis(c: Record<string, unknown>): RedisCommands {
         lost = true;
         onLink(false);
       });
+      let stop = () => {};
+      if (cluster) {
+        // The subscription lives on one node; if any node drops out it may have been that one.
+        stop = relinkOn(events, ["-node", "node error"], onLink, () =>
+          (sub.subscribe as (ch: string) => Promise<unknown>)(channel),
+        );
+      }
       events.on("ready", () => {
         if (!lost) return;
         lost = false;
@@ -175,6 +234,7 @@ function ioredis(c: Record<string, unknown>): RedisCommands {
         );
       });
       const close = async () => {
+        stop();
         (sub.disconnect as () => void)();
       };
       try {
