@@ -1,6 +1,7 @@
 // Redis Functions (FUNCTION LOAD + FCALL, Redis >= 7) against EVALSHA, for the same check
 // script and the same batches: Redis CPU per call (INFO commandstats usec_per_call) and calls
 // per second, 32-check uniform batches (the batcher's full batch) over 10k keys, 8 in flight.
+// Then the fixed cost of one call: EVALSHA with 1 check against 32 checks per call.
 // Run with: npm run build && node bench/redis-functions.mjs   (REDIS_URL, BENCH_CALLS)
 import { Redis } from "ioredis";
 import { checkScript } from "../dist/stores/redis/script.js";
@@ -72,6 +73,24 @@ console.table(
     "Redis µs/call": median(rs.map((x) => x.usecPerCall)).toFixed(1),
     "Redis µs/check": (median(rs.map((x) => x.usecPerCall)) / BATCH).toFixed(2),
   })),
+);
+// The fixed cost of a call (parsing the program's top level: every algorithm's constructor and
+// helpers are defined on each call) against the cost of each check.
+const bySize = {};
+for (const size of [1, 32, 1, 32]) {
+  const before = await stats("evalsha");
+  for (let i = 0; i < 3000; i++) {
+    const keys = Array.from({ length: size }, (_, j) => `bench-fn-${run}:{${(i * size + j) % 10_000}}s${size}`);
+    await client.evalsha(sha, keys.length, keys, args);
+  }
+  const after = await stats("evalsha");
+  (bySize[size] ??= []).push((after.usec - before.usec) / (after.calls - before.calls));
+}
+const one = Math.min(...bySize[1]);
+const full = Math.min(...bySize[32]);
+const perCheck = (full - one) / 31;
+console.log(
+  `EVALSHA, Redis µs per call (best of 2): 1 check ${one.toFixed(1)}, 32 checks ${full.toFixed(1)}; so about ${(one - perCheck).toFixed(1)} µs per call and ${perCheck.toFixed(1)} µs per check`,
 );
 await client.call("FUNCTION", "DELETE", `sluicebench${run}`);
 let cursor = "0";
