@@ -259,13 +259,16 @@ export class Batcher {
       // Some keys of the slot are elsewhere (migrating) or the slot is moving: the script did
       // not run. Checks of different keys go separately; a single one is retried shortly.
       if (batch.pending.length > 1) {
-        await Promise.all(
+        // Every part settles before the batch may fail: a failure declared while another part
+        // is still in flight would answer by policy a check that Redis may yet count.
+        const parts = await Promise.allSettled(
           batch.pending.map((p) => {
             const single = new Batch(batch.node);
             single.add(p);
             return this.#run(single, attempt);
           }),
         );
+        for (const part of parts) if (part.status === "rejected") throw part.reason;
         return;
       }
       await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));
