@@ -68,88 +68,105 @@ describe.skipIf(cluster === undefined)("Redis Cluster faults", () => {
     await cluster?.dispose();
   });
 
-  it("one paused master affects only its own keys: the others are decided, its checks settle within timeoutMs by policy, and nothing is counted late", async () => {
-    const prefix = uniquePrefix("pause");
-    const store = new RedisStore({ client: io, prefix, timeoutMs: TIMEOUT, denyCache: false });
-    const ids: string[] = [];
-    const clock = new ManualClock(1_000_000);
-    const limit = 1000;
-    const limiter = createLimiter(
-      { algorithm: "fixed-window", limit, windowMs: 3_600_000 },
-      { store: recording(store, ids), clock, name: "pause" },
-    );
-    const id = ids[0] as string;
-    // 8 keys per master, found by the slot map.
-    const byNode = new Map<string, string[]>();
-    for (let i = 0; [...byNode.values()].filter((k) => k.length >= 8).length < 3; i++) {
-      const key = `user:${i}`;
-      const node = io.slots[slotFor(id, key)]?.[0] as string;
-      const keys = byNode.get(node) ?? [];
-      if (keys.length < 8) keys.push(key);
-      byNode.set(node, keys);
-    }
-    const [paused, ...healthy] = [...byNode.keys()] as [string, ...string[]];
-    const pausedPort = Number(paused.split(":")[1]);
-    const admitted = new Map<string, number>();
-    const round = async () => {
-      const results = await Promise.all(
-        [...byNode.entries()].flatMap(([node, keys]) =>
-          keys.map(async (key) => ({ node, key, ...(await timed(() => limiter.tryAcquire(key))) })),
-        ),
+  for (const kind of ["ioredis", "node-redis"] as const) {
+    it(`one paused master affects only its own keys (${kind}): the others are decided, its checks settle within timeoutMs by policy, and nothing is counted late`, async () => {
+      let client: RedisClientLike = io;
+      let close = async () => {};
+      if (kind === "node-redis") {
+        const node = createCluster({
+          rootNodes: ports.map((port) => ({ url: `redis://127.0.0.1:${port}` })),
+          defaults: { disableOfflineQueue: true },
+        });
+        node.on("error", () => {});
+        await node.connect();
+        client = node as unknown as RedisClientLike;
+        close = async () => {
+          await node.close();
+        };
+      }
+      const prefix = uniquePrefix(`pause-${kind}`);
+      const store = new RedisStore({ client, prefix, timeoutMs: TIMEOUT, denyCache: false });
+      const ids: string[] = [];
+      const clock = new ManualClock(1_000_000);
+      const limit = 1000;
+      const limiter = createLimiter(
+        { algorithm: "fixed-window", limit, windowMs: 3_600_000 },
+        { store: recording(store, ids), clock, name: "pause" },
       );
-      for (const r of results)
-        if (r.d.allowed && r.d.failure === undefined) admitted.set(r.key, (admitted.get(r.key) ?? 0) + 1);
-      return results;
-    };
-    // Every node answers once first (so the store knows each node's clock offset).
-    for (const r of await round()) expect(r.d.failure, r.key).toBeUndefined();
-    expect(await rawCommand(pausedPort, "CLIENT PAUSE 4000")).toMatch(/^\+OK/);
-    const decided = new Map<string, number>(healthy.map((n) => [n, 0]));
-    let pausedChecks = 0;
-    let slowest = 0;
-    let openSeen = false;
-    for (let r = 0; r < 12; r++) {
-      for (const result of await round()) {
-        if (result.node === paused) {
-          pausedChecks++;
-          slowest = Math.max(slowest, result.ms);
-          expect(result.d.allowed).toBe(false);
-          expect(result.d.failure?.policy).toBe("deny");
-        } else {
-          expect(result.d.failure, `${result.key} on healthy ${result.node}`).toBeUndefined();
-          expect(result.d.allowed).toBe(true);
-          decided.set(result.node, (decided.get(result.node) ?? 0) + 1);
+      const id = ids[0] as string;
+      // 8 keys per master, found by the slot map.
+      const byNode = new Map<string, string[]>();
+      for (let i = 0; [...byNode.values()].filter((k) => k.length >= 8).length < 3; i++) {
+        const key = `user:${i}`;
+        const node = io.slots[slotFor(id, key)]?.[0] as string;
+        const keys = byNode.get(node) ?? [];
+        if (keys.length < 8) keys.push(key);
+        byNode.set(node, keys);
+      }
+      const [paused, ...healthy] = [...byNode.keys()] as [string, ...string[]];
+      const pausedPort = Number(paused.split(":")[1]);
+      const admitted = new Map<string, number>();
+      const round = async () => {
+        const results = await Promise.all(
+          [...byNode.entries()].flatMap(([node, keys]) =>
+            keys.map(async (key) => ({ node, key, ...(await timed(() => limiter.tryAcquire(key))) })),
+          ),
+        );
+        for (const r of results)
+          if (r.d.allowed && r.d.failure === undefined) admitted.set(r.key, (admitted.get(r.key) ?? 0) + 1);
+        return results;
+      };
+      // Every node answers once first (so the store knows each node's clock offset).
+      for (const r of await round()) expect(r.d.failure, r.key).toBeUndefined();
+      expect(await rawCommand(pausedPort, "CLIENT PAUSE 4000")).toMatch(/^\+OK/);
+      const decided = new Map<string, number>(healthy.map((n) => [n, 0]));
+      let pausedChecks = 0;
+      let slowest = 0;
+      let openSeen = false;
+      for (let r = 0; r < 12; r++) {
+        for (const result of await round()) {
+          if (result.node === paused) {
+            pausedChecks++;
+            slowest = Math.max(slowest, result.ms);
+            expect(result.d.allowed).toBe(false);
+            expect(result.d.failure?.policy).toBe("deny");
+          } else {
+            expect(result.d.failure, `${result.key} on healthy ${result.node}`).toBeUndefined();
+            expect(result.d.allowed).toBe(true);
+            decided.set(result.node, (decided.get(result.node) ?? 0) + 1);
+          }
+        }
+        if (store.openNodes().includes(paused)) openSeen = true;
+      }
+      // Only the paused master's breaker opened.
+      expect(openSeen).toBe(true);
+      for (const node of healthy) expect(store.openNodes()).not.toContain(node);
+      for (const node of healthy) expect(decided.get(node)).toBe(12 * 8);
+      expect(pausedChecks).toBe(12 * 8);
+      expect(slowest).toBeLessThan(TIMEOUT + MARGIN);
+      // Once the pause ends, the calls Redis held in its input buffer run, and the deadline guard
+      // refuses them: the paused keys still hold only their acknowledged admissions.
+      for (let i = 0; i < 200; i++) {
+        if ((await rawCommand(pausedPort, "PING", "127.0.0.1", 5000))?.startsWith("+PONG")) break;
+      }
+      const check = new RedisStore({ client: io, prefix, timeoutMs: 5000, denyCache: false, breaker: false });
+      const verify = createLimiter(
+        { algorithm: "fixed-window", limit, windowMs: 3_600_000 },
+        { store: check, clock, name: "pause" },
+      );
+      for (const keys of byNode.values()) {
+        for (const key of keys) {
+          const peek = await verify.peek(key);
+          expect(peek.failure, key).toBeUndefined();
+          expect(limit - peek.remaining - 1, key).toBe(admitted.get(key) ?? 0);
         }
       }
-      if (store.openNodes().includes(paused)) openSeen = true;
-    }
-    // Only the paused master's breaker opened.
-    expect(openSeen).toBe(true);
-    for (const node of healthy) expect(store.openNodes()).not.toContain(node);
-    for (const node of healthy) expect(decided.get(node)).toBe(12 * 8);
-    expect(pausedChecks).toBe(12 * 8);
-    expect(slowest).toBeLessThan(TIMEOUT + MARGIN);
-    // Once the pause ends, the calls Redis held in its input buffer run, and the deadline guard
-    // refuses them: the paused keys still hold only their acknowledged admissions.
-    for (let i = 0; i < 200; i++) {
-      if ((await rawCommand(pausedPort, "PING", "127.0.0.1", 5000))?.startsWith("+PONG")) break;
-    }
-    const check = new RedisStore({ client: io, prefix, timeoutMs: 5000, denyCache: false, breaker: false });
-    const verify = createLimiter(
-      { algorithm: "fixed-window", limit, windowMs: 3_600_000 },
-      { store: check, clock, name: "pause" },
-    );
-    for (const keys of byNode.values()) {
-      for (const key of keys) {
-        const peek = await verify.peek(key);
-        expect(peek.failure, key).toBeUndefined();
-        expect(limit - peek.remaining - 1, key).toBe(admitted.get(key) ?? 0);
-      }
-    }
-    console.info(
-      `CLIENT PAUSE of 1 of 3 masters: healthy masters decided ${[...decided.values()].reduce((a, b) => a + b, 0)}/${12 * 16} checks; paused master's ${pausedChecks} checks answered by policy, slowest ${Math.round(slowest)} ms (timeoutMs ${TIMEOUT}); stored counts = acknowledged admissions on every key`,
-    );
-  });
+      console.info(
+        `CLIENT PAUSE of 1 of 3 masters (${kind}): healthy masters decided ${[...decided.values()].reduce((a, b) => a + b, 0)}/${12 * 16} checks; paused master's ${pausedChecks} checks answered by policy, slowest ${Math.round(slowest)} ms (timeoutMs ${TIMEOUT}); stored counts = acknowledged admissions on every key`,
+      );
+      await close();
+    });
+  }
 
   it("the deny cache on Cluster: a reset through one client reaches another client's cache (ioredis and node-redis)", async () => {
     const node = createCluster({
