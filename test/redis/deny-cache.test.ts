@@ -152,11 +152,15 @@ describe.skipIf(!canStart)("Redis deny cache", () => {
     expect(s.cachedDenials).toBe(0);
   });
 
-  for (const change of ["reset", "a rule release (updateRule / reload / close)"] as const) {
+  for (const change of [
+    "reset",
+    "reset through a store with denyCache: false",
+    "a rule release (updateRule / reload / close)",
+  ] as const) {
     it(`${change} on one store reaches another store's cache (two clients)`, async () => {
       const { url } = await redis();
       const prefix = uniquePrefix("deny-two");
-      const a = store(await ready(ioredis(url)), prefix);
+      const a = store(await ready(ioredis(url)), prefix, change.includes("false") ? { denyCache: false } : {});
       const b = store(await ready(ioredis(url)), prefix);
       const clock = new ManualClock(5_000_000);
       const onA = createLimiter(SPEC, { store: a, clock, name: "login" });
@@ -166,7 +170,7 @@ describe.skipIf(!canStart)("Redis deny cache", () => {
       const hits = b.denyCacheHits;
       expect((await onB.tryAcquire("victim")).allowed).toBe(false);
       expect(b.denyCacheHits).toBe(hits + 1);
-      if (change === "reset") {
+      if (change.startsWith("reset")) {
         await onA.reset("victim");
       } else {
         // A rule released elsewhere (its spec changed there): state is wiped by hand here, so

@@ -41,9 +41,10 @@ export interface StoreParts {
   readonly nodes: Nodes;
   readonly batcher: Batcher;
   readonly onError: OnError;
-  /** The deny cache and its invalidation channel (both undefined with `denyCache: false`). */
+  /** The deny cache (undefined with `denyCache: false`). */
   readonly denyCache: DenyCache | undefined;
-  readonly invalidation: Invalidation | undefined;
+  /** Where resets and releases are published for every node's cache (whether or not this store has one). */
+  readonly invalidation: Invalidation;
 }
 
 function storeError(what: string, error: unknown): StoreError {
@@ -113,7 +114,7 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     const store = this.#store;
     if (store.denyCache === undefined) return;
     if (!store.denyCache.live) {
-      store.invalidation?.start();
+      store.invalidation.start();
       return;
     }
     store.denyCache.remember(this, this.#id, key, cost, now, sentAt, decision);
@@ -133,7 +134,7 @@ export class RedisBoundRule implements BoundRule, BatchRule {
       await withTimeout(store.commands.del(keys), store.timeoutMs, () => {
         throw new StoreError(`Redis did not answer within timeoutMs (${store.timeoutMs} ms)`, { timeout: true });
       });
-      await store.invalidation?.publish(this.#id, key);
+      await store.invalidation.publish(this.#id, key);
     } catch (error) {
       throw storeError("reset", error);
     }
@@ -144,6 +145,6 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     this.#policy.release();
     const store = this.#store;
     store.denyCache?.invalidate(this.#id, null);
-    store.invalidation?.publish(this.#id, null).catch(() => undefined);
+    store.invalidation.publish(this.#id, null).catch(() => undefined);
   }
 }

@@ -1,8 +1,9 @@
 /**
- * The deny cache's link to every other node: resets and rule releases are published on
- * `<prefix>invalidate`, and this store's cache hears everyone's (its own included) through a
- * subscription on a duplicate of the client. The subscription is made on the first denial
- * worth caching, so stores that never deny open no extra connection; `close()` ends it.
+ * The deny caches' link between nodes: every store publishes its resets and rule releases on
+ * `<prefix>invalidate` (with or without a cache of its own, since others may have one), and a
+ * store with a cache hears everyone's (its own included) through a subscription on a
+ * duplicate of the client. The subscription is made on the first denial worth caching, so
+ * stores that never deny open no extra connection; `close()` ends it.
  */
 import { withTimeout } from "../with-timeout.ts";
 import type { RedisCommands, Subscription } from "./client.ts";
@@ -12,12 +13,12 @@ import { DenyCache } from "./deny-cache.ts";
 export class Invalidation {
   readonly #commands: RedisCommands;
   readonly #channel: string;
-  readonly #cache: DenyCache;
+  readonly #cache: DenyCache | undefined;
   readonly #timeoutMs: number;
   #subscription: Promise<Subscription | undefined> | undefined;
   #closed = false;
 
-  constructor(commands: RedisCommands, prefix: string, cache: DenyCache, timeoutMs: number) {
+  constructor(commands: RedisCommands, prefix: string, cache: DenyCache | undefined, timeoutMs: number) {
     this.#commands = commands;
     this.#channel = `${prefix}invalidate`;
     this.#cache = cache;
@@ -26,8 +27,8 @@ export class Invalidation {
 
   /** Starts the subscription unless it is running (the cache answers once it is live). */
   start(): void {
-    if (this.#subscription !== undefined || this.#closed) return;
     const cache = this.#cache;
+    if (cache === undefined || this.#subscription !== undefined || this.#closed) return;
     this.#subscription = this.#commands
       .subscribe(
         this.#channel,
@@ -53,7 +54,7 @@ export class Invalidation {
 
   /** Tells every node (this one first, at once) that `key` of rule `id` (all keys: null) may be free again. */
   async publish(id: string, key: string | null): Promise<void> {
-    this.#cache.invalidate(id, key);
+    this.#cache?.invalidate(id, key);
     await withTimeout(this.#commands.publish(this.#channel, DenyCache.message(id, key)), this.#timeoutMs, () => {
       throw new Error(`Redis did not answer PUBLISH within timeoutMs (${this.#timeoutMs} ms)`);
     });
@@ -62,7 +63,7 @@ export class Invalidation {
   /** Ends the subscription; the cache stops answering. */
   async close(): Promise<void> {
     this.#closed = true;
-    this.#cache.link(false);
+    this.#cache?.link(false);
     const subscription = await this.#subscription;
     this.#subscription = undefined;
     await subscription?.close();

@@ -112,7 +112,7 @@ export class RedisStore implements Store {
       batcher: new Batcher(commands, checkScript(), this.timeoutMs, Math.ceil(grace)),
       onError: checkOnError(options.onError ?? "deny"),
       denyCache,
-      invalidation: denyCache && new Invalidation(commands, prefix, denyCache, this.timeoutMs),
+      invalidation: new Invalidation(commands, prefix, denyCache, this.timeoutMs),
     };
     const late = warned.has(options.client) ? [] : commands.lateOptions();
     if (late.length > 0) {
@@ -148,7 +148,7 @@ export class RedisStore implements Store {
 
   /** Ends the deny cache's subscription (the client itself stays yours to close). */
   async close(): Promise<void> {
-    await this.#parts.invalidation?.close();
+    await this.#parts.invalidation.close();
   }
 
   /** Binds a rule: its members' key layout and script parameters are computed once, here. */
