@@ -159,6 +159,8 @@ export class Batcher {
   /** Runs `batch` until every check is answered; rejects when it cannot be (the rest fail by policy). */
   async #run(batch: Batch, attempt: Attempt): Promise<void> {
     let reply: unknown;
+    // Whether this call's deadline rests on an assumed clock offset (the node never answered).
+    const assumed = !batch.node.known;
     try {
       reply = await this.#call(batch, attempt);
     } catch (error) {
@@ -189,6 +191,8 @@ export class Batcher {
       if (typeof serverMs === "number") batch.node.observe(serverMs, localMs());
       // The guard's answer: the call reached Redis after its deadline and did nothing.
       if (reply[0] === "late") {
+        // Refused on an assumed offset: the reply taught the true one, and the call did not run.
+        if (assumed && !attempt.late && batch.node.known) return this.#run(batch, attempt);
         throw new StoreError(
           `Redis received the call too late to answer within timeoutMs (${this.#timeoutMs} ms); it did not run`,
           { timeout: true },

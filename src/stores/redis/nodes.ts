@@ -26,7 +26,9 @@ export class NodeState {
    * reply reached us, so each `serverMs − receivedAt` can only be low (by the reply's way back
    * and any event-loop lag). The best recent bound is the greatest: the maximum over the current
    * and the previous window of OFFSET_WINDOW_MS, so a bound from before a server clock change
-   * ages out. Undefined until the node first answers (then calls carry no deadline).
+   * ages out. Until the node first answers, the clocks are assumed to agree (offset 0), which
+   * holds to a few ms on machines synced by NTP; a call refused on that assumption is sent
+   * again once the reply has taught the true offset (see the batcher).
    */
   #current: number | undefined;
   #previous: number | undefined;
@@ -35,6 +37,11 @@ export class NodeState {
   constructor(address: string, breaker: Breaker) {
     this.address = address;
     this.breaker = breaker;
+  }
+
+  /** Whether a reply has taught this node's clock offset (else offset 0 is assumed). */
+  get known(): boolean {
+    return this.#current !== undefined;
   }
 
   /** Records a reply's server time, read at or before local time `receivedAt`. */
@@ -51,11 +58,11 @@ export class NodeState {
 
   /**
    * The deadline (server clock, as script text) for a call first sent at local `sentAt` that
-   * must not start after local `sentAt + budgetMs`; "" while the offset is unknown.
+   * must not start after local `sentAt + budgetMs`.
    */
   deadline(sentAt: number, budgetMs: number): string {
     const offset = this.#previous === undefined ? this.#current : Math.max(this.#previous, this.#current ?? -Infinity);
-    return offset === undefined ? "" : String(Math.floor(sentAt + budgetMs + offset));
+    return String(Math.floor(sentAt + budgetMs + (offset ?? 0)));
   }
 }
 

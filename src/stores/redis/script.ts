@@ -9,7 +9,7 @@
  * client does: a command held in a paused server's input buffer, re-sent after a reconnect or
  * retried by a Cluster client after TRYAGAIN arrives too late and is refused by Redis itself.
  * Every other reply gets the server time (ms) appended, from which the client learns a lower
- * bound of the server's clock offset (see node-state.ts).
+ * bound of the server's clock offset (see nodes.ts).
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
