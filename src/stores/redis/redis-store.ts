@@ -3,6 +3,11 @@
  * Redis, atomically, making exactly the decisions the memory store makes for the same events.
  * With an injected clock `now` travels as a script argument; without one the script reads the
  * server's `TIME`, so application servers with skewed clocks still agree.
+ *
+ * Around the decision: checks are batched per slot (batcher.ts), bounded by `timeoutMs` and a
+ * deadline Redis itself enforces (script.ts), guarded by one circuit breaker per node
+ * (nodes.ts), answered by `onError` when Redis cannot (failure.ts), and repeats of a denial
+ * are answered locally until its retryAfterMs (deny-cache.ts, invalidation.ts).
  */
 
 import { ArgumentError } from "../../errors.ts";
