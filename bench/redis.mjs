@@ -5,9 +5,17 @@
 // The machine may be shared and noisy: rounds are interleaved (each round runs every contender,
 // in a rotating order) and each figure is the median over rounds; the load average is printed.
 // Key prefixes are equally long for every contender, so bytes/key compares like with like.
+// Then abusive traffic: 100 keys already over their limit, hammered with DECISIONS checks, on
+// a private redis-server started here (so INFO commandstats counts only this run's commands):
+// decisions/s, Redis commands per repeated denial and Redis CPU per decision, sluice (deny
+// cache on, and off) beside rate-limiter-flexible.
 // Run with: npm run build && node bench/redis.mjs
 // (REDIS_URL selects the server; default redis://127.0.0.1:6379. BENCH_ROUNDS, default 5.)
-import { readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { RateLimiterRedis } from "rate-limiter-flexible";
 import { createLimiter } from "../dist/index.js";
@@ -88,20 +96,28 @@ const contenders = [
     name: "sluice fixed-window",
     pattern: `bench-fw-${run}:*`,
     make() {
-      const client = new Redis(URL);
+      const client = new Redis(URL, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
       const store = new RedisStore({ client, prefix: `bench-fw-${run}:` });
       const limiter = createLimiter({ algorithm: "fixed-window", limit: 100, windowMs: 60_000 }, { store });
-      return { check: async (key) => (await limiter.tryAcquire(key)).allowed, close: () => client.disconnect() };
+      return {
+        ready: () => new Promise((r) => (client.status === "ready" ? r() : client.once("ready", r))),
+        check: async (key) => (await limiter.tryAcquire(key)).allowed,
+        close: () => store.close().then(() => client.disconnect()),
+      };
     },
   },
   {
     name: "sluice gcra",
     pattern: `bench-gc-${run}:*`,
     make() {
-      const client = new Redis(URL);
+      const client = new Redis(URL, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
       const store = new RedisStore({ client, prefix: `bench-gc-${run}:` });
       const limiter = createLimiter({ algorithm: "gcra", limit: 100, periodMs: 60_000 }, { store });
-      return { check: async (key) => (await limiter.tryAcquire(key)).allowed, close: () => client.disconnect() };
+      return {
+        ready: () => new Promise((r) => (client.status === "ready" ? r() : client.once("ready", r))),
+        check: async (key) => (await limiter.tryAcquire(key)).allowed,
+        close: () => store.close().then(() => client.disconnect()),
+      };
     },
   },
   {
@@ -137,11 +153,12 @@ for (let round = 0; round < ROUNDS; round++) {
   for (let i = 0; i < contenders.length; i++) {
     const c = contenders[(i + round) % contenders.length];
     await cleanup(c.pattern);
-    const { check, close } = c.make();
+    const { ready, check, close } = c.make();
+    await ready?.();
     await measure(check); // warm-up round fills the keys and the script caches (not counted)
     const r = await measure(check);
     r.memory = await bytesPerKey(c.pattern);
-    close();
+    await close();
     results.get(c.name).push(r);
     await cleanup(c.pattern);
   }
@@ -185,3 +202,157 @@ console.log(
 console.table(rows);
 console.log(`load average before: ${loadBefore}; after: ${loadAfter} (${ROUNDS} rounds)`);
 admin.disconnect();
+
+// --- Abusive traffic, on a private server -------------------------------------------------
+const ABUSERS = 100;
+const ABUSE_LIMIT = 10;
+
+function freePort() {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const dir = mkdtempSync(join(tmpdir(), "sluice-bench-"));
+const port = await freePort();
+const privateServer = spawn(
+  "redis-server",
+  ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+  { stdio: "ignore" },
+);
+const privateUrl = `redis://127.0.0.1:${port}`;
+const privateAdmin = new Redis(privateUrl, { retryStrategy: () => 50 });
+privateAdmin.on("error", () => {}); // refused until the server is up
+for (let i = 0; i < 100; i++) {
+  try {
+    await privateAdmin.ping();
+    break;
+  } catch {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Commands the private server has run (INFO's own calls excluded) and its CPU seconds. */
+async function serverCounters() {
+  const stats = await privateAdmin.info("commandstats");
+  let calls = 0;
+  for (const m of stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) if (m[1] !== "info") calls += Number(m[2]);
+  const cpu = await privateAdmin.info("cpu");
+  const field = (name) => Number(new RegExp(`${name}:([\\d.]+)`).exec(cpu)?.[1]);
+  return { calls, cpu: field("used_cpu_sys") + field("used_cpu_user") };
+}
+
+const abusers = Array.from({ length: ABUSERS }, (_, i) => `abuser:${i}`);
+const abuseContenders = [
+  {
+    name: "sluice gcra (deny cache)",
+    make(prefix) {
+      const client = new Redis(privateUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
+      const store = new RedisStore({ client, prefix });
+      const limiter = createLimiter({ algorithm: "gcra", limit: ABUSE_LIMIT, periodMs: 60_000 }, { store });
+      return {
+        ready: () => new Promise((r) => (client.status === "ready" ? r() : client.once("ready", r))),
+        check: async (key) => (await limiter.tryAcquire(key)).allowed,
+        close: async () => {
+          await store.close();
+          client.disconnect();
+        },
+      };
+    },
+  },
+  {
+    name: "sluice gcra (denyCache: false)",
+    make(prefix) {
+      const client = new Redis(privateUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
+      const store = new RedisStore({ client, prefix, denyCache: false });
+      const limiter = createLimiter({ algorithm: "gcra", limit: ABUSE_LIMIT, periodMs: 60_000 }, { store });
+      return {
+        ready: () => new Promise((r) => (client.status === "ready" ? r() : client.once("ready", r))),
+        check: async (key) => (await limiter.tryAcquire(key)).allowed,
+        close: async () => client.disconnect(),
+      };
+    },
+  },
+  {
+    name: "rate-limiter-flexible",
+    make(prefix) {
+      const client = new Redis(privateUrl);
+      const limiter = new RateLimiterRedis({
+        storeClient: client,
+        points: ABUSE_LIMIT,
+        duration: 60,
+        keyPrefix: prefix,
+      });
+      return {
+        ready: () => client.ping(),
+        check: (key) =>
+          limiter.consume(key, 1).then(
+            () => true,
+            (rejection) => {
+              if (rejection instanceof Error) throw rejection;
+              return false;
+            },
+          ),
+        close: async () => client.disconnect(),
+      };
+    },
+  },
+];
+
+/** DECISIONS checks over the abusers, IN_FLIGHT at a time. */
+async function abuse(check) {
+  let next = 0;
+  let allowed = 0;
+  const before = await serverCounters();
+  const started = performance.now();
+  const worker = async () => {
+    while (next < DECISIONS) {
+      const i = next++;
+      if (await check(abusers[i % ABUSERS])) allowed++;
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+  const seconds = (performance.now() - started) / 1000;
+  const after = await serverCounters();
+  return {
+    perSecond: DECISIONS / seconds,
+    commandsPerDenial: (after.calls - before.calls - 2) / (DECISIONS - allowed),
+    cpuUsPerDecision: ((after.cpu - before.cpu) / DECISIONS) * 1e6,
+    allowed,
+  };
+}
+
+const abuseResults = new Map(abuseContenders.map((c) => [c.name, []]));
+for (let round = 0; round < ROUNDS; round++) {
+  for (let i = 0; i < abuseContenders.length; i++) {
+    const c = abuseContenders[(i + round) % abuseContenders.length];
+    const prefix = `abuse-${run}-${round}-${i}:`;
+    const { ready, check, close } = c.make(prefix);
+    await ready();
+    // Every abuser spends its limit first, then keeps coming back.
+    for (let n = 0; n < ABUSE_LIMIT + 2; n++) await Promise.all(abusers.map((k) => check(k)));
+    abuseResults.get(c.name).push(await abuse(check));
+    await close();
+  }
+}
+const abuseBase = median(abuseResults.get("rate-limiter-flexible").map((r) => r.perSecond));
+console.log(
+  `\nAbusive traffic: ${DECISIONS} checks over ${ABUSERS} keys already over their limit (${ABUSE_LIMIT}/min), ${IN_FLIGHT} in flight, median of ${ROUNDS} rounds (private redis-server)`,
+);
+console.table(
+  [...abuseResults].map(([name, rs]) => ({
+    contender: name,
+    "decisions/s": Math.round(median(rs.map((r) => r.perSecond))),
+    "× rlf": (median(rs.map((r) => r.perSecond)) / abuseBase).toFixed(2),
+    "Redis commands/denial": median(rs.map((r) => r.commandsPerDenial)).toFixed(4),
+    "Redis CPU µs/decision": median(rs.map((r) => r.cpuUsPerDecision)).toFixed(2),
+    allowed: rs.map((r) => r.allowed).join(" "),
+  })),
+);
+privateAdmin.disconnect();
+privateServer.kill("SIGKILL");
+rmSync(dir, { recursive: true, force: true });

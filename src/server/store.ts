@@ -4,6 +4,7 @@
  * needs either installed.
  */
 import { MemoryStore as Memory, type MemoryStore, type Store } from "../index.ts";
+import { withTimeout } from "../stores/with-timeout.ts";
 import { loadState, startStateSaver } from "./state-file.ts";
 
 /** What the server needs from its store. */
@@ -97,6 +98,8 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
     ? new Cluster(seeds.map(seed), {
         lazyConnect: false,
         enableOfflineQueue: false,
+        // TRYAGAIN (a slot migrating) goes back to the store at once, which splits the batch.
+        retryDelayOnTryAgain: 0,
         redisOptions: { autoResendUnfulfilledCommands: false },
       })
     : new Redis(seeds[0] as string, {
@@ -143,17 +146,12 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
     stats: () => ({}),
     ping: async () => {
       // Bounded like every check: a health probe must not hang on a silent Redis.
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error("Redis did not answer PING in time")), store.timeoutMs);
+      await withTimeout(client.ping(), store.timeoutMs, () => {
+        throw new Error("Redis did not answer PING in time");
       });
-      try {
-        await Promise.race([client.ping(), timeout]);
-      } finally {
-        clearTimeout(timer);
-      }
     },
     close: async () => {
+      await store.close();
       await client.quit().catch(() => client.disconnect());
     },
   };

@@ -40,6 +40,7 @@ describe.skipIf(redis === undefined)("Redis batching parity, standalone", () => 
           client: client === "ioredis" ? io : node,
           prefix: uniquePrefix(`batching-${client}`),
           expiryGraceMs: 600_000,
+          denyCache: false,
         });
         compared += await runBatchedTrace(specs, store, seed * 31 + 7, EVENTS);
       }

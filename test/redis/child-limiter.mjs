@@ -26,5 +26,6 @@ process.stdin.once("data", async () => {
   };
   await Promise.all(Array.from({ length: Number(inFlight) }, worker));
   process.stdout.write(`${JSON.stringify(counts)}\n`);
+  await store.close();
   client.disconnect();
 });

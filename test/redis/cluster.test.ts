@@ -46,6 +46,7 @@ describe.skipIf(cluster === undefined)("Redis Cluster", () => {
               client: client === "ioredis" ? io : node,
               prefix: uniquePrefix(`cluster-${client}`),
               expiryGraceMs: 600_000,
+              denyCache: false,
             }),
         );
         expect(compared).toBeGreaterThan(PARITY_SEEDS * 2 * PARITY_EVENTS * 0.8);

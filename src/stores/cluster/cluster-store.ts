@@ -207,9 +207,7 @@ export class ClusterStore implements Store {
   /** The failure policy's answer: a decision for checks; a reset rejects. */
   async #fail(rule: ClusterBoundRule, key: string, cost: number, op: OpName, error: StoreError): Promise<unknown> {
     if (op === "reset") throw error;
-    // A refund answers what a peek of one unit then says; the policy answers that peek.
-    if (op === "refund") return rule.policy.decide(key, 1, true, error);
-    return rule.policy.decide(key, cost, op === "peek", error);
+    return rule.policy.decide(key, cost, undefined, op, error);
   }
 }
 

@@ -4,17 +4,27 @@
  * in flight cost a handful of round trips and script invocations instead of 64. The script
  * decides them in order, each atomically. Each rule's parameters travel once per batch; a
  * check adds its keys and 3 short arguments (none when every check of the batch has the same
- * rule, cost and time source: the usual case, sent once). A reply of NOSCRIPT means the script did not run,
- * so re-sending it with EVAL (which also caches it) cannot count anything twice; any other
- * error fails the batch without a retry. One timer bounds each batch by `timeoutMs`.
+ * rule, cost and time source: the usual case, sent once).
+ *
+ * Errors that prove the script did not run are recovered within `timeoutMs`, never after it:
+ * NOSCRIPT → the same call with EVAL (which also caches the script); TRYAGAIN, ASK, MOVED and
+ * CLUSTERDOWN (a slot being migrated or a cluster reconfiguring: some keys of a multi-key call
+ * are elsewhere) → the batch is split into one call per check, and a single check is retried
+ * after a short pause. Any other error fails the batch without a retry (it may have run), so
+ * nothing is ever counted twice. Once `timeoutMs` has passed and the callers were answered by
+ * the failure policy, nothing more is sent for the batch.
  *
  * Per check the work is O(1) and closure-free: one pending record, pushes onto the batch's
- * arrays, one promise whose resolver is captured without a per-check function.
+ * arrays, one promise whose resolver is captured without a per-check function. All scratch
+ * state (rule indexes, parked resolvers) lives in the Batch and the Batcher, never on the
+ * shared rule objects.
  */
 import type { Decision } from "../../algorithms/decision.ts";
 import { StoreError } from "../../errors.ts";
-import type { Breaker } from "./breaker.ts";
+import { withTimeout } from "../with-timeout.ts";
+import { Batch, type BatchRule, type Pending } from "./batch.ts";
 import type { RedisCommands } from "./client.ts";
+import { localMs, type NodeState } from "./nodes.ts";
 import { decodeCheck, FIELDS } from "./reply.ts";
 import type { CheckScript } from "./script.ts";
 
@@ -27,103 +37,83 @@ import type { CheckScript } from "./script.ts";
  */
 const MAX_BATCH = 32;
 
-/** What the batcher needs of a bound rule. */
-export interface BatchRule {
-  /** The member limits, in spec order (what decisions report as `limit`). */
-  readonly limits: readonly number[];
-  /** The rule's script parameters: member count, then code and two parameters per member. */
-  readonly descriptor: readonly string[];
-  /** Member key infixes (`prefix{tag}` + infix + user key), in spec order. */
-  readonly infixes: readonly string[];
-  /** The decision of a check Redis could not make, by the rule's failure policy. */
-  fail(key: string, cost: number, peek: boolean, error: StoreError): Promise<Decision>;
-  /** Scratch for the batcher: the batch this rule was last added to, and its index there. */
-  batch: Batch | undefined;
-  batchIndex: string;
+/** Pause before re-sending a single check that met TRYAGAIN/CLUSTERDOWN (a migration step is ~ms). */
+const RETRY_PAUSE_MS = 5;
+
+/**
+ * Share of `timeoutMs` kept for a reply's way back: a call must start in Redis within the
+ * first 80% of `timeoutMs` (see the deadline guard in script.ts), so a check Redis counted is
+ * answered by Redis unless the reply itself takes longer than the remaining 20% to arrive.
+ */
+const REPLY_MARGIN = 0.2;
+
+/**
+ * Errors that prove a script call did not run and that a smaller call (one check) may get
+ * past, so sending again cannot count twice (NOSCRIPT, the other one, is cured by EVAL).
+ */
+const SPLIT = /^(?:ReplyError: )?(?:TRYAGAIN|ASK|MOVED|CLUSTERDOWN)\b|^Too many Cluster redirections/;
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
 
-/** One check waiting for its batch's reply. */
-interface Pending {
-  rule: BatchRule;
-  key: string;
-  cost: number;
-  peek: boolean;
-  resolve: (value: Decision | Promise<Decision>) => void;
+/** Where a batch is in its `timeoutMs`: once late, its callers were answered and nothing more is sent. */
+interface Attempt {
+  late: boolean;
+  /** Local monotonic time (see localMs) when the batch was first sent. */
+  readonly sentAt: number;
 }
-
-/** Checks bound for one script call. */
-export class Batch {
-  readonly keys: string[] = [];
-  readonly rules: string[] = [];
-  /** Rule index, cost and now of every check, written out once the checks stop being uniform. */
-  readonly checks: string[] = [];
-  readonly pending: Pending[] = [];
-  ruleCount = 0;
-  /** While true, every check so far has the first check's rule index, cost and now (below). */
-  uniform = true;
-  rule0 = "";
-  cost0 = "";
-  now0 = "";
-}
-
-// The promise executor is shared: it parks each resolver here, so no closure is made per check.
-let parked: ((value: Decision | Promise<Decision>) => void) | undefined;
-const park = (resolve: (value: Decision | Promise<Decision>) => void) => {
-  parked = resolve;
-};
 
 /** Queues checks and sends them as batched script calls. */
 export class Batcher {
   readonly #commands: RedisCommands;
   readonly #script: CheckScript;
-  readonly #breaker: Breaker;
   readonly #timeoutMs: number;
+  /** How long after sending a call may still start in Redis: `timeoutMs` less a margin for the reply's way back. */
+  readonly #budgetMs: number;
   readonly #grace: string;
   /** Open batches by Cluster slot (only slot 0 on standalone). */
   #open = new Map<number, Batch>();
   #scheduled = false;
   readonly #flush = () => this.#flushAll();
+  // The promise executor is shared: it parks each resolver here, so no closure is made per check.
+  #parked: Pending["resolve"] | undefined;
+  readonly #park = (resolve: Pending["resolve"]) => {
+    this.#parked = resolve;
+  };
 
-  constructor(commands: RedisCommands, script: CheckScript, breaker: Breaker, timeoutMs: number, graceMs: number) {
+  constructor(commands: RedisCommands, script: CheckScript, timeoutMs: number, graceMs: number) {
     this.#commands = commands;
     this.#script = script;
-    this.#breaker = breaker;
     this.#timeoutMs = timeoutMs;
+    this.#budgetMs = timeoutMs - Math.max(1, Math.floor(timeoutMs * REPLY_MARGIN));
     this.#grace = String(graceMs);
   }
 
   /**
    * Queues one check of `rule` for `key` (its keys start with `head`, `prefix{tag}`) in slot
-   * group `group`; `now` is the injected time as text, or "" for Redis TIME.
+   * `group`, served by `node`; `now` is the injected time, or undefined for Redis TIME.
    */
-  submit(rule: BatchRule, group: number, head: string, key: string, cost: number, peek: boolean, now: string) {
+  submit(
+    rule: BatchRule,
+    group: number,
+    node: NodeState,
+    head: string,
+    key: string,
+    cost: number,
+    peek: boolean,
+    now: number | undefined,
+  ): Promise<Decision> {
     let batch = this.#open.get(group);
     if (batch === undefined) {
-      batch = new Batch();
+      batch = new Batch(node);
       this.#open.set(group, batch);
     }
-    if (rule.batch !== batch) {
-      rule.batch = batch;
-      rule.batchIndex = String(++batch.ruleCount);
-      for (const d of rule.descriptor) batch.rules.push(d);
-    }
-    for (const infix of rule.infixes) batch.keys.push(head + infix + key);
-    // The sign of the cost says peek; "-" + cost keeps it for a cost of 0 too.
-    const costText = peek ? `-${cost}` : cost === 1 ? "1" : String(cost);
-    if (batch.pending.length === 0) {
-      batch.rule0 = rule.batchIndex;
-      batch.cost0 = costText;
-      batch.now0 = now;
-    } else if (batch.uniform && (rule.batchIndex !== batch.rule0 || costText !== batch.cost0 || now !== batch.now0)) {
-      batch.uniform = false;
-      for (let i = 0; i < batch.pending.length; i++) batch.checks.push(batch.rule0, batch.cost0, batch.now0);
-    }
-    if (!batch.uniform) batch.checks.push(rule.batchIndex, costText, now);
-    const promise = new Promise<Decision>(park);
-    batch.pending.push({ rule, key, cost, peek, resolve: parked as Pending["resolve"] });
+    const promise = new Promise<Decision>(this.#park);
+    batch.add({ rule, head, key, cost, peek, now, resolve: this.#parked as Pending["resolve"], done: false });
     if (batch.pending.length >= MAX_BATCH) {
       this.#open.delete(group);
-      this.#send(batch);
+      this.#dispatch(batch);
     } else if (!this.#scheduled) {
       this.#scheduled = true;
       // setImmediate (not a microtask) so checks issued by the continuations of one socket
@@ -137,64 +127,101 @@ export class Batcher {
     this.#scheduled = false;
     const open = this.#open;
     this.#open = new Map();
-    for (const batch of open.values()) this.#send(batch);
+    for (const batch of open.values()) this.#dispatch(batch);
   }
 
-  #send(batch: Batch): void {
-    for (const p of batch.pending) if (p.rule.batch === batch) p.rule.batch = undefined;
-    // Uniform checks send their rule, cost and now once (see check.lua).
-    const tail = batch.uniform ? ["=", batch.rule0, batch.cost0, batch.now0] : batch.checks;
-    const args = [this.#grace, String(batch.ruleCount)].concat(batch.rules, tail);
-    const keys = batch.keys;
-    let settled = false;
-    const fail = (error: StoreError) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      this.#breaker.failure();
-      for (const p of batch.pending) p.resolve(p.rule.fail(p.key, p.cost, p.peek, error));
+  /** Sends a batch under one `timeoutMs`; on failure or timeout every unanswered check gets the policy's answer. */
+  #dispatch(batch: Batch): void {
+    const attempt: Attempt = { late: false, sentAt: localMs() };
+    const timeout = () => {
+      attempt.late = true;
+      throw new StoreError(`Redis did not answer within timeoutMs (${this.#timeoutMs} ms)`, { timeout: true });
     };
-    const timer = setTimeout(() => {
-      fail(new StoreError(`Redis did not answer within timeoutMs (${this.#timeoutMs} ms)`, { timeout: true }));
-    }, this.#timeoutMs);
-    const { sha, source } = this.#script;
-    this.#commands
-      .evalsha(sha, keys, args)
-      .catch((error: unknown) => {
-        // NOSCRIPT: the script did not run (cache flushed, restart, failover), so EVAL is safe —
-        // unless the callers were already answered by the failure policy (timeout): running it
-        // now would count requests that were told something else.
-        if (!settled && error instanceof Error && error.message.startsWith("NOSCRIPT")) {
-          return this.#commands.eval(source, keys, args);
+    // Success is recorded in #deliver, before the callers hear of it (they may read the breaker).
+    withTimeout(this.#run(batch, attempt), this.#timeoutMs, timeout).then(
+      () => undefined,
+      (error: unknown) => {
+        attempt.late = true;
+        batch.node.breaker.failure();
+        const failure =
+          error instanceof StoreError
+            ? error
+            : new StoreError(`Redis check failed: ${message(error)}`, { cause: error });
+        for (const p of batch.pending) {
+          if (p.done) continue;
+          p.done = true;
+          p.resolve(p.rule.fail(p.key, p.cost, p.now, p.peek ? "peek" : "check", failure));
         }
-        throw error;
-      })
-      .then(
-        (reply) => {
-          if (settled) return;
-          const error = this.#deliver(batch.pending, reply);
-          if (error !== undefined) {
-            fail(error);
-            return;
-          }
-          settled = true;
-          clearTimeout(timer);
-          this.#breaker.success();
-        },
-        (error: unknown) => {
-          fail(
-            error instanceof StoreError
-              ? error
-              : new StoreError(`Redis check failed: ${error instanceof Error ? error.message : String(error)}`, {
-                  cause: error,
-                }),
-          );
-        },
-      );
+      },
+    );
+  }
+
+  /** Runs `batch` until every check is answered; rejects when it cannot be (the rest fail by policy). */
+  async #run(batch: Batch, attempt: Attempt): Promise<void> {
+    let reply: unknown;
+    // Whether this call's deadline rests on an assumed clock offset (the node never answered).
+    const assumed = !batch.node.known;
+    try {
+      reply = await this.#call(batch, attempt);
+    } catch (error) {
+      if (attempt.late || !SPLIT.test(message(error))) throw error;
+      // Some keys of the slot are elsewhere (migrating) or the slot is moving: the script did
+      // not run. Checks of different keys go separately; a single one is retried shortly.
+      if (batch.pending.length > 1) {
+        // Every part settles before the batch may fail: a failure declared while another part
+        // is still in flight would answer by policy a check that Redis may yet count.
+        const parts = await Promise.allSettled(
+          batch.pending.map((p) => {
+            const single = new Batch(batch.node);
+            single.add(p);
+            return this.#run(single, attempt);
+          }),
+        );
+        for (const part of parts) if (part.status === "rejected") throw part.reason;
+        return;
+      }
+      await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS));
+      if (attempt.late) return;
+      return this.#run(batch, attempt);
+    }
+    if (attempt.late) return;
+    if (Array.isArray(reply)) {
+      // The server time the guard read (last value, or second after "late").
+      const serverMs = reply[0] === "late" ? reply[1] : reply.pop();
+      if (typeof serverMs === "number") batch.node.observe(serverMs, localMs());
+      // The guard's answer: the call reached Redis after its deadline and did nothing.
+      if (reply[0] === "late") {
+        // Refused on an assumed offset: the reply taught the true one, and the call did not run.
+        if (assumed && !attempt.late && batch.node.known) return this.#run(batch, attempt);
+        throw new StoreError(
+          `Redis received the call too late to answer within timeoutMs (${this.#timeoutMs} ms); it did not run`,
+          { timeout: true },
+        );
+      }
+    }
+    const error = this.#deliver(batch, reply, attempt.sentAt);
+    if (error !== undefined) throw error;
+  }
+
+  /** One EVALSHA, or EVAL when the server does not have the script (it did not run). */
+  async #call(batch: Batch, attempt: Attempt): Promise<unknown> {
+    const keys = batch.keys;
+    // The script must not start after the point where its reply could still reach us in time.
+    const args = batch.args(batch.node.deadline(attempt.sentAt, this.#budgetMs), this.#grace);
+    const { sha, source } = this.#script;
+    try {
+      return await this.#commands.evalsha(sha, keys, args);
+    } catch (error) {
+      // Unless the callers were already answered by the failure policy (timeout): running it
+      // now would count requests that were told something else.
+      if (!attempt.late && message(error).startsWith("NOSCRIPT")) return this.#commands.eval(source, keys, args);
+      throw error;
+    }
   }
 
   /** Decodes the reply and settles every check, or returns the error for a malformed reply (settling none). */
-  #deliver(pending: readonly Pending[], reply: unknown): StoreError | undefined {
+  #deliver(batch: Batch, reply: unknown, sentAt: number): StoreError | undefined {
+    const pending = batch.pending;
     let expected = 0;
     for (const p of pending) expected += p.rule.limits.length * FIELDS;
     if (!Array.isArray(reply) || reply.length !== expected) {
@@ -211,10 +238,17 @@ export class Batcher {
     } catch (error) {
       return error as StoreError;
     }
+    batch.node.breaker.success();
     for (let i = 0; i < pending.length; i++) {
       const p = pending[i] as Pending;
       const d = decisions[i] as Decision | StoreError;
-      p.resolve(d instanceof StoreError ? p.rule.fail(p.key, p.cost, p.peek, d) : d);
+      p.done = true;
+      if (d instanceof StoreError) {
+        p.resolve(p.rule.fail(p.key, p.cost, p.now, p.peek ? "peek" : "check", d));
+      } else {
+        if (!d.allowed) p.rule.denied(p.key, p.cost, p.now, sentAt, d);
+        p.resolve(d);
+      }
     }
     return undefined;
   }

@@ -1,18 +1,22 @@
 /**
  * One rule bound to a RedisStore: everything a check needs that does not depend on the key
  * (script parameters, member key infixes, limits, failure policy) is computed here, once, so a
- * check only hashes its key into a tag and hands the batcher a few strings.
+ * check only hashes its key into a tag, asks the deny cache and hands the batcher a few strings.
  */
 import type { Decision } from "../../algorithms/decision.ts";
 import type { Operation } from "../../decide-rule.ts";
 import { StoreError } from "../../errors.ts";
 import type { AlgorithmSpec } from "../../spec.ts";
 import type { BoundRule, RuleBinding } from "../../store.ts";
-import type { Batch, Batcher, BatchRule } from "./batcher.ts";
-import type { Breaker } from "./breaker.ts";
+import { withTimeout } from "../with-timeout.ts";
+import type { BatchRule } from "./batch.ts";
+import type { Batcher } from "./batcher.ts";
 import type { RedisCommands } from "./client.ts";
+import type { DenyCache } from "./deny-cache.ts";
 import { type FailurePolicy, failurePolicy, type OnError } from "./failure.ts";
+import type { Invalidation } from "./invalidation.ts";
 import { ALGORITHM_CODES, hashTag, memberDigest, slotOf, tagSeed } from "./keys.ts";
+import type { Nodes } from "./nodes.ts";
 
 /** The two script parameters of a member (see the constructor of each Lua twin). */
 function memberParams(spec: AlgorithmSpec): [string, string] {
@@ -36,9 +40,21 @@ export interface StoreParts {
   readonly prefix: string;
   readonly timeoutMs: number;
   readonly commands: RedisCommands;
-  readonly breaker: Breaker;
+  readonly nodes: Nodes;
   readonly batcher: Batcher;
   readonly onError: OnError;
+  /** The deny cache (undefined with `denyCache: false`). */
+  readonly denyCache: DenyCache | undefined;
+  /** Where resets and releases are published for every node's cache (whether or not this store has one). */
+  readonly invalidation: Invalidation;
+}
+
+function storeError(what: string, error: unknown): StoreError {
+  return error instanceof StoreError
+    ? error
+    : new StoreError(`Redis ${what} failed: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error,
+      });
 }
 
 /** A rule bound to a RedisStore (a BoundRule for the limiter, a BatchRule for the batcher). */
@@ -46,13 +62,13 @@ export class RedisBoundRule implements BoundRule, BatchRule {
   readonly limits: readonly number[];
   readonly descriptor: readonly string[];
   readonly infixes: readonly string[];
-  batch: Batch | undefined = undefined;
-  batchIndex = "";
+  readonly #id: string;
   readonly #store: StoreParts;
   readonly #policy: FailurePolicy;
   readonly #seed: number;
 
   constructor(store: StoreParts, rule: RuleBinding) {
+    this.#id = rule.id;
     this.#store = store;
     this.#policy = failurePolicy(store.onError, rule);
     this.#seed = tagSeed(rule.id);
@@ -68,54 +84,74 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     // Limiters may call these detached (`const check = bound.check`), as the memory store allows.
     this.check = this.check.bind(this);
     this.reset = this.reset.bind(this);
+    this.release = this.release.bind(this);
   }
 
-  /** Decides `cost` units for `key` in Redis (batched), or by the failure policy. */
+  /** Decides `cost` units for `key`: from the deny cache, in Redis (batched), or by the failure policy. */
   check(key: string, cost: number, now: number | undefined, op: Operation): Promise<Decision> {
     if (op === "refund") return Promise.reject(new StoreError("refund is not supported on RedisStore yet"));
     const peek = op === "peek";
     const store = this.#store;
-    if (!store.breaker.allow()) {
-      return this.fail(key, cost, peek, new StoreError("Redis circuit breaker is open (recent checks failed)"));
-    }
+    const cached = store.denyCache?.lookup(this, this.#id, key, cost, now);
+    if (cached !== undefined) return Promise.resolve(cached);
     const tag = hashTag(this.#seed, key);
     const group = store.commands.cluster ? slotOf(tag) : 0;
+    const node = store.nodes.forSlot(group);
+    if (!node.breaker.allow()) {
+      const where = node.address === "" ? "" : ` for node ${node.address}`;
+      return this.fail(
+        key,
+        cost,
+        now,
+        op,
+        new StoreError(`Redis circuit breaker is open${where} (recent checks failed)`),
+      );
+    }
     const head = `${store.prefix}{${tag}}`;
-    return store.batcher.submit(this, group, head, key, cost, peek, now === undefined ? "" : String(now));
+    return store.batcher.submit(this, group, node, head, key, cost, peek, now);
   }
 
   /** The failure policy's decision (or rejection, under "throw"). */
-  fail(key: string, cost: number, peek: boolean, error: StoreError): Promise<Decision> {
-    return this.#policy.decide(key, cost, peek, error);
+  fail(key: string, cost: number, now: number | undefined, op: Operation, error: StoreError): Promise<Decision> {
+    return this.#policy.decide(key, cost, now, op, error);
   }
 
-  /** Deletes `key`'s state in every member (and in the fallback limiter), within `timeoutMs`. */
+  /** Keeps a denial Redis made, so repeats are answered locally until its retryAfterMs. */
+  denied(key: string, cost: number, now: number | undefined, sentAt: number, decision: Decision): void {
+    const store = this.#store;
+    if (store.denyCache === undefined) return;
+    if (!store.denyCache.live) {
+      store.invalidation.start();
+      return;
+    }
+    store.denyCache.remember(this, this.#id, key, cost, now, sentAt, decision);
+  }
+
+  /**
+   * Deletes `key`'s state in every member (and in the fallback), within `timeoutMs`, then tells
+   * every node's deny cache (this one's at once, before and after the delete).
+   */
   async reset(key: string): Promise<void> {
     const store = this.#store;
     const head = `${store.prefix}{${hashTag(this.#seed, key)}}`;
     const keys = this.infixes.map((infix) => head + infix + key);
+    store.denyCache?.invalidate(this.#id, key);
     await this.#policy.forget(key);
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(new StoreError(`Redis did not answer within timeoutMs (${store.timeoutMs} ms)`, { timeout: true })),
-        store.timeoutMs,
-      );
-    });
     try {
-      await Promise.race([store.commands.del(keys), timeout]);
+      await withTimeout(store.commands.del(keys), store.timeoutMs, () => {
+        throw new StoreError(`Redis did not answer within timeoutMs (${store.timeoutMs} ms)`, { timeout: true });
+      });
+      await store.invalidation.publish(this.#id, key);
     } catch (error) {
-      throw error instanceof StoreError
-        ? error
-        : new StoreError(`Redis reset failed: ${error instanceof Error ? error.message : String(error)}`, {
-            cause: error,
-          });
-    } finally {
-      clearTimeout(timer);
+      throw storeError("reset", error);
     }
   }
 
-  /** Nothing to release: state lives in Redis and expires on its own. */
-  release(): void {}
+  /** State lives in Redis and expires on its own; other nodes' deny caches forget this rule. */
+  release(): void {
+    this.#policy.release();
+    const store = this.#store;
+    store.denyCache?.invalidate(this.#id, null);
+    store.invalidation.publish(this.#id, null).catch(() => undefined);
+  }
 }

@@ -1,9 +1,13 @@
 /**
- * Client adapters. sluice needs three commands (EVALSHA, EVAL, DEL), so it accepts any client
- * that can send them: ioredis (`Redis` or `Cluster`) or node-redis (`createClient` or
- * `createCluster`), told apart once, at construction.
+ * Client adapters. sluice needs a handful of commands (EVALSHA, EVAL, DEL, PUBLISH, and a
+ * subscription for the deny cache), so it accepts any client that can send them: ioredis
+ * (`Redis` or `Cluster`) or node-redis (`createClient` or `createCluster`), told apart once, at
+ * construction. Each adapter also says which node serves a Cluster slot (for per-node
+ * breakers) and which of the client's options could deliver a command late.
  */
 import { ArgumentError } from "../../errors.ts";
+import { ioredisCommands } from "./ioredis-commands.ts";
+import { nodeRedisCommands } from "./node-redis-commands.ts";
 
 /** An ioredis `Redis` or `Cluster` (only the methods sluice calls). */
 export interface IoredisLike {
@@ -22,6 +26,15 @@ export interface NodeRedisLike {
 /** Any client `RedisStore` accepts. */
 export type RedisClientLike = IoredisLike | NodeRedisLike;
 
+/** A live subscription to one channel. */
+export interface Subscription {
+  /** Ends it (and the connection made for it). */
+  close(): Promise<void>;
+}
+
+/** Called when the subscription is (again) live and able to hear every message, or lost. */
+export type LinkListener = (live: boolean) => void;
+
 /** The commands the store sends, the same for every client. */
 export interface RedisCommands {
   /** Whether keys live on several nodes (a script may only touch keys of one slot). */
@@ -29,42 +42,43 @@ export interface RedisCommands {
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
   del(keys: string[]): Promise<unknown>;
+  publish(channel: string, message: string): Promise<unknown>;
+  /** Subscribes a new connection (a duplicate of the client) to `channel`. */
+  subscribe(channel: string, onMessage: (message: string) => void, onLink: LinkListener): Promise<Subscription>;
+  /** `host:port` of the master serving `slot` per the client's slot map ("" when unknown or standalone). */
+  nodeOf(slot: number): string;
+  /** Client options under which a timed-out command could still be sent late, as `name: value` texts. */
+  lateOptions(): string[];
 }
 
-type Send = (...args: unknown[]) => Promise<unknown>;
+/** A client method called untyped (the adapters check what they call). */
+export type Send = (...args: unknown[]) => Promise<unknown>;
+/** An event listener. */
+export type Listener = (...args: unknown[]) => void;
+/** The event side of a client. */
+export interface Emitter {
+  on(event: string, listener: Listener): unknown;
+  once?(event: string, listener: Listener): unknown;
+}
+/** A client's options object, as read for warnings. */
+export type Options = Record<string, unknown> | undefined;
+
+function describeClient(c: unknown): string {
+  if (c === null) return "null";
+  if (typeof c !== "object") return typeof c;
+  return (c as { constructor?: { name?: string } }).constructor?.name ?? "object";
+}
 
 /** Wraps `client`, or throws ArgumentError naming what was received. */
 export function adaptClient(client: unknown): RedisCommands {
   const c = client as Record<string, unknown> | null;
   if (typeof c === "object" && c !== null && typeof c.sendCommand === "function" && typeof c.evalSha === "function") {
-    const send = (c.sendCommand as Send).bind(c);
-    // node-redis: a cluster routes by an explicit first key; a client takes the arguments only.
-    const cluster = "masters" in c;
-    const run = cluster
-      ? (args: string[], first: string | undefined) => send(first, false, args)
-      : (args: string[]) => send(args);
-    return {
-      cluster,
-      evalsha: (sha, keys, args) => run(["EVALSHA", sha, String(keys.length), ...keys, ...args], keys[0]),
-      eval: (source, keys, args) => run(["EVAL", source, String(keys.length), ...keys, ...args], keys[0]),
-      del: (keys) => run(["DEL", ...keys], keys[0]),
-    };
+    return nodeRedisCommands(c);
   }
   if (typeof c === "object" && c !== null && typeof c.evalsha === "function" && typeof c.del === "function") {
-    const evalsha = (c.evalsha as Send).bind(c);
-    const evalScript = (c.eval as Send).bind(c);
-    const del = (c.del as Send).bind(c);
-    return {
-      cluster: c.isCluster === true,
-      // ioredis flattens array arguments one level (v5 and v6), so nothing is spread here.
-      evalsha: (sha, keys, args) => evalsha(sha, keys.length, keys, args),
-      eval: (source, keys, args) => evalScript(source, keys.length, keys, args),
-      del: (keys) => del(...keys),
-    };
+    return ioredisCommands(c);
   }
   throw new ArgumentError(
-    `\`client\` must be an ioredis Redis/Cluster or a node-redis client/cluster (got ${
-      c === null ? "null" : typeof c === "object" ? (c.constructor?.name ?? "object") : typeof c
-    })`,
+    `\`client\` must be an ioredis Redis/Cluster or a node-redis client/cluster (got ${describeClient(c)})`,
   );
 }

@@ -4,5 +4,6 @@
  */
 export type { BreakerOptions } from "./breaker.ts";
 export type { IoredisLike, NodeRedisLike, RedisClientLike } from "./client.ts";
-export type { OnError } from "./failure.ts";
+export type { DenyCacheOptions } from "./deny-cache.ts";
+export type { FallbackOption, OnError } from "./failure.ts";
 export { RedisStore, type RedisStoreOptions } from "./redis-store.ts";

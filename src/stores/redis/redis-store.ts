@@ -3,15 +3,23 @@
  * Redis, atomically, making exactly the decisions the memory store makes for the same events.
  * With an injected clock `now` travels as a script argument; without one the script reads the
  * server's `TIME`, so application servers with skewed clocks still agree.
+ *
+ * Around the decision: checks are batched per slot (batcher.ts), bounded by `timeoutMs` and a
+ * deadline Redis itself enforces (script.ts), guarded by one circuit breaker per node
+ * (nodes.ts), answered by `onError` when Redis cannot (failure.ts), and repeats of a denial
+ * are answered locally until its retryAfterMs (deny-cache.ts, invalidation.ts).
  */
 
 import { ArgumentError } from "../../errors.ts";
 import type { BoundRule, RuleBinding, Store } from "../../store.ts";
 import { Batcher } from "./batcher.ts";
 import { RedisBoundRule, type StoreParts } from "./bound-rule.ts";
-import { Breaker, type BreakerOptions } from "./breaker.ts";
+import type { BreakerOptions } from "./breaker.ts";
 import { adaptClient, type RedisClientLike } from "./client.ts";
+import { checkDenyCache, DenyCache, type DenyCacheOptions } from "./deny-cache.ts";
 import { checkOnError, type OnError } from "./failure.ts";
+import { Invalidation } from "./invalidation.ts";
+import { Nodes } from "./nodes.ts";
 import { checkScript } from "./script.ts";
 
 /** Options of {@link RedisStore}. */
@@ -24,8 +32,17 @@ export interface RedisStoreOptions {
   timeoutMs?: number;
   /** What a check answers when Redis fails or times out (default `"deny"`). */
   onError?: OnError;
-  /** Circuit breaker settings, or `false` to always try Redis (default: open after 5 failures, probe after 1 s). */
+  /**
+   * Circuit breaker settings, one breaker per node (per Cluster master), or `false` to always
+   * try Redis (default: open after 5 failures, probe after 1 s).
+   */
   breaker?: BreakerOptions | false;
+  /**
+   * Answer repeats of a denial locally until its `retryAfterMs` (default on; `false` turns it
+   * off; `{ maxEntries }` bounds it, default 10,000). Resets and rule changes reach every
+   * node's cache through pub/sub on `<prefix>invalidate`.
+   */
+  denyCache?: boolean | DenyCacheOptions;
   /**
    * Extra lifetime added to every key's expiry, in ms (default 0). Expiring later never changes
    * a decision; it only matters with an injected clock that runs slower than real time (a
@@ -36,6 +53,14 @@ export interface RedisStoreOptions {
 }
 
 const DEFAULT_TIMEOUT_MS = 1000;
+
+const OPTION_KEYS = new Set(["client", "prefix", "timeoutMs", "onError", "breaker", "denyCache", "expiryGraceMs"]);
+
+/** Clients already warned about (once per client, however many stores share it). */
+const warned = new WeakSet<object>();
+
+/** Warning code for client options under which a timed-out command could be sent late. */
+export const LATE_OPTIONS_WARNING = "SLUICE_REDIS_CLIENT_OPTIONS";
 
 function positive(name: string, value: unknown, fallback: number, allowZero = false): number {
   if (value === undefined) return fallback;
@@ -69,6 +94,11 @@ export class RedisStore implements Store {
     if (typeof options !== "object" || options === null) {
       throw new ArgumentError(`RedisStore options must be an object with a \`client\` (got ${String(options)})`);
     }
+    for (const key of Object.keys(options)) {
+      if (!OPTION_KEYS.has(key)) {
+        throw new ArgumentError(`unknown RedisStore option \`${key}\` (expected ${[...OPTION_KEYS].join(", ")})`);
+      }
+    }
     const commands = adaptClient(options.client);
     const prefix = options.prefix ?? "sluice:";
     if (typeof prefix !== "string" || /[{}]/.test(prefix)) {
@@ -77,20 +107,53 @@ export class RedisStore implements Store {
     this.prefix = prefix;
     this.timeoutMs = positive("timeoutMs", options.timeoutMs, DEFAULT_TIMEOUT_MS);
     const grace = positive("expiryGraceMs", options.expiryGraceMs, 0, true);
-    const breaker = new Breaker(options.breaker);
+    const entries = checkDenyCache(options.denyCache);
+    const denyCache = entries > 0 ? new DenyCache(entries) : undefined;
     this.#parts = {
       prefix,
       timeoutMs: this.timeoutMs,
       commands,
-      breaker,
-      batcher: new Batcher(commands, checkScript(), breaker, this.timeoutMs, Math.ceil(grace)),
+      nodes: new Nodes(commands, options.breaker),
+      batcher: new Batcher(commands, checkScript(), this.timeoutMs, Math.ceil(grace)),
       onError: checkOnError(options.onError ?? "deny"),
+      denyCache,
+      invalidation: new Invalidation(commands, prefix, denyCache, this.timeoutMs),
     };
+    const late = warned.has(options.client) ? [] : commands.lateOptions();
+    if (late.length > 0) {
+      warned.add(options.client);
+      process.emitWarning(
+        `RedisStore: the client is configured so that a command can be sent or retried after sluice has answered it by timeout (${late.join(
+          ", ",
+        )}). sluice's deadline guard makes Redis refuse such late calls, but they still cost round trips, and TRYAGAIN retried inside the client cannot be split by sluice. See "Going distributed" in the README for the settings to use.`,
+        { code: LATE_OPTIONS_WARNING },
+      );
+    }
   }
 
-  /** True while the circuit breaker keeps checks away from a failing Redis. */
+  /** True while the circuit breaker of any node keeps checks away from it. */
   get circuitOpen(): boolean {
-    return this.#parts.breaker.open;
+    return this.#parts.nodes.anyOpen;
+  }
+
+  /** Addresses (`host:port`, "" on standalone) of the nodes whose circuit breaker is open now. */
+  openNodes(): string[] {
+    return this.#parts.nodes.openNodes();
+  }
+
+  /** Denials held by the deny cache now (0 when it is off or not yet live). */
+  get cachedDenials(): number {
+    return this.#parts.denyCache?.size ?? 0;
+  }
+
+  /** Checks the deny cache answered without asking Redis, since construction. */
+  get denyCacheHits(): number {
+    return this.#parts.denyCache?.hits ?? 0;
+  }
+
+  /** Ends the deny cache's subscription (the client itself stays yours to close). */
+  async close(): Promise<void> {
+    await this.#parts.invalidation.close();
   }
 
   /** Binds a rule: its members' key layout and script parameters are computed once, here. */

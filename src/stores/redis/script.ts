@@ -1,6 +1,15 @@
 /**
  * The Lua program every check runs: the prelude, one twin per algorithm and the batch loop,
- * concatenated into one script so a single SHA covers every rule and composite.
+ * concatenated into one script so a single SHA covers every rule and composite, and wrapped
+ * in a deadline guard (below) that is no part of the decision.
+ *
+ * The guard: the first argument is a deadline on the server's clock ('' for none). A call
+ * that starts executing at or after it returns `{'late', serverMs}` without touching a key.
+ * That is what makes "a check that timed out is never counted afterwards" hold whatever the
+ * client does: a command held in a paused server's input buffer, re-sent after a reconnect or
+ * retried by a Cluster client after TRYAGAIN arrives too late and is refused by Redis itself.
+ * Every other reply gets the server time (ms) appended, from which the client learns a lower
+ * bound of the server's clock offset (see nodes.ts).
  */
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -16,6 +25,24 @@ const FILES = [
   "check.lua",
 ] as const;
 
+/** Runs before the decision code: consumes ARGV[1] (the deadline) and refuses late calls. */
+const GUARD_HEAD = `if redis.replicate_commands then pcall(redis.replicate_commands) end
+local sluice_deadline = ARGV[1]
+table.remove(ARGV, 1)
+local sluice_time = redis.call('TIME')
+local sluice_ms = tonumber(sluice_time[1]) * 1000 + math.floor(tonumber(sluice_time[2]) / 1000)
+if sluice_deadline ~= '' and sluice_ms >= tonumber(sluice_deadline) then return {'late', sluice_ms} end
+local function sluice_decide()
+`;
+
+/** Runs after it: the decision code's reply, with the server time appended. */
+const GUARD_TAIL = `
+end
+local sluice_out = sluice_decide()
+sluice_out[#sluice_out + 1] = sluice_ms
+return sluice_out
+`;
+
 /** The source of the check script and its SHA-1 (what EVALSHA names it by). */
 export interface CheckScript {
   readonly source: string;
@@ -27,7 +54,8 @@ let loaded: CheckScript | undefined;
 /** Reads the scripts (next to this module in both src/ and dist/) once per process. */
 export function checkScript(): CheckScript {
   if (loaded === undefined) {
-    const source = FILES.map((name) => readFileSync(new URL(`./scripts/${name}`, import.meta.url), "utf8")).join("\n");
+    const body = FILES.map((name) => readFileSync(new URL(`./scripts/${name}`, import.meta.url), "utf8")).join("\n");
+    const source = GUARD_HEAD + body + GUARD_TAIL;
     loaded = { source, sha: createHash("sha1").update(source).digest("hex") };
   }
   return loaded;

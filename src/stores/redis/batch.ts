@@ -1,0 +1,103 @@
+/**
+ * One batch: the checks bound for one script call, and the scratch state used to build its
+ * arguments (each rule's index in the call, whether every check is alike). It lives only as
+ * long as the call, so nothing of it is left on the shared rule objects.
+ */
+import type { Decision } from "../../algorithms/decision.ts";
+import type { Operation } from "../../decide-rule.ts";
+import type { StoreError } from "../../errors.ts";
+import type { NodeState } from "./nodes.ts";
+
+/** What the batcher needs of a bound rule. */
+export interface BatchRule {
+  /** The member limits, in spec order (what decisions report as `limit`). */
+  readonly limits: readonly number[];
+  /** The rule's script parameters: member count, then code and two parameters per member. */
+  readonly descriptor: readonly string[];
+  /** Member key infixes (`prefix{tag}` + infix + user key), in spec order. */
+  readonly infixes: readonly string[];
+  /** The decision of a check Redis could not make, by the rule's failure policy. */
+  fail(key: string, cost: number, now: number | undefined, op: Operation, error: StoreError): Promise<Decision>;
+  /** Told of each denial Redis made (for the deny cache); `sentAt` is the local monotonic send time. */
+  denied(key: string, cost: number, now: number | undefined, sentAt: number, decision: Decision): void;
+}
+
+/** One check waiting for its batch's reply. */
+export interface Pending {
+  readonly rule: BatchRule;
+  /** `prefix{tag}`: what the member infixes and the user key follow. */
+  readonly head: string;
+  readonly key: string;
+  readonly cost: number;
+  readonly peek: boolean;
+  /** The injected time, or undefined for Redis TIME. */
+  readonly now: number | undefined;
+  readonly resolve: (value: Decision | Promise<Decision>) => void;
+  /** Set once the check was answered (by Redis or by the policy), so it is never answered twice. */
+  done: boolean;
+}
+
+/** Checks bound for one script call, with the scratch state used to build its arguments. */
+export class Batch {
+  readonly keys: string[] = [];
+  readonly rules: string[] = [];
+  /** Rule index, cost and now of every check, written out once the checks stop being uniform. */
+  readonly checks: string[] = [];
+  readonly pending: Pending[] = [];
+  /** The node serving this batch's slot (its breaker and clock offset). */
+  readonly node: NodeState;
+  /** Index (as text) of each rule already in `rules`; the last one is cached. */
+  readonly #index = new Map<BatchRule, string>();
+  #lastRule: BatchRule | undefined;
+  #lastIndex = "";
+  /** While true, every check so far has the first check's rule index, cost and now (below). */
+  #uniform = true;
+  #rule0 = "";
+  #cost0 = "";
+  #now0 = "";
+
+  constructor(node: NodeState) {
+    this.node = node;
+  }
+
+  /** Adds one check's keys and arguments. */
+  add(p: Pending): void {
+    const { rule } = p;
+    let index: string;
+    if (rule === this.#lastRule) {
+      index = this.#lastIndex;
+    } else {
+      index = this.#index.get(rule) ?? "";
+      if (index === "") {
+        index = String(this.#index.size + 1);
+        this.#index.set(rule, index);
+        for (const d of rule.descriptor) this.rules.push(d);
+      }
+      this.#lastRule = rule;
+      this.#lastIndex = index;
+    }
+    for (const infix of rule.infixes) this.keys.push(p.head + infix + p.key);
+    // The sign of the cost says peek; "-" + cost keeps it for a cost of 0 too.
+    const costText = p.peek ? `-${p.cost}` : p.cost === 1 ? "1" : String(p.cost);
+    const now = p.now === undefined ? "" : String(p.now);
+    if (this.pending.length === 0) {
+      this.#rule0 = index;
+      this.#cost0 = costText;
+      this.#now0 = now;
+    } else if (this.#uniform && (index !== this.#rule0 || costText !== this.#cost0 || now !== this.#now0)) {
+      this.#uniform = false;
+      for (let i = 0; i < this.pending.length; i++) this.checks.push(this.#rule0, this.#cost0, this.#now0);
+    }
+    if (!this.#uniform) this.checks.push(index, costText, now);
+    this.pending.push(p);
+  }
+
+  /**
+   * The script arguments: the deadline (see script.ts), grace, the rules, then the checks
+   * (uniform ones once, see check.lua).
+   */
+  args(deadline: string, grace: string): string[] {
+    const tail = this.#uniform ? ["=", this.#rule0, this.#cost0, this.#now0] : this.checks;
+    return [deadline, grace, String(this.#index.size)].concat(this.rules, tail);
+  }
+}

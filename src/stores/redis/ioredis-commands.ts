@@ -1,0 +1,97 @@
+/**
+ * The ioredis adapter (`Redis` and `Cluster`): commands, the deny cache's subscription on a
+ * duplicate connection, the node serving a slot, and the options that could send a command late.
+ */
+import type { Emitter, Options, RedisCommands, Send } from "./client.ts";
+import { relinkOn } from "./relink.ts";
+
+/** Resolves when an ioredis connection is ready; rejects when it ends or errors first. */
+function readyOrFailure(events: Emitter): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const once = (events.once ?? events.on).bind(events);
+    once("ready", () => resolve());
+    once("end", () => reject(new Error("the subscriber connection ended")));
+    once("error", (error: unknown) => reject(error));
+  });
+}
+
+/** Wraps an ioredis `Redis` or `Cluster`. */
+export function ioredisCommands(c: Record<string, unknown>): RedisCommands {
+  const evalsha = (c.evalsha as Send).bind(c);
+  const evalScript = (c.eval as Send).bind(c);
+  const del = (c.del as Send).bind(c);
+  const cluster = c.isCluster === true;
+  const options = (c.options as Options) ?? {};
+  return {
+    cluster,
+    // ioredis flattens array arguments one level (v5 and v6), so nothing is spread here.
+    evalsha: (sha, keys, args) => evalsha(sha, keys.length, keys, args),
+    eval: (source, keys, args) => evalScript(source, keys.length, keys, args),
+    del: (keys) => del(...keys),
+    publish: (channel, message) => (c.publish as Send).call(c, channel, message),
+    subscribe: async (channel, onMessage, onLink) => {
+      const sub = (c.duplicate as () => Record<string, unknown>)();
+      const events = sub as unknown as Emitter;
+      let lost = false;
+      events.on("error", () => {});
+      events.on("message", (ch: unknown, message: unknown) => {
+        if (ch === channel && typeof message === "string") onMessage(message);
+      });
+      events.on("close", () => {
+        lost = true;
+        onLink(false);
+      });
+      let stop = () => {};
+      if (cluster) {
+        // The subscription lives on one node; if any node drops out it may have been that one.
+        stop = relinkOn(events, ["-node", "node error"], onLink, () =>
+          (sub.subscribe as (ch: string) => Promise<unknown>)(channel),
+        );
+      }
+      events.on("ready", () => {
+        if (!lost) return;
+        lost = false;
+        // ioredis re-subscribes on reconnect; subscribing again (idempotent) tells us when it is live.
+        (sub.subscribe as (ch: string) => Promise<unknown>)(channel).then(
+          () => onLink(true),
+          () => onLink(false),
+        );
+      });
+      const close = async () => {
+        stop();
+        (sub.disconnect as () => void)();
+      };
+      try {
+        // Without an offline queue a command sent before the connection is up fails: wait for it.
+        if (sub.status !== "ready") await readyOrFailure(events);
+        await (sub.subscribe as (ch: string) => Promise<unknown>)(channel);
+      } catch (error) {
+        await close();
+        throw error;
+      }
+      return { close };
+    },
+    nodeOf: (slot) => {
+      const slots = c.slots as string[][] | undefined;
+      return slots?.[slot]?.[0] ?? "";
+    },
+    lateOptions: () => {
+      const late: string[] = [];
+      const node = cluster ? ((options.redisOptions as Options) ?? {}) : options;
+      if (options.enableOfflineQueue !== false) late.push(`enableOfflineQueue: ${String(options.enableOfflineQueue)}`);
+      if (node.autoResendUnfulfilledCommands !== false) {
+        late.push(
+          `${cluster ? "redisOptions." : ""}autoResendUnfulfilledCommands: ${String(node.autoResendUnfulfilledCommands)}`,
+        );
+      }
+      if (cluster) {
+        // (Node connections keep their offline queue: ioredis opens them lazily, through it.)
+        // TRYAGAIN retried inside ioredis hides it from sluice, which would split the batch.
+        if (options.retryDelayOnTryAgain !== 0) {
+          late.push(`retryDelayOnTryAgain: ${String(options.retryDelayOnTryAgain)}`);
+        }
+      }
+      return late;
+    },
+  };
+}

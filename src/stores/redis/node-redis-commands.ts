@@ -1,0 +1,75 @@
+/**
+ * The node-redis adapter (`createClient` and `createCluster`): commands, the deny cache's
+ * subscription on a duplicate, the node serving a slot, and the options that could send a
+ * command late.
+ */
+import type { Emitter, Options, RedisCommands, Send } from "./client.ts";
+import { relinkOn } from "./relink.ts";
+
+/** Wraps a node-redis client or cluster. */
+export function nodeRedisCommands(c: Record<string, unknown>): RedisCommands {
+  const send = (c.sendCommand as Send).bind(c);
+  // node-redis: a cluster routes by an explicit first key; a client takes the arguments only.
+  const cluster = "masters" in c;
+  const run = cluster
+    ? (args: string[], first: string | undefined) => send(first, false, args)
+    : (args: string[]) => send(args);
+  const options = (): Options =>
+    cluster
+      ? ((c._options as Options)?.defaults as Options)
+      : ((c as { options?: Options }).options ?? (c._options as Options));
+  return {
+    cluster,
+    evalsha: (sha, keys, args) => run(["EVALSHA", sha, String(keys.length), ...keys, ...args], keys[0]),
+    eval: (source, keys, args) => run(["EVAL", source, String(keys.length), ...keys, ...args], keys[0]),
+    del: (keys) => run(["DEL", ...keys], keys[0]),
+    publish: (channel, message) => run(["PUBLISH", channel, message], channel),
+    subscribe: async (channel, onMessage, onLink) => {
+      const sub = (c.duplicate as () => Record<string, unknown>)();
+      const events = sub as unknown as Emitter;
+      let stop = () => {};
+      if (!cluster) {
+        // A reconnecting client re-subscribes by itself before it is ready again.
+        events.on("error", () => onLink(false));
+        events.on("reconnecting", () => onLink(false));
+        events.on("end", () => onLink(false));
+        events.on("ready", () => onLink(true));
+      } else {
+        type Listen = (ch: string, l: (m: string) => void) => Promise<unknown>;
+        stop = relinkOn(
+          events,
+          ["error", "node-error", "node-reconnecting", "node-disconnect", "disconnect"],
+          onLink,
+          async () => {
+            await (sub.unsubscribe as Listen)(channel, onMessage).catch(() => undefined);
+            await (sub.subscribe as Listen)(channel, onMessage);
+          },
+        );
+      }
+      const close = async () => {
+        stop();
+        const end = (sub.close ?? sub.destroy) as (() => Promise<unknown> | undefined) | undefined;
+        await Promise.resolve(end?.call(sub)).catch(() => undefined);
+      };
+      try {
+        await (sub.connect as () => Promise<unknown>)();
+        await (sub.subscribe as (ch: string, l: (m: string) => void) => Promise<unknown>)(channel, onMessage);
+      } catch (error) {
+        await close();
+        throw error;
+      }
+      return { close };
+    },
+    nodeOf: (slot) => {
+      const slots = c.slots as Array<{ master?: { address?: string } } | undefined> | undefined;
+      return slots?.[slot]?.master?.address ?? "";
+    },
+    lateOptions: () => {
+      const late: string[] = [];
+      if (options()?.disableOfflineQueue !== true) {
+        late.push(`${cluster ? "defaults." : ""}disableOfflineQueue: ${String(options()?.disableOfflineQueue)}`);
+      }
+      return late;
+    },
+  };
+}
