@@ -1,7 +1,7 @@
 // sluice/cluster's socket transport with real processes: plain child_process.fork of
 // fixtures/socket-client.mjs (built package), no node:cluster primary and no PM2. The processes
 // elect a host by binding one Unix socket path; the others connect to it.
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, execFile, fork } from "node:child_process";
 import { once } from "node:events";
 import { lstatSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -138,6 +138,28 @@ describe("sluice/cluster over a Unix socket, across real processes", () => {
     );
     expect(counts.map((r) => r.failures)).toEqual([0, 0, 0]);
     expect(counts.reduce((n, r) => n + r.admitted, 0)).toBe(limit);
+  });
+
+  it("node:cluster workers of a primary that runs none of sluice (PM2 cluster mode's shape): one hosts, the limit is exact", async () => {
+    ensureBuilt();
+    const limit = 1500;
+    const config = JSON.stringify({ socket, workers: 4, limit, checks: 1000 });
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        [join(ROOT, "test/cluster/fixtures/socket-pm2-like.mjs"), config],
+        { cwd: ROOT, timeout: 60_000 },
+        (error, out) => (error === null ? resolve(out) : reject(error)),
+      ),
+    );
+    type Report = Counts & { hosting: boolean; warmFailure: boolean };
+    const { reports } = JSON.parse(stdout.trim().split("\n").pop() as string) as { reports: Report[] };
+    expect(reports).toHaveLength(4);
+    expect(reports.map((r) => r.warmFailure)).toEqual([false, false, false, false]);
+    // In a worker, listen() is shared through the primary unless exclusive: every worker would "host".
+    expect(reports.filter((r) => r.hosting)).toHaveLength(1);
+    expect(reports.map((r) => r.failures)).toEqual([0, 0, 0, 0]);
+    expect(reports.reduce((n, r) => n + r.admitted, 0)).toBe(limit);
   });
 
   it("a stale socket file left by a killed host is taken over by exactly one of the processes that find it", async () => {

@@ -147,7 +147,9 @@ export class SocketLink implements Transport {
     return new Promise((resolveHost, reject) => {
       const server = net.createServer((connection) => this.#serve(connection));
       server.once("error", reject);
-      server.listen(this.#path, () => {
+      // exclusive: in a node:cluster worker (PM2 cluster mode), listen() is otherwise routed to
+      // the primary, which shares one handle among every worker asking for the path: all would host.
+      server.listen({ path: this.#path, exclusive: true }, () => {
         server.off("error", reject);
         server.on("error", () => {}); // after listening, errors concern single connections
         // The server does not keep the process alive; connected clients do (see #serve).
@@ -289,7 +291,7 @@ function lock(path: string): Promise<(() => void) | undefined> {
     return new Promise((resolveLock, reject) => {
       const server = net.createServer();
       server.once("error", (error) => (codeOf(error) === "EADDRINUSE" ? resolveLock(undefined) : reject(error)));
-      server.listen(name, () => {
+      server.listen({ path: name, exclusive: true }, () => {
         server.unref();
         resolveLock(() => server.close());
       });
