@@ -216,5 +216,7 @@ describe("sluice/cluster socket transport, in this process", () => {
     expect(() => new ClusterStore({ socket, hostStore: { maxkeys: 5 } as never })).toThrow(/unknown option `maxkeys`/);
     expect(() => new ClusterStore({ hostStore: {} })).toThrow(/`hostStore` applies only with `socket`/);
     expect(() => new ClusterStore({ socket, sockets: 1 } as never)).toThrow(/unknown option `sockets`/);
+    new ClusterStore({ socket, hostStore: { maxKeys: 10 } });
+    expect(() => new ClusterStore({ socket, hostStore: { maxKeys: 20 } })).toThrow(/hostStore \{"maxKeys":10\}/);
   });
 });

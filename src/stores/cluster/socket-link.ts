@@ -15,7 +15,7 @@ import { createHash } from "node:crypto";
 import { closeSync, lstatSync, openSync, statSync, unlinkSync } from "node:fs";
 import net from "node:net";
 import { resolve } from "node:path";
-import { StoreError } from "../../errors.ts";
+import { ArgumentError, StoreError } from "../../errors.ts";
 import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts";
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import type { Resyncable, Transport, Waiting } from "./link.ts";
@@ -35,11 +35,20 @@ const codeOf = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?
 
 const links = new Map<string, SocketLink>();
 
-/** The transport for socket `path` in this process (one per path: stores on it share the host or connection). */
+/**
+ * The transport for socket `path` in this process (one per path: stores on it share the host or
+ * connection, so they must agree on the host's store options).
+ */
 export function socketLink(path: string, hostOptions: MemoryStoreOptions): SocketLink {
   const full = resolve(path);
   let link = links.get(full);
   if (link === undefined) links.set(full, (link = new SocketLink(full, hostOptions)));
+  else if (JSON.stringify(link.hostOptions) !== JSON.stringify(hostOptions)) {
+    throw new ArgumentError(
+      `another ClusterStore in this process uses ${full} with hostStore ${JSON.stringify(link.hostOptions)} ` +
+        `(got ${JSON.stringify(hostOptions)}); stores on one socket share its host`,
+    );
+  }
   return link;
 }
 
@@ -48,7 +57,8 @@ export class SocketLink implements Transport {
   /** Names the host in error messages. */
   readonly peer: string;
   readonly #path: string;
-  readonly #hostOptions: MemoryStoreOptions;
+  /** The options of the MemoryStore this process creates when it hosts. */
+  readonly hostOptions: MemoryStoreOptions;
   #state: "idle" | "starting" | "host" | "client" = "idle";
   readonly #waiting = new Map<number, Waiting>();
   #outbox: BatchMessage[] = [];
@@ -59,7 +69,7 @@ export class SocketLink implements Transport {
 
   constructor(path: string, hostOptions: MemoryStoreOptions) {
     this.#path = path;
-    this.#hostOptions = hostOptions;
+    this.hostOptions = hostOptions;
     this.peer = `the sluice host at ${path}`;
   }
 
@@ -154,7 +164,7 @@ export class SocketLink implements Transport {
         server.on("error", () => {}); // after listening, errors concern single connections
         // The server does not keep the process alive; connected clients do (see #serve).
         server.unref();
-        this.#dispatcher = createDispatcher(new MemoryStore(this.#hostOptions));
+        this.#dispatcher = createDispatcher(new MemoryStore(this.hostOptions));
         this.#state = "host";
         resolveHost();
       });
@@ -229,7 +239,14 @@ export class SocketLink implements Transport {
       } catch (error) {
         if (codeOf(error) !== "ECONNREFUSED") return; // gone (ENOENT) or otherwise: start over
       }
-      if (!lstatSync(this.#path).isSocket()) {
+      let socket: boolean;
+      try {
+        socket = lstatSync(this.#path).isSocket();
+      } catch (error) {
+        if (codeOf(error) === "ENOENT") return; // removed meanwhile: bind next
+        throw error;
+      }
+      if (!socket) {
         throw new StoreError(`${this.#path} exists and is not a socket; sluice will not remove it`);
       }
       unlinkSync(this.#path);
