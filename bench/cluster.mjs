@@ -87,7 +87,8 @@ async function primary() {
   for (const [store, s] of Object.entries(summary)) {
     console.log(
       `${NAMES[store]}  ${Math.round(s.perSecond).toLocaleString("en")} decisions/s` +
-        `  p99 ${s.p99.toFixed(2)} ms  primary CPU ${s.primaryUs.toFixed(2)} µs/decision  every decision allowed: ${s.allAllowed}`,
+        `  p99 ${s.p99.toFixed(2)} ms  primary CPU ${store === "cluster" ? `${s.primaryUs.toFixed(2)} µs/decision` : "n/a"}` +
+        `  every decision allowed: ${s.allAllowed}`,
     );
   }
   console.log(`ClusterStore (IPC) ÷ RedisStore: ${(summary.cluster.perSecond / summary.redis.perSecond).toFixed(2)}×`);
