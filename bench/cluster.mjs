@@ -1,13 +1,17 @@
 // sluice/cluster benchmark: decisions per second across 4 node:cluster workers sharing one
-// limit through ClusterStore (the primary's MemoryStore over IPC), beside the same workers on
-// RedisStore (one ioredis client per worker, 127.0.0.1:6379), in one run. Each worker makes
+// limit through ClusterStore (the primary's MemoryStore over IPC), through ClusterStore's socket
+// transport (one worker hosts the MemoryStore on a Unix socket, as under PM2 cluster mode), and
+// on RedisStore (one ioredis client per worker, 127.0.0.1:6379), in one run. Each worker makes
 // BENCH_DECISIONS decisions (default 50k) over 10k keys with 64 in flight (gcra, a limit never
-// reached). Rounds are interleaved (ClusterStore, Redis, Redis, ClusterStore, ...) and the
+// reached). Rounds are interleaved (the order rotates each round) and the
 // figures are medians over BENCH_ROUNDS (default 5) rounds; primary CPU per decision is read
-// from process.cpuUsage() in the primary, which does all of ClusterStore's deciding.
+// from process.cpuUsage() in the primary, which does all of ClusterStore's deciding over IPC
+// (with the socket transport a worker decides, so the primary's figure says nothing there).
 // Run with: npm run build && node bench/cluster.mjs   (REDIS_URL selects the server)
 import cluster from "node:cluster";
-import { loadavg } from "node:os";
+import { rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { createLimiter } from "../dist/index.js";
 import { ClusterStore, startClusterStore } from "../dist/stores/cluster/index.js";
@@ -20,6 +24,9 @@ const KEYS = 10_000;
 const IN_FLIGHT = 64;
 const URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const SPEC = { algorithm: "gcra", limit: 1_000_000, periodMs: 60_000 };
+/** The socket transport's path: one per bench run (the workers' parent is the primary). */
+const SOCKET = join(tmpdir(), `sluice-bench-${cluster.isPrimary ? process.pid : process.ppid}.sock`);
+const NAMES = { cluster: "ClusterStore (IPC)   ", socket: "ClusterStore (socket)", redis: "RedisStore           " };
 
 if (cluster.isPrimary) await primary();
 else await worker();
@@ -55,9 +62,10 @@ async function primary() {
     const allowed = reports.reduce((n, r) => n + r.allowed, 0);
     return { perSecond: total / seconds, p99, allowed, primaryUs: (cpu.user + cpu.system) / total };
   };
-  const results = { cluster: [], redis: [] };
+  const results = { cluster: [], socket: [], redis: [] };
+  const stores = Object.keys(results);
   for (let round = 0; round < ROUNDS; round++) {
-    const order = round % 2 === 0 ? ["cluster", "redis"] : ["redis", "cluster"];
+    const order = stores.map((_, i) => stores[(i + round) % stores.length]);
     for (const store of order) results[store].push(await run(store, round));
   }
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -78,12 +86,17 @@ async function primary() {
   );
   for (const [store, s] of Object.entries(summary)) {
     console.log(
-      `${store === "cluster" ? "ClusterStore" : "RedisStore  "}  ${Math.round(s.perSecond).toLocaleString("en")} decisions/s` +
-        `  p99 ${s.p99.toFixed(2)} ms  primary CPU ${s.primaryUs.toFixed(2)} µs/decision  every decision allowed: ${s.allAllowed}`,
+      `${NAMES[store]}  ${Math.round(s.perSecond).toLocaleString("en")} decisions/s` +
+        `  p99 ${s.p99.toFixed(2)} ms  primary CPU ${store === "cluster" ? `${s.primaryUs.toFixed(2)} µs/decision` : "n/a"}` +
+        `  every decision allowed: ${s.allAllowed}`,
     );
   }
-  console.log(`ClusterStore ÷ RedisStore: ${(summary.cluster.perSecond / summary.redis.perSecond).toFixed(2)}×`);
+  console.log(`ClusterStore (IPC) ÷ RedisStore: ${(summary.cluster.perSecond / summary.redis.perSecond).toFixed(2)}×`);
+  console.log(
+    `ClusterStore (socket) ÷ RedisStore: ${(summary.socket.perSecond / summary.redis.perSecond).toFixed(2)}×`,
+  );
   for (const w of workers) w.kill();
+  rmSync(SOCKET, { force: true }); // the hosting worker is killed, not closed: its file stays
   process.exit(0);
 }
 
@@ -92,6 +105,7 @@ async function worker() {
   const client = new Redis(URL, { enableOfflineQueue: true });
   const limiters = {
     cluster: createLimiter(SPEC, { store: new ClusterStore({ timeoutMs: 5000 }), name: "bench" }),
+    socket: createLimiter(SPEC, { store: new ClusterStore({ socket: SOCKET, timeoutMs: 5000 }), name: "bench" }),
     redis: createLimiter(SPEC, { store: new RedisStore({ client, prefix, timeoutMs: 5000 }), name: "bench" }),
   };
   const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);

@@ -1,5 +1,5 @@
-// The README's node:cluster example, run as written (as a file: node:cluster forks the file
-// itself) against the built package: 4 workers × 5 attempts, exactly 10 allowed in total.
+// The README's node:cluster and socket-transport examples, run as written (as files: each forks
+// the file itself) against the built package: 4 processes × 5 attempts, exactly 10 allowed in total.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -16,22 +16,34 @@ function blockAfter(heading: string): string {
   return (block as RegExpExecArray)[1] as string;
 }
 
+/** Runs the first js block after `heading` as a module inside the package; its stdout lines. */
+function runBlock(heading: string, name: string): string[] {
+  ensureBuilt();
+  // Inside the package (git- and lint-ignored), so `import "sluice/cluster"` resolves to the built exports.
+  const dir = join(ROOT, "test-artifacts");
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name}-${process.pid}.mjs`);
+  writeFileSync(file, blockAfter(heading));
+  try {
+    return execFileSync(process.execPath, [file], { cwd: ROOT, encoding: "utf8", timeout: 60_000 }).trim().split("\n");
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
 describe("README: One machine, many processes", () => {
-  it("the example runs as written and admits exactly the limit across 4 workers", () => {
-    ensureBuilt();
-    // Inside the package (git- and lint-ignored), so `import "sluice/cluster"` resolves to the built exports.
-    const dir = join(ROOT, "test-artifacts");
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, `readme-cluster-${process.pid}.mjs`);
-    writeFileSync(file, blockAfter("## One machine, many processes"));
-    try {
-      const out = execFileSync(process.execPath, [file], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
-      const lines = out.trim().split("\n");
-      expect(lines).toHaveLength(4);
-      const allowed = lines.map((line) => Number(/: (\d+) of 5 allowed$/.exec(line)?.[1]));
-      expect(allowed.reduce((a, b) => a + b, 0)).toBe(10);
-    } finally {
-      rmSync(file, { force: true });
-    }
+  it("the socket-transport example (PM2 stand-in) admits exactly the limit across 4 instances, one of them hosting", () => {
+    const lines = runBlock("### PM2 cluster mode and other processes", "readme-socket");
+    expect(lines).toHaveLength(4);
+    const allowed = lines.map((line) => Number(/: (\d+) of 5 allowed/.exec(line)?.[1]));
+    expect(allowed.reduce((a, b) => a + b, 0)).toBe(10);
+    expect(lines.filter((line) => line.endsWith("(host)"))).toHaveLength(1);
+  });
+
+  it("the node:cluster example runs as written and admits exactly the limit across 4 workers", () => {
+    const lines = runBlock("## One machine, many processes", "readme-cluster");
+    expect(lines).toHaveLength(4);
+    const allowed = lines.map((line) => Number(/: (\d+) of 5 allowed$/.exec(line)?.[1]));
+    expect(allowed.reduce((a, b) => a + b, 0)).toBe(10);
   });
 });

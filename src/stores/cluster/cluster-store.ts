@@ -1,7 +1,8 @@
 /**
- * The worker's side of `sluice/cluster`: a Store whose decisions are made by the primary's
- * MemoryStore (see `primary.ts`), so every worker of a machine shares one exact limit without
- * Redis. Operations issued in one event-loop turn travel as one IPC message and come back as
+ * The client side of `sluice/cluster`: a Store whose decisions are made by one MemoryStore per
+ * machine, so every process shares one exact limit without Redis. That store lives in the
+ * node:cluster primary (`primary.ts`, over IPC) or, with the `socket` option, in whichever
+ * process bound the Unix socket first (`socket-link.ts`: PM2 cluster mode, or any processes). Operations issued in one event-loop turn travel as one IPC message and come back as
  * one. Each batch is bounded by `timeoutMs`; a check the primary does not answer in time (or
  * cannot answer: no primary store, channel closed) is decided by `onError`, as with RedisStore.
  */
@@ -11,10 +12,13 @@ import { ArgumentError, StoreError } from "../../errors.ts";
 import { checkOptions } from "../../options.ts";
 import { describeValue } from "../../spec.ts";
 import type { BoundRule, RuleBinding, Store } from "../../store.ts";
+import type { MemoryStoreOptions } from "../memory/memory-store.ts";
+import { MemoryStore } from "../memory/memory-store.ts";
 import { Breaker, type BreakerOptions } from "../redis/breaker.ts";
 import { checkOnError, type FailurePolicy, failurePolicy, type OnError } from "../redis/failure.ts";
-import { forget, hasChannel, post, sequence } from "./link.ts";
+import { hasChannel, ipc, type Transport } from "./link.ts";
 import { type BindRecord, CHANNEL, decode, type Op, type OpName, type OpResult } from "./protocol.ts";
+import { SocketLink, socketLink } from "./socket-link.ts";
 
 /** Options of {@link ClusterStore}. */
 export interface ClusterStoreOptions {
@@ -24,7 +28,18 @@ export interface ClusterStoreOptions {
   onError?: OnError;
   /** Circuit breaker settings, or `false` to always ask the primary (default: open after 5 failures, probe after 1 s). */
   breaker?: BreakerOptions | false;
+  /**
+   * A Unix domain socket path (e.g. `/tmp/sluice-myapp.sock`) shared by the processes of one
+   * machine, instead of a node:cluster primary: the first to bind it hosts the store, the others
+   * connect; if the host dies, another takes over (with empty state). For PM2 cluster mode.
+   */
+  socket?: string;
+  /** With `socket`: the MemoryStore options of the store this process holds when it hosts. */
+  hostStore?: MemoryStoreOptions;
 }
+
+/** Longest socket path accepted (macOS allows 104 bytes with the terminator, Linux 108). */
+const MAX_SOCKET_PATH = 103;
 
 const DEFAULT_TIMEOUT_MS = 1000;
 /** Most operations in one message; more in one turn go as several (bounds message size). */
@@ -43,8 +58,9 @@ interface Pending {
 let nextBinding = 1;
 
 /**
- * A Store shared by the `node:cluster` workers of one machine; the primary must run
- * `startClusterStore()`. Works under PM2 only where sluice's code runs in the primary (see README).
+ * A Store shared by the processes of one machine: the `node:cluster` workers of a primary that
+ * runs `startClusterStore()`, or, with `socket`, any processes (PM2 cluster mode) through a
+ * Unix socket one of them hosts.
  *
  * @example
  * const store = new ClusterStore({ timeoutMs: 200, onError: "deny" });
@@ -58,6 +74,9 @@ export class ClusterStore implements Store {
   readonly timeoutMs: number;
   readonly #onError: OnError;
   readonly #breaker: Breaker;
+  readonly #link: Transport;
+  /** Rules bound and not released, registered again with a new host (socket transport). */
+  readonly #live = new Set<ClusterBoundRule>();
   #binds: BindRecord[] = [];
   #releases: number[] = [];
   #ops: Op[] = [];
@@ -69,7 +88,8 @@ export class ClusterStore implements Store {
   };
 
   constructor(options: ClusterStoreOptions = {}) {
-    checkOptions(options, "ClusterStore", ["timeoutMs", "onError", "breaker"]);
+    checkOptions(options, "ClusterStore", ["timeoutMs", "onError", "breaker", "socket", "hostStore"]);
+    const { socket, hostStore = {} } = options;
     const { timeoutMs = DEFAULT_TIMEOUT_MS, breaker } = options;
     if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
       throw new ArgumentError(`\`timeoutMs\` must be a positive number of ms (got ${describeValue(timeoutMs)})`);
@@ -78,14 +98,31 @@ export class ClusterStore implements Store {
       throw new ArgumentError(`\`breaker\` must be an object or false (got ${describeValue(breaker)})`);
     }
     const onError = checkOnError(options.onError ?? "deny");
-    if (!hasChannel()) {
+    if (socket === undefined) {
+      if (options.hostStore !== undefined) throw new ArgumentError("`hostStore` applies only with `socket`");
+      if (!hasChannel()) {
+        throw new ArgumentError(
+          "ClusterStore must run in a node:cluster worker, with an IPC channel to the primary (this process is not one); " +
+            "elsewhere (PM2 cluster mode, separate processes) pass `socket`",
+        );
+      }
+    } else if (typeof socket !== "string" || socket === "" || Buffer.byteLength(socket) > MAX_SOCKET_PATH) {
       throw new ArgumentError(
-        "ClusterStore must run in a node:cluster worker, with an IPC channel to the primary (this process is not one)",
+        `\`socket\` must be a socket path of 1 to ${MAX_SOCKET_PATH} bytes (got ${describeValue(socket)})`,
       );
+    } else {
+      new MemoryStore(hostStore); // validates the options now, not when this process first hosts
     }
+    this.#link = socket === undefined ? ipc : socketLink(socket, hostStore);
+    this.#link.attach(this);
     this.timeoutMs = timeoutMs;
     this.#onError = onError;
     this.#breaker = new Breaker(breaker);
+  }
+
+  /** With `socket`: true while this process hosts the shared store (false on the IPC transport). */
+  get hosting(): boolean {
+    return this.#link instanceof SocketLink && this.#link.hosting;
   }
 
   /** True while the circuit breaker keeps checks away from an unresponsive primary. */
@@ -96,6 +133,7 @@ export class ClusterStore implements Store {
   /** Binds a rule and registers it with the primary (by id and normalised specs) in the next message. */
   bind(rule: RuleBinding): BoundRule {
     const bound = new ClusterBoundRule(this, rule, nextBinding++, failurePolicy(this.#onError, rule));
+    this.#live.add(bound);
     this.register(bound);
     return bound;
   }
@@ -107,9 +145,17 @@ export class ClusterStore implements Store {
     this.#schedule();
   }
 
+  /** The registrations a new host needs (rules live and already registered). Internal. */
+  records(): BindRecord[] {
+    const records: BindRecord[] = [];
+    for (const rule of this.#live) if (rule.registered) records.push(rule.record);
+    return records;
+  }
+
   /** Queues a release for the next message. Internal. */
-  unregister(binding: number): void {
-    this.#releases.push(binding);
+  unregister(rule: ClusterBoundRule): void {
+    this.#live.delete(rule);
+    this.#releases.push(rule.binding);
     this.#schedule();
   }
 
@@ -152,31 +198,30 @@ export class ClusterStore implements Store {
     this.#ops = [];
     this.#pending = [];
     if (ops.length === 0) {
-      post({ channel: CHANNEL, type: "batch", seq: 0, binds, releases, ops });
+      this.#link.post({ channel: CHANNEL, type: "batch", seq: 0, binds, releases, ops });
       return;
     }
-    const seq = sequence();
+    const link = this.#link;
+    const seq = link.sequence();
     let settled = false;
     const fail = (error: StoreError) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      forget(seq);
+      link.forget(seq);
       this.#breaker.failure();
       for (const p of pending) this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, error));
     };
     const timer = setTimeout(() => {
-      fail(
-        new StoreError(`the cluster primary did not answer within timeoutMs (${this.timeoutMs} ms)`, { timeout: true }),
-      );
+      fail(new StoreError(`${link.peer} did not answer within timeoutMs (${this.timeoutMs} ms)`, { timeout: true }));
     }, this.timeoutMs);
-    post(
+    link.post(
       { channel: CHANNEL, type: "batch", seq, binds, releases, ops },
       {
         settle: (results) => {
           if (settled) return;
           if (!Array.isArray(results) || results.length !== pending.length) {
-            fail(new StoreError(`unexpected reply from the cluster primary: ${pending.length} results expected`));
+            fail(new StoreError(`unexpected reply from ${link.peer}: ${pending.length} results expected`));
             return;
           }
           settled = true;
@@ -196,7 +241,7 @@ export class ClusterStore implements Store {
       p.resolve(decode(result));
     } else {
       if (result.unbound === true) p.rule.registered = false; // the primary started after we registered
-      this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, new StoreError(`cluster primary: ${result.error}`)));
+      this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, new StoreError(`${this.#link.peer}: ${result.error}`)));
     }
   }
 
@@ -256,6 +301,6 @@ export class ClusterBoundRule implements BoundRule {
   release(): void {
     if (this.#released) return;
     this.#released = true;
-    this.#store.unregister(this.binding);
+    this.#store.unregister(this);
   }
 }

@@ -1,6 +1,7 @@
 /**
- * `sluice/cluster`: one exact store shared by the `node:cluster` workers of a machine, without
- * Redis. `startClusterStore()` in the primary, `new ClusterStore()` in each worker.
+ * `sluice/cluster`: one exact store shared by the processes of a machine, without Redis:
+ * `startClusterStore()` in the node:cluster primary and `new ClusterStore()` in each worker, or
+ * `new ClusterStore({ socket })` in every process (PM2 cluster mode), one of which then hosts.
  */
 export type { BreakerOptions } from "../redis/breaker.ts";
 export type { OnError } from "../redis/failure.ts";

@@ -8,7 +8,27 @@
  */
 import cluster from "node:cluster";
 import { StoreError } from "../../errors.ts";
-import { type BatchMessage, isMessage, type OpResult, type ReplyMessage } from "./protocol.ts";
+import { type BatchMessage, type BindRecord, isMessage, type OpResult, type ReplyMessage } from "./protocol.ts";
+
+/** How a ClusterStore reaches the deciding side: IPC to the primary (here) or a socket host (socket-link.ts). */
+export interface Transport {
+  /** Names the deciding side in error messages. */
+  readonly peer: string;
+  /** A sequence number for the next batch (unique on this transport, never 0). */
+  sequence(): number;
+  /** Stops waiting for `seq` (its timeout fired); a late reply is then ignored. */
+  forget(seq: number): void;
+  /** Sends `message`; `w` (if given) hears its reply or why none will come. */
+  post(message: BatchMessage, w?: Waiting): void;
+  /** Registers a store whose live rules are registered again whenever a new host is reached. */
+  attach(store: Resyncable): void;
+}
+
+/** A store that can list its live rule registrations (for a host that never saw them). */
+export interface Resyncable {
+  /** The registrations of every rule still bound and already sent. */
+  records(): BindRecord[];
+}
 
 /** A batch waiting for its reply. */
 export interface Waiting {
@@ -82,3 +102,6 @@ export function post(message: BatchMessage, w?: Waiting): void {
     w.fail(new StoreError(`sending to the node:cluster primary failed: ${error.message}`, { cause: error }));
   });
 }
+
+/** The IPC transport to the node:cluster primary (one per process; the primary never changes). */
+export const ipc: Transport = { peer: "the cluster primary", sequence, forget, post, attach() {} };

@@ -1,0 +1,135 @@
+/**
+ * The deciding side of `sluice/cluster`, shared by both transports (the node:cluster primary
+ * over IPC, and the socket host): one MemoryStore, and the bindings each client registered.
+ * `handle` decides a batch synchronously, in arrival order, so the limit holds exactly across
+ * clients. One binding per rule definition is shared by every client that registers it.
+ */
+import type { Decision } from "../../algorithms/decision.ts";
+import { validateBan } from "../../ban.ts";
+import type { Clock } from "../../clock.ts";
+import { compileRule } from "../../rule.ts";
+import { describeValue, validateSpec } from "../../spec.ts";
+import type { BoundRule } from "../../store.ts";
+import type { MemoryStore } from "../memory/memory-store.ts";
+import { type BatchMessage, type BindRecord, CHANNEL, encode, type OpResult, type ReplyMessage } from "./protocol.ts";
+
+/** Decides the batches of many clients (workers, socket connections) on one MemoryStore. */
+export interface Dispatcher {
+  /** Applies `client`'s batch; the reply to send back, or undefined when it carried no operations. */
+  handle(client: number, message: BatchMessage): ReplyMessage | undefined;
+  /** `client` is gone: drops its references (state stays, see `createDispatcher`). */
+  disconnect(client: number): void;
+  /** Forgets every client and releases every binding. */
+  stop(): void;
+}
+
+/** A rule definition bound in the store, and how many client bindings use it. */
+interface Shared {
+  readonly key: string;
+  readonly bound: BoundRule;
+  refs: number;
+}
+
+/**
+ * A dispatcher over `store`. State outlives clients: a client that goes away (or crashes and
+ * comes back) drops its references but not the binding, so the limit goes on where it was;
+ * only explicit releases (a limiter's `close()` in every client) let the MemoryStore drop it.
+ */
+export function createDispatcher(store: MemoryStore): Dispatcher {
+  const shared = new Map<string, Shared>();
+  const clients = new Map<number, Map<number, Shared | string>>();
+  /** One clock identity per rule id for injected time, so sweeps never compare it with the store's. */
+  const clocks = new Map<string, Clock>();
+
+  const bind = (record: BindRecord): Shared | string => {
+    try {
+      if (typeof record.id !== "string" || !Array.isArray(record.specs) || record.specs.length === 0) {
+        return `malformed rule registration (got ${describeValue(record)})`;
+      }
+      const key = JSON.stringify([record.id, record.specs, record.ban ?? null, record.clock === true]);
+      const existing = shared.get(key);
+      if (existing !== undefined) {
+        existing.refs++;
+        return existing;
+      }
+      const rule = compileRule(
+        record.specs.map((spec) => validateSpec(spec)),
+        validateBan(record.ban ?? undefined),
+      );
+      let clock: Clock | undefined;
+      if (record.clock) {
+        clock = clocks.get(record.id);
+        if (clock === undefined) clocks.set(record.id, (clock = { now: () => Number.NaN }));
+      }
+      const entry: Shared = { key, bound: store.bind({ id: record.id, rule, clock }), refs: 1 };
+      shared.set(key, entry);
+      return entry;
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
+  };
+
+  /** Drops one client's reference; `release` (an explicit release) lets the last one free the state. */
+  const drop = (entry: Shared, release: boolean) => {
+    entry.refs--;
+    if (release && entry.refs <= 0 && shared.get(entry.key) === entry) {
+      shared.delete(entry.key);
+      entry.bound.release();
+    }
+  };
+
+  return {
+    handle(client, message) {
+      let bindings = clients.get(client);
+      if (bindings === undefined) clients.set(client, (bindings = new Map()));
+      for (const record of message.binds ?? []) {
+        const old = bindings.get(record.binding);
+        if (typeof old === "object") drop(old, true);
+        bindings.set(record.binding, bind(record));
+      }
+      for (const binding of message.releases ?? []) {
+        const old = bindings.get(binding);
+        if (typeof old === "object") drop(old, true);
+        bindings.delete(binding);
+      }
+      const ops = message.ops ?? [];
+      if (ops.length === 0) return undefined;
+      const results: OpResult[] = new Array(ops.length);
+      for (let i = 0; i < ops.length; i++) {
+        const [binding, key, cost, now, op] = ops[i] as BatchMessage["ops"][number];
+        const entry = bindings.get(binding);
+        if (typeof entry !== "object") {
+          results[i] =
+            entry === undefined
+              ? { error: `rule binding ${binding} is not registered`, unbound: true }
+              : { error: entry };
+          continue;
+        }
+        const bound = entry.bound;
+        try {
+          if (op === "reset") {
+            void bound.reset(key); // the memory store resets synchronously
+            results[i] = 0;
+          } else if (op === "check" || op === "peek" || op === "refund") {
+            results[i] = encode(bound.check(key, cost, now ?? undefined, op) as Decision);
+          } else {
+            results[i] = { error: `unknown operation ${describeValue(op)}` };
+          }
+        } catch (error) {
+          results[i] = { error: error instanceof Error ? error.message : String(error) };
+        }
+      }
+      return { channel: CHANNEL, type: "reply", seq: message.seq, results };
+    },
+    disconnect(client) {
+      const bindings = clients.get(client);
+      clients.delete(client);
+      if (bindings !== undefined) for (const b of bindings.values()) if (typeof b === "object") drop(b, false);
+    },
+    stop() {
+      clients.clear();
+      for (const entry of shared.values()) entry.bound.release();
+      shared.clear();
+    },
+  };
+}
