@@ -1,26 +1,17 @@
-import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, ROOT, run } from "../cli/helpers.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = join(ROOT, "test-artifacts");
-const available = existsSync(CHROMIUM);
-if (!available) console.warn(`browser tests skipped: ${CHROMIUM} is not installed (.ci/run installs it)`);
+import { ensureBuilt, run } from "../cli/helpers.ts";
+import { ARTIFACTS, chromiumAvailable, launchChromium } from "../support/browser.ts";
 
 let browser: Browser;
 
 // The status page has its own suite: status-page.test.ts.
-describe.skipIf(!available)("in headless Chromium", () => {
+describe.skipIf(!chromiumAvailable)("in headless Chromium", () => {
   beforeAll(async () => {
     ensureBuilt();
-    mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,16 +1,11 @@
 // The status page (GET /) in headless Chromium: per-rule charts of admitted and denied, the
 // most limited keys, store health and last reload; keys only with the token. Screenshots go
 // to test-artifacts/ (look at them: the charts must show traffic).
-import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, ROOT, type Served, serve } from "../cli/helpers.ts";
-
-const CHROMIUM = "/usr/bin/chromium";
-const ARTIFACTS = join(ROOT, "test-artifacts");
-const available = existsSync(CHROMIUM);
-if (!available) console.warn(`status page tests skipped: ${CHROMIUM} is not installed (.ci/run installs it)`);
+import { ensureBuilt, type Served, serve } from "../cli/helpers.ts";
+import { ARTIFACTS, chromiumAvailable, launchChromium } from "../support/browser.ts";
 
 let browser: Browser;
 let open: Served;
@@ -44,14 +39,10 @@ async function chartMax(page: Page, rule: string): Promise<number> {
   return Number(await page.getAttribute(`section[data-rule="${rule}"] svg.chart`, "data-max"));
 }
 
-describe.skipIf(!available)("the status page in headless Chromium", () => {
+describe.skipIf(!chromiumAvailable)("the status page in headless Chromium", () => {
   beforeAll(async () => {
     ensureBuilt();
-    mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
+    browser = await launchChromium();
     [open, guarded] = await Promise.all([
       serve(["--config", "examples/rules.yaml"]),
       serve(["--config", "examples/rules.yaml"], { SLUICE_TOKEN: "s3cret" }),

@@ -1,0 +1,30 @@
+/**
+ * Headless Chromium for the page tests: Debian's chromium driven by playwright-core (never a
+ * downloaded browser). Without /usr/bin/chromium the suites skip locally, but under CI (where
+ * .ci/run installs it) a missing browser is a failure, not a skip.
+ */
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { type Browser, chromium } from "playwright-core";
+import { ROOT } from "../cli/helpers.ts";
+
+/** Where the browser is expected. */
+export const CHROMIUM = "/usr/bin/chromium";
+/** Screenshots and reports the page tests keep (gitignored). */
+export const ARTIFACTS = join(ROOT, "test-artifacts");
+/** Whether the page suites run here. */
+export const chromiumAvailable = existsSync(CHROMIUM);
+
+if (!chromiumAvailable) {
+  if (process.env.CI) throw new Error(`${CHROMIUM} is missing under CI: .ci/run should have installed chromium`);
+  console.warn(`browser tests skipped: ${CHROMIUM} is not installed (.ci/run installs it)`);
+}
+
+/** Launches headless Chromium with the flags this machine needs (no network, no sandbox as root). */
+export async function launchChromium(): Promise<Browser> {
+  mkdirSync(ARTIFACTS, { recursive: true });
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+}
