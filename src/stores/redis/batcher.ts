@@ -3,8 +3,8 @@
  * per Cluster slot (every check on standalone), at most `MAX_BATCH` checks each, so 64 checks
  * in flight cost a handful of round trips and script invocations instead of 64. The script
  * decides them in order, each atomically. Each rule's parameters travel once per batch; a
- * check adds its keys and 3 short arguments (none when every check of the batch has the same
- * rule, cost and time source: the usual case, sent once). A reply of NOSCRIPT means the script did not run,
+ * check adds its keys and 4 short arguments (none when every check of the batch has the same
+ * rule, op, cost and time source: the usual case, sent once). A reply of NOSCRIPT means the script did not run,
  * so re-sending it with EVAL (which also caches it) cannot count anything twice; any other
  * error fails the batch without a retry. One timer bounds each batch by `timeoutMs`.
  *
@@ -12,10 +12,11 @@
  * arrays, one promise whose resolver is captured without a per-check function.
  */
 import type { Decision } from "../../algorithms/decision.ts";
+import type { Operation } from "../../decide-rule.ts";
 import { StoreError } from "../../errors.ts";
 import type { Breaker } from "./breaker.ts";
 import type { RedisCommands } from "./client.ts";
-import { decodeCheck, FIELDS } from "./reply.ts";
+import { decodeCheck, type ReplyLayout } from "./reply.ts";
 import type { CheckScript } from "./script.ts";
 
 /**
@@ -28,26 +29,27 @@ import type { CheckScript } from "./script.ts";
 const MAX_BATCH = 32;
 
 /** What the batcher needs of a bound rule. */
-export interface BatchRule {
-  /** The member limits, in spec order (what decisions report as `limit`). */
-  readonly limits: readonly number[];
-  /** The rule's script parameters: member count, then code and two parameters per member. */
+export interface BatchRule extends ReplyLayout {
+  /** The rule's script parameters: member count, ban policy, then code and two parameters per member. */
   readonly descriptor: readonly string[];
-  /** Member key infixes (`prefix{tag}` + infix + user key), in spec order. */
+  /** Key infixes of a check (`prefix{tag}` + infix + user key): one, the record's. */
   readonly infixes: readonly string[];
   /** The decision of a check Redis could not make, by the rule's failure policy. */
-  fail(key: string, cost: number, peek: boolean, error: StoreError): Promise<Decision>;
+  fail(key: string, cost: number, op: Operation, error: StoreError): Promise<Decision>;
   /** Scratch for the batcher: the batch this rule was last added to, and its index there. */
   batch: Batch | undefined;
   batchIndex: string;
 }
+
+/** The op codes of the script (check.lua). */
+const OP_CODES: Record<Operation, string> = { check: "c", peek: "p", refund: "r" };
 
 /** One check waiting for its batch's reply. */
 interface Pending {
   rule: BatchRule;
   key: string;
   cost: number;
-  peek: boolean;
+  op: Operation;
   resolve: (value: Decision | Promise<Decision>) => void;
 }
 
@@ -55,13 +57,14 @@ interface Pending {
 export class Batch {
   readonly keys: string[] = [];
   readonly rules: string[] = [];
-  /** Rule index, cost and now of every check, written out once the checks stop being uniform. */
+  /** Rule index, op, cost and now of every check, written out once the checks stop being uniform. */
   readonly checks: string[] = [];
   readonly pending: Pending[] = [];
   ruleCount = 0;
-  /** While true, every check so far has the first check's rule index, cost and now (below). */
+  /** While true, every check so far has the first check's rule index, op, cost and now (below). */
   uniform = true;
   rule0 = "";
+  op0 = "";
   cost0 = "";
   now0 = "";
 }
@@ -96,7 +99,7 @@ export class Batcher {
    * Queues one check of `rule` for `key` (its keys start with `head`, `prefix{tag}`) in slot
    * group `group`; `now` is the injected time as text, or "" for Redis TIME.
    */
-  submit(rule: BatchRule, group: number, head: string, key: string, cost: number, peek: boolean, now: string) {
+  submit(rule: BatchRule, group: number, head: string, key: string, cost: number, op: Operation, now: string) {
     let batch = this.#open.get(group);
     if (batch === undefined) {
       batch = new Batch();
@@ -108,19 +111,23 @@ export class Batcher {
       for (const d of rule.descriptor) batch.rules.push(d);
     }
     for (const infix of rule.infixes) batch.keys.push(head + infix + key);
-    // The sign of the cost says peek; "-" + cost keeps it for a cost of 0 too.
-    const costText = peek ? `-${cost}` : cost === 1 ? "1" : String(cost);
+    const costText = cost === 1 ? "1" : String(cost);
+    const opCode = OP_CODES[op];
     if (batch.pending.length === 0) {
       batch.rule0 = rule.batchIndex;
+      batch.op0 = opCode;
       batch.cost0 = costText;
       batch.now0 = now;
-    } else if (batch.uniform && (rule.batchIndex !== batch.rule0 || costText !== batch.cost0 || now !== batch.now0)) {
+    } else if (
+      batch.uniform &&
+      (rule.batchIndex !== batch.rule0 || opCode !== batch.op0 || costText !== batch.cost0 || now !== batch.now0)
+    ) {
       batch.uniform = false;
-      for (let i = 0; i < batch.pending.length; i++) batch.checks.push(batch.rule0, batch.cost0, batch.now0);
+      for (let i = 0; i < batch.pending.length; i++) batch.checks.push(batch.rule0, batch.op0, batch.cost0, batch.now0);
     }
-    if (!batch.uniform) batch.checks.push(rule.batchIndex, costText, now);
+    if (!batch.uniform) batch.checks.push(rule.batchIndex, opCode, costText, now);
     const promise = new Promise<Decision>(park);
-    batch.pending.push({ rule, key, cost, peek, resolve: parked as Pending["resolve"] });
+    batch.pending.push({ rule, key, cost, op, resolve: parked as Pending["resolve"] });
     if (batch.pending.length >= MAX_BATCH) {
       this.#open.delete(group);
       this.#send(batch);
@@ -142,8 +149,8 @@ export class Batcher {
 
   #send(batch: Batch): void {
     for (const p of batch.pending) if (p.rule.batch === batch) p.rule.batch = undefined;
-    // Uniform checks send their rule, cost and now once (see check.lua).
-    const tail = batch.uniform ? ["=", batch.rule0, batch.cost0, batch.now0] : batch.checks;
+    // Uniform checks send their rule, op, cost and now once (see check.lua).
+    const tail = batch.uniform ? ["=", batch.rule0, batch.op0, batch.cost0, batch.now0] : batch.checks;
     const args = [this.#grace, String(batch.ruleCount)].concat(batch.rules, tail);
     const keys = batch.keys;
     let settled = false;
@@ -152,7 +159,7 @@ export class Batcher {
       settled = true;
       clearTimeout(timer);
       this.#breaker.failure();
-      for (const p of batch.pending) p.resolve(p.rule.fail(p.key, p.cost, p.peek, error));
+      for (const p of batch.pending) p.resolve(p.rule.fail(p.key, p.cost, p.op, error));
     };
     const timer = setTimeout(() => {
       fail(new StoreError(`Redis did not answer within timeoutMs (${this.#timeoutMs} ms)`, { timeout: true }));
@@ -196,7 +203,7 @@ export class Batcher {
   /** Decodes the reply and settles every check, or returns the error for a malformed reply (settling none). */
   #deliver(pending: readonly Pending[], reply: unknown): StoreError | undefined {
     let expected = 0;
-    for (const p of pending) expected += p.rule.limits.length * FIELDS;
+    for (const p of pending) expected += p.rule.width;
     if (!Array.isArray(reply) || reply.length !== expected) {
       const got = Array.isArray(reply) ? `an array of ${reply.length}` : typeof reply;
       return new StoreError(`unexpected reply from the sluice script: expected ${expected} values, got ${got}`);
@@ -205,8 +212,8 @@ export class Batcher {
     let at = 0;
     try {
       for (const p of pending) {
-        decisions.push(decodeCheck(reply, at, p.rule.limits));
-        at += p.rule.limits.length * FIELDS;
+        decisions.push(decodeCheck(reply, at, p.rule));
+        at += p.rule.width;
       }
     } catch (error) {
       return error as StoreError;
@@ -214,7 +221,7 @@ export class Batcher {
     for (let i = 0; i < pending.length; i++) {
       const p = pending[i] as Pending;
       const d = decisions[i] as Decision | StoreError;
-      p.resolve(d instanceof StoreError ? p.rule.fail(p.key, p.cost, p.peek, d) : d);
+      p.resolve(d instanceof StoreError ? p.rule.fail(p.key, p.cost, p.op, d) : d);
     }
     return undefined;
   }

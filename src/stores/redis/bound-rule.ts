@@ -1,9 +1,10 @@
 /**
  * One rule bound to a RedisStore: everything a check needs that does not depend on the key
- * (script parameters, member key infixes, limits, failure policy) is computed here, once, so a
- * check only hashes its key into a tag and hands the batcher a few strings.
+ * (script parameters, the record key infix, limits, failure policy) is computed here, once, so
+ * a check only hashes its key into a tag and hands the batcher a few strings.
  */
 import type { Decision } from "../../algorithms/decision.ts";
+import type { BanPolicy } from "../../ban.ts";
 import type { Operation } from "../../decide-rule.ts";
 import { StoreError } from "../../errors.ts";
 import type { AlgorithmSpec } from "../../spec.ts";
@@ -12,7 +13,8 @@ import type { Batch, Batcher, BatchRule } from "./batcher.ts";
 import type { Breaker } from "./breaker.ts";
 import type { RedisCommands } from "./client.ts";
 import { type FailurePolicy, failurePolicy, type OnError } from "./failure.ts";
-import { ALGORITHM_CODES, hashTag, memberDigest, slotOf, tagSeed } from "./keys.ts";
+import { ALGORITHM_CODES, hashTag, ruleDigest, slotOf, tagSeed } from "./keys.ts";
+import { replyWidth } from "./reply.ts";
 
 /** The two script parameters of a member (see the constructor of each Lua twin). */
 function memberParams(spec: AlgorithmSpec): [string, string] {
@@ -31,6 +33,11 @@ function memberParams(spec: AlgorithmSpec): [string, string] {
   }
 }
 
+/** The three ban parameters of a rule (after 0: no ban; see rule.lua). */
+function banParams(ban: BanPolicy | undefined): [string, string, string] {
+  return ban === undefined ? ["0", "0", "0"] : [String(ban.after), String(ban.withinMs), String(ban.forMs)];
+}
+
 /** What a bound rule shares with its store. */
 export interface StoreParts {
   readonly prefix: string;
@@ -44,6 +51,8 @@ export interface StoreParts {
 /** A rule bound to a RedisStore (a BoundRule for the limiter, a BatchRule for the batcher). */
 export class RedisBoundRule implements BoundRule, BatchRule {
   readonly limits: readonly number[];
+  readonly hasBan: boolean;
+  readonly width: number;
   readonly descriptor: readonly string[];
   readonly infixes: readonly string[];
   batch: Batch | undefined = undefined;
@@ -56,13 +65,16 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     this.#store = store;
     this.#policy = failurePolicy(store.onError, rule);
     this.#seed = tagSeed(rule.id);
-    const members = rule.rule.members;
+    const { members, ban, shape } = rule.rule;
     this.limits = members.map((a) => a.limit);
-    // The digest covers the member's shape (algorithm and window): state written under one
-    // window is never read under another.
-    this.infixes = members.map((a, i) => memberDigest(rule.id, i, a.shape));
+    this.hasBan = ban !== undefined;
+    this.width = replyWidth(members.length, this.hasBan);
+    // One key per (rule, key) record; the digest covers the rule's shape (algorithms, windows,
+    // ban), so a record written under one shape is never read under another.
+    this.infixes = [ruleDigest(rule.id, shape)];
     this.descriptor = [
       String(members.length),
+      ...banParams(ban),
       ...members.flatMap((a) => [ALGORITHM_CODES[a.kind], ...memberParams(a.spec)]),
     ];
     // Limiters may call these detached (`const check = bound.check`), as the memory store allows.
@@ -70,26 +82,27 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     this.reset = this.reset.bind(this);
   }
 
-  /** Decides `cost` units for `key` in Redis (batched), or by the failure policy. */
+  /** Runs `op` for `cost` units of `key` in Redis (batched), or by the failure policy. */
   check(key: string, cost: number, now: number | undefined, op: Operation): Promise<Decision> {
-    if (op === "refund") return Promise.reject(new StoreError("refund is not supported on RedisStore yet"));
-    const peek = op === "peek";
     const store = this.#store;
     if (!store.breaker.allow()) {
-      return this.fail(key, cost, peek, new StoreError("Redis circuit breaker is open (recent checks failed)"));
+      return this.fail(key, cost, op, new StoreError("Redis circuit breaker is open (recent checks failed)"));
     }
     const tag = hashTag(this.#seed, key);
     const group = store.commands.cluster ? slotOf(tag) : 0;
     const head = `${store.prefix}{${tag}}`;
-    return store.batcher.submit(this, group, head, key, cost, peek, now === undefined ? "" : String(now));
+    return store.batcher.submit(this, group, head, key, cost, op, now === undefined ? "" : String(now));
   }
 
-  /** The failure policy's decision (or rejection, under "throw"). */
-  fail(key: string, cost: number, peek: boolean, error: StoreError): Promise<Decision> {
-    return this.#policy.decide(key, cost, peek, error);
+  /**
+   * The failure policy's decision (or rejection, under "throw"). A refund Redis could not make
+   * is answered like a peek: nothing was given back.
+   */
+  fail(key: string, cost: number, op: Operation, error: StoreError): Promise<Decision> {
+    return this.#policy.decide(key, cost, op !== "check", error);
   }
 
-  /** Deletes `key`'s state in every member (and in the fallback limiter), within `timeoutMs`. */
+  /** Deletes `key`'s record (and its state in the fallback limiter), within `timeoutMs`. */
   async reset(key: string): Promise<void> {
     const store = this.#store;
     const head = `${store.prefix}{${hashTag(this.#seed, key)}}`;
