@@ -29,11 +29,10 @@ describe.skipIf(redis === undefined)("Redis parity, standalone", () => {
   });
 
   for (const client of ["ioredis", "node-redis"] as const) {
-    for (const { name, spec } of PARITY_RULES) {
-      it(`${name} with ${client}`, async () => {
+    for (const rule of PARITY_RULES) {
+      it(`${rule.name} with ${client}`, async () => {
         const compared = await runParitySuite(
-          spec,
-          name,
+          rule,
           () =>
             new RedisStore({
               client: client === "ioredis" ? io : node,
