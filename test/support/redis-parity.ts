@@ -161,9 +161,27 @@ interface Pair {
   remote: Limiter<Store>;
 }
 
+/** What a trace exercised: decisions compared, of them refunds and banned decisions, and spec changes. */
+export interface TraceSummary {
+  compared: number;
+  refunded: number;
+  banned: number;
+  rebound: number;
+}
+
+/** Adds trace summaries. */
+function add(a: TraceSummary, b: TraceSummary): TraceSummary {
+  return {
+    compared: a.compared + b.compared,
+    refunded: a.refunded + b.refunded,
+    banned: a.banned + b.banned,
+    rebound: a.rebound + b.rebound,
+  };
+}
+
 /**
  * Runs one seeded trace of `events` events of `rule` through the oracle and the Redis store;
- * fails on the first difference. Returns how many decisions were compared.
+ * fails on the first difference. Returns what it compared.
  *
  * Both limiters carry the rule's name, so a spec change binds new limiters to the same state
  * (as `updateRule`, a reload or a rolling deploy do). Earlier limiters stay open until the end,
@@ -176,7 +194,7 @@ export async function runParityTrace(
   seed: number,
   events: number,
   options: TraceOptions = {},
-): Promise<number> {
+): Promise<TraceSummary> {
   const oracle = options.oracle ?? new MemoryStore();
   const random = prng(seed);
   const clock = new ManualClock(1_700_000_000_000 + Math.floor(random() * 1e6));
@@ -192,7 +210,7 @@ export async function runParityTrace(
   let pair = pairs[0] as Pair;
   let specIndex = 0;
   const keys = ["a", "b", "{c}"];
-  let compared = 0;
+  const summary: TraceSummary = { compared: 0, refunded: 0, banned: 0, rebound: 0 };
   for (let i = 0; i < events; i++) {
     const r = random();
     // Mostly small forward steps (bursts), some long gaps, a few steps back, a few fractional.
@@ -217,19 +235,22 @@ export async function runParityTrace(
       specIndex = Math.floor(random() * (respecs.length + 1));
       pair = bind(specIndex === 0 ? rule.spec : (respecs[specIndex - 1] as RuleSpec));
       pairs.push(pair);
+      summary.rebound++;
       continue;
     }
     const op = action < 0.18 ? "peek" : action < 0.26 ? "refund" : "tryAcquire";
     const expected = pair.memory[op](key, cost) as Decision;
     const actual = await pair.remote[op](key, cost);
     expect(actual, `${op} at ${where}`).toEqual(expected);
-    compared++;
+    summary.compared++;
+    if (op === "refund") summary.refunded++;
+    if (actual.banned === true) summary.banned++;
   }
   for (const p of pairs) {
     p.memory.close();
     p.remote.close();
   }
-  return compared;
+  return summary;
 }
 
 /** Seeds per rule and oracle; modest so the suite stays fast (SLUICE_PARITY_SEEDS=60 searches deeper). */
@@ -242,16 +263,30 @@ export const PARITY_EVENTS = 150;
  * MemoryStore with time moving forward (fractional steps included), then against the plain
  * records of the pure double (see redis-pure-store.ts) with a clock that also steps back.
  */
-export async function runParitySuite(rule: ParityRule, makeStore: () => Store): Promise<number> {
-  let compared = 0;
+export async function runParitySuite(rule: ParityRule, makeStore: () => Store): Promise<TraceSummary> {
+  let summary: TraceSummary = { compared: 0, refunded: 0, banned: 0, rebound: 0 };
   for (let seed = 1; seed <= PARITY_SEEDS; seed++) {
-    compared += await runParityTrace(rule, makeStore(), seed * 7919 + rule.name.length, PARITY_EVENTS);
-    compared += await runParityTrace(rule, makeStore(), seed * 104729 + rule.name.length, PARITY_EVENTS, {
-      oracle: pureStore(),
-      stepBack: true,
-    });
+    summary = add(summary, await runParityTrace(rule, makeStore(), seed * 7919 + rule.name.length, PARITY_EVENTS));
+    summary = add(
+      summary,
+      await runParityTrace(rule, makeStore(), seed * 104729 + rule.name.length, PARITY_EVENTS, {
+        oracle: pureStore(),
+        stepBack: true,
+      }),
+    );
   }
-  return compared;
+  return summary;
+}
+
+/**
+ * Asserts a parity run exercised what its rule is there for: most events compared, refunds,
+ * banned decisions exactly when the rule has a ban, spec changes exactly when it has respecs.
+ */
+export function expectExercised(rule: ParityRule, summary: TraceSummary): void {
+  expect(summary.compared).toBeGreaterThan(PARITY_SEEDS * 2 * PARITY_EVENTS * 0.8);
+  expect(summary.refunded).toBeGreaterThan(0);
+  expect(summary.banned > 0, "banned decisions seen").toBe(rule.ban !== undefined);
+  expect(summary.rebound > 0, "spec changes made").toBe((rule.respecs ?? []).length > 0);
 }
 
 /**
