@@ -97,16 +97,13 @@ local out, n, k = {}, 0, 0
 
 -- Decides one check of rule R and appends its figures to `out`.
 local function decide(R, op, cost, now, costText)
-  local count = R.count
-  local width = 4 * count
-  if R.ban then width = width + 1 end
   k = k + 1
   -- An error in one check (a foreign value at its key, say) fails that check alone: the
   -- checks before it in this batch have already counted and must be reported as decided.
   local done, left
-  if R.bare and op == CHECK then
+  if op == CHECK and R.bare then
     local ok, remaining, slot, reset
-    done, ok, remaining, slot, reset = pcall(bareCheck, R.members[1], KEYS[k], now, cost, costText)
+    done, ok, remaining, slot, reset = pcall(bareCheck, R.first, KEYS[k], now, cost, costText)
     if done then
       out[n + 1], out[n + 2], out[n + 3], out[n + 4] = ok and 1 or 0, enc(remaining), enc(slot), enc(reset)
       n = n + 4
@@ -116,6 +113,9 @@ local function decide(R, op, cost, now, costText)
   else
     done, left = pcall(run, R, KEYS[k], now, cost, op, costText)
   end
+  local count = R.count
+  local width = 4 * count
+  if R.ban then width = width + 1 end
   if not done then
     if type(left) == 'table' then left = left.err end
     out[n + 1], out[n + 2] = -1, 'error: ' .. tostring(left)

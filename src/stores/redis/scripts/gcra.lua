@@ -16,6 +16,14 @@ local function em_refund(P, S, now, cost)
   end
 end
 
+-- whole(ms) of the TS step: the units that still fit in `room` ms (the TS computes tau + tol - ms
+-- left to right, as the callers' `lim - ms` does).
+local function em_whole(room, T)
+  local n = floor(room / T + 1e-9)
+  if n < 0 then return 0 end
+  return n
+end
+
 local function em_step(P, S, now, cost, commit)
   local T, burst, tau = P.T, P.burst, P.tau
   local tat = S.tat
@@ -29,21 +37,17 @@ local function em_step(P, S, now, cost, commit)
   if tol > 0.25 then tol = 0.25 end
   tol = EPSILON + tol
   local lim = tau + tol
-  -- up(ms) of the TS step: ceilMs with that tolerance; whole(ms): the units that still fit.
+  -- up(ms) of the TS step: ceilMs with that tolerance.
   local resetUp = 0
   if backlog > tol then resetUp = ceil(backlog - tol) end
-  local fit = floor((lim - backlog) / T + 1e-9)
-  if fit < 0 then fit = 0 end
-  if cost > burst then return false, fit, INF, resetUp end
+  if cost > burst then return false, em_whole(lim - backlog, T), INF, resetUp end
   if ahead <= lim then
     if commit then S.tat = start + cost * T end
     local delay = 0
     if P.delays then delay = resetUp end
     local reset = 0
     if ahead > tol then reset = ceil(ahead - tol) end
-    local whole = floor((lim - ahead) / T + 1e-9)
-    if whole < 0 then whole = 0 end
-    return true, whole, delay, reset
+    return true, em_whole(lim - ahead, T), delay, reset
   end
   local retry = 0
   if ahead - tau > tol then retry = ceil(ahead - tau - tol) end
@@ -55,7 +59,7 @@ local function em_step(P, S, now, cost, commit)
     if not (left + need > lim and retry < MAX_SAFE_INTEGER) then break end
     retry = retry + 1
   end
-  return false, fit, retry, resetUp
+  return false, em_whole(lim - backlog, T), retry, resetUp
 end
 
 local function emission(delays)

@@ -1,6 +1,6 @@
 -- Twin of src/rule.ts: a rule compiled for this batch and the layout of its one record per
--- key. R = { members = { P, ... } (spec order), count, ban = policy or nil, bare, and scratch
--- tables for decoding }. bare (one member, no ban): the record is the member's state itself;
+-- key. R = { members = { P, ... } (spec order), first (members[1]), count, ban = policy or nil,
+-- bare, and scratch tables for decoding }. bare (one member, no ban): the record is the member's state itself;
 -- otherwise the members' states in spec order, then the ban's state when there is a ban.
 
 -- Compiles a rule from its script parameters (see check.lua): members and an optional ban.
@@ -8,7 +8,7 @@ local function compileRule(members, after, withinMs, forMs)
   local ban = nil
   if after > 0 then ban = { after = after, withinMs = withinMs, forMs = forMs } end
   return {
-    members = members, count = #members, ban = ban, bare = #members == 1 and ban == nil,
+    members = members, first = members[1], count = #members, ban = ban, bare = #members == 1 and ban == nil,
     record = {}, banScratch = {},
   }
 end
