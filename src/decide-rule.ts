@@ -69,8 +69,14 @@ function evaluate(rule: CompiledRule, record: RuleRecord, now: number, cost: num
 
 /** A banned key: denied until `until`, and no sooner than its members would allow one unit. */
 function banned(rule: CompiledRule, record: RuleRecord, now: number, until: number): Decision {
-  const members = evaluate(rule, record, now, 1, false);
-  const left = Math.ceil(until - now);
+  return bannedDecision(evaluate(rule, record, now, 1, false), Math.ceil(until - now));
+}
+
+/**
+ * The decision for a key banned for `left` more ms, given what its members say of one unit
+ * (also how the Redis store rebuilds it from the Lua twin's figures).
+ */
+export function bannedDecision(members: Decision, left: number): Decision {
   const d = decision(false, members.limit, 0, Math.max(left, members.retryAfterMs), Math.max(left, members.resetMs));
   d.banned = true;
   if (members.parts !== undefined) d.parts = members.parts;

@@ -22,8 +22,26 @@ describe.skipIf(redis === undefined)("the deadline guard", () => {
   it("refuses a call past its deadline without touching a key, and reports the server time", async () => {
     const { source } = checkScript();
     const key = `${uniquePrefix("guard")}{t}k`;
-    // One fixed-window check (limit 5 per 60 s) at now = 1000, in the batcher's argument layout.
-    const args = (deadline: string) => [deadline, "0", "1", "1", "f", "5", "60000", "=", "1", "1", "1000"];
+    // One fixed-window check (limit 5 per 60 s, no ban) at now = 1000, in the batcher's argument
+    // layout: deadline, grace, rule count, the rule (members, ban after/within/for, code and two
+    // parameters), then a uniform check: rule 1, op "c", cost 1, now.
+    const args = (deadline: string) => [
+      deadline,
+      "0",
+      "1",
+      "1",
+      "0",
+      "0",
+      "0",
+      "f",
+      "5",
+      "60000",
+      "=",
+      "1",
+      "c",
+      "1",
+      "1000",
+    ];
     const [seconds] = await client.time();
     const serverMs = Number(seconds) * 1000;
     const late = (await client.eval(source, 1, key, ...args(String(serverMs - 10_000)))) as unknown[];

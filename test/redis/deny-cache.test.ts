@@ -153,6 +153,7 @@ describe.skipIf(!canStart)("Redis deny cache", () => {
   });
 
   for (const change of [
+    "refund",
     "reset",
     "reset through a store with denyCache: false",
     "a rule release (updateRule / reload / close)",
@@ -170,7 +171,9 @@ describe.skipIf(!canStart)("Redis deny cache", () => {
       const hits = b.denyCacheHits;
       expect((await onB.tryAcquire("victim")).allowed).toBe(false);
       expect(b.denyCacheHits).toBe(hits + 1);
-      if (change.startsWith("reset")) {
+      if (change === "refund") {
+        await onA.refund("victim", 3); // all three back: as after a reset
+      } else if (change.startsWith("reset")) {
         await onA.reset("victim");
       } else {
         // A rule released elsewhere (its spec changed there): state is wiped by hand here, so

@@ -1,6 +1,6 @@
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PARITY_EVENTS, PARITY_RULES, PARITY_SEEDS, runParitySuite } from "../support/redis-parity.ts";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import { expectExercised, PARITY_RULES, runParitySuite } from "../support/redis-parity.ts";
 import {
   connectClients,
   findRedis,
@@ -29,11 +29,10 @@ describe.skipIf(redis === undefined)("Redis parity, standalone", () => {
   });
 
   for (const client of ["ioredis", "node-redis"] as const) {
-    for (const { name, spec } of PARITY_RULES) {
-      it(`${name} with ${client}`, async () => {
-        const compared = await runParitySuite(
-          spec,
-          name,
+    for (const rule of PARITY_RULES) {
+      it(`${rule.name} with ${client}`, async () => {
+        const summary = await runParitySuite(
+          rule,
           () =>
             new RedisStore({
               client: client === "ioredis" ? io : node,
@@ -44,7 +43,7 @@ describe.skipIf(redis === undefined)("Redis parity, standalone", () => {
               denyCache: false,
             }),
         );
-        expect(compared).toBeGreaterThan(PARITY_SEEDS * 2 * PARITY_EVENTS * 0.8);
+        expectExercised(rule, summary);
       });
     }
   }

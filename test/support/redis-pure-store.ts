@@ -6,7 +6,7 @@
  * missing. Peeks and denials leave a record untouched, so decisions run on the stored records.
  */
 import type { Decision, Store } from "sluice";
-import { decideRule } from "../../src/decide-rule.ts";
+import { decideRule, storesNewRecord } from "../../src/decide-rule.ts";
 import { createRecord } from "../../src/rule.ts";
 
 /** Records on a Map, decided by `decideRule`. */
@@ -21,12 +21,14 @@ export function pureStore(): Store {
       const table = records;
       return {
         check(key, cost, now, op): Decision {
-          let record = table.get(key);
-          if (record === undefined) {
-            record = createRecord(rule);
-            if (op !== "peek") table.set(key, record); // unchanged unless the decision changes it
-          }
-          return decideRule(rule, record, now as number, cost, op);
+          const found = table.get(key);
+          if (found !== undefined) return decideRule(rule, found, now as number, cost, op);
+          // A new record is kept only when the operation changed it, as every store does (a
+          // refund of a fresh token bucket restamps it, which must not outlive a capacity change).
+          const record = createRecord(rule);
+          const result = decideRule(rule, record, now as number, cost, op);
+          if (storesNewRecord(rule, op, result)) table.set(key, record);
+          return result;
         },
         reset(key) {
           table.delete(key);

@@ -7,14 +7,16 @@ import type { Decision } from "../../algorithms/decision.ts";
 import type { Operation } from "../../decide-rule.ts";
 import type { StoreError } from "../../errors.ts";
 import type { NodeState } from "./nodes.ts";
+import type { ReplyLayout } from "./reply.ts";
+
+/** The op codes of the script (check.lua). */
+const OP_CODES: Record<Operation, string> = { check: "c", peek: "p", refund: "r" };
 
 /** What the batcher needs of a bound rule. */
-export interface BatchRule {
-  /** The member limits, in spec order (what decisions report as `limit`). */
-  readonly limits: readonly number[];
-  /** The rule's script parameters: member count, then code and two parameters per member. */
+export interface BatchRule extends ReplyLayout {
+  /** The rule's script parameters: member count, ban policy, then code and two parameters per member. */
   readonly descriptor: readonly string[];
-  /** Member key infixes (`prefix{tag}` + infix + user key), in spec order. */
+  /** Key infixes of a check (`prefix{tag}` + infix + user key): one, the record's. */
   readonly infixes: readonly string[];
   /** The decision of a check Redis could not make, by the rule's failure policy. */
   fail(key: string, cost: number, now: number | undefined, op: Operation, error: StoreError): Promise<Decision>;
@@ -29,7 +31,7 @@ export interface Pending {
   readonly head: string;
   readonly key: string;
   readonly cost: number;
-  readonly peek: boolean;
+  readonly op: Operation;
   /** The injected time, or undefined for Redis TIME. */
   readonly now: number | undefined;
   readonly resolve: (value: Decision | Promise<Decision>) => void;
@@ -41,7 +43,7 @@ export interface Pending {
 export class Batch {
   readonly keys: string[] = [];
   readonly rules: string[] = [];
-  /** Rule index, cost and now of every check, written out once the checks stop being uniform. */
+  /** Rule index, op, cost and now of every check, written out once the checks stop being uniform. */
   readonly checks: string[] = [];
   readonly pending: Pending[] = [];
   /** The node serving this batch's slot (its breaker and clock offset). */
@@ -50,9 +52,10 @@ export class Batch {
   readonly #index = new Map<BatchRule, string>();
   #lastRule: BatchRule | undefined;
   #lastIndex = "";
-  /** While true, every check so far has the first check's rule index, cost and now (below). */
+  /** While true, every check so far has the first check's rule index, op, cost and now (below). */
   #uniform = true;
   #rule0 = "";
+  #op0 = "";
   #cost0 = "";
   #now0 = "";
 
@@ -77,18 +80,22 @@ export class Batch {
       this.#lastIndex = index;
     }
     for (const infix of rule.infixes) this.keys.push(p.head + infix + p.key);
-    // The sign of the cost says peek; "-" + cost keeps it for a cost of 0 too.
-    const costText = p.peek ? `-${p.cost}` : p.cost === 1 ? "1" : String(p.cost);
+    const costText = p.cost === 1 ? "1" : String(p.cost);
+    const opCode = OP_CODES[p.op];
     const now = p.now === undefined ? "" : String(p.now);
     if (this.pending.length === 0) {
       this.#rule0 = index;
+      this.#op0 = opCode;
       this.#cost0 = costText;
       this.#now0 = now;
-    } else if (this.#uniform && (index !== this.#rule0 || costText !== this.#cost0 || now !== this.#now0)) {
+    } else if (
+      this.#uniform &&
+      (index !== this.#rule0 || opCode !== this.#op0 || costText !== this.#cost0 || now !== this.#now0)
+    ) {
       this.#uniform = false;
-      for (let i = 0; i < this.pending.length; i++) this.checks.push(this.#rule0, this.#cost0, this.#now0);
+      for (let i = 0; i < this.pending.length; i++) this.checks.push(this.#rule0, this.#op0, this.#cost0, this.#now0);
     }
-    if (!this.#uniform) this.checks.push(index, costText, now);
+    if (!this.#uniform) this.checks.push(index, opCode, costText, now);
     this.pending.push(p);
   }
 
@@ -97,7 +104,7 @@ export class Batch {
    * (uniform ones once, see check.lua).
    */
   args(deadline: string, grace: string): string[] {
-    const tail = this.#uniform ? ["=", this.#rule0, this.#cost0, this.#now0] : this.checks;
+    const tail = this.#uniform ? ["=", this.#rule0, this.#op0, this.#cost0, this.#now0] : this.checks;
     return [deadline, grace, String(this.#index.size)].concat(this.rules, tail);
   }
 }

@@ -20,12 +20,13 @@
  * shared rule objects.
  */
 import type { Decision } from "../../algorithms/decision.ts";
+import type { Operation } from "../../decide-rule.ts";
 import { StoreError } from "../../errors.ts";
 import { withTimeout } from "../with-timeout.ts";
 import { Batch, type BatchRule, type Pending } from "./batch.ts";
 import type { RedisCommands } from "./client.ts";
 import { localMs, type NodeState } from "./nodes.ts";
-import { decodeCheck, FIELDS } from "./reply.ts";
+import { decodeCheck } from "./reply.ts";
 import type { CheckScript } from "./script.ts";
 
 /**
@@ -101,7 +102,7 @@ export class Batcher {
     head: string,
     key: string,
     cost: number,
-    peek: boolean,
+    op: Operation,
     now: number | undefined,
   ): Promise<Decision> {
     let batch = this.#open.get(group);
@@ -110,7 +111,7 @@ export class Batcher {
       this.#open.set(group, batch);
     }
     const promise = new Promise<Decision>(this.#park);
-    batch.add({ rule, head, key, cost, peek, now, resolve: this.#parked as Pending["resolve"], done: false });
+    batch.add({ rule, head, key, cost, op, now, resolve: this.#parked as Pending["resolve"], done: false });
     if (batch.pending.length >= MAX_BATCH) {
       this.#open.delete(group);
       this.#dispatch(batch);
@@ -150,7 +151,7 @@ export class Batcher {
         for (const p of batch.pending) {
           if (p.done) continue;
           p.done = true;
-          p.resolve(p.rule.fail(p.key, p.cost, p.now, p.peek ? "peek" : "check", failure));
+          p.resolve(p.rule.fail(p.key, p.cost, p.now, p.op, failure));
         }
       },
     );
@@ -223,7 +224,7 @@ export class Batcher {
   #deliver(batch: Batch, reply: unknown, sentAt: number): StoreError | undefined {
     const pending = batch.pending;
     let expected = 0;
-    for (const p of pending) expected += p.rule.limits.length * FIELDS;
+    for (const p of pending) expected += p.rule.width;
     if (!Array.isArray(reply) || reply.length !== expected) {
       const got = Array.isArray(reply) ? `an array of ${reply.length}` : typeof reply;
       return new StoreError(`unexpected reply from the sluice script: expected ${expected} values, got ${got}`);
@@ -232,8 +233,8 @@ export class Batcher {
     let at = 0;
     try {
       for (const p of pending) {
-        decisions.push(decodeCheck(reply, at, p.rule.limits));
-        at += p.rule.limits.length * FIELDS;
+        decisions.push(decodeCheck(reply, at, p.rule));
+        at += p.rule.width;
       }
     } catch (error) {
       return error as StoreError;
@@ -244,7 +245,7 @@ export class Batcher {
       const d = decisions[i] as Decision | StoreError;
       p.done = true;
       if (d instanceof StoreError) {
-        p.resolve(p.rule.fail(p.key, p.cost, p.now, p.peek ? "peek" : "check", d));
+        p.resolve(p.rule.fail(p.key, p.cost, p.now, p.op, d));
       } else {
         if (!d.allowed) p.rule.denied(p.key, p.cost, p.now, sentAt, d);
         p.resolve(d);

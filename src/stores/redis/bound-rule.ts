@@ -1,9 +1,10 @@
 /**
  * One rule bound to a RedisStore: everything a check needs that does not depend on the key
- * (script parameters, member key infixes, limits, failure policy) is computed here, once, so a
- * check only hashes its key into a tag, asks the deny cache and hands the batcher a few strings.
+ * (script parameters, the record key infix, limits, failure policy) is computed here, once, so
+ * a check only hashes its key into a tag, asks the deny cache and hands the batcher a few strings.
  */
 import type { Decision } from "../../algorithms/decision.ts";
+import type { BanPolicy } from "../../ban.ts";
 import type { Operation } from "../../decide-rule.ts";
 import { StoreError } from "../../errors.ts";
 import type { AlgorithmSpec } from "../../spec.ts";
@@ -15,8 +16,9 @@ import type { RedisCommands } from "./client.ts";
 import type { DenyCache } from "./deny-cache.ts";
 import { type FailurePolicy, failurePolicy, type OnError } from "./failure.ts";
 import type { Invalidation } from "./invalidation.ts";
-import { ALGORITHM_CODES, hashTag, memberDigest, slotOf, tagSeed } from "./keys.ts";
+import { ALGORITHM_CODES, hashTag, ruleDigest, slotOf, tagSeed } from "./keys.ts";
 import type { Nodes } from "./nodes.ts";
+import { replyWidth } from "./reply.ts";
 
 /** The two script parameters of a member (see the constructor of each Lua twin). */
 function memberParams(spec: AlgorithmSpec): [string, string] {
@@ -33,6 +35,11 @@ function memberParams(spec: AlgorithmSpec): [string, string] {
     case "leaky-bucket":
       return [String(1000 / spec.leakPerSecond), String(spec.capacity)];
   }
+}
+
+/** The three ban parameters of a rule (after 0: no ban; see rule.lua). */
+function banParams(ban: BanPolicy | undefined): [string, string, string] {
+  return ban === undefined ? ["0", "0", "0"] : [String(ban.after), String(ban.withinMs), String(ban.forMs)];
 }
 
 /** What a bound rule shares with its store. */
@@ -60,6 +67,8 @@ function storeError(what: string, error: unknown): StoreError {
 /** A rule bound to a RedisStore (a BoundRule for the limiter, a BatchRule for the batcher). */
 export class RedisBoundRule implements BoundRule, BatchRule {
   readonly limits: readonly number[];
+  readonly hasBan: boolean;
+  readonly width: number;
   readonly descriptor: readonly string[];
   readonly infixes: readonly string[];
   readonly #id: string;
@@ -72,13 +81,16 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     this.#store = store;
     this.#policy = failurePolicy(store.onError, rule);
     this.#seed = tagSeed(rule.id);
-    const members = rule.rule.members;
+    const { members, ban, shape } = rule.rule;
     this.limits = members.map((a) => a.limit);
-    // The digest covers the member's shape (algorithm and window): state written under one
-    // window is never read under another.
-    this.infixes = members.map((a, i) => memberDigest(rule.id, i, a.shape));
+    this.hasBan = ban !== undefined;
+    this.width = replyWidth(members.length, this.hasBan);
+    // One key per (rule, key) record; the digest covers the rule's shape (algorithms, windows,
+    // ban), so a record written under one shape is never read under another.
+    this.infixes = [ruleDigest(rule.id, shape)];
     this.descriptor = [
       String(members.length),
+      ...banParams(ban),
       ...members.flatMap((a) => [ALGORITHM_CODES[a.kind], ...memberParams(a.spec)]),
     ];
     // Limiters may call these detached (`const check = bound.check`), as the memory store allows.
@@ -87,11 +99,11 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     this.release = this.release.bind(this);
   }
 
-  /** Decides `cost` units for `key`: from the deny cache, in Redis (batched), or by the failure policy. */
+  /** Runs `op` for `cost` units of `key`: from the deny cache, in Redis (batched), or by the failure policy. */
   check(key: string, cost: number, now: number | undefined, op: Operation): Promise<Decision> {
-    if (op === "refund") return Promise.reject(new StoreError("refund is not supported on RedisStore yet"));
-    const peek = op === "peek";
     const store = this.#store;
+    // A refund frees units: it never comes from the deny cache, and it clears what caches hold.
+    if (op === "refund") return this.#refund(key, cost, now);
     const cached = store.denyCache?.lookup(this, this.#id, key, cost, now);
     if (cached !== undefined) return Promise.resolve(cached);
     const tag = hashTag(this.#seed, key);
@@ -108,7 +120,28 @@ export class RedisBoundRule implements BoundRule, BatchRule {
       );
     }
     const head = `${store.prefix}{${tag}}`;
-    return store.batcher.submit(this, group, node, head, key, cost, peek, now);
+    return store.batcher.submit(this, group, node, head, key, cost, op, now);
+  }
+
+  /** Gives units back in Redis, then tells every node's deny cache the key may pass again. */
+  async #refund(key: string, cost: number, now: number | undefined): Promise<Decision> {
+    const store = this.#store;
+    store.denyCache?.invalidate(this.#id, key);
+    const tag = hashTag(this.#seed, key);
+    const group = store.commands.cluster ? slotOf(tag) : 0;
+    const node = store.nodes.forSlot(group);
+    if (!node.breaker.allow()) {
+      return this.fail(
+        key,
+        cost,
+        now,
+        "refund",
+        new StoreError("Redis circuit breaker is open (recent checks failed)"),
+      );
+    }
+    const decision = await store.batcher.submit(this, group, node, `${store.prefix}{${tag}}`, key, cost, "refund", now);
+    if (decision.failure === undefined) await store.invalidation.publish(this.#id, key).catch(() => undefined);
+    return decision;
   }
 
   /** The failure policy's decision (or rejection, under "throw"). */

@@ -1,14 +1,16 @@
 /**
- * Key layout. Every key of one check is `prefix{tag}member` + the user key, verbatim:
+ * Key layout. A (rule, key) record, every member's state and the ban's, is ONE Redis key:
+ * `prefix{tag}rule` + the user key, verbatim:
  * - `tag` (1 to 4 base-36 characters) is a hash of the rule and the user key chosen by sluice:
- *   Redis Cluster hashes only what is inside the first `{...}`, so all members of a check
- *   share a slot, and braces inside a user key (which comes after our tag) can neither move a
- *   key to another slot nor merge two keys.
- * - `member` is a fixed-width (8 characters, 48-bit) digest of the rule id, the member's
- *   position and its shape (algorithm and window), so rules, tiers, members and shapes keep
- *   apart (a rule updated to another algorithm or window starts from fresh state, as in the
- *   memory store).
- * Fixed widths and the verbatim user key at the end make distinct (rule, member, key) triples
+ *   Redis Cluster hashes only what is inside the first `{...}`, so braces inside a user key
+ *   (which comes after our tag) can neither move a key to another slot nor merge two keys,
+ *   and a rule's keys spread over the cluster.
+ * - `rule` is a fixed-width (8 characters, 48-bit) digest of the rule id and the rule's shape
+ *   (its members' algorithms and windows, and whether it has a ban: `CompiledRule.shape`), so
+ *   rules and tiers keep apart and a record is only ever read under the shape it was written
+ *   for: a rule updated to another window, algorithm or member list starts from a fresh
+ *   record, exactly as the memory store, which keys its tables by (id, shape).
+ * Fixed widths and the verbatim user key at the end make distinct (rule, shape, key) triples
  * distinct keys. Short keys matter: they are most of what a key costs in Redis memory.
  */
 import { createHash } from "node:crypto";
@@ -24,18 +26,16 @@ export const ALGORITHM_CODES: Record<AlgorithmName, string> = {
   "leaky-bucket": "b",
 };
 
-/** Characters of a member digest. */
-export const MEMBER_DIGEST_LENGTH = 8;
+/** Characters of a rule digest. */
+export const RULE_DIGEST_LENGTH = 8;
 
 /**
- * The 48-bit digest (base64url, 8 characters: no braces) naming member `index` of rule `id`
- * running `kind`. With 10,000 members in one prefix the chance of any collision is about 2e-7.
+ * The 48-bit digest (base64url, 8 characters: no braces) naming the records of rule `id` with
+ * shape `shape`. With 10,000 (rule, shape) pairs in one prefix the chance of any collision is
+ * about 2e-7.
  */
-export function memberDigest(id: string, index: number, shape: string): string {
-  return createHash("sha256")
-    .update(`${id}\u0000${index}\u0000${shape}`)
-    .digest("base64url")
-    .slice(0, MEMBER_DIGEST_LENGTH);
+export function ruleDigest(id: string, shape: string): string {
+  return createHash("sha256").update(`${id}\u0000${shape}`).digest("base64url").slice(0, RULE_DIGEST_LENGTH);
 }
 
 const FNV_OFFSET = 0x811c9dc5;

@@ -1,17 +1,35 @@
 /**
- * The one place the check script's reply is decoded. Its shape is fixed: a flat array with 4
- * values per member of each check, in order: status (1 allowed, 0 denied, -1 the check
- * failed), remaining, retryAfterMs when denied or delayMs when allowed, resetMs. Whole figures
- * arrive as integers; the rest (`inf`, `-0`, fractions) as exact `%.17g` text. A failed check
- * carries its error text in place of its first `remaining`.
+ * The one place the check script's reply is decoded. Its shape is fixed: a flat array with, per
+ * check, 4 values per member: status (1 allowed, 0 denied, -1 the check failed), remaining,
+ * retryAfterMs when denied or delayMs when allowed, resetMs — the member decisions the Lua
+ * `decideRule` made — then, for a rule with a ban, the ban's time left in ms (0: not banned).
+ * Whole figures arrive as integers; the rest (`inf`, fractions) as exact `%.17g` text (the
+ * script turns -0 into +0 where it encodes figures, as the Decision builder does). A failed
+ * check carries its error text in place of its first `remaining`.
  */
 
 import { type Decision, decision } from "../../algorithms/decision.ts";
 import { combine } from "../../composite.ts";
+import { bannedDecision } from "../../decide-rule.ts";
 import { StoreError } from "../../errors.ts";
 
 /** Reply values per member decision. */
 export const FIELDS = 4;
+
+/** What decoding a check's reply needs to know of its rule. */
+export interface ReplyLayout {
+  /** The member limits, in spec order (what decisions report as `limit`; not sent). */
+  readonly limits: readonly number[];
+  /** Whether the rule has a ban (its checks carry one more value: the ban's time left). */
+  readonly hasBan: boolean;
+  /** Reply values per check of this rule (see {@link replyWidth}). */
+  readonly width: number;
+}
+
+/** Reply values per check of a rule with `members` members, and a ban or not. */
+export function replyWidth(members: number, ban: boolean): number {
+  return members * FIELDS + (ban ? 1 : 0);
+}
 
 function figure(value: unknown): number {
   if (typeof value === "number") return value;
@@ -33,12 +51,20 @@ function member(reply: readonly unknown[], at: number, limit: number): Decision 
 
 /**
  * The Decision of the check whose values start at `at` (members combined as the core combines
- * them), or the StoreError the script reported for it. Throws StoreError on a malformed reply.
+ * them, and a ban applied as the core applies it), or the StoreError the script reported for
+ * it. Throws StoreError on a malformed reply.
  */
-export function decodeCheck(reply: readonly unknown[], at: number, limits: readonly number[]): Decision | StoreError {
+export function decodeCheck(reply: readonly unknown[], at: number, rule: ReplyLayout): Decision | StoreError {
   if (reply[at] === -1) return new StoreError(`the sluice script failed: ${String(reply[at + 1])}`);
-  if (limits.length === 1) return member(reply, at, limits[0] as number);
-  const parts: Decision[] = [];
-  for (let i = 0; i < limits.length; i++) parts.push(member(reply, at + i * FIELDS, limits[i] as number));
-  return combine(parts);
+  const { limits } = rule;
+  let members: Decision;
+  if (limits.length === 1) members = member(reply, at, limits[0] as number);
+  else {
+    const parts: Decision[] = [];
+    for (let i = 0; i < limits.length; i++) parts.push(member(reply, at + i * FIELDS, limits[i] as number));
+    members = combine(parts);
+  }
+  if (!rule.hasBan) return members;
+  const left = figure(reply[at + limits.length * FIELDS]);
+  return left > 0 ? bannedDecision(members, left) : members;
 }

@@ -1,7 +1,8 @@
 /**
- * The Lua program every check runs: the prelude, one twin per algorithm and the batch loop,
- * concatenated into one script so a single SHA covers every rule and composite, and wrapped
- * in a deadline guard (below) that is no part of the decision.
+ * The Lua program every check runs: the prelude, the storage codecs, one twin per algorithm,
+ * the twins of the ban, the rule layout and decideRule, and the batch loop, concatenated into
+ * one script so a single SHA covers every rule and composite, and wrapped in a deadline guard
+ * (below) that is no part of the decision.
  *
  * The guard: the first argument is a deadline on the server's clock ('' for none). A call
  * that starts executing at or after it returns `{'late', serverMs}` without touching a key.
@@ -17,11 +18,20 @@ import { readFileSync } from "node:fs";
 /** The script files, in the order they are concatenated (helpers first, the entry point last). */
 const FILES = [
   "prelude.lua",
+  "codecs/record.lua",
+  "codecs/fixed-window.lua",
+  "codecs/sliding-log.lua",
+  "codecs/sliding-window.lua",
+  "codecs/token-bucket.lua",
+  "codecs/gcra.lua",
   "fixed-window.lua",
   "sliding-log.lua",
   "sliding-window.lua",
   "token-bucket.lua",
   "gcra.lua",
+  "ban.lua",
+  "rule.lua",
+  "decide-rule.lua",
   "check.lua",
 ] as const;
 

@@ -1,68 +1,33 @@
--- Twin of src/algorithms/fixed-window.ts. State: the stored window's start w and its count c.
--- Stored as ONE integer k * 2^21 + c, where k = w / W is the window's index, whenever
--- 0 <= k < 2^32 and 0 <= c < 2^21 (windows of 410 ms and more until 2106, fewer than 2M
--- requests per window): Redis keeps such a value as a bare integer, without an allocation.
--- Anything else is stored as the exact text "w c".
-local FW_M = 2097152 -- 2^21
-local FW_K = 4294967296 -- 2^32
-
--- The member's scratch state (P.S) is refilled by every load: no table is built per check.
--- S.w0 remembers the stored window when it was stored as an integer (else nil), for fw_write.
-local function fw_load(P, raw)
-  local S = P.S
-  if not raw then
-    S.w, S.c, S.w0 = -INF, 0, nil
-    return S
-  end
-  local v = tonumber(raw)
-  if v then
-    local c = v % FW_M
-    -- (v - c) / 2^21 is exact, and k * W reproduces the stored w bit for bit (checked on save).
-    local w = ((v - c) / FW_M) * P.W
-    S.w, S.c, S.w0 = w, c, w
-    return S
-  end
-  local w, c = match(raw, '^(%S+) (%S+)$')
-  S.w, S.c, S.w0 = tonumber(w), tonumber(c), nil
-  return S
-end
-
-local function fw_save(P, S)
-  local w, c, W = S.w, S.c, P.W
-  local k = w / W
-  if k >= 0 and k < FW_K and k == floor(k) and k * W == w and c >= 0 and c < FW_M and c == floor(c) then
-    return fmt('%d', k * FW_M + c)
-  end
-  return fmt('%.17g %.17g', w, c)
-end
+-- Twin of src/algorithms/fixed-window.ts (storage: codecs/fixed-window.lua). State: the stored
+-- window's start w and its count c.
 
 local function fw_fresh(P, S) return S.w + P.W end
 
--- Within the window already stored as an integer, INCRBY adds the cost (k * 2^21 + c stays
--- below 2^53 while c < 2^21) and keeps the key's expiry, which is this window's end and so is
--- still exactly when the state becomes fresh: one cheap command instead of a SET with PX.
--- (A key whose expiry was removed gets it back at its next window or denial.)
-local function fw_write(P, S, key, now, costText)
-  if S.w0 == S.w and S.c < FW_M then
-    call('INCRBY', key, costText)
-  else
-    write(P, S, key, now, costText)
+local function fw_refund(P, S, now, cost)
+  -- Only the current window's units can come back: an older window no longer counts.
+  local s = floor(now / P.W) * P.W
+  if S.w > s then s = S.w end
+  if S.w == s then
+    local c = S.c - cost
+    if c < 0 then c = 0 end
+    S.c = c
   end
 end
 
 local function fw_step(P, S, now, cost, commit)
   local limit, W = P.limit, P.W
-  -- A clock that stepped back into an older window keeps the stored window (jmax, inlined).
+  -- A clock that stepped back into an older window keeps the stored window.
   local sw = S.w
   local s = floor(now / W) * W
-  if sw > s then s = sw elseif sw == s and s == 0 then s = s + sw end
+  if sw > s then s = sw end
   local count = 0
   if sw == s then count = S.c end
   local e = ceil(s + W - now)
   local held = 0
   if count > 0 then held = e end
   -- A count kept from a larger limit (updateRule) may exceed this one: remaining is never negative.
-  local left = atLeast0(limit - count)
+  local left = limit - count
+  if left < 0 then left = 0 end
   if cost > limit then return false, left, INF, held end
   if count + cost > limit then return false, left, e, held end
   local c = count + cost
@@ -78,6 +43,7 @@ end
 ALGO.f = function(limit, W)
   return {
     limit = limit, W = W, S = {},
-    load = fw_load, step = fw_step, fresh = fw_fresh, save = fw_save, write = fw_write,
+    step = fw_step, refund = fw_refund, fresh = fw_fresh,
+    load = fw_load, save = fw_save, write = fw_write,
   }
 end

@@ -1,40 +1,27 @@
--- Twin of src/algorithms/sliding-log.ts.
---
--- Encoding: ONE string of packed runs, 12 bytes each (little-endian double time, uint32 count),
--- oldest first. Why not a sorted set: a ZSET needs a unique member per admitted unit (a cost-5
--- request would be 5 members) and costs a skiplist/listpack entry with member and score each;
--- the step must also read the whole live log anyway (newest entry, the (n+cost-limit)-th
--- oldest, pruning), and the log is bounded by `limit` (O(limit) is the algorithm's documented
--- price). A packed string is one allocation, one GET and one SET, and a run per admitted
--- request (not per unit), so a key that sends cost-10 requests holds a tenth of the entries.
-local RUN = '<dI4'
-
--- ts/cs: run times and counts, oldest first; runs h..last are stored; n: stored units.
-local function sl_load(P, raw)
-  local ts, cs, last, n = {}, {}, 0, 0
-  if raw then
-    local pos, len = 1, #raw
-    while pos <= len do
-      local t, c
-      t, c, pos = unpack(RUN, raw, pos)
-      last = last + 1
-      ts[last] = t
-      cs[last] = c
-      n = n + c
-    end
-  end
-  return { ts = ts, cs = cs, h = 1, last = last, n = n }
-end
-
-local function sl_save(P, S)
-  local ts, cs, out = S.ts, S.cs, {}
-  for i = S.h, S.last do out[#out + 1] = pack(RUN, ts[i], cs[i]) end
-  return table.concat(out)
-end
+-- Twin of src/algorithms/sliding-log.ts (storage: codecs/sliding-log.lua). The TS ring buffer
+-- of timestamps is held here as runs: ts[j] a time, cs[j] how many units were admitted at it,
+-- oldest first, runs h..last live, n units in them (the same sequence of times, grouped).
 
 local function sl_fresh(P, S)
   if S.last >= S.h then return S.ts[S.last] + P.W end
   return -INF
+end
+
+local function sl_refund(P, S, now, cost)
+  -- The newest entries still counting go first (the ones this request added).
+  local ts, cs, h, j = S.ts, S.cs, S.h, S.last
+  local t = now
+  if j >= h and ts[j] > t then t = ts[j] end
+  local cut, k = t - P.W, 0
+  while k < cost and j >= h and ts[j] > cut do
+    local take = cost - k
+    if take > cs[j] then take = cs[j] end
+    k = k + take
+    cs[j] = cs[j] - take
+    if cs[j] == 0 then j = j - 1 end
+  end
+  S.last = j
+  S.n = S.n - k
 end
 
 local function sl_step(P, S, now, cost, commit)
@@ -43,7 +30,8 @@ local function sl_step(P, S, now, cost, commit)
   local newest = -INF
   if last >= S.h then newest = ts[last] end
   -- A clock that stepped back is read as "no time passed": the newest entry's time.
-  local t = jmax(now, newest)
+  local t = now
+  if newest > t then t = newest end
   -- Entries at or before t - W no longer count, and only the newest `limit` can matter (more
   -- are kept after updateRule lowers the limit). They are skipped here and removed only when
   -- a request commits: a peek or a denial at a later instant must not forget entries that a
@@ -97,6 +85,7 @@ end
 ALGO.l = function(limit, W)
   return {
     limit = limit, W = W,
-    load = sl_load, step = sl_step, fresh = sl_fresh, save = sl_save, write = write,
+    step = sl_step, refund = sl_refund, fresh = sl_fresh,
+    load = sl_load, save = sl_save, write = setState,
   }
 end

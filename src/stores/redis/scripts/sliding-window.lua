@@ -1,22 +1,30 @@
--- Twin of src/algorithms/sliding-window.ts. State: current window start w, previous and current
--- counts p and c, stored as three packed doubles (24 bytes, exact). limit*windowMs <= 2^51
--- (validated) keeps every product exact in a double.
--- The member's scratch state (P.S) is refilled by every load: no table is built per check.
-local function sw_load(P, raw)
-  local S = P.S
-  if raw then
-    S.w, S.p, S.c = unpack('<ddd', raw)
-  else
-    S.w, S.p, S.c = -INF, 0, 0
-  end
-  return S
-end
-
-local function sw_save(P, S) return pack('<ddd', S.w, S.p, S.c) end
+-- Twin of src/algorithms/sliding-window.ts (storage: codecs/sliding-window.lua). State: current
+-- window start w, previous and current counts p and c. limit*windowMs <= 2^51 (validated)
+-- keeps every product exact in a double.
 
 local function sw_fresh(P, S)
   if S.c > 0 then return S.w + 2 * P.W elseif S.p > 0 then return S.w + P.W end
   return -INF
+end
+
+local function sw_refund(P, S, now, cost)
+  local W = P.W
+  local s = floor(now / W) * W
+  if S.w > s then s = S.w end
+  if S.w == s then
+    -- This window's units first; what is left of the refund comes off the previous window.
+    local fromCurrent = S.c
+    if cost < fromCurrent then fromCurrent = cost end
+    S.c = S.c - fromCurrent
+    local p = S.p - (cost - fromCurrent)
+    if p < 0 then p = 0 end
+    S.p = p
+  elseif S.w == s - W then
+    -- The stored current window is now the previous one.
+    local c = S.c - cost
+    if c < 0 then c = 0 end
+    S.c = c
+  end
 end
 
 -- The first whole ms at which prev*(W - el) + (cur + cost)*W <= L*W holds, state unchanged.
@@ -25,18 +33,23 @@ local function passesAt(L, W, s, prev, cur, cost)
   if room >= 0 and prev > 0 then
     -- Within this window: need W - el <= room*W / prev.
     local elMin = W - floor((room * W) / prev)
-    if elMin < W then return s + jmax(0, elMin) end
+    if elMin < W then
+      if elMin < 0 then elMin = 0 end
+      return s + elMin
+    end
   end
   -- In the next window `cur` becomes the previous count and the current one starts at 0.
   if cur == 0 then return s + W end
   local elMin = W - floor(((L - cost) * W) / cur)
-  return s + W + jmax(0, elMin)
+  if elMin < 0 then elMin = 0 end
+  return s + W + elMin
 end
 
 local function sw_step(P, S, now, cost, commit)
   local L, W, LW = P.L, P.W, P.LW
   -- A clock that stepped back into an older window keeps the stored window.
-  local s = jmax(floor(now / W) * W, S.w)
+  local s = floor(now / W) * W
+  if S.w > s then s = S.w end
   local prev, cur = 0, 0
   if S.w == s then
     prev = S.p
@@ -44,7 +57,8 @@ local function sw_step(P, S, now, cost, commit)
   elseif S.w == s - W then
     prev = S.c
   end
-  local el = jmax(0, now - s)
+  local el = now - s
+  if el < 0 then el = 0 end
   local weighted = prev * (W - el)
   local allowed, retry = false, INF
   if cost <= L then
@@ -63,12 +77,15 @@ local function sw_step(P, S, now, cost, commit)
   -- remaining(cur) and reset(cur) of the TS step, for the count after this decision.
   local reset = 0
   if cur > 0 then reset = ceil(s + 2 * W - now) elseif prev > 0 then reset = ceil(s + W - now) end
-  return allowed, atLeast0(floor((LW - weighted - cur * W) / W)), retry, reset
+  local remaining = floor((LW - weighted - cur * W) / W)
+  if remaining < 0 then remaining = 0 end
+  return allowed, remaining, retry, reset
 end
 
 ALGO.w = function(L, W)
   return {
     L = L, W = W, LW = L * W, S = {},
-    load = sw_load, step = sw_step, fresh = sw_fresh, save = sw_save, write = write,
+    step = sw_step, refund = sw_refund, fresh = sw_fresh,
+    load = sw_load, save = sw_save, write = setState,
   }
 end

@@ -1,40 +1,45 @@
--- Twin of src/algorithms/token-bucket.ts. State: balance b in thousandths of a token as of time
--- t, stored as two packed doubles (16 bytes, exact). An absent key is a full bucket (TS:
--- t = -Infinity, which this reproduces exactly).
--- The member's scratch state (P.S) is refilled by every load: no table is built per check.
-local function tb_load(P, raw)
-  local S = P.S
-  if raw then
-    S.b, S.t = unpack('<dd', raw)
-  else
-    S.b, S.t = P.full, -INF
-  end
-  return S
+-- Twin of src/algorithms/token-bucket.ts (storage: codecs/token-bucket.lua). State: balance b in
+-- thousandths of a token as of time t.
+
+-- balanceAt of the TS step: min(full, b + max(0, now - t) * r).
+local function tb_balanceAt(P, b, t, now)
+  local gap = now - t
+  if gap < 0 then gap = 0 end
+  local balance = b + gap * P.r
+  if balance > P.full then return P.full end
+  return balance
 end
 
-local function tb_save(P, S) return pack('<dd', S.b, S.t) end
-
 local function tb_fresh(P, S) return S.t + (P.full - S.b) / P.r end
+
+local function tb_refund(P, S, now, cost)
+  local b = tb_balanceAt(P, S.b, S.t, now) + cost * 1000
+  if b > P.full then b = P.full end
+  S.b = b
+  if now > S.t then S.t = now end
+end
 
 local function tb_step(P, S, now, cost, commit)
   local C, r, full, eps = P.C, P.r, P.full, P.eps
   local b, t = S.b, S.t
-  local balance = jmin(full, b + jmax(0, now - t) * r)
+  local balance = tb_balanceAt(P, b, t, now)
   local need = cost * 1000
   if cost > C then return false, floor((balance + eps) / 1000), INF, ceilMs((full - balance) / r) end
   if balance + eps >= need then
     local left = balance - need
     if commit then
       S.b = left
-      S.t = jmax(now, t)
+      if now > t then S.t = now end
     end
     return true, floor((left + eps) / 1000), 0, ceilMs((full - left) / r)
   end
   -- A clock behind the last update refills nothing until it catches up ("no time passed"),
   -- so the hint includes that lag; the loop below then only absorbs float noise.
-  local retry = ceilMs(jmax(0, t - now) + (need - balance) / r)
+  local lag = t - now
+  if lag < 0 then lag = 0 end
+  local retry = ceilMs(lag + (need - balance) / r)
   -- Float noise must never tell a client to come back before it can pass.
-  while jmin(full, b + jmax(0, now + retry - t) * r) + eps < need and retry < MAX_SAFE_INTEGER do
+  while tb_balanceAt(P, b, t, now + retry) + eps < need and retry < MAX_SAFE_INTEGER do
     retry = retry + 1
   end
   return false, floor((balance + eps) / 1000), retry, ceilMs((full - balance) / r)
@@ -42,8 +47,11 @@ end
 
 ALGO.t = function(C, r)
   -- Float-noise tolerance in thousandths, never more than 1 ms of refill (as the TS step).
+  local eps = EPSILON
+  if r < eps then eps = r end
   return {
-    C = C, r = r, full = C * 1000, eps = jmin(EPSILON, r), S = {},
-    load = tb_load, step = tb_step, fresh = tb_fresh, save = tb_save, write = write,
+    C = C, r = r, full = C * 1000, eps = eps, S = {},
+    step = tb_step, refund = tb_refund, fresh = tb_fresh,
+    load = tb_load, save = tb_save, write = setState,
   }
 end

@@ -1,0 +1,89 @@
+-- Twin of src/decide-rule.ts, the one decision path: composites all-or-nothing, bans, refunds
+-- and peeks, on one record per (rule, key).
+--
+-- Where the TS returns a Decision, this writes the member decisions into FIG, 4 figures per
+-- member in spec order (allowed, remaining, retryAfterMs when denied / delayMs when allowed,
+-- resetMs), and returns the ban's time left when the key is banned (nil otherwise); reply.ts
+-- combines them into the Decision exactly as the TS does (src/composite.ts, bannedDecision).
+
+-- Operations (the check's op code): take units, only report, or give units back.
+local CHECK, PEEK, REFUND = 'c', 'p', 'r'
+
+-- The member figures of the last decision (scratch, refilled by every decision).
+local FIG = {}
+
+-- The members decided at one `now`: all or nothing, committed only when every member allows.
+-- Returns whether every member allowed.
+local function evaluate(R, record, now, cost, commit)
+  local members, count = R.members, R.count
+  if count == 1 then
+    local P = members[1]
+    FIG[1], FIG[2], FIG[3], FIG[4] = P.step(P, memberState(R, record, 1), now, cost, commit)
+    return FIG[1]
+  end
+  local all = true
+  for i = 1, count do
+    local P, f = members[i], 4 * i
+    FIG[f - 3], FIG[f - 2], FIG[f - 1], FIG[f] = P.step(P, record[i], now, cost, false)
+    if not FIG[f - 3] then all = false end
+  end
+  if not all then
+    -- Nothing was consumed: members that would have allowed report as they stand (cost 0).
+    for i = 1, count do
+      local P, f = members[i], 4 * i
+      if FIG[f - 3] then FIG[f - 3], FIG[f - 2], FIG[f - 1], FIG[f] = P.step(P, record[i], now, 0, false) end
+    end
+    return false
+  end
+  if commit then
+    for i = 1, count do
+      local P = members[i]
+      P.step(P, record[i], now, cost, true)
+    end
+  end
+  return true
+end
+
+-- A banned key: denied until `till`, and no sooner than its members would allow one unit
+-- (the members' figures for one unit, and the ban's time left).
+local function banned(R, record, now, till)
+  evaluate(R, record, now, 1, false)
+  return ceil(till - now)
+end
+
+-- Decides `op` for one key at `now` against its `record` (a fresh one for an absent key) and
+-- updates the record in place when the operation changes state: an allowed check, a refund,
+-- or a denial counted toward a ban. A refund returns what a peek of one unit then says.
+local function decideRule(R, record, now, cost, op)
+  if R.bare then
+    local P = R.members[1]
+    if op ~= REFUND then
+      FIG[1], FIG[2], FIG[3], FIG[4] = P.step(P, record, now, cost, op == CHECK)
+      return nil
+    end
+    P.refund(P, record, now, cost)
+    FIG[1], FIG[2], FIG[3], FIG[4] = P.step(P, record, now, 1, false)
+    return nil
+  end
+  local ban = banState(R, record)
+  if ban and ban['until'] > now then return banned(R, record, now, ban['until']) end
+  if op == REFUND then
+    for i = 1, R.count do
+      local P = R.members[i]
+      P.refund(P, memberState(R, record, i), now, cost)
+    end
+    evaluate(R, record, now, 1, false)
+    return nil
+  end
+  local allowed = evaluate(R, record, now, cost, op == CHECK)
+  if not allowed and op == CHECK and ban and countDenial(ban, R.ban, now) then
+    return banned(R, record, now, ban['until'])
+  end
+  return nil
+end
+
+-- Whether a key with no stored record must be stored after `op` decided `allowed`: only when
+-- the operation changed the record (a refund of a fresh key changes nothing that counts).
+local function storesNewRecord(R, op, allowed)
+  return op == CHECK and (allowed or R.ban ~= nil)
+end
