@@ -67,10 +67,17 @@ describe("RateLimiterService", () => {
     // A lowered limit never reports negative remaining.
     service.updateRule("api", perSecond(1));
     expect(service.peek("api", "k")).toMatchObject({ allowed: false, remaining: 0 });
-    // A different algorithm starts fresh, and the old state is released.
+    // A different algorithm starts fresh. The old records stay until they are fresh (as Redis
+    // keys stay until they expire), so changing back within the window finds them again.
     service.updateRule("api", { algorithm: "token-bucket", capacity: 2, refillPerSecond: 1 });
     expect(service.check("api", "k")).toMatchObject({ allowed: true, remaining: 1 });
-    expect(store.size).toBe(1);
+    expect(store.size).toBe(2);
+    service.updateRule("api", perSecond(1));
+    expect(service.check("api", "k").allowed).toBe(false);
+    // Once fresh, they are dropped by a sweep (every 4096 checks).
+    clock.set(5000);
+    for (let i = 0; i < 4096; i++) service.peek("api", "k");
+    expect(store.size).toBe(0);
   });
 
   it("an invalid update changes nothing", () => {

@@ -168,8 +168,17 @@ describe("MemoryStore shared by several rules", () => {
     expect(service.check("a", "k").allowed).toBe(false);
     expect(service.check("b", "k").allowed).toBe(true);
     expect(store.size).toBe(2);
+    // A removed rule's records stay until they are fresh (as Redis keys until they expire):
+    // removed and added back within its window, the rule finds its state again.
     service.removeRule("a");
-    expect(store.size).toBe(1);
+    service.addRule("a", fixed);
+    expect(service.check("a", "k").allowed).toBe(false);
+    service.removeRule("a");
+    expect(store.size).toBe(2);
+    // Fresh by then, they are dropped by the next sweep (every 4096 checks), table and all.
+    clock.set(10_000);
+    for (let i = 0; i < 4096; i++) service.peek("b", "k");
+    expect(store.size).toBe(0);
   });
 });
 
@@ -215,5 +224,25 @@ describe("MemoryStore shared by limiters on different clocks", () => {
     for (let i = 0; i < 10_000; i++) real.tryAcquire(`r${i % 40}`);
     for (let i = 0; i < 100; i++) real.tryAcquire(`new${i}`);
     expect(manual.tryAcquire("k").allowed).toBe(false);
+  });
+});
+
+describe("MemoryStore after a spec change within one shape", () => {
+  it("a shorter horizon (a GCRA's lowered burst) never drops a record before it is fresh", () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore();
+    const service = new RateLimiterService({ clock, store });
+    const short = { algorithm: "gcra", limit: 10, periodMs: 10_000, burst: 1 } as const; // horizon 1 s
+    service.addRule("api", short);
+    service.check("api", "other"); // the table's first rotation is due at 1 s
+    service.updateRule("api", { algorithm: "gcra", limit: 10, periodMs: 10_000 }); // burst 10: horizon 10 s
+    for (let i = 0; i < 10; i++) service.check("api", "k"); // tat = 10 s
+    service.updateRule("api", short);
+    for (let t = 500; t <= 5000; t += 500) {
+      clock.set(t);
+      service.check("api", "other"); // rotations of the table happen here
+    }
+    // 5 s of backlog left, plus this request, against a tolerance of 1 s: still denied, 5 s to wait.
+    expect(service.check("api", "k")).toMatchObject({ allowed: false, retryAfterMs: 5000 });
   });
 });

@@ -122,6 +122,7 @@ export class MemoryStore implements Store {
       }
     }
     table.rule = rule;
+    table.horizonMs = Math.max(table.horizonMs, rule.horizonMs);
     table.clock = binding.clock;
     table.refs++;
     const bound = table;
@@ -150,10 +151,10 @@ export class MemoryStore implements Store {
       release: () => {
         if (released) return;
         released = true;
-        if (--bound.refs === 0 && this.#tables.get(id) === bound) {
-          this.#size -= bound.size;
-          this.#tables.delete(id);
-        }
+        // A table nobody binds any more keeps its records until they are fresh (a sweep then
+        // drops it), as Redis keys outlive their rule until they expire: a rule removed and
+        // added back, or a shape changed and changed back, finds the same state on every store.
+        bound.refs--;
       },
     };
   }
@@ -275,9 +276,11 @@ export class MemoryStore implements Store {
   #sweep(now: number, clock: unknown): void {
     this.#sweepIn = SWEEP_EVERY;
     let size = 0;
-    for (const table of this.#tables.values()) {
+    for (const [id, table] of this.#tables) {
       if (table.clock === clock) table.expire(now);
-      size += table.size;
+      // An unbound table whose records are all gone is dropped with its sketch.
+      if (table.refs === 0 && table.size === 0) this.#tables.delete(id);
+      else size += table.size;
     }
     this.#size = size;
   }

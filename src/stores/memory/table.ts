@@ -17,7 +17,13 @@ import type { Sketch } from "./sketch.ts";
 export class Table {
   /** The rule (replaced when a rule update keeps the shape, and so this table's records). */
   rule: CompiledRule;
-  /** Bindings using this table; it is dropped when the last one is released. */
+  /**
+   * The longest horizon of every rule bound to this table. Rules of one shape may differ in
+   * horizon (a GCRA's burst): records written under the longer one must not be dropped by the
+   * shorter one's rotation before they are fresh.
+   */
+  horizonMs: number;
+  /** Bindings using this table; once none is left, a sweep drops it when its records are gone. */
   refs = 0;
   /** The clock its instants come from (undefined: the system clock). */
   clock: unknown;
@@ -36,6 +42,7 @@ export class Table {
 
   constructor(rule: CompiledRule) {
     this.rule = rule;
+    this.horizonMs = rule.horizonMs;
   }
 
   /** Live records (current and previous generation). */
@@ -113,7 +120,7 @@ export class Table {
   }
 
   private rotate(now: number): void {
-    const horizon = this.rule.horizonMs;
+    const horizon = this.horizonMs;
     // Untouched for a whole horizon: everything current is fresh too.
     if (now >= this.rotateAt + horizon) this.current = new Map();
     this.previous = this.current;
