@@ -3,9 +3,10 @@
  * service can fail to answer (refused, reset, timeout, a reply that is not HTTP) becomes a
  * StoreError, with the original error as `cause`; an HTTP answer of any status is returned.
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
+import { type ClientRequest, Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { StoreError } from "../errors.ts";
+import { withTimeout } from "../stores/with-timeout.ts";
 
 /** An HTTP answer: its status and the parsed JSON body (undefined when it was not JSON). */
 export interface Reply {
@@ -47,44 +48,27 @@ export class Transport {
 
   #send(path: string, body: string, timeoutMs: number): Promise<Reply> {
     const url = new URL(path, this.#base);
-    return new Promise<Reply>((resolve, reject) => {
-      let done = false;
-      const fail = (error: StoreError) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        reject(error);
-      };
-      const req = this.#request(url, {
+    const origin = this.#base.origin;
+    let req: ClientRequest | undefined;
+    const exchange = new Promise<Reply>((resolve, reject) => {
+      const r = this.#request(url, {
         method: "POST",
         agent: this.#agent,
         headers: { ...this.#headers, "content-length": Buffer.byteLength(body) },
       });
-      const timer = setTimeout(() => {
-        fail(
-          new StoreError(`sluice service at ${this.#base.origin} did not answer within ${timeoutMs} ms`, {
-            timeout: true,
-          }),
-        );
-        req.destroy();
-      }, timeoutMs);
-      req.on("error", (cause: Error & { code?: string }) => {
-        const error = new StoreError(`sluice service at ${this.#base.origin} failed: ${cause.code ?? cause.message}`, {
-          cause,
-        });
-        const retryable = req.reusedSocket && cause.code === "ECONNRESET";
-        fail(retryable ? Object.assign(error, { reusedSocket: true }) : error);
+      req = r;
+      r.on("error", (cause: Error & { code?: string }) => {
+        const error = new StoreError(`sluice service at ${origin} failed: ${cause.code ?? cause.message}`, { cause });
+        const retryable = r.reusedSocket && cause.code === "ECONNRESET";
+        reject(retryable ? Object.assign(error, { reusedSocket: true }) : error);
       });
-      req.on("response", (res: IncomingMessage) => {
+      r.on("response", (res: IncomingMessage) => {
         const chunks: Buffer[] = [];
         res.on("data", (chunk: Buffer) => chunks.push(chunk));
         res.on("error", (cause) =>
-          fail(new StoreError(`sluice service reply was cut off: ${cause.message}`, { cause })),
+          reject(new StoreError(`sluice service reply was cut off: ${cause.message}`, { cause })),
         );
         res.on("end", () => {
-          if (done) return;
-          done = true;
-          clearTimeout(timer);
           const text = Buffer.concat(chunks).toString("utf8");
           let parsed: unknown;
           try {
@@ -95,7 +79,11 @@ export class Transport {
           resolve({ status: res.statusCode ?? 0, body: parsed });
         });
       });
-      req.end(body);
+      r.end(body);
+    });
+    return withTimeout(exchange, timeoutMs, () => {
+      req?.destroy();
+      throw new StoreError(`sluice service at ${origin} did not answer within ${timeoutMs} ms`, { timeout: true });
     });
   }
 

@@ -16,6 +16,7 @@ import type { MemoryStoreOptions } from "../memory/memory-store.ts";
 import { MemoryStore } from "../memory/memory-store.ts";
 import { Breaker, type BreakerOptions } from "../redis/breaker.ts";
 import { checkOnError, type FailurePolicy, failurePolicy, type OnError } from "../redis/failure.ts";
+import { withTimeout } from "../with-timeout.ts";
 import { hasChannel, ipc, type Transport } from "./link.ts";
 import { type BindRecord, CHANNEL, decode, type Op, type OpName, type OpResult } from "./protocol.ts";
 import { SocketLink, socketLink } from "./socket-link.ts";
@@ -203,33 +204,27 @@ export class ClusterStore implements Store {
     }
     const link = this.#link;
     const seq = link.sequence();
-    let settled = false;
-    const fail = (error: StoreError) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
+    const reply = new Promise<unknown>((resolve, reject) => {
+      link.post({ channel: CHANNEL, type: "batch", seq, binds, releases, ops }, { settle: resolve, fail: reject });
+    });
+    withTimeout(reply, this.timeoutMs, () => {
       link.forget(seq);
-      this.#breaker.failure();
-      for (const p of pending) this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, error));
-    };
-    const timer = setTimeout(() => {
-      fail(new StoreError(`${link.peer} did not answer within timeoutMs (${this.timeoutMs} ms)`, { timeout: true }));
-    }, this.timeoutMs);
-    link.post(
-      { channel: CHANNEL, type: "batch", seq, binds, releases, ops },
-      {
-        settle: (results) => {
-          if (settled) return;
-          if (!Array.isArray(results) || results.length !== pending.length) {
-            fail(new StoreError(`unexpected reply from ${link.peer}: ${pending.length} results expected`));
-            return;
-          }
-          settled = true;
-          clearTimeout(timer);
-          this.#breaker.success();
-          for (let i = 0; i < pending.length; i++) this.#deliver(pending[i] as Pending, results[i] as OpResult);
-        },
-        fail,
+      throw new StoreError(`${link.peer} did not answer within timeoutMs (${this.timeoutMs} ms)`, { timeout: true });
+    }).then(
+      (results) => {
+        if (!Array.isArray(results) || results.length !== pending.length) {
+          this.#failAll(
+            pending,
+            new StoreError(`unexpected reply from ${link.peer}: ${pending.length} results expected`),
+          );
+          return;
+        }
+        this.#breaker.success();
+        for (let i = 0; i < pending.length; i++) this.#deliver(pending[i] as Pending, results[i] as OpResult);
+      },
+      (error: unknown) => {
+        link.forget(seq);
+        this.#failAll(pending, error as StoreError);
       },
     );
   }
@@ -243,6 +238,12 @@ export class ClusterStore implements Store {
       if (result.unbound === true) p.rule.registered = false; // the primary started after we registered
       this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, new StoreError(`${this.#link.peer}: ${result.error}`)));
     }
+  }
+
+  /** Every check of a batch answered by the failure policy. */
+  #failAll(pending: readonly Pending[], error: StoreError): void {
+    this.#breaker.failure();
+    for (const p of pending) this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, error));
   }
 
   #settle(p: Pending, outcome: Promise<unknown>): void {
