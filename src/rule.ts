@@ -24,7 +24,7 @@ export interface CompiledRule {
   /**
    * What the record means: the members' shapes (algorithm and window) and whether it holds a
    * ban. Stores keep records of different shapes apart, so state is never read under a spec it
-   * was not written for; limits, capacities and rates may change and keep the record.
+   * was not written for; limits (and GCRA / leaky-bucket parameters) may change and keep the record.
    */
   readonly shape: string;
   /** The longest a record stays different from a fresh one after its last change. */
