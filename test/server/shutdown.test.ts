@@ -131,9 +131,11 @@ describe("sluice serve: graceful shutdown with keep-alive clients", () => {
     expect(await s.exited).toBe(0);
     const served = Number(/closed after serving (\d+) requests/.exec(s.log())?.[1]);
     expect(served).toBe(answered);
-    // Each busy connection ended on an answer that told its client to let it go (so the next
-    // request went to a new connection and was refused, never reset).
-    expect(last).toEqual(Array.from({ length: 8 }, () => "close"));
+    // Each busy connection ended either on an answer that told its client to let it go, or,
+    // when its client was slower than the idle grace (a loaded machine), by the server closing
+    // it while idle: either way the next request went to a new connection and was refused,
+    // never reset (`failures` above is empty).
+    for (const connection of last) expect(["close", "keep-alive"]).toContain(connection);
     busy.destroy();
     idle.destroy();
   });
