@@ -1,0 +1,51 @@
+/**
+ * `sluice/koa`: Koa (2 and 3) middleware. The client address is the socket's, read through
+ * sluice's own `trustProxy` (not Koa's `app.proxy`), so the two cannot silently disagree.
+ * The decision is left on `ctx.state.rateLimit` for later middleware and handlers.
+ *
+ * @example app.use(rateLimit({ spec: { algorithm: "sliding-window", limit: 100, windowMs: 60_000 } }));
+ */
+import type { Context, Middleware, Next } from "koa";
+import type { Decision } from "../decision.ts";
+import { Engine, isPromise } from "./engine.ts";
+import { nodeReader } from "./node.ts";
+import type { MaybePromise, RateLimitOptions } from "./options.ts";
+import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
+
+declare module "koa" {
+  /** What sluice adds to `ctx.state`. */
+  interface DefaultState {
+    /** The decision of the last sluice middleware that counted this request (absent when skipped). */
+    rateLimit?: Decision;
+  }
+}
+
+/** Options of the Koa middleware. */
+export interface KoaRateLimitOptions extends RateLimitOptions<Context> {
+  /** Answers a limited request: status 429 and the rate-limit headers are set; set `ctx.body`. */
+  onLimited?: (ctx: Context, decision: Decision) => MaybePromise<void>;
+}
+
+/** Koa middleware limiting each client; errors from hooks or the store propagate to Koa. */
+export function rateLimit(options: KoaRateLimitOptions): Middleware {
+  const engine = new Engine<Context>(options, {
+    address: (ctx) => nodeReader.address(ctx.req),
+    header: (ctx, name) => nodeReader.header(ctx.req, name),
+  });
+  const onLimited = options.onLimited;
+  return async function sluiceRateLimit(ctx: Context, next: Next): Promise<void> {
+    const pending = engine.decide(ctx);
+    const verdict = isPromise(pending) ? await pending : pending;
+    if (verdict === null) return next();
+    engine.writeHeaders(verdict, (name, value) => ctx.set(name, value));
+    ctx.state.rateLimit = verdict.decision;
+    if (verdict.status === 200) return next();
+    ctx.status = verdict.status;
+    if (verdict.status === 429 && onLimited !== undefined) return onLimited(ctx, verdict.decision);
+    // The type first: Koa would otherwise label a string body text/plain.
+    ctx.type = PROBLEM_CONTENT_TYPE;
+    ctx.body = engine.body(verdict);
+  };
+}
+
+export type { RateLimitOptions } from "./options.ts";
