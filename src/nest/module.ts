@@ -1,0 +1,82 @@
+/**
+ * `SluiceModule.forRoot(options)` / `forRootAsync(...)`: a global module providing
+ * `SluiceLimits` and `SluiceGuard`, the problem-JSON exception filter, and (unless
+ * `appGuard: false`) the guard on every route.
+ */
+import type { DynamicModule, FactoryProvider, ModuleMetadata, Provider } from "@nestjs/common";
+import { Global, Module } from "@nestjs/common";
+import { APP_FILTER, APP_GUARD, HttpAdapterHost } from "@nestjs/core";
+import { RateLimitExceptionFilter } from "./exception.ts";
+import { SluiceGuard } from "./guard.ts";
+import { SluiceLimits } from "./limits.ts";
+import type { SluiceModuleOptions } from "./options.ts";
+
+/** Injection token of the module's options. */
+export const SLUICE_OPTIONS = Symbol("sluice:options");
+
+/** Options of `SluiceModule.forRootAsync`: build the options from other providers (e.g. a Redis client). */
+export interface SluiceModuleAsyncOptions<Req = unknown> extends Pick<ModuleMetadata, "imports"> {
+  /** Returns the module options; gets the `inject` providers in order. */
+  useFactory: (...args: never[]) => SluiceModuleOptions<Req> | Promise<SluiceModuleOptions<Req>>;
+  /** Providers `useFactory` gets. */
+  inject?: FactoryProvider["inject"];
+  /** As in `forRoot` (decided here because providers are fixed before the factory runs); default true. */
+  appGuard?: boolean;
+}
+
+/** The module's providers around the provider of `SluiceLimits`. */
+function providers(limits: Provider, appGuard: boolean): Provider[] {
+  const list: Provider[] = [
+    limits,
+    { provide: SluiceGuard, useFactory: (l: SluiceLimits) => new SluiceGuard(l), inject: [SluiceLimits] },
+    {
+      provide: APP_FILTER,
+      useFactory: (host: HttpAdapterHost) => new RateLimitExceptionFilter(host),
+      inject: [HttpAdapterHost],
+    },
+  ];
+  if (appGuard)
+    list.push({ provide: APP_GUARD, useFactory: (l: SluiceLimits) => new SluiceGuard(l), inject: [SluiceLimits] });
+  return list;
+}
+
+/** The sluice module for NestJS. */
+// biome-ignore lint/complexity/noStaticOnlyClass: a Nest module is a class (forRoot returns it as `module`).
+export class SluiceModule {
+  /** The module with `options` (see `SluiceModuleOptions`). */
+  static forRoot<Req = unknown>(options: SluiceModuleOptions<Req>): DynamicModule {
+    // Validated now, so a bad option fails at import time rather than at bootstrap.
+    const limits = new SluiceLimits(options as SluiceModuleOptions<never>);
+    return {
+      module: SluiceModule,
+      providers: [
+        { provide: SLUICE_OPTIONS, useValue: options },
+        ...providers({ provide: SluiceLimits, useValue: limits }, options.appGuard !== false),
+      ],
+      exports: [SluiceLimits, SluiceGuard],
+    };
+  }
+
+  /** The module with options built by `useFactory` from injected providers. */
+  static forRootAsync<Req = unknown>(options: SluiceModuleAsyncOptions<Req>): DynamicModule {
+    return {
+      module: SluiceModule,
+      imports: options.imports ?? [],
+      providers: [
+        { provide: SLUICE_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
+        ...providers(
+          {
+            provide: SluiceLimits,
+            useFactory: (o: SluiceModuleOptions<never>) => new SluiceLimits(o),
+            inject: [SLUICE_OPTIONS],
+          },
+          options.appGuard !== false,
+        ),
+      ],
+      exports: [SluiceLimits, SluiceGuard],
+    };
+  }
+}
+
+Global()(SluiceModule);
+Module({})(SluiceModule);
