@@ -21,14 +21,21 @@ interface HeaderSink {
 }
 
 function setter(response: HeaderSink): (name: string, value: string) => void {
-  if (typeof response.header === "function") return (name, value) => void response.header?.(name, value);
-  return (name, value) => void response.setHeader?.(name, value);
+  // Node's own setHeader first (Express responses have it): Express's `header` adds checks we do not need.
+  if (typeof response.setHeader === "function") return (name, value) => void response.setHeader?.(name, value);
+  return (name, value) => void response.header?.(name, value);
 }
+
+type Handler = (...args: never[]) => unknown;
+/** No limit on this route (skipped, or no limit applies). */
+const NONE = null;
 
 /** The guard; registered for every route by `SluiceModule.forRoot` unless `appGuard: false`. */
 export class SluiceGuard implements CanActivate {
   readonly #limits: SluiceLimits;
   readonly #reflector = new Reflector();
+  /** handler → controller class → the route's engine: metadata is read once per route, not per request. */
+  readonly #routes = new WeakMap<Handler, WeakMap<object, Engine<unknown> | typeof NONE>>();
 
   constructor(limits: SluiceLimits) {
     this.#limits = limits;
@@ -37,17 +44,28 @@ export class SluiceGuard implements CanActivate {
   /** True to let the request through; throws to refuse it. */
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     if (context.getType() !== "http") return true;
-    const targets = [context.getHandler(), context.getClass()];
-    if (this.#reflector.getAllAndOverride<boolean | undefined>(SKIP_RATE_LIMIT_METADATA, targets) === true) return true;
-    const engine = this.#limits.engine(
-      this.#reflector.getAllAndOverride<RouteLimit | undefined>(RATE_LIMIT_METADATA, targets),
-    );
-    if (engine === undefined) return true;
+    const engine = this.#route(context.getHandler() as Handler, context.getClass());
+    if (engine === NONE) return true;
     const http = context.switchToHttp();
     const request: object = http.getRequest();
     const pending = engine.decide(request);
     if (!isPromise(pending)) return this.#finish(engine, pending, context, request);
     return pending.then((verdict) => this.#finish(engine, verdict, context, request));
+  }
+
+  #route(handler: Handler, controller: object): Engine<unknown> | typeof NONE {
+    let byClass = this.#routes.get(handler);
+    if (byClass === undefined) this.#routes.set(handler, (byClass = new WeakMap()));
+    let engine = byClass.get(controller);
+    if (engine === undefined) {
+      const targets = [handler, controller as Handler];
+      const skip = this.#reflector.getAllAndOverride<boolean | undefined>(SKIP_RATE_LIMIT_METADATA, targets);
+      const limit = this.#reflector.getAllAndOverride<RouteLimit | undefined>(RATE_LIMIT_METADATA, targets);
+      // Built before caching: a misconfigured limit throws on every request rather than once.
+      engine = skip === true ? NONE : (this.#limits.engine(limit) ?? NONE);
+      byClass.set(controller, engine);
+    }
+    return engine;
   }
 
   #finish(engine: Engine<unknown>, verdict: Verdict | null, context: ExecutionContext, request: object): boolean {
