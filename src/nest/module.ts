@@ -3,6 +3,7 @@
  * `SluiceLimits` and `SluiceGuard`, the problem-JSON exception filter, and (unless
  * `appGuard: false`) the guard on every route.
  */
+import type { IncomingMessage } from "node:http";
 import type { DynamicModule, FactoryProvider, ModuleMetadata, Provider } from "@nestjs/common";
 import { Global, Module } from "@nestjs/common";
 import { APP_FILTER, APP_GUARD, HttpAdapterHost } from "@nestjs/core";
@@ -15,7 +16,7 @@ import type { SluiceModuleOptions } from "./options.ts";
 export const SLUICE_OPTIONS = Symbol("sluice:options");
 
 /** Options of `SluiceModule.forRootAsync`: build the options from other providers (e.g. a Redis client). */
-export interface SluiceModuleAsyncOptions<Req = unknown> extends Pick<ModuleMetadata, "imports"> {
+export interface SluiceModuleAsyncOptions<Req = IncomingMessage> extends Pick<ModuleMetadata, "imports"> {
   /** Returns the module options; gets the `inject` providers in order. */
   useFactory: (...args: never[]) => SluiceModuleOptions<Req> | Promise<SluiceModuleOptions<Req>>;
   /** Providers `useFactory` gets. */
@@ -44,7 +45,7 @@ function providers(limits: Provider, appGuard: boolean): Provider[] {
 // biome-ignore lint/complexity/noStaticOnlyClass: a Nest module is a class (forRoot returns it as `module`).
 export class SluiceModule {
   /** The module with `options` (see `SluiceModuleOptions`). */
-  static forRoot<Req = unknown>(options: SluiceModuleOptions<Req>): DynamicModule {
+  static forRoot<Req = IncomingMessage>(options: SluiceModuleOptions<Req>): DynamicModule {
     // Validated now, so a bad option fails at import time rather than at bootstrap.
     const limits = new SluiceLimits(options as SluiceModuleOptions<never>);
     return {
@@ -58,7 +59,7 @@ export class SluiceModule {
   }
 
   /** The module with options built by `useFactory` from injected providers. */
-  static forRootAsync<Req = unknown>(options: SluiceModuleAsyncOptions<Req>): DynamicModule {
+  static forRootAsync<Req = IncomingMessage>(options: SluiceModuleAsyncOptions<Req>): DynamicModule {
     return {
       module: SluiceModule,
       imports: options.imports ?? [],

@@ -1,9 +1,11 @@
 // sluice/koa on a real Koa 3 app over loopback.
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { Redis } from "ioredis";
 import Koa, { type Context } from "koa";
 import { type Decision, ManualClock } from "sluice";
 import { rateLimit } from "sluice/koa";
+import { RedisStore } from "sluice/redis";
 import { afterEach, describe, expect, test } from "vitest";
 import { conformance, type Served } from "./conformance.ts";
 
@@ -126,5 +128,29 @@ describe("koa", () => {
     const res = await fetch(served.url, { headers: { "x-forwarded-for": "9.9.9.9" } });
     expect(await res.text()).toBe("9.9.9.9"); // Koa trusts it…
     expect(keys).toEqual(["127.0.0.1"]); // …sluice does not
+  });
+
+  test("a dead Redis under onError deny answers 503 problem JSON, not 429 and not a pass", async () => {
+    const client = new Redis({
+      port: 1,
+      host: "127.0.0.1",
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    client.on("error", () => {});
+    try {
+      served = await serveKoa({
+        spec: { algorithm: "fixed-window", limit: 5, windowMs: 1000 },
+        store: new RedisStore({ client, onError: "deny" }),
+      });
+      const res = await fetch(served.url);
+      expect(res.status).toBe(503);
+      expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+      expect(await res.json()).toMatchObject({ status: 503, title: "Service Unavailable" });
+    } finally {
+      client.disconnect();
+    }
   });
 });
