@@ -10,7 +10,7 @@ import { Engine, type RequestReader } from "../http/engine.ts";
 import { nodeReader } from "../http/node.ts";
 import type { RateLimitOptions } from "../http/options.ts";
 import type { RateLimiterService } from "../service.ts";
-import { type RuleSpec, validateRule } from "../spec.ts";
+import { describeValue, type RuleSpec, validateRule } from "../spec.ts";
 import type { Store } from "../store.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
 import type { RouteLimit } from "./decorators.ts";
@@ -54,7 +54,7 @@ export class SluiceLimits {
     checkModuleOptions(options);
     const { spec, service, rule, store, clock, name, appGuard, onLimited, ...shared } = options;
     if (appGuard !== undefined && typeof appGuard !== "boolean") {
-      throw new ConfigError("appGuard", `\`appGuard\` must be a boolean (got ${String(appGuard)})`, appGuard);
+      throw new ConfigError("appGuard", `\`appGuard\` must be a boolean (got ${describeValue(appGuard)})`, appGuard);
     }
     if (onLimited !== undefined && typeof onLimited !== "function") {
       throw new ConfigError("onLimited", "`onLimited` must be a function returning the exception to throw", onLimited);
