@@ -92,9 +92,16 @@ describe("sluice/otel", () => {
     );
   });
 
-  test("middleware: instrumentMiddleware reports an Express app's decisions under its policy name", async () => {
+  test.each([
+    ["a spec, under its policy name", () => instrumentMiddleware({ spec: fixed(1), policyName: "web" }, { meter })],
+    [
+      "a service, under the rule's name",
+      () =>
+        instrumentMiddleware({ service: new RateLimiterService().addRule("web", fixed(1)), rule: "web" }, { meter }),
+    ],
+  ])("middleware: instrumentMiddleware reports an Express app's decisions (%s)", async (_name, options) => {
     const app = express();
-    app.use(rateLimit(instrumentMiddleware({ spec: fixed(1), policyName: "web" }, { meter })));
+    app.use(rateLimit(options()));
     app.use((_req, res) => {
       res.send("ok");
     });
