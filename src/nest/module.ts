@@ -6,14 +6,24 @@
 import type { IncomingMessage } from "node:http";
 import type { DynamicModule, FactoryProvider, ModuleMetadata, Provider } from "@nestjs/common";
 import { Global, Module } from "@nestjs/common";
-import { APP_FILTER, APP_GUARD, HttpAdapterHost } from "@nestjs/core";
+import {
+  APP_FILTER,
+  APP_GUARD,
+  DiscoveryModule,
+  DiscoveryService,
+  HttpAdapterHost,
+  MetadataScanner,
+} from "@nestjs/core";
 import { RateLimitExceptionFilter } from "./exception.ts";
 import { SluiceGuard } from "./guard.ts";
 import { SluiceLimits } from "./limits.ts";
 import type { SluiceModuleOptions } from "./options.ts";
+import { checkRoutes } from "./route-check.ts";
 
 /** Injection token of the module's options. */
 export const SLUICE_OPTIONS = Symbol("sluice:options");
+/** Token of the provider that checks every route's limit at bootstrap. */
+const ROUTE_CHECK = Symbol("sluice:route-check");
 
 /** Options of `SluiceModule.forRootAsync`: build the options from other providers (e.g. a Redis client). */
 export interface SluiceModuleAsyncOptions<Req = IncomingMessage> extends Pick<ModuleMetadata, "imports"> {
@@ -30,6 +40,14 @@ function providers(limits: Provider, appGuard: boolean): Provider[] {
   const list: Provider[] = [
     limits,
     { provide: SluiceGuard, useFactory: (l: SluiceLimits) => new SluiceGuard(l), inject: [SluiceLimits] },
+    {
+      provide: ROUTE_CHECK,
+      // After every module's onModuleInit, so rules a provider adds to the service then count.
+      useFactory: (l: SluiceLimits, discovery: DiscoveryService, scanner: MetadataScanner) => ({
+        onApplicationBootstrap: () => checkRoutes(l, discovery, scanner),
+      }),
+      inject: [SluiceLimits, DiscoveryService, MetadataScanner],
+    },
     {
       provide: APP_FILTER,
       useFactory: (host: HttpAdapterHost) => new RateLimitExceptionFilter(host),
@@ -50,6 +68,7 @@ export class SluiceModule {
     const limits = new SluiceLimits(options as SluiceModuleOptions<never>);
     return {
       module: SluiceModule,
+      imports: [DiscoveryModule],
       providers: [
         { provide: SLUICE_OPTIONS, useValue: options },
         ...providers({ provide: SluiceLimits, useValue: limits }, options.appGuard !== false),
@@ -62,7 +81,7 @@ export class SluiceModule {
   static forRootAsync<Req = IncomingMessage>(options: SluiceModuleAsyncOptions<Req>): DynamicModule {
     return {
       module: SluiceModule,
-      imports: options.imports ?? [],
+      imports: [DiscoveryModule, ...(options.imports ?? [])],
       providers: [
         { provide: SLUICE_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
         ...providers(

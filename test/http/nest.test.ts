@@ -251,7 +251,7 @@ describe("nest", () => {
     expect(() => SluiceModule.forRoot({ rule: "api" })).toThrow(/no `service`/);
   });
 
-  test("two different limits under one name are refused when first used", async () => {
+  test("a bad @RateLimit fails at startup: two different limits under one name, an unknown rule", async () => {
     @Controller()
     class Clash {
       @RateLimit(fixed(1), { name: "shared" })
@@ -266,25 +266,35 @@ describe("nest", () => {
         return "b";
       }
     }
-    const errors: unknown[] = [];
-    @Catch()
-    class Collect implements ExceptionFilter {
-      catch(exception: unknown, host: ArgumentsHost): void {
-        errors.push(exception);
-        host.switchToHttp().getResponse<Response>().status(500).send("error");
+    @Module({ imports: [SluiceModule.forRoot({})], controllers: [Clash] })
+    class ClashModule {}
+    await expect(listen(ClashModule)).rejects.toThrow(/two different limits are named "shared"/);
+
+    @Controller()
+    class Typo {
+      @RateLimit("logni")
+      @Get("login")
+      login(): string {
+        return "login";
       }
     }
+    const service = new RateLimiterService().addRule("login", fixed(1));
+    @Module({ imports: [SluiceModule.forRoot({ service })], controllers: [Typo] })
+    class TypoModule {}
+    const failure = listen(TypoModule);
+    await expect(failure).rejects.toThrow(ConfigError);
+    await expect(failure).rejects.toThrow(/rule "logni", which `service` does not have/);
+
+    // Rules a provider adds during onModuleInit exist by then: no false alarm.
+    const late = new RateLimiterService();
     @Module({
-      imports: [SluiceModule.forRoot({})],
-      controllers: [Clash],
-      providers: [{ provide: APP_FILTER, useClass: Collect }],
+      imports: [SluiceModule.forRoot({ service: late })],
+      controllers: [Typo],
+      providers: [{ provide: "rules", useValue: { onModuleInit: () => late.addRule("logni", fixed(1)) } }],
     })
-    class AppModule {}
-    served = await listen(AppModule);
-    expect((await fetch(`${served.url}/a`)).status).toBe(200);
-    expect((await fetch(`${served.url}/b`)).status).toBe(500);
-    expect(errors).toEqual([expect.any(ConfigError)]);
-    expect(String(errors[0])).toMatch(/two different limits are named "shared"/);
+    class LateModule {}
+    served = await listen(LateModule);
+    expect(await statuses(`${served.url}/login`, 2)).toEqual([200, 429]);
   });
 });
 
