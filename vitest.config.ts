@@ -4,6 +4,11 @@ import { defineConfig } from "vitest/config";
 const src = (path: string) => fileURLToPath(new URL(`./src/${path}`, import.meta.url));
 
 export default defineConfig({
+  // Only the NestJS tests use decorator syntax, written as Nest users write it: legacy
+  // (experimentalDecorators) semantics, which Nest needs. sluice's own sources use no
+  // decorator syntax (src/nest applies decorators as function calls), so they compile under
+  // either setting. tsconfig.test.json sets experimentalDecorators to match.
+  oxc: { decorator: { legacy: true } },
   resolve: {
     // Tests import the package by its public names; they resolve to the sources so a test run
     // never depends on a stale build. test/package-exports.test.ts checks the built exports map.
@@ -13,7 +18,9 @@ export default defineConfig({
       { find: /^sluice\/cluster$/, replacement: src("stores/cluster/index.ts") },
       { find: /^sluice\/http$/, replacement: src("http/index.ts") },
       { find: /^sluice\/client$/, replacement: src("client/index.ts") },
-      { find: /^sluice\/(express|fastify|hono)$/, replacement: src("http/$1.ts") },
+      { find: /^sluice\/(express|fastify|hono|koa)$/, replacement: src("http/$1.ts") },
+      { find: /^sluice\/nest$/, replacement: src("nest/index.ts") },
+      { find: /^sluice\/otel$/, replacement: src("otel/index.ts") },
     ],
   },
   test: {

@@ -1,12 +1,13 @@
-// HTTP benchmark: requests/s of a minimal Express app and a minimal Fastify app, bare, with
+// HTTP benchmark: requests/s of minimal Express, Fastify, Koa and NestJS apps, bare, with
 // sluice (in-process store) and with the peer middleware (express-rate-limit,
-// @fastify/rate-limit), all configured alike: a fixed window whose limit is never reached, so
+// @fastify/rate-limit, koa-ratelimit, @nestjs/throttler), all configured alike: a fixed window whose limit is never reached, so
 // every request is counted and passes with headers. Each variant runs in its own server
 // process; autocannon drives it over loopback from this process. Variants are interleaved
 // round by round and the median round is reported, because the machine is noisy.
 //
 // Run: npm run build && node bench/http.mjs
-// Env: BENCH_ROUNDS (default 5), BENCH_SECONDS per run (default 3), BENCH_CONNECTIONS (default 50)
+// Env: BENCH_ROUNDS (default 7), BENCH_SECONDS per run (default 2), BENCH_CONNECTIONS (default 50),
+// BENCH_FRAMEWORKS (default "express,fastify,koa,nest")
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -32,6 +33,22 @@ async function serve(variant) {
       res.send("ok");
     });
     const server = app.listen(0, "127.0.0.1", () => console.log(`PORT ${server.address().port}`));
+  } else if (framework === "koa") {
+    const { default: Koa } = await import("koa");
+    const app = new Koa();
+    if (limiter === "sluice") {
+      const { rateLimit } = await import("../dist/http/koa.js");
+      app.use(rateLimit({ spec: { algorithm: "fixed-window", limit: LIMIT, windowMs: WINDOW_MS } }));
+    } else if (limiter === "peer") {
+      const { default: ratelimit } = await import("koa-ratelimit");
+      app.use(ratelimit({ driver: "memory", db: new Map(), duration: WINDOW_MS, max: LIMIT }));
+    }
+    app.use((ctx) => {
+      ctx.body = "ok";
+    });
+    const server = app.listen(0, "127.0.0.1", () => console.log(`PORT ${server.address().port}`));
+  } else if (framework === "nest") {
+    await serveNest(limiter);
   } else {
     const { default: Fastify } = await import("fastify");
     const app = Fastify();
@@ -46,6 +63,40 @@ async function serve(variant) {
     await app.listen({ port: 0, host: "127.0.0.1" });
     console.log(`PORT ${app.server.address().port}`);
   }
+}
+
+/**
+ * A one-route Nest 11 app on platform-express. Plain JavaScript has no decorator syntax, so
+ * Nest's decorators are applied as calls (what compiled TypeScript does).
+ */
+async function serveNest(limiter) {
+  await import("reflect-metadata");
+  const { Controller, Get, Module } = await import("@nestjs/common");
+  const { NestFactory, APP_GUARD } = await import("@nestjs/core");
+  class AppController {
+    get() {
+      return "ok";
+    }
+  }
+  const get = Object.getOwnPropertyDescriptor(AppController.prototype, "get");
+  Reflect.decorate([Get()], AppController.prototype, "get", get);
+  Reflect.decorate([Controller()], AppController);
+  const imports = [];
+  const providers = [];
+  if (limiter === "sluice") {
+    const { SluiceModule } = await import("../dist/nest/index.js");
+    imports.push(SluiceModule.forRoot({ spec: { algorithm: "fixed-window", limit: LIMIT, windowMs: WINDOW_MS } }));
+  } else if (limiter === "peer") {
+    const { ThrottlerModule, ThrottlerGuard } = await import("@nestjs/throttler");
+    imports.push(ThrottlerModule.forRoot([{ ttl: WINDOW_MS, limit: LIMIT }]));
+    providers.push({ provide: APP_GUARD, useClass: ThrottlerGuard });
+  }
+  class AppModule {}
+  Reflect.decorate([Module({ imports, controllers: [AppController], providers })], AppModule);
+  const app = await NestFactory.create(AppModule, { logger: false });
+  app.getHttpAdapter().getInstance().disable("x-powered-by");
+  await app.listen(0, "127.0.0.1");
+  console.log(`PORT ${app.getHttpServer().address().port}`);
 }
 
 function start(variant) {
@@ -127,14 +178,22 @@ async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 2);
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
   const limiters = ["bare", "sluice", "peer"];
-  const peerName = { express: "express-rate-limit", fastify: "@fastify/rate-limit" };
+  const peerName = {
+    express: "express-rate-limit",
+    fastify: "@fastify/rate-limit",
+    koa: "koa-ratelimit",
+    nest: "@nestjs/throttler",
+  };
+  const frameworks = (process.env.BENCH_FRAMEWORKS ?? "express,fastify,koa,nest").split(",");
   const rps = {};
   const cpus = {};
   const ratios = {};
-  console.log(`HTTP benchmark: ${rounds} rounds × 6 variants × ${seconds}s, ${connections} connections`);
+  console.log(
+    `HTTP benchmark: ${rounds} rounds × ${frameworks.length * 3} variants × ${seconds}s, ${connections} connections`,
+  );
   for (let round = 0; round < rounds; round++) {
     const line = [];
-    for (const framework of ["express", "fastify"]) {
+    for (const framework of frameworks) {
       // The three variants of one framework run back to back (rotated each round), and each
       // is compared with the bare app of the same round: background load shifts all three.
       const got = {};
@@ -160,7 +219,7 @@ async function main() {
   }
   const pct = (x) => `${(x * 100).toFixed(1)}%`;
   console.log("\nmedians (ratios are medians of per-round ratios to the same round's bare app)");
-  for (const framework of ["express", "fastify"]) {
+  for (const framework of frameworks) {
     const m = (k) => median(rps[`${framework}:${k}`]);
     console.log(
       `${framework.padEnd(8)} bare ${Math.round(m("bare"))} req/s | sluice ${Math.round(m("sluice"))} req/s = ${pct(median(ratios[`${framework}:sluice`]))} of bare | ` +
@@ -169,7 +228,7 @@ async function main() {
     );
   }
   console.log("\nserver CPU per request (µs; ratios are medians of per-round ratios to the bare app)");
-  for (const framework of ["express", "fastify"]) {
+  for (const framework of frameworks) {
     const c = (k) => median(cpus[`${framework}:${k}`]).toFixed(1);
     console.log(
       `${framework.padEnd(8)} bare ${c("bare")} µs | sluice ${c("sluice")} µs = ${median(ratios[`${framework}:cpu-sluice`]).toFixed(3)}× | ` +

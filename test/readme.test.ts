@@ -45,7 +45,12 @@ interface Outcome {
  * (`--enable-source-maps`) point at the block's own lines.
  */
 async function stripTypes(block: CodeBlock, file: string): Promise<string> {
-  const out = await transformWithOxc(block.code, file.replace(/\.mjs$/, ".ts"), { lang: "ts", sourcemap: true });
+  // Legacy decorators, as NestJS (and vitest.config.ts) use them.
+  const out = await transformWithOxc(block.code, file.replace(/\.mjs$/, ".ts"), {
+    lang: "ts",
+    sourcemap: true,
+    decorator: { legacy: true },
+  });
   if (out.map === null || out.map === undefined) return out.code;
   const map = Buffer.from(JSON.stringify(out.map)).toString("base64");
   return `${out.code}\n//# sourceMappingURL=data:application/json;base64,${map}\n`;

@@ -1,0 +1,98 @@
+/**
+ * `SluiceGuard`: decides each HTTP request with the route's limit (its `@RateLimit`, else the
+ * module-wide one), sets the rate-limit headers, leaves the decision on `request.rateLimit`,
+ * and throws `RateLimitException` (429 / 503 problem) or your `onLimited` exception.
+ * Non-HTTP contexts (WebSockets, microservices) pass untouched.
+ */
+
+import type { ServerResponse } from "node:http";
+import type { CanActivate, ExecutionContext } from "@nestjs/common";
+import { Inject, Injectable } from "@nestjs/common";
+import { Reflector } from "@nestjs/core";
+import type { Decision } from "../algorithms/decision.ts";
+import { type Engine, isPromise, type Verdict } from "../http/engine.ts";
+import { onResponseEnd, responseHeader } from "../http/node.ts";
+import type { ProblemDetails } from "../http/problem.ts";
+import { tighter } from "../http/stack.ts";
+import { RATE_LIMIT_METADATA, type RouteLimit, SKIP_RATE_LIMIT_METADATA } from "./decorators.ts";
+import { RateLimitException } from "./exception.ts";
+import { SluiceLimits } from "./limits.ts";
+
+/** A response that takes headers: Express's `res.header` / Node's `setHeader`, Fastify's `reply.header`. */
+interface HeaderSink {
+  header?: (name: string, value: string) => unknown;
+  setHeader?: (name: string, value: string) => unknown;
+}
+
+function setter(response: HeaderSink): (name: string, value: string) => void {
+  // Node's own setHeader first (Express responses have it): Express's `header` adds checks we do not need.
+  if (typeof response.setHeader === "function") return (name, value) => void response.setHeader?.(name, value);
+  return (name, value) => void response.header?.(name, value);
+}
+
+type Handler = (...args: never[]) => unknown;
+/** No limit on this route (skipped, or no limit applies). */
+const NONE = null;
+
+/** The guard; registered for every route by `SluiceModule.forRoot` unless `appGuard: false`. */
+export class SluiceGuard implements CanActivate {
+  readonly #limits: SluiceLimits;
+  readonly #reflector = new Reflector();
+  /** handler → controller class → the route's engine: metadata is read once per route, not per request. */
+  readonly #routes = new WeakMap<Handler, WeakMap<object, Engine<unknown> | typeof NONE>>();
+
+  constructor(limits: SluiceLimits) {
+    this.#limits = limits;
+  }
+
+  /** True to let the request through; throws to refuse it. */
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
+    if (context.getType() !== "http") return true;
+    const engine = this.#route(context.getHandler() as Handler, context.getClass());
+    if (engine === NONE) return true;
+    const http = context.switchToHttp();
+    const request: object = http.getRequest();
+    const pending = engine.decide(request);
+    if (!isPromise(pending)) return this.#finish(engine, pending, context, request);
+    return pending.then((verdict) => this.#finish(engine, verdict, context, request));
+  }
+
+  #route(handler: Handler, controller: object): Engine<unknown> | typeof NONE {
+    let byClass = this.#routes.get(handler);
+    if (byClass === undefined) this.#routes.set(handler, (byClass = new WeakMap()));
+    let engine = byClass.get(controller);
+    if (engine === undefined) {
+      const targets = [handler, controller as Handler];
+      const skip = this.#reflector.getAllAndOverride<boolean | undefined>(SKIP_RATE_LIMIT_METADATA, targets);
+      const limit = this.#reflector.getAllAndOverride<RouteLimit | undefined>(RATE_LIMIT_METADATA, targets);
+      // Built before caching: a misconfigured limit throws on every request rather than once.
+      engine = skip === true ? NONE : (this.#limits.engine(limit) ?? NONE);
+      byClass.set(controller, engine);
+    }
+    return engine;
+  }
+
+  #finish(engine: Engine<unknown>, verdict: Verdict | null, context: ExecutionContext, request: object): boolean {
+    if (verdict === null) return true;
+    const response = context.switchToHttp().getResponse<HeaderSink & { raw?: ServerResponse }>();
+    // Express responses are Node's; Fastify's reply wraps it as `raw`.
+    const node = (response.raw ?? response) as ServerResponse;
+    engine.writeHeaders(verdict, setter(response), (name) =>
+      typeof node.getHeader === "function" ? responseHeader(node, name) : undefined,
+    );
+    const holder = request as { rateLimit?: Decision };
+    if (verdict.decision !== undefined) holder.rateLimit = tighter(holder.rateLimit, verdict.decision);
+    if (verdict.status === 200) {
+      // `count`: the response's end decides whether this request keeps its units.
+      if (engine.observes(verdict)) onResponseEnd(node, (status) => engine.settle(verdict, request, node, status));
+      return true;
+    }
+    const onLimited = this.#limits.onLimited;
+    if (verdict.status === 429 && onLimited !== undefined) throw onLimited(context, verdict.decision);
+    throw new RateLimitException(JSON.parse(engine.body(verdict)) as ProblemDetails, verdict.decision);
+  }
+}
+
+// Nest's DI metadata, applied as calls: no decorator syntax, no emitDecoratorMetadata needed.
+Injectable()(SluiceGuard);
+Inject(SluiceLimits)(SluiceGuard, undefined, 0);

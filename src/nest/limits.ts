@@ -1,0 +1,127 @@
+/**
+ * `SluiceLimits`: the module's limits, one shared engine (src/http/engine.ts) per module-wide
+ * limit and per `@RateLimit` application, built on first use. Guards are thin readers of it,
+ * so every guard instance (`APP_GUARD` and each `@UseGuards(SluiceGuard)`) shares the state.
+ */
+import type { IncomingMessage } from "node:http";
+import type { Clock } from "../clock.ts";
+import { ConfigError } from "../errors.ts";
+import { Engine, type RequestReader } from "../http/engine.ts";
+import { nodeReader } from "../http/node.ts";
+import type { RateLimitOptions } from "../http/options.ts";
+import type { RateLimiterService } from "../service.ts";
+import { describeValue, type RuleSpec, validateRule } from "../spec.ts";
+import type { Store } from "../store.ts";
+import { MemoryStore } from "../stores/memory/memory-store.ts";
+import type { RouteLimit } from "./decorators.ts";
+import { checkModuleOptions, type LimitOptions, type SluiceModuleOptions } from "./options.ts";
+
+/** The request as Nest hands it over: Express's (a Node request) or Fastify's (`raw` is the Node request). */
+type PlatformRequest = IncomingMessage | { raw: IncomingMessage };
+
+const raw = (request: PlatformRequest): IncomingMessage => ("raw" in request ? request.raw : request);
+
+/** Reads the socket address and headers of an Express or Fastify request. */
+export const nestReader: RequestReader<unknown> = {
+  address: (request) => nodeReader.address(raw(request as PlatformRequest)),
+  header: (request, name) => nodeReader.header(raw(request as PlatformRequest), name),
+};
+
+/** The limits of one `SluiceModule`; injectable as `SluiceLimits`. */
+export class SluiceLimits {
+  /** The module's `onLimited`, if any. */
+  readonly onLimited: SluiceModuleOptions["onLimited"];
+  readonly #shared: LimitOptions<unknown>;
+  readonly #service: RateLimiterService<Store> | undefined;
+  /** Where spec limits keep their state. */
+  readonly #store: Store;
+  readonly #clock: Clock | undefined;
+  /** Spec limits by state name (normalised spec as JSON), to refuse two different limits under one name. */
+  readonly #names = new Map<string, string>();
+  readonly #default: Engine<unknown> | undefined;
+  readonly #engines = new WeakMap<RouteLimit, Engine<unknown>>();
+
+  constructor(options: SluiceModuleOptions<never>) {
+    checkModuleOptions(options);
+    const { spec, service, rule, store, clock, name, appGuard, onLimited, ...shared } = options;
+    if (appGuard !== undefined && typeof appGuard !== "boolean") {
+      throw new ConfigError("appGuard", `\`appGuard\` must be a boolean (got ${describeValue(appGuard)})`, appGuard);
+    }
+    if (onLimited !== undefined && typeof onLimited !== "function") {
+      throw new ConfigError("onLimited", "`onLimited` must be a function returning the exception to throw", onLimited);
+    }
+    this.onLimited = onLimited;
+    this.#shared = shared;
+    this.#service = service;
+    this.#store = store ?? service?.store ?? new MemoryStore();
+    this.#clock = clock;
+    if (spec !== undefined && rule !== undefined)
+      throw new ConfigError("rule", "give either `spec` or `rule`, not both");
+    if (spec !== undefined) this.#default = this.#specEngine(spec, name ?? "default", {}, name ?? "default");
+    else if (rule !== undefined) this.#default = this.#ruleEngine(rule, {});
+  }
+
+  /** The engine for a route's `@RateLimit` metadata, or the module-wide one (undefined: not limited). */
+  engine(limit: RouteLimit | undefined): Engine<unknown> | undefined {
+    if (limit === undefined) return this.#default;
+    let engine = this.#engines.get(limit);
+    if (engine === undefined) {
+      engine =
+        "rule" in limit
+          ? this.#ruleEngine(limit.rule, limit.options)
+          : this.#specEngine(limit.spec, limit.name, limit.options, "default");
+      this.#engines.set(limit, engine);
+    }
+    return engine;
+  }
+
+  #ruleEngine(rule: string, options: LimitOptions<unknown>): Engine<unknown> {
+    const service = this.#service;
+    if (service === undefined) {
+      throw new ConfigError(
+        "service",
+        `the limit names rule ${JSON.stringify(rule)}, but SluiceModule got no \`service\``,
+      );
+    }
+    if (!service.hasRule(rule)) {
+      throw new ConfigError(
+        "rule",
+        `the limit names rule ${JSON.stringify(rule)}, which \`service\` does not have`,
+        rule,
+      );
+    }
+    return new Engine<unknown>({ ...this.#shared, ...options, service, rule } as RateLimitOptions<unknown>, nestReader);
+  }
+
+  /** A spec limit whose state is named `name`; headers name it `policy` unless `policyName` is given. */
+  #specEngine(spec: RuleSpec, name: string, options: LimitOptions<unknown>, policy: string): Engine<unknown> {
+    const merged = { ...this.#shared, ...options };
+    if (merged.tier !== undefined) {
+      throw new ConfigError(
+        "tier",
+        `limit ${JSON.stringify(name)}: \`tier\` needs a rule of \`service\` (tiers are service rules)`,
+      );
+    }
+    const normalised = JSON.stringify(validateRule(spec));
+    const seen = this.#names.get(name);
+    if (seen !== undefined && seen !== normalised) {
+      throw new ConfigError(
+        "name",
+        `two different limits are named ${JSON.stringify(name)}; give one another \`name\``,
+        name,
+      );
+    }
+    this.#names.set(name, normalised);
+    // The state is named after the route's limit (stable across processes sharing a Redis
+    // store, distinct between routes), not after its spec.
+    const engineOptions: RateLimitOptions<unknown> = {
+      policyName: policy,
+      ...merged,
+      spec,
+      store: this.#store,
+      name: `nest:${name}`,
+    };
+    if (this.#clock !== undefined) engineOptions.clock = this.#clock;
+    return new Engine<unknown>(engineOptions, nestReader);
+  }
+}

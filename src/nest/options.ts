@@ -1,0 +1,94 @@
+/** The options of `SluiceModule.forRoot` and of `@RateLimit`, and their key checks. */
+import type { IncomingMessage } from "node:http";
+import type { ExecutionContext } from "@nestjs/common";
+import type { Decision } from "../algorithms/decision.ts";
+import { ArgumentError } from "../errors.ts";
+import { checkOptionKeys } from "../http/check-options.ts";
+import type { RateLimitOptions } from "../http/options.ts";
+import { describeValue } from "../spec.ts";
+
+/** Per-limit options: how a request is keyed, costed and reported (the shared middleware options). */
+export type LimitOptions<Req = IncomingMessage> = Omit<
+  RateLimitOptions<Req>,
+  "spec" | "service" | "rule" | "store" | "clock"
+>;
+
+/** Options of `@RateLimit(limit, options)`. */
+export interface RouteLimitOptions<Req = IncomingMessage> extends LimitOptions<Req> {
+  /**
+   * The state's name for a spec limit (default: `Controller.handler`, or `Controller` on a
+   * class), so processes sharing a Redis store share the count and two routes never do.
+   */
+  name?: string;
+}
+
+/** Options of `SluiceModule.forRoot`. */
+export interface SluiceModuleOptions<Req = IncomingMessage> extends RateLimitOptions<Req> {
+  /** The state name of the module-wide `spec` (default `"default"`). */
+  name?: string;
+  /**
+   * Registers `SluiceGuard` for every route (`APP_GUARD`), default `true`. With `false`, apply
+   * it where wanted with `@UseGuards(SluiceGuard)`.
+   */
+  appGuard?: boolean;
+  /**
+   * The exception to throw for a limited request instead of the 429 `RateLimitException` (the
+   * rate-limit headers and `Retry-After` are already set on the response).
+   */
+  onLimited?: (context: ExecutionContext, decision: Decision) => Error;
+}
+
+/** Keys of the shared middleware options (src/http/options.ts); extend with new engine options. */
+const LIMIT_KEYS = [
+  "key",
+  "cost",
+  "tier",
+  "onUnknownTier",
+  "count",
+  "requestWasSuccessful",
+  "allowList",
+  "denyList",
+  "ban",
+  "trustProxy",
+  "proxyHeader",
+  "ipv6Subnet",
+  "headers",
+  "policyName",
+  "dryRun",
+  "honorDelay",
+  "skip",
+  "onDecision",
+];
+const ROUTE_KEYS = new Set([...LIMIT_KEYS, "name"]);
+const MODULE_KEYS = new Set([
+  ...LIMIT_KEYS,
+  "spec",
+  "service",
+  "rule",
+  "store",
+  "clock",
+  "name",
+  "appGuard",
+  "onLimited",
+]);
+
+function checkKeys(what: string, options: unknown, known: ReadonlySet<string>): void {
+  if (typeof options !== "object" || options === null || Array.isArray(options)) {
+    throw new ArgumentError(`${what} must be an object (got ${describeValue(options)})`);
+  }
+  for (const key of Object.keys(options)) {
+    if (known.has(key)) continue;
+    if (what === "SluiceModule options") checkOptionKeys({ [key]: true }, ["appGuard", "onLimited"]); // its hints
+    throw new ArgumentError(`${what}: unknown option \`${key}\` (known: ${[...known].join(", ")})`);
+  }
+}
+
+/** Refuses a non-object or an unknown key in `SluiceModule.forRoot` options. */
+export function checkModuleOptions(options: unknown): asserts options is SluiceModuleOptions<unknown> {
+  checkKeys("SluiceModule options", options, MODULE_KEYS);
+}
+
+/** Refuses a non-object or an unknown key in `@RateLimit` options. */
+export function checkRouteOptions(options: unknown): asserts options is RouteLimitOptions<unknown> {
+  checkKeys("@RateLimit options", options, ROUTE_KEYS);
+}

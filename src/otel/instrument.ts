@@ -1,0 +1,130 @@
+/**
+ * `instrument(limiter | service)`, `instrumentStore(store)` and `instrumentMiddleware(options)`:
+ * record every decision in OpenTelemetry metrics (see metrics.ts) by wrapping the object's
+ * deciding methods. Wrapping keeps the core free of OpenTelemetry; a limiter-level
+ * `onDecision` hook in the core would make it cleaner (and reach limiters built inside
+ * middleware without replacing their store).
+ */
+import type { Decision } from "../algorithms/decision.ts";
+import type { RateLimitOptions } from "../http/options.ts";
+import type { Limiter } from "../limiter.ts";
+import { RateLimiterService } from "../service.ts";
+import type { BoundRule, Store } from "../store.ts";
+import { MemoryStore } from "../stores/memory/memory-store.ts";
+import { DecisionMetrics, type MetricsOptions, storeKind } from "./metrics.ts";
+
+/** Options of `instrument`. */
+export interface InstrumentOptions extends MetricsOptions {
+  /** The `sluice.rule` attribute for a limiter (default "default"); a service reports each rule's name. */
+  rule?: string;
+}
+
+const isPromise = (value: unknown): value is Promise<Decision> =>
+  typeof (value as { then?: unknown } | null)?.then === "function";
+
+/** Times `run` and records its decision (or its failure), staying synchronous for plain values. */
+function measured<R>(metrics: DecisionMetrics, rule: string, run: () => R): R {
+  const start = performance.now();
+  let result: R;
+  try {
+    result = run();
+  } catch (error) {
+    metrics.failed(rule, error);
+    throw error;
+  }
+  if (isPromise(result)) {
+    return result.then(
+      (decision) => {
+        metrics.decided(rule, decision, (performance.now() - start) / 1000);
+        return decision;
+      },
+      (error: unknown) => {
+        metrics.failed(rule, error);
+        throw error;
+      },
+    ) as R;
+  }
+  metrics.decided(rule, result as Decision, (performance.now() - start) / 1000);
+  return result;
+}
+
+/**
+ * Returns `target` reporting decisions: a limiter's `tryAcquire` and `acquire`, a service's
+ * `check`. Peeks, resets and everything else pass through unrecorded.
+ *
+ * @example const limiter = instrument(createLimiter(spec), { rule: "api" });
+ */
+export function instrument<T extends Limiter | RateLimiterService<Store>>(
+  target: T,
+  options: InstrumentOptions = {},
+): T {
+  if (target instanceof RateLimiterService) {
+    const metrics = new DecisionMetrics(options.store ?? storeKind(target.store), options.meter);
+    const check: RateLimiterService<Store>["check"] = (rule, key, opts) =>
+      measured(metrics, rule, () => target.check(rule, key, opts));
+    return passThrough(target, { check }) as T;
+  }
+  const limiter = target as Limiter;
+  const rule = options.rule ?? "default";
+  const metrics = new DecisionMetrics(options.store ?? "unknown", options.meter);
+  const tryAcquire: Limiter["tryAcquire"] = (key, cost) => measured(metrics, rule, () => limiter.tryAcquire(key, cost));
+  const acquire: Limiter["acquire"] = (key, opts) => measured(metrics, rule, () => limiter.acquire(key, opts));
+  return passThrough(limiter, { tryAcquire, acquire }) as T;
+}
+
+/** A proxy that answers `overrides` and forwards everything else to `target` (bound, so private fields work). */
+function passThrough<T extends object>(target: T, overrides: Record<string, unknown>): T {
+  return new Proxy(target, {
+    get(obj, property) {
+      if (typeof property === "string" && Object.hasOwn(overrides, property)) return overrides[property];
+      const value: unknown = Reflect.get(obj, property, obj);
+      return typeof value === "function" && property !== "constructor" ? value.bind(obj) : value;
+    },
+  });
+}
+
+/** Options of `instrumentStore`. */
+export interface InstrumentStoreOptions extends MetricsOptions {
+  /** The `sluice.rule` attribute (default: the service rule a binding belongs to, else the binding id). */
+  rule?: string;
+}
+
+/** The rule name in a binding id: `rule:<name>` or `rule:<name>:tier:<tier>` (service rules). */
+function ruleOf(id: string): string {
+  const match = /^rule:([^:]*)/.exec(id);
+  return match === null ? id : decodeURIComponent(match[1] as string);
+}
+
+/**
+ * Returns a store reporting every decision of every rule bound to it: hand it to limiters,
+ * services or middleware in place of `store`. Peeks and refunds are not decisions.
+ */
+export function instrumentStore<S extends Store>(store: S, options: InstrumentStoreOptions = {}): S {
+  const metrics = new DecisionMetrics(options.store ?? storeKind(store), options.meter);
+  const bind: Store["bind"] = (binding) => {
+    const bound = store.bind(binding);
+    const rule = options.rule ?? ruleOf(binding.id);
+    const check = (...args: Parameters<BoundRule["check"]>) => {
+      const op: unknown = args[3];
+      // `peek` is a boolean today and an op name ("check" | "peek" | "refund") in the next store contract.
+      if (op === true || op === "peek" || op === "refund") return bound.check(...args);
+      return measured(metrics, rule, () => bound.check(...args));
+    };
+    return { check, reset: (key) => bound.reset(key), release: () => bound.release() };
+  };
+  return passThrough(store, { bind }) as S;
+}
+
+/**
+ * Middleware options with their decisions reported: the `service` is instrumented, or else the
+ * `store` (default: a new MemoryStore) under the rule name `policyName` (or "default").
+ *
+ * @example app.use(rateLimit(instrumentMiddleware({ spec, policyName: "api" })));
+ */
+export function instrumentMiddleware<O extends RateLimitOptions<never>>(options: O, metrics: MetricsOptions = {}): O {
+  if (options.service !== undefined) return { ...options, service: instrument(options.service, metrics) };
+  const policy = options.policyName;
+  const rule = typeof policy === "string" ? policy : Array.isArray(policy) ? policy.join(",") : "default";
+  const store = instrumentStore(options.store ?? new MemoryStore(), { ...metrics, rule });
+  return { ...options, store };
+}

@@ -1,0 +1,93 @@
+/**
+ * The instruments sluice reports through `@opentelemetry/api`, named in the OpenTelemetry
+ * semantic-conventions style (dotted lower-case, a namespace, units per UCUM):
+ * - `sluice.decisions` (counter, `{decision}`): attributes `sluice.rule`, `sluice.outcome`
+ *   (`allowed` | `denied`), `sluice.store`;
+ * - `sluice.decision.duration` (histogram, `s`): the same attributes;
+ * - `sluice.store.errors` (counter, `{error}`): `sluice.rule`, `sluice.store`, `error.type`
+ *   (the error's code, e.g. `ERR_STORE_TIMEOUT`), counted whether the store's `onError` policy
+ *   answered (the decision carries `failure`) or the error was thrown.
+ */
+import { type Attributes, type Counter, type Histogram, type Meter, metrics } from "@opentelemetry/api";
+import type { Decision } from "../algorithms/decision.ts";
+
+/** Options shared by every `instrument*` function. */
+export interface MetricsOptions {
+  /** Where to record (default: the global MeterProvider's meter named "sluice"). */
+  meter?: Meter;
+  /** The `sluice.store` attribute (default: from the store: "memory", "redis", or its class name). */
+  store?: string;
+}
+
+/** Bucket bounds (seconds) for decision times, from in-process (µs) to a slow Redis (1 s). */
+const DURATION_BUCKETS = [
+  0.000_005, 0.000_01, 0.000_025, 0.000_05, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1,
+  0.25, 0.5, 1,
+];
+
+/** The `sluice.store` value for a store object: "memory", "redis", or the class name in lower case. */
+export function storeKind(store: object | undefined): string {
+  const name = store?.constructor?.name ?? "unknown";
+  return name.replace(/Store$/, "").toLowerCase() || "unknown";
+}
+
+/** Records decisions on one meter; attribute sets are cached per rule so recording allocates nothing. */
+export class DecisionMetrics {
+  readonly #decisions: Counter;
+  readonly #duration: Histogram;
+  readonly #errors: Counter;
+  readonly #store: string;
+  readonly #attributes = new Map<string, { allowed: Attributes; denied: Attributes; base: Attributes }>();
+
+  constructor(store: string, meter: Meter = metrics.getMeter("sluice")) {
+    this.#store = store;
+    this.#decisions = meter.createCounter("sluice.decisions", {
+      description: "Rate-limit decisions, by rule and outcome",
+      unit: "{decision}",
+    });
+    this.#duration = meter.createHistogram("sluice.decision.duration", {
+      description: "Time to decide, store round trip included",
+      unit: "s",
+      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+    });
+    this.#errors = meter.createCounter("sluice.store.errors", {
+      description: "Store failures met while deciding (answered by the onError policy, or thrown)",
+      unit: "{error}",
+    });
+  }
+
+  #for(rule: string) {
+    let set = this.#attributes.get(rule);
+    if (set === undefined) {
+      const base = { "sluice.rule": rule, "sluice.store": this.#store };
+      set = {
+        base,
+        allowed: { ...base, "sluice.outcome": "allowed" },
+        denied: { ...base, "sluice.outcome": "denied" },
+      };
+      this.#attributes.set(rule, set);
+    }
+    return set;
+  }
+
+  /** Records one decision that took `seconds`. */
+  decided(rule: string, decision: Decision, seconds: number): void {
+    const set = this.#for(rule);
+    const attributes = decision.allowed ? set.allowed : set.denied;
+    this.#decisions.add(1, attributes);
+    this.#duration.record(seconds, attributes);
+    if (decision.failure !== undefined)
+      this.#errors.add(1, { ...set.base, "error.type": errorType(decision.failure.error) });
+  }
+
+  /** Records a check that threw (or rejected) instead of deciding. */
+  failed(rule: string, error: unknown): void {
+    this.#errors.add(1, { ...this.#for(rule).base, "error.type": errorType(error) });
+  }
+}
+
+function errorType(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string") return code;
+  return error instanceof Error ? error.name : "_OTHER";
+}
