@@ -2,6 +2,7 @@
  * `sluice/otel`: OpenTelemetry metrics for limiters, services, stores and middleware, through
  * `@opentelemetry/api` (an optional peer dependency; without an SDK registered it records nothing).
  */
+export { type DecisionMetricsOptions, decisionMetrics } from "./hook.ts";
 export {
   type InstrumentOptions,
   type InstrumentStoreOptions,

@@ -1,9 +1,8 @@
 /**
  * `instrument(limiter | service)`, `instrumentStore(store)` and `instrumentMiddleware(options)`:
  * record every decision in OpenTelemetry metrics (see metrics.ts) by wrapping the object's
- * deciding methods. Wrapping keeps the core free of OpenTelemetry; a limiter-level
- * `onDecision` hook in the core would make it cleaner (and reach limiters built inside
- * middleware without replacing their store).
+ * deciding methods, for objects built elsewhere. Where you build the limiter or service
+ * yourself, `decisionMetrics()` (hook.ts) plugs into the core's `onDecision` hook instead.
  */
 import type { Decision } from "../algorithms/decision.ts";
 import type { RateLimitOptions } from "../http/options.ts";
@@ -11,6 +10,7 @@ import type { Limiter } from "../limiter.ts";
 import { RateLimiterService } from "../service.ts";
 import type { BoundRule, Store } from "../store.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
+import { ruleOfId } from "./hook.ts";
 import { DecisionMetrics, type MetricsOptions, storeKind } from "./metrics.ts";
 
 /** Options of `instrument`. */
@@ -91,8 +91,7 @@ export interface InstrumentStoreOptions extends MetricsOptions {
 
 /** The rule name in a binding id: `rule:<name>` or `rule:<name>:tier:<tier>` (service rules). */
 function ruleOf(id: string): string {
-  const match = /^rule:([^:]*)/.exec(id);
-  return match === null ? id : decodeURIComponent(match[1] as string);
+  return /^rule:/.test(id) ? ruleOfId(id) : id;
 }
 
 /**
@@ -105,9 +104,7 @@ export function instrumentStore<S extends Store>(store: S, options: InstrumentSt
     const bound = store.bind(binding);
     const rule = options.rule ?? ruleOf(binding.id);
     const check = (...args: Parameters<BoundRule["check"]>) => {
-      const op: unknown = args[3];
-      // `peek` is a boolean today and an op name ("check" | "peek" | "refund") in the next store contract.
-      if (op === true || op === "peek" || op === "refund") return bound.check(...args);
+      if (args[3] !== "check") return bound.check(...args); // peeks and refunds are not decisions
       return measured(metrics, rule, () => bound.check(...args));
     };
     return { check, reset: (key) => bound.reset(key), release: () => bound.release() };

@@ -14,7 +14,7 @@ import express from "express";
 import { Redis } from "ioredis";
 import { createLimiter, ManualClock, MemoryStore, RateLimiterService } from "sluice";
 import { rateLimit } from "sluice/express";
-import { instrument, instrumentMiddleware, instrumentStore } from "sluice/otel";
+import { decisionMetrics, instrument, instrumentMiddleware, instrumentStore } from "sluice/otel";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeEach, describe, expect, test } from "vitest";
 
@@ -50,6 +50,29 @@ const attrs = (rule: string, outcome: string, store = "memory") => ({
 });
 
 describe("sluice/otel", () => {
+  test("decisionMetrics() on the core onDecision hook: a service's rules and tiers, a named limiter; checks only", async () => {
+    const onDecision = decisionMetrics({ meter, store: "memory" });
+    const service = new RateLimiterService({ clock: new ManualClock(0), onDecision }).addRule("login", fixed(1), {
+      tiers: { pro: fixed(5) },
+    });
+    service.check("login", "k");
+    service.check("login", "k");
+    service.check("login", "k", { tier: "pro" });
+    service.peek("login", "k");
+    service.refund("login", "k");
+    const limiter = createLimiter(fixed(1), { clock: new ManualClock(0), name: "api", onDecision });
+    limiter.tryAcquire("k");
+    expect(await points("sluice.decisions")).toEqual(
+      expect.arrayContaining([
+        [attrs("login", "allowed"), 2],
+        [attrs("login", "denied"), 1],
+        [attrs("api", "allowed"), 1],
+      ]),
+    );
+    expect(await points("sluice.decisions")).toHaveLength(3);
+    expect(await points("sluice.decision.duration")).toEqual(expect.arrayContaining([[attrs("login", "allowed"), 2]]));
+  });
+
   test("a limiter: decisions by outcome, a duration per decision; peeks are not decisions", async () => {
     const limiter = instrument(createLimiter(fixed(2), new ManualClock(0)), { meter, rule: "api", store: "memory" });
     for (let i = 0; i < 3; i++) limiter.tryAcquire("k");
