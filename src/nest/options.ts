@@ -5,6 +5,7 @@ import type { Decision } from "../algorithms/decision.ts";
 import { ArgumentError } from "../errors.ts";
 import { checkOptionKeys } from "../http/check-options.ts";
 import type { RateLimitOptions } from "../http/options.ts";
+import { ENGINE_OPTION_KEYS } from "../http/options.ts";
 import { describeValue } from "../spec.ts";
 
 /** Per-limit options: how a request is keyed, costed and reported (the shared middleware options). */
@@ -38,27 +39,10 @@ export interface SluiceModuleOptions<Req = IncomingMessage> extends RateLimitOpt
   onLimited?: (context: ExecutionContext, decision: Decision) => Error;
 }
 
-/** Keys of the shared middleware options (src/http/options.ts); extend with new engine options. */
-const LIMIT_KEYS = [
-  "key",
-  "cost",
-  "tier",
-  "onUnknownTier",
-  "count",
-  "requestWasSuccessful",
-  "allowList",
-  "denyList",
-  "ban",
-  "trustProxy",
-  "proxyHeader",
-  "ipv6Subnet",
-  "headers",
-  "policyName",
-  "dryRun",
-  "honorDelay",
-  "skip",
-  "onDecision",
-];
+/** Where a limit comes from: the module (or `@RateLimit`) decides these, not per-limit options. */
+const SOURCE_KEYS: readonly string[] = ["spec", "name", "service", "rule", "store", "clock"];
+/** The shared middleware options a limit may carry: every engine option but its source. */
+const LIMIT_KEYS = ENGINE_OPTION_KEYS.filter((key) => !SOURCE_KEYS.includes(key));
 const ROUTE_KEYS = new Set([...LIMIT_KEYS, "name"]);
 const MODULE_KEYS = new Set([
   ...LIMIT_KEYS,
