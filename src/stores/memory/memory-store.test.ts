@@ -246,3 +246,21 @@ describe("MemoryStore after a spec change within one shape", () => {
     expect(service.check("api", "k")).toMatchObject({ allowed: false, retryAfterMs: 5000 });
   });
 });
+
+describe("MemoryStore releases", () => {
+  it("a released table on a clock no live binding uses is dropped at once (nothing would sweep it)", () => {
+    const store = new MemoryStore();
+    const limiter = createLimiter(
+      { algorithm: "fixed-window", limit: 5, windowMs: 60_000 },
+      {
+        clock: new ManualClock(0),
+        store,
+        name: "once",
+      },
+    );
+    for (let i = 0; i < 100; i++) limiter.tryAcquire(`k${i}`);
+    expect(store.size).toBe(100);
+    limiter.close();
+    expect(store.size).toBe(0);
+  });
+});

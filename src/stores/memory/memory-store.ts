@@ -154,7 +154,14 @@ export class MemoryStore implements Store {
         // A table nobody binds any more keeps its records until they are fresh (a sweep then
         // drops it), as Redis keys outlive their rule until they expire: a rule removed and
         // added back, or a shape changed and changed back, finds the same state on every store.
-        bound.refs--;
+        // Sweeps run on the clocks of live bindings; with none left on this table's clock,
+        // nothing would ever sweep it, so it goes now.
+        if (--bound.refs > 0) return;
+        for (const table of this.#tables.values()) if (table.refs > 0 && table.clock === bound.clock) return;
+        if (this.#tables.get(id) === bound) {
+          this.#size -= bound.size;
+          this.#tables.delete(id);
+        }
       },
     };
   }
