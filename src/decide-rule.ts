@@ -26,13 +26,15 @@ export function decideRule(rule: CompiledRule, record: RuleRecord, now: number, 
     return algorithm.step(record, now, 1, false);
   }
   const ban = banState(rule, record);
-  if (ban !== undefined && ban.until > now) return banned(rule, record, now, ban.until);
+  // A refund gives units back even to a banned key (a group rolled back, say); the ban stays.
   if (op === "refund") {
     rule.members.forEach((m, i) => {
       m.refund(memberState(rule, record, i), now, cost);
     });
+    if (ban !== undefined && ban.until > now) return banned(rule, record, now, ban.until);
     return evaluate(rule, record, now, 1, false);
   }
+  if (ban !== undefined && ban.until > now) return banned(rule, record, now, ban.until);
   const result = evaluate(rule, record, now, cost, op === "check");
   if (!result.allowed && op === "check" && ban !== undefined && countDenial(ban, rule.ban as BanPolicy, now)) {
     return banned(rule, record, now, ban.until);

@@ -30,6 +30,22 @@ describe("RateLimiterService.checkAll", () => {
     expect(s.peek("a", "k").remaining).toBe(1); // peek of one more: nothing was taken
   });
 
+  it("a denial that starts a ban still rolls the group back (a banned key's refund gives units back)", () => {
+    const clock = new ManualClock(0);
+    const s = new RateLimiterService(clock).addRule(
+      "a",
+      { algorithm: "fixed-window", limit: 2, windowMs: 60_000 },
+      { ban: { after: 1, withinMs: 1000, forMs: 100 } },
+    );
+    const d = s.checkAll([
+      { rule: "a", key: "k", cost: 1 },
+      { rule: "a", key: "k", cost: 2 },
+    ]);
+    expect(d.map((x) => x.allowed)).toEqual([false, false]);
+    clock.set(200); // the ban is over; nothing of the group was kept
+    expect(s.peek("a", "k", { cost: 2 })).toMatchObject({ allowed: true, remaining: 0 });
+  });
+
   it("items on one counter must fit together", () => {
     const s = new RateLimiterService(new ManualClock()).addRule("a", window(3));
     const d = s.checkAll([

@@ -60,7 +60,8 @@ export function slidingLog(spec: SlidingLogSpec): Algorithm<SlidingLogState> {
       join(cells, i, state) {
         if (state.n === 0) return;
         const newest = at(state, state.n - 1);
-        const n = Math.min(state.n, limit);
+        // Every entry is kept (not only `limit`): a raised limit must still count them all.
+        const n = state.n;
         if (Number.isNaN(cells[i]) || newest > (cells[i] as number)) cells[i] = newest;
         if (Number.isNaN(cells[i + 1]) || n > (cells[i + 1] as number)) cells[i + 1] = n;
       },

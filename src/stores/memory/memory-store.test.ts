@@ -264,3 +264,20 @@ describe("MemoryStore releases", () => {
     expect(store.size).toBe(0);
   });
 });
+
+describe("MemoryStore sketches after a spec change within one shape", () => {
+  it("a raised sliding-log limit applies to what the sketch joins and reads back", () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore({ maxKeys: 1 });
+    const service = new RateLimiterService({ clock, store });
+    service.addRule("api", { algorithm: "sliding-log", limit: 2, windowMs: 60_000 });
+    service.check("api", "x");
+    service.check("api", "y"); // the sketch exists now, built under limit 2
+    service.updateRule("api", { algorithm: "sliding-log", limit: 10, windowMs: 60_000 });
+    let admitted = 0;
+    for (let i = 0; i < 10; i++) if (service.check("api", "a").allowed) admitted++;
+    service.check("api", "b"); // "a" (10 entries) goes into the sketch
+    for (let i = 0; i < 10; i++) if (service.check("api", "a").allowed) admitted++;
+    expect(admitted).toBe(10);
+  });
+});

@@ -122,6 +122,7 @@ export class MemoryStore implements Store {
       }
     }
     table.rule = rule;
+    if (table.sketch !== undefined) table.sketch.rule = rule;
     table.horizonMs = Math.max(table.horizonMs, rule.horizonMs);
     table.clock = binding.clock;
     table.refs++;
@@ -178,7 +179,10 @@ export class MemoryStore implements Store {
         id: id.slice(0, sep),
         shape: id.slice(sep + 1),
         records: [...table.entries()],
-        sketch: table.sketch === undefined ? undefined : { width: table.sketch.width, cells: table.sketch.toBase64() },
+        sketch:
+          table.sketch === undefined
+            ? undefined
+            : { width: table.sketch.width, seed: table.sketch.seed, cells: table.sketch.toBase64() },
       });
     }
     return encodeSnapshot(tables, savedAt);
@@ -206,8 +210,18 @@ export class MemoryStore implements Store {
 
   /** Moves a restored table's records into `table`, if every one has the rule's layout. */
   #adopt(table: Table, snapshot: TableSnapshot): void {
-    const template = createRecord(table.rule);
-    if (!snapshot.records.every(([, record]) => sameLayout(template, record))) return;
+    const rule = table.rule;
+    const template = createRecord(rule);
+    const t = now(table);
+    // The layout first, then what the record decides: a tampered record (a negative count, a
+    // buffer position past its buffer) must not poison decisions.
+    const sane = (record: unknown) => {
+      if (!sameLayout(template, record)) return false;
+      const d = decideRule(rule, structuredClone(record), t, 1, "peek");
+      const figures = [d.remaining, d.retryAfterMs, d.resetMs, d.delayMs];
+      return figures.every((x) => !Number.isNaN(x) && x >= 0) && d.remaining <= d.limit;
+    };
+    if (!snapshot.records.every(([, record]) => sane(record))) return;
     for (const [key, record] of snapshot.records) {
       if (table.delete(key)) this.#size--;
       if (this.#size >= this.maxKeys) this.#evict(table);
@@ -215,7 +229,7 @@ export class MemoryStore implements Store {
       this.#size++;
     }
     if (snapshot.sketch !== undefined) {
-      const sketch = new Sketch(table.rule, snapshot.sketch.width);
+      const sketch = new Sketch(table.rule, snapshot.sketch.width, snapshot.sketch.seed);
       if (sketch.width === snapshot.sketch.width && sketch.load(snapshot.sketch.cells)) table.sketch = sketch;
     }
   }

@@ -17,20 +17,27 @@ import { banState, type CompiledRule, createRecord, memberState, type RuleRecord
 /** Rows of every sketch: a key is over-counted only if all of its cells are shared with heavier keys. */
 const DEPTH = 4;
 
-/** A per-process seed, so nobody can compute in advance which keys share cells. */
-const SEED = (Math.random() * 0x100000000) >>> 0;
+/** A random seed per sketch, so nobody can compute in advance which keys share cells. */
+const randomSeed = () => (Math.random() * 0x100000000) >>> 0;
 
 /** A fixed-size, conservative summary of the records of one rule. */
 export class Sketch {
-  readonly #rule: CompiledRule;
+  /**
+   * The rule the cells are read and joined with: the table's current one (a rule update that
+   * keeps the shape keeps the sketch, and a new limit must apply to it too).
+   */
+  rule: CompiledRule;
+  /** The hash seed (saved in snapshots: it decides which cells a key reads). */
+  readonly seed: number;
   readonly #width: number;
   readonly #slots: number;
   readonly #cells: Float64Array;
   readonly #index = new Int32Array(DEPTH);
 
-  /** `width` cells per row (rounded up to a power of two). */
-  constructor(rule: CompiledRule, width: number) {
-    this.#rule = rule;
+  /** `width` cells per row (rounded up to a power of two); `seed` to read cells a snapshot saved. */
+  constructor(rule: CompiledRule, width: number, seed: number = randomSeed()) {
+    this.rule = rule;
+    this.seed = seed;
     this.#width = 2 ** Math.ceil(Math.log2(Math.max(2, width)));
     let slots = 1;
     for (const m of rule.members) slots += m.summary.slots;
@@ -66,7 +73,7 @@ export class Sketch {
   add(key: string, record: RuleRecord, freshAt: number): void {
     this.#locate(key);
     const cells = this.#cells;
-    const rule = this.#rule;
+    const rule = this.rule;
     for (let row = 0; row < DEPTH; row++) {
       let at = this.#index[row] as number;
       if (!((cells[at] as number) >= freshAt)) cells[at] = freshAt;
@@ -91,7 +98,7 @@ export class Sketch {
     for (let row = 0; row < DEPTH; row++) {
       if (!((cells[this.#index[row] as number] as number) > now)) return undefined;
     }
-    const rule = this.#rule;
+    const rule = this.rule;
     const records: RuleRecord[] = [];
     for (let row = 0; row < DEPTH; row++) {
       let at = (this.#index[row] as number) + 1;
@@ -116,8 +123,9 @@ export class Sketch {
 
   /** Fills `#index` with the key's cell offsets: two FNV-1a hashes, combined per row. */
   #locate(key: string): void {
-    let h1 = 0x811c9dc5 ^ SEED;
-    let h2 = 0x01000193 ^ Math.imul(SEED, 0x9e3779b1);
+    const seed = this.seed;
+    let h1 = 0x811c9dc5 ^ seed;
+    let h2 = 0x01000193 ^ Math.imul(seed, 0x9e3779b1);
     for (let i = 0; i < key.length; i++) {
       const c = key.charCodeAt(i);
       h1 = Math.imul(h1 ^ c, 0x01000193);

@@ -93,4 +93,30 @@ describe("MemoryStore snapshot / restore", () => {
     expect(service(clock, fresh).check("fixed", "k").remaining).toBe(4);
     expect(fresh.size).toBe(1);
   });
+
+  it("keys that look like number tags survive the round trip", () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore();
+    const s = service(clock, store);
+    for (const key of ["#NaN", "#Infinity", "#-Infinity", '{"$n":"NaN"}', "$n"]) s.check("fixed", key);
+    const restored = new MemoryStore();
+    expect(restored.restore(store.snapshot())).toBe(5);
+    expect(service(clock, restored).check("fixed", "#NaN").remaining).toBe(3);
+  });
+
+  it("refuses tampered figures (a negative count, a huge or odd sketch width) before adopting or allocating", () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore({ maxKeys: 1 });
+    const s = service(clock, store);
+    s.check("fixed", "a");
+    s.check("fixed", "b"); // "a" goes into the sketch
+    const text = store.snapshot();
+    const negative = new MemoryStore();
+    negative.restore(text.replace(/"c":1/, '"c":-1000'));
+    expect(service(clock, negative).check("fixed", "b").remaining).toBe(4); // the table was dropped: "b" is new
+    for (const width of [2 ** 31, 2 ** 22, 1000]) {
+      const huge = text.replace(/"width":\d+/, `"width":${width}`);
+      expect(() => new MemoryStore().restore(huge)).toThrow(/power-of-two width up to 65536/);
+    }
+  });
 });

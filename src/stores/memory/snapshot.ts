@@ -16,21 +16,37 @@ export interface TableSnapshot {
   id: string;
   shape: string;
   records: Array<[string, unknown]>;
-  sketch?: { width: number; cells: string } | undefined;
+  /** The sketch's cells, width and hash seed (the seed places keys in cells: it must travel too). */
+  sketch?: { width: number; seed: number; cells: string } | undefined;
 }
 
-/** JSON has no ±Infinity or -0: they are written as tagged strings. */
+/** Widest sketch a snapshot may ask for (what `sketchWidth` allows). */
+export const MAX_SKETCH_WIDTH = 65536;
+
+/**
+ * JSON has no ±Infinity: such numbers are written as `{"$n": "Infinity"}`. An object, not a
+ * tagged string, so no key text (user keys are strings) can ever be read back as a number.
+ */
 function replacer(_key: string, value: unknown): unknown {
   if (typeof value === "number" && !Number.isFinite(value)) {
-    return Number.isNaN(value) ? "#NaN" : value > 0 ? "#Infinity" : "#-Infinity";
+    return { $n: Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity" };
   }
   return value;
 }
 
 function reviver(_key: string, value: unknown): unknown {
-  if (value === "#Infinity") return Number.POSITIVE_INFINITY;
-  if (value === "#-Infinity") return Number.NEGATIVE_INFINITY;
-  if (value === "#NaN") return Number.NaN;
+  if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+    const keys = Object.keys(value);
+    const tag = (value as { $n?: unknown }).$n;
+    if (
+      keys.length === 1 &&
+      keys[0] === "$n" &&
+      typeof tag === "string" &&
+      ["NaN", "Infinity", "-Infinity"].includes(tag)
+    ) {
+      return Number(tag);
+    }
+  }
   return value;
 }
 
@@ -67,8 +83,25 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
       throw new ArgumentError(`${where}: records must be [key, record] pairs`);
     }
     const sketch = t.sketch as Record<string, unknown> | undefined;
-    if (sketch !== undefined && (typeof sketch.width !== "number" || typeof sketch.cells !== "string")) {
-      throw new ArgumentError(`${where}: sketch must have a width and base64 cells`);
+    if (sketch !== undefined) {
+      const { width, seed, cells } = sketch;
+      // Checked before anything is allocated: a width is a power of two up to MAX_SKETCH_WIDTH.
+      if (
+        typeof width !== "number" ||
+        !Number.isSafeInteger(width) ||
+        width < 2 ||
+        width > MAX_SKETCH_WIDTH ||
+        (width & (width - 1)) !== 0 ||
+        typeof seed !== "number" ||
+        !Number.isInteger(seed) ||
+        seed < 0 ||
+        seed > 0xffffffff ||
+        typeof cells !== "string"
+      ) {
+        throw new ArgumentError(
+          `${where}: sketch must have a power-of-two width up to ${MAX_SKETCH_WIDTH}, a seed and base64 cells`,
+        );
+      }
     }
   });
   return doc.tables as TableSnapshot[];
@@ -76,11 +109,16 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
 
 /**
  * Whether `value` has the layout of `template` (a fresh record of the same rule): the same
- * kinds, the same fields, numbers where numbers are. Arrays that start empty (a sliding log's
- * buffer) may hold numbers or nulls (unused slots).
+ * kinds, the same fields, numbers where numbers are. A figure that starts finite (a count, a
+ * balance, a buffer position) must be finite and not negative; one that starts at -Infinity
+ * (an instant) may be any number but NaN. Arrays that start empty (a sliding log's buffer) may
+ * hold numbers or nulls (unused slots).
  */
 export function sameLayout(template: unknown, value: unknown): boolean {
-  if (typeof template === "number") return typeof value === "number";
+  if (typeof template === "number") {
+    if (typeof value !== "number" || Number.isNaN(value)) return false;
+    return Number.isFinite(template) ? Number.isFinite(value) && value >= 0 : true;
+  }
   if (Array.isArray(template)) {
     if (!Array.isArray(value)) return false;
     if (template.length === 0) return value.every((v) => v === null || typeof v === "number");

@@ -66,15 +66,17 @@ local function decideRule(R, record, now, cost, op)
     return nil
   end
   local ban = banState(R, record)
-  if ban and ban['until'] > now then return banned(R, record, now, ban['until']) end
+  -- A refund gives units back even to a banned key (a group rolled back, say); the ban stays.
   if op == REFUND then
     for i = 1, R.count do
       local P = R.members[i]
       P.refund(P, memberState(R, record, i), now, cost)
     end
+    if ban and ban['until'] > now then return banned(R, record, now, ban['until']) end
     evaluate(R, record, now, 1, false)
     return nil
   end
+  if ban and ban['until'] > now then return banned(R, record, now, ban['until']) end
   local allowed = evaluate(R, record, now, cost, op == CHECK)
   if not allowed and op == CHECK and ban and countDenial(ban, R.ban, now) then
     return banned(R, record, now, ban['until'])
