@@ -100,6 +100,9 @@ class Client implements SluiceClient {
     this.#maxBatch = options.maxBatch;
   }
 
+  /** Settles once the last `reset` has been answered: later calls are sent after it. */
+  #barrier: Promise<unknown> = Promise.resolve();
+
   get circuitOpen(): boolean {
     return this.#breaker.open;
   }
@@ -115,10 +118,15 @@ class Client implements SluiceClient {
   async reset(rule: string, key: string, options?: Pick<ClientCheckOptions, "tier">): Promise<void> {
     const item = checkCall(rule, key, options, new Set(["tier"]));
     this.#open();
-    // Queued calls of this tick go first, so `check; reset; check` keeps its order.
-    await this.#flush();
-    await this.#policy.forget(rule, key);
-    const reply = await this.#track(this.#transport.post("v1/reset", item, this.#options.timeoutMs));
+    // Calls queued before the reset go first, and calls queued after it wait for it (the
+    // barrier below), so `check; reset; check` reaches the service in that order.
+    const run = (async () => {
+      await this.#flush();
+      await this.#policy.forget(rule, key);
+      return this.#track(this.#transport.post("v1/reset", item, this.#options.timeoutMs));
+    })();
+    this.#barrier = run.catch(() => undefined);
+    const reply = await run;
     if (reply.status >= 200 && reply.status < 300) return;
     throw this.#refusalOf(reply, rule);
   }
@@ -171,8 +179,10 @@ class Client implements SluiceClient {
       if (last !== undefined && last[0]?.op === p.op) last.push(p);
       else groups.push([p]);
     }
+    const barrier = this.#barrier;
     return this.#track(
       (async () => {
+        await barrier; // a reset issued before these calls has reached the service
         for (const group of groups) await this.#sendAll(group);
       })(),
     );

@@ -109,14 +109,17 @@ export class Engine<Req, Res = unknown> {
   decide(request: Req): MaybePromise<Verdict | null> {
     const skip = this.#options.skip;
     if (skip !== undefined) {
-      return andThen(skip(request), (skipped) => (skipped === true ? null : this.#listed(request)));
+      // Read the client address before an async hook: a client that disconnects meanwhile has
+      // no socket address any more, and must not fall out of its bucket or the deny list.
+      const client = this.#clients.of(request) ?? UNKNOWN_CLIENT;
+      return andThen(skip(request), (skipped) => (skipped === true ? null : this.#listed(request, client)));
     }
-    return this.#listed(request);
+    return this.#listed(request, undefined);
   }
 
-  #listed(request: Req): MaybePromise<Verdict | null> {
-    if (this.#allow === undefined && this.#deny === undefined) return this.#keyed(request, undefined);
-    const client = this.#clients.of(request) ?? UNKNOWN_CLIENT;
+  #listed(request: Req, known: Client | undefined): MaybePromise<Verdict | null> {
+    if (this.#allow === undefined && this.#deny === undefined) return this.#keyed(request, known);
+    const client = known ?? this.#clients.of(request) ?? UNKNOWN_CLIENT;
     const bytes = client.bytes;
     if (bytes !== undefined && this.#deny?.has(bytes)) {
       return { status: 403, decision: undefined, problem: problems.denied() };
@@ -133,9 +136,13 @@ export class Engine<Req, Res = unknown> {
     }
     // Only compute the address when the key function asks for it (its second parameter).
     const address = keyFn.length >= 2 ? (known ?? this.#clients.of(request) ?? UNKNOWN_CLIENT).key : undefined;
-    return andThen(keyFn(request, address), (key) => {
+    const keyed = keyFn(request, address);
+    // An async key function may answer undefined (key by address) after the client is gone:
+    // its address is read now, while the socket still has it.
+    const early = isPromise(keyed) ? (known ?? this.#clients.of(request) ?? UNKNOWN_CLIENT) : known;
+    return andThen(keyed, (key) => {
       if (key === undefined) {
-        const client = known ?? this.#clients.of(request) ?? UNKNOWN_CLIENT;
+        const client = early ?? this.#clients.of(request) ?? UNKNOWN_CLIENT;
         return this.#costed(request, client.key, client.storeKey);
       }
       if (typeof key !== "string") {

@@ -89,7 +89,18 @@ describe("ranges", () => {
     expect(within(address, range)).toBe(expected);
   });
 
-  test.each(["10.0.0.0/33", "::/129", "10.0.0.0/x", "nope", "[::1]/128", "toString"])("rejects %j", (range) => {
+  test.each([
+    "10.0.0.0/33",
+    "::/129",
+    "10.0.0.0/x",
+    "nope",
+    "[::1]/128",
+    "[::1]",
+    "toString",
+    "10.0.0.1:80/24",
+    "10.0.0.1:80",
+    "fe80::1%eth0",
+  ])("rejects %j", (range) => {
     expect(parseRanges(range)).toBeUndefined();
   });
 });

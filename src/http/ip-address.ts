@@ -166,8 +166,11 @@ export function parseRanges(text: string): IpRange[] | undefined {
   if (named !== undefined && Object.hasOwn(NAMED_RANGES, text)) return named.flatMap((t) => parseRanges(t) ?? []);
   const slash = text.indexOf("/");
   const address = slash === -1 ? text : text.slice(0, slash);
+  // A range is a bare address: no brackets, zone or port (parseIp accepts those for client
+  // addresses, but "10.0.0.1:80/24" read as a range would be an IPv6 /24 holding every IPv4).
+  if (/[[\]%]/.test(address) || /^\d{1,3}(\.\d{1,3}){3}:\d*$/.test(address)) return undefined;
   const bytes = parseIp(address);
-  if (bytes === undefined || (slash !== -1 && address.startsWith("["))) return undefined;
+  if (bytes === undefined) return undefined;
   const v4 = !address.includes(":");
   const max = v4 ? 32 : 128;
   let prefix = max;

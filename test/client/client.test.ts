@@ -199,6 +199,16 @@ describe("peek and reset (POST /v1/peek, /v1/reset)", () => {
     await client.reset("pings", "pr");
     expect((await client.check("pings", "pr")).remaining).toBe(1);
   });
+
+  it("check; reset; check issued in one tick reach the service in that order", async () => {
+    const first = client.check("pings", "order");
+    const reset = client.reset("pings", "order");
+    const last = client.check("pings", "order");
+    await Promise.all([first, reset, last]);
+    // The reset forgot the first check; the last one counted: one of two used.
+    expect((await client.peek("pings", "order")).remaining).toBe(0);
+    expect((await last).remaining).toBe(1);
+  });
 });
 
 describe("when the service is down: RedisStore's failure policies", () => {

@@ -294,3 +294,37 @@ describe("node http", () => {
     expect(ops).toEqual(["check", "refund", "check", "check", "refund", "check"]);
   });
 });
+
+describe("node http: a client that leaves during an async hook", () => {
+  test("is still matched by its address: a deny-listed client never reaches the handler", async () => {
+    let handled = 0;
+    const limit = rateLimit({
+      spec: { algorithm: "fixed-window", limit: 100, windowMs: 60_000 },
+      denyList: ["127.0.0.0/8", "::1/128"],
+      skip: async () => {
+        await new Promise((r) => setTimeout(r, 50)); // the client is gone by the time this answers
+        return false;
+      },
+    });
+    const server = http.createServer(async (req, res) => {
+      if (await limit(req, res)) {
+        handled++;
+        res.end("ok");
+      }
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as AddressInfo;
+    const { connect } = await import("node:net");
+    const closed: Array<Promise<void>> = [];
+    for (let i = 0; i < 5; i++) {
+      const socket = connect(port, "127.0.0.1");
+      socket.on("error", () => undefined);
+      socket.write("POST /transfer HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+      closed.push(new Promise((r) => setTimeout(() => r(socket.destroy() && undefined), 5)));
+    }
+    await Promise.all(closed);
+    await new Promise((r) => setTimeout(r, 200)); // every hook has answered by now
+    expect(handled).toBe(0);
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+});
