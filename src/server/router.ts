@@ -78,7 +78,15 @@ export async function route(
     if (error instanceof HttpError) problem = error;
     else if (isSluiceError(error))
       problem = new HttpError(400, "invalid-argument", "Bad request", error.message, { code: error.code });
-    else {
+    else if (
+      req.destroyed ||
+      (error as NodeJS.ErrnoException)?.code === "ECONNRESET" ||
+      (error as Error)?.message === "aborted"
+    ) {
+      // The client went away mid-request: nobody is waiting for an answer, and nothing failed here.
+      res.destroy();
+      return;
+    } else {
       log(`error handling ${req.method} ${path}: ${(error as Error)?.stack ?? String(error)}`);
       problem = new HttpError(
         500,

@@ -164,6 +164,23 @@ describe("sluice serve under hostile input", () => {
     expect(strangerGet.headers.get("access-control-allow-origin")).toBeNull();
   });
 
+  it("a client that aborts mid-body is not an internal error: nothing logged, the service answers on", async () => {
+    const { connect } = await import("node:net");
+    const url = new URL(s.url);
+    for (let i = 0; i < 5; i++) {
+      const socket = connect(Number(url.port), url.hostname);
+      socket.on("error", () => undefined);
+      socket.write(
+        'POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"ru',
+      );
+      await new Promise((r) => setTimeout(r, 20));
+      socket.destroy();
+    }
+    await new Promise((r) => setTimeout(r, 100));
+    expect(s.log()).not.toMatch(/error handling/);
+    expect((await post(s, JSON.stringify({ rule: "api", key: "after-aborts" }))).status).toBe(200);
+  });
+
   it("keeps a tier or rule named __proto__ / constructor, end to end", async () => {
     const file = tmp.file(
       "proto.yaml",
