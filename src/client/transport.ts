@@ -5,6 +5,7 @@
  */
 import { type ClientRequest, Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { systemClock } from "../clock.ts";
 import { StoreError } from "../errors.ts";
 import { withTimeout } from "../stores/with-timeout.ts";
 
@@ -54,7 +55,13 @@ export class Transport {
       const r = this.#request(url, {
         method: "POST",
         agent: this.#agent,
-        headers: { ...this.#headers, "content-length": Buffer.byteLength(body) },
+        // The service refuses (504) a call it would start deciding after this instant: a check
+        // this client already answered by its timeout policy is never counted later.
+        headers: {
+          ...this.#headers,
+          "content-length": Buffer.byteLength(body),
+          "sluice-deadline": String(systemClock.now() + timeoutMs),
+        },
       });
       req = r;
       r.on("error", (cause: Error & { code?: string }) => {

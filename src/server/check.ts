@@ -7,6 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { type Decision, StoreError } from "../index.ts";
 import { type CheckItem, optionsOf, readItems } from "./check-items.ts";
 import type { ServerContext } from "./context.ts";
+import { checkDeadline } from "./deadline.ts";
 import { HttpError } from "./problem.ts";
 import { sendJson } from "./respond.ts";
 
@@ -57,6 +58,7 @@ function answer(res: ServerResponse, batch: boolean, decisions: Decision[]): voi
 /** Handles `POST /v1/check`. */
 export async function handleCheck(req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> {
   const { items, batch } = await readItems(req, ctx);
+  checkDeadline(req); // after the body: a stall while reading it counts against the deadline too
   const decisions = await decideAll(ctx, items, "check");
   decisions.forEach((d, i) => {
     const item = items[i] as CheckItem;
@@ -75,6 +77,7 @@ export async function handlePeek(req: IncomingMessage, res: ServerResponse, ctx:
 /** Handles `POST /v1/reset`. */
 export async function handleReset(req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> {
   const { items, batch } = await readItems(req, ctx);
+  checkDeadline(req);
   await onStore(ctx, () => Promise.all(items.map((item) => ctx.service.reset(item.rule, item.key))));
   answer(res, batch, await decideAll(ctx, items, "peek"));
 }

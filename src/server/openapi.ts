@@ -38,6 +38,21 @@ const BODY_ERRORS = {
   "503": problem("`store-unavailable`: Redis failed and `--on-store-error throw` is set."),
 };
 
+/** `Sluice-Deadline` on check and reset (src/server/deadline.ts). */
+const DEADLINE = {
+  parameters: [
+    {
+      name: "Sluice-Deadline",
+      in: "header",
+      required: false,
+      description:
+        "Epoch milliseconds after which the caller no longer waits (sluice/client sends it): a call the service would start deciding later is refused with 504 and nothing is counted.",
+      schema: { type: "string", pattern: "^[0-9]{1,16}$" },
+    },
+  ],
+  responses: { "504": problem("`deadline-passed`: the caller's `Sluice-Deadline` passed first; nothing was counted.") },
+};
+
 const RATE_LIMIT_HEADERS = {
   "RateLimit-Policy": {
     description:
@@ -66,8 +81,9 @@ export const OPENAPI = {
       post: {
         operationId: "check",
         summary: "Take `cost` units of `rule` for `key` (one check or a batch).",
+        parameters: DEADLINE.parameters,
         requestBody: CHECK_BODY,
-        responses: { "200": DECISIONS, ...BODY_ERRORS },
+        responses: { "200": DECISIONS, ...BODY_ERRORS, ...DEADLINE.responses },
       },
     },
     "/v1/peek": {
@@ -82,8 +98,9 @@ export const OPENAPI = {
       post: {
         operationId: "reset",
         summary: "Forget `key` under `rule` (its own spec and every tier); answers what a peek would then say.",
+        parameters: DEADLINE.parameters,
         requestBody: CHECK_BODY,
-        responses: { "200": DECISIONS, ...BODY_ERRORS },
+        responses: { "200": DECISIONS, ...BODY_ERRORS, ...DEADLINE.responses },
       },
     },
     "/v1/forward-auth": {
