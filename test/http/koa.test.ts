@@ -2,12 +2,12 @@
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
-import { Redis } from "ioredis";
 import Koa, { type Context } from "koa";
 import { type Decision, ManualClock } from "sluice";
 import { rateLimit } from "sluice/koa";
 import { RedisStore } from "sluice/redis";
 import { afterEach, describe, expect, test } from "vitest";
+import { deadIoredis } from "../support/redis-server.ts";
 import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
@@ -160,15 +160,7 @@ describe("koa", () => {
   });
 
   test("a dead Redis under onError deny answers 503 problem JSON, not 429 and not a pass", async () => {
-    const client = new Redis({
-      port: 1,
-      host: "127.0.0.1",
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
-    client.on("error", () => {});
+    const client = deadIoredis();
     try {
       served = await serveKoa({
         spec: { algorithm: "fixed-window", limit: 5, windowMs: 1000 },

@@ -27,6 +27,7 @@ import { ArgumentError, ConfigError, type Decision, ManualClock, RateLimiterServ
 import { RateLimit, SkipRateLimit, SluiceGuard, SluiceModule, type SluiceModuleOptions } from "sluice/nest";
 import { RedisStore } from "sluice/redis";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
+import { deadIoredis } from "../support/redis-server.ts";
 import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
@@ -397,15 +398,7 @@ describe("nest on Redis", () => {
   });
 
   test("a dead Redis under onError deny answers 503 problem JSON (not 429, not a pass)", async () => {
-    const client = new Redis({
-      port: 1,
-      host: "127.0.0.1",
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: () => null,
-    });
-    client.on("error", () => {});
+    const client = deadIoredis();
     clients.push(client);
     @Module({
       imports: [SluiceModule.forRoot({ spec: fixed(5), store: new RedisStore({ client, prefix, onError: "deny" }) })],

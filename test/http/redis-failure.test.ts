@@ -2,27 +2,17 @@
 // Redis under onError "deny" answers 503 (not 429, not a pass); under "allow" it passes with
 // no made-up remaining counts. Skipped with a notice when sluice/redis cannot be imported.
 import http from "node:http";
-import { type AddressInfo, createServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { Redis } from "ioredis";
 import { rateLimit } from "sluice/http";
 import { afterAll, describe, expect, test } from "vitest";
+import { deadIoredis, freePort } from "../support/redis-server.ts";
 
 let redisModule: typeof import("sluice/redis") | undefined;
 try {
   redisModule = await import("sluice/redis");
 } catch (error) {
   console.warn(`redis-failure.test.ts: SKIPPED, sluice/redis cannot be imported (${String(error)})`);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 async function serve(limit: ReturnType<typeof rateLimit>) {
@@ -49,15 +39,7 @@ afterAll(() => {
 
 /** An ioredis client for a port nobody listens on: every command fails at once. */
 async function deadClient(): Promise<Redis> {
-  const client = new Redis({
-    port: await freePort(),
-    host: "127.0.0.1",
-    lazyConnect: true,
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  client.on("error", () => {});
+  const client = deadIoredis(await freePort());
   clients.push(client);
   return client;
 }

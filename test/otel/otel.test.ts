@@ -17,6 +17,7 @@ import { rateLimit } from "sluice/express";
 import { decisionMetrics, instrument, instrumentMiddleware, instrumentStore } from "sluice/otel";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeEach, describe, expect, test } from "vitest";
+import { deadIoredis } from "../support/redis-server.ts";
 
 class TestReader extends MetricReader {
   protected override async onShutdown(): Promise<void> {}
@@ -186,15 +187,7 @@ describe("sluice/otel on Redis", () => {
     expect((await service.check("api", "k")).allowed).toBe(false);
 
     const dead = () => {
-      const client = new Redis({
-        port: 1,
-        host: "127.0.0.1",
-        lazyConnect: true,
-        enableOfflineQueue: false,
-        maxRetriesPerRequest: 0,
-        retryStrategy: () => null,
-      });
-      client.on("error", () => {});
+      const client = deadIoredis();
       clients.push(client);
       return client;
     };

@@ -24,6 +24,23 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * An ioredis client for a loopback port nobody listens on (port 1 unless given): with no
+ * offline queue and no retries, every command fails at once. The caller disconnects it.
+ */
+export function deadIoredis(port = 1): Redis {
+  const client = new Redis({
+    port,
+    host: "127.0.0.1",
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  client.on("error", () => {});
+  return client;
+}
+
 /** Sends one inline command and resolves with the raw reply text (or undefined on failure). */
 export function rawCommand(
   port: number,
