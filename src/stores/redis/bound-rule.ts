@@ -101,11 +101,25 @@ export class RedisBoundRule implements BoundRule, BatchRule {
 
   /** Runs `op` for `cost` units of `key`: from the deny cache, in Redis (batched), or by the failure policy. */
   check(key: string, cost: number, now: number | undefined, op: Operation): Promise<Decision> {
-    const store = this.#store;
     // A refund frees units: it never comes from the deny cache, and it clears what caches hold.
     if (op === "refund") return this.#refund(key, cost, now);
-    const cached = store.denyCache?.lookup(this, this.#id, key, cost, now);
+    const cached = this.#store.denyCache?.lookup(this, this.#id, key, cost, now);
     if (cached !== undefined) return Promise.resolve(cached);
+    return this.#send(key, cost, now, op);
+  }
+
+  /** Gives units back in Redis, then tells every node's deny cache the key may pass again. */
+  async #refund(key: string, cost: number, now: number | undefined): Promise<Decision> {
+    const store = this.#store;
+    store.denyCache?.invalidate(this.#id, key);
+    const decision = await this.#send(key, cost, now, "refund");
+    if (decision.failure === undefined) await store.invalidation.publish(this.#id, key).catch(() => undefined);
+    return decision;
+  }
+
+  /** Hands the call to the batcher for its slot's node, or to the policy while that node's breaker is open. */
+  #send(key: string, cost: number, now: number | undefined, op: Operation): Promise<Decision> {
+    const store = this.#store;
     const tag = hashTag(this.#seed, key);
     const group = store.commands.cluster ? slotOf(tag) : 0;
     const node = store.nodes.forSlot(group);
@@ -119,29 +133,7 @@ export class RedisBoundRule implements BoundRule, BatchRule {
         new StoreError(`Redis circuit breaker is open${where} (recent checks failed)`),
       );
     }
-    const head = `${store.prefix}{${tag}}`;
-    return store.batcher.submit(this, group, node, head, key, cost, op, now);
-  }
-
-  /** Gives units back in Redis, then tells every node's deny cache the key may pass again. */
-  async #refund(key: string, cost: number, now: number | undefined): Promise<Decision> {
-    const store = this.#store;
-    store.denyCache?.invalidate(this.#id, key);
-    const tag = hashTag(this.#seed, key);
-    const group = store.commands.cluster ? slotOf(tag) : 0;
-    const node = store.nodes.forSlot(group);
-    if (!node.breaker.allow()) {
-      return this.fail(
-        key,
-        cost,
-        now,
-        "refund",
-        new StoreError("Redis circuit breaker is open (recent checks failed)"),
-      );
-    }
-    const decision = await store.batcher.submit(this, group, node, `${store.prefix}{${tag}}`, key, cost, "refund", now);
-    if (decision.failure === undefined) await store.invalidation.publish(this.#id, key).catch(() => undefined);
-    return decision;
+    return store.batcher.submit(this, group, node, `${store.prefix}{${tag}}`, key, cost, op, now);
   }
 
   /** The failure policy's decision (or rejection, under "throw"). */
