@@ -12,7 +12,7 @@
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { BanState } from "../../ban.ts";
-import { banState, type CompiledRule, createRecord, memberState, type RuleRecord } from "../../rule.ts";
+import { banState, type CompiledRule, memberState, type RuleRecord } from "../../rule.ts";
 
 /** Rows of every sketch: a key is over-counted only if all of its cells are shared with heavier keys. */
 const DEPTH = 4;
@@ -111,12 +111,9 @@ export class Sketch {
         records.push(states[0]);
         continue;
       }
-      const record = createRecord(rule) as unknown[];
-      states.forEach((s, i) => {
-        record[i] = s;
-      });
-      if (rule.ban !== undefined) record[states.length] = readBan(cells, at);
-      records.push(record);
+      // The record layout of src/rule.ts: the members' states, then the ban's.
+      if (rule.ban !== undefined) states.push(readBan(cells, at));
+      records.push(states);
     }
     return records;
   }
