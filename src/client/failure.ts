@@ -4,10 +4,10 @@
  * The service holds the rules, so under "deny"/"allow" the `limit` is the last one the service
  * reported for that rule (0 before any answer).
  */
-import { type Decision, decision } from "../algorithms/decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import type { StoreError } from "../errors.ts";
 import type { Limiter } from "../limiter.ts";
-import { DENY_RETRY_MS } from "../stores/redis/failure.ts";
+import { fixedAnswer } from "../stores/redis/failure.ts";
 import type { ClientOnError } from "./options.ts";
 
 /** What kind of call failed. */
@@ -45,12 +45,7 @@ export class ClientFailurePolicy {
     const onError = this.#onError;
     if (onError === "throw") throw error;
     const limit = this.#limits.get(rule) ?? 0;
-    if (onError === "deny") {
-      return { ...decision(false, limit, 0, DENY_RETRY_MS, DENY_RETRY_MS), failure: { policy: "deny", error } };
-    }
-    if (onError === "allow") {
-      return { ...decision(true, limit, Math.max(0, limit - cost), 0, 0), failure: { policy: "allow", error } };
-    }
+    if (onError === "deny" || onError === "allow") return fixedAnswer(onError, limit, cost, error);
     const fallback = this.#fallback(rule) as Limiter;
     const d = await (op === "peek" ? fallback.peek(key, cost) : fallback.tryAcquire(key, cost));
     return { ...d, failure: { policy: "fallback", error } };

@@ -92,6 +92,18 @@ function fallbackStore(onError: OnError): Store | undefined {
   return limiterStore(() => onError);
 }
 
+/**
+ * The answer of a fixed policy for a rule reporting `limit`: "deny" refuses with a short retry
+ * (Redis may be back soon), "allow" passes with no made-up figures beyond `limit − cost`.
+ * Shared by every remote store (Redis, the cluster store, the service client).
+ */
+export function fixedAnswer(policy: "deny" | "allow", limit: number, cost: number, error: StoreError): Decision {
+  if (policy === "deny") {
+    return { ...decision(false, limit, 0, DENY_RETRY_MS, DENY_RETRY_MS), failure: { policy, error } };
+  }
+  return { ...decision(true, limit, Math.max(0, limit - cost), 0, 0), failure: { policy, error } };
+}
+
 /** The policy bound to one rule. */
 export interface FailurePolicy {
   /** The decision for a check that Redis could not make (or the rejection under "throw"). */
@@ -118,11 +130,8 @@ export function failurePolicy(onError: OnError, rule: RuleBinding): FailurePolic
     error: StoreError,
   ): Promise<Decision> => {
     if (onError === "throw") throw error;
-    if (onError === "deny") {
-      return { ...decision(false, limit, 0, DENY_RETRY_MS, DENY_RETRY_MS), failure: { policy: "deny", error } };
-    }
-    if (onError === "allow" || store === undefined) {
-      return { ...decision(true, limit, Math.max(0, limit - cost), 0, 0), failure: { policy: "allow", error } };
+    if (onError === "deny" || onError === "allow" || store === undefined) {
+      return fixedAnswer(onError === "deny" ? "deny" : "allow", limit, cost, error);
     }
     bound ??= store.bind(rule);
     const d = await bound.check(key, cost, now, op);
