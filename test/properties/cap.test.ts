@@ -15,6 +15,7 @@ const ruleArb = fc.oneof(
 
 describe("maxKeys never lets a key escape its limit", () => {
   it("admissions of each key under a flood are admissions an uncapped store makes too", () => {
+    let replayed = 0; // admissions replayed across all runs: the check below ran, not just its loop
     fc.assert(
       fc.property(
         ruleArb,
@@ -44,12 +45,14 @@ describe("maxKeys never lets a key escape its limit", () => {
             for (const [at, cost] of list) {
               replay.set(at);
               expect(exact.tryAcquire(key, cost).allowed, `${key} at ${at}`).toBe(true);
+              replayed++;
             }
           }
         },
       ),
       { numRuns: 300 },
     );
+    expect(replayed).toBeGreaterThan(1000);
   });
 
   it("below the cap, decisions are exactly those of an uncapped store and never approximate", () => {
@@ -72,6 +75,7 @@ describe("maxKeys never lets a key escape its limit", () => {
 
 describe("refunds", () => {
   it("a check refunded at once leaves no trace: later decisions are those of a trace without it", () => {
+    let refunds = 0; // the property must have exercised refunds, not only skipped them
     fc.assert(
       fc.property(
         ruleArb,
@@ -91,6 +95,7 @@ describe("refunds", () => {
               if ((withRefunds.peek(step.key, step.cost) as Decision).allowed) {
                 withRefunds.tryAcquire(step.key, step.cost);
                 withRefunds.refund(step.key, step.cost);
+                refunds++;
               }
               return;
             }
@@ -100,5 +105,6 @@ describe("refunds", () => {
       ),
       { numRuns: 300 },
     );
+    expect(refunds).toBeGreaterThan(100);
   });
 });
