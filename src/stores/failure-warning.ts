@@ -18,7 +18,7 @@ export function firstFailureWarning(store: string, policy: string): (cause: Erro
     if (warned) return;
     warned = true;
     process.emitWarning(
-      `${store} failed: ${cause.message}. Until it answers again, checks are answered by ${policy}. This warning is emitted once per store.`,
+      `${store} failed: ${cause.message.replace(/\.$/, "")}. Until it answers again, checks are answered by ${policy}. This warning is emitted once per store.`,
       { code: STORE_FAILURE_WARNING },
     );
   };
