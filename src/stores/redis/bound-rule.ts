@@ -52,6 +52,8 @@ export interface StoreParts {
   readonly nodes: Nodes;
   readonly batcher: Batcher;
   readonly onError: OnError;
+  /** Hears every failure (the store's once-only warning). */
+  readonly onFailure: (error: StoreError) => void;
   /** The deny cache (undefined with `denyCache: false`). */
   readonly denyCache: DenyCache | undefined;
   /** Where resets and releases are published for every node's cache (whether or not this store has one). */
@@ -81,7 +83,7 @@ export class RedisBoundRule implements BoundRule, BatchRule {
   constructor(store: StoreParts, rule: RuleBinding) {
     this.#id = rule.id;
     this.#store = store;
-    this.#policy = failurePolicy(store.onError, rule);
+    this.#policy = failurePolicy(store.onError, rule, store.onFailure);
     this.#seed = tagSeed(rule.id);
     const { members, ban, shape } = rule.rule;
     this.limits = members.map((a) => a.limit);

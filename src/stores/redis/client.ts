@@ -69,16 +69,29 @@ function describeClient(c: unknown): string {
   return (c as { constructor?: { name?: string } }).constructor?.name ?? "object";
 }
 
-/** Wraps `client`, or throws ArgumentError naming what was received. */
+/** What to pass instead, said by every refusal. */
+const WHAT_TO_PASS =
+  "Pass an ioredis `Redis`/`Cluster` or a node-redis `createClient()`/`createCluster()` client, or let sluice build one with `await RedisStore.connect(url)`";
+
+/** Wraps `client`, or throws ArgumentError naming what was received and what to pass instead. */
 export function adaptClient(client: unknown): RedisCommands {
   const c = client as Record<string, unknown> | null;
-  if (typeof c === "object" && c !== null && typeof c.sendCommand === "function" && typeof c.evalSha === "function") {
-    return nodeRedisCommands(c);
+  if (typeof c !== "object" || c === null) {
+    throw new ArgumentError(`\`client\` must be a Redis client object (got ${describeClient(c)}). ${WHAT_TO_PASS}.`);
   }
-  if (typeof c === "object" && c !== null && typeof c.evalsha === "function" && typeof c.del === "function") {
-    return ioredisCommands(c);
+  const has = (name: string) => typeof c[name] === "function";
+  if (has("sendCommand") && has("evalSha") && has("duplicate") && has("connect")) return nodeRedisCommands(c);
+  // ioredis: the commands, plus what the deny cache needs (a duplicate connection, its events).
+  if (has("evalsha") && has("del") && has("duplicate") && has("on") && has("publish")) return ioredisCommands(c);
+  if (has("evalsha") || has("eval")) {
+    // e.g. @upstash/redis: commands over HTTP, no connection to duplicate, no pub/sub, no events.
+    throw new ArgumentError(
+      `\`client\` (${describeClient(c)}) sends commands but is neither ioredis nor node-redis: it has no ${
+        has("duplicate") ? "event emitter" : "duplicate()"
+      }, so it cannot hold the deny cache's subscription or report its connection (HTTP clients such as @upstash/redis cannot work here). ${WHAT_TO_PASS}.`,
+    );
   }
   throw new ArgumentError(
-    `\`client\` must be an ioredis Redis/Cluster or a node-redis client/cluster (got ${describeClient(c)})`,
+    `\`client\` must be an ioredis or node-redis client (got ${describeClient(c)}). ${WHAT_TO_PASS}.`,
   );
 }
