@@ -8,6 +8,7 @@
 import { ArgumentError } from "../../errors.ts";
 import { ioredisCommands } from "./ioredis-commands.ts";
 import { nodeRedisCommands } from "./node-redis-commands.ts";
+import { isUpstash, type UpstashLike, upstashCommands } from "./upstash-commands.ts";
 
 /** An ioredis `Redis` or `Cluster` (only the methods sluice calls). */
 export interface IoredisLike {
@@ -24,7 +25,7 @@ export interface NodeRedisLike {
 }
 
 /** Any client `RedisStore` accepts. */
-export type RedisClientLike = IoredisLike | NodeRedisLike;
+export type RedisClientLike = IoredisLike | NodeRedisLike | UpstashLike;
 
 /** A live subscription to one channel. */
 export interface Subscription {
@@ -39,6 +40,8 @@ export type LinkListener = (live: boolean) => void;
 export interface RedisCommands {
   /** Whether keys live on several nodes (a script may only touch keys of one slot). */
   readonly cluster: boolean;
+  /** `false` when the client cannot hold a subscription (REST): the deny cache stays off. */
+  readonly subscribes?: boolean;
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
   del(keys: string[]): Promise<unknown>;
@@ -72,6 +75,8 @@ function describeClient(c: unknown): string {
 /** Wraps `client`, or throws ArgumentError naming what was received. */
 export function adaptClient(client: unknown): RedisCommands {
   const c = client as Record<string, unknown> | null;
+  // Before ioredis: an @upstash/redis `Redis` has `evalsha` and `del` too, but speaks REST.
+  if (typeof c === "object" && c !== null && isUpstash(c)) return upstashCommands(c);
   if (typeof c === "object" && c !== null && typeof c.sendCommand === "function" && typeof c.evalSha === "function") {
     return nodeRedisCommands(c);
   }

@@ -7,3 +7,4 @@ export type { IoredisLike, NodeRedisLike, RedisClientLike } from "./client.ts";
 export type { DenyCacheOptions } from "./deny-cache.ts";
 export type { FallbackOption, OnError } from "./failure.ts";
 export { RedisStore, type RedisStoreOptions } from "./redis-store.ts";
+export type { UpstashLike, UpstashRequester } from "./upstash-commands.ts";
