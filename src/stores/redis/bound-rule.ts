@@ -17,7 +17,7 @@ import type { RedisCommands } from "./client.ts";
 import type { DenyCache } from "./deny-cache.ts";
 import { type FailurePolicy, failurePolicy, type OnError } from "./failure.ts";
 import type { Invalidation } from "./invalidation.ts";
-import { ALGORITHM_CODES, hashTag, ruleDigest, slotOf, tagSeed } from "./keys.ts";
+import { hashTag, memberCode, ruleDigest, slotOf, tagSeed } from "./keys.ts";
 import type { Nodes } from "./nodes.ts";
 import { replyWidth } from "./reply.ts";
 
@@ -95,7 +95,7 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     this.descriptor = [
       String(members.length),
       ...banParams(ban),
-      ...members.flatMap((a) => [ALGORITHM_CODES[a.kind], ...memberParams(a.spec)]),
+      ...members.flatMap((a) => [memberCode(a.spec), ...memberParams(a.spec)]),
     ];
     // Limiters may call these detached (`const check = bound.check`), as the memory store allows.
     this.check = this.check.bind(this);
