@@ -27,7 +27,8 @@ export default {
   coverageAnalysis: "perTest",
   // The machine is shared: one test process at a time.
   concurrency: 1,
-  timeoutMS: 20_000,
+  // A mutant that loops (a retry search that never ends) is cut off soon after the test's own time.
+  timeoutMS: 5000,
   reporters: ["clear-text", "progress-append-only", "html", "json"],
   htmlReporter: { fileName: "reports/mutation/mutation.html" },
   jsonReporter: { fileName: "reports/mutation/mutation.json" },
