@@ -11,8 +11,11 @@ import { nodeRedisCommands } from "./node-redis-commands.ts";
 
 /** An ioredis `Redis` or `Cluster` (only the methods sluice calls). */
 export interface IoredisLike {
+  /** Runs a loaded script by its SHA1. */
   evalsha(...args: never[]): Promise<unknown>;
+  /** Runs (and loads) a script by its text. */
   eval(...args: never[]): Promise<unknown>;
+  /** Deletes keys. */
   del(...args: never[]): Promise<unknown>;
   /** `true` on an ioredis `Cluster`. */
   readonly isCluster?: boolean;
@@ -20,6 +23,7 @@ export interface IoredisLike {
 
 /** A node-redis client or cluster (only `sendCommand`, whose signature differs between the two). */
 export interface NodeRedisLike {
+  /** Sends one raw command. */
   sendCommand(...args: never[]): Promise<unknown>;
 }
 
