@@ -121,6 +121,26 @@ export const PARITY_RULES: ParityRule[] = [
     ],
   },
   {
+    // Windows anchored at each key's first counted request: a new limit keeps the count; the
+    // aligned variant and another window length are other shapes and start fresh.
+    name: "fixed-window-first",
+    spec: { algorithm: "fixed-window", limit: 4, windowMs: 900, anchor: "first" },
+    respecs: [
+      { algorithm: "fixed-window", limit: 2, windowMs: 900, anchor: "first" },
+      { algorithm: "fixed-window", limit: 4, windowMs: 900 },
+      { algorithm: "fixed-window", limit: 4, windowMs: 1300, anchor: "first" },
+    ],
+  },
+  {
+    name: "composite-first",
+    spec: [
+      { algorithm: "fixed-window", limit: 3, windowMs: 800, anchor: "first" },
+      { algorithm: "fixed-window", limit: 6, windowMs: 2500, anchor: "first" },
+      { algorithm: "token-bucket", capacity: 4, refillPerSecond: 2.5 },
+    ],
+    ban: { after: 2, withinMs: 1500, forMs: 1100 },
+  },
+  {
     name: "ban-fixed-window",
     spec: { algorithm: "fixed-window", limit: 3, windowMs: 1000 },
     ban: { after: 2, withinMs: 1500, forMs: 2500 },
