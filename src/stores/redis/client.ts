@@ -12,8 +12,11 @@ import { isUpstash, type UpstashLike, upstashCommands } from "./upstash-commands
 
 /** An ioredis `Redis` or `Cluster` (only the methods sluice calls). */
 export interface IoredisLike {
+  /** Runs a loaded script by its SHA1. */
   evalsha(...args: never[]): Promise<unknown>;
+  /** Runs (and loads) a script by its text. */
   eval(...args: never[]): Promise<unknown>;
+  /** Deletes keys. */
   del(...args: never[]): Promise<unknown>;
   /** `true` on an ioredis `Cluster`. */
   readonly isCluster?: boolean;
@@ -21,6 +24,7 @@ export interface IoredisLike {
 
 /** A node-redis client or cluster (only `sendCommand`, whose signature differs between the two). */
 export interface NodeRedisLike {
+  /** Sends one raw command. */
   sendCommand(...args: never[]): Promise<unknown>;
 }
 
