@@ -16,7 +16,7 @@ import { RateLimiterService } from "../../service.ts";
 import type { Store } from "../../store.ts";
 import { applyConfig } from "../rules-state.ts";
 import type { EnvoyState } from "./decide.ts";
-import { type RunningGrpc, startGrpcServer } from "./grpc-server.ts";
+import { type GrpcOptions, type RunningGrpc, startGrpcServer } from "./grpc-server.ts";
 import { EnvoyMetrics } from "./metrics.ts";
 import { OVERRIDE_PREFIX } from "./override.ts";
 
@@ -32,6 +32,10 @@ export interface EnvoyOptions {
   port: number;
   watch: boolean;
   log: (line: string) => void;
+  /** How the gRPC listener guards itself: token, TLS, bounds, response headers. */
+  guard: Omit<GrpcOptions, "host" | "port" | "log" | "healthy">;
+  /** Whether the store answers and the rules file loaded (the health service adds the envoy config). */
+  healthy: () => Promise<boolean>;
 }
 
 /** Builds one config from the rules file's domains and the envoy config files (they merge). */
@@ -75,8 +79,15 @@ export class EnvoyService {
       metrics: new EnvoyMetrics(),
     };
     applyRules(state, config);
-    const grpc = await startGrpcServer(options.host, options.port, () => state, options.log);
-    const envoy = new EnvoyService(options, state, grpc);
+    let envoy: EnvoyService | undefined;
+    const grpc = await startGrpcServer(() => state, {
+      ...options.guard,
+      host: options.host,
+      port: options.port,
+      log: options.log,
+      healthy: async () => envoy?.lastError === undefined && (await options.healthy()),
+    });
+    envoy = new EnvoyService(options, state, grpc);
     if (options.watch && options.path !== undefined) await envoy.#watch(options.path);
     return envoy;
   }
