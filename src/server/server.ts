@@ -35,6 +35,8 @@ export interface ServeOptions extends StoreOptions {
   maxEntries?: number;
   /** Largest gRPC message received, in bytes (default {@link DEFAULT_MAX_MESSAGE_BYTES}). */
   maxGrpcMessageBytes?: number;
+  /** Most Envoy limit-override rules alive at once (tests lower it; default 1000). */
+  maxOverrideRules?: number;
   /** `--envoy-response-headers`: RateLimit-Limit/Remaining/Reset in `response_headers_to_add`. */
   envoyResponseHeaders?: boolean;
   /** Time source for every decision (tests inject a ManualClock); default: the store's. */
@@ -133,6 +135,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           maxMessageBytes: options.maxGrpcMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
           responseHeaders: options.envoyResponseHeaders === true,
         },
+        ...(options.maxOverrideRules === undefined ? {} : { maxOverrideRules: options.maxOverrideRules }),
         healthy: async () => {
           if (context.reloader?.lastError !== undefined) return false;
           await store.ping();

@@ -18,7 +18,7 @@ import { applyConfig } from "../rules-state.ts";
 import type { EnvoyState } from "./decide.ts";
 import { type GrpcOptions, type RunningGrpc, startGrpcServer } from "./grpc-server.ts";
 import { EnvoyMetrics } from "./metrics.ts";
-import { OVERRIDE_PREFIX } from "./override.ts";
+import { DEFAULT_MAX_OVERRIDE_RULES, OVERRIDE_PREFIX, OverridePool } from "./override.ts";
 
 /** Options of {@link EnvoyService.start}. */
 export interface EnvoyOptions {
@@ -34,6 +34,8 @@ export interface EnvoyOptions {
   log: (line: string) => void;
   /** How the gRPC listener guards itself: token, TLS, bounds, response headers. */
   guard: Omit<GrpcOptions, "host" | "port" | "log" | "healthy">;
+  /** Most Envoy limit-override rules alive at once (default {@link DEFAULT_MAX_OVERRIDE_RULES}). */
+  maxOverrideRules?: number;
   /** Whether the store answers and the rules file loaded (the health service adds the envoy config). */
   healthy: () => Promise<boolean>;
 }
@@ -77,6 +79,7 @@ export class EnvoyService {
       service,
       clock: options.clock ?? { now: () => Date.now() },
       metrics: new EnvoyMetrics(),
+      overrides: new OverridePool(() => state, options.maxOverrideRules ?? DEFAULT_MAX_OVERRIDE_RULES),
     };
     applyRules(state, config);
     let envoy: EnvoyService | undefined;
@@ -152,4 +155,5 @@ function applyRules(state: EnvoyState, config: EnvoyConfig): void {
       rules.push({ name: info.name, spec: info.specs[0] as RuleDefinition["spec"], tiers: {} });
   }
   applyConfig(state.service, { rules, domains: [] });
+  state.overrides.retain((rule) => state.service.hasRule(rule));
 }
