@@ -127,6 +127,14 @@ describe("a store failure answered alike", () => {
       const fa = await seen(await fetch(`${deny.url}/v1/forward-auth?rule=login&key=bob`));
       expect(fa).toMatchObject({ status: 503, retryAfter: "1", type: "application/problem+json" });
       expect(fa.body).toMatchObject({ type: "urn:sluice:problem:store-unavailable", status: 503 });
+      // Counted as an outage, apart from real denials, in metrics and on the status page.
+      const metrics = await (await fetch(`${deny.url}/metrics`)).text();
+      expect(metrics).toContain('sluice_decisions_total{rule="login",outcome="failure"} 1');
+      expect(metrics).toContain('sluice_decisions_total{rule="login",outcome="denied"} 0');
+      const status = (await (await fetch(`${deny.url}/v1/status`)).json()) as {
+        rules: Array<{ name: string; denied: number; failure: number; topDenied: unknown[] }>;
+      };
+      expect(status.rules[0]).toMatchObject({ name: "login", denied: 0, failure: 1, topDenied: [] });
       const api = await seen(
         await fetch(`${raise.url}/v1/check`, {
           method: "POST",
