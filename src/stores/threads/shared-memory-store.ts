@@ -436,10 +436,14 @@ function paramsOf(options: SharedMemoryStoreOptions) {
   if (pow2(summaryWidth) !== summaryWidth) {
     throw new ArgumentError(`SharedMemoryStore: \`summaryWidth\` must be a power of two (got ${summaryWidth})`);
   }
-  // Half-full buckets on average at maxKeys: a bucket overflows (and summarises) rarely before then.
-  const buckets = Math.max(16, pow2(maxKeys / (BUCKET_ENTRIES / 2)));
+  // At most 2 keys per bucket of 8 on average at maxKeys, so a bucket overflowing (and
+  // summarising a key) before then is rare: about 1 bucket in 4,000 when the table holds exactly
+  // maxKeys = 2·buckets (Poisson tail P(X ≥ 9) for a mean of 2), far fewer below.
+  const buckets = Math.max(16, pow2(maxKeys / 2));
   // Spare blocks: one per thread in use, and what threads that died or ended without close() kept.
-  const blocks = buckets + Math.max(256, buckets >> 3);
+  // Blocks: one per non-empty bucket, one private block per thread, and what threads that died
+  // or ended without close() kept (at most two each).
+  const blocks = buckets + Math.max(256, buckets >> 4);
   const cells = maxRules * DEPTH * summaryWidth;
   const summaryBlocks = Math.min(cells, 4 * DEPTH * summaryWidth) + 256;
   return {
