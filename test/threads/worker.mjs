@@ -3,7 +3,7 @@
 // src/ is newer). All tasks decide at instants they are given, never the system clock, so the
 // expected totals do not depend on when the threads happen to run.
 import { parentPort, workerData } from "node:worker_threads";
-import { createLimiter } from "../../dist/index.js";
+import { createLimiter } from "../../dist/limiter.js";
 import { SharedMemoryStore } from "../../dist/stores/threads/index.js";
 
 const { handle, task } = workerData;
@@ -29,10 +29,13 @@ if (task.kind === "flood") {
   Atomics.add(control, 1, 1);
   Atomics.notify(control, 1);
   waitFor(0, 1);
-  const allowed = new Array(task.keys.length).fill(0);
+  // Admissions per key, or per rule with `perRule`.
+  const allowed = new Array(task.perRule ? limiters.length : task.keys.length).fill(0);
   for (let round = 0; round < task.rounds; round++) {
     for (let i = 0; i < task.keys.length; i++) {
-      for (const limiter of limiters) if (limiter.tryAcquire(task.keys[i], task.cost ?? 1).allowed) allowed[i]++;
+      for (let r = 0; r < limiters.length; r++) {
+        if (limiters[r].tryAcquire(task.keys[i], task.cost ?? 1).allowed) allowed[task.perRule ? r : i]++;
+      }
     }
   }
   store.close();
@@ -59,16 +62,16 @@ if (task.kind === "flood") {
   store.close();
   parentPort.postMessage({ decisions });
 } else if (task.kind === "chaos") {
-  // Checks until the main thread says stop (control[0] === 1) or the thread is terminated.
-  // control[2 + 3·slot]: decisions made; [3 + 3·slot]: admissions; [4 + 3·slot]: 1 while a
-  // decision is in flight (a thread killed then may or may not have counted that one).
-  const at = 2 + 3 * task.slot;
-  const limiter = limiters[0];
+  // Checks every rule until the main thread says stop (control[0] === 1) or the thread is
+  // terminated. Per slot, from control[2 + slot · (2 + rules)]: decisions made, 1 while one is
+  // in flight (a thread killed then may or may not have had it counted), admissions per rule.
+  const at = 2 + task.slot * (2 + limiters.length);
   while (Atomics.load(control, 0) === 0) {
-    Atomics.store(control, at + 2, 1);
-    const d = limiter.tryAcquire(task.keys[Atomics.load(control, at) % task.keys.length]);
-    if (d.allowed) Atomics.add(control, at + 1, 1);
-    Atomics.store(control, at + 2, 0);
+    const key = task.keys[Atomics.load(control, at) % task.keys.length];
+    Atomics.store(control, at + 1, 1);
+    for (let r = 0; r < limiters.length; r++)
+      if (limiters[r].tryAcquire(key).allowed) Atomics.add(control, at + 2 + r, 1);
+    Atomics.store(control, at + 1, 0);
     Atomics.add(control, at, 1);
   }
   store.close();
