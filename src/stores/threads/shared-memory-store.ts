@@ -48,7 +48,6 @@ import {
   H,
   indexOf,
   type Layout,
-  nextWord,
   readLayout,
   type Views,
   viewsOf,
@@ -109,6 +108,10 @@ interface RuleView {
   codec: Codec;
 }
 
+/** The low half of a bucket word (block index + 1) and one step of its tag. */
+const LOW = 0xffffffffn;
+const TAG_ONE = 1n << 32n;
+
 const LIMITS = {
   maxKeys: [1, 2 ** 26],
   recordWords: [1, 4096],
@@ -140,6 +143,8 @@ export class SharedMemoryStore implements Store {
   readonly #fp = new Int32Array(2);
   /** A block this thread owns privately: where the next bucket is written before it is published. */
   #spare = -1;
+  /** `#spare + 1` as the low half of a bucket word. */
+  #spareWord = 0n;
 
   /** Creates a store (and its memory) in this thread. */
   constructor(options: SharedMemoryStoreOptions);
@@ -226,6 +231,7 @@ export class SharedMemoryStore implements Store {
   close(): void {
     if (this.#spare >= 0) this.#free.push(this.#spare);
     this.#spare = -1;
+    this.#spareWord = 0n;
     this.#summary.close();
   }
 
@@ -256,17 +262,27 @@ export class SharedMemoryStore implements Store {
     const E = L.entryWords;
     const BW = L.blockWords;
     for (;;) {
-      if (this.#spare < 0) this.#spare = this.#free.pop();
+      if (this.#spare < 0) {
+        this.#spare = this.#free.pop();
+        this.#spareWord = BigInt(this.#spare + 1);
+      }
       if (this.#spare < 0) {
         throw new StoreError(
           "SharedMemoryStore: no free block left (threads that ended without close() keep one each)",
         );
       }
       const word = Atomics.load(W, at);
-      const current = indexOf(word);
+      const currentWord = word & LOW;
+      const current = Number(currentWord) - 1;
       const dst = L.blockBase + this.#spare * BW;
       if (current < 0) F[dst] = 0;
-      else F.copyWithin(dst, L.blockBase + current * BW, L.blockBase + (current + 1) * BW);
+      else {
+        // Only the entries in use (a torn count is caught by the check below, and bounded here).
+        const src = L.blockBase + current * BW;
+        const used = Math.min(BUCKET_ENTRIES, Math.max(0, F[src] as number));
+        // A loop, not copyWithin: on shared memory the builtin's per-call cost exceeds a few words' copy.
+        for (let k = 0, n = 1 + used * E; k < n; k++) F[dst + k] = F[src + k] as number;
+      }
       // A copy taken while the block was being recycled may be torn: only a copy of an unchanged word counts.
       if (Atomics.load(W, at) !== word) continue;
       let count = F[dst] as number;
@@ -326,9 +342,11 @@ export class SharedMemoryStore implements Store {
         F[o + 2] = recordFreshAt(rule, record);
       }
       F[dst] = count;
-      if (Atomics.compareExchange(W, at, word, nextWord(word, this.#spare)) === word) {
+      // The next tag (TAG_ONE: wraps modulo 2^64, as the array stores it) and this thread's block.
+      if (Atomics.compareExchange(W, at, word, word - currentWord + TAG_ONE + this.#spareWord) === word) {
         // The replaced block is unreachable now: it is this thread's next private block.
         this.#spare = current;
+        this.#spareWord = currentWord;
         if (evicted > 0) Atomics.add(I, H.evicted, evicted);
         return result === undefined ? undefined : this.#counted(result);
       }
