@@ -63,7 +63,9 @@ describe("SharedMemoryStore across 8 worker threads", () => {
     const results = await flood(store, rules, keysOf, 1);
     const perKey = new Map<string, number>();
     results.forEach((r, t) => {
-      keysOf(t).forEach((key, i) => perKey.set(key, (perKey.get(key) ?? 0) + (r.allowed[i] as number)));
+      keysOf(t).forEach((key, i) => {
+        perKey.set(key, (perKey.get(key) ?? 0) + (r.allowed[i] as number));
+      });
     });
     expect(perKey.size).toBe(KEYS);
     // Per key: fixed-window 2 + token-bucket 3 + gcra 1 + sliding-log 2 of its 4 × 4 checks.
