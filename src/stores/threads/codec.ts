@@ -4,7 +4,7 @@
  * unchanged on a private copy) and encoded back. Every key of a store has the same number of
  * words (`recordWords`), so a shape that needs more is refused when its rule is bound:
  *
- *   fixed-window 2, sliding-window 3, token-bucket 2, gcra / leaky-bucket 1,
+ *   fixed-window 2, sliding-window 3, token-bucket 2, gcra / leaky-bucket 3,
  *   sliding-log 1 + limit (its timestamps), a ban 3.
  *
  * Sliding logs share the words left by the other members; their capacity depends only on the
@@ -29,14 +29,14 @@ export interface Codec {
   read(cells: Float64Array, at: number): RuleRecord;
 }
 
-/** Words each fixed-size algorithm's state takes. */
-const FIXED: Record<string, number> = {
-  "fixed-window": 2,
-  "sliding-window": 3,
-  "token-bucket": 2,
-  gcra: 1,
-  "leaky-bucket": 1,
-};
+/**
+ * The fields of a fixed-size member state, in the order they are stored: every algorithm but
+ * the sliding log keeps a flat record of numbers, read from a fresh state so that a change of
+ * an algorithm's state needs no change here.
+ */
+function fieldsOf(m: Algorithm): string[] {
+  return Object.keys(m.create() as object);
+}
 
 /** The words a rule's record needs at least (for errors and docs). */
 export function recordWordsOf(rule: CompiledRule): number {
@@ -48,7 +48,7 @@ export function recordWordsOf(rule: CompiledRule): number {
     if (m.kind === "sliding-log") {
       logs++;
       largest = Math.max(largest, m.limit);
-    } else words += FIXED[m.kind] as number;
+    } else words += fieldsOf(m).length;
   }
   return words + logs * (1 + largest);
 }
@@ -78,80 +78,50 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
   // Sliding logs share what the fixed-size members and the ban leave.
   let fixed = rule.ban === undefined ? 0 : 3;
   let logs = 0;
-  for (const m of members) {
+  const fields = members.map((m) => (m.kind === "sliding-log" ? [] : fieldsOf(m)));
+  members.forEach((m, i) => {
     if (m.kind === "sliding-log") logs++;
-    else fixed += FIXED[m.kind] as number;
-  }
+    else fixed += (fields[i] as string[]).length;
+  });
   const logWords = logs === 0 ? 0 : Math.floor((recordWords - fixed) / logs);
   const offsets: number[] = [];
   const sizes: number[] = [];
   let at = 0;
-  for (const m of members) {
-    const size = m.kind === "sliding-log" ? logWords : (FIXED[m.kind] as number);
+  for (const [i, m] of members.entries()) {
+    const size = m.kind === "sliding-log" ? logWords : (fields[i] as string[]).length;
     offsets.push(at);
     sizes.push(size);
     at += size;
   }
   const banAt = at;
   const decodeMember = (i: number, F: Float64Array, base: number): unknown => {
-    const m = members[i] as Algorithm;
     const o = base + (offsets[i] as number);
-    switch (m.kind) {
-      case "fixed-window":
-        return { w: F[o], c: F[o + 1] };
-      case "sliding-window":
-        return { w: F[o], p: F[o + 1], c: F[o + 2] };
-      case "token-bucket":
-        return { b: F[o], t: F[o + 1] };
-      case "gcra":
-      case "leaky-bucket":
-        return { tat: F[o] };
-      default: {
-        // A torn copy is thrown away before it is used, but must not make a huge array first.
-        const raw = F[o] as number;
-        const n = raw >= 0 && raw < (sizes[i] as number) ? Math.floor(raw) : 0;
-        const buf = new Array<number>(n);
-        for (let k = 0; k < n; k++) buf[k] = F[o + 1 + k] as number;
-        return { buf, head: 0, n } satisfies SlidingLogState;
-      }
+    if ((members[i] as Algorithm).kind !== "sliding-log") {
+      const state: Record<string, number> = {};
+      const names = fields[i] as string[];
+      for (let k = 0; k < names.length; k++) state[names[k] as string] = F[o + k] as number;
+      return state;
     }
+    // A torn copy is thrown away before it is used, but must not make a huge array first.
+    const raw = F[o] as number;
+    const n = raw >= 0 && raw < (sizes[i] as number) ? Math.floor(raw) : 0;
+    const buf = new Array<number>(n);
+    for (let k = 0; k < n; k++) buf[k] = F[o + 1 + k] as number;
+    return { buf, head: 0, n } satisfies SlidingLogState;
   };
   const encodeMember = (i: number, state: unknown, F: Float64Array, base: number): void => {
-    const m = members[i] as Algorithm;
     const o = base + (offsets[i] as number);
-    switch (m.kind) {
-      case "fixed-window": {
-        const s = state as { w: number; c: number };
-        F[o] = s.w;
-        F[o + 1] = s.c;
-        return;
-      }
-      case "sliding-window": {
-        const s = state as { w: number; p: number; c: number };
-        F[o] = s.w;
-        F[o + 1] = s.p;
-        F[o + 2] = s.c;
-        return;
-      }
-      case "token-bucket": {
-        const s = state as { b: number; t: number };
-        F[o] = s.b;
-        F[o + 1] = s.t;
-        return;
-      }
-      case "gcra":
-      case "leaky-bucket":
-        F[o] = (state as { tat: number }).tat;
-        return;
-      default: {
-        const s = state as SlidingLogState;
-        // Never more than the largest limit bound under this shape, which the bind check fits.
-        const n = Math.min(s.n, (sizes[i] as number) - 1);
-        const len = s.buf.length;
-        for (let k = 0; k < n; k++) F[o + 1 + k] = s.buf[(s.head + s.n - n + k) % len] as number;
-        F[o] = n;
-      }
+    if ((members[i] as Algorithm).kind !== "sliding-log") {
+      const names = fields[i] as string[];
+      for (let k = 0; k < names.length; k++) F[o + k] = (state as Record<string, number>)[names[k] as string] as number;
+      return;
     }
+    const s = state as SlidingLogState;
+    // Never more than the largest limit bound under this shape, which the bind check fits.
+    const n = Math.min(s.n, (sizes[i] as number) - 1);
+    const len = s.buf.length;
+    for (let k = 0; k < n; k++) F[o + 1 + k] = s.buf[(s.head + s.n - n + k) % len] as number;
+    F[o] = n;
   };
   return {
     decode(F, base) {

@@ -61,7 +61,7 @@ export interface SharedMemoryStoreOptions {
   maxKeys: number;
   /**
    * 8-byte words of each key's record (default 6). A rule needs: fixed-window 2, sliding-window
-   * 3, token-bucket 2, gcra and leaky-bucket 1, sliding-log 1 + limit, a ban 3 (composites: the
+   * 3, token-bucket 2, gcra and leaky-bucket 3, sliding-log 1 + limit, a ban 3 (composites: the
    * sum); a rule that needs more is refused when it is bound.
    */
   recordWords?: number;
