@@ -47,13 +47,17 @@ export class Registry {
     );
   }
 
-  /** Publishes `spec` (a JSON text) as rule `index`'s current spec, unless it already is. */
+  /**
+   * Publishes `spec` (a JSON text) as rule `index`'s current spec (the arena is written only when
+   * it changed), then bumps the version every thread compares. The bump happens even for an
+   * unchanged text: a thread killed between storing a spec and announcing it is then made good
+   * by the next bind of that rule, in whatever thread.
+   */
   publish(index: number, spec: string): void {
     const { W, I } = this.#views;
     const at = this.#layout.ruleSpecBase + index;
     const current = Atomics.load(W, at);
-    if (current !== 0n && this.#read(current) === spec) return;
-    Atomics.store(W, at, this.#write(spec));
+    if (current === 0n || this.#read(current) !== spec) Atomics.store(W, at, this.#write(spec));
     Atomics.add(I, this.#layout.ruleVersionBase + index, 1);
   }
 
