@@ -27,6 +27,8 @@ const RULES: RuleDef[] = [
   },
 ];
 const THREADS = 4;
+/** Worker start-up dominates on a busy 2-core machine: well above vitest's default 20 s. */
+const SLOW = 90_000;
 
 interface Step {
   thread: number;
@@ -62,46 +64,55 @@ function trace(length: number, start: number): Step[] {
 
 describe("one seeded trace split across 4 threads in a fixed interleaving", () => {
   for (const start of [0, 1_800_000_000_000]) {
-    it(`decides exactly as one MemoryStore (every algorithm, a composite with a ban; epoch ${start})`, async () => {
-      const steps = trace(1500, start);
-      // The expected decisions: one MemoryStore, one thread.
-      const clock = new ManualClock(start);
-      const store = new MemoryStore();
-      const limiters = RULES.map((r) =>
-        createLimiter(r.spec as never, { store, clock, name: r.name, ...(r.ban === undefined ? {} : { ban: r.ban }) }),
-      );
-      const expected = steps.map((s) => {
-        clock.set(s.at);
-        const l = limiters[s.rule] as (typeof limiters)[number];
-        const d =
-          s.op === "check"
-            ? l.tryAcquire(s.key, s.cost)
-            : s.op === "peek"
-              ? l.peek(s.key, s.cost)
-              : s.op === "refund"
-                ? l.refund(s.key, s.cost)
-                : l.reset(s.key);
-        return (d as Decision | undefined) ?? null;
-      });
+    it(
+      `decides exactly as one MemoryStore (every algorithm, a composite with a ban; epoch ${start})`,
+      async () => {
+        const steps = trace(1500, start);
+        // The expected decisions: one MemoryStore, one thread.
+        const clock = new ManualClock(start);
+        const store = new MemoryStore();
+        const limiters = RULES.map((r) =>
+          createLimiter(r.spec as never, {
+            store,
+            clock,
+            name: r.name,
+            ...(r.ban === undefined ? {} : { ban: r.ban }),
+          }),
+        );
+        const expected = steps.map((s) => {
+          clock.set(s.at);
+          const l = limiters[s.rule] as (typeof limiters)[number];
+          const d =
+            s.op === "check"
+              ? l.tryAcquire(s.key, s.cost)
+              : s.op === "peek"
+                ? l.peek(s.key, s.cost)
+                : s.op === "refund"
+                  ? l.refund(s.key, s.cost)
+                  : l.reset(s.key);
+          return (d as Decision | undefined) ?? null;
+        });
 
-      const shared = new SharedMemoryStore({ maxKeys: 256, recordWords: 8 });
-      const control = new Int32Array(new SharedArrayBuffer(8));
-      const workers = Array.from({ length: THREADS }, (_, t) =>
-        spawnWorker<{ decisions: Record<number, Decision | null> }>(shared.handle, {
-          kind: "trace",
-          rules: RULES,
-          control: control.buffer as SharedArrayBuffer,
-          steps: steps.flatMap((s, j) => (s.thread === t ? [[j, s]] : [])),
-        }),
-      );
-      const results = await Promise.all(workers.map((w) => w.result));
-      const actual = steps.map((s, j) => results[s.thread]?.decisions[j]);
-      expect(actual).toEqual(expected);
-      // The trace exercised what it claims: admissions, denials, bans, every thread.
-      expect(expected.filter((d) => d?.allowed === true).length).toBeGreaterThan(300);
-      expect(expected.filter((d) => d?.allowed === false).length).toBeGreaterThan(100);
-      expect(expected.some((d) => d?.banned === true)).toBe(true);
-      expect(new Set(steps.map((s) => s.thread)).size).toBe(THREADS);
-    });
+        const shared = new SharedMemoryStore({ maxKeys: 256, recordWords: 8 });
+        const control = new Int32Array(new SharedArrayBuffer(8));
+        const workers = Array.from({ length: THREADS }, (_, t) =>
+          spawnWorker<{ decisions: Record<number, Decision | null> }>(shared.handle, {
+            kind: "trace",
+            rules: RULES,
+            control: control.buffer as SharedArrayBuffer,
+            steps: steps.flatMap((s, j) => (s.thread === t ? [[j, s]] : [])),
+          }),
+        );
+        const results = await Promise.all(workers.map((w) => w.result));
+        const actual = steps.map((s, j) => results[s.thread]?.decisions[j]);
+        expect(actual).toEqual(expected);
+        // The trace exercised what it claims: admissions, denials, bans, every thread.
+        expect(expected.filter((d) => d?.allowed === true).length).toBeGreaterThan(300);
+        expect(expected.filter((d) => d?.allowed === false).length).toBeGreaterThan(100);
+        expect(expected.some((d) => d?.banned === true)).toBe(true);
+        expect(new Set(steps.map((s) => s.thread)).size).toBe(THREADS);
+      },
+      SLOW,
+    );
   }
 });
