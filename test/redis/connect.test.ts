@@ -23,8 +23,8 @@ afterAll(async () => {
   await shared?.owned?.dispose();
 });
 
-/** An object shaped like @upstash/redis: commands over HTTP, no connection, no events. */
-class UpstashLike {
+/** A client with commands but no connection, no events (an HTTP client that is not @upstash/redis). */
+class HttpLike {
   async evalsha(_sha: string, _keys: string[], _args: string[]): Promise<unknown> {
     return [];
   }
@@ -40,9 +40,9 @@ class UpstashLike {
 }
 
 describe("clients RedisStore refuses at construction", () => {
-  it("an @upstash/redis-like client, naming it and what to pass instead", () => {
-    expect(() => new RedisStore({ client: new UpstashLike() as never })).toThrow(
-      /`client` \(UpstashLike\) sends commands but is neither ioredis nor node-redis: it has no duplicate\(\).*@upstash\/redis cannot work here\)\. Pass an ioredis `Redis`\/`Cluster` or a node-redis `createClient\(\)`\/`createCluster\(\)` client, or let sluice build one with `await RedisStore\.connect\(url\)`\./,
+  it("a client with commands but no connection, naming it and what to pass instead", () => {
+    expect(() => new RedisStore({ client: new HttpLike() as never })).toThrow(
+      /`client` \(HttpLike\) sends commands but is neither ioredis nor node-redis: it has no duplicate\(\).*report its connection\. Pass an ioredis `Redis`\/`Cluster` or a node-redis `createClient\(\)`\/`createCluster\(\)` client, or let sluice build one with `await RedisStore\.connect\(url\)`, or an `@upstash\/redis` `Redis`\./,
     );
   });
 

@@ -10,3 +10,4 @@ export type { RedisConnectOptions } from "./connect.ts";
 export type { DenyCacheOptions } from "./deny-cache.ts";
 export type { FallbackOption, OnError } from "./failure.ts";
 export { RedisStore, type RedisStoreOptions } from "./redis-store.ts";
+export type { UpstashLike, UpstashRequester } from "./upstash-commands.ts";

@@ -26,7 +26,7 @@ import { checkScript } from "./script.ts";
 
 /** Options of {@link RedisStore}. */
 export interface RedisStoreOptions {
-  /** An ioredis `Redis`/`Cluster` or a node-redis client/cluster, already configured. */
+  /** An ioredis `Redis`/`Cluster`, a node-redis client/cluster or an `@upstash/redis` `Redis`, already configured. */
   client: RedisClientLike;
   /** Prefix of every key (default `"sluice:"`); keeps applications apart. No `{` or `}`. */
   prefix?: string;
@@ -42,7 +42,8 @@ export interface RedisStoreOptions {
   /**
    * Answer repeats of a denial locally until its `retryAfterMs` (default on; `false` turns it
    * off; `{ maxEntries }` bounds it, default 10,000). Resets and rule changes reach every
-   * node's cache through pub/sub on `<prefix>invalidate`.
+   * node's cache through pub/sub on `<prefix>invalidate`. Off (and refused if asked for) with
+   * `@upstash/redis`, whose REST calls cannot hold a subscription.
    */
   denyCache?: boolean | DenyCacheOptions;
   /**
@@ -145,7 +146,16 @@ export class RedisStore implements Store {
     this.prefix = prefix;
     this.timeoutMs = positive("timeoutMs", options.timeoutMs, DEFAULT_TIMEOUT_MS);
     const grace = positive("expiryGraceMs", options.expiryGraceMs, 0, true);
-    const entries = checkDenyCache(options.denyCache);
+    let entries = checkDenyCache(options.denyCache);
+    if (commands.subscribes === false && entries > 0) {
+      // Asked for explicitly: say it cannot be had rather than run without it unnoticed.
+      if (options.denyCache !== undefined) {
+        throw new ArgumentError(
+          "`denyCache` needs a client that can subscribe to pub/sub; @upstash/redis (REST) cannot: leave `denyCache` unset or false",
+        );
+      }
+      entries = 0;
+    }
     const denyCache = entries > 0 ? new DenyCache(entries) : undefined;
     const onError = checkOnError(options.onError ?? "deny");
     this.#parts = {
