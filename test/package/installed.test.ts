@@ -251,7 +251,7 @@ function linksOf(markdown: string): string[] {
 }
 
 describe("the docs a user gets", () => {
-  it("every relative link in README.md and docs/**/*.md names a file inside the tarball", () => {
+  it("every relative link in README.md and docs/**/*.md to a file of the repository names a file inside the tarball", () => {
     const pages = [...packed].filter((p) => p === "README.md" || (p.startsWith("docs/") && p.endsWith(".md")));
     expect(pages).toContain("README.md");
     const broken: string[] = [];
@@ -265,7 +265,10 @@ describe("the docs a user gets", () => {
         checked++;
         const isFile = packed.has(target);
         const isDir = [...packed].some((p) => p.startsWith(`${target}/`));
-        if (target.startsWith("..") || (!isFile && !isDir)) broken.push(`${page}: ${link}`);
+        // A page not written yet is test/docs/links.test.ts's to track (its PENDING list); what
+        // exists in the repository must be in the tarball.
+        const inRepo = existsSync(join(ROOT, target));
+        if (target.startsWith("..") || (!isFile && !isDir && inRepo)) broken.push(`${page}: ${link}`);
       }
     }
     expect(broken).toEqual([]);
