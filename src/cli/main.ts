@@ -12,8 +12,14 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
   throw error;
 });
 
-runCli(process.argv.slice(2), { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr }).then(
+const io = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr };
+runCli(process.argv.slice(2), io).then(
   (status) => {
     process.exitCode = status;
+  },
+  (error: unknown) => {
+    // runCli reports every error itself; this is only for a failure while reporting one.
+    process.stderr.write(`sluice: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
+    process.exitCode = 1;
   },
 );
