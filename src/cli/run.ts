@@ -9,6 +9,7 @@ import { isSluiceError } from "../index.ts";
 import { InputError, UsageError } from "./args.ts";
 import { checkConfigCommand } from "./check-config.ts";
 import { compareCommand } from "./compare/command.ts";
+import { printableMessage } from "./io.ts";
 import { replayCommand } from "./replay.ts";
 import { serveCommand } from "./serve.ts";
 
@@ -62,11 +63,11 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return await dispatch(argv, io);
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr.write(`sluice: ${error.message}\nRun \`sluice --help\` for usage.\n`);
+      io.stderr.write(`sluice: ${printableMessage(error.message)}\nRun \`sluice --help\` for usage.\n`);
       return 2;
     }
     if (error instanceof InputError || isSluiceError(error)) {
-      io.stderr.write(`sluice: ${(error as Error).message}\n`);
+      io.stderr.write(`sluice: ${printableMessage((error as Error).message)}\n`);
       return 1;
     }
     io.stderr.write(`sluice: unexpected error: ${(error as Error)?.stack ?? String(error)}\n`);
