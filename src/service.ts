@@ -222,10 +222,8 @@ export class RateLimiterService<S extends Store = MemoryStore> {
     if (tier === undefined) return rule.base;
     const limiter = typeof tier === "string" ? rule.tiers.get(tier) : undefined;
     if (limiter === undefined) {
-      const known = [...rule.tiers.keys()].map((t) => JSON.stringify(t)).join(", ") || "none";
-      throw new ArgumentError(
-        `unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(name)} (tiers: ${known})`,
-      );
+      // Names no other tier: this text may reach a client (`rule(name).tiers` lists them).
+      throw new ArgumentError(`unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(name)}`);
     }
     return limiter;
   }

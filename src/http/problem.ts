@@ -76,12 +76,12 @@ export function banned(decision: Decision): ProblemDetails {
   };
 }
 
-/** The 400 body when `tier(req)` names a tier the rule does not have. */
-export function unknownTier(tier: string, rule: string, known: readonly string[]): ProblemDetails {
+/** The 400 body when `tier(req)` names a tier the rule does not have (naming no other tier). */
+export function unknownTier(tier: string, rule: string): ProblemDetails {
   return {
     type: "about:blank",
     title: "Bad Request",
     status: 400,
-    detail: `Unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(rule)} (tiers: ${known.length === 0 ? "none" : known.map((t) => JSON.stringify(t)).join(", ")}).`,
+    detail: `Unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(rule)}.`,
   };
 }
