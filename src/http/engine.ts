@@ -91,7 +91,7 @@ export class Engine<Req, Res = unknown> {
     this.dryRun = options.dryRun === true;
     this.#honorDelay = options.honorDelay !== false;
     this.#clock = options.clock ?? systemClock;
-    this.#target = targetOf(options as RateLimitOptions<never, never>, unknownTier);
+    this.#target = targetOf(options as RateLimitOptions<never, never>, unknownTier, this.#warn);
   }
 
   /** The default key of a request: its client address as far as `trustProxy` allows. */
