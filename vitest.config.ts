@@ -21,10 +21,13 @@ export default defineConfig({
       { find: /^sluice\/(express|fastify|hono|koa)$/, replacement: src("http/$1.ts") },
       { find: /^sluice\/nest$/, replacement: src("nest/index.ts") },
       { find: /^sluice\/otel$/, replacement: src("otel/index.ts") },
+      { find: /^sluice\/threads$/, replacement: src("stores/threads/index.ts") },
     ],
   },
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    // Seeds every fast-check property from SLUICE_SEED (or a fixed default): a printed seed replays.
+    setupFiles: ["test/support/setup-seed.ts"],
     testTimeout: 20_000,
     hookTimeout: 60_000,
     // Redis Cluster and service suites start real processes; keep the 2-core machine unsaturated.

@@ -47,6 +47,7 @@ export {
   type TokenBucketSpec,
   validateRule,
   validateSpec,
+  type WindowAnchor,
 } from "./spec.ts";
 export type { BoundRule, RuleBinding, Store } from "./store.ts";
 export { MemoryStore, type MemoryStoreOptions, type MemoryStoreStats } from "./stores/memory/memory-store.ts";

@@ -20,18 +20,20 @@ export {
   type SlidingLogSpec,
   type SlidingWindowSpec,
   type TokenBucketSpec,
+  type WindowAnchor,
 } from "./algorithms/specs.ts";
 
-type FieldKind = "integer" | "rate";
+type FieldKind = "integer" | "rate" | "anchor";
 const FIELDS: Record<AlgorithmName, Record<string, FieldKind>> = {
-  "fixed-window": { limit: "integer", windowMs: "integer" },
+  "fixed-window": { limit: "integer", windowMs: "integer", anchor: "anchor" },
   "sliding-log": { limit: "integer", windowMs: "integer" },
   "sliding-window": { limit: "integer", windowMs: "integer" },
   "token-bucket": { capacity: "integer", refillPerSecond: "rate" },
   gcra: { limit: "integer", periodMs: "integer", burst: "integer" },
   "leaky-bucket": { capacity: "integer", leakPerSecond: "rate" },
 };
-const OPTIONAL = new Set(["burst"]);
+const OPTIONAL = new Set(["burst", "anchor"]);
+const ANCHORS = ["clock", "first"];
 const SEED_TYPES: Record<string, AlgorithmName> = {
   fixed: "fixed-window",
   sliding: "sliding-log",
@@ -94,6 +96,14 @@ export function validateSpec(input: unknown, where = ""): AlgorithmSpec {
   for (const [field, kind] of Object.entries(fields)) {
     const value = input[field];
     if (value === undefined && OPTIONAL.has(field)) continue;
+    if (kind === "anchor") {
+      if (typeof value !== "string" || !ANCHORS.includes(value)) {
+        fail(where, field, `${field} must be one of ${ANCHORS.map((a) => `"${a}"`).join(", ")}`, value);
+      }
+      // The default is left out, so `{ anchor: "clock" }` and no anchor are one spec.
+      if (value !== "clock") out[field] = value;
+      continue;
+    }
     if (kind === "integer") {
       if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 1) {
         fail(where, field, `${field} must be a positive integer`, value);
@@ -110,6 +120,20 @@ export function validateSpec(input: unknown, where = ""): AlgorithmSpec {
     const field = name === "token-bucket" ? "refillPerSecond" : "leakPerSecond";
     if (!Number.isFinite(((out.capacity as number) * 1000) / (out[field] as number))) {
       fail(where, field, `${field} is too small (capacity·1000 / ${field} ms must be finite)`, out[field]);
+    }
+  }
+  if (name === "gcra" || name === "leaky-bucket") {
+    // The integer arithmetic of src/algorithms/gcra.ts keeps the burst and τ (a full burst's
+    // drain time) in 52-bit tick counts: both must stay below 2^51 (τ: 71,000 years).
+    const [field, burst] = name === "gcra" ? ["burst", out.burst as number] : ["capacity", out.capacity as number];
+    if (burst > 2 ** 51) fail(where, field, `${field} must be at most 2^51`, burst);
+    const tauMs =
+      name === "gcra"
+        ? (burst * (out.periodMs as number)) / (out.limit as number)
+        : (burst * 1000) / (out.leakPerSecond as number);
+    if (tauMs > 2 ** 51) {
+      const rate = name === "gcra" ? "periodMs" : "leakPerSecond";
+      fail(where, rate, `a full ${field} must drain within 2^51 ms (it takes ${tauMs} ms)`, out[rate]);
     }
   }
   if (name === "sliding-window" && (out.limit as number) * (out.windowMs as number) > 2 ** 51) {

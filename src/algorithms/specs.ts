@@ -2,12 +2,19 @@
  * The spec types: plain objects naming an algorithm and its parameters. They live beside the
  * algorithms (the innermost layer); validation of user input is in `src/spec.ts`.
  */
-/** `limit` requests per `windowMs`, windows aligned to multiples of `windowMs` since epoch 0. */
+/**
+ * `limit` requests per `windowMs`, windows aligned to multiples of `windowMs` since epoch 0, or
+ * with `anchor: "first"` each key's window starting at its first counted request.
+ */
 export interface FixedWindowSpec {
   algorithm: "fixed-window";
   limit: number;
   windowMs: number;
+  /** Where windows start: `"clock"` (default) aligned to epoch 0; `"first"` at a key's first counted request. */
+  anchor?: WindowAnchor;
 }
+/** Where a fixed window starts: aligned to the clock, or at a key's first counted request. */
+export type WindowAnchor = "clock" | "first";
 /** At most `limit` in any rolling `windowMs`; exact, O(limit) memory per key. */
 export interface SlidingLogSpec {
   algorithm: "sliding-log";

@@ -9,6 +9,9 @@ import { durationWords, rateWords } from "./units.ts";
 export function describeSpec(spec: AlgorithmSpec): string {
   switch (spec.algorithm) {
     case "fixed-window":
+      if (spec.anchor === "first") {
+        return `at most ${spec.limit} per ${durationWords(spec.windowMs)} from each key's first counted request (up to ${2 * spec.limit} across a window's end)`;
+      }
       return `at most ${spec.limit} per clock-aligned ${durationWords(spec.windowMs)} (up to ${2 * spec.limit} across a window boundary)`;
     case "sliding-log":
       return `at most ${spec.limit} per rolling ${durationWords(spec.windowMs)} (exact)`;

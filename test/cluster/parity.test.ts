@@ -21,14 +21,15 @@ interface Trace {
 }
 
 /**
- * A trace from `seed`: every algorithm family (via specArb), a composite, a tight fixed window
- * with a ban, 3 keys, costs 1–3; checks, peeks, refunds and resets.
+ * A trace from `seed`: every algorithm family (via specArb), a composite, a first-hit window, a
+ * tight fixed window with a ban, 3 keys, costs 1–3; checks, peeks, refunds and resets.
  */
 function makeTrace(seed: number): Trace {
   const single = fc.sample(specArb(false), { seed, numRuns: 8 });
   const specs: Trace["specs"] = [
     ...single,
     [single[0] as AlgorithmSpec, single[1] as AlgorithmSpec],
+    { algorithm: "fixed-window", limit: 3, windowMs: 700, anchor: "first" },
     { algorithm: "fixed-window", limit: 2, windowMs: 1000 },
   ];
   const bans: Trace["bans"] = specs.map((_, i) =>

@@ -16,7 +16,7 @@ import { RateLimiterService } from "../../service.ts";
 import type { Store } from "../../store.ts";
 import { applyConfig } from "../rules-state.ts";
 import type { EnvoyState } from "./decide.ts";
-import { type GrpcOptions, type RunningGrpc, startGrpcServer } from "./grpc-server.ts";
+import type { GrpcOptions, RunningGrpc } from "./grpc-server.ts";
 import { EnvoyMetrics } from "./metrics.ts";
 import { DEFAULT_MAX_OVERRIDE_RULES, OVERRIDE_PREFIX, OverridePool } from "./override.ts";
 
@@ -82,6 +82,9 @@ export class EnvoyService {
       overrides: new OverridePool(() => state, options.maxOverrideRules ?? DEFAULT_MAX_OVERRIDE_RULES),
     };
     applyRules(state, config);
+    // Loaded here, not at the top: gRPC is needed only with --grpc-port, and importing the
+    // library or running any other command must never load it (SPEC §14).
+    const { startGrpcServer } = await import("./grpc-server.ts");
     let envoy: EnvoyService | undefined;
     const grpc = await startGrpcServer(() => state, {
       ...options.guard,

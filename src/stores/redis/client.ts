@@ -8,11 +8,15 @@
 import { ArgumentError } from "../../errors.ts";
 import { ioredisCommands } from "./ioredis-commands.ts";
 import { nodeRedisCommands } from "./node-redis-commands.ts";
+import { isUpstash, type UpstashLike, upstashCommands } from "./upstash-commands.ts";
 
 /** An ioredis `Redis` or `Cluster` (only the methods sluice calls). */
 export interface IoredisLike {
+  /** Runs a loaded script by its SHA1. */
   evalsha(...args: never[]): Promise<unknown>;
+  /** Runs (and loads) a script by its text. */
   eval(...args: never[]): Promise<unknown>;
+  /** Deletes keys. */
   del(...args: never[]): Promise<unknown>;
   /** `true` on an ioredis `Cluster`. */
   readonly isCluster?: boolean;
@@ -20,11 +24,12 @@ export interface IoredisLike {
 
 /** A node-redis client or cluster (only `sendCommand`, whose signature differs between the two). */
 export interface NodeRedisLike {
+  /** Sends one raw command. */
   sendCommand(...args: never[]): Promise<unknown>;
 }
 
 /** Any client `RedisStore` accepts. */
-export type RedisClientLike = IoredisLike | NodeRedisLike;
+export type RedisClientLike = IoredisLike | NodeRedisLike | UpstashLike;
 
 /** A live subscription to one channel. */
 export interface Subscription {
@@ -39,6 +44,8 @@ export type LinkListener = (live: boolean) => void;
 export interface RedisCommands {
   /** Whether keys live on several nodes (a script may only touch keys of one slot). */
   readonly cluster: boolean;
+  /** `false` when the client cannot hold a subscription (REST): the deny cache stays off. */
+  readonly subscribes?: boolean;
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
   del(keys: string[]): Promise<unknown>;
@@ -69,16 +76,31 @@ function describeClient(c: unknown): string {
   return (c as { constructor?: { name?: string } }).constructor?.name ?? "object";
 }
 
-/** Wraps `client`, or throws ArgumentError naming what was received. */
+/** What to pass instead, said by every refusal. */
+const WHAT_TO_PASS =
+  "Pass an ioredis `Redis`/`Cluster` or a node-redis `createClient()`/`createCluster()` client, or let sluice build one with `await RedisStore.connect(url)`";
+
+/** Wraps `client`, or throws ArgumentError naming what was received and what to pass instead. */
 export function adaptClient(client: unknown): RedisCommands {
   const c = client as Record<string, unknown> | null;
-  if (typeof c === "object" && c !== null && typeof c.sendCommand === "function" && typeof c.evalSha === "function") {
-    return nodeRedisCommands(c);
+  if (typeof c !== "object" || c === null) {
+    throw new ArgumentError(`\`client\` must be a Redis client object (got ${describeClient(c)}). ${WHAT_TO_PASS}.`);
   }
-  if (typeof c === "object" && c !== null && typeof c.evalsha === "function" && typeof c.del === "function") {
-    return ioredisCommands(c);
+  // Before ioredis: an @upstash/redis `Redis` has `evalsha` and `del` too, but speaks REST.
+  if (isUpstash(c)) return upstashCommands(c);
+  const has = (name: string) => typeof c[name] === "function";
+  if (has("sendCommand") && has("evalSha") && has("duplicate") && has("connect")) return nodeRedisCommands(c);
+  // ioredis: the commands, plus what the deny cache needs (a duplicate connection, its events).
+  if (has("evalsha") && has("del") && has("duplicate") && has("on") && has("publish")) return ioredisCommands(c);
+  if (has("evalsha") || has("eval")) {
+    // Commands without a connection to duplicate, pub/sub or events (an HTTP client other than @upstash/redis).
+    throw new ArgumentError(
+      `\`client\` (${describeClient(c)}) sends commands but is neither ioredis nor node-redis: it has no ${
+        has("duplicate") ? "event emitter" : "duplicate()"
+      }, so it cannot hold the deny cache's subscription or report its connection. ${WHAT_TO_PASS}, or an \`@upstash/redis\` \`Redis\`.`,
+    );
   }
   throw new ArgumentError(
-    `\`client\` must be an ioredis Redis/Cluster or a node-redis client/cluster (got ${describeClient(c)})`,
+    `\`client\` must be an ioredis or node-redis client (got ${describeClient(c)}). ${WHAT_TO_PASS}.`,
   );
 }

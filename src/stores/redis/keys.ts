@@ -14,7 +14,7 @@
  * distinct keys. Short keys matter: they are most of what a key costs in Redis memory.
  */
 import { createHash } from "node:crypto";
-import type { AlgorithmName } from "../../spec.ts";
+import type { AlgorithmName, AlgorithmSpec } from "../../spec.ts";
 
 /** One-letter algorithm codes, shared with the Lua twins (`ALGO.<code>`). */
 export const ALGORITHM_CODES: Record<AlgorithmName, string> = {
@@ -25,6 +25,11 @@ export const ALGORITHM_CODES: Record<AlgorithmName, string> = {
   gcra: "g",
   "leaky-bucket": "b",
 };
+
+/** The code of a member's Lua twin: its algorithm's, or `F` for fixed windows anchored at the first hit. */
+export function memberCode(spec: AlgorithmSpec): string {
+  return spec.algorithm === "fixed-window" && spec.anchor === "first" ? "F" : ALGORITHM_CODES[spec.algorithm];
+}
 
 /** Characters of a rule digest. */
 export const RULE_DIGEST_LENGTH = 8;

@@ -47,3 +47,46 @@ ALGO.f = function(limit, W)
     load = fw_load, save = fw_save, write = fw_write,
   }
 end
+
+-- anchor "first" (twin of firstHitWindow in src/algorithms/fixed-window.ts): the window starts
+-- at the key's first counted request; the first counted request at or after its end opens the
+-- next one. Same state (w, c), another code and another stored form (codecs/fixed-window.lua).
+
+local function ff_refund(P, S, now, cost)
+  -- Only a running window's units can come back; the window keeps its start.
+  if now < S.w + P.W then
+    local c = S.c - cost
+    if c < 0 then c = 0 end
+    S.c = c
+  end
+end
+
+local function ff_step(P, S, now, cost, commit)
+  local limit, W = P.limit, P.W
+  -- A running window holds (a clock that stepped back before its start included); once it has
+  -- ended, this request would open the next one, at now.
+  local s, count = now, 0
+  if now < S.w + W then s, count = S.w, S.c end
+  local e = ceil(s + W - now)
+  local held = 0
+  if count > 0 then held = e end
+  local left = limit - count
+  if left < 0 then left = 0 end
+  if cost > limit then return false, left, INF, held end
+  if count + cost > limit then return false, left, e, held end
+  local c = count + cost
+  if commit and cost > 0 then
+    S.w = s
+    S.c = c
+  end
+  if c > 0 then return true, limit - c, 0, e end
+  return true, limit - c, 0, 0
+end
+
+ALGO.F = function(limit, W)
+  return {
+    limit = limit, W = W, S = {},
+    step = ff_step, refund = ff_refund, fresh = fw_fresh,
+    load = ff_load, save = ff_save, write = setState,
+  }
+end

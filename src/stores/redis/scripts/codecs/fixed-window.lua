@@ -47,3 +47,21 @@ local function fw_write(P, S, key, now, costText)
     setState(P, S, key, now, costText)
   end
 end
+
+-- Storage of a first-hit window state (w, c) (anchor "first", ALGO.F): w is any instant (the
+-- key's first counted request, fractions included), so it is kept as the exact text "w c".
+local function ff_load(P, raw)
+  local S = P.S
+  if not raw then
+    S.w, S.c = -INF, 0
+    return S
+  end
+  local w, c = match(raw, '^(%S+) (%S+)$')
+  if not w then error('not a sluice first-hit window state: ' .. raw) end
+  S.w, S.c = tonumber(w), tonumber(c)
+  return S
+end
+
+local function ff_save(P, S)
+  return fmt('%.17g %.17g', S.w, S.c)
+end

@@ -1,0 +1,109 @@
+// The built package under Bun and Deno: the core (every algorithm, a composite, first-hit
+// windows, the service, replay) decides a seeded trace exactly as under Node, and RedisStore
+// over @upstash/redis, the edge runtimes' Redis client, decides it as the memory store does,
+// through the local Upstash REST bridge to a real Redis. A runtime whose binary cannot start
+// is skipped with a visible notice, and under CI that is a failure.
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt, ROOT } from "../cli/helpers.ts";
+import { findRedis, type SharedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
+
+const FIXTURE = join(ROOT, "test/edge/fixtures/core-trace.mjs");
+
+interface Run {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function exec(command: string, args: string[]): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, NO_COLOR: "1" } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    // A runtime that hangs must not hang the suite.
+    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      resolve({ status: null, stdout, stderr: String(error) });
+    });
+    child.on("close", (status) => {
+      clearTimeout(timer);
+      resolve({ status, stdout, stderr });
+    });
+  });
+}
+
+/** The runtimes, their binaries (devDependencies) and how each runs the fixture. */
+const RUNTIMES = {
+  bun: { bin: join(ROOT, "node_modules/.bin/bun"), args: (fixture: string) => [fixture] },
+  deno: {
+    bin: join(ROOT, "node_modules/.bin/deno"),
+    args: (fixture: string) => ["run", "--no-lock", "--allow-read", "--allow-env", "--allow-net", fixture],
+  },
+} as const;
+
+/** Whether `name`'s binary starts; if not, says so loudly, and under CI fails. */
+async function available(name: keyof typeof RUNTIMES): Promise<boolean> {
+  const run = await exec(RUNTIMES[name].bin, ["--version"]);
+  if (run.status === 0) return true;
+  const message = `${name} cannot start here (${RUNTIMES[name].bin}: ${run.stderr.trim() || `exit ${run.status}`})`;
+  if (process.env.CI) throw new Error(`${message}; CI is set, so this fails instead of skipping`);
+  console.warn(`\n${"!".repeat(80)}\n!! SKIPPED: ${message}\n${"!".repeat(80)}\n`);
+  return false;
+}
+
+ensureBuilt();
+const redis: SharedRedis | undefined = await findRedis();
+const hasBun = await available("bun");
+const hasDeno = await available("deno");
+if (redis === undefined) {
+  const message = "the Upstash part of the runtime suite needs a Redis (REDIS_URL, 127.0.0.1:6379 or redis-server)";
+  if (process.env.CI) throw new Error(message);
+  console.warn(`SKIPPED: ${message}`);
+}
+
+type Report = Record<string, unknown> & { runtime: string; upstash?: unknown[]; upstashOracle?: unknown[] };
+
+describe("the core under Bun and Deno", () => {
+  let bridge: UpstashBridge | undefined;
+  let node: Report;
+
+  beforeAll(async () => {
+    if (redis !== undefined) bridge = await startUpstashBridge(redis.url);
+    const run = await exec(process.execPath, [FIXTURE]);
+    expect(run.status, run.stderr).toBe(0);
+    node = JSON.parse(run.stdout) as Report;
+  });
+  afterAll(async () => {
+    await bridge?.close();
+    await redis?.owned?.dispose();
+  });
+
+  for (const name of ["bun", "deno"] as const) {
+    it.skipIf(!(name === "bun" ? hasBun : hasDeno))(
+      `${name}: the same decisions as Node, and over @upstash/redis the memory store's`,
+      async () => {
+        const args = bridge === undefined ? [] : [bridge.url, bridge.token, uniquePrefix(`runtime-${name}`)];
+        const run = await exec(RUNTIMES[name].bin, [...RUNTIMES[name].args(FIXTURE), ...args]);
+        expect(run.status, run.stderr).toBe(0);
+        const report = JSON.parse(run.stdout.trim().split("\n").pop() ?? "") as Report;
+        expect(report.runtime).toBe(name);
+        const { runtime: _r, upstash, upstashOracle, ...core } = report;
+        const { runtime: _n, ...nodeCore } = node;
+        expect(core).toEqual(nodeCore);
+        expect((core.limiters as unknown[]).length).toBe(8);
+        if (bridge !== undefined) {
+          expect(upstash).toHaveLength(4);
+          expect(upstash).toEqual(upstashOracle);
+          // Denials were among them: the trace reached past the limits, through Redis.
+          expect(JSON.stringify(upstash)).toContain('"allowed":false');
+        }
+      },
+    );
+  }
+});
