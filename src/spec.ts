@@ -122,6 +122,20 @@ export function validateSpec(input: unknown, where = ""): AlgorithmSpec {
       fail(where, field, `${field} is too small (capacity·1000 / ${field} ms must be finite)`, out[field]);
     }
   }
+  if (name === "gcra" || name === "leaky-bucket") {
+    // The integer arithmetic of src/algorithms/gcra.ts keeps the burst and τ (a full burst's
+    // drain time) in 52-bit tick counts: both must stay below 2^51 (τ: 71,000 years).
+    const [field, burst] = name === "gcra" ? ["burst", out.burst as number] : ["capacity", out.capacity as number];
+    if (burst > 2 ** 51) fail(where, field, `${field} must be at most 2^51`, burst);
+    const tauMs =
+      name === "gcra"
+        ? (burst * (out.periodMs as number)) / (out.limit as number)
+        : (burst * 1000) / (out.leakPerSecond as number);
+    if (tauMs > 2 ** 51) {
+      const rate = name === "gcra" ? "periodMs" : "leakPerSecond";
+      fail(where, rate, `a full ${field} must drain within 2^51 ms (it takes ${tauMs} ms)`, out[rate]);
+    }
+  }
   if (name === "sliding-window" && (out.limit as number) * (out.windowMs as number) > 2 ** 51) {
     // The algorithm compares limit·windowMs products in integer arithmetic; past 2^51 a double
     // (ours, and Redis Lua's) could no longer hold them exactly.

@@ -4,7 +4,7 @@
 // retryAfterMs = ceil(next − τ − now); resetMs = ceil(tat − now); delayMs = ceil(start − now).
 import { createLimiter, type Decision, ManualClock } from "sluice";
 import { describe, expect, it } from "vitest";
-import { gcra } from "./gcra.ts";
+import { emissionInterval, gcra } from "./gcra.ts";
 import { checkRetryHonest, runTable } from "./test-support/table.ts";
 
 const INF = Number.POSITIVE_INFINITY;
@@ -145,5 +145,119 @@ describe("leaky-bucket", () => {
     const limiter = createLimiter({ algorithm: "leaky-bucket", capacity: 3, leakPerSecond: 3 }, clock);
     const delays = Array.from({ length: 3 }, () => (limiter.tryAcquire("k") as Decision).delayMs);
     expect(delays).toEqual([0, 334, 667]);
+  });
+});
+
+/** Today's epoch in ms: a float64 ulp here is ~2.4e-4 ms, coarser than these intervals. */
+const EPOCH = 1_800_000_000_000;
+
+/** How many of `n` cost-1 requests at one instant `at` pass. */
+function admittedAtOnce(spec: Parameters<typeof createLimiter>[0], at: number, n: number): number {
+  const limiter = createLimiter(spec, new ManualClock(at));
+  let admitted = 0;
+  for (let i = 0; i < n; i++) if ((limiter.tryAcquire("k") as Decision).allowed) admitted++;
+  return admitted;
+}
+
+describe("exact at any clock value (sub-µs emission intervals)", () => {
+  it.each([
+    ["gcra 100,000/s burst 5", { algorithm: "gcra", limit: 100_000, periodMs: 1000, burst: 5 }, 100, 5],
+    ["leaky 50,000/s capacity 1", { algorithm: "leaky-bucket", capacity: 1, leakPerSecond: 50_000 }, 100, 1],
+    ["gcra 10M/s burst 100", { algorithm: "gcra", limit: 10_000_000, periodMs: 1000, burst: 100 }, 1_000_000, 100],
+    ["gcra 1e9/min burst 7", { algorithm: "gcra", limit: 1e9, periodMs: 60_000, burst: 7 }, 1000, 7],
+  ] as const)("%s admits its burst at one instant, at 0 and at today's epoch", (_name, spec, offered, burst) => {
+    expect(admittedAtOnce(spec, 0, offered)).toBe(burst);
+    expect(admittedAtOnce(spec, EPOCH, offered)).toBe(burst);
+    expect(admittedAtOnce(spec, EPOCH + 0.5, offered)).toBe(burst);
+  });
+
+  it("gcra 100,000/s burst 5 at today's epoch: T = 0.01 ms, whole figures rounded up", () => {
+    const clock = new ManualClock(EPOCH);
+    const limiter = createLimiter({ algorithm: "gcra", limit: 100_000, periodMs: 1000, burst: 5 }, clock);
+    runTable(limiter, clock, 5, [
+      [EPOCH, "k", 1, true, 4, 0, 1],
+      [EPOCH, "k", 4, true, 0, 0, 1], // tat now + 0.05
+      [EPOCH, "k", 1, false, 0, 1, 1], // 0.06 − 0.05 → 1 ms
+      [EPOCH + 1, "k", 5, true, 0, 0, 1], // drained: 100 emissions in 1 ms
+      [EPOCH + 1, "k", 6, false, 0, INF, 1],
+    ]);
+  });
+
+  it("gcra 1e9/min: remaining never above the limit; the first check leaves limit − 1", () => {
+    const clock = new ManualClock(EPOCH);
+    const limiter = createLimiter({ algorithm: "gcra", limit: 1e9, periodMs: 60_000 }, clock);
+    expect(limiter.tryAcquire("k")).toMatchObject({ allowed: true, limit: 1e9, remaining: 999_999_999, resetMs: 1 });
+    expect(limiter.tryAcquire("k", 1e9 - 1)).toMatchObject({ allowed: true, remaining: 0, resetMs: 60_000 });
+    expect(limiter.peek("k")).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 1 });
+    clock.advance(60_000);
+    expect(limiter.peek("k")).toMatchObject({ allowed: true, remaining: 1e9 - 1, resetMs: 1 });
+  });
+
+  it("a trace decides identically at 0 and at today's epoch (inexact 1e9/7 ms interval, refunds)", () => {
+    const spec = { algorithm: "gcra", limit: 7, periodMs: 1e9, burst: 3 } as const;
+    const run = (t0: number) => {
+      const clock = new ManualClock(t0);
+      const limiter = createLimiter(spec, clock);
+      const out: Decision[] = [];
+      for (const [gap, cost, refund] of [
+        [0, 1, 0],
+        [0, 2, 0],
+        [1, 1, 0],
+        [142_857_142, 1, 0],
+        [1, 1, 0],
+        [0, 0, 1],
+        [0, 1, 0],
+        [5e9, 3, 0],
+      ] as const) {
+        clock.advance(gap);
+        out.push((refund ? limiter.refund("k", refund) : limiter.tryAcquire("k", cost)) as Decision);
+      }
+      return out;
+    };
+    expect(run(EPOCH)).toEqual(run(0));
+    // T = 142,857,142.857… ms, τ = 3T: 142,857,143 ms after a full burst one more fits, 1 ms
+    // later none; a refund gives that one back.
+    expect(run(0).map((d) => d.allowed)).toEqual([true, true, false, true, false, true, true, true]);
+  });
+});
+
+describe("emissionInterval", () => {
+  it("is the exact fraction in lowest terms; a rate is read as its decimal", () => {
+    expect(emissionInterval({ algorithm: "gcra", limit: 3, periodMs: 1000 })).toEqual({
+      per: 1000,
+      den: 3,
+      burst: 3,
+      exact: true,
+    });
+    expect(emissionInterval({ algorithm: "gcra", limit: 1e9, periodMs: 60_000, burst: 5 })).toEqual({
+      per: 3,
+      den: 50_000,
+      burst: 5,
+      exact: true,
+    });
+    expect(emissionInterval({ algorithm: "leaky-bucket", capacity: 2, leakPerSecond: 0.1 })).toEqual({
+      per: 10_000,
+      den: 1,
+      burst: 2,
+      exact: true,
+    });
+    expect(emissionInterval({ algorithm: "leaky-bucket", capacity: 2, leakPerSecond: 1.5e-7 })).toMatchObject({
+      per: 20_000_000_000, // 1000 / 1.5e-7 = 2e10/3 ms
+      den: 3,
+      exact: true,
+    });
+  });
+
+  it("rounds an interval that does not fit 52 bits up (never admits more), within burst/den ms", () => {
+    const third = emissionInterval({ algorithm: "leaky-bucket", capacity: 10, leakPerSecond: 1 / 3 });
+    expect(third.exact).toBe(false);
+    expect(third.per * third.burst).toBeLessThanOrEqual(2 ** 52);
+    // per/den ≥ 3000.0000000000003 (1000 / 0.3333333333333333), by less than a tick.
+    const exact = 10_000_000_000_000_000_000n; // 1000 · 10^16 / 3333333333333333, as a fraction
+    expect(BigInt(third.per) * 3_333_333_333_333_333n >= exact * BigInt(third.den)).toBe(true);
+    expect(BigInt(third.per - 1) * 3_333_333_333_333_333n < exact * BigInt(third.den)).toBe(true);
+    const primes = emissionInterval({ algorithm: "gcra", limit: 999_983, periodMs: 31_536_000_007 });
+    expect(primes.exact).toBe(false);
+    expect(primes.per * primes.burst).toBeLessThanOrEqual(2 ** 52);
   });
 });

@@ -24,13 +24,17 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
   // at tiny rates a fixed EPSILON would admit a request seconds before exact arithmetic does.
   const eps = Math.min(EPSILON, r);
   const whole = (balance: number) => Math.floor((balance + eps) / 1000);
+  // When the bucket is full again, rounded up to a whole ms past the state's time: at epoch
+  // magnitudes `t + dt` would lose any dt below ~2.4e-4 ms, and a store would drop a state that
+  // is not fresh yet (a whole-ms sum is exact).
+  const fullAt = (s: TokenBucketState) => s.t + Math.ceil((full - s.b) / r);
   return {
     kind: "token-bucket",
     spec,
     limit: C,
-    horizonMs: full / r,
+    horizonMs: Math.ceil(full / r),
     create: () => ({ b: full, t: Number.NEGATIVE_INFINITY }),
-    freshAt: (s) => s.t + (full - s.b) / r,
+    freshAt: fullAt,
     // When a stored balance stops mattering depends on capacity and rate (a store's expiry is set
     // from it), so a new capacity or rate starts fresh on every store alike.
     shape: `token-bucket/${C}/${r}`,
@@ -38,8 +42,8 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
       // The instant the bucket is full again: a later one means fewer tokens at every instant.
       slots: 1,
       join(cells, at, state) {
-        const fullAt = state.t + (full - state.b) / r;
-        if (Number.isNaN(cells[at]) || fullAt > (cells[at] as number)) cells[at] = fullAt;
+        const when = fullAt(state);
+        if (Number.isNaN(cells[at]) || when > (cells[at] as number)) cells[at] = when;
       },
       read: (cells, at) => (Number.isNaN(cells[at]) ? undefined : { b: 0, t: (cells[at] as number) - full / r }),
     },

@@ -96,7 +96,7 @@ class Client implements SluiceClient {
     this.#options = options;
     this.#transport = new Transport(options.base, options.token, options.maxSockets);
     this.#breaker = new Breaker(options.breaker);
-    this.#policy = new ClientFailurePolicy(options.onError);
+    this.#policy = new ClientFailurePolicy(options.onError, options.base.origin);
     this.#maxBatch = options.maxBatch;
   }
 

@@ -7,7 +7,8 @@
 import type { Decision } from "../algorithms/decision.ts";
 import type { StoreError } from "../errors.ts";
 import type { Limiter } from "../limiter.ts";
-import { fixedAnswer } from "../stores/redis/failure.ts";
+import { firstFailureWarning } from "../stores/failure-warning.ts";
+import { describePolicy, fixedAnswer, type OnError } from "../stores/redis/failure.ts";
 import type { ClientOnError } from "./options.ts";
 
 /** What kind of call failed. */
@@ -19,8 +20,11 @@ export class ClientFailurePolicy {
   readonly #limits = new Map<string, number>();
   readonly #fallbacks = new Map<string, Limiter>();
 
-  constructor(onError: ClientOnError) {
+  readonly #warn: (error: StoreError) => void;
+
+  constructor(onError: ClientOnError, service: string) {
     this.#onError = onError;
+    this.#warn = firstFailureWarning(`sluice client (${service})`, describePolicy(onError as OnError));
   }
 
   /** Notes the limit the service reported for `rule`. */
@@ -43,6 +47,7 @@ export class ClientFailurePolicy {
   /** The decision for a call the service could not make (rejects with `error` under "throw"). */
   async decide(rule: string, key: string, cost: number, op: Op, error: StoreError): Promise<Decision> {
     const onError = this.#onError;
+    this.#warn(error);
     if (onError === "throw") throw error;
     const limit = this.#limits.get(rule) ?? 0;
     if (onError === "deny" || onError === "allow") return fixedAnswer(onError, limit, cost, error);

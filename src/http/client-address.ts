@@ -21,6 +21,25 @@ import type { RateLimitOptions } from "./options.ts";
 
 const CACHE_SIZE = 4096;
 
+/**
+ * The address a reader gives for a peer on a Unix domain socket (`listen("/run/app.sock")`),
+ * which has none. Such a peer is a local proxy by definition: with `trustProxy` the client
+ * comes from the forwarding header it adds (nginx `proxy_pass http://unix:/run/app.sock`).
+ */
+export const UNIX_SOCKET_PEER = "unix:";
+
+/** What a Node socket's peer address is for rate limiting: its IP, {@link UNIX_SOCKET_PEER}, or undefined. */
+export function socketPeer(
+  socket: { remoteAddress?: string | undefined; server?: { address?: () => unknown } | null } | undefined,
+): string | undefined {
+  if (socket === undefined) return undefined;
+  const address = socket.remoteAddress;
+  if (address !== undefined) return address;
+  // A Unix-socket server's address() is its path; a TCP socket that closed early (whose client
+  // could otherwise forge the header) still belongs to a server whose address() is an object.
+  return typeof socket.server?.address?.() === "string" ? UNIX_SOCKET_PEER : undefined;
+}
+
 /** How an adapter reads a request: the socket's address and a (lower-case) header. */
 export interface RequestReader<Req> {
   address(request: Req): string | undefined;
@@ -95,6 +114,7 @@ export class ClientAddresses<Req> {
       return undefined;
     }
     const raw = this.#reader.header(request, this.#proxyHeader);
+    if (socket === UNIX_SOCKET_PEER) return this.#unixPeer(raw);
     if (this.#trust.kind === "none") {
       if (raw !== undefined && this.#proxyHeader === "x-forwarded-for") this.#warnForwarded(socket);
       let client = this.#cache.get(socket);
@@ -114,6 +134,37 @@ export class ClientAddresses<Req> {
     }
     const chain = raw === undefined ? [] : this.#proxyHeader === "forwarded" ? forwardedFor(raw) : raw.split(",");
     return this.#client(socket, chain);
+  }
+
+  /**
+   * A request from a Unix-socket peer: that peer is the first trusted proxy, so the last entry
+   * of its forwarding header is the client it saw (then walked back as any other trusted chain,
+   * one hop fewer). Without `trustProxy`, or without a usable header, every such request shares
+   * one bucket, with a warning naming the fix.
+   */
+  #unixPeer(raw: string | undefined): Client | undefined {
+    if (this.#trust.kind === "none") {
+      this.#warn(
+        "SLUICE_UNIX_SOCKET_NO_TRUST",
+        "sluice rateLimit: the request came over a Unix socket (no client address), so clients share one bucket; set `trustProxy` (e.g. 1) so the client comes from the proxy's forwarding header",
+      );
+      return undefined;
+    }
+    const chain = raw === undefined ? [] : this.#proxyHeader === "forwarded" ? forwardedFor(raw) : raw.split(",");
+    const seen = chain.at(-1)?.trim() ?? "";
+    const trust = this.#trust;
+    const rest: Trust =
+      trust.kind === "hops" ? (trust.hops > 1 ? { kind: "hops", hops: trust.hops - 1 } : { kind: "none" }) : trust;
+    const bytes = resolveClient(seen, chain.slice(0, -1), rest);
+    if (bytes === undefined) {
+      this.#warn(
+        "SLUICE_TRUST_PROXY_NO_HEADER",
+        `sluice rateLimit: \`trustProxy\` is set but a request over a Unix socket carried no usable ${this.#proxyHeader} header; every client behind that proxy shares one bucket. Check the proxy adds it, or the \`proxyHeader\` option.`,
+      );
+      return undefined;
+    }
+    const key = addressKey(bytes, this.#subnet);
+    return { bytes, key, storeKey: storeKey(key, true) };
   }
 
   #client(socket: string, chain: readonly string[]): Client {

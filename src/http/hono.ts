@@ -8,6 +8,7 @@
  */
 import type { Context, MiddlewareHandler } from "hono";
 import type { Decision } from "../algorithms/decision.ts";
+import { socketPeer } from "./client-address.ts";
 import { Engine, isPromise } from "./engine.ts";
 import { passOn, refusal, withHeaders } from "./fetch.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
@@ -32,7 +33,7 @@ export interface HonoRateLimitOptions extends RateLimitOptions<Context, Response
 }
 
 interface RuntimeEnv {
-  incoming?: { socket?: { remoteAddress?: string } };
+  incoming?: { socket?: Parameters<typeof socketPeer>[0] };
   requestIP?: (request: Request) => { address?: string } | null;
   remoteAddr?: { hostname?: string };
 }
@@ -41,7 +42,7 @@ interface RuntimeEnv {
 export function runtimeAddress(c: Context): string | undefined {
   const env = c.env as RuntimeEnv | undefined;
   if (env === undefined || env === null) return undefined;
-  const node = env.incoming?.socket?.remoteAddress;
+  const node = socketPeer(env.incoming?.socket);
   if (node !== undefined) return node;
   if (typeof env.requestIP === "function") return env.requestIP(c.req.raw)?.address ?? undefined;
   return env.remoteAddr?.hostname;

@@ -6,6 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Decision } from "../algorithms/decision.ts";
+import { socketPeer } from "./client-address.ts";
 import { type CheckedVerdict, Engine, isPromise, type RequestReader, type Verdict } from "./engine.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
@@ -43,7 +44,7 @@ export interface NodeRateLimit<
 
 /** Reads Node requests: the socket's peer address, headers joined as Node joins repeats. */
 export const nodeReader: RequestReader<IncomingMessage> = {
-  address: (request) => request.socket?.remoteAddress,
+  address: (request) => socketPeer(request.socket),
   header: (request, name) => {
     const value = request.headers[name];
     return Array.isArray(value) ? value.join(", ") : value;

@@ -16,7 +16,7 @@ import { RateLimiterService } from "../../service.ts";
 import type { Store } from "../../store.ts";
 import { applyConfig } from "../rules-state.ts";
 import type { EnvoyState } from "./decide.ts";
-import { type RunningGrpc, startGrpcServer } from "./grpc-server.ts";
+import type { RunningGrpc } from "./grpc-server.ts";
 import { EnvoyMetrics } from "./metrics.ts";
 import { OVERRIDE_PREFIX } from "./override.ts";
 
@@ -75,6 +75,9 @@ export class EnvoyService {
       metrics: new EnvoyMetrics(),
     };
     applyRules(state, config);
+    // Loaded here, not at the top: gRPC is needed only with --grpc-port, and importing the
+    // library or running any other command must never load it (SPEC §14).
+    const { startGrpcServer } = await import("./grpc-server.ts");
     const grpc = await startGrpcServer(options.host, options.port, () => state, options.log);
     const envoy = new EnvoyService(options, state, grpc);
     if (options.watch && options.path !== undefined) await envoy.#watch(options.path);

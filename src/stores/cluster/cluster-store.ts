@@ -12,10 +12,11 @@ import { ArgumentError, StoreError } from "../../errors.ts";
 import { checkOptions } from "../../options.ts";
 import { describeValue } from "../../spec.ts";
 import type { BoundRule, RuleBinding, Store } from "../../store.ts";
+import { firstFailureWarning } from "../failure-warning.ts";
 import type { MemoryStoreOptions } from "../memory/memory-store.ts";
 import { MemoryStore } from "../memory/memory-store.ts";
 import { Breaker, type BreakerOptions } from "../redis/breaker.ts";
-import { checkOnError, type FailurePolicy, failurePolicy, type OnError } from "../redis/failure.ts";
+import { checkOnError, describePolicy, type FailurePolicy, failurePolicy, type OnError } from "../redis/failure.ts";
 import { withTimeout } from "../with-timeout.ts";
 import { hasChannel, ipc, type Transport } from "./link.ts";
 import { type BindRecord, CHANNEL, decode, type Op, type OpName, type OpResult } from "./protocol.ts";
@@ -74,6 +75,7 @@ export class ClusterStore implements Store {
   /** The bound on every operation, in ms. */
   readonly timeoutMs: number;
   readonly #onError: OnError;
+  readonly #onFailure: (error: StoreError) => void;
   readonly #breaker: Breaker;
   readonly #link: Transport;
   /** Rules bound and not released, registered again with a new host (socket transport). */
@@ -118,6 +120,7 @@ export class ClusterStore implements Store {
     this.#link.attach(this);
     this.timeoutMs = timeoutMs;
     this.#onError = onError;
+    this.#onFailure = firstFailureWarning("ClusterStore", describePolicy(onError));
     this.#breaker = new Breaker(breaker);
   }
 
@@ -133,7 +136,7 @@ export class ClusterStore implements Store {
 
   /** Binds a rule and registers it with the primary (by id and normalised specs) in the next message. */
   bind(rule: RuleBinding): BoundRule {
-    const bound = new ClusterBoundRule(this, rule, nextBinding++, failurePolicy(this.#onError, rule));
+    const bound = new ClusterBoundRule(this, rule, nextBinding++, failurePolicy(this.#onError, rule, this.#onFailure));
     this.#live.add(bound);
     this.register(bound);
     return bound;

@@ -14,7 +14,7 @@ const OP_CODES: Record<Operation, string> = { check: "c", peek: "p", refund: "r"
 
 /** What the batcher needs of a bound rule. */
 export interface BatchRule extends ReplyLayout {
-  /** The rule's script parameters: member count, ban policy, then code and two parameters per member. */
+  /** The rule's script parameters: member count, ban policy, then code and three parameters per member. */
   readonly descriptor: readonly string[];
   /** Key infixes of a check (`prefix{tag}` + infix + user key): one, the record's. */
   readonly infixes: readonly string[];

@@ -4,6 +4,7 @@
  * a check only hashes its key into a tag, asks the deny cache and hands the batcher a few strings.
  */
 import type { Decision } from "../../algorithms/decision.ts";
+import { emissionInterval } from "../../algorithms/gcra.ts";
 import type { BanPolicy } from "../../ban.ts";
 import type { Operation } from "../../decide-rule.ts";
 import { StoreError } from "../../errors.ts";
@@ -20,20 +21,21 @@ import { hashTag, memberCode, ruleDigest, slotOf, tagSeed } from "./keys.ts";
 import type { Nodes } from "./nodes.ts";
 import { replyWidth } from "./reply.ts";
 
-/** The two script parameters of a member (see the constructor of each Lua twin). */
-function memberParams(spec: AlgorithmSpec): [string, string] {
+/** The three script parameters of a member (see the constructor of each Lua twin; unused ones are "0"). */
+function memberParams(spec: AlgorithmSpec): [string, string, string] {
   switch (spec.algorithm) {
     case "fixed-window":
     case "sliding-log":
     case "sliding-window":
-      return [String(spec.limit), String(spec.windowMs)];
+      return [String(spec.limit), String(spec.windowMs), "0"];
     case "token-bucket":
-      return [String(spec.capacity), String(spec.refillPerSecond)];
+      return [String(spec.capacity), String(spec.refillPerSecond), "0"];
     case "gcra":
-      // The same double the TS step computes, passed exactly (shortest round-trip text).
-      return [String(spec.periodMs / spec.limit), String(spec.burst ?? spec.limit)];
-    case "leaky-bucket":
-      return [String(1000 / spec.leakPerSecond), String(spec.capacity)];
+    case "leaky-bucket": {
+      // The exact interval the TS step uses, as integer ticks (see emissionInterval).
+      const { per, den, burst } = emissionInterval(spec);
+      return [String(per), String(den), String(burst)];
+    }
   }
 }
 
@@ -50,6 +52,8 @@ export interface StoreParts {
   readonly nodes: Nodes;
   readonly batcher: Batcher;
   readonly onError: OnError;
+  /** Hears every failure (the store's once-only warning). */
+  readonly onFailure: (error: StoreError) => void;
   /** The deny cache (undefined with `denyCache: false`). */
   readonly denyCache: DenyCache | undefined;
   /** Where resets and releases are published for every node's cache (whether or not this store has one). */
@@ -79,7 +83,7 @@ export class RedisBoundRule implements BoundRule, BatchRule {
   constructor(store: StoreParts, rule: RuleBinding) {
     this.#id = rule.id;
     this.#store = store;
-    this.#policy = failurePolicy(store.onError, rule);
+    this.#policy = failurePolicy(store.onError, rule, store.onFailure);
     this.#seed = tagSeed(rule.id);
     const { members, ban, shape } = rule.rule;
     this.limits = members.map((a) => a.limit);

@@ -72,18 +72,31 @@ function describeClient(c: unknown): string {
   return (c as { constructor?: { name?: string } }).constructor?.name ?? "object";
 }
 
-/** Wraps `client`, or throws ArgumentError naming what was received. */
+/** What to pass instead, said by every refusal. */
+const WHAT_TO_PASS =
+  "Pass an ioredis `Redis`/`Cluster`, a node-redis `createClient()`/`createCluster()` client or an @upstash/redis `Redis` (over HTTP), or let sluice build one with `await RedisStore.connect(url)`";
+
+/** Wraps `client`, or throws ArgumentError naming what was received and what to pass instead. */
 export function adaptClient(client: unknown): RedisCommands {
   const c = client as Record<string, unknown> | null;
-  // Before ioredis: an @upstash/redis `Redis` has `evalsha` and `del` too, but speaks REST.
-  if (typeof c === "object" && c !== null && isUpstash(c)) return upstashCommands(c);
-  if (typeof c === "object" && c !== null && typeof c.sendCommand === "function" && typeof c.evalSha === "function") {
-    return nodeRedisCommands(c);
+  if (typeof c !== "object" || c === null) {
+    throw new ArgumentError(`\`client\` must be a Redis client object (got ${describeClient(c)}). ${WHAT_TO_PASS}.`);
   }
-  if (typeof c === "object" && c !== null && typeof c.evalsha === "function" && typeof c.del === "function") {
-    return ioredisCommands(c);
+  // Before ioredis: an @upstash/redis `Redis` has `evalsha` and `del` too, but speaks REST.
+  if (isUpstash(c)) return upstashCommands(c);
+  const has = (name: string) => typeof c[name] === "function";
+  if (has("sendCommand") && has("evalSha") && has("duplicate") && has("connect")) return nodeRedisCommands(c);
+  // ioredis: the commands, plus what the deny cache needs (a duplicate connection, its events).
+  if (has("evalsha") && has("del") && has("duplicate") && has("on") && has("publish")) return ioredisCommands(c);
+  if (has("evalsha") || has("eval")) {
+    // A client with commands but none of the connection handling the adapters rely on.
+    throw new ArgumentError(
+      `\`client\` (${describeClient(c)}) sends commands but is neither ioredis nor node-redis: it has no ${
+        has("duplicate") ? "event emitter" : "duplicate()"
+      }, so it cannot hold the deny cache's subscription or report its connection. ${WHAT_TO_PASS}.`,
+    );
   }
   throw new ArgumentError(
-    `\`client\` must be an ioredis Redis/Cluster or a node-redis client/cluster (got ${describeClient(c)})`,
+    `\`client\` must be an ioredis, node-redis or @upstash/redis client (got ${describeClient(c)}). ${WHAT_TO_PASS}.`,
   );
 }

@@ -114,8 +114,26 @@ export interface FailurePolicy {
   release(): void;
 }
 
-/** Applies the policy for one rule; the fallback store (if any) is bound on first use. */
-export function failurePolicy(onError: OnError, rule: RuleBinding): FailurePolicy {
+/** The policy in words, for the first-failure warning. */
+export function describePolicy(onError: OnError): string {
+  if (onError === "deny") return `onError "deny" (denied with retryAfterMs ${DENY_RETRY_MS}, \`decision.failure\` set)`;
+  if (onError === "allow") return `onError "allow" (allowed, \`decision.failure\` set)`;
+  if (onError === "throw") return `onError "throw" (each check rejects with a StoreError)`;
+  if (typeof onError === "function")
+    return "onError: the fallback limiter its function builds per rule (`decision.failure` set)";
+  if ("fallback" in onError) return "onError: { fallback } (the fallback store decides, `decision.failure` set)";
+  return "onError: the fallback limiter given (`decision.failure` set)";
+}
+
+/**
+ * Applies the policy for one rule; the fallback store (if any) is bound on first use.
+ * `onFailure` hears every failure before the policy answers (the store's warning).
+ */
+export function failurePolicy(
+  onError: OnError,
+  rule: RuleBinding,
+  onFailure: (error: StoreError) => void = () => undefined,
+): FailurePolicy {
   const limit = Math.min(...rule.rule.members.map((a) => a.limit));
   const store = fallbackStore(onError);
   let bound: BoundRule | undefined;
@@ -129,6 +147,7 @@ export function failurePolicy(onError: OnError, rule: RuleBinding): FailurePolic
     op: Operation,
     error: StoreError,
   ): Promise<Decision> => {
+    onFailure(error);
     if (onError === "throw") throw error;
     if (onError === "deny" || onError === "allow" || store === undefined) {
       return fixedAnswer(onError === "deny" ? "deny" : "allow", limit, cost, error);

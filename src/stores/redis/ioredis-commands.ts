@@ -62,8 +62,12 @@ export function ioredisCommands(c: Record<string, unknown>): RedisCommands {
         (sub.disconnect as () => void)();
       };
       try {
+        // `duplicate()` copies the parent's options, `lazyConnect` included: a lazy duplicate
+        // would wait for a first command that never comes, and the cache would never go live.
         // Without an offline queue a command sent before the connection is up fails: wait for it.
-        if (sub.status !== "ready") await readyOrFailure(events);
+        const ready = sub.status === "ready" ? undefined : readyOrFailure(events);
+        if (sub.status === "wait") (sub.connect as () => Promise<unknown>)().catch(() => undefined);
+        await ready;
         await (sub.subscribe as (ch: string) => Promise<unknown>)(channel);
       } catch (error) {
         await close();

@@ -11,9 +11,28 @@ export function nodeRedisCommands(c: Record<string, unknown>): RedisCommands {
   const send = (c.sendCommand as Send).bind(c);
   // node-redis: a cluster routes by an explicit first key; a client takes the arguments only.
   const cluster = "masters" in c;
-  const run = cluster
+  const direct = cluster
     ? (args: string[], first: string | undefined) => send(first, false, args)
     : (args: string[]) => send(args);
+  // node-redis refuses every command until `connect()`. A client never connected (the usual
+  // slip: a forgotten `await client.connect()`) is connected here, once, on its first command;
+  // one seen open and later closed is its owner's choice and stays closed.
+  let seenOpen = c.isOpen !== false;
+  let connecting: Promise<unknown> | undefined;
+  const run = (args: string[], first: string | undefined): Promise<unknown> => {
+    if (seenOpen || c.isOpen !== false) {
+      seenOpen = true;
+      return direct(args, first);
+    }
+    if (connecting === undefined) {
+      // Its connection errors are reported through checks (decision.failure and the store's
+      // warning); without a listener node-redis would throw them as uncaught 'error' events.
+      const emitter = c as unknown as Emitter & { listenerCount?(event: string): number };
+      if ((emitter.listenerCount?.("error") ?? 0) === 0) emitter.on("error", () => undefined);
+      connecting = (c.connect as () => Promise<unknown>).call(c);
+    }
+    return connecting.then(() => direct(args, first));
+  };
   const options = (): Options =>
     cluster
       ? ((c._options as Options)?.defaults as Options)

@@ -12,12 +12,14 @@
 
 import { ArgumentError } from "../../errors.ts";
 import type { BoundRule, RuleBinding, Store } from "../../store.ts";
+import { firstFailureWarning } from "../failure-warning.ts";
 import { Batcher } from "./batcher.ts";
 import { RedisBoundRule, type StoreParts } from "./bound-rule.ts";
 import type { BreakerOptions } from "./breaker.ts";
 import { adaptClient, type RedisClientLike } from "./client.ts";
+import { connectClient, type RedisConnectOptions, splitConnectOptions } from "./connect.ts";
 import { checkDenyCache, DenyCache, type DenyCacheOptions } from "./deny-cache.ts";
-import { checkOnError, type OnError } from "./failure.ts";
+import { checkOnError, describePolicy, type OnError } from "./failure.ts";
 import { Invalidation } from "./invalidation.ts";
 import { Nodes } from "./nodes.ts";
 import { checkScript } from "./script.ts";
@@ -90,6 +92,42 @@ export class RedisStore implements Store {
   /** The bound on every check, in ms. */
   readonly timeoutMs: number;
   readonly #parts: StoreParts;
+  /** Closes the client when the store built it ({@link RedisStore.connect}). */
+  #closeClient: (() => Promise<void>) | undefined;
+
+  /**
+   * Connects to Redis with a client sluice builds and configures (ioredis: standalone from a
+   * URL, `{ cluster: [...] }` or `{ sentinels: [...], name }`), waits until it is ready, and
+   * returns a store that owns it (`close()` closes both). Needs `ioredis` installed.
+   *
+   * @example
+   * const store = await RedisStore.connect("redis://127.0.0.1:6379");
+   * const cluster = await RedisStore.connect({ cluster: ["10.0.0.1:6379", "10.0.0.2:6379"], prefix: "api:" });
+   */
+  static async connect(target: string | RedisConnectOptions): Promise<RedisStore> {
+    const { connect, store: options } = splitConnectOptions(target);
+    // Refuse bad store options before opening any connection.
+    for (const key of Object.keys(options)) {
+      if (!OPTION_KEYS.has(key)) {
+        throw new ArgumentError(
+          `unknown RedisStore.connect option \`${key}\` (expected url, cluster, sentinels, name, clientOptions, connectTimeoutMs, ${[
+            ...OPTION_KEYS,
+          ]
+            .filter((k) => k !== "client")
+            .join(", ")})`,
+        );
+      }
+    }
+    const connected = await connectClient(connect);
+    try {
+      const store = new RedisStore({ ...options, client: connected.client as RedisClientLike });
+      store.#closeClient = connected.close;
+      return store;
+    } catch (error) {
+      await connected.close();
+      throw error;
+    }
+  }
 
   constructor(options: RedisStoreOptions) {
     if (typeof options !== "object" || options === null) {
@@ -119,13 +157,15 @@ export class RedisStore implements Store {
       entries = 0;
     }
     const denyCache = entries > 0 ? new DenyCache(entries) : undefined;
+    const onError = checkOnError(options.onError ?? "deny");
     this.#parts = {
       prefix,
       timeoutMs: this.timeoutMs,
       commands,
       nodes: new Nodes(commands, options.breaker),
       batcher: new Batcher(commands, checkScript(), this.timeoutMs, Math.ceil(grace)),
-      onError: checkOnError(options.onError ?? "deny"),
+      onError,
+      onFailure: firstFailureWarning(`RedisStore (prefix ${JSON.stringify(prefix)})`, describePolicy(onError)),
       denyCache,
       invalidation: new Invalidation(commands, prefix, denyCache, this.timeoutMs),
     };
@@ -161,9 +201,12 @@ export class RedisStore implements Store {
     return this.#parts.denyCache?.hits ?? 0;
   }
 
-  /** Ends the deny cache's subscription (the client itself stays yours to close). */
+  /** Ends the deny cache's subscription; the client stays yours to close, unless {@link RedisStore.connect} made it. */
   async close(): Promise<void> {
     await this.#parts.invalidation.close();
+    const closeClient = this.#closeClient;
+    this.#closeClient = undefined;
+    await closeClient?.();
   }
 
   /** Binds a rule: its members' key layout and script parameters are computed once, here. */

@@ -3,7 +3,7 @@
 --
 -- ARGV[1]: extra expiry grace in ms. ARGV[2]: the number of rules used in this batch; then per
 -- rule (sent once per batch, not once per check): m (its members), its ban policy as after,
--- withinMs and forMs (after 0: no ban), and per member its algorithm code and two parameters.
+-- withinMs and forMs (after 0: no ban), and per member its algorithm code and three parameters.
 -- Then 4 per check: its rule (1..), its op ('c' check, 'p' peek, 'r' refund), its cost and
 -- now ('' = Redis TIME) — or, when those 4 are the same for every check, '=' and the 4 once.
 -- KEYS: the record key of each check in turn.
@@ -87,8 +87,8 @@ for r = 1, tonumber(ARGV[2]) do
   a = a + 4
   local members = {}
   for i = 1, count do
-    members[i] = ALGO[ARGV[a]](tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]))
-    a = a + 3
+    members[i] = ALGO[ARGV[a]](tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
+    a = a + 4
   end
   rules[tostring(r)] = compileRule(members, after, withinMs, forMs)
 end

@@ -1,71 +1,90 @@
 -- Twin of src/algorithms/gcra.ts (gcra, code g, and leaky-bucket, code b: the same arithmetic;
 -- the leaky bucket also reports delayMs; storage: codecs/gcra.lua). State: the theoretical
--- arrival time tat. T arrives as the exact double the TS side computed (periodMs / limit or
--- 1000 / leakPerSecond).
-local TWO_POW_M44 = math.ldexp(1, -44) -- 2^-44, exactly
+-- arrival time as whole ms plus ticks of 1/den ms. The interval arrives as the exact fraction
+-- the TS side computed (emissionInterval): per ticks per emission, den ticks per ms. Every
+-- value below is an integer under 2^53 (a difference from now of at most a few tau), so these
+-- doubles compute exactly what the TS computes, at any clock value.
 
-local function em_fresh(P, S) return S.tat end
-
-local function em_refund(P, S, now, cost)
-  -- Backlog ahead of now shrinks by the refunded emissions; time already past stays past.
-  local tat = S.tat
-  if tat > now then
-    tat = tat - cost * P.T
-    if now > tat then tat = now end
-    S.tat = tat
-  end
+-- The state's arrival time in this rule's ticks: as written, or rounded up to the next ms when
+-- written under another interval (msOf / ticksOf of the TS step).
+local function em_at(P, S)
+  if S.den == P.den or S.ticks == 0 then return S.ms, S.ticks end
+  return S.ms + 1, 0
 end
 
--- whole(ms) of the TS step: the units that still fit in `room` ms (the TS computes tau + tol - ms
--- left to right, as the callers' `lim - ms` does).
-local function em_whole(room, T)
-  local n = floor(room / T + 1e-9)
+-- Stores ms + ticks (ticks may exceed a ms, or be negative after a refund: whole ms carry).
+local function em_write(P, S, ms, ticks)
+  local den = P.den
+  local carry = floor(ticks / den)
+  S.ms, S.ticks, S.den = ms + carry, ticks - carry * den, den
+end
+
+local function em_fresh(P, S)
+  if S.ticks > 0 then return S.ms + 1 end
+  return S.ms
+end
+
+local function em_remaining(P, backlog)
+  local n = floor((P.tau - backlog) / P.per)
   if n < 0 then return 0 end
   return n
 end
 
+local function em_refund(P, S, now, cost)
+  -- Backlog ahead of now shrinks by the refunded emissions; time already past stays past.
+  local den, per = P.den, P.per
+  local nowMs = floor(now)
+  local nowTicks = floor((now - nowMs) * den)
+  local ms, ticks = em_at(P, S)
+  local dm, frac = ms - nowMs, ticks - nowTicks
+  if not (dm > 0 or (dm == 0 and frac > 0)) then return end
+  if dm <= P.nearMs then
+    local backlog = dm * den + frac
+    if cost >= ceil(backlog / per) then
+      em_write(P, S, nowMs, nowTicks)
+    else
+      em_write(P, S, nowMs, nowTicks + backlog - cost * per)
+    end
+  else
+    -- Far ahead (a clock stepped back): give back at most a whole burst.
+    local c = cost
+    if c > P.burst then c = P.burst end
+    em_write(P, S, ms, ticks - c * per)
+  end
+end
+
 local function em_step(P, S, now, cost, commit)
-  local T, burst, tau = P.T, P.burst, P.tau
-  local tat = S.tat
-  local start = now
-  if tat > now then start = tat end
-  local backlog = start - now -- ms of earlier requests still ahead of this one
-  -- `next - now` summed from relative figures (epoch-ms magnitudes would add rounding).
-  local ahead = backlog + cost * T
-  -- Tolerance for the rounding absolute times carry (the TS step's formula, to the bit).
-  local tol = (abs(now) + tau) * TWO_POW_M44
-  if tol > 0.25 then tol = 0.25 end
-  tol = EPSILON + tol
-  local lim = tau + tol
-  -- up(ms) of the TS step: ceilMs with that tolerance.
-  local resetUp = 0
-  if backlog > tol then resetUp = ceil(backlog - tol) end
-  if cost > burst then return false, em_whole(lim - backlog, T), INF, resetUp end
-  if ahead <= lim then
-    if commit then S.tat = start + cost * T end
+  local den, per, burst, tau = P.den, P.per, P.burst, P.tau
+  local nowMs = floor(now)
+  local nowTicks = floor((now - nowMs) * den)
+  local ms, ticks = em_at(P, S)
+  local dm, frac = ms - nowMs, ticks - nowTicks
+  local ahead = dm > 0 or (dm == 0 and frac > 0)
+  if ahead and dm > P.nearMs then
+    -- Far ahead: backlog > tau; figures are whole ms plus a tick remainder, never ms * den.
+    local reset = dm + ceil(frac / den)
+    if cost > burst then return false, 0, INF, reset end
+    return false, 0, dm + ceil((frac + cost * per - tau) / den), reset
+  end
+  local backlog = 0 -- ticks of earlier requests still ahead of this one
+  if ahead then backlog = dm * den + frac end
+  if cost > burst then return false, em_remaining(P, backlog), INF, ceil(backlog / den) end
+  local need = cost * per
+  if backlog <= tau - need then
+    local after = backlog + need
+    if commit then em_write(P, S, nowMs, nowTicks + after) end
     local delay = 0
-    if P.delays then delay = resetUp end
-    local reset = 0
-    if ahead > tol then reset = ceil(ahead - tol) end
-    return true, em_whole(lim - ahead, T), delay, reset
+    if P.delays then delay = ceil(backlog / den) end
+    return true, em_remaining(P, after), delay, ceil(after / den)
   end
-  local retry = 0
-  if ahead - tau > tol then retry = ceil(ahead - tau - tol) end
-  -- Float noise must never tell a client to come back before it can pass.
-  local need = cost * T
-  while true do
-    local left = backlog - retry
-    if left < 0 then left = 0 end
-    if not (left + need > lim and retry < MAX_SAFE_INTEGER) then break end
-    retry = retry + 1
-  end
-  return false, em_whole(lim - backlog, T), retry, resetUp
+  return false, em_remaining(P, backlog), ceil((backlog + need - tau) / den), ceil(backlog / den)
 end
 
 local function emission(delays)
-  return function(T, burst)
+  return function(per, den, burst)
+    local tau = burst * per
     return {
-      T = T, burst = burst, tau = burst * T, delays = delays, S = {},
+      per = per, den = den, burst = burst, tau = tau, nearMs = ceil(tau / den) + 1, delays = delays, S = {},
       step = em_step, refund = em_refund, fresh = em_fresh,
       load = em_load, save = em_save, write = setState,
     }

@@ -53,7 +53,7 @@ local function ttl(fresh, now)
 end
 
 -- Every algorithm registers a constructor under its one-letter code: called once per rule per
--- batch with its two parameters, it returns the member P = { <parameters>, step, refund, fresh,
+-- batch with its three parameters (unused ones are 0), it returns the member P = { <parameters>, step, refund, fresh,
 -- load, save, write }. Math (algorithms/*.lua): step(P, S, now, cost, commit) -> allowed,
 -- remaining, retryAfterMs when denied / delayMs when allowed, resetMs (it changes S only when
 -- commit and allowed); refund(P, S, now, cost) gives units back in place; fresh(P, S) -> when

@@ -10,7 +10,9 @@ local function tb_balanceAt(P, b, t, now)
   return balance
 end
 
-local function tb_fresh(P, S) return S.t + (P.full - S.b) / P.r end
+-- fullAt of the TS step: rounded up to a whole ms past t (a sum at epoch magnitudes would lose
+-- a sub-ulp refill time).
+local function tb_fresh(P, S) return S.t + ceil((P.full - S.b) / P.r) end
 
 local function tb_refund(P, S, now, cost)
   local b = tb_balanceAt(P, S.b, S.t, now) + cost * 1000
