@@ -25,6 +25,8 @@ export default defineConfig({
   },
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    // Seeds every fast-check property from SLUICE_SEED (or a fixed default): a printed seed replays.
+    setupFiles: ["test/support/setup-seed.ts"],
     testTimeout: 20_000,
     hookTimeout: 60_000,
     // Redis Cluster and service suites start real processes; keep the 2-core machine unsaturated.

@@ -2,6 +2,7 @@
 // composites (all or nothing), through the public limiter on the in-process store.
 import { type Decision, type LimitSpec, ManualClock, MemoryStore, RateLimiterService } from "sluice";
 import { describe, expect, it } from "vitest";
+import { bannedDecision } from "./decide-rule.ts";
 import { createLimiter } from "./limiter.ts";
 
 const INF = Number.POSITIVE_INFINITY;
@@ -169,4 +170,86 @@ describe("composites", () => {
     clock.set(1000);
     expect(limiter.tryAcquire("k", 1)).toMatchObject({ allowed: true, remaining: 0 });
   });
+});
+
+describe("a banned key's figures (never sooner than its members would allow)", () => {
+  // Each row: the window, the ban, and what the banning denial must say. The ban is 5 s; when
+  // the window still denies for longer (59,999 ms), that is the answer, not the ban's 5,000.
+  const rows: Array<[string, number, number, number, number]> = [
+    // label, windowMs, forMs, retryAfterMs, resetMs of the banning denial (1 ms after the check)
+    ["the window outlasts the ban", 60_000, 5000, 59_999, 59_999],
+    ["the ban outlasts the window", 1000, 5000, 5000, 5000],
+  ];
+  for (const start of [0, 1_800_000_000_000]) {
+    for (const [label, windowMs, forMs, retry, reset] of rows) {
+      it(`${label} (at ${start})`, () => {
+        const clock = new ManualClock(start);
+        const limiter = createLimiter(
+          { algorithm: "fixed-window", limit: 1, windowMs },
+          { clock, ban: { after: 1, withinMs: 1000, forMs } },
+        );
+        expect(limiter.tryAcquire("k").allowed).toBe(true);
+        clock.set(start + 1);
+        expect(limiter.tryAcquire("k")).toEqual({
+          allowed: false,
+          limit: 1,
+          remaining: 0,
+          retryAfterMs: retry,
+          resetMs: reset,
+          delayMs: 0,
+          banned: true,
+        });
+        // A client coming back at retryAfterMs passes; 1 ms earlier it does not.
+        clock.set(start + 1 + retry - 1);
+        expect(limiter.peek("k").allowed).toBe(false);
+        clock.set(start + 1 + retry);
+        expect(limiter.tryAcquire("k").allowed).toBe(true);
+      });
+    }
+  }
+
+  it("bannedDecision takes the later of the ban's end and the members' own figures", () => {
+    const members: Decision = { allowed: false, limit: 3, remaining: 0, retryAfterMs: 700, resetMs: 900, delayMs: 0 };
+    expect(bannedDecision(members, 500)).toEqual({ ...members, retryAfterMs: 700, resetMs: 900, banned: true });
+    expect(bannedDecision(members, 800)).toEqual({ ...members, retryAfterMs: 800, resetMs: 900, banned: true });
+    expect(bannedDecision(members, 1000)).toEqual({ ...members, retryAfterMs: 1000, resetMs: 1000, banned: true });
+    // Members that would allow (retry 0) still answer with the ban; remaining is 0 whatever they say.
+    const open: Decision = { allowed: true, limit: 3, remaining: 2, retryAfterMs: 0, resetMs: 0, delayMs: 0 };
+    expect(bannedDecision(open, 250)).toEqual({
+      ...open,
+      allowed: false,
+      remaining: 0,
+      retryAfterMs: 250,
+      resetMs: 250,
+      banned: true,
+    });
+  });
+});
+
+describe("the ban's span boundary", () => {
+  // Denials exactly `withinMs` apart are in different spans (the count restarts), 1 ms less apart in one.
+  for (const start of [0, 1_800_000_000_000]) {
+    it.each([
+      [999, true],
+      [1000, false],
+      [1001, false],
+    ])(`a second denial %i ms after the first bans: %s (at ${start})`, (gap, bans) => {
+      const clock = new ManualClock(start);
+      const limiter = createLimiter(
+        { algorithm: "fixed-window", limit: 1, windowMs: 100_000 },
+        { clock, ban: { after: 2, withinMs: 1000, forMs: 50_000 } },
+      );
+      limiter.tryAcquire("k");
+      expect(limiter.tryAcquire("k").banned).toBeUndefined();
+      clock.set(start + gap);
+      expect(limiter.tryAcquire("k").banned === true).toBe(bans);
+      // And the ban lasts exactly forMs from the banning denial.
+      if (bans) {
+        clock.set(start + gap + 50_000 - 1);
+        expect(limiter.peek("k").banned).toBe(true);
+        clock.set(start + gap + 50_000);
+        expect(limiter.peek("k").banned).toBeUndefined();
+      }
+    });
+  }
 });

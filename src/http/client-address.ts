@@ -42,7 +42,9 @@ export function socketPeer(
 
 /** How an adapter reads a request: the socket's address and a (lower-case) header. */
 export interface RequestReader<Req> {
+  /** The socket's peer address, if the request has one. */
   address(request: Req): string | undefined;
+  /** A header's value by its lower-case name. */
   header(request: Req, name: string): string | undefined;
 }
 

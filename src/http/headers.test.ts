@@ -130,6 +130,27 @@ describe("older layouts report the member with least remaining", () => {
   });
 });
 
+describe("a tie in remaining: the single-limit layouts report Decision.limit (the first member's)", () => {
+  // Both members have 2 left; combine() reports the first member's limit, and so must every header.
+  const tie = (first: Decision, second: Decision): Decision => ({
+    ...decision(true, first.limit, 2, 0, Math.max(first.resetMs, second.resetMs)),
+    parts: [first, second],
+  });
+  const small = decision(true, 100, 2, 0, 5000);
+  const large = decision(true, 1000, 2, 0, 80_000_000);
+  test.each([
+    ["draft-7", [window, daily], tie(small, large), "RateLimit", "limit=100, remaining=2, reset=5"],
+    ["draft-7", [daily, window], tie(large, small), "RateLimit", "limit=1000, remaining=2, reset=80000"],
+    ["draft-6", [window, daily], tie(small, large), "RateLimit-Limit", "100"],
+    ["draft-6", [daily, window], tie(large, small), "RateLimit-Limit", "1000"],
+    ["legacy", [window, daily], tie(small, large), "X-RateLimit-Limit", "100"],
+    ["legacy", [daily, window], tie(large, small), "X-RateLimit-Limit", "1000"],
+  ] as const)("%s with members %j", (format, specs, d, name, value) => {
+    expect(write(format, "p", [...specs], d)[name]).toBe(value);
+    expect(String(d.limit)).toBe(/limit=(\d+)/.exec(value)?.[1] ?? value);
+  });
+});
+
 describe("Retry-After and problem bodies", () => {
   test("whole seconds rounded up, at least 1; none when the request can never pass", () => {
     expect(retryAfterSeconds(decision(false, 1, 0, 1, 1))).toBe("1");

@@ -6,9 +6,9 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ensureBuilt, ROOT } from "../cli/helpers.ts";
 
-/** The first ```js block after `heading` in README.md. */
+/** The first ```js block after `heading` in docs/stores.md (moved there from the README). */
 function blockAfter(heading: string): string {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const readme = readFileSync(join(ROOT, "docs", "stores.md"), "utf8");
   const from = readme.indexOf(heading);
   expect(from).toBeGreaterThan(-1);
   const block = /```js\n([\s\S]*?)```/.exec(readme.slice(from));

@@ -263,8 +263,8 @@ export function features(name: string, adapter: Adapter, limits: FeatureLimits =
         expect([banned.status, banned.headers.get("retry-after")]).toEqual([403, "600"]);
         expect(banned.headers.get("content-type")).toMatch(/^application\/problem\+json/);
         expect(await banned.json()).toEqual({
-          type: "about:blank",
-          title: "Forbidden",
+          type: "urn:sluice:problem:banned",
+          title: "Banned",
           status: 403,
           detail: "Too many requests were refused; this client is banned for 600 more seconds.",
         });

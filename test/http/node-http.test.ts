@@ -195,7 +195,7 @@ describe("node http", () => {
     }),
   });
 
-  test("store failure under deny: 503 with its own problem body, no Retry-After", async () => {
+  test("store failure under deny: 503 with its own problem body and Retry-After", async () => {
     served = await serveNode({
       spec: { algorithm: "fixed-window", limit: 10, windowMs: 1000 },
       store: failedStore("deny"),
@@ -203,10 +203,14 @@ describe("node http", () => {
     const res = await fetch(served.url);
     expect(res.status).toBe(503);
     expect(res.headers.get("content-type")).toBe("application/problem+json");
-    expect(res.headers.get("retry-after")).toBeNull();
+    expect(res.headers.get("retry-after")).toBe("1"); // a store outage says when to come back
     expect(res.headers.get("ratelimit")).toBeNull();
     const body = await res.json();
-    expect(body).toMatchObject({ status: 503, title: "Service Unavailable" });
+    expect(body).toMatchObject({
+      status: 503,
+      title: "Store unavailable",
+      type: "urn:sluice:problem:store-unavailable",
+    });
     expect(body.type).not.toMatch(/quota-exceeded/);
   });
 

@@ -56,10 +56,14 @@ describe.skipIf(redisModule === undefined)("HTTP over RedisStore", () => {
         const res = await fetch(served.url);
         expect(res.status).toBe(503);
         expect(res.headers.get("content-type")).toBe("application/problem+json");
-        expect(res.headers.get("retry-after")).toBeNull();
+        expect(res.headers.get("retry-after")).toBe("1"); // a store outage says when to come back
         expect(res.headers.get("ratelimit")).toBeNull();
         const body = await res.json();
-        expect(body).toMatchObject({ status: 503, title: "Service Unavailable" });
+        expect(body).toMatchObject({
+          status: 503,
+          title: "Store unavailable",
+          type: "urn:sluice:problem:store-unavailable",
+        });
         expect(body["violated-policies"]).toBeUndefined();
       }
     } finally {

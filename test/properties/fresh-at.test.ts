@@ -4,6 +4,7 @@
 import fc from "fast-check";
 import { algorithmFor } from "sluice";
 import { describe, expect, it } from "vitest";
+import { runs } from "../support/seed.ts";
 import { specArb } from "./arbitraries.ts";
 
 describe("freshAt", () => {
@@ -33,7 +34,7 @@ describe("freshAt", () => {
           expect(freshAt).toBeLessThanOrEqual(now + algorithm.horizonMs + 1e-6);
         },
       ),
-      { numRuns: 400 },
+      { numRuns: runs(400) },
     );
   });
 });

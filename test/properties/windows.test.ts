@@ -2,6 +2,7 @@
 import fc from "fast-check";
 import { createLimiter, ManualClock } from "sluice";
 import { describe, expect, it } from "vitest";
+import { runs } from "../support/seed.ts";
 import { startArb, traceArb } from "./arbitraries.ts";
 
 /** Runs a single-key trace; returns the admitted requests as [time, cost]. */
@@ -32,7 +33,7 @@ describe("window invariants", () => {
         const log = admitted({ algorithm: "sliding-log", limit: L, windowMs: W }, start, trace);
         for (const [t] of log) expect(unitsIn(log, t - W + 1, t)).toBeLessThanOrEqual(L);
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -50,7 +51,7 @@ describe("window invariants", () => {
           if (allowed) log.push([now, cost]);
         }
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -60,7 +61,7 @@ describe("window invariants", () => {
         const log = admitted({ algorithm: "fixed-window", limit: L, windowMs: W }, start, trace);
         for (const [t] of log) expect(unitsIn(log, t, t + W - 1)).toBeLessThanOrEqual(2 * L);
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -74,7 +75,7 @@ describe("window invariants", () => {
           expect(unitsIn(log, s, s + W - 1)).toBeLessThanOrEqual(L);
         }
       }),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 
@@ -99,7 +100,7 @@ describe("window invariants", () => {
           }
         },
       ),
-      { numRuns: 300 },
+      { numRuns: runs(300) },
     );
   });
 });

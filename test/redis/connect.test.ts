@@ -23,11 +23,8 @@ afterAll(async () => {
   await shared?.owned?.dispose();
 });
 
-/**
- * An object with Redis commands but neither a connection nor events, nor @upstash/redis's
- * REST requester (`client.request`; the real @upstash/redis is accepted: test/edge/upstash.test.ts).
- */
-class UpstashLike {
+/** A client with commands but no connection, no events (an HTTP client that is not @upstash/redis). */
+class HttpLike {
   async evalsha(_sha: string, _keys: string[], _args: string[]): Promise<unknown> {
     return [];
   }
@@ -44,15 +41,15 @@ class UpstashLike {
 
 describe("clients RedisStore refuses at construction", () => {
   it("a client with commands but no connection, naming it and what to pass instead", () => {
-    expect(() => new RedisStore({ client: new UpstashLike() as never })).toThrow(
-      /`client` \(UpstashLike\) sends commands but is neither ioredis nor node-redis: it has no duplicate\(\).*\. Pass an ioredis `Redis`\/`Cluster`, a node-redis `createClient\(\)`\/`createCluster\(\)` client or an @upstash\/redis `Redis` \(over HTTP\), or let sluice build one with `await RedisStore\.connect\(url\)`\./,
+    expect(() => new RedisStore({ client: new HttpLike() as never })).toThrow(
+      /`client` \(HttpLike\) sends commands but is neither ioredis nor node-redis: it has no duplicate\(\).*report its connection\. Pass an ioredis `Redis`\/`Cluster` or a node-redis `createClient\(\)`\/`createCluster\(\)` client, or let sluice build one with `await RedisStore\.connect\(url\)`, or an `@upstash\/redis` `Redis`\./,
     );
   });
 
   it("anything else, with the same advice", () => {
     for (const client of [undefined, null, 42, "redis://127.0.0.1:6379", {}, { get: () => 1 }]) {
       expect(() => new RedisStore({ client: client as never }), String(client)).toThrow(
-        /must be (a Redis client object|an ioredis, node-redis or @upstash\/redis client) \(got \w+\)\. Pass an ioredis/,
+        /must be (a Redis client object|an ioredis or node-redis client) \(got \w+\)\. Pass an ioredis/,
       );
     }
   });

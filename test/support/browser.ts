@@ -7,6 +7,7 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
 import { ROOT } from "../cli/helpers.ts";
+import { cannotRun } from "./skip.ts";
 
 /** Where the browser is expected. */
 export const CHROMIUM = "/usr/bin/chromium";
@@ -15,10 +16,7 @@ export const ARTIFACTS = join(ROOT, "test-artifacts");
 /** Whether the page suites run here. */
 export const chromiumAvailable = existsSync(CHROMIUM);
 
-if (!chromiumAvailable) {
-  if (process.env.CI) throw new Error(`${CHROMIUM} is missing under CI: .ci/run should have installed chromium`);
-  console.warn(`browser tests skipped: ${CHROMIUM} is not installed (.ci/run installs it)`);
-}
+if (!chromiumAvailable) cannotRun("browser tests", `${CHROMIUM} is not installed (.ci/run installs it)`);
 
 /** Launches headless Chromium with the flags this machine needs (no network, no sandbox as root). */
 export async function launchChromium(): Promise<Browser> {

@@ -9,12 +9,15 @@ import { connect, createServer } from "node:net";
 import { join } from "node:path";
 import { ROOT } from "../cli/helpers.ts";
 
-/** The first fenced block of `language` after `marker` in README.md: the doc is what is tested. */
+/** The guide that holds the reverse-proxy recipes (moved there from the README). */
+const RECIPES = "docs/service-recipes.md";
+
+/** The first fenced block of `language` after `marker` in the recipes guide: the doc is what is tested. */
 export function readmeBlock(marker: string, language: string): string {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const readme = readFileSync(join(ROOT, RECIPES), "utf8");
   const at = readme.indexOf(marker);
   const block = new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``).exec(readme.slice(Math.max(at, 0)));
-  if (at < 0 || block === null) throw new Error(`README.md has no ${language} block after ${JSON.stringify(marker)}`);
+  if (at < 0 || block === null) throw new Error(`${RECIPES} has no ${language} block after ${JSON.stringify(marker)}`);
   return block[1] as string;
 }
 

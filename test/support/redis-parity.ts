@@ -5,6 +5,7 @@
  * The core's `decideRule` is the oracle: every Decision must be deep-equal, field by field.
  */
 import {
+  type AlgorithmSpec,
   createLimiter,
   type Decision,
   type Limiter,
@@ -16,6 +17,7 @@ import {
 import { expect } from "vitest";
 import type { BanPolicy } from "../../src/ban.ts";
 import { mulberry32 } from "../../src/cli/compare/traces.ts";
+import { RuleOracle } from "./oracle.ts";
 import { pureStore } from "./redis-pure-store.ts";
 
 /**
@@ -196,21 +198,32 @@ export interface TraceOptions {
   stepBack?: boolean;
   /** The oracle keeps every record (the pure double): bucket capacity and rate changes are compared too. */
   keepsRecords?: boolean;
+  /**
+   * Also compare every Redis decision with the independent reference model (test/support/oracle.ts),
+   * which shares no code with src/: this checks the TypeScript that turns the Lua's replies into
+   * Decisions, which the store-vs-store comparison shares. Needs whole-ms instants (no fractional
+   * steps) and rules with exact quotients (MODEL_RULES).
+   */
+  model?: boolean;
 }
 
 /** The two limiters of a trace: the oracle's and Redis's, bound to one spec under one name. */
 interface Pair {
   memory: Limiter<Store>;
   remote: Limiter<Store>;
+  spec: RuleSpec;
 }
 
-/** What a trace exercised: decisions compared, of them refunds and banned decisions, and spec changes. */
+/** What a trace exercised: decisions compared, of them refunds, banned decisions, spec changes and boundary instants. */
 export interface TraceSummary {
   compared: number;
   refunded: number;
   banned: number;
   rebound: number;
+  boundaries: number;
 }
+
+const EMPTY: TraceSummary = { compared: 0, refunded: 0, banned: 0, rebound: 0, boundaries: 0 };
 
 /** Adds trace summaries. */
 function add(a: TraceSummary, b: TraceSummary): TraceSummary {
@@ -219,17 +232,61 @@ function add(a: TraceSummary, b: TraceSummary): TraceSummary {
     refunded: a.refunded + b.refunded,
     banned: a.banned + b.banned,
     rebound: a.rebound + b.rebound,
+    boundaries: a.boundaries + b.boundaries,
   };
+}
+
+/** The member specs of a rule spec, seed `type` specs read as their algorithms. */
+function membersOf(spec: RuleSpec): AlgorithmSpec[] {
+  return (Array.isArray(spec) ? spec : [spec]) as AlgorithmSpec[];
+}
+
+/**
+ * The durations after which something changes under `rule` (windows, emission intervals,
+ * refill times, the ban's span and length): from an earlier event's instant, where boundaries fall.
+ */
+export function boundaryDurations(rule: ParityRule): number[] {
+  const out = new Set<number>();
+  for (const spec of [rule.spec, ...(rule.respecs ?? []), ...(rule.bucketRespecs ?? [])]) {
+    for (const s of membersOf(spec) as unknown as Array<Record<string, number | string | undefined>>) {
+      const W = s.windowMs as number | undefined;
+      if (W !== undefined) for (const d of [W, 2 * W]) out.add(d);
+      let T: number | undefined;
+      let n = 1;
+      if (s.algorithm === "gcra") {
+        T = (s.periodMs as number) / (s.limit as number);
+        n = (s.burst ?? s.limit) as number;
+      } else if (s.algorithm === "leaky-bucket") {
+        T = 1000 / (s.leakPerSecond as number);
+        n = s.capacity as number;
+      } else if (s.algorithm === "token-bucket") {
+        T = 1000 / (s.refillPerSecond as number);
+        n = s.capacity as number;
+      }
+      if (T !== undefined)
+        for (let k = 1; k <= n; k++) for (const d of [Math.floor(k * T), Math.ceil(k * T)]) out.add(d);
+    }
+  }
+  if (rule.ban !== undefined) for (const d of [rule.ban.withinMs, rule.ban.forMs]) out.add(d);
+  return [...out].filter((d) => d > 0).sort((a, b) => a - b);
 }
 
 /**
  * Runs one seeded trace of `events` events of `rule` through the oracle and the Redis store;
  * fails on the first difference. Returns what it compared.
  *
+ * Operations are issued without waiting for Redis (the clock moving between them), so the
+ * store decides them in batches, in issue order; the trace waits for what is in flight before
+ * a reset or a spec change, and compares every decision once it arrives.
+ *
  * Both limiters carry the rule's name, so a spec change binds new limiters to the same state
  * (as `updateRule`, a reload or a rolling deploy do). Earlier limiters stay open until the end,
  * as the old instances of a rolling deploy still run: the memory store then keeps every
  * shape's records, as Redis keeps them until they expire.
+ *
+ * Now and then the clock jumps to an earlier event's instant plus one of the rule's durations
+ * (window, emission interval, ban span…), exactly or 1 ms either side: on the boundaries where
+ * `<` and `<=` differ.
  */
 export async function runParityTrace(
   rule: ParityRule,
@@ -247,29 +304,69 @@ export async function runParityTrace(
     return {
       memory: createLimiter(spec, { ...options, store: oracle }),
       remote: createLimiter(spec, { ...options, store: redis }),
+      spec,
     };
   };
   const pairs = [bind(rule.spec)];
   let pair = pairs[0] as Pair;
   let specIndex = 0;
   const keys = ["a", "b", "{c}"];
-  const summary: TraceSummary = { compared: 0, refunded: 0, banned: 0, rebound: 0 };
+  // The reference model: per key, one model per state shape seen (records of each shape live on).
+  const models = new Map<string, RuleOracle>();
+  const model = (key: string): RuleOracle => {
+    const fresh = new RuleOracle(membersOf(pair.spec), rule.ban);
+    const id = `${key}\u0000${fresh.shape}`;
+    const found = models.get(id);
+    const current = found === undefined ? fresh : found.respec(membersOf(pair.spec), rule.ban);
+    models.set(id, current);
+    return current;
+  };
+  const spans = boundaryDurations(rule);
+  const past: number[] = [clock.now()];
+  const denials: number[] = [];
+  const summary: TraceSummary = { ...EMPTY };
+  const inFlight: Array<{ actual: Promise<Decision>; expected: Decision; modelled?: Decision; where: string }> = [];
+  const settle = async () => {
+    const batch = inFlight.splice(0);
+    const decided = await Promise.all(batch.map((b) => b.actual));
+    decided.forEach((actual, i) => {
+      const { expected, modelled, where } = batch[i] as (typeof batch)[number];
+      expect(actual, where).toEqual(expected);
+      if (modelled !== undefined) expect(actual, `${where} (vs the reference model)`).toEqual(modelled);
+      summary.compared++;
+      if (where.startsWith("refund")) summary.refunded++;
+      if (actual.banned === true) summary.banned++;
+    });
+  };
   for (let i = 0; i < events; i++) {
     const r = random();
-    // Mostly small forward steps (bursts), some long gaps, a few steps back, a few fractional.
-    if (r < 0.35) clock.advance(0);
-    else if (r < 0.8) clock.advance(Math.floor(random() * 300));
-    else if (r < 0.9) clock.advance(Math.floor(random() * 3000));
-    else if (r < 0.95) clock.set(clock.now() - (options.stepBack ? Math.floor(random() * 500) : 0));
-    else clock.advance(random() * 50);
+    // Mostly small forward steps (bursts), some long gaps, a few steps back, a few fractional
+    // (not under the model, which needs whole ms), and jumps onto boundaries.
+    if (r < 0.3) clock.advance(0);
+    else if (r < 0.65) clock.advance(Math.floor(random() * 300));
+    else if (r < 0.73) clock.advance(Math.floor(random() * 3000));
+    else if (r < 0.78) clock.set(clock.now() - (options.stepBack ? Math.floor(random() * 500) : 0));
+    else if (r < 0.82 && !options.model) clock.advance(random() * 50);
+    else if (spans.length > 0) {
+      // From a recent denial half the time (where a ban's span starts), else any recent instant.
+      const pool = denials.length > 0 && random() < 0.5 ? denials : past;
+      const from = pool[pool.length - 1 - Math.floor(random() * Math.min(pool.length, 12))] as number;
+      const to =
+        from + (spans[Math.floor(random() * spans.length)] as number) + [-1, 0, 0, 1][Math.floor(random() * 4)]!;
+      if (to >= clock.now() || options.stepBack) clock.set(to);
+      summary.boundaries++;
+    }
+    past.push(clock.now());
     const key = keys[Math.floor(random() * keys.length)] as string;
     const limit = Math.max(...pair.remote.specs.map((s) => ("limit" in s ? s.limit : s.capacity)));
-    const cost = random() < 0.75 ? 1 : 1 + Math.floor(random() * (limit + 1));
+    const cost = random() < 0.7 ? 1 : 1 + Math.floor(random() * (limit + 1));
     const action = random();
     const where = `seed ${seed}, event ${i}, t=${clock.now()}, spec #${specIndex}, key ${key}, cost ${cost}`;
     if (action < 0.04) {
+      await settle();
       pair.memory.reset(key);
       await pair.remote.reset(key);
+      if (options.model) models.delete(`${key}\u0000${new RuleOracle(membersOf(pair.spec), rule.ban).shape}`);
       continue;
     }
     const respecs = options.keepsRecords
@@ -277,20 +374,36 @@ export async function runParityTrace(
       : (rule.respecs ?? []);
     if (action < 0.06 && respecs.length > 0) {
       // The same name rebound to another spec (or back to the first): same or fresh state by shape.
+      await settle();
       specIndex = Math.floor(random() * (respecs.length + 1));
       pair = bind(specIndex === 0 ? rule.spec : (respecs[specIndex - 1] as RuleSpec));
       pairs.push(pair);
       summary.rebound++;
       continue;
     }
-    const op = action < 0.18 ? "peek" : action < 0.26 ? "refund" : "tryAcquire";
+    const op = action < 0.18 ? "peek" : action < 0.28 ? "refund" : "tryAcquire";
     const expected = pair.memory[op](key, cost) as Decision;
-    const actual = await pair.remote[op](key, cost);
-    expect(actual, `${op} at ${where}`).toEqual(expected);
-    summary.compared++;
-    if (op === "refund") summary.refunded++;
-    if (actual.banned === true) summary.banned++;
+    const now = clock.now();
+    if (op === "tryAcquire" && !expected.allowed) denials.push(now);
+    const m = options.model ? model(key) : undefined;
+    const modelled =
+      m === undefined
+        ? undefined
+        : op === "peek"
+          ? m.peek(now, cost)
+          : op === "refund"
+            ? m.refund(now, cost)
+            : m.check(now, cost);
+    inFlight.push({
+      actual: Promise.resolve(pair.remote[op](key, cost)),
+      expected,
+      where: `${op} at ${where}`,
+      ...(modelled ? { modelled } : {}),
+    });
+    // Bounded batches: a burst of up to 64 in flight.
+    if (inFlight.length >= 64) await settle();
   }
+  await settle();
   for (const p of pairs) {
     p.memory.close();
     p.remote.close();
@@ -298,7 +411,70 @@ export async function runParityTrace(
   return summary;
 }
 
-/** Seeds per rule and oracle; modest so the suite stays fast (SLUICE_PARITY_SEEDS=60 searches deeper). */
+/**
+ * Rules with exact quotients (whole-ms emission intervals, whole rates), for traces that also
+ * compare Redis with the reference model: each algorithm, composites and bans, with limit changes.
+ */
+export const MODEL_RULES: ParityRule[] = [
+  {
+    name: "model-fixed-window",
+    spec: { algorithm: "fixed-window", limit: 4, windowMs: 1000 },
+    ban: { after: 2, withinMs: 1500, forMs: 2500 },
+    respecs: [{ algorithm: "fixed-window", limit: 2, windowMs: 1000 }],
+  },
+  {
+    name: "model-sliding-log",
+    spec: { algorithm: "sliding-log", limit: 3, windowMs: 700 },
+    respecs: [
+      { algorithm: "sliding-log", limit: 5, windowMs: 700 },
+      { algorithm: "sliding-log", limit: 1, windowMs: 700 },
+    ],
+  },
+  {
+    name: "model-sliding-log-ban",
+    spec: { algorithm: "sliding-log", limit: 3, windowMs: 900 },
+    ban: { after: 3, withinMs: 2000, forMs: 1200 },
+  },
+  {
+    name: "model-sliding-window",
+    spec: { algorithm: "sliding-window", limit: 5, windowMs: 800 },
+    respecs: [{ algorithm: "sliding-window", limit: 3, windowMs: 800 }],
+  },
+  { name: "model-token-bucket", spec: { algorithm: "token-bucket", capacity: 4, refillPerSecond: 5 } },
+  {
+    name: "model-gcra",
+    spec: { algorithm: "gcra", limit: 4, periodMs: 1000, burst: 3 },
+    respecs: [{ algorithm: "gcra", limit: 5, periodMs: 1000 }],
+    ban: { after: 1, withinMs: 500, forMs: 777 },
+  },
+  { name: "model-leaky-bucket", spec: { algorithm: "leaky-bucket", capacity: 3, leakPerSecond: 4 } },
+  {
+    name: "model-composite",
+    spec: [
+      { algorithm: "token-bucket", capacity: 3, refillPerSecond: 2 },
+      { algorithm: "sliding-log", limit: 5, windowMs: 1500 },
+      { algorithm: "fixed-window", limit: 6, windowMs: 2000 },
+    ],
+    ban: { after: 2, withinMs: 3000, forMs: 1900 },
+    respecs: [
+      [
+        { algorithm: "token-bucket", capacity: 3, refillPerSecond: 2 },
+        { algorithm: "sliding-log", limit: 3, windowMs: 1500 },
+        { algorithm: "fixed-window", limit: 9, windowMs: 2000 },
+      ],
+    ],
+  },
+  {
+    name: "model-composite-2",
+    spec: [
+      { algorithm: "gcra", limit: 5, periodMs: 1000, burst: 3 },
+      { algorithm: "sliding-window", limit: 4, windowMs: 800 },
+      { algorithm: "leaky-bucket", capacity: 3, leakPerSecond: 2 },
+    ],
+  },
+];
+
+/** Seeds per rule and oracle (SLUICE_PARITY_SEEDS=60 searches deeper). */
 export const PARITY_SEEDS = Number(process.env.SLUICE_PARITY_SEEDS ?? 3);
 /** Events per trace. */
 export const PARITY_EVENTS = 150;
@@ -307,17 +483,26 @@ export const PARITY_EVENTS = 150;
  * Runs a parity rule through `makeStore()` (a fresh prefix per trace), first against the
  * MemoryStore with time moving forward (fractional steps included), then against the plain
  * records of the pure double (see redis-pure-store.ts) with a clock that also steps back.
+ * With `model`, the second kind also checks every decision against the reference model.
  */
-export async function runParitySuite(rule: ParityRule, makeStore: () => Store): Promise<TraceSummary> {
-  let summary: TraceSummary = { compared: 0, refunded: 0, banned: 0, rebound: 0 };
-  for (let seed = 1; seed <= PARITY_SEEDS; seed++) {
-    summary = add(summary, await runParityTrace(rule, makeStore(), seed * 7919 + rule.name.length, PARITY_EVENTS));
+export async function runParitySuite(
+  rule: ParityRule,
+  makeStore: () => Store,
+  seeds = PARITY_SEEDS,
+  model = false,
+): Promise<TraceSummary> {
+  let summary: TraceSummary = { ...EMPTY };
+  for (let seed = 1; seed <= seeds; seed++) {
+    if (!model) {
+      summary = add(summary, await runParityTrace(rule, makeStore(), seed * 7919 + rule.name.length, PARITY_EVENTS));
+    }
     summary = add(
       summary,
       await runParityTrace(rule, makeStore(), seed * 104729 + rule.name.length, PARITY_EVENTS, {
         oracle: pureStore(),
         stepBack: true,
         keepsRecords: true,
+        model,
       }),
     );
   }
@@ -326,13 +511,15 @@ export async function runParitySuite(rule: ParityRule, makeStore: () => Store): 
 
 /**
  * Asserts a parity run exercised what its rule is there for: most events compared, refunds,
- * banned decisions exactly when the rule has a ban, spec changes exactly when it has respecs.
+ * banned decisions exactly when the rule has a ban, spec changes exactly when it has respecs,
+ * and instants aimed at boundaries.
  */
-export function expectExercised(rule: ParityRule, summary: TraceSummary): void {
-  expect(summary.compared).toBeGreaterThan(PARITY_SEEDS * 2 * PARITY_EVENTS * 0.8);
+export function expectExercised(rule: ParityRule, summary: TraceSummary, seeds = PARITY_SEEDS, traces = 2): void {
+  expect(summary.compared).toBeGreaterThan(seeds * traces * PARITY_EVENTS * 0.75);
   expect(summary.refunded).toBeGreaterThan(0);
   expect(summary.banned > 0, "banned decisions seen").toBe(rule.ban !== undefined);
   expect(summary.rebound > 0, "spec changes made").toBe((rule.respecs ?? []).length > 0);
+  expect(summary.boundaries, "boundary instants").toBeGreaterThan(seeds * traces * PARITY_EVENTS * 0.05);
 }
 
 /**

@@ -159,7 +159,7 @@ describe("envoy config: validation names the file and the path", () => {
 describe("envoy config: the README's example", () => {
   it("loads, and matches as the README says", async () => {
     const { readFileSync } = await import("node:fs");
-    const readme = readFileSync(join(import.meta.dirname, "../../../README.md"), "utf8");
+    const readme = readFileSync(join(import.meta.dirname, "../../../docs/service-recipes.md"), "utf8");
     const block = /```yaml\n(domain: edge\n[\s\S]*?)```/.exec(readme)?.[1];
     expect(block).toBeDefined();
     const config = parse(block as string, "README.md");

@@ -12,8 +12,11 @@ import { isUpstash, type UpstashLike, upstashCommands } from "./upstash-commands
 
 /** An ioredis `Redis` or `Cluster` (only the methods sluice calls). */
 export interface IoredisLike {
+  /** Runs a loaded script by its SHA1. */
   evalsha(...args: never[]): Promise<unknown>;
+  /** Runs (and loads) a script by its text. */
   eval(...args: never[]): Promise<unknown>;
+  /** Deletes keys. */
   del(...args: never[]): Promise<unknown>;
   /** `true` on an ioredis `Cluster`. */
   readonly isCluster?: boolean;
@@ -21,6 +24,7 @@ export interface IoredisLike {
 
 /** A node-redis client or cluster (only `sendCommand`, whose signature differs between the two). */
 export interface NodeRedisLike {
+  /** Sends one raw command. */
   sendCommand(...args: never[]): Promise<unknown>;
 }
 
@@ -74,7 +78,7 @@ function describeClient(c: unknown): string {
 
 /** What to pass instead, said by every refusal. */
 const WHAT_TO_PASS =
-  "Pass an ioredis `Redis`/`Cluster`, a node-redis `createClient()`/`createCluster()` client or an @upstash/redis `Redis` (over HTTP), or let sluice build one with `await RedisStore.connect(url)`";
+  "Pass an ioredis `Redis`/`Cluster` or a node-redis `createClient()`/`createCluster()` client, or let sluice build one with `await RedisStore.connect(url)`";
 
 /** Wraps `client`, or throws ArgumentError naming what was received and what to pass instead. */
 export function adaptClient(client: unknown): RedisCommands {
@@ -89,14 +93,14 @@ export function adaptClient(client: unknown): RedisCommands {
   // ioredis: the commands, plus what the deny cache needs (a duplicate connection, its events).
   if (has("evalsha") && has("del") && has("duplicate") && has("on") && has("publish")) return ioredisCommands(c);
   if (has("evalsha") || has("eval")) {
-    // A client with commands but none of the connection handling the adapters rely on.
+    // Commands without a connection to duplicate, pub/sub or events (an HTTP client other than @upstash/redis).
     throw new ArgumentError(
       `\`client\` (${describeClient(c)}) sends commands but is neither ioredis nor node-redis: it has no ${
         has("duplicate") ? "event emitter" : "duplicate()"
-      }, so it cannot hold the deny cache's subscription or report its connection. ${WHAT_TO_PASS}.`,
+      }, so it cannot hold the deny cache's subscription or report its connection. ${WHAT_TO_PASS}, or an \`@upstash/redis\` \`Redis\`.`,
     );
   }
   throw new ArgumentError(
-    `\`client\` must be an ioredis, node-redis or @upstash/redis client (got ${describeClient(c)}). ${WHAT_TO_PASS}.`,
+    `\`client\` must be an ioredis or node-redis client (got ${describeClient(c)}). ${WHAT_TO_PASS}.`,
   );
 }

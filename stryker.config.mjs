@@ -1,0 +1,38 @@
+// npm run mutate: StrykerJS mutation testing of the core (docs/testing.md records the score).
+// Not part of CI: a full run takes tens of minutes on one core.
+// src/stores/memory/sketch.ts is left out for now: it is being redesigned (its hash seed becomes
+// injectable) and joins the list once its tests are seeded.
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  testRunner: "vitest",
+  vitest: { configFile: "vitest.stryker.config.ts" },
+  plugins: ["@stryker-mutator/vitest-runner"],
+  mutate: [
+    "src/algorithms/*.ts",
+    "!src/algorithms/*.test.ts",
+    // Re-exports only.
+    "!src/algorithms/index.ts",
+    "src/decide-rule.ts",
+    "src/ban.ts",
+    "src/composite.ts",
+    "src/rule.ts",
+    "src/http/headers.ts",
+    "src/http/client-key.ts",
+    "src/http/ip-address.ts",
+  ],
+  // Stryker rewrites tsconfig.json's paths with TypeScript's JS API, which TypeScript 7 (the
+  // native compiler) does not have. Our tsconfig.json points at nothing outside the project,
+  // so there is nothing to rewrite: name a file that does not exist to skip that step.
+  tsconfigFile: "stryker-skips-tsconfig.json",
+  coverageAnalysis: "perTest",
+  // The machine is shared: one test process at a time.
+  concurrency: 1,
+  // A mutant that loops (a retry search that never ends) is cut off soon after the test's own time.
+  timeoutMS: 5000,
+  reporters: ["clear-text", "progress-append-only", "html", "json"],
+  htmlReporter: { fileName: "reports/mutation/mutation.html" },
+  jsonReporter: { fileName: "reports/mutation/mutation.json" },
+  tempDirName: ".stryker-tmp",
+  cleanTempDir: "always",
+  thresholds: { high: 95, low: 90, break: null },
+};
