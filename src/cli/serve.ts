@@ -1,8 +1,10 @@
 /** `sluice serve`: the rate-limit service over HTTP (see src/server/). */
+import { readFileSync } from "node:fs";
 import type { Writable } from "node:stream";
 import { parseBytes, parseDuration } from "../config/units.ts";
 import { parseTrust, type TrustProxy } from "../http/client-key.ts";
 import { CLIENT_HEADERS, type ClientHeader } from "../server/client-address.ts";
+import type { GrpcTls } from "../server/envoy/grpc-server.ts";
 import { DEFAULT_MAX_KEY_LENGTH, startServer } from "../server/server.ts";
 import type { StoreFailurePolicy } from "../server/store.ts";
 import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
@@ -22,6 +24,17 @@ Options:
                          ShouldRateLimit) over gRPC on port N (0 picks a free one)
   --envoy-config PATH    envoyproxy/ratelimit config: a YAML file or a directory of them
                          (reloaded like the rules file; needs --grpc-port)
+  --grpc-tls-cert FILE   serve gRPC over TLS with this PEM certificate (chain)
+  --grpc-tls-key FILE    ... and this PEM private key (both needed for TLS)
+  --grpc-tls-ca FILE     mTLS: only clients with a certificate signed by this PEM CA
+  --max-descriptors N    most descriptors in one ShouldRateLimit (default 1000); more are
+                         refused with RESOURCE_EXHAUSTED before any work
+  --max-entries N        most entries in one descriptor (default 64)
+  --grpc-max-message S   largest gRPC message received, e.g. 1mb (default 1mb)
+  --envoy-response-headers
+                         send RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset in
+                         response_headers_to_add (as envoyproxy/ratelimit's
+                         LIMIT_RESPONSE_HEADERS_ENABLED)
   --port N               port (default 8080; 0 picks a free one)
   --host HOST            interface (default 127.0.0.1)
   --redis URL            keep state in Redis/Valkey, e.g. redis://127.0.0.1:6379; a comma-
@@ -35,7 +48,8 @@ Options:
   --state FILE           in-process store: keep counts across restarts in FILE (read at start,
                          written atomically every --state-interval and on SIGTERM/SIGINT)
   --state-interval D     how often --state is written (default 5s)
-  --token T              require "Authorization: Bearer T" on /v1/* and /metrics
+  --token T              require "Authorization: Bearer T" on /v1/* and /metrics, and as
+                         "authorization: Bearer T" metadata on gRPC ShouldRateLimit
                          (default: the SLUICE_TOKEN environment variable, if set)
   --max-body SIZE        largest request body, e.g. 64kb, 1mb (default 64kb)
   --max-batch N          most checks in one batch (default 1000)
@@ -58,6 +72,25 @@ Example:
 `;
 
 const POLICIES = ["deny", "allow", "throw"];
+
+/** `--grpc-tls-cert/-key/-ca` read now, so a missing file is a one-line error at start. */
+function readTls(cert: string | undefined, key: string | undefined, ca: string | undefined): GrpcTls | undefined {
+  if (cert === undefined && key === undefined && ca === undefined) return undefined;
+  if (cert === undefined || key === undefined)
+    throw new UsageError("gRPC TLS needs both --grpc-tls-cert FILE and --grpc-tls-key FILE (--grpc-tls-ca adds mTLS)");
+  const read = (flag: string, file: string) => {
+    try {
+      return readFileSync(file);
+    } catch (error) {
+      throw new InputError(`${flag}: cannot read ${JSON.stringify(file)}: ${(error as Error).message}`);
+    }
+  };
+  return {
+    cert: read("--grpc-tls-cert", cert),
+    key: read("--grpc-tls-key", key),
+    ...(ca === undefined ? {} : { ca: read("--grpc-tls-ca", ca) }),
+  };
+}
 
 /** `--trust-proxy`: a hop count, or a comma-separated list of addresses / CIDRs / named ranges. */
 function parseTrustFlag(text: string | undefined): TrustProxy {
@@ -122,6 +155,13 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     "trust-proxy": { type: "string" },
     "proxy-header": { type: "string" },
     "cors-origin": { type: "string" },
+    "grpc-tls-cert": { type: "string" },
+    "grpc-tls-key": { type: "string" },
+    "grpc-tls-ca": { type: "string" },
+    "max-descriptors": { type: "string" },
+    "max-entries": { type: "string" },
+    "grpc-max-message": { type: "string" },
+    "envoy-response-headers": { type: "boolean" },
   });
   if (parsed.values.help) {
     io.stdout.write(SERVE_HELP);
@@ -173,6 +213,12 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   const stateIntervalMs = parseDuration(stateIntervalText);
   if (stateIntervalMs === undefined || stateIntervalMs < 1)
     throw new UsageError(`--state-interval must be a duration like 5s (got ${JSON.stringify(stateIntervalText)})`);
+  const grpcTls = readTls(str(parsed, "grpc-tls-cert"), str(parsed, "grpc-tls-key"), str(parsed, "grpc-tls-ca"));
+  if (grpcTls !== undefined && grpcPort === undefined) throw new UsageError("--grpc-tls-* needs --grpc-port N");
+  const messageText = str(parsed, "grpc-max-message") ?? "1mb";
+  const maxGrpcMessageBytes = parseBytes(messageText);
+  if (maxGrpcMessageBytes === undefined || maxGrpcMessageBytes < 1)
+    throw new UsageError(`--grpc-max-message must be a size like 1mb (got ${JSON.stringify(messageText)})`);
   const token = str(parsed, "token") ?? (process.env.SLUICE_TOKEN || undefined);
   const log = (line: string) => io.stderr.write(`sluice: ${line}\n`);
 
@@ -186,6 +232,11 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     ...(token === undefined ? {} : { token }),
     maxBodyBytes,
     maxBatch: num(parsed, "max-batch", 1000),
+    ...(grpcTls === undefined ? {} : { grpcTls }),
+    maxDescriptors: num(parsed, "max-descriptors", 1000),
+    maxEntries: num(parsed, "max-entries", 64),
+    maxGrpcMessageBytes,
+    envoyResponseHeaders: parsed.values["envoy-response-headers"] === true,
     maxKeyLength: num(parsed, "max-key-length", DEFAULT_MAX_KEY_LENGTH),
     maxConfigBytes,
     trustProxy,

@@ -20,18 +20,12 @@ import type { Decision } from "../algorithms/decision.ts";
 import { type Clock, sleep, systemClock } from "../clock.ts";
 import { ArgumentError, ConfigError } from "../errors.ts";
 import { describeValue } from "../spec.ts";
+import { problemOf, retryAfterOf, statusOf } from "./answer.ts";
 import { checkChoice, checkFunction, checkOptionKeys } from "./check-options.ts";
 import { type Client, ClientAddresses, type RequestReader, UNKNOWN_CLIENT, warner } from "./client-address.ts";
 import { boundKey, storeKey } from "./client-key.ts";
 import { type Charge, COUNT_MODES, refunds } from "./count-mode.ts";
-import {
-  HEADER_FORMATS,
-  type HeaderFormat,
-  type PolicySet,
-  retryAfterSeconds,
-  type SetHeader,
-  writeRateLimitHeaders,
-} from "./headers.ts";
+import { HEADER_FORMATS, type HeaderFormat, type PolicySet, type SetHeader, writeRateLimitHeaders } from "./headers.ts";
 import { type AddressList, compileList } from "./lists.ts";
 import { andThen, isPromise } from "./maybe-promise.ts";
 import type { CountMode, DecisionInfo, MaybePromise, RateLimitOptions, UnknownTierPolicy } from "./options.ts";
@@ -43,7 +37,7 @@ export type { RequestReader } from "./client-address.ts";
 export { isPromise } from "./maybe-promise.ts";
 export type { GetHeader } from "./stack.ts";
 
-/** A request that was checked: passed on (200), banned (403), limited (429), or the store failed (503). */
+/** A request that was checked: passed on (200), banned (403), limited (429), or the store failed (503); see answer.ts. */
 export interface CheckedVerdict {
   readonly status: 200 | 403 | 429 | 503;
   readonly decision: Decision;
@@ -97,7 +91,7 @@ export class Engine<Req, Res = unknown> {
     this.dryRun = options.dryRun === true;
     this.#honorDelay = options.honorDelay !== false;
     this.#clock = options.clock ?? systemClock;
-    this.#target = targetOf(options as RateLimitOptions<never, never>, unknownTier);
+    this.#target = targetOf(options as RateLimitOptions<never, never>, unknownTier, this.#warn);
   }
 
   /** The default key of a request: its client address as far as `trustProxy` allows. */
@@ -178,8 +172,7 @@ export class Engine<Req, Res = unknown> {
     charge: Charge,
     shown: string,
   ): MaybePromise<Verdict> {
-    const failed = decision.failure?.policy === "deny";
-    const status = this.dryRun ? 200 : failed ? 503 : decision.banned === true ? 403 : decision.allowed ? 200 : 429;
+    const status = (this.dryRun ? 200 : statusOf(decision)) as CheckedVerdict["status"];
     const onDecision = this.#options.onDecision;
     if (onDecision !== undefined) {
       const info: DecisionInfo = { key: shown, cost: charge.cost, tier: charge.tier, dryRun: this.dryRun, status };
@@ -214,8 +207,8 @@ export class Engine<Req, Res = unknown> {
       }
       writeRateLimitHeaders(this.format, policies, decision, counts, () => this.#clock.now(), header);
     }
-    if (verdict.status === 429 || verdict.status === 403) {
-      const retry = retryAfterSeconds(decision);
+    if (verdict.status !== 200) {
+      const retry = retryAfterOf(decision);
       if (retry !== undefined) (get === undefined ? set : stackingSetter(set, get))("Retry-After", retry);
     }
     if (this.dryRun) set("Sluice-Dry-Run", decision.allowed ? "would-allow" : "would-deny");
@@ -224,13 +217,7 @@ export class Engine<Req, Res = unknown> {
   /** The problem body (JSON text, `PROBLEM_CONTENT_TYPE`) of a verdict that is not 200. */
   body(verdict: Verdict): string {
     if (verdict.decision === undefined) return JSON.stringify(verdict.problem);
-    const problem =
-      verdict.status === 503
-        ? problems.storeUnavailable()
-        : verdict.status === 403
-          ? problems.banned(verdict.decision)
-          : problems.quotaExceeded(verdict.decision, verdict.policies.policies);
-    return JSON.stringify(problem);
+    return JSON.stringify(problemOf(verdict.decision, verdict.policies.policies));
   }
 
   /** True when the adapter must report how this verdict's response ended (`count` is not "all"). */

@@ -1,7 +1,9 @@
 /**
- * RFC 9457 problem details for the two refusals the middleware answers itself: 429 (quota
- * exceeded, the problem type registered by the ratelimit-headers draft) and 503 (the store is
- * down and its policy is to deny rather than admit requests unchecked).
+ * RFC 9457 problem details: the one definition of every problem body sluice sends, from the
+ * middleware, forward-auth and the service's JSON API, and the one reader of them (the service
+ * client parses with {@link readProblem} / {@link slugOf}). Sluice's own problem types are
+ * `urn:sluice:problem:<slug>`; an exceeded quota uses the type registered by the ratelimit-headers
+ * draft. What each Decision is answered with (status, headers, which problem) is src/http/answer.ts.
  */
 import type { Decision } from "../algorithms/decision.ts";
 import { partsOf } from "./headers.ts";
@@ -13,13 +15,44 @@ export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 /** The problem type of the ratelimit-headers draft for an exceeded quota. */
 export const QUOTA_EXCEEDED_TYPE = "https://iana.org/assignments/http-problem-types#quota-exceeded";
 
-/** A problem details object as sent. */
+/** Sluice's problem types are this prefix and a slug (`urn:sluice:problem:unknown-rule`). */
+export const PROBLEM_TYPE_PREFIX = "urn:sluice:problem:";
+
+/** A problem details object as sent (extra members, e.g. `index` of a bad batch item, beside). */
 export interface ProblemDetails {
   type: string;
   title: string;
   status: number;
   detail: string;
+  instance?: string;
   "violated-policies"?: string[];
+  [member: string]: unknown;
+}
+
+/** A sluice problem of kind `slug`: the body every door writes for it. */
+export function problem(
+  status: number,
+  slug: string,
+  title: string,
+  detail: string,
+  extra: Record<string, unknown> = {},
+): ProblemDetails {
+  return { type: `${PROBLEM_TYPE_PREFIX}${slug}`, title, status, detail, ...extra };
+}
+
+/** A problem body as read back: any of its members may be missing. */
+export type ReadProblem = Partial<ProblemDetails>;
+
+/** The problem in a parsed response body (empty when the body was not a problem object). */
+export function readProblem(body: unknown): ReadProblem {
+  return body !== null && typeof body === "object" && !Array.isArray(body) ? (body as ReadProblem) : {};
+}
+
+/** The slug of a problem's `type` (`urn:sluice:problem:unknown-rule` → `unknown-rule`, quota exceeded → `quota-exceeded`). */
+export function slugOf(problem: ReadProblem): string {
+  const type = problem.type;
+  if (type === QUOTA_EXCEEDED_TYPE) return "quota-exceeded";
+  return typeof type === "string" ? (type.split(/[:#]/).pop() ?? "") : "";
 }
 
 /** The names of the policies that denied `decision` (every policy when the store gave no parts). */
@@ -45,43 +78,39 @@ export function quotaExceeded(decision: Decision, policies: readonly Policy[]): 
   };
 }
 
-/** The 503 body when the store failed and its policy denies. */
-export function storeUnavailable(): ProblemDetails {
-  return {
-    type: "about:blank",
-    title: "Service Unavailable",
-    status: 503,
-    detail: "The rate limiter cannot reach its store, so the request was refused rather than admitted unchecked.",
-  };
+/** The 503 body when the store failed and its policy denies (`code`: the StoreError's code, when known). */
+export function storeUnavailable(code?: string): ProblemDetails {
+  return problem(
+    503,
+    "store-unavailable",
+    "Store unavailable",
+    "The rate limiter cannot reach its store, so the request was refused rather than admitted unchecked.",
+    code === undefined ? {} : { code },
+  );
 }
 
 /** The 403 body for a client on the `denyList`. */
 export function denied(): ProblemDetails {
-  return {
-    type: "about:blank",
-    title: "Forbidden",
-    status: 403,
-    detail: "Requests from this client address are not accepted.",
-  };
+  return problem(403, "denied", "Forbidden", "Requests from this client address are not accepted.");
 }
 
-/** The 403 body for a banned key (too many denials); `decision.retryAfterMs` is the ban time left. */
-export function banned(decision: Decision): ProblemDetails {
+/** The body for a banned key (too many denials; 403 unless `status` says otherwise); `decision.retryAfterMs` is the ban time left. */
+export function banned(decision: Decision, status = 403): ProblemDetails {
   const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-  return {
-    type: "about:blank",
-    title: "Forbidden",
-    status: 403,
-    detail: `Too many requests were refused; this client is banned for ${seconds} more second${seconds === 1 ? "" : "s"}.`,
-  };
+  return problem(
+    status,
+    "banned",
+    "Banned",
+    `Too many requests were refused; this client is banned for ${seconds} more second${seconds === 1 ? "" : "s"}.`,
+  );
 }
 
-/** The 400 body when `tier(req)` names a tier the rule does not have. */
-export function unknownTier(tier: string, rule: string, known: readonly string[]): ProblemDetails {
-  return {
-    type: "about:blank",
-    title: "Bad Request",
-    status: 400,
-    detail: `Unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(rule)} (tiers: ${known.length === 0 ? "none" : known.map((t) => JSON.stringify(t)).join(", ")}).`,
-  };
+/** The 400 body when `tier(req)` names a tier the rule does not have (naming no other tier). */
+export function unknownTier(tier: string, rule: string): ProblemDetails {
+  return problem(
+    400,
+    "unknown-tier",
+    "Bad request",
+    `Unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(rule)}.`,
+  );
 }

@@ -4,6 +4,7 @@
  * key under the rule (every tier) and answers what a peek would then say.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { STORE_FAILURE_RETRY_AFTER_SECONDS } from "../http/answer.ts";
 import { type Decision, StoreError } from "../index.ts";
 import { type CheckItem, optionsOf, readItems } from "./check-items.ts";
 import type { ServerContext } from "./context.ts";
@@ -33,6 +34,7 @@ export async function onStore<T>(ctx: ServerContext, run: () => T | Promise<T>):
         "Store unavailable",
         `the rate-limit store failed (${error.code})`,
         { code: error.code },
+        { "retry-after": String(STORE_FAILURE_RETRY_AFTER_SECONDS) },
       );
     }
     throw error;
@@ -62,7 +64,7 @@ export async function handleCheck(req: IncomingMessage, res: ServerResponse, ctx
   const decisions = await decideAll(ctx, items, "check");
   decisions.forEach((d, i) => {
     const item = items[i] as CheckItem;
-    ctx.metrics.decision(item.rule, d.allowed, item.key);
+    ctx.metrics.decision(item.rule, d, item.key);
     if (d.failure !== undefined) ctx.metrics.storeErrors++;
   });
   answer(res, batch, decisions);

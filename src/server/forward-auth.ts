@@ -4,12 +4,14 @@
  * headers only. 200 with `RateLimit-Policy` / `RateLimit` when allowed; when denied 429 (or
  * `deny`, for proxies that pass on only 401/403) with `Retry-After` and the same headers, and
  * the quota-exceeded problem as body (proxies that relay the auth response show it to the
- * client). Without `key` the client address of the forwarded request is the key.
+ * client). A banned key is 403 and a store failure 503 with `Retry-After`, as from the middleware
+ * (src/http/answer.ts). Without `key` the client address of the forwarded request is the key.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { compilePolicies, type PolicySet, retryAfterSeconds, writeRateLimitHeaders } from "../http/headers.ts";
+import { answerOf } from "../http/answer.ts";
+import { compilePolicies, type PolicySet, writeRateLimitHeaders } from "../http/headers.ts";
 import { type Policy, policiesFor } from "../http/policy.ts";
-import { PROBLEM_CONTENT_TYPE, quotaExceeded, storeUnavailable } from "../http/problem.ts";
+import { PROBLEM_CONTENT_TYPE } from "../http/problem.ts";
 import { type AlgorithmSpec, type Decision, systemClock } from "../index.ts";
 import { onStore } from "./check.ts";
 import { type CheckItem, checkKeyLength, known, optionsOf, show } from "./check-items.ts";
@@ -78,7 +80,7 @@ export async function handleForwardAuth(req: IncomingMessage, res: ServerRespons
   const specs = (tier === undefined ? info?.specs : info?.tiers[tier]) as AlgorithmSpec[];
   const set = policySet(specs, rule);
   const decision: Decision = await onStore(ctx, () => ctx.service.check(item.rule, item.key, optionsOf(item)));
-  ctx.metrics.decision(rule, decision.allowed, item.key); // keys feed the status page's most limited
+  ctx.metrics.decision(rule, decision, item.key); // keys feed the status page's most limited
   if (decision.failure !== undefined) ctx.metrics.storeErrors++;
 
   res.setHeader("cache-control", "no-store");
@@ -87,24 +89,15 @@ export async function handleForwardAuth(req: IncomingMessage, res: ServerRespons
   writeRateLimitHeaders("draft-11", set, decision, counts, systemClock.now, (name, value) =>
     res.setHeader(name, value),
   );
-  if (decision.allowed) {
+  const answer = answerOf(decision, set.policies as Policy[], deny);
+  if (answer.problem === undefined) {
     res.writeHead(200, { "content-length": 0 });
     res.end();
     return;
   }
-  let body: object;
-  let status: number;
-  if (counts) {
-    status = deny;
-    body = { ...quotaExceeded(decision, set.policies as Policy[]), status };
-    // Whole seconds rounded up; absent when the cost can never pass.
-    const retry = retryAfterSeconds(decision);
-    if (retry !== undefined) res.setHeader("retry-after", retry);
-  } else {
-    status = 503; // the store failed and its policy denies: not the client's fault, not a 429
-    body = storeUnavailable();
-  }
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": PROBLEM_CONTENT_TYPE, "content-length": Buffer.byteLength(text) });
+  // The same answer as the middleware's: limited `deny` (429), banned 403, store failure 503.
+  if (answer.retryAfter !== undefined) res.setHeader("retry-after", answer.retryAfter);
+  const text = JSON.stringify(answer.problem);
+  res.writeHead(answer.status, { "content-type": PROBLEM_CONTENT_TYPE, "content-length": Buffer.byteLength(text) });
   res.end(text);
 }

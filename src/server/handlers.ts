@@ -1,6 +1,7 @@
 /** The read-only endpoints: rules, health, metrics, status (JSON) and the status page. */
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { describeEnvoy, type EnvoyDescriptorInfo } from "../config/envoy/describe.ts";
 import { systemClock } from "../index.ts";
 import type { ServerContext } from "./context.ts";
 import type { Gauge } from "./metrics.ts";
@@ -8,9 +9,18 @@ import { sendJson, sendText } from "./respond.ts";
 
 const STATUS_PAGE = readFileSync(new URL("./status.html", import.meta.url));
 
-/** `GET /v1/rules`: every rule with its normalised specs, tiers and a summary in words. */
+/** `GET /v1/rules`: every rule with its normalised specs, tiers and a summary in words; Envoy domains and their descriptors. */
 export function handleRules(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): void {
-  sendJson(res, 200, { rules: [...ctx.rules.values()] });
+  sendJson(res, 200, { rules: [...ctx.rules.values()], envoy: envoyView(ctx) });
+}
+
+/** The Envoy config as listed by /v1/rules and /v1/status: per domain, every limited descriptor path. */
+function envoyView(
+  ctx: ServerContext,
+): { domains: Array<{ domain: string; descriptors: EnvoyDescriptorInfo[] }> } | null {
+  const envoy = ctx.envoy;
+  if (envoy === undefined) return null;
+  return { domains: describeEnvoy(envoy.state.config) };
 }
 
 /** When the rules file was last loaded or tried, as an ISO instant. */
@@ -63,9 +73,18 @@ export function handleMetrics(_req: IncomingMessage, res: ServerResponse, ctx: S
  */
 export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): void {
   const rules = [...ctx.rules.values()].map((r) => {
-    const [allowed, denied] = ctx.metrics.decisions.get(r.name) ?? [0, 0];
+    const [allowed, denied, failure] = ctx.metrics.decisions.get(r.name) ?? [0, 0, 0];
     const { series, topDenied } = ctx.metrics.activity.view(r.name);
-    return { name: r.name, summary: r.summary, tiers: Object.keys(r.tiers), allowed, denied, series, topDenied };
+    return {
+      name: r.name,
+      summary: r.summary,
+      tiers: Object.keys(r.tiers),
+      allowed,
+      denied,
+      failure,
+      series,
+      topDenied,
+    };
   });
   sendJson(res, 200, {
     uptimeSeconds: Math.floor((systemClock.now() - ctx.startedAt) / 1000),
@@ -79,6 +98,7 @@ export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: Se
     },
     storeErrors: ctx.metrics.storeErrors,
     rules,
+    envoy: envoyView(ctx),
   });
 }
 

@@ -3,7 +3,9 @@
  * rule names from the config, never request keys, so cardinality stays bounded.
  */
 
+import type { Decision } from "../algorithms/decision.ts";
 import { type Clock, systemClock } from "../clock.ts";
+import { outcomeOf } from "../http/answer.ts";
 import { Activity } from "./activity.ts";
 
 /** Upper bounds (seconds) of the check-latency histogram buckets. */
@@ -21,8 +23,8 @@ export interface Gauge {
 
 /** Counters kept by the service. */
 export class Metrics {
-  /** rule → [allowed, denied]. */
-  readonly decisions = new Map<string, [number, number]>();
+  /** rule → [allowed, denied, failure]: `failure` counts answers of the store's failure policy (an outage, not a limit). */
+  readonly decisions = new Map<string, [number, number, number]>();
   /** Decisions answered by the store's failure policy, and checks that failed on the store. */
   storeErrors = 0;
   /** `${route} ${status}` → count. */
@@ -42,15 +44,22 @@ export class Metrics {
     this.activity = new Activity(clock);
   }
 
-  /** Counts one decision for `rule` (and, when denied, for `key` among the most limited). */
-  decision(rule: string, allowed: boolean, key?: string): void {
-    this.activity.record(rule, allowed, key);
+  /**
+   * Counts one decision for `rule` (and, when the limit denied it, `key` among the most limited).
+   * An answer of the failure policy is counted apart, allowed or not: an outage is not a denial.
+   */
+  decision(rule: string, decision: Decision, key?: string): void {
     let cell = this.decisions.get(rule);
     if (cell === undefined) {
-      cell = [0, 0];
+      cell = [0, 0, 0];
       this.decisions.set(rule, cell);
     }
-    cell[allowed ? 0 : 1]++;
+    if (outcomeOf(decision) === "failure") {
+      cell[2]++;
+      return;
+    }
+    this.activity.record(rule, decision.allowed, key);
+    cell[decision.allowed ? 0 : 1]++;
   }
 
   /** Counts one HTTP response. */
@@ -73,10 +82,15 @@ export class Metrics {
     const out: string[] = [];
     const head = (name: string, type: string, help: string) =>
       out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-    head("sluice_decisions_total", "counter", "Rate-limit decisions, by rule and outcome.");
-    for (const [rule, [allowed, denied]] of this.decisions) {
+    head(
+      "sluice_decisions_total",
+      "counter",
+      'Rate-limit decisions, by rule and outcome (allowed, denied; "failure": answered by the store\'s failure policy during an outage).',
+    );
+    for (const [rule, [allowed, denied, failure]] of this.decisions) {
       out.push(`sluice_decisions_total{rule="${escapeLabel(rule)}",outcome="allowed"} ${allowed}`);
       out.push(`sluice_decisions_total{rule="${escapeLabel(rule)}",outcome="denied"} ${denied}`);
+      out.push(`sluice_decisions_total{rule="${escapeLabel(rule)}",outcome="failure"} ${failure}`);
     }
     head(
       "sluice_store_errors_total",

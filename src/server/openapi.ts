@@ -150,14 +150,33 @@ export const OPENAPI = {
     "/v1/rules": {
       get: {
         operationId: "rules",
-        summary: "Every rule with its normalised specs, tiers and a summary in words.",
+        summary:
+          "Every rule with its normalised specs, tiers and a summary in words; with --grpc-port, the Envoy domains and their limited descriptors.",
         responses: {
           "200": {
             description: "The rules.",
             content: json({
               type: "object",
-              required: ["rules"],
-              properties: { rules: { type: "array", items: ref("RuleInfo") } },
+              required: ["rules", "envoy"],
+              properties: {
+                rules: { type: "array", items: ref("RuleInfo") },
+                envoy: {
+                  description: "null without the Envoy API.",
+                  type: ["object", "null"],
+                  properties: {
+                    domains: {
+                      type: "array",
+                      items: {
+                        type: "object",
+                        properties: {
+                          domain: { type: "string" },
+                          descriptors: { type: "array", items: { type: "object" } },
+                        },
+                      },
+                    },
+                  },
+                },
+              },
             }),
           },
           ...AUTH_ERRORS,
@@ -185,6 +204,17 @@ export const OPENAPI = {
       get: {
         operationId: "health",
         summary: "Liveness and store health; never needs the token.",
+        security: [],
+        responses: {
+          "200": { description: "The store answers.", content: json(ref("Health")) },
+          "503": { description: "The store does not answer.", content: json(ref("Health")) },
+        },
+      },
+    },
+    "/healthcheck": {
+      get: {
+        operationId: "healthcheck",
+        summary: "The same as /healthz, at envoyproxy/ratelimit's path; never needs the token.",
         security: [],
         responses: {
           "200": { description: "The store answers.", content: json(ref("Health")) },

@@ -1,8 +1,10 @@
 /**
- * Errors the service answers with: RFC 9457 problem JSON (`application/problem+json`), each
- * with a stable `type` URN, the HTTP status and a `detail` naming what was wrong.
+ * Errors the service answers with, thrown by handlers and written by the router as problem JSON
+ * built by src/http/problem.ts (the one definition of sluice's problem bodies): a stable `type`
+ * URN, the HTTP status and a `detail` naming what was wrong.
  */
 import type { ServerResponse } from "node:http";
+import { PROBLEM_CONTENT_TYPE, problem } from "../http/problem.ts";
 
 /** A request the service refuses; the router turns it into a problem response. */
 export class HttpError extends Error {
@@ -35,16 +37,14 @@ export class HttpError extends Error {
 
 /** Writes `error` as problem JSON. */
 export function sendProblem(res: ServerResponse, error: HttpError, instance?: string): void {
-  const body = JSON.stringify({
-    type: `urn:sluice:problem:${error.slug}`,
-    title: error.title,
-    status: error.status,
-    detail: error.message,
-    ...(instance === undefined ? {} : { instance }),
-    ...error.extra,
-  });
+  const body = JSON.stringify(
+    problem(error.status, error.slug, error.title, error.message, {
+      ...(instance === undefined ? {} : { instance }),
+      ...error.extra,
+    }),
+  );
   res.writeHead(error.status, {
-    "content-type": "application/problem+json",
+    "content-type": PROBLEM_CONTENT_TYPE,
     "cache-control": "no-store",
     "content-length": Buffer.byteLength(body),
     ...error.headers,

@@ -34,6 +34,8 @@ export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
   ["/v1/status", { method: "GET", auth: true, handler: handleStatus }],
   ["/metrics", { method: "GET", auth: true, handler: handleMetrics }],
   ["/healthz", { method: "GET", auth: false, handler: handleHealth }],
+  // envoyproxy/ratelimit's health path, so probes written for it work unchanged.
+  ["/healthcheck", { method: "GET", auth: false, handler: handleHealth }],
   ["/openapi.json", { method: "GET", auth: false, handler: handleOpenApi }],
   ["/", { method: "GET", auth: false, handler: handlePage }],
 ]);

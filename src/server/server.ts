@@ -11,6 +11,8 @@ import { type Clock, RateLimiterService, systemClock } from "../index.ts";
 import { type ClientHeader, clientAddressOf } from "./client-address.ts";
 import type { ServerContext } from "./context.ts";
 import { EnvoyService } from "./envoy/envoy-service.ts";
+import type { GrpcTls } from "./envoy/grpc-server.ts";
+import { DEFAULT_MAX_DESCRIPTORS, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_MESSAGE_BYTES } from "./envoy/request-bound.ts";
 import { Metrics } from "./metrics.ts";
 import { Reloader } from "./reload.ts";
 import { route, routeOf } from "./router.ts";
@@ -25,6 +27,18 @@ export interface ServeOptions extends StoreOptions {
   grpcPort?: number;
   /** `--envoy-config`: envoyproxy/ratelimit config, a file or a directory. */
   envoyConfig?: string;
+  /** `--grpc-tls-cert/-key/-ca`: PEM for TLS on the gRPC listener (with a CA: mTLS). */
+  grpcTls?: GrpcTls;
+  /** Most descriptors in one ShouldRateLimit (default {@link DEFAULT_MAX_DESCRIPTORS}). */
+  maxDescriptors?: number;
+  /** Most entries in one descriptor (default {@link DEFAULT_MAX_ENTRIES}). */
+  maxEntries?: number;
+  /** Largest gRPC message received, in bytes (default {@link DEFAULT_MAX_MESSAGE_BYTES}). */
+  maxGrpcMessageBytes?: number;
+  /** Most Envoy limit-override rules alive at once (tests lower it; default 1000). */
+  maxOverrideRules?: number;
+  /** `--envoy-response-headers`: RateLimit-Limit/Remaining/Reset in `response_headers_to_add`. */
+  envoyResponseHeaders?: boolean;
   /** Time source for every decision (tests inject a ManualClock); default: the store's. */
   clock?: Clock;
   port: number;
@@ -113,6 +127,20 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         port: options.grpcPort,
         watch: options.watch,
         log: options.log,
+        guard: {
+          token: options.token,
+          tls: options.grpcTls,
+          maxDescriptors: options.maxDescriptors ?? DEFAULT_MAX_DESCRIPTORS,
+          maxEntries: options.maxEntries ?? DEFAULT_MAX_ENTRIES,
+          maxMessageBytes: options.maxGrpcMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+          responseHeaders: options.envoyResponseHeaders === true,
+        },
+        ...(options.maxOverrideRules === undefined ? {} : { maxOverrideRules: options.maxOverrideRules }),
+        healthy: async () => {
+          if (context.reloader?.lastError !== undefined) return false;
+          await store.ping();
+          return true;
+        },
       });
     } catch (error) {
       await store.close();

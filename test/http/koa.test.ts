@@ -169,7 +169,11 @@ describe("koa", () => {
       const res = await fetch(served.url);
       expect(res.status).toBe(503);
       expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-      expect(await res.json()).toMatchObject({ status: 503, title: "Service Unavailable" });
+      expect(await res.json()).toMatchObject({
+        status: 503,
+        title: "Store unavailable",
+        type: "urn:sluice:problem:store-unavailable",
+      });
     } finally {
       client.disconnect();
     }

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, run, type Served, serve, tempDir } from "../cli/helpers.ts";
+import { ensureBuilt, ROOT, run, type Served, serve, tempDir } from "../cli/helpers.ts";
 import { rlsClient } from "./envoy-client.ts";
 
 const tmp = tempDir();
@@ -111,5 +112,39 @@ describe("sluice serve --grpc-port --envoy-config (the real bin)", () => {
       if (keys.length > 0) await redis.del(...keys);
       redis.disconnect();
     }
+  });
+
+  it("check-config --envoy-config validates envoyproxy/ratelimit files (a directory or one file) and names errors", async () => {
+    const fixtures = join(ROOT, "test/server/envoy-fixtures");
+    const dir = await run(["check-config", "--envoy-config", fixtures]);
+    expect(dir.status).toBe(0);
+    expect(dir.stdout).toContain("envoy messaging.to_number: 100 per day");
+    expect(dir.stdout).toContain("envoy edge.ldap: unlimited");
+    // The shape of envoyproxy/ratelimit's examples/ratelimit/config files: a `---` document,
+    // nested descriptors, a blocked value, unlimited, shadow mode.
+    const example = tmp.file(
+      "rl.yaml",
+      "---\ndomain: rl\ndescriptors:\n  - key: foo\n    rate_limit: { unit: minute, requests_per_unit: 2 }\n    descriptors:\n" +
+        "      - key: bar\n        value: banned\n        rate_limit: { unit: minute, requests_per_unit: 0 }\n" +
+        "      - key: bay\n        rate_limit: { unlimited: true }\n" +
+        "      - key: baz\n        value: shady\n        rate_limit: { unit: minute, requests_per_unit: 1 }\n        shadow_mode: true\n",
+    );
+    const one = await run(["check-config", "--envoy-config", example]);
+    expect(one.status).toBe(0);
+    expect(one.stdout.split("\n").filter((l) => l !== "")).toEqual([
+      "envoy rl.foo: 2 per minute (at most 2 per clock-aligned minute (up to 4 across a window boundary))",
+      "envoy rl.foo.bar_banned: 0 per minute (blocks everything)",
+      "envoy rl.foo.baz_shady: 1 per minute (at most 1 per clock-aligned minute (up to 2 across a window boundary)), shadow mode",
+      "envoy rl.foo.bay: unlimited",
+    ]);
+    // Without the flag, such a file is not a rules file: the message says what it expected.
+    expect((await run(["check-config", example])).stderr).toContain("unknown top-level key `domain`");
+    const bad = tmp.file(
+      "bad.yaml",
+      "domain: rl\ndescriptors:\n  - key: foo\n    rate_limit: { unit: fortnight, requests_per_unit: 2 }\n",
+    );
+    const refused = await run(["check-config", "--envoy-config", bad]);
+    expect(refused.status).toBe(1);
+    expect(refused.stderr).toContain("bad.yaml");
   });
 });

@@ -1,7 +1,7 @@
-/** A real @grpc/grpc-js client of Envoy's RateLimitService, for the envoy suites. */
+/** A real @grpc/grpc-js client of Envoy's RateLimitService (and the health service), for the envoy suites. */
 import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
-import { PROTO_PATH } from "../../src/server/envoy/grpc-server.ts";
+import { HEALTH_PROTO_PATH, PROTO_PATH, rateLimitServiceDefinition } from "../../src/server/envoy/grpc-server.ts";
 import { PROTO_OPTIONS, type RlsResponse } from "../../src/server/envoy/wire.ts";
 
 /** A request as a test writes it: descriptors as [key, value] pairs, optional hits. */
@@ -11,35 +11,96 @@ export interface TestDescriptor {
   limit?: { requests_per_unit: number; unit: string };
 }
 
+/** How to connect: a bearer token sent as metadata, TLS material (a client cert for mTLS). */
+export interface ClientOptions {
+  token?: string;
+  tls?: { ca: Buffer; cert?: Buffer; key?: Buffer };
+}
+
 /** A connected client. */
 export interface RlsClient {
   ask(domain: string, descriptors: TestDescriptor[], hits?: number): Promise<RlsResponse>;
+  /** Sends a request already encoded by {@link encodeRequest} (so the caller's timing excludes encoding). */
+  askBytes(bytes: Buffer): Promise<RlsResponse>;
+  /** grpc.health.v1.Health/Check of `service` ("" for the whole server). */
+  health(service?: string): Promise<string>;
   close(): void;
 }
 
+function requestOf(domain: string, descriptors: TestDescriptor[], hits?: number) {
+  return {
+    domain,
+    hits_addend: hits ?? 0,
+    descriptors: descriptors.map((d) => ({
+      entries: d.entries.map(([key, value]) => ({ key, value })),
+      ...(d.hits === undefined ? {} : { hits_addend: { value: d.hits } }),
+      ...(d.limit === undefined ? {} : { limit: d.limit }),
+    })),
+  };
+}
+
+/** A request's wire bytes, as grpc-js would send them. */
+export function encodeRequest(domain: string, descriptors: TestDescriptor[], hits?: number): Buffer {
+  return rateLimitServiceDefinition().ShouldRateLimit?.requestSerialize(requestOf(domain, descriptors, hits)) as Buffer;
+}
+
+type Unary = (req: unknown, md: grpc.Metadata, cb: (err: grpc.ServiceError | null, res: never) => void) => void;
+
+function credentialsOf(options: ClientOptions): grpc.ChannelCredentials {
+  const tls = options.tls;
+  if (tls === undefined) return grpc.credentials.createInsecure();
+  return grpc.credentials.createSsl(tls.ca, tls.key ?? null, tls.cert ?? null);
+}
+
 /** Connects to `address` (host:port). */
-export function rlsClient(address: string): RlsClient {
+export function rlsClient(address: string, options: ClientOptions = {}): RlsClient {
   const pkg = grpc.loadPackageDefinition(loadSync(PROTO_PATH, { ...PROTO_OPTIONS })) as unknown as {
     envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } };
   };
-  const Client = pkg.envoy.service.ratelimit.v3.RateLimitService;
-  const client = new Client(address, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
-    ShouldRateLimit(req: unknown, cb: (err: grpc.ServiceError | null, res: RlsResponse) => void): void;
+  const health = grpc.loadPackageDefinition(loadSync(HEALTH_PROTO_PATH, { ...PROTO_OPTIONS })) as unknown as {
+    grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
+  };
+  const credentials = credentialsOf(options);
+  const client = new pkg.envoy.service.ratelimit.v3.RateLimitService(address, credentials) as unknown as grpc.Client & {
+    ShouldRateLimit: Unary;
+  };
+  const healthClient = new health.grpc.health.v1.Health(address, credentials) as unknown as grpc.Client & {
+    Check: Unary;
+  };
+  const metadata = () => {
+    const md = new grpc.Metadata();
+    if (options.token !== undefined) md.set("authorization", `Bearer ${options.token}`);
+    return md;
   };
   return {
     ask: (domain, descriptors, hits) =>
       new Promise((resolve, reject) => {
-        const request = {
-          domain,
-          hits_addend: hits ?? 0,
-          descriptors: descriptors.map((d) => ({
-            entries: d.entries.map(([key, value]) => ({ key, value })),
-            ...(d.hits === undefined ? {} : { hits_addend: { value: d.hits } }),
-            ...(d.limit === undefined ? {} : { limit: d.limit }),
-          })),
-        };
-        client.ShouldRateLimit(request, (err, res) => (err === null ? resolve(res) : reject(err)));
+        client.ShouldRateLimit(requestOf(domain, descriptors, hits), metadata(), (err, res: RlsResponse) =>
+          err === null ? resolve(res) : reject(err),
+        );
       }),
-    close: () => client.close(),
+    askBytes: (bytes) =>
+      new Promise((resolve, reject) => {
+        const method = rateLimitServiceDefinition().ShouldRateLimit as grpc.MethodDefinition<unknown, RlsResponse>;
+        client.makeUnaryRequest(
+          method.path,
+          (b: Buffer) => b,
+          method.responseDeserialize,
+          bytes,
+          metadata(),
+          (err: grpc.ServiceError | null, res?: RlsResponse) =>
+            err === null ? resolve(res as RlsResponse) : reject(err),
+        );
+      }),
+    health: (service = "") =>
+      new Promise((resolve, reject) => {
+        healthClient.Check({ service }, new grpc.Metadata(), (err, res: { status: string }) =>
+          err === null ? resolve(res.status) : reject(err),
+        );
+      }),
+    close: () => {
+      client.close();
+      healthClient.close();
+    },
   };
 }

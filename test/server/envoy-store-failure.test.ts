@@ -36,6 +36,11 @@ afterAll(async () => {
 });
 
 describe("ShouldRateLimit when the store fails", () => {
+  it("grpc.health.v1 answers NOT_SERVING while the store is down", async () => {
+    expect(await denyClient.health()).toBe("NOT_SERVING");
+    expect(await raiseClient.health("envoy.service.ratelimit.v3.RateLimitService")).toBe("NOT_SERVING");
+  });
+
   it("--on-store-error deny answers OVER_LIMIT; throw answers UNAVAILABLE (Envoy's failure_mode_deny decides)", async () => {
     const request = [{ entries: [["remote_address", "1.2.3.4"]] as Array<[string, string]> }];
     expect((await denyClient.ask("edge", request)).overall_code).toBe("OVER_LIMIT");

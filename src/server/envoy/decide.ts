@@ -12,15 +12,16 @@ import { type EnvoyConfig, type EnvoyRateLimit, type EnvoyUnit, UNIT_MS } from "
 import type { GroupCheck, RateLimiterService } from "../../service.ts";
 import type { Store } from "../../store.ts";
 import type { EnvoyMetrics } from "./metrics.ts";
-import { overrideMatch } from "./override.ts";
+import { type OverridePool, overrideMatch } from "./override.ts";
 import type { RlsRequest, RlsResponse, RlsStatus } from "./wire.ts";
 
-/** What answering needs: the config, the service holding its rules, a clock, metrics. */
+/** What answering needs: the config, the service holding its rules, a clock, metrics, the override rules. */
 export interface EnvoyState {
   config: EnvoyConfig;
   service: RateLimiterService<Store>;
   clock: Clock;
   metrics: EnvoyMetrics;
+  overrides: OverridePool;
 }
 
 const MAX_UINT32 = 4_294_967_295;

@@ -16,9 +16,9 @@ import { RateLimiterService } from "../../service.ts";
 import type { Store } from "../../store.ts";
 import { applyConfig } from "../rules-state.ts";
 import type { EnvoyState } from "./decide.ts";
-import type { RunningGrpc } from "./grpc-server.ts";
+import type { GrpcOptions, RunningGrpc } from "./grpc-server.ts";
 import { EnvoyMetrics } from "./metrics.ts";
-import { OVERRIDE_PREFIX } from "./override.ts";
+import { DEFAULT_MAX_OVERRIDE_RULES, OVERRIDE_PREFIX, OverridePool } from "./override.ts";
 
 /** Options of {@link EnvoyService.start}. */
 export interface EnvoyOptions {
@@ -32,6 +32,12 @@ export interface EnvoyOptions {
   port: number;
   watch: boolean;
   log: (line: string) => void;
+  /** How the gRPC listener guards itself: token, TLS, bounds, response headers. */
+  guard: Omit<GrpcOptions, "host" | "port" | "log" | "healthy">;
+  /** Most Envoy limit-override rules alive at once (default {@link DEFAULT_MAX_OVERRIDE_RULES}). */
+  maxOverrideRules?: number;
+  /** Whether the store answers and the rules file loaded (the health service adds the envoy config). */
+  healthy: () => Promise<boolean>;
 }
 
 /** Builds one config from the rules file's domains and the envoy config files (they merge). */
@@ -73,13 +79,21 @@ export class EnvoyService {
       service,
       clock: options.clock ?? { now: () => Date.now() },
       metrics: new EnvoyMetrics(),
+      overrides: new OverridePool(() => state, options.maxOverrideRules ?? DEFAULT_MAX_OVERRIDE_RULES),
     };
     applyRules(state, config);
     // Loaded here, not at the top: gRPC is needed only with --grpc-port, and importing the
     // library or running any other command must never load it (SPEC §14).
     const { startGrpcServer } = await import("./grpc-server.ts");
-    const grpc = await startGrpcServer(options.host, options.port, () => state, options.log);
-    const envoy = new EnvoyService(options, state, grpc);
+    let envoy: EnvoyService | undefined;
+    const grpc = await startGrpcServer(() => state, {
+      ...options.guard,
+      host: options.host,
+      port: options.port,
+      log: options.log,
+      healthy: async () => envoy?.lastError === undefined && (await options.healthy()),
+    });
+    envoy = new EnvoyService(options, state, grpc);
     if (options.watch && options.path !== undefined) await envoy.#watch(options.path);
     return envoy;
   }
@@ -144,4 +158,5 @@ function applyRules(state: EnvoyState, config: EnvoyConfig): void {
       rules.push({ name: info.name, spec: info.specs[0] as RuleDefinition["spec"], tiers: {} });
   }
   applyConfig(state.service, { rules, domains: [] });
+  state.overrides.retain((rule) => state.service.hasRule(rule));
 }

@@ -32,8 +32,16 @@ export interface RlsStatus {
   duration_until_reset: { seconds: number; nanos: number } | null;
 }
 
+/** `HeaderValue` (sluice sets key and value). */
+export interface RlsHeader {
+  key: string;
+  value: string;
+}
+
 /** `RateLimitResponse` (the fields sluice sets). */
 export interface RlsResponse {
   overall_code: "OK" | "OVER_LIMIT";
   statuses: RlsStatus[];
+  /** Filled only under `--envoy-response-headers`. */
+  response_headers_to_add?: RlsHeader[];
 }

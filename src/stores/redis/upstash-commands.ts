@@ -13,6 +13,7 @@ import type { RedisCommands } from "./client.ts";
 
 /** What `@upstash/redis` sends and receives (its `Requester`, the part sluice calls). */
 export interface UpstashRequester {
+  /** Sends one command as a REST request. */
   request(req: { body: unknown[] }): Promise<{ result?: unknown; error?: string }>;
 }
 
