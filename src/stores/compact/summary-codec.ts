@@ -120,6 +120,42 @@ export function joinMember(m: Algorithm, cells: Float64Array, at: number, state:
   }
 }
 
+/** Whether member `m` is rate-based (a backlog that drains: token bucket, gcra, leaky bucket). */
+export function isRate(m: Algorithm): boolean {
+  return m.kind === "token-bucket" || m.kind === "gcra" || m.kind === "leaky-bucket";
+}
+
+/** Milliseconds of backlog one unit adds to a rate-based member. */
+export function unitMs(m: Algorithm): number {
+  const spec = m.spec as { periodMs?: number; limit?: number; leakPerSecond?: number; refillPerSecond?: number };
+  if (m.kind === "gcra") return (spec.periodMs as number) / (spec.limit as number);
+  if (m.kind === "leaky-bucket") return 1000 / (spec.leakPerSecond as number);
+  return 1000 / (spec.refillPerSecond as number);
+}
+
+/** The instant a rate-based state owes nothing any more (a token bucket full again; a gcra's tat). */
+function rateInstant(m: Algorithm, state: unknown): number {
+  if (m.kind !== "token-bucket") return (state as GcraState).tat;
+  const s = state as TokenBucketState;
+  const { capacity, refillPerSecond: r } = m.spec as TokenBucketSpec;
+  return s.t + (capacity * 1000 - s.b) / r;
+}
+
+/**
+ * Adds what a key read back from the summary took since (`own`, started fresh at the read-back,
+ * and `debt`, the backlog its admissions added, in ms) into a rate-based cell. A backlog drains
+ * once: the key's true instant is at most max(cell + debt, own's instant), since each admission
+ * maps an instant x to max(x, now) + cost·T (max-plus linear); adding own's drained backlog on
+ * top of the cell's would drain it twice.
+ */
+export function joinRateOwn(m: Algorithm, cells: Float64Array, at: number, own: unknown, debt: number): void {
+  const cell = cells[at] as number;
+  const mine = rateInstant(m, own);
+  const shifted = Number.isNaN(cell) ? Number.NEGATIVE_INFINITY : up(cell + Math.max(0, debt));
+  const next = Math.max(shifted, mine);
+  if (next > Number.NEGATIVE_INFINITY) cells[at] = next;
+}
+
 /** Adds the backlog `until − now` on top of the cell's (an instant: full again / theoretical arrival). */
 function addBacklog(cells: Float64Array, at: number, until: number, now: number): void {
   if (!(until > now)) return; // nothing owed any more

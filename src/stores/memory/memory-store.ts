@@ -24,6 +24,7 @@ import type { BoundRule, RuleBinding, Store } from "../../store.ts";
 import { CompactTable, MAX_TABLE_INDEX } from "../compact/compact-table.ts";
 import { fingerprint, randomSeed } from "../compact/fingerprint.ts";
 import { compactable, decodeRecord, encodeRecord, STATE_WORDS } from "../compact/state-codec.ts";
+import { isRate, unitMs } from "../compact/summary-codec.ts";
 import { DEPTH, Sketch, sketchBytes } from "./sketch.ts";
 import { decodeSnapshot, encodeSnapshot, sameLayout, type TableSnapshot } from "./snapshot.ts";
 import { Table } from "./table.ts";
@@ -89,13 +90,20 @@ export interface MemoryStoreStats {
   pinsDropped: number;
 }
 
-/** A key read back from a summary: the summary's estimate plus `own`, what it took since (exact). */
+/**
+ * A key read back from a summary: the summary's estimate plus `own`, what it took since (exact,
+ * started fresh), and per rate-based member the backlog (ms) its admissions added since.
+ */
 class Approx {
+  readonly debts: Float64Array;
   constructor(
     readonly own: RuleRecord,
     readonly h1: number,
     readonly h2: number,
-  ) {}
+    members: number,
+  ) {
+    this.debts = new Float64Array(members);
+  }
 }
 
 /**
@@ -295,9 +303,9 @@ export class MemoryStore implements Store {
     for (const [id, table] of this.#tables) {
       const sep = id.lastIndexOf("\u0000");
       const records: Array<[string, unknown]> = [];
-      const extra: Array<[number, number, RuleRecord]> = [];
+      const extra: Array<[number, number, RuleRecord, Float64Array]> = [];
       for (const [key, record] of table.entries()) {
-        if (record instanceof Approx) extra.push([record.h1, record.h2, record.own]);
+        if (record instanceof Approx) extra.push([record.h1, record.h2, record.own, record.debts]);
         else records.push([key, record]);
       }
       const fingerprints: number[][] = [];
@@ -325,7 +333,7 @@ export class MemoryStore implements Store {
     return encodeSnapshot(tables, savedAt);
   }
 
-  #sketchSnapshot(table: Table, extra: Array<[number, number, RuleRecord]>) {
+  #sketchSnapshot(table: Table, extra: Array<[number, number, RuleRecord, Float64Array]>) {
     const sketch = table.sketch ?? new Sketch(table.rule, 1);
     return { width: sketch.width, seed: this.#seed, cells: sketch.toBase64(extra, now(table)) };
   }
@@ -432,7 +440,7 @@ export class MemoryStore implements Store {
     const h1 = h[0] as number;
     const h2 = h[1] as number;
     if (sketch?.present(h1, h2, t) && !this.#pinned(table, h1, h2, t)) {
-      const approx = new Approx(createRecord(rule), h1, h2);
+      const approx = new Approx(createRecord(rule), h1, h2, rule.members.length);
       const result = this.#decideApprox(table, key, approx, cost, t, op);
       if (op !== "peek" && storesNewRecord(rule, op, result)) this.#insert(table, key, approx, t);
       return result;
@@ -460,7 +468,7 @@ export class MemoryStore implements Store {
       if (op !== "peek" && table.find(key) === approx) table.set(key, approx.own);
       return decideRule(rule, approx.own, t, cost, op);
     }
-    const estimate = sketch.estimate(approx.own, t, (a, b) => permits(rule, a, b, t, cost));
+    const estimate = sketch.estimate(approx.own, approx.debts, t, (a, b) => permits(rule, a, b, t, cost));
     const ban = banState(rule, estimate);
     const wasBanned = ban !== undefined && ban.until > t;
     const result = decideRule(rule, estimate, t, cost, op);
@@ -471,6 +479,7 @@ export class MemoryStore implements Store {
     if (op === "check" && result.allowed) {
       rule.members.forEach((m: Algorithm, i) => {
         m.step(memberState(rule, own, i), t, cost, true);
+        if (isRate(m)) approx.debts[i] = (approx.debts[i] as number) + cost * unitMs(m);
       });
     } else if (op === "check" && ban !== undefined && !wasBanned) {
       // The denial counted toward a ban on the estimate counts on the key's own record too.
@@ -480,6 +489,7 @@ export class MemoryStore implements Store {
     } else if (op === "refund") {
       rule.members.forEach((m: Algorithm, i) => {
         m.refund(memberState(rule, own, i), t, cost);
+        if (isRate(m)) approx.debts[i] = (approx.debts[i] as number) - cost * unitMs(m);
       });
     }
     return result;
@@ -540,7 +550,7 @@ export class MemoryStore implements Store {
     this.#evicted++;
     const at = victim === inserting ? t : now(victim);
     if (record instanceof Approx) {
-      this.#summarise(victim, record.h1, record.h2, record.own, at);
+      this.#summarise(victim, record.h1, record.h2, record.own, at, record.debts);
       return;
     }
     if (!(recordFreshAt(victim.rule, record) > at)) return; // fresh: nothing to keep
@@ -571,11 +581,11 @@ export class MemoryStore implements Store {
   }
 
   /** Adds `record` into `table`'s summary (creating it within the budget); a pin on the key ends. */
-  #summarise(table: Table, h1: number, h2: number, record: RuleRecord, t: number): void {
+  #summarise(table: Table, h1: number, h2: number, record: RuleRecord, t: number, debts?: Float64Array): void {
     this.#summarised++;
     if (table.pins.size > 0 && table.pins.delete(h1 * 65536 + (h2 >>> 16))) this.#pins--;
     table.sketch ??= this.#newSketch(table);
-    table.sketch.add(h1, h2, record, t);
+    table.sketch.add(h1, h2, record, t, debts);
   }
 
   /**

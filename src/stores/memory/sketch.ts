@@ -19,8 +19,10 @@ import { fmix32 } from "../compact/fingerprint.ts";
 import {
   BAN_SLOTS,
   banCellFreshAt,
+  isRate,
   joinBan,
   joinMember,
+  joinRateOwn,
   memberFreshAt,
   memberSlots,
   readBan,
@@ -76,13 +78,13 @@ export class Sketch {
   }
 
   /** The cells as base64 (for snapshots), with `extra` records of (h1, h2, record) added to a copy first. */
-  toBase64(extra: Array<[number, number, RuleRecord]> = [], now = Number.NEGATIVE_INFINITY): string {
+  toBase64(extra: Array<[number, number, RuleRecord, Float64Array]> = [], now = Number.NEGATIVE_INFINITY): string {
     let cells = this.#cells;
     if (extra.length > 0) {
       const saved = this.#cells;
       const savedFresh = this.freshAt;
       this.#cells = saved.slice();
-      for (const [h1, h2, record] of extra) this.add(h1, h2, record, now);
+      for (const [h1, h2, record, debts] of extra) this.add(h1, h2, record, now, debts);
       cells = this.#cells;
       this.#cells = saved;
       this.freshAt = savedFresh;
@@ -104,19 +106,23 @@ export class Sketch {
     return true;
   }
 
-  /** Adds `record` (as of `now`) into the key's cell of every row. */
-  add(h1: number, h2: number, record: RuleRecord, now: number): void {
+  /**
+   * Adds `record` (as of `now`) into the key's cell of every row. With `debts` (one per member),
+   * `record` is what a read-back key took since its read-back: see `joinRateOwn`.
+   */
+  add(h1: number, h2: number, record: RuleRecord, now: number, debts?: Float64Array): void {
     this.#locate(h1, h2);
-    for (let row = 0; row < DEPTH; row++) this.#join(this.#cells, this.#rows[row] as number, record, now);
+    for (let row = 0; row < DEPTH; row++) this.#join(this.#cells, this.#rows[row] as number, record, now, debts);
   }
 
   /** Joins `record` into the cell at `at` of `cells` and extends its slot 0. */
-  #join(cells: Float64Array, at: number, record: RuleRecord, now: number): void {
+  #join(cells: Float64Array, at: number, record: RuleRecord, now: number, debts?: Float64Array): void {
     const rule = this.rule;
     let i = at + 1;
     for (let k = 0; k < rule.members.length; k++) {
       const m = rule.members[k] as Algorithm;
-      joinMember(m, cells, i, memberState(rule, record, k), now);
+      if (debts !== undefined && isRate(m)) joinRateOwn(m, cells, i, memberState(rule, record, k), debts[k] as number);
+      else joinMember(m, cells, i, memberState(rule, record, k), now);
       i += memberSlots(m);
     }
     if (rule.ban !== undefined) joinBan(cells, i, (record as unknown[])[rule.members.length] as never, rule.ban);
@@ -161,7 +167,12 @@ export class Sketch {
    * with `own` (units the key took since it was read back, exact) added on top in scratch
    * space. `permits(a, b)` says whether record `a` admits more than `b`.
    */
-  estimate(own: RuleRecord | undefined, now: number, better: (a: RuleRecord, b: RuleRecord) => boolean): RuleRecord {
+  estimate(
+    own: RuleRecord | undefined,
+    debts: Float64Array | undefined,
+    now: number,
+    better: (a: RuleRecord, b: RuleRecord) => boolean,
+  ): RuleRecord {
     let best: RuleRecord | undefined;
     let bestAt = 0;
     for (let row = 0; row < DEPTH; row++) {
@@ -175,7 +186,7 @@ export class Sketch {
     if (own === undefined) return best;
     const scratch = this.#scratch;
     scratch.set(this.#cells.subarray(bestAt, bestAt + this.#slots));
-    this.#join(scratch, 0, own, now);
+    this.#join(scratch, 0, own, now, debts);
     return this.#read(scratch, 0);
   }
 
