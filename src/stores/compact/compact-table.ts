@@ -75,14 +75,18 @@ export class CompactTable {
     return CompactTable.bytesFor(this.#buckets);
   }
 
-  /** The key's two buckets' first slots. */
-  #pair(h: Uint32Array): [number, number] {
+  #a = 0;
+  #b = 0;
+
+  /** Sets `#a` and `#b` to the key's two buckets' first slots (no allocation: this is the flood's path). */
+  #pair(h: Uint32Array): void {
     const n = this.#buckets;
     // Multiply-high maps 32 hash bits onto any bucket count without a power-of-two rounding.
     const b1 = Math.floor(((h[2] as number) * n) / 0x100000000);
     let b2 = Math.floor((fmix32((h[2] as number) ^ 0x5bd1e995) * n) / 0x100000000);
     if (b2 === b1 && n > 1) b2 = (b1 + 1) % n;
-    return [b1 * BUCKET_SLOTS, b2 * BUCKET_SLOTS];
+    this.#a = b1 * BUCKET_SLOTS;
+    this.#b = b2 * BUCKET_SLOTS;
   }
 
   /** The slot holding (`table`, fingerprint `h`), or -1. */
@@ -90,7 +94,9 @@ export class CompactTable {
     const meta = this.#meta;
     const h1 = h[0] as number;
     const tag = ((h[1] as number) | table) >>> 0;
-    const [a, b] = this.#pair(h);
+    this.#pair(h);
+    const a = this.#a;
+    const b = this.#b;
     for (let s = a; s < a + BUCKET_SLOTS; s++) if (meta[2 * s] === h1 && meta[2 * s + 1] === tag) return s;
     if (b !== a) for (let s = b; s < b + BUCKET_SLOTS; s++) if (meta[2 * s] === h1 && meta[2 * s + 1] === tag) return s;
     return -1;
@@ -115,7 +121,9 @@ export class CompactTable {
    */
   claim(table: number, h: Uint32Array): number {
     const meta = this.#meta;
-    const [a, b] = this.#pair(h);
+    this.#pair(h);
+    const a = this.#a;
+    const b = this.#b;
     this.victim.table = 0;
     let free = -1;
     let freeB = -1;

@@ -148,10 +148,22 @@ function rateInstant(m: Algorithm, state: unknown): number {
  * maps an instant x to max(x, now) + cost·T (max-plus linear); adding own's drained backlog on
  * top of the cell's would drain it twice.
  */
-export function joinRateOwn(m: Algorithm, cells: Float64Array, at: number, own: unknown, debt: number): void {
+export function joinRateOwn(
+  m: Algorithm,
+  cells: Float64Array,
+  at: number,
+  own: unknown,
+  debt: number,
+  base: number,
+): void {
   const cell = cells[at] as number;
+  // `base`: the cell's instant when the key was read back (a freed or folded cell must not lose it).
+  const from = Math.max(
+    Number.isNaN(cell) ? Number.NEGATIVE_INFINITY : cell,
+    Number.isNaN(base) ? Number.NEGATIVE_INFINITY : base,
+  );
   const mine = rateInstant(m, own);
-  const shifted = Number.isNaN(cell) ? Number.NEGATIVE_INFINITY : up(cell + Math.max(0, debt));
+  const shifted = from === Number.NEGATIVE_INFINITY ? from : up(from + Math.max(0, debt));
   const next = Math.max(shifted, mine);
   if (next > Number.NEGATIVE_INFINITY) cells[at] = next;
 }

@@ -49,8 +49,6 @@ export interface MemoryStoreOptions {
 const SWEEP_EVERY = 4096;
 /** Widest summary row. */
 const MAX_WIDTH = 65536;
-/** Bytes below which a rule's summary is not shrunk further to make room for another's. */
-const MIN_SKETCH_BYTES = 4096;
 
 /** What `stats()` reports. */
 export interface MemoryStoreStats {
@@ -96,6 +94,8 @@ export interface MemoryStoreStats {
  */
 class Approx {
   readonly debts: Float64Array;
+  /** Per rate-based member, the summary's instant at the read-back (NaN until read). */
+  readonly bases: Float64Array;
   constructor(
     readonly own: RuleRecord,
     readonly h1: number,
@@ -103,6 +103,16 @@ class Approx {
     members: number,
   ) {
     this.debts = new Float64Array(members);
+    this.bases = new Float64Array(members).fill(Number.NaN);
+  }
+
+  /** Whether everything the summary held for the key has stopped mattering by `t`: `own` is then its record. */
+  settled(rule: CompiledRule, t: number): boolean {
+    for (let i = 0; i < rule.members.length; i++) {
+      const base = this.bases[i] as number;
+      if (!Number.isNaN(base) && base + Math.max(0, this.debts[i] as number) > t) return false;
+    }
+    return true;
   }
 }
 
@@ -138,6 +148,8 @@ export class MemoryStore implements Store {
   #refused = 0;
   #pins = 0;
   #pinsDropped = 0;
+  #fullest: Table | undefined = undefined;
+  #scanIn = 0;
   readonly #h = new Uint32Array(3);
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -214,7 +226,7 @@ export class MemoryStore implements Store {
     const id = `${binding.id}\u0000${rule.shape}`;
     let table = this.#tables.get(id);
     if (table === undefined) {
-      table = new Table(rule);
+      table = new Table(rule, id);
       this.#tables.set(id, table);
       if (this.#byIndex.length <= MAX_TABLE_INDEX) {
         table.index = this.#byIndex.length;
@@ -303,9 +315,9 @@ export class MemoryStore implements Store {
     for (const [id, table] of this.#tables) {
       const sep = id.lastIndexOf("\u0000");
       const records: Array<[string, unknown]> = [];
-      const extra: Array<[number, number, RuleRecord, Float64Array]> = [];
+      const extra: Array<[number, number, RuleRecord, Approx]> = [];
       for (const [key, record] of table.entries()) {
-        if (record instanceof Approx) extra.push([record.h1, record.h2, record.own, record.debts]);
+        if (record instanceof Approx) extra.push([record.h1, record.h2, record.own, record]);
         else records.push([key, record]);
       }
       const fingerprints: number[][] = [];
@@ -333,7 +345,10 @@ export class MemoryStore implements Store {
     return encodeSnapshot(tables, savedAt);
   }
 
-  #sketchSnapshot(table: Table, extra: Array<[number, number, RuleRecord, Float64Array]>) {
+  #sketchSnapshot(
+    table: Table,
+    extra: Array<[number, number, RuleRecord, { debts: Float64Array; bases: Float64Array }]>,
+  ) {
     const sketch = table.sketch ?? new Sketch(table.rule, 1);
     return { width: sketch.width, seed: this.#seed, cells: sketch.toBase64(extra, now(table)) };
   }
@@ -463,12 +478,16 @@ export class MemoryStore implements Store {
    */
   #decideApprox(table: Table, key: string, approx: Approx, cost: number, t: number, op: Operation): Decision {
     const rule = table.rule;
+    table.sketch ??= this.#newSketch(table);
     const sketch = table.sketch;
-    if (sketch === undefined || !sketch.present(approx.h1, approx.h2, t)) {
+    const present = sketch.present(approx.h1, approx.h2, t);
+    if (!present && approx.settled(rule, t)) {
       if (op !== "peek" && table.find(key) === approx) table.set(key, approx.own);
       return decideRule(rule, approx.own, t, cost, op);
     }
-    const estimate = sketch.estimate(approx.own, approx.debts, t, (a, b) => permits(rule, a, b, t, cost));
+    const estimate = sketch.estimate(approx.own, approx.debts, approx.bases, present, t, (a, b) =>
+      permits(rule, a, b, t, cost),
+    );
     const ban = banState(rule, estimate);
     const wasBanned = ban !== undefined && ban.until > t;
     const result = decideRule(rule, estimate, t, cost, op);
@@ -542,7 +561,19 @@ export class MemoryStore implements Store {
    */
   #evict(inserting: Table, t: number): void {
     let victim = inserting;
-    for (const table of this.#tables.values()) if (table.size > victim.size) victim = table;
+    // With many rules, the fullest is looked for every 64 evictions, not on every one.
+    const cached = this.#fullest;
+    if (
+      this.#tables.size <= 4 ||
+      --this.#scanIn <= 0 ||
+      cached === undefined ||
+      cached.size < inserting.size ||
+      !this.#tables.has(cached.id)
+    ) {
+      this.#scanIn = 64;
+      for (const table of this.#tables.values()) if (table.size > victim.size) victim = table;
+      this.#fullest = victim;
+    } else victim = cached;
     const entry = victim.shift();
     if (entry === undefined) return;
     const [key, record] = entry;
@@ -550,7 +581,7 @@ export class MemoryStore implements Store {
     this.#evicted++;
     const at = victim === inserting ? t : now(victim);
     if (record instanceof Approx) {
-      this.#summarise(victim, record.h1, record.h2, record.own, at, record.debts);
+      this.#summarise(victim, record.h1, record.h2, record.own, at, record);
       return;
     }
     if (!(recordFreshAt(victim.rule, record) > at)) return; // fresh: nothing to keep
@@ -581,11 +612,11 @@ export class MemoryStore implements Store {
   }
 
   /** Adds `record` into `table`'s summary (creating it within the budget); a pin on the key ends. */
-  #summarise(table: Table, h1: number, h2: number, record: RuleRecord, t: number, debts?: Float64Array): void {
+  #summarise(table: Table, h1: number, h2: number, record: RuleRecord, t: number, approx?: Approx): void {
     this.#summarised++;
     if (table.pins.size > 0 && table.pins.delete(h1 * 65536 + (h2 >>> 16))) this.#pins--;
     table.sketch ??= this.#newSketch(table);
-    table.sketch.add(h1, h2, record, t, debts);
+    table.sketch.add(h1, h2, record, t, approx?.debts, approx?.bases);
   }
 
   /**
@@ -615,14 +646,9 @@ export class MemoryStore implements Store {
         }
       }
       const need = sketchBytes(rule, width);
-      if (
-        widest !== undefined &&
-        (widest.sketch as Sketch).bytes >= need &&
-        (widest.sketch as Sketch).bytes > MIN_SKETCH_BYTES
-      ) {
-        (widest.sketch as Sketch).fold(now(widest));
-      } else if (width > 1 && need > MIN_SKETCH_BYTES) width /= 2;
-      else break; // every summary is at its floor: the budget is exceeded by at most the floors
+      if (widest !== undefined && (widest.sketch as Sketch).bytes >= need) (widest.sketch as Sketch).fold(now(widest));
+      else if (width > 1) width /= 2;
+      else break; // every summary is one cell per row: the budget is exceeded by at most a cell per rule
       used = others();
     }
     return new Sketch(rule, width);

@@ -78,13 +78,16 @@ export class Sketch {
   }
 
   /** The cells as base64 (for snapshots), with `extra` records of (h1, h2, record) added to a copy first. */
-  toBase64(extra: Array<[number, number, RuleRecord, Float64Array]> = [], now = Number.NEGATIVE_INFINITY): string {
+  toBase64(
+    extra: Array<[number, number, RuleRecord, { debts: Float64Array; bases: Float64Array }]> = [],
+    now = Number.NEGATIVE_INFINITY,
+  ): string {
     let cells = this.#cells;
     if (extra.length > 0) {
       const saved = this.#cells;
       const savedFresh = this.freshAt;
       this.#cells = saved.slice();
-      for (const [h1, h2, record, debts] of extra) this.add(h1, h2, record, now, debts);
+      for (const [h1, h2, record, a] of extra) this.add(h1, h2, record, now, a.debts, a.bases);
       cells = this.#cells;
       this.#cells = saved;
       this.freshAt = savedFresh;
@@ -110,19 +113,27 @@ export class Sketch {
    * Adds `record` (as of `now`) into the key's cell of every row. With `debts` (one per member),
    * `record` is what a read-back key took since its read-back: see `joinRateOwn`.
    */
-  add(h1: number, h2: number, record: RuleRecord, now: number, debts?: Float64Array): void {
+  add(h1: number, h2: number, record: RuleRecord, now: number, debts?: Float64Array, bases?: Float64Array): void {
     this.#locate(h1, h2);
-    for (let row = 0; row < DEPTH; row++) this.#join(this.#cells, this.#rows[row] as number, record, now, debts);
+    for (let row = 0; row < DEPTH; row++) this.#join(this.#cells, this.#rows[row] as number, record, now, debts, bases);
   }
 
   /** Joins `record` into the cell at `at` of `cells` and extends its slot 0. */
-  #join(cells: Float64Array, at: number, record: RuleRecord, now: number, debts?: Float64Array): void {
+  #join(
+    cells: Float64Array,
+    at: number,
+    record: RuleRecord,
+    now: number,
+    debts?: Float64Array,
+    bases?: Float64Array,
+  ): void {
     const rule = this.rule;
     let i = at + 1;
     for (let k = 0; k < rule.members.length; k++) {
       const m = rule.members[k] as Algorithm;
-      if (debts !== undefined && isRate(m)) joinRateOwn(m, cells, i, memberState(rule, record, k), debts[k] as number);
-      else joinMember(m, cells, i, memberState(rule, record, k), now);
+      if (debts !== undefined && isRate(m)) {
+        joinRateOwn(m, cells, i, memberState(rule, record, k), debts[k] as number, bases?.[k] ?? Number.NaN);
+      } else joinMember(m, cells, i, memberState(rule, record, k), now);
       i += memberSlots(m);
     }
     if (rule.ban !== undefined) joinBan(cells, i, (record as unknown[])[rule.members.length] as never, rule.ban);
@@ -163,30 +174,42 @@ export class Sketch {
   }
 
   /**
-   * The record a key reads back (call after `present` returned true): its most permissive row,
-   * with `own` (units the key took since it was read back, exact) added on top in scratch
-   * space. `permits(a, b)` says whether record `a` admits more than `b`.
+   * The record a key read back from the summary decides on: its most permissive row (when
+   * `present`, after `present` returned true; else nothing summarised still counts), with `own`
+   * (what it took since, exact) added on top in scratch space. For rate-based members the row's
+   * instant at the first read-back is kept in `bases`, since a backlog added on top of it
+   * outlives the cell (see `joinRateOwn`). `better(a, b)`: record `a` admits more than `b`.
    */
   estimate(
-    own: RuleRecord | undefined,
-    debts: Float64Array | undefined,
+    own: RuleRecord,
+    debts: Float64Array,
+    bases: Float64Array,
+    present: boolean,
     now: number,
     better: (a: RuleRecord, b: RuleRecord) => boolean,
   ): RuleRecord {
-    let best: RuleRecord | undefined;
-    let bestAt = 0;
-    for (let row = 0; row < DEPTH; row++) {
-      const at = this.#rows[row] as number;
-      const record = this.#read(this.#cells, at);
-      if (best === undefined || better(record, best)) {
-        best = record;
-        bestAt = at;
-      }
-    }
-    if (own === undefined) return best;
     const scratch = this.#scratch;
-    scratch.set(this.#cells.subarray(bestAt, bestAt + this.#slots));
-    this.#join(scratch, 0, own, now, debts);
+    if (present) {
+      let best: RuleRecord | undefined;
+      let bestAt = 0;
+      for (let row = 0; row < DEPTH; row++) {
+        const at = this.#rows[row] as number;
+        const record = this.#read(this.#cells, at);
+        if (best === undefined || better(record, best)) {
+          best = record;
+          bestAt = at;
+        }
+      }
+      scratch.set(this.#cells.subarray(bestAt, bestAt + this.#slots));
+    } else scratch.fill(Number.NaN);
+    const rule = this.rule;
+    let i = 1;
+    for (let k = 0; k < rule.members.length; k++) {
+      const m = rule.members[k] as Algorithm;
+      if (isRate(m) && Number.isNaN(bases[k] as number) && present) bases[k] = scratch[i] as number;
+      i += memberSlots(m);
+    }
+    this.#join(scratch, 0, own, now, debts, bases);
     return this.#read(scratch, 0);
   }
 

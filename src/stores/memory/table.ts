@@ -49,7 +49,11 @@ export class Table {
   private cursor: Iterator<[string, unknown]> | undefined = undefined;
   private cursorOf: Map<string, unknown> | undefined = undefined;
 
-  constructor(rule: CompiledRule) {
+  /** The table's key in its store (rule id and shape). */
+  readonly id: string;
+
+  constructor(rule: CompiledRule, id = "") {
+    this.id = id;
     this.rule = rule;
     this.horizonMs = rule.horizonMs;
   }
