@@ -79,11 +79,13 @@ export class CompactTable {
   #b = 0;
 
   /** Sets `#a` and `#b` to the key's two buckets' first slots (no allocation: this is the flood's path). */
-  #pair(h: Uint32Array): void {
+  #pair(table: number, h: Uint32Array): void {
     const n = this.#buckets;
+    // The table is mixed in, so one key under many rules spreads over the table too.
+    const h3 = fmix32((h[2] as number) ^ Math.imul(table, 0x9e3779b1));
     // Multiply-high maps 32 hash bits onto any bucket count without a power-of-two rounding.
-    const b1 = Math.floor(((h[2] as number) * n) / 0x100000000);
-    let b2 = Math.floor((fmix32((h[2] as number) ^ 0x5bd1e995) * n) / 0x100000000);
+    const b1 = Math.floor((h3 * n) / 0x100000000);
+    let b2 = Math.floor((fmix32(h3 ^ 0x5bd1e995) * n) / 0x100000000);
     if (b2 === b1 && n > 1) b2 = (b1 + 1) % n;
     this.#a = b1 * BUCKET_SLOTS;
     this.#b = b2 * BUCKET_SLOTS;
@@ -94,7 +96,7 @@ export class CompactTable {
     const meta = this.#meta;
     const h1 = h[0] as number;
     const tag = ((h[1] as number) | table) >>> 0;
-    this.#pair(h);
+    this.#pair(table, h);
     const a = this.#a;
     const b = this.#b;
     for (let s = a; s < a + BUCKET_SLOTS; s++) if (meta[2 * s] === h1 && meta[2 * s + 1] === tag) return s;
@@ -121,7 +123,7 @@ export class CompactTable {
    */
   claim(table: number, h: Uint32Array): number {
     const meta = this.#meta;
-    this.#pair(h);
+    this.#pair(table, h);
     const a = this.#a;
     const b = this.#b;
     this.victim.table = 0;

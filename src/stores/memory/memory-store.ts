@@ -93,28 +93,33 @@ export interface MemoryStoreStats {
  * started fresh), and per rate-based member the backlog (ms) its admissions added since.
  */
 class Approx {
-  readonly debts: Float64Array;
-  /** Per rate-based member, the summary's instant at the read-back (NaN until read). */
-  readonly bases: Float64Array;
+  /**
+   * Per member, for rate-based ones: [debt, base] pairs: the backlog (ms) its admissions added
+   * since the read-back, and the summary's instant at the read-back (NaN until read). Empty for
+   * rules with no rate-based member.
+   */
+  readonly rate: number[];
   constructor(
     readonly own: RuleRecord,
     readonly h1: number,
     readonly h2: number,
-    members: number,
+    rule: CompiledRule,
   ) {
-    this.debts = new Float64Array(members);
-    this.bases = new Float64Array(members).fill(Number.NaN);
+    this.rate = rule.members.some(isRate) ? rule.members.flatMap(() => [0, Number.NaN]) : NO_RATE;
   }
 
   /** Whether everything the summary held for the key has stopped mattering by `t`: `own` is then its record. */
-  settled(rule: CompiledRule, t: number): boolean {
-    for (let i = 0; i < rule.members.length; i++) {
-      const base = this.bases[i] as number;
-      if (!Number.isNaN(base) && base + Math.max(0, this.debts[i] as number) > t) return false;
+  settled(t: number): boolean {
+    const rate = this.rate;
+    for (let i = 0; i < rate.length; i += 2) {
+      const base = rate[i + 1] as number;
+      if (!Number.isNaN(base) && base + Math.max(0, rate[i] as number) > t) return false;
     }
     return true;
   }
 }
+
+const NO_RATE: number[] = [];
 
 /**
  * Keeps rate-limit state in this process.
@@ -345,10 +350,7 @@ export class MemoryStore implements Store {
     return encodeSnapshot(tables, savedAt);
   }
 
-  #sketchSnapshot(
-    table: Table,
-    extra: Array<[number, number, RuleRecord, { debts: Float64Array; bases: Float64Array }]>,
-  ) {
+  #sketchSnapshot(table: Table, extra: Array<[number, number, RuleRecord, Approx]>) {
     const sketch = table.sketch ?? new Sketch(table.rule, 1);
     return { width: sketch.width, seed: this.#seed, cells: sketch.toBase64(extra, now(table)) };
   }
@@ -455,7 +457,7 @@ export class MemoryStore implements Store {
     const h1 = h[0] as number;
     const h2 = h[1] as number;
     if (sketch?.present(h1, h2, t) && !this.#pinned(table, h1, h2, t)) {
-      const approx = new Approx(createRecord(rule), h1, h2, rule.members.length);
+      const approx = new Approx(createRecord(rule), h1, h2, rule);
       const result = this.#decideApprox(table, key, approx, cost, t, op);
       if (op !== "peek" && storesNewRecord(rule, op, result)) this.#insert(table, key, approx, t);
       return result;
@@ -481,13 +483,11 @@ export class MemoryStore implements Store {
     table.sketch ??= this.#newSketch(table);
     const sketch = table.sketch;
     const present = sketch.present(approx.h1, approx.h2, t);
-    if (!present && approx.settled(rule, t)) {
+    if (!present && approx.settled(t)) {
       if (op !== "peek" && table.find(key) === approx) table.set(key, approx.own);
       return decideRule(rule, approx.own, t, cost, op);
     }
-    const estimate = sketch.estimate(approx.own, approx.debts, approx.bases, present, t, (a, b) =>
-      permits(rule, a, b, t, cost),
-    );
+    const estimate = sketch.estimate(approx.own, approx.rate, present, t, (a, b) => permits(rule, a, b, t, cost));
     const ban = banState(rule, estimate);
     const wasBanned = ban !== undefined && ban.until > t;
     const result = decideRule(rule, estimate, t, cost, op);
@@ -498,7 +498,7 @@ export class MemoryStore implements Store {
     if (op === "check" && result.allowed) {
       rule.members.forEach((m: Algorithm, i) => {
         m.step(memberState(rule, own, i), t, cost, true);
-        if (isRate(m)) approx.debts[i] = (approx.debts[i] as number) + cost * unitMs(m);
+        if (isRate(m)) approx.rate[2 * i] = (approx.rate[2 * i] as number) + cost * unitMs(m);
       });
     } else if (op === "check" && ban !== undefined && !wasBanned) {
       // The denial counted toward a ban on the estimate counts on the key's own record too.
@@ -508,7 +508,7 @@ export class MemoryStore implements Store {
     } else if (op === "refund") {
       rule.members.forEach((m: Algorithm, i) => {
         m.refund(memberState(rule, own, i), t, cost);
-        if (isRate(m)) approx.debts[i] = (approx.debts[i] as number) - cost * unitMs(m);
+        if (isRate(m)) approx.rate[2 * i] = (approx.rate[2 * i] as number) - cost * unitMs(m);
       });
     }
     return result;
@@ -616,7 +616,7 @@ export class MemoryStore implements Store {
     this.#summarised++;
     if (table.pins.size > 0 && table.pins.delete(h1 * 65536 + (h2 >>> 16))) this.#pins--;
     table.sketch ??= this.#newSketch(table);
-    table.sketch.add(h1, h2, record, t, approx?.debts, approx?.bases);
+    table.sketch.add(h1, h2, record, t, approx?.rate);
   }
 
   /**

@@ -79,7 +79,7 @@ export class Sketch {
 
   /** The cells as base64 (for snapshots), with `extra` records of (h1, h2, record) added to a copy first. */
   toBase64(
-    extra: Array<[number, number, RuleRecord, { debts: Float64Array; bases: Float64Array }]> = [],
+    extra: Array<[number, number, RuleRecord, { rate: number[] }]> = [],
     now = Number.NEGATIVE_INFINITY,
   ): string {
     let cells = this.#cells;
@@ -87,7 +87,7 @@ export class Sketch {
       const saved = this.#cells;
       const savedFresh = this.freshAt;
       this.#cells = saved.slice();
-      for (const [h1, h2, record, a] of extra) this.add(h1, h2, record, now, a.debts, a.bases);
+      for (const [h1, h2, record, a] of extra) this.add(h1, h2, record, now, a.rate);
       cells = this.#cells;
       this.#cells = saved;
       this.freshAt = savedFresh;
@@ -110,29 +110,23 @@ export class Sketch {
   }
 
   /**
-   * Adds `record` (as of `now`) into the key's cell of every row. With `debts` (one per member),
-   * `record` is what a read-back key took since its read-back: see `joinRateOwn`.
+   * Adds `record` (as of `now`) into the key's cell of every row. With `rate` (per member a debt
+   * and a base, see memory-store.ts `Approx`), `record` is what a read-back key took since its
+   * read-back: see `joinRateOwn`.
    */
-  add(h1: number, h2: number, record: RuleRecord, now: number, debts?: Float64Array, bases?: Float64Array): void {
+  add(h1: number, h2: number, record: RuleRecord, now: number, rate?: number[]): void {
     this.#locate(h1, h2);
-    for (let row = 0; row < DEPTH; row++) this.#join(this.#cells, this.#rows[row] as number, record, now, debts, bases);
+    for (let row = 0; row < DEPTH; row++) this.#join(this.#cells, this.#rows[row] as number, record, now, rate);
   }
 
   /** Joins `record` into the cell at `at` of `cells` and extends its slot 0. */
-  #join(
-    cells: Float64Array,
-    at: number,
-    record: RuleRecord,
-    now: number,
-    debts?: Float64Array,
-    bases?: Float64Array,
-  ): void {
+  #join(cells: Float64Array, at: number, record: RuleRecord, now: number, rate?: number[]): void {
     const rule = this.rule;
     let i = at + 1;
     for (let k = 0; k < rule.members.length; k++) {
       const m = rule.members[k] as Algorithm;
-      if (debts !== undefined && isRate(m)) {
-        joinRateOwn(m, cells, i, memberState(rule, record, k), debts[k] as number, bases?.[k] ?? Number.NaN);
+      if (rate !== undefined && rate.length > 0 && isRate(m)) {
+        joinRateOwn(m, cells, i, memberState(rule, record, k), rate[2 * k] as number, rate[2 * k + 1] as number);
       } else joinMember(m, cells, i, memberState(rule, record, k), now);
       i += memberSlots(m);
     }
@@ -182,8 +176,7 @@ export class Sketch {
    */
   estimate(
     own: RuleRecord,
-    debts: Float64Array,
-    bases: Float64Array,
+    rate: number[],
     present: boolean,
     now: number,
     better: (a: RuleRecord, b: RuleRecord) => boolean,
@@ -206,10 +199,12 @@ export class Sketch {
     let i = 1;
     for (let k = 0; k < rule.members.length; k++) {
       const m = rule.members[k] as Algorithm;
-      if (isRate(m) && Number.isNaN(bases[k] as number) && present) bases[k] = scratch[i] as number;
+      if (present && rate.length > 0 && isRate(m) && Number.isNaN(rate[2 * k + 1] as number)) {
+        rate[2 * k + 1] = scratch[i] as number;
+      }
       i += memberSlots(m);
     }
-    this.#join(scratch, 0, own, now, debts, bases);
+    this.#join(scratch, 0, own, now, rate);
     return this.#read(scratch, 0);
   }
 
