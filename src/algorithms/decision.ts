@@ -28,6 +28,12 @@ export interface Decision {
   approximate?: true;
   /** Present when the key is banned after repeated denials (`retryAfterMs` covers the ban). */
   banned?: true;
+  /**
+   * The instant it was decided on the limiter's clock: the receipt `refund(key, { cost, at })`
+   * takes. Not enumerable (decisions compare and serialise as before); absent when the store's
+   * own time decided (Redis `TIME` with no clock given).
+   */
+  at?: number;
 }
 
 /** Why a decision did not come from the store: the failure policy that answered and the error. */

@@ -38,9 +38,11 @@ function emission(spec: GcraSpec | LeakyBucketSpec, T: number, burst: number, de
       },
       read: (cells, at) => (Number.isNaN(cells[at]) ? undefined : { tat: cells[at] as number }),
     },
-    refund(state, now, cost) {
+    refund(state, now, cost, at) {
       // Backlog ahead of now shrinks by the refunded emissions; time already past stays past.
-      if (state.tat > now) state.tat = Math.max(now, state.tat - cost * T);
+      // With a receipt, what has drained since the check is not given back twice.
+      const give = at === undefined ? cost * T : Math.max(0, cost * T - Math.max(0, now - at));
+      if (state.tat > now) state.tat = Math.max(now, state.tat - give);
     },
     step(state, now, cost, commit): Decision {
       const start = Math.max(state.tat, now);

@@ -251,18 +251,18 @@ export class MemoryStore implements Store {
     const bound = table;
     let released = false;
     return {
-      check: (key, cost, now, op) => {
+      check: (key, cost, now, op, at) => {
         const t = now === undefined ? systemClock.now() : now;
         if (--this.#sweepIn === 0) this.#sweep(t, bound.clock);
         if (op !== "peek") {
           // The hot path: a live key is one Map lookup and one decision.
           const record = bound.get(key, t);
           if (record !== undefined) {
-            if (record instanceof Approx) return this.#decideApprox(bound, key, record, cost, t, op);
-            return decideRule(bound.rule, record, t, cost, op);
+            if (record instanceof Approx) return this.#decideApprox(bound, key, record, cost, t, op, at);
+            return decideRule(bound.rule, record, t, cost, op, at);
           }
         }
-        return this.#miss(bound, key, cost, t, op);
+        return this.#miss(bound, key, cost, t, op, at);
       },
       reset: (key) => {
         const t = now(bound);
@@ -430,7 +430,7 @@ export class MemoryStore implements Store {
   }
 
   /** A peek, or a key with no record in the `Map` tier: the compact tier, the summary, or a fresh record decides. */
-  #miss(table: Table, key: string, cost: number, t: number, op: Operation): Decision {
+  #miss(table: Table, key: string, cost: number, t: number, op: Operation, at?: number): Decision {
     const rule = table.rule;
     if (op === "peek") {
       const found = table.find(key);
@@ -451,14 +451,14 @@ export class MemoryStore implements Store {
         compact.remove(slot);
         table.compactSize--;
         this.#insert(table, key, record, t);
-        return decideRule(rule, record, t, cost, op);
+        return decideRule(rule, record, t, cost, op, at);
       }
     }
     const h1 = h[0] as number;
     const h2 = h[1] as number;
     if (sketch?.present(h1, h2, t) && !this.#pinned(table, h1, h2, t)) {
       const approx = new Approx(createRecord(rule), h1, h2, rule);
-      const result = this.#decideApprox(table, key, approx, cost, t, op);
+      const result = this.#decideApprox(table, key, approx, cost, t, op, at);
       if (op !== "peek" && storesNewRecord(rule, op, result)) this.#insert(table, key, approx, t);
       return result;
     }
@@ -478,19 +478,27 @@ export class MemoryStore implements Store {
    * what the decision takes (or gives back) is applied to `own` alone. When the summary no
    * longer holds anything for the key, `own` is its exact record again.
    */
-  #decideApprox(table: Table, key: string, approx: Approx, cost: number, t: number, op: Operation): Decision {
+  #decideApprox(
+    table: Table,
+    key: string,
+    approx: Approx,
+    cost: number,
+    t: number,
+    op: Operation,
+    at?: number,
+  ): Decision {
     const rule = table.rule;
     table.sketch ??= this.#newSketch(table);
     const sketch = table.sketch;
     const present = sketch.present(approx.h1, approx.h2, t);
     if (!present && approx.settled(t)) {
       if (op !== "peek" && table.find(key) === approx) table.set(key, approx.own);
-      return decideRule(rule, approx.own, t, cost, op);
+      return decideRule(rule, approx.own, t, cost, op, at);
     }
     const estimate = sketch.estimate(approx.own, approx.rate, present, t, (a, b) => permits(rule, a, b, t, cost));
     const ban = banState(rule, estimate);
     const wasBanned = ban !== undefined && ban.until > t;
-    const result = decideRule(rule, estimate, t, cost, op);
+    const result = decideRule(rule, estimate, t, cost, op, at);
     result.approximate = true;
     this.#approximate++;
     if (!result.allowed && op === "check") this.#refused++;
@@ -507,8 +515,13 @@ export class MemoryStore implements Store {
       if (ban.until > mine.until) mine.until = ban.until;
     } else if (op === "refund") {
       rule.members.forEach((m: Algorithm, i) => {
-        m.refund(memberState(rule, own, i), t, cost);
-        if (isRate(m)) approx.rate[2 * i] = (approx.rate[2 * i] as number) - cost * unitMs(m);
+        m.refund(memberState(rule, own, i), t, cost, at);
+        if (isRate(m)) {
+          // What the refund gave back (a receipt gives back only what has not drained since).
+          const unit = cost * unitMs(m);
+          const give = at === undefined ? unit : Math.max(0, unit - Math.max(0, t - at));
+          approx.rate[2 * i] = (approx.rate[2 * i] as number) - give;
+        }
       });
     }
     return result;
