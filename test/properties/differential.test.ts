@@ -1,5 +1,5 @@
 // The differential fuzzer of docs/semantics.md §10: random traces of checks (cost 1–3), peeks,
-// refunds, resets, `updateRule` up and down and floods of new keys, for every algorithm,
+// refunds with and without receipts, resets, `updateRule` up and down and floods of new keys, for every algorithm,
 // composites and bans, through a capped store (1–6 keys, tiny budgets: collisions everywhere)
 // in lockstep with an uncapped store that replays only what the capped store admitted. Every
 // check (and peek) the capped store admits, the uncapped store must admit too: a cap may
@@ -10,10 +10,11 @@ import { describe, expect, it } from "vitest";
 import { specArb, startArb } from "./arbitraries.ts";
 
 const SEED = Number(process.env.SLUICE_SEED ?? 14_0014);
-const RUNS = Number(process.env.FUZZ_RUNS ?? 250);
+const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
 
 type Op =
   | { op: "check" | "peek" | "refund"; gap: number; key: number; cost: number }
+  | { op: "receipt"; gap: number; key: number; pick: number }
   | { op: "reset"; key: number }
   | { op: "update"; limit: number }
   | { op: "flood"; n: number };
@@ -35,6 +36,15 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       gap: fc.integer({ min: 0, max: 200 }),
       key: fc.integer({ min: 0, max: 3 }),
       cost: fc.integer({ min: 1, max: 3 }),
+    }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      op: fc.constant("receipt" as const),
+      gap: fc.integer({ min: 0, max: 1500 }),
+      key: fc.integer({ min: 0, max: 3 }),
+      pick: fc.integer({ min: 0, max: 4 }),
     }),
   },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("reset" as const), key: fc.integer({ min: 0, max: 3 }) }) },
@@ -75,6 +85,7 @@ describe("differential fuzzer: a capped store never admits what an uncapped stor
   it(`random traces with refunds, resets, limit changes, composites and bans (${RUNS} runs, seed ${SEED})`, () => {
     let admitted = 0;
     let approximate = 0;
+    let refunds = 0;
     fc.assert(
       fc.property(
         ruleArb,
@@ -94,6 +105,7 @@ describe("differential fuzzer: a capped store never admits what an uncapped stor
           capped.addRule("r", specs, options);
           free.addRule("r", specs, options);
           let flood = 0;
+          const receipts = new Map<string, Array<{ at: number; cost: number }>>();
           ops.forEach((o, i) => {
             const where = `step ${i} ${JSON.stringify(o)}`;
             switch (o.op) {
@@ -117,7 +129,24 @@ describe("differential fuzzer: a capped store never admits what an uncapped stor
                   cost: o.cost,
                 }) as Decision;
                 expect(u.allowed, where).toBe(true);
-                if (o.op === "check") admitted++;
+                if (o.op === "check") {
+                  admitted++;
+                  const list = receipts.get(key) ?? [];
+                  list.push({ at: d.at as number, cost: o.cost });
+                  receipts.set(key, list);
+                }
+                return;
+              }
+              case "receipt": {
+                // A refund naming one of the key's earlier admitted checks (late or not).
+                a.advance(o.gap);
+                b.advance(o.gap);
+                const list = receipts.get(`k${o.key}`) ?? [];
+                const r = list[list.length - 1 - o.pick];
+                if (r === undefined) return;
+                capped.refund("r", `k${o.key}`, r);
+                free.refund("r", `k${o.key}`, r);
+                refunds++;
                 return;
               }
               case "reset":
@@ -137,9 +166,12 @@ describe("differential fuzzer: a capped store never admits what an uncapped stor
       ),
       { numRuns: RUNS, seed: SEED },
     );
-    console.log(`differential: ${admitted} admissions checked, ${approximate} approximate decisions (seed ${SEED})`);
+    console.log(
+      `differential: ${admitted} admissions checked, ${approximate} approximate decisions, ${refunds} receipts (seed ${SEED})`,
+    );
     // The property ran on admissions and on summarised keys, not only on its loops.
     expect(admitted).toBeGreaterThan(RUNS * 5);
     expect(approximate).toBeGreaterThan(RUNS / 5);
+    expect(refunds).toBeGreaterThan(RUNS / 2);
   });
 });
