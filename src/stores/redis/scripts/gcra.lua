@@ -6,11 +6,19 @@ local TWO_POW_M44 = math.ldexp(1, -44) -- 2^-44, exactly
 
 local function em_fresh(P, S) return S.tat end
 
-local function em_refund(P, S, now, cost)
+local function em_refund(P, S, now, cost, at)
   -- Backlog ahead of now shrinks by the refunded emissions; time already past stays past.
+  -- With a receipt, what has drained since the check is not given back twice.
+  local give = cost * P.T
+  if at then
+    local since = now - at
+    if since < 0 then since = 0 end
+    give = give - since
+    if give < 0 then give = 0 end
+  end
   local tat = S.tat
   if tat > now then
-    tat = tat - cost * P.T
+    tat = tat - give
     if now > tat then tat = now end
     S.tat = tat
   end
