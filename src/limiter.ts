@@ -185,8 +185,7 @@ export function refundArgs(arg: number | RefundReceipt | undefined): [number, nu
  * decisions compare and serialise as before; read it as `decision.at`.
  */
 function stamp(d: Decision, at: number | undefined): Decision {
-  if (at !== undefined && d.at === undefined)
-    Object.defineProperty(d, "at", { value: at, writable: true, configurable: true });
+  if (at !== undefined) d.at = at;
   return d;
 }
 
