@@ -180,10 +180,7 @@ export function refundArgs(arg: number | RefundReceipt | undefined): [number, nu
   return [cost, at];
 }
 
-/**
- * Stamps a decision with the instant it was decided (its receipt for `refund`). Not enumerable:
- * decisions compare and serialise as before; read it as `decision.at`.
- */
+/** Stamps a decision with the instant it was decided (its receipt for `refund`). */
 function stamp(d: Decision, at: number | undefined): Decision {
   if (at !== undefined) d.at = at;
   return d;

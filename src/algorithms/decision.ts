@@ -30,10 +30,9 @@ export interface Decision {
   banned?: true;
   /**
    * The instant it was decided on the limiter's clock: the receipt `refund(key, { cost, at })`
-   * takes. Not enumerable (decisions compare and serialise as before); absent when the store's
-   * own time decided (Redis `TIME` with no clock given).
+   * takes. Absent when the store's own time decided (Redis `TIME` with no clock given).
    */
-  at?: number;
+  at?: number | undefined;
 }
 
 /** Why a decision did not come from the store: the failure policy that answered and the error. */
@@ -64,6 +63,9 @@ export function decision(
     retryAfterMs: retryAfterMs + 0,
     resetMs: resetMs + 0,
     delayMs: delayMs + 0,
+    // Reserved here (undefined: not serialised, equal to absent) so the limiter's stamp is a plain
+    // store into the object, not a new property that would grow it on every decision.
+    at: undefined,
   };
 }
 
