@@ -30,7 +30,8 @@ export interface Decision {
   banned?: true;
   /**
    * The instant it was decided on the limiter's clock: the receipt `refund(key, { cost, at })`
-   * takes. Absent when the store's own time decided (Redis `TIME` with no clock given).
+   * takes. Not enumerated (decisions compare and serialise as before); absent when the store's
+   * own time decided (Redis `TIME` with no clock given).
    */
   at?: number | undefined;
 }
@@ -56,17 +57,34 @@ export function decision(
   resetMs: number,
   delayMs = 0,
 ): Decision {
-  return {
-    allowed,
-    limit,
-    remaining: remaining + 0,
-    retryAfterMs: retryAfterMs + 0,
-    resetMs: resetMs + 0,
-    delayMs: delayMs + 0,
-    // Reserved here (undefined: not serialised, equal to absent) so the limiter's stamp is a plain
-    // store into the object, not a new property that would grow it on every decision.
-    at: undefined,
-  };
+  return new Decided(allowed, limit, remaining + 0, retryAfterMs + 0, resetMs + 0, delayMs + 0);
+}
+
+/**
+ * A Decision as `decision()` builds it: the fields of the interface, plus `at` kept in a private
+ * field behind an accessor, so it is read as `decision.at` but not enumerated, compared or
+ * serialised (decisions compare and print as before), and stamping it is a plain store.
+ */
+class Decided implements Decision {
+  #at: number | undefined = undefined;
+  declare parts?: Decision[];
+  declare failure?: DecisionFailure;
+  declare approximate?: true;
+  declare banned?: true;
+  constructor(
+    public allowed: boolean,
+    public limit: number,
+    public remaining: number,
+    public retryAfterMs: number,
+    public resetMs: number,
+    public delayMs: number,
+  ) {}
+  get at(): number | undefined {
+    return this.#at;
+  }
+  set at(value: number | undefined) {
+    this.#at = value;
+  }
 }
 
 /** Tolerance for float noise in quotients such as `periodMs / limit` (far below the 1 ms docs/semantics.md §5 allows). */
