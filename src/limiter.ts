@@ -182,7 +182,11 @@ export function refundArgs(arg: number | RefundReceipt | undefined): [number, nu
 
 /** Stamps a decision with the instant it was decided (its receipt for `refund`). */
 function stamp(d: Decision, at: number | undefined): Decision {
-  if (at !== undefined) d.at = at;
+  if (at === undefined) return d;
+  // Decisions built by decision() keep `at` behind an accessor (a plain store); others (decoded
+  // from a remote store) get it not enumerated, so every decision compares and prints alike.
+  if ("at" in d) d.at = at;
+  else Object.defineProperty(d, "at", { value: at, writable: true, configurable: true });
   return d;
 }
 
