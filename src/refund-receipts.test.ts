@@ -34,7 +34,7 @@ describe("refund receipts", () => {
         clock.set(start + t);
         if (t === 3300) {
           clock.set(start + 3200);
-          refund({ key: "login", cost: 1, tier: undefined }, slow);
+          void refund({ key: "login", cost: 1, tier: undefined }, slow);
           clock.set(start + t);
         }
         if (limiter.tryAcquire("login").allowed) passed.push(t);
