@@ -1,5 +1,8 @@
 // In-process benchmark: sluice's token bucket beside a bare Map token bucket (the floor),
-// rate-limiter-flexible's RateLimiterMemory and `limiter`, measured side by side in one run.
+// rate-limiter-flexible's RateLimiterMemory and `limiter`, measured side by side in one run;
+// then the floods of docs/semantics.md §10 beside a bare Map, @fastify/rate-limit's LRU and
+// rate-limiter-flexible (decisions/s, bytes held, keys that got past their limit) with the
+// capped store's bytes per key in each tier. BENCH_FLOOD sets the flood size.
 // Run with: npm run bench   (or: npm run build && node --expose-gc bench/memory.mjs)
 
 import { RateLimiter as TokenLimiter } from "limiter";
@@ -208,49 +211,144 @@ async function bytesPerKey() {
   console.table(rows);
 }
 
+/** Heap and typed arrays' buffers (sluice's compact tier lives in one ArrayBuffer), after a full collection. */
+function held() {
+  globalThis.gc();
+  globalThis.gc();
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+}
+
+const HOUR = 3_600_000;
+
+/** The floor for a fixed window: a bare Map of { window, count }, no cap, no validation. */
+function bareMapWindow() {
+  const windows = new Map();
+  return (key) => {
+    const now = Date.now();
+    const w = now - (now % HOUR);
+    let r = windows.get(key);
+    if (r === undefined) {
+      r = { w, c: 0 };
+      windows.set(key, r);
+    } else if (r.w !== w) {
+      r.w = w;
+      r.c = 0;
+    }
+    if (r.c + 1 > 10)
+      return {
+        allowed: false,
+        limit: 10,
+        remaining: 0,
+        retryAfterMs: w + HOUR - now,
+        resetMs: w + HOUR - now,
+        delayMs: 0,
+      };
+    r.c++;
+    return { allowed: true, limit: 10, remaining: 10 - r.c, retryAfterMs: 0, resetMs: w + HOUR - now, delayMs: 0 };
+  };
+}
+
 /**
- * Child process: a flood of distinct new keys (every check a new key) through one contender;
- * prints decisions per second and the heap held afterwards. sluice is capped at 10,000 exact
- * keys (past it, the fixed-size sketch); the others have no cap and grow with the flood.
+ * Child process: one flood (docs/semantics.md §10) through one contender, 10 per hour per key:
+ * `one-shot` sends one request from each of BENCH_FLOOD (1,000,000) new keys; `full-limit` sends
+ * 11 requests from each of BENCH_FLOOD/5 keys (each spends its whole limit, then one more).
+ * Prints decisions per second, the bytes held afterwards, and how many keys passed their limit
+ * (a cap that forgets keys lets them start over). sluice is capped at 10,000 exact keys;
+ * @fastify/rate-limit's LRU holds 10,000 too; the bare Map and rate-limiter-flexible grow.
  */
-async function measureFlood(which) {
+async function measureFlood(which, scenario) {
   const N = Number(process.env.BENCH_FLOOD ?? 1_000_000);
-  const names = Array.from({ length: N }, (_, i) => `bot:${i}`);
-  const before = heapUsed();
+  const keys = scenario === "one-shot" ? N : N / 5;
+  const per = scenario === "one-shot" ? 1 : 11;
+  const names = Array.from({ length: keys }, (_, i) => `bot:${i}`);
+  const before = held();
   let check;
-  if (which === "bare-map") check = bareMapBucket();
+  let store;
+  if (which === "bare Map (floor)") check = bareMapWindow();
   else if (which === "rate-limiter-flexible") {
-    const rl = new RateLimiterMemory({ points: CAPACITY, duration: 1 });
-    check = (key) => rl.consume(key).catch(() => undefined);
+    const rl = new RateLimiterMemory({ points: 10, duration: 3600 });
+    check = (key) =>
+      rl.consume(key).then(
+        () => ({ allowed: true }),
+        () => ({ allowed: false }),
+      );
+  } else if (which === "@fastify/rate-limit LRU 10k") {
+    const { default: LocalStore } = await import("@fastify/rate-limit/store/LocalStore.js");
+    const local = new LocalStore(false, false, 10_000);
+    check = (key) => {
+      let out;
+      local.incr(key, (_e, r) => (out = { allowed: r.current <= 10 }), HOUR, 10);
+      return out;
+    };
   } else {
-    const store = new MemoryStore({ maxKeys: 10_000 });
-    const limiter = createLimiter({ algorithm: "token-bucket", capacity: CAPACITY, refillPerSecond: RATE }, { store });
+    store = new MemoryStore({ maxKeys: 10_000 });
+    const limiter = createLimiter({ algorithm: "fixed-window", limit: 10, windowMs: HOUR }, { store });
     check = (key) => limiter.tryAcquire(key);
   }
+  const isAsync = which === "rate-limiter-flexible";
+  let over = 0;
   const t0 = performance.now();
-  for (const k of names) await check(k);
+  for (const k of names) {
+    let passed = 0;
+    for (let r = 0; r < per; r++) {
+      const d = isAsync ? await check(k) : check(k);
+      if (d.allowed) passed++;
+    }
+    if (passed > 10) over++;
+  }
   const seconds = (performance.now() - t0) / 1000;
-  const held = heapUsed() - before;
-  console.log(JSON.stringify({ which, perSecond: N / seconds, heapMB: held / 2 ** 20, live: check !== undefined }));
+  const bytes = held() - before;
+  console.log(
+    JSON.stringify({ which, perSecond: (keys * per) / seconds, heldMB: bytes / 2 ** 20, over, stats: store?.stats() }),
+  );
 }
 
 async function flood() {
   const { execFileSync } = await import("node:child_process");
   const N = Number(process.env.BENCH_FLOOD ?? 1_000_000);
-  const rows = [];
-  for (const which of ["sluice maxKeys 10k", "bare-map", "rate-limiter-flexible"]) {
-    const out = execFileSync(process.execPath, ["--expose-gc", process.argv[1], "--flood", which], {
-      encoding: "utf8",
-    });
-    const r = JSON.parse(out.trim().split("\n").pop());
-    rows.push({
-      contender: which,
-      "decisions/s": Math.round(r.perSecond).toLocaleString("en"),
-      "heap held (MB)": r.heapMB.toFixed(1),
-    });
+  const contenders = [
+    "sluice MemoryStore maxKeys 10k",
+    "bare Map (floor)",
+    "@fastify/rate-limit LRU 10k",
+    "rate-limiter-flexible",
+  ];
+  for (const scenario of ["one-shot", "full-limit"]) {
+    const rows = [];
+    let floor = 0;
+    let tiers;
+    for (const which of contenders) {
+      const out = execFileSync(process.execPath, ["--expose-gc", process.argv[1], "--flood", which, scenario], {
+        encoding: "utf8",
+        maxBuffer: 1 << 24,
+      });
+      const r = JSON.parse(out.trim().split("\n").pop());
+      if (which === "bare Map (floor)") floor = r.perSecond;
+      if (r.stats !== undefined) tiers = r.stats;
+      rows.push({
+        contender: which,
+        perSecond: r.perSecond,
+        "held (MB)": r.heldMB.toFixed(1),
+        "keys past their limit": r.over,
+      });
+    }
+    for (const row of rows) {
+      row["decisions/s"] = Math.round(row.perSecond).toLocaleString("en");
+      row["× bare Map"] = (row.perSecond / floor).toFixed(2);
+      delete row.perSecond;
+    }
+    const what =
+      scenario === "one-shot"
+        ? `${N.toLocaleString("en")} new keys, one request each`
+        : `${(N / 5).toLocaleString("en")} new keys, 11 requests each`;
+    console.log(`\nFlood: ${what}; fixed window 10 per hour`);
+    console.table(rows);
+    if (tiers !== undefined) {
+      console.log(
+        `sluice tiers: map ${tiers.keys} keys; compact ${tiers.compactKeys}/${tiers.compactCapacity} keys in ${(tiers.compactBytes / 2 ** 20).toFixed(1)} MB = ${(tiers.compactBytes / tiers.compactCapacity).toFixed(1)} bytes/key; summary ${(tiers.sketchBytes / 2 ** 20).toFixed(1)} MB (${tiers.summarised} records added, error bound ${tiers.summaryErrorBound.toFixed(3)}); approximate decisions ${tiers.approximate}, of which refused ${tiers.refused}`,
+      );
+    }
   }
-  console.log(`\nA flood of ${N.toLocaleString("en")} distinct new keys (every check a new key)`);
-  console.table(rows);
 }
 
 if (process.argv[2] === "--live-keys") {
@@ -258,7 +356,7 @@ if (process.argv[2] === "--live-keys") {
   process.exit(0);
 }
 if (process.argv[2] === "--flood") {
-  await measureFlood(process.argv[3]);
+  await measureFlood(process.argv[3], process.argv[4]);
   process.exit(0);
 }
 

@@ -16,20 +16,28 @@ export type Operation = "check" | "peek" | "refund";
  * Decides `op` for one key at `now` against its `record` (from `createRecord` for a key with no
  * stored state) and updates the record in place when the operation changes state: an allowed
  * check, a refund, or a denial counted toward a ban. A peek, and a denial without a ban,
- * change nothing. A refund returns what a peek of one unit then says.
+ * change nothing. A refund returns what a peek of one unit then says; `at`, its receipt (the
+ * instant the refunded check was decided), limits it to units that check took (see `Algorithm.refund`).
  */
-export function decideRule(rule: CompiledRule, record: RuleRecord, now: number, cost: number, op: Operation): Decision {
+export function decideRule(
+  rule: CompiledRule,
+  record: RuleRecord,
+  now: number,
+  cost: number,
+  op: Operation,
+  at?: number,
+): Decision {
   if (rule.bare) {
     const algorithm = rule.members[0] as Algorithm;
     if (op !== "refund") return algorithm.step(record, now, cost, op === "check");
-    algorithm.refund(record, now, cost);
+    algorithm.refund(record, now, cost, at);
     return algorithm.step(record, now, 1, false);
   }
   const ban = banState(rule, record);
   // A refund gives units back even to a banned key (a group rolled back, say); the ban stays.
   if (op === "refund") {
     rule.members.forEach((m, i) => {
-      m.refund(memberState(rule, record, i), now, cost);
+      m.refund(memberState(rule, record, i), now, cost, at);
     });
     if (ban !== undefined && ban.until > now) return banned(rule, record, now, ban.until);
     return evaluate(rule, record, now, 1, false);

@@ -25,6 +25,7 @@ export {
   type DecisionEvent,
   type Limiter,
   type LimiterOptions,
+  type RefundReceipt,
   type ResetResult,
   type Result,
 } from "./limiter.ts";

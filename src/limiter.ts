@@ -83,10 +83,14 @@ export interface Limiter<S extends Store = Store> {
   /** What `tryAcquire` would say now; changes nothing. */
   peek(key: string, cost?: number): Result<S>;
   /**
-   * Gives `cost` units (default 1) back to `key` (a request that turned out not to count),
-   * never above the limit; returns what `peek(key)` then says.
+   * Gives units back to `key` (a request that turned out not to count), never above the limit;
+   * returns what `peek(key)` then says. With a receipt, `{ cost, at }` where `at` is the
+   * refunded check's `decision.at`, only units that check took and the algorithm still counts
+   * come back (a past fixed window, a log entry that left the window: nothing), never another
+   * request's. With a bare `cost` (default 1), up to `cost` of the units the key holds now come
+   * back, newest first: it cannot tell whose they are (see docs/semantics.md, refunds).
    */
-  refund(key: string, cost?: number): Result<S>;
+  refund(key: string, cost?: number | RefundReceipt): Result<S>;
   /** Forgets `key`: its next request is treated as a new key's. */
   reset(
     key: string,
@@ -155,6 +159,42 @@ export function resolveOptions<S extends Store>(options: LimiterOptions<S> | Clo
   }
   checkMaxKeyBytes((options as LimiterOptions<S>).maxKeyBytes);
   return options;
+}
+
+/** What a refund names: the units and, as a receipt, the instant its check was decided. */
+export interface RefundReceipt {
+  /** Units to give back (default 1). */
+  cost?: number;
+  /** The refunded check's `decision.at`: only what that check took (and still counts) comes back. */
+  at?: number;
+}
+
+/** Splits `refund`'s second argument into a cost and a receipt (ArgumentError naming what is wrong). */
+export function refundArgs(arg: number | RefundReceipt | undefined): [number, number | undefined] {
+  if (arg === undefined || typeof arg === "number") return [arg ?? 1, undefined];
+  if (typeof arg !== "object" || arg === null) {
+    throw new ArgumentError(`refund takes a cost or { cost, at } (got ${describeValue(arg)})`);
+  }
+  for (const k of Object.keys(arg)) {
+    if (k !== "cost" && k !== "at") throw new ArgumentError(`unknown refund option \`${k}\` (expected cost, at)`);
+  }
+  const { cost = 1, at } = arg;
+  if (at !== undefined && (typeof at !== "number" || !Number.isFinite(at))) {
+    throw new ArgumentError(
+      `refund \`at\` must be a finite instant in ms (a decision's \`at\`) (got ${describeValue(at)})`,
+    );
+  }
+  return [cost, at];
+}
+
+/** Stamps a decision with the instant it was decided (its receipt for `refund`). */
+function stamp(d: Decision, at: number | undefined): Decision {
+  if (at === undefined) return d;
+  // Decisions built by decision() keep `at` behind an accessor (a plain store); others (decoded
+  // from a remote store) get it not enumerated, so every decision compares and prints alike.
+  if ("at" in d) d.at = at;
+  else Object.defineProperty(d, "at", { value: at, writable: true, configurable: true });
+  return d;
 }
 
 /** Reads an injected clock, refusing readings that would silently poison every figure. */
@@ -252,17 +292,21 @@ export function bindLimiter(
   const close = () => bound.release();
   if (store.synchronous) {
     // The hot path: one call into the store, no promises; argument errors throw.
-    const run = (key: string, cost: number | undefined, op: Operation) => {
+    const run = (key: string, cost: number | undefined, op: Operation, at?: number) => {
       if (typeof key !== "string") checkKey(key);
       if (cost === undefined) cost = 1;
       else if (cost !== 1) checkCost(cost);
-      return decide(fit(key), cost, clock === undefined ? undefined : read(clock), op);
+      const now = clock === undefined ? systemClock.now() : read(clock);
+      return stamp(decide(fit(key), cost, now, op, at) as Decision, now);
     };
     return {
       specs,
       tryAcquire: (key, cost) => run(key, cost, "check"),
       peek: (key, cost) => run(key, cost, "peek"),
-      refund: (key, cost) => run(key, cost, "refund"),
+      refund: (key, arg) => {
+        const [cost, at] = refundArgs(arg);
+        return run(key, cost, "refund", at);
+      },
       reset: (key) => {
         checkKey(key);
         // In-process stores reset synchronously; their `reset` returns nothing to wait for.
@@ -274,16 +318,21 @@ export function bindLimiter(
     };
   }
   // Async stores: argument errors reject, so callers handle one failure style.
-  const run = async (key: string, cost: number, op: Operation) => {
+  const run = async (key: string, cost: number, op: Operation, at?: number) => {
     checkKey(key);
     if (cost !== 1) checkCost(cost);
-    return decide(fit(key), cost, clock === undefined ? undefined : read(clock), op);
+    // Without a clock the store's own time decides (Redis TIME): the limiter cannot stamp `at`.
+    const now = clock === undefined ? undefined : read(clock);
+    return stamp(await decide(fit(key), cost, now, op, at), now);
   };
   return {
     specs,
     tryAcquire: (key, cost = 1) => run(key, cost, "check"),
     peek: (key, cost = 1) => run(key, cost, "peek"),
-    refund: (key, cost = 1) => run(key, cost, "refund"),
+    refund: async (key, arg) => {
+      const [cost, at] = refundArgs(arg);
+      return run(key, cost, "refund", at);
+    },
     reset: async (key) => {
       checkKey(key);
       await bound.reset(fit(key));
@@ -306,9 +355,9 @@ function observed(
       process.emitWarning(`onDecision threw: ${(error as Error)?.message ?? String(error)}`, { code: "SLUICE_HOOK" });
     }
   };
-  return (key, cost, now, op) => {
+  return (key, cost, now, op, at) => {
     const started = stopwatch();
-    const result = check(key, cost, now, op);
+    const result = check(key, cost, now, op, at);
     if (!(result instanceof Promise)) {
       report({ id, key, cost, op, decision: result, durationMs: stopwatch() - started });
       return result;
@@ -329,8 +378,8 @@ function observed(
 /** Wraps a one-member composite's check so its decisions carry `parts` like any composite. */
 function withParts(check: BoundRule["check"]): BoundRule["check"] {
   const wrap = (d: Decision): Decision => (d.parts !== undefined || d.failure !== undefined ? d : combine([d]));
-  return (key, cost, now, op) => {
-    const result = check(key, cost, now, op);
+  return (key, cost, now, op, at) => {
+    const result = check(key, cost, now, op, at);
     return result instanceof Promise ? result.then(wrap) : wrap(result);
   };
 }

@@ -187,8 +187,15 @@ export class RateLimiterService<S extends Store = MemoryStore> {
    * Gives `cost` units back to `key` under `rule` (and `tier`), never above the limit; returns
    * what `peek` then says.
    */
-  refund(rule: string, key: string, options?: CheckOptions): Result<S> {
-    return this.#guard(() => this.#limiter(rule, options).refund(key, options?.cost)) as Result<S>;
+  refund(rule: string, key: string, options?: CheckOptions & { at?: number }): Result<S> {
+    // `at`: the refunded check's `decision.at` (a receipt; see Limiter.refund).
+    const { at, ...check } = options ?? {};
+    return this.#guard(() =>
+      this.#limiter(rule, options === undefined ? undefined : check).refund(
+        key,
+        at === undefined ? check.cost : { cost: check.cost ?? 1, at },
+      ),
+    ) as Result<S>;
   }
 
   /** Forgets `key` under `rule` (its own spec and every tier). */

@@ -29,9 +29,10 @@ export interface BoundRule {
    * Runs `op` for `cost` units of `key` at `now` (all members read the same `now`), atomically,
    * through `decideRule`. When `now` is undefined the store uses its own time source (the
    * system clock, or Redis `TIME`). A peek, or a request any member denies, changes nothing
-   * (except a denial counted toward a ban).
+   * (except a denial counted toward a ban). For a refund, `at` is its receipt: the instant the
+   * refunded check was decided (see `Algorithm.refund`).
    */
-  check(key: string, cost: number, now: number | undefined, op: Operation): Decision | Promise<Decision>;
+  check(key: string, cost: number, now: number | undefined, op: Operation, at?: number): Decision | Promise<Decision>;
   /** Forgets `key`'s state in every member. */
   reset(key: string): void | Promise<void>;
   /** Tells the store this binding is no longer used (state shared with a newer binding stays). */

@@ -29,8 +29,11 @@ export interface Algorithm<S = unknown> {
   /**
    * Gives `cost` units back at `now` (a request that turned out not to count), in place. Never
    * beyond a fresh key's allowance: units the state no longer counts are not refunded twice.
+   * With `at` (a receipt: the instant the check was decided), only units that check took and
+   * the algorithm still counts come back, never another request's. Without it, up to `cost` of
+   * the units the key holds now come back, newest first (it cannot tell whose they are).
    */
-  refund(state: S, now: number, cost: number): void;
+  refund(state: S, now: number, cost: number, at?: number): void;
   /** The instant from which `state` behaves exactly like `create()` (so it may be dropped). */
   freshAt(state: S): number;
   /**

@@ -28,6 +28,12 @@ export interface Decision {
   approximate?: true;
   /** Present when the key is banned after repeated denials (`retryAfterMs` covers the ban). */
   banned?: true;
+  /**
+   * The instant it was decided on the limiter's clock: the receipt `refund(key, { cost, at })`
+   * takes. Not enumerated (decisions compare and serialise as before); absent when the store's
+   * own time decided (Redis `TIME` with no clock given).
+   */
+  at?: number | undefined;
 }
 
 /** Why a decision did not come from the store: the failure policy that answered and the error. */
@@ -51,14 +57,34 @@ export function decision(
   resetMs: number,
   delayMs = 0,
 ): Decision {
-  return {
-    allowed,
-    limit,
-    remaining: remaining + 0,
-    retryAfterMs: retryAfterMs + 0,
-    resetMs: resetMs + 0,
-    delayMs: delayMs + 0,
-  };
+  return new Decided(allowed, limit, remaining + 0, retryAfterMs + 0, resetMs + 0, delayMs + 0);
+}
+
+/**
+ * A Decision as `decision()` builds it: the fields of the interface, plus `at` kept in a private
+ * field behind an accessor, so it is read as `decision.at` but not enumerated, compared or
+ * serialised (decisions compare and print as before), and stamping it is a plain store.
+ */
+class Decided implements Decision {
+  #at: number | undefined = undefined;
+  declare parts?: Decision[];
+  declare failure?: DecisionFailure;
+  declare approximate?: true;
+  declare banned?: true;
+  constructor(
+    public allowed: boolean,
+    public limit: number,
+    public remaining: number,
+    public retryAfterMs: number,
+    public resetMs: number,
+    public delayMs: number,
+  ) {}
+  get at(): number | undefined {
+    return this.#at;
+  }
+  set at(value: number | undefined) {
+    this.#at = value;
+  }
 }
 
 /** Tolerance for float noise in quotients such as `periodMs / limit` (far below the 1 ms docs/semantics.md §5 allows). */

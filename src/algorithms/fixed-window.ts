@@ -46,9 +46,12 @@ function alignedWindow(spec: FixedWindowSpec): Algorithm<FixedWindowState> {
       read: (cells, at) =>
         Number.isNaN(cells[at]) ? undefined : { w: cells[at] as number, c: cells[at + 1] as number },
     },
-    refund(state, now, cost) {
-      // Only the current window's units can come back: an older window no longer counts.
-      if (state.w === Math.max(Math.floor(now / W) * W, state.w)) state.c = Math.max(0, state.c - cost);
+    refund(state, now, cost, at) {
+      // Only the current window's units can come back: an older window no longer counts; with a
+      // receipt, only if the check was counted in that window too (else its unit is gone already).
+      if (state.w !== Math.max(Math.floor(now / W) * W, state.w)) return;
+      if (at !== undefined && Math.floor(at / W) * W !== state.w) return;
+      state.c = Math.max(0, state.c - cost);
     },
     step(state, now, cost, commit): Decision {
       // A clock that stepped back into an older window keeps the stored window ("no time passed").

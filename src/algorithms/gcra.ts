@@ -158,25 +158,24 @@ function emission(spec: GcraSpec | LeakyBucketSpec, delays: boolean): Algorithm<
         return ticks >= den ? { ms: ms + 1, ticks: 0, den } : { ms, ticks, den };
       },
     },
-    refund(state, now, cost) {
+    refund(state, now, cost, at) {
       // Backlog ahead of now shrinks by the refunded emissions; time already past stays past.
       const nowMs = Math.floor(now);
       const nowTicks = Math.floor((now - nowMs) * den);
       const dm = msOf(state) - nowMs;
       const frac = ticksOf(state) - nowTicks;
       if (!(dm > 0 || (dm === 0 && frac > 0))) return;
-      if (dm <= nearMs) {
-        const backlog = dm * den + frac;
-        // cost·per is formed only below the backlog (≤ τ + 2 ms of ticks), so it stays exact.
-        if (cost >= Math.ceil(backlog / per)) write(state, nowMs, nowTicks);
-        else write(state, nowMs, nowTicks + backlog - cost * per);
-      } else {
-        // Far ahead (a clock stepped back): the same rule, written from the state's own instant
-        // so the large backlog is never re-based on now; never back past now.
-        const backlog = dm * den + frac;
-        if (cost >= Math.ceil(backlog / per)) write(state, nowMs, nowTicks);
-        else write(state, msOf(state), ticksOf(state) - cost * per);
+      let give = cost * per;
+      if (at !== undefined && now > at) {
+        // With a receipt, what has drained since the check is not given back twice.
+        const drained = Math.ceil((now - at) * den);
+        if (drained >= give) return;
+        give -= drained;
       }
+      const backlog = dm * den + frac;
+      if (give >= backlog) write(state, nowMs, nowTicks);
+      // From the state's own instant, so a large backlog (a clock stepped back) is never re-based.
+      else write(state, msOf(state), ticksOf(state) - give);
     },
     step(state, now, cost, commit): Decision {
       // A fractional clock reading counts its whole ticks (a whole-ms clock has none).

@@ -71,12 +71,29 @@ export function slidingLog(spec: SlidingLogSpec): Algorithm<SlidingLogState> {
         return { buf: new Array<number>(n).fill(cells[i] as number), head: 0, n };
       },
     },
-    refund(s, now, cost) {
-      // The newest entries still counting go first (the ones this request added).
+    refund(s, now, cost, receipt) {
       const t = Math.max(now, s.n > 0 ? at(s, s.n - 1) : Number.NEGATIVE_INFINITY);
-      let k = 0;
-      while (k < cost && k < s.n && at(s, s.n - 1 - k) > t - W) k++;
-      s.n -= k;
+      if (receipt === undefined) {
+        // The newest entries still counting go first (the ones this request added, if it was the last).
+        let k = 0;
+        while (k < cost && k < s.n && at(s, s.n - 1 - k) > t - W) k++;
+        s.n -= k;
+        return;
+      }
+      // With a receipt: only entries logged at that instant, and only while they still count
+      // (entries of one instant are alike: removing any of them is removing this check's).
+      if (!(receipt > t - W)) return;
+      const kept: number[] = [];
+      let removed = 0;
+      for (let i = 0; i < s.n; i++) {
+        const e = at(s, i);
+        if (removed < cost && e === receipt) removed++;
+        else kept.push(e);
+      }
+      if (removed === 0) return;
+      s.buf = kept;
+      s.head = 0;
+      s.n = kept.length;
     },
     step(s, now, cost, commit): Decision {
       const newest = s.n > 0 ? at(s, s.n - 1) : Number.NEGATIVE_INFINITY;

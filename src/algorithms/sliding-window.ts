@@ -57,8 +57,16 @@ export function slidingWindow(spec: SlidingWindowSpec): Algorithm<SlidingWindowS
           ? undefined
           : { w: cells[at] as number, p: cells[at + 1] as number, c: cells[at + 2] as number },
     },
-    refund(state, now, cost) {
+    refund(state, now, cost, at) {
       const s = Math.max(Math.floor(now / W) * W, state.w);
+      if (at !== undefined) {
+        // With a receipt: only the window the check was counted in, while it still weighs.
+        const from = Math.floor(at / W) * W;
+        if (state.w === s && from === s) state.c = Math.max(0, state.c - cost);
+        else if (state.w === s && from === s - W) state.p = Math.max(0, state.p - cost);
+        else if (state.w === s - W && from === s - W) state.c = Math.max(0, state.c - cost);
+        return;
+      }
       if (state.w === s) {
         // This window's units first; what is left of the refund comes off the previous window.
         const fromCurrent = Math.min(state.c, cost);

@@ -49,8 +49,11 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
       },
       read: (cells, at) => (Number.isNaN(cells[at]) ? undefined : { b: 0, t: (cells[at] as number) - full / r }),
     },
-    refund(state, now, cost) {
-      state.b = Math.min(full, balanceAt(state, now) + cost * 1000);
+    refund(state, now, cost, at) {
+      // With a receipt, the check's tokens are taken to refill first (from its own instant on):
+      // what has refilled since is not given back twice.
+      const give = at === undefined ? cost * 1000 : Math.max(0, cost * 1000 - Math.max(0, now - at) * r);
+      state.b = Math.min(full, balanceAt(state, now) + give);
       state.t = Math.max(now, state.t);
     },
     step(state, now, cost, commit): Decision {

@@ -17,8 +17,12 @@ export interface Charge {
   readonly tier: string | undefined;
 }
 
-/** Gives a charge back to the store. */
-export type Refund = (charge: Charge) => MaybePromise<Decision>;
+/**
+ * Gives a charge back to the store. With the check's `decision`, its `at` is the refund's
+ * receipt: a request answered late (after its unit left the window, or its window ended) gets
+ * nothing back, and never frees another request's unit.
+ */
+export type Refund = (charge: Charge, decision?: Decision) => MaybePromise<Decision>;
 
 /** The modes `count` accepts. */
 export const COUNT_MODES: readonly CountMode[] = ["all", "failed", "succeeded"];
@@ -30,15 +34,16 @@ export function refunds(mode: CountMode, succeeded: boolean): boolean {
 
 /** The refund of a `spec` limiter. */
 export function limiterRefund(limiter: Limiter): Refund {
-  return (charge) => limiter.refund(charge.key, charge.cost);
+  return (charge, decision) =>
+    limiter.refund(charge.key, decision?.at === undefined ? charge.cost : { cost: charge.cost, at: decision.at });
 }
 
 /** The refund of a service rule (the tier is part of the state's identity). */
 export function serviceRefund(service: RateLimiterService<Store>, rule: string): Refund {
-  return (charge) =>
-    service.refund(
-      rule,
-      charge.key,
-      charge.tier === undefined ? { cost: charge.cost } : { cost: charge.cost, tier: charge.tier },
-    );
+  return (charge, decision) =>
+    service.refund(rule, charge.key, {
+      cost: charge.cost,
+      ...(charge.tier === undefined ? {} : { tier: charge.tier }),
+      ...(decision?.at === undefined ? {} : { at: decision.at }),
+    });
 }

@@ -245,7 +245,7 @@ export class Engine<Req, Res = unknown> {
     }
     if (!refunds(this.#count, succeeded)) return;
     try {
-      const result = this.#target.refund(verdict.charge);
+      const result = this.#target.refund(verdict.charge, verdict.decision); // its `at` is the receipt
       if (isPromise(result)) result.then(undefined, (error: unknown) => this.#refundFailed(error));
     } catch (error) {
       this.#refundFailed(error);

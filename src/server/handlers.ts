@@ -88,7 +88,7 @@ export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: Se
   });
   sendJson(res, 200, {
     uptimeSeconds: Math.floor((systemClock.now() - ctx.startedAt) / 1000),
-    store: { kind: ctx.store.kind, where: ctx.store.where },
+    store: { kind: ctx.store.kind, where: ctx.store.where, tiers: ctx.store.stats() },
     config: {
       path: ctx.reloader?.path ?? null,
       lastReloadOk: ctx.reloader?.lastError === undefined,

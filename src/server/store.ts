@@ -70,10 +70,20 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
       where: "in-process",
       stats: () => {
         const s = memory.stats();
+        // Each tier's occupancy and evictions, decisions made from summarised state and the
+        // summary's error bound: saturation shows here before users feel it.
         return {
           sluice_store_keys: s.keys,
           sluice_store_evicted_total: s.evicted,
           sluice_store_refused_total: s.refused,
+          sluice_store_compact_keys: s.compactKeys,
+          sluice_store_compact_capacity: s.compactCapacity,
+          sluice_store_compact_evicted_total: s.compactEvicted,
+          sluice_store_summarised_total: s.summarised,
+          sluice_store_approximate_total: s.approximate,
+          sluice_store_summary_bytes: s.sketchBytes,
+          sluice_store_summary_error_bound: s.summaryErrorBound,
+          sluice_store_pins: s.pins,
         };
       },
       ping: async () => undefined,

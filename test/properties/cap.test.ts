@@ -8,6 +8,9 @@ import { type AlgorithmSpec, createLimiter, type Decision, ManualClock, MemorySt
 import { describe, expect, it } from "vitest";
 import { specArb, startArb, traceArb } from "./arbitraries.ts";
 
+/** Every property here runs on a fixed seed (printed by fast-check on failure); SLUICE_SEED overrides it. */
+const SEED = Number(process.env.SLUICE_SEED ?? 20260114);
+
 const ruleArb = fc.oneof(
   specArb(true).map((s) => [s] as AlgorithmSpec[]),
   fc.tuple(specArb(true), specArb(true)).map(([a, b]) => [a, b]),
@@ -25,7 +28,7 @@ describe("maxKeys never lets a key escape its limit", () => {
         fc.array(fc.integer({ min: 0, max: 12 }), { minLength: 80, maxLength: 80 }),
         (specs, start, maxKeys, trace, floods) => {
           const clock = new ManualClock(start);
-          const store = new MemoryStore({ maxKeys, sketchWidth: 2 }); // tiny: collisions everywhere
+          const store = new MemoryStore({ maxKeys, sketchWidth: 2, seed: 7 }); // tiny: collisions everywhere
           const limiter = createLimiter(specs, { clock, store });
           const admitted = new Map<string, Array<[number, number]>>();
           let flood = 0;
@@ -51,7 +54,7 @@ describe("maxKeys never lets a key escape its limit", () => {
         },
       ),
       // Seeded: how many admissions a run replays varies with the draw (about 950–1050).
-      { numRuns: 300, seed: 1919 },
+      { numRuns: 300, seed: SEED },
     );
     expect(replayed).toBeGreaterThan(900);
   });
@@ -69,7 +72,7 @@ describe("maxKeys never lets a key escape its limit", () => {
           expect(capped.tryAcquire(step.key, step.cost)).toEqual(free.tryAcquire(step.key, step.cost));
         }
       }),
-      { numRuns: 200 },
+      { numRuns: 200, seed: SEED },
     );
   });
 });
@@ -104,7 +107,7 @@ describe("refunds", () => {
           });
         },
       ),
-      { numRuns: 300 },
+      { numRuns: 300, seed: SEED },
     );
     expect(refunds).toBeGreaterThan(100);
   });

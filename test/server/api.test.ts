@@ -82,6 +82,9 @@ describe("sluice serve: the API", () => {
     expect(text).toMatch(/^sluice_check_duration_seconds_bucket\{le="\+Inf"\} [1-9]/m);
     expect(text).toMatch(/^sluice_store_errors_total 0$/m);
     expect(text).toMatch(/^sluice_store_keys \d+$/m);
+    // The capped store's tiers (issue 14): occupancy, evictions, approximate decisions, error bound.
+    expect(text).toMatch(/^sluice_store_compact_keys \d+$/m);
+    expect(text).toMatch(/^sluice_store_summary_error_bound [\d.e+-]+$/m);
   });
 
   it("refuses bad input with problem JSON and changes no state", async () => {

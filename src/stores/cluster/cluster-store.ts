@@ -175,7 +175,14 @@ export class ClusterStore implements Store {
   }
 
   /** Queues one operation; it settles with the primary's answer or by the failure policy. Internal. */
-  submit(rule: ClusterBoundRule, key: string, cost: number, now: number | undefined, op: OpName): Promise<unknown> {
+  submit(
+    rule: ClusterBoundRule,
+    key: string,
+    cost: number,
+    now: number | undefined,
+    op: OpName,
+    at?: number,
+  ): Promise<unknown> {
     if (!this.#breaker.allow()) {
       return this.#fail(
         rule,
@@ -187,7 +194,8 @@ export class ClusterStore implements Store {
     }
     if (!rule.registered) this.register(rule);
     return new Promise((resolve, reject) => {
-      this.#ops.push([rule.binding, key, cost, now === undefined ? null : now, op]);
+      const n = now === undefined ? null : now;
+      this.#ops.push(at === undefined ? [rule.binding, key, cost, n, op] : [rule.binding, key, cost, n, op, at]);
       this.#pending.push({ rule, key, cost, op, resolve, reject });
       if (this.#ops.length >= MAX_BATCH) this.#send();
       else this.#schedule();
@@ -301,8 +309,8 @@ export class ClusterBoundRule implements BoundRule {
   }
 
   /** Runs `op` for `cost` units of `key` in the primary (batched), or by the failure policy. */
-  check(key: string, cost: number, now: number | undefined, op: Operation): Promise<Decision> {
-    return this.#store.submit(this, key, cost, now, op) as Promise<Decision>;
+  check(key: string, cost: number, now: number | undefined, op: Operation, at?: number): Promise<Decision> {
+    return this.#store.submit(this, key, cost, now, op, at) as Promise<Decision>;
   }
 
   /** Forgets `key` in the primary (and in the fallback limiter), within `timeoutMs`. */

@@ -96,7 +96,7 @@ export function createDispatcher(store: MemoryStore): Dispatcher {
       if (ops.length === 0) return undefined;
       const results: OpResult[] = new Array(ops.length);
       for (let i = 0; i < ops.length; i++) {
-        const [binding, key, cost, now, op] = ops[i] as BatchMessage["ops"][number];
+        const [binding, key, cost, now, op, at] = ops[i] as BatchMessage["ops"][number];
         const entry = bindings.get(binding);
         if (typeof entry !== "object") {
           results[i] =
@@ -111,7 +111,8 @@ export function createDispatcher(store: MemoryStore): Dispatcher {
             void bound.reset(key); // the memory store resets synchronously
             results[i] = 0;
           } else if (op === "check" || op === "peek" || op === "refund") {
-            results[i] = encode(bound.check(key, cost, now ?? undefined, op) as Decision);
+            const receipt = op === "refund" && typeof at === "number" && Number.isFinite(at) ? at : undefined;
+            results[i] = encode(bound.check(key, cost, now ?? undefined, op, receipt) as Decision);
           } else {
             results[i] = { error: `unknown operation ${describeValue(op)}` };
           }

@@ -18,8 +18,13 @@ export const CHANNEL = "sluice:cluster";
 /** What an operation asks of a bound rule: a `BoundRule.check` operation, or a reset. */
 export type OpName = Operation | "reset";
 
-/** One operation: binding number, user key, cost, injected `now` (null: the primary's time), name. */
-export type Op = [binding: number, key: string, cost: number, now: number | null, op: OpName];
+/**
+ * One operation: binding number, user key, cost, injected `now` (null: the primary's time), name;
+ * a refund with a receipt adds the instant its check was decided (`at`).
+ */
+export type Op =
+  | [binding: number, key: string, cost: number, now: number | null, op: OpName]
+  | [binding: number, key: string, cost: number, now: number | null, op: OpName, at: number];
 
 /** A rule registered by a worker: its binding number there, its id and normalised specs. */
 export interface BindRecord {

@@ -75,18 +75,33 @@ describe("MemoryStore maxKeys", () => {
     expect(store.size).toBeLessThanOrEqual(10);
   });
 
-  it("never refuses a new key: past the cap, evicted state is summarised and read back over-counted", () => {
+  it("past the cap, an evicted key stays exact in the compact tier", () => {
     const clock = new ManualClock(0);
-    const store = new MemoryStore({ maxKeys: 2 });
+    const store = new MemoryStore({ maxKeys: 2, seed: 1 });
     const limiter = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 1000 }, { clock, store });
     limiter.tryAcquire("a");
     limiter.tryAcquire("b");
     const c = limiter.tryAcquire("c") as Decision;
-    expect(c.allowed).toBe(true); // "a" went into the sketch; "c" has empty cells: exact
+    expect(c).toMatchObject({ allowed: true });
+    expect(c.approximate).toBeUndefined();
+    const a = limiter.tryAcquire("a") as Decision; // "a" went to the compact tier: exact
+    expect(a).toMatchObject({ allowed: false, retryAfterMs: 1000 });
+    expect(a.approximate).toBeUndefined();
+    expect(store.stats()).toMatchObject({ keys: 2, evicted: 2, compactKeys: 1, approximate: 0 });
+  });
+
+  it("never refuses a new key: past the budget, evicted state is summarised and read back over-counted", () => {
+    const clock = new ManualClock(0);
+    const store = new MemoryStore({ maxKeys: 2, maxBytes: 250, seed: 1 }); // no room for a compact tier
+    const limiter = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 1000 }, { clock, store });
+    limiter.tryAcquire("a");
+    limiter.tryAcquire("b");
+    const c = limiter.tryAcquire("c") as Decision;
+    expect(c.allowed).toBe(true); // "a" went into the summary; "c" has empty cells: exact
     expect(c.approximate).toBeUndefined();
     const a = limiter.tryAcquire("a") as Decision;
     expect(a).toMatchObject({ allowed: false, approximate: true, retryAfterMs: 1000 });
-    expect(store.stats()).toMatchObject({ keys: 2, evicted: 2, approximate: 1, refused: 1 });
+    expect(store.stats()).toMatchObject({ keys: 2, evicted: 1, compactKeys: 0, approximate: 1, refused: 1 });
     clock.set(1000);
     expect(limiter.tryAcquire("a").allowed).toBe(true);
   });

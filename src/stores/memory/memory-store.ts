@@ -1,49 +1,125 @@
 /**
  * The in-process store: synchronous, so each decision is atomic within the JS thread. Each
  * (rule, key) has one record, decided by `decideRule`. Records that have become equivalent to
- * a fresh key are dropped without timers (see `Table`). `maxKeys` is a hard cap on exact
- * records: past it the least recently used record of the fullest rule is summarised in that
- * rule's fixed-size sketch, which can only over-count, so no key ever passes its limit and
- * memory stays bounded however many keys arrive.
+ * a fresh key are dropped without timers (see `Table`).
+ *
+ * Past `maxKeys` the store has three tiers under one memory budget (`maxBytes`) shared by all
+ * rules: (1) the exact `Map` of records, at most `maxKeys`; (2) a compact table of 24-byte slots
+ * (a 48-bit key fingerprint and the state in two float64 words, src/stores/compact/) where
+ * records pushed out of the `Map` stay exact; (3) per rule, an additive count-min-style summary
+ * (sketch.ts) where what the compact table cannot hold ends, conservatively. A key read back
+ * from the summary decides on the summary's estimate plus what it took since (its `own`
+ * record); only `own` is ever added back, so the summary grows by real units only.
  */
+import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { Decision } from "../../algorithms/decision.ts";
+import { type BanPolicy, type BanState, countDenial } from "../../ban.ts";
 import { systemClock } from "../../clock.ts";
 import { decideRule, type Operation, storesNewRecord } from "../../decide-rule.ts";
 import { ArgumentError } from "../../errors.ts";
 import { checkOptions } from "../../options.ts";
-import { type CompiledRule, createRecord, type RuleRecord, recordFreshAt } from "../../rule.ts";
+import { banState, type CompiledRule, createRecord, memberState, type RuleRecord, recordFreshAt } from "../../rule.ts";
 import { describeValue } from "../../spec.ts";
 import type { BoundRule, RuleBinding, Store } from "../../store.ts";
-import { Sketch } from "./sketch.ts";
+import { CompactTable, MAX_TABLE_INDEX } from "../compact/compact-table.ts";
+import { fingerprint, randomSeed } from "../compact/fingerprint.ts";
+import { compactable, decodeRecord, encodeRecord, STATE_WORDS } from "../compact/state-codec.ts";
+import { isRate, unitMs } from "../compact/summary-codec.ts";
+import { DEPTH, Sketch, sketchBytes } from "./sketch.ts";
 import { decodeSnapshot, encodeSnapshot, sameLayout, type TableSnapshot } from "./snapshot.ts";
 import { Table } from "./table.ts";
 
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
-  /** Hard cap on exact records across all rules (default: no cap beyond fresh-state expiry). */
+  /** Hard cap on exact records in the `Map` tier, across all rules (default: no cap beyond fresh-state expiry). */
   maxKeys?: number;
-  /** Cells per sketch row (default: maxKeys / 2, at least 1024, at most 65536). */
+  /**
+   * Bytes for everything past `maxKeys`, across all rules: the compact tier (2/3) and the
+   * summaries (1/3). Default: 2,400 bytes per `maxKeys`, between 64 KiB and 24 MiB. Given
+   * alone, `maxKeys` defaults to maxBytes / 1,000.
+   */
+  maxBytes?: number;
+  /** Cells per summary row, at most (default: as many as the summary budget allows, up to 65536). */
   sketchWidth?: number;
+  /** Hash seed (default: random). Fixed in tests so that a trace replays exactly. */
+  seed?: number;
 }
 
 /** Checks between sweeps of every table (see `#sweep`). */
 const SWEEP_EVERY = 4096;
+/** Widest summary row. */
+const MAX_WIDTH = 65536;
 
 /** What `stats()` reports. */
 export interface MemoryStoreStats {
-  /** Exact records held now, across all rules. */
+  /** Exact records held now in the `Map` tier, across all rules. */
   keys: number;
-  /** The cap on exact records (Infinity when none). */
+  /** The cap on the `Map` tier (Infinity when none). */
   maxKeys: number;
-  /** Records pushed out of the exact table into a sketch because of `maxKeys`. */
+  /** The budget past `maxKeys` (Infinity when uncapped). */
+  maxBytes: number;
+  /** Records pushed out of the `Map` tier because of `maxKeys`. */
   evicted: number;
-  /** Decisions read back from a sketch (they carry `approximate: true`). */
+  /** Records held exactly in the compact tier. */
+  compactKeys: number;
+  /** Slots of the compact tier (0 until first needed). */
+  compactCapacity: number;
+  /** Bytes of the compact tier. */
+  compactBytes: number;
+  /** Records pushed out of the compact tier into a summary. */
+  compactEvicted: number;
+  /** Records added into a summary (from either tier). */
+  summarised: number;
+  /** Decisions read back from a summary (they carry `approximate: true`). */
   approximate: number;
   /** Of those, denials: at most this many requests were refused that exact state might have allowed. */
   refused: number;
-  /** Bytes held by sketches (fixed per rule once created). */
+  /** Bytes held by summaries (all rules together, within `maxBytes`). */
   sketchBytes: number;
+  /**
+   * The summaries' error bound: the chance that a key never summarised is read back as
+   * summarised (and so possibly over-counted): the fullest summary's share of live cells, to
+   * the power of its rows.
+   */
+  summaryErrorBound: number;
+  /** Keys reset while summarised, pinned fresh until their summarised state expires. */
+  pins: number;
+  /** Pins given up for room (the key then reads its summary again: over-counted, never under). */
+  pinsDropped: number;
 }
+
+/**
+ * A key read back from a summary: the summary's estimate plus `own`, what it took since (exact,
+ * started fresh), and per rate-based member the backlog (ms) its admissions added since.
+ */
+class Approx {
+  /**
+   * Per member, for rate-based ones: [debt, base] pairs: the backlog (ms) its admissions added
+   * since the read-back, and the summary's instant at the read-back (NaN until read). Empty for
+   * rules with no rate-based member.
+   */
+  readonly rate: number[];
+  constructor(
+    readonly own: RuleRecord,
+    readonly h1: number,
+    readonly h2: number,
+    rule: CompiledRule,
+  ) {
+    this.rate = rule.members.some(isRate) ? rule.members.flatMap(() => [0, Number.NaN]) : NO_RATE;
+  }
+
+  /** Whether everything the summary held for the key has stopped mattering by `t`: `own` is then its record. */
+  settled(t: number): boolean {
+    const rate = this.rate;
+    for (let i = 0; i < rate.length; i += 2) {
+      const base = rate[i + 1] as number;
+      if (!Number.isNaN(base) && base + Math.max(0, rate[i] as number) > t) return false;
+    }
+    return true;
+  }
+}
+
+const NO_RATE: number[] = [];
 
 /**
  * Keeps rate-limit state in this process.
@@ -53,42 +129,69 @@ export interface MemoryStoreStats {
 export class MemoryStore implements Store {
   /** Checks return plain decisions, never promises. */
   readonly synchronous = true;
-  /** The hard cap on exact records (Infinity when none). */
+  /** The hard cap on exact records in the `Map` tier (Infinity when none). */
   readonly maxKeys: number;
+  /** The budget past `maxKeys` (Infinity when uncapped). */
+  readonly maxBytes: number;
   readonly #sketchWidth: number;
+  readonly #compactBudget: number;
+  readonly #summaryBudget: number;
+  readonly #maxPins: number;
+  #seed: number;
   /** Tables by rule id and shape: a record is only ever read under the shape it was written for. */
   #tables = new Map<string, Table>();
+  /** Tables by compact index (index 0 unused). */
+  #byIndex: Array<Table | undefined> = [undefined];
+  #compact: CompactTable | undefined = undefined;
   /** Restored tables waiting for their rule to be bound (by table id). */
   #pending = new Map<string, TableSnapshot>();
   #size = 0;
   #sweepIn = SWEEP_EVERY;
   #evicted = 0;
+  #summarised = 0;
   #approximate = 0;
   #refused = 0;
+  #pins = 0;
+  #pinsDropped = 0;
+  #fullest: Table | undefined = undefined;
+  #scanIn = 0;
+  readonly #h = new Uint32Array(3);
 
   constructor(options: MemoryStoreOptions = {}) {
-    checkOptions(options, "MemoryStore", ["maxKeys", "sketchWidth"]);
-    const { maxKeys, sketchWidth } = options;
+    checkOptions(options, "MemoryStore", ["maxKeys", "maxBytes", "sketchWidth", "seed"]);
+    const { maxKeys, maxBytes, sketchWidth, seed } = options;
     for (const [name, value] of [
       ["maxKeys", maxKeys],
+      ["maxBytes", maxBytes],
       ["sketchWidth", sketchWidth],
     ] as const) {
       if (value !== undefined && (!Number.isSafeInteger(value) || value < 1)) {
         throw new ArgumentError(`\`${name}\` must be a positive integer (got ${describeValue(value)})`);
       }
     }
-    this.maxKeys = maxKeys ?? Number.POSITIVE_INFINITY;
-    this.#sketchWidth = sketchWidth ?? Math.min(65536, Math.max(1024, Math.ceil((maxKeys ?? 0) / 2)));
+    if (seed !== undefined && (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)) {
+      throw new ArgumentError(`\`seed\` must be an integer from 0 to 2^32 - 1 (got ${describeValue(seed)})`);
+    }
+    this.maxKeys =
+      maxKeys ?? (maxBytes === undefined ? Number.POSITIVE_INFINITY : Math.max(1, Math.floor(maxBytes / 1000)));
+    this.maxBytes =
+      maxBytes ??
+      (maxKeys === undefined ? Number.POSITIVE_INFINITY : Math.min(24 * 2 ** 20, Math.max(65536, maxKeys * 2400)));
+    this.#compactBudget = Math.floor((this.maxBytes * 2) / 3);
+    this.#summaryBudget = this.maxBytes - this.#compactBudget;
+    this.#sketchWidth = Math.min(MAX_WIDTH, sketchWidth ?? MAX_WIDTH);
+    this.#maxPins = Number.isFinite(this.maxKeys) ? Math.max(16, Math.ceil(this.maxKeys / 8)) : 0;
+    this.#seed = seed ?? randomSeed();
   }
 
-  /** Exact records held now, across all rules. */
+  /** Exact records held now in the `Map` tier, across all rules. */
   get size(): number {
     let n = 0;
     for (const table of this.#tables.values()) n += table.size;
     return n;
   }
 
-  /** How many records were pushed into a sketch because of `maxKeys`. */
+  /** How many records were pushed out of the `Map` tier because of `maxKeys`. */
   get evicted(): number {
     return this.#evicted;
   }
@@ -96,14 +199,29 @@ export class MemoryStore implements Store {
   /** Counters for logs and metrics. */
   stats(): MemoryStoreStats {
     let sketchBytes = 0;
-    for (const table of this.#tables.values()) sketchBytes += table.sketch?.bytes ?? 0;
+    let bound = 0;
+    for (const table of this.#tables.values()) {
+      const sketch = table.sketch;
+      if (sketch === undefined) continue;
+      sketchBytes += sketch.bytes;
+      bound = Math.max(bound, sketch.fill(now(table)) ** DEPTH);
+    }
     return {
       keys: this.size,
       maxKeys: this.maxKeys,
+      maxBytes: this.maxBytes,
       evicted: this.#evicted,
+      compactKeys: this.#compact?.size ?? 0,
+      compactCapacity: this.#compact?.capacity ?? 0,
+      compactBytes: this.#compact?.bytes ?? 0,
+      compactEvicted: this.#compact?.evicted ?? 0,
+      summarised: this.#summarised,
       approximate: this.#approximate,
       refused: this.#refused,
       sketchBytes,
+      summaryErrorBound: bound,
+      pins: this.#pins,
+      pinsDropped: this.#pinsDropped,
     };
   }
 
@@ -113,8 +231,12 @@ export class MemoryStore implements Store {
     const id = `${binding.id}\u0000${rule.shape}`;
     let table = this.#tables.get(id);
     if (table === undefined) {
-      table = new Table(rule);
+      table = new Table(rule, id);
       this.#tables.set(id, table);
+      if (this.#byIndex.length <= MAX_TABLE_INDEX) {
+        table.index = this.#byIndex.length;
+        this.#byIndex.push(table);
+      }
       const restored = this.#pending.get(id);
       if (restored !== undefined) {
         this.#pending.delete(id);
@@ -129,24 +251,35 @@ export class MemoryStore implements Store {
     const bound = table;
     let released = false;
     return {
-      check: (key, cost, now, op) => {
+      check: (key, cost, now, op, at) => {
         const t = now === undefined ? systemClock.now() : now;
         if (--this.#sweepIn === 0) this.#sweep(t, bound.clock);
         if (op !== "peek") {
           // The hot path: a live key is one Map lookup and one decision.
           const record = bound.get(key, t);
-          if (record !== undefined) return decideRule(rule, record, t, cost, op);
+          if (record !== undefined) {
+            if (record instanceof Approx) return this.#decideApprox(bound, key, record, cost, t, op, at);
+            return decideRule(bound.rule, record, t, cost, op, at);
+          }
         }
-        return this.#miss(bound, rule, key, cost, t, op);
+        return this.#miss(bound, key, cost, t, op, at);
       },
       reset: (key) => {
-        if (bound.delete(key)) this.#size--;
-        // A key summarised in the sketch would be read back over-counted; an explicit fresh
-        // record makes "forget this key" exact.
         const t = now(bound);
-        if (bound.sketch?.read(key, t) !== undefined) {
-          bound.expire(t); // rotate first, so the new record is not dropped by a pending rotation
-          this.#insert(bound, key, createRecord(rule));
+        bound.expire(t); // rotate first, so a pending rotation does not drop what follows
+        if (bound.delete(key)) this.#size--;
+        if (bound.index === 0 && bound.sketch === undefined) return;
+        const h = this.#hash(key);
+        const slot = this.#compact === undefined ? -1 : this.#compact.find(bound.index, h);
+        if (slot >= 0) {
+          (this.#compact as CompactTable).remove(slot);
+          bound.compactSize--;
+        }
+        // A key summarised would be read back over-counted: it is pinned fresh until what the
+        // summary holds for it has expired, so "forget this key" is exact.
+        const sketch = bound.sketch;
+        if (sketch?.present(h[0] as number, h[1] as number, t)) {
+          this.#pin(bound, h[0] as number, h[1] as number, sketch.earliestEmpty());
         }
       },
       release: () => {
@@ -159,33 +292,67 @@ export class MemoryStore implements Store {
         // nothing would ever sweep it, so it goes now.
         if (--bound.refs > 0) return;
         for (const table of this.#tables.values()) if (table.refs > 0 && table.clock === bound.clock) return;
-        if (this.#tables.get(id) === bound) {
-          this.#size -= bound.size;
-          this.#tables.delete(id);
-        }
+        if (this.#tables.get(id) === bound) this.#drop(id, bound);
       },
     };
   }
 
+  /** Forgets a table and everything it holds in every tier. */
+  #drop(id: string, table: Table): void {
+    this.#size -= table.size;
+    this.#tables.delete(id);
+    this.#pins -= table.pins.size;
+    if (table.index > 0) {
+      const compact = this.#compact;
+      if (compact !== undefined && table.compactSize > 0) compact.forEach(table.index, (slot) => compact.remove(slot));
+      this.#byIndex[table.index] = undefined;
+    }
+  }
+
   /**
-   * Every table's records (and sketch) as text, for `restore` after a restart. Records hold
-   * absolute instants, so counts survive exactly. Restored tables not yet bound are kept too.
+   * Every table's records (and summary) as text, for `restore` after a restart. Records hold
+   * absolute instants, so counts survive exactly. Records of the compact tier travel as
+   * fingerprints with the store's seed; keys read back from a summary travel inside it.
    */
   snapshot(savedAt: number = systemClock.now()): string {
     const tables: TableSnapshot[] = [...this.#pending.values()];
+    const compact = this.#compact;
     for (const [id, table] of this.#tables) {
       const sep = id.lastIndexOf("\u0000");
+      const records: Array<[string, unknown]> = [];
+      const extra: Array<[number, number, RuleRecord, Approx]> = [];
+      for (const [key, record] of table.entries()) {
+        if (record instanceof Approx) extra.push([record.h1, record.h2, record.own, record]);
+        else records.push([key, record]);
+      }
+      const fingerprints: number[][] = [];
+      if (compact !== undefined && table.compactSize > 0) {
+        compact.forEach(table.index, (slot, h1, h2) => {
+          fingerprints.push([
+            h1,
+            h2,
+            compact.words[slot * STATE_WORDS] as number,
+            compact.words[slot * STATE_WORDS + 1] as number,
+          ]);
+        });
+      }
       tables.push({
         id: id.slice(0, sep),
         shape: id.slice(sep + 1),
-        records: [...table.entries()],
+        records,
+        ...(fingerprints.length > 0 ? { compact: fingerprints } : {}),
         sketch:
-          table.sketch === undefined
+          table.sketch === undefined && extra.length === 0 && fingerprints.length === 0
             ? undefined
-            : { width: table.sketch.width, seed: table.sketch.seed, cells: table.sketch.toBase64() },
+            : this.#sketchSnapshot(table, extra),
       });
     }
     return encodeSnapshot(tables, savedAt);
+  }
+
+  #sketchSnapshot(table: Table, extra: Array<[number, number, RuleRecord, Approx]>) {
+    const sketch = table.sketch ?? new Sketch(table.rule, 1);
+    return { width: sketch.width, seed: this.#seed, cells: sketch.toBase64(extra, now(table)) };
   }
 
   /**
@@ -200,12 +367,19 @@ export class MemoryStore implements Store {
     let records = 0;
     for (const snapshot of tables) {
       const id = `${snapshot.id}\u0000${snapshot.shape}`;
-      records += snapshot.records.length;
+      records += snapshot.records.length + (snapshot.compact?.length ?? 0);
       const table = this.#tables.get(id);
       if (table === undefined) this.#pending.set(id, snapshot);
       else this.#adopt(table, snapshot);
     }
     return records;
+  }
+
+  /** Whether nothing was hashed yet (a restored seed may then replace ours). */
+  #unhashed(): boolean {
+    if (this.#compact !== undefined && this.#compact.size > 0) return false;
+    for (const table of this.#tables.values()) if (table.sketch !== undefined || table.pins.size > 0) return false;
+    return true;
   }
 
   /** Moves a restored table's records into `table`, if every one has the rule's layout. */
@@ -222,56 +396,172 @@ export class MemoryStore implements Store {
       return figures.every((x) => !Number.isNaN(x) && x >= 0) && d.remaining <= d.limit;
     };
     if (!snapshot.records.every(([, record]) => sane(record))) return;
+    const seed = snapshot.sketch?.seed;
+    const hashed = (snapshot.compact?.length ?? 0) > 0 || snapshot.sketch !== undefined;
+    // Fingerprints and cells were placed with the saved seed: usable only if we can take it.
+    const usable = hashed && seed !== undefined && (seed === this.#seed || this.#unhashed());
+    if (usable) this.#seed = seed as number;
     for (const [key, record] of snapshot.records) {
       if (table.delete(key)) this.#size--;
-      if (this.#size >= this.maxKeys) this.#evict(table);
+      if (this.#size >= this.maxKeys) this.#evict(table, t);
       table.adopt(key, record, recordFreshAt(table.rule, record));
       this.#size++;
     }
+    if (!usable) return;
     if (snapshot.sketch !== undefined) {
-      const sketch = new Sketch(table.rule, snapshot.sketch.width, snapshot.sketch.seed);
+      const sketch = new Sketch(table.rule, snapshot.sketch.width);
       if (sketch.width === snapshot.sketch.width && sketch.load(snapshot.sketch.cells)) table.sketch = sketch;
+    }
+    const scratch = new Float64Array(STATE_WORDS);
+    for (const [h1, h2, w0, w1] of snapshot.compact ?? []) {
+      scratch[0] = w0 as number;
+      scratch[1] = w1 as number;
+      const record = decodeRecord(rule, scratch, 0);
+      if (!sane(record)) continue;
+      // The bucket hash is not saved: summarise (conservative) rather than guess a slot.
+      this.#summarise(table, h1 as number, h2 as number, record, t);
     }
   }
 
-  /** A peek, or a key with no exact record: a fresh record, or the sketch's, decides. */
-  #miss(table: Table, rule: CompiledRule, key: string, cost: number, now: number, op: Operation): Decision {
+  /** The key's fingerprint under `table`, in `#h`. */
+  #hash(key: string): Uint32Array {
+    fingerprint(this.#seed, key, this.#h);
+    return this.#h;
+  }
+
+  /** A peek, or a key with no record in the `Map` tier: the compact tier, the summary, or a fresh record decides. */
+  #miss(table: Table, key: string, cost: number, t: number, op: Operation, at?: number): Decision {
+    const rule = table.rule;
     if (op === "peek") {
       const found = table.find(key);
-      if (found !== undefined) return decideRule(rule, found, now, cost, "peek");
+      if (found instanceof Approx) return this.#decideApprox(table, key, found, cost, t, op);
+      if (found !== undefined) return decideRule(rule, found, t, cost, "peek");
     }
-    const summarised = table.sketch?.read(key, now);
-    let record: RuleRecord;
-    if (summarised === undefined) record = createRecord(rule);
-    else {
-      // Every row dominates the key's own record; the most permissive one is the closest.
-      let best = summarised[0];
-      let bestDecision = decideRule(rule, best, now, cost, "peek");
-      for (let i = 1; i < summarised.length; i++) {
-        const d = decideRule(rule, summarised[i], now, cost, "peek");
-        if (permits(d, bestDecision)) {
-          best = summarised[i];
-          bestDecision = d;
-        }
+    const compact = this.#compact;
+    const sketch = table.sketch;
+    if ((compact === undefined || table.compactSize === 0) && sketch === undefined)
+      return this.#fresh(table, key, cost, t, op);
+    const h = this.#hash(key);
+    if (compact !== undefined && table.compactSize > 0) {
+      const slot = compact.find(table.index, h);
+      if (slot >= 0) {
+        // Exact in the compact tier: back into the `Map` tier (it came back: it is not a one-shot key).
+        const record = decodeRecord(rule, compact.words, slot * STATE_WORDS);
+        if (op === "peek") return decideRule(rule, record, t, cost, "peek");
+        compact.remove(slot);
+        table.compactSize--;
+        this.#insert(table, key, record, t);
+        return decideRule(rule, record, t, cost, op, at);
       }
-      record = best;
     }
-    const result = decideRule(rule, record, now, cost, op);
-    if (summarised !== undefined) {
-      result.approximate = true;
-      this.#approximate++;
-      if (!result.allowed) this.#refused++;
-      // Read back from the sketch, the record is kept exact from now on (it can only have grown).
-      if (op !== "peek") this.#insert(table, key, record);
-    } else if (op !== "peek" && storesNewRecord(rule, op, result)) this.#insert(table, key, record);
+    const h1 = h[0] as number;
+    const h2 = h[1] as number;
+    if (sketch?.present(h1, h2, t) && !this.#pinned(table, h1, h2, t)) {
+      const approx = new Approx(createRecord(rule), h1, h2, rule);
+      const result = this.#decideApprox(table, key, approx, cost, t, op, at);
+      if (op !== "peek" && storesNewRecord(rule, op, result)) this.#insert(table, key, approx, t);
+      return result;
+    }
+    return this.#fresh(table, key, cost, t, op);
+  }
+
+  /** A key nothing is known of: a fresh record decides (and is stored if it changed). */
+  #fresh(table: Table, key: string, cost: number, t: number, op: Operation): Decision {
+    const record = createRecord(table.rule);
+    const result = decideRule(table.rule, record, t, cost, op);
+    if (op !== "peek" && storesNewRecord(table.rule, op, result)) this.#insert(table, key, record, t);
     return result;
   }
 
-  /** Stores a new record, first pushing the least recently used one of the fullest rule into its sketch. */
-  #insert(table: Table, key: string, record: RuleRecord): void {
+  /**
+   * A key read back from the summary: decided on the summary's estimate with `own` added, and
+   * what the decision takes (or gives back) is applied to `own` alone. When the summary no
+   * longer holds anything for the key, `own` is its exact record again.
+   */
+  #decideApprox(
+    table: Table,
+    key: string,
+    approx: Approx,
+    cost: number,
+    t: number,
+    op: Operation,
+    at?: number,
+  ): Decision {
+    const rule = table.rule;
+    table.sketch ??= this.#newSketch(table);
+    const sketch = table.sketch;
+    const present = sketch.present(approx.h1, approx.h2, t);
+    if (!present && approx.settled(t)) {
+      if (op !== "peek" && table.find(key) === approx) table.set(key, approx.own);
+      return decideRule(rule, approx.own, t, cost, op, at);
+    }
+    const estimate = sketch.estimate(approx.own, approx.rate, present, t, (a, b) => permits(rule, a, b, t, cost));
+    const ban = banState(rule, estimate);
+    const wasBanned = ban !== undefined && ban.until > t;
+    const result = decideRule(rule, estimate, t, cost, op, at);
+    result.approximate = true;
+    this.#approximate++;
+    if (!result.allowed && op === "check") this.#refused++;
+    const own = approx.own;
+    if (op === "check" && result.allowed) {
+      rule.members.forEach((m: Algorithm, i) => {
+        m.step(memberState(rule, own, i), t, cost, true);
+        if (isRate(m)) approx.rate[2 * i] = (approx.rate[2 * i] as number) + cost * unitMs(m);
+      });
+    } else if (op === "check" && ban !== undefined && !wasBanned) {
+      // The denial counted toward a ban on the estimate counts on the key's own record too.
+      const mine = banState(rule, own) as BanState;
+      countDenial(mine, rule.ban as BanPolicy, t);
+      if (ban.until > mine.until) mine.until = ban.until;
+    } else if (op === "refund") {
+      rule.members.forEach((m: Algorithm, i) => {
+        m.refund(memberState(rule, own, i), t, cost, at);
+        if (isRate(m)) {
+          // What the refund gave back (a receipt gives back only what has not drained since).
+          const unit = cost * unitMs(m);
+          const give = at === undefined ? unit : Math.max(0, unit - Math.max(0, t - at));
+          approx.rate[2 * i] = (approx.rate[2 * i] as number) - give;
+        }
+      });
+    }
+    return result;
+  }
+
+  /** Whether a summarised key was reset and its summary is to be ignored until its pin runs out. */
+  #pinned(table: Table, h1: number, h2: number, t: number): boolean {
+    if (table.pins.size === 0) return false;
+    const id = h1 * 65536 + (h2 >>> 16);
+    const until = table.pins.get(id);
+    if (until === undefined) return false;
+    if (t < until) return true;
+    table.pins.delete(id);
+    this.#pins--;
+    return false;
+  }
+
+  /** Pins a reset key fresh until `until`; the oldest pin of the most pinned table goes when there are too many. */
+  #pin(table: Table, h1: number, h2: number, until: number): void {
+    const id = h1 * 65536 + (h2 >>> 16);
+    if (table.pins.delete(id)) this.#pins--;
+    if (this.#pins >= this.#maxPins) {
+      let most = table;
+      for (const other of this.#tables.values()) if (other.pins.size > most.pins.size) most = other;
+      const oldest = most.pins.keys().next();
+      if (oldest.done !== true) {
+        most.pins.delete(oldest.value);
+        this.#pins--;
+        this.#pinsDropped++;
+      }
+    }
+    table.pins.set(id, until);
+    this.#pins++;
+  }
+
+  /** Stores a record in the `Map` tier, first pushing one out if it is full. */
+  #insert(table: Table, key: string, record: unknown, t: number): void {
     // Tables drop fresh generations on their own; count again before evicting anything.
     if (this.#size >= this.maxKeys) this.#size = this.size;
-    if (this.#size >= this.maxKeys) this.#evict(table);
+    if (this.#size >= this.maxKeys) this.#evict(table, t);
     table.set(key, record);
     this.#size++;
   }
@@ -279,18 +569,102 @@ export class MemoryStore implements Store {
   /**
    * Makes room for one record. The victim comes from the rule holding the most records, so a
    * flood through one rule pushes out that rule's own records and never another's while the
-   * other holds fewer: capacity is shared fairly between rules.
+   * other holds fewer: capacity is shared fairly between rules. The victim goes to the compact
+   * tier when its record fits there, else into its rule's summary.
    */
-  #evict(inserting: Table): void {
+  #evict(inserting: Table, t: number): void {
     let victim = inserting;
-    for (const table of this.#tables.values()) if (table.size > victim.size) victim = table;
+    // With many rules, the fullest is looked for every 64 evictions, not on every one.
+    const cached = this.#fullest;
+    if (
+      this.#tables.size <= 4 ||
+      --this.#scanIn <= 0 ||
+      cached === undefined ||
+      cached.size < inserting.size ||
+      !this.#tables.has(cached.id)
+    ) {
+      this.#scanIn = 64;
+      for (const table of this.#tables.values()) if (table.size > victim.size) victim = table;
+      this.#fullest = victim;
+    } else victim = cached;
     const entry = victim.shift();
     if (entry === undefined) return;
     const [key, record] = entry;
     this.#size--;
     this.#evicted++;
-    victim.sketch ??= new Sketch(victim.rule, this.#sketchWidth);
-    victim.sketch.add(key, record, recordFreshAt(victim.rule, record));
+    const at = victim === inserting ? t : now(victim);
+    if (record instanceof Approx) {
+      this.#summarise(victim, record.h1, record.h2, record.own, at, record);
+      return;
+    }
+    if (!(recordFreshAt(victim.rule, record) > at)) return; // fresh: nothing to keep
+    const h = this.#hash(key);
+    const h1 = h[0] as number;
+    const h2 = h[1] as number;
+    if (victim.index > 0 && compactable(victim.rule) && this.#compactBudget >= CompactTable.bytesFor(1)) {
+      this.#compact ??= new CompactTable(CompactTable.bucketsFor(this.#compactBudget));
+      const compact = this.#compact;
+      const slot = compact.claim(victim.index, h);
+      const pushed = compact.victim;
+      if (pushed.table !== 0) {
+        const owner = this.#byIndex[pushed.table];
+        if (owner !== undefined) {
+          owner.compactSize--;
+          const ownerNow = owner === victim ? at : now(owner);
+          const old = decodeRecord(owner.rule, compact.words, pushed.slot * STATE_WORDS);
+          if (recordFreshAt(owner.rule, old) > ownerNow) this.#summarise(owner, pushed.h1, pushed.h2, old, ownerNow);
+        }
+      }
+      if (encodeRecord(victim.rule, record, compact.words, slot * STATE_WORDS)) {
+        victim.compactSize++;
+        return;
+      }
+      compact.remove(slot);
+    }
+    this.#summarise(victim, h1, h2, record, at);
+  }
+
+  /** Adds `record` into `table`'s summary (creating it within the budget); a pin on the key ends. */
+  #summarise(table: Table, h1: number, h2: number, record: RuleRecord, t: number, approx?: Approx): void {
+    this.#summarised++;
+    if (table.pins.size > 0 && table.pins.delete(h1 * 65536 + (h2 >>> 16))) this.#pins--;
+    table.sketch ??= this.#newSketch(table);
+    table.sketch.add(h1, h2, record, t, approx?.rate);
+  }
+
+  /**
+   * A summary for `table`, as wide as the store's summary budget allows once every other rule's
+   * summary is counted; the widest others fold in half (conservatively) to make room, so 1 rule
+   * or 1,000 share the same bytes.
+   */
+  #newSketch(table: Table): Sketch {
+    const rule = table.rule;
+    let width = Math.max(1, this.#sketchWidth);
+    while (width > 1 && sketchBytes(rule, width) > this.#summaryBudget) width /= 2;
+    const others = () => {
+      let bytes = 0;
+      for (const other of this.#tables.values()) bytes += other.sketch?.bytes ?? 0;
+      return bytes;
+    };
+    let used = others();
+    while (used + sketchBytes(rule, width) > this.#summaryBudget) {
+      let widest: Table | undefined;
+      for (const other of this.#tables.values()) {
+        if (
+          other.sketch !== undefined &&
+          other.sketch.width > 1 &&
+          (widest === undefined || other.sketch.bytes > (widest.sketch as Sketch).bytes)
+        ) {
+          widest = other;
+        }
+      }
+      const need = sketchBytes(rule, width);
+      if (widest !== undefined && (widest.sketch as Sketch).bytes >= need) (widest.sketch as Sketch).fold(now(widest));
+      else if (width > 1) width /= 2;
+      else break; // every summary is one cell per row: the budget is exceeded by at most a cell per rule
+      used = others();
+    }
+    return new Sketch(rule, width);
   }
 
   /** Lets every table on `clock` drop what is fresh at `now` (instants of other clocks don't compare). */
@@ -298,20 +672,27 @@ export class MemoryStore implements Store {
     this.#sweepIn = SWEEP_EVERY;
     let size = 0;
     for (const [id, table] of this.#tables) {
-      if (table.clock === clock) table.expire(now);
-      // An unbound table whose records are all gone is dropped with its sketch.
-      if (table.refs === 0 && table.size === 0) this.#tables.delete(id);
-      else size += table.size;
+      if (table.clock === clock) {
+        table.expire(now);
+        // A summary whose every cell has stopped mattering is freed (an idle rule holds nothing).
+        if (table.sketch !== undefined && !(table.sketch.freshAt > now)) table.sketch = undefined;
+      }
+      // An unbound table whose records are all gone is dropped with its summary.
+      if (table.refs === 0 && table.size === 0 && table.compactSize === 0 && table.sketch === undefined) {
+        this.#drop(id, table);
+      } else size += table.size;
     }
     this.#size = size;
   }
 }
 
-/** Whether decision `a` admits more than `b` (allowed first, then more remaining, then sooner). */
-function permits(a: Decision, b: Decision): boolean {
-  if (a.allowed !== b.allowed) return a.allowed;
-  if (a.remaining !== b.remaining) return a.remaining > b.remaining;
-  return a.retryAfterMs < b.retryAfterMs;
+/** Whether record `a` admits more than `b` for `cost` at `t` (allowed first, then more remaining, then sooner). */
+function permits(rule: CompiledRule, a: RuleRecord, b: RuleRecord, t: number, cost: number): boolean {
+  const da = decideRule(rule, a, t, cost, "peek");
+  const db = decideRule(rule, b, t, cost, "peek");
+  if (da.allowed !== db.allowed) return da.allowed;
+  if (da.remaining !== db.remaining) return da.remaining > db.remaining;
+  return da.retryAfterMs < db.retryAfterMs;
 }
 
 /** The current instant of a table's clock (for a reset, which carries no `now`). */

@@ -1,59 +1,98 @@
 /**
- * The bounded summary behind `maxKeys`: a count-min-style sketch of whole records. A record
- * pushed out of the exact table is joined into one cell per row (`depth` rows, `width` cells
- * each, chosen by independent hashes of the key); each cell keeps a state that dominates every
- * record joined into it (later windows, larger counts, later arrival times: see each
- * algorithm's `summary`). Reading a key back takes its most permissive row, which still
- * dominates the key's own record: a key can be over-counted, never reset. Memory is fixed at
- * construction however many keys pass through.
+ * The last tier behind `maxKeys`: a count-min-style summary of whole records for one rule (one
+ * table), sized from the store's one summary budget. A record pushed out of the exact tiers is
+ * *added* into one cell per row (`DEPTH` rows of `width` cells, chosen from the key's
+ * fingerprint), so a cell stands for the sum of the states joined into it: it dominates each
+ * of them (admits less) and grows only by units that were really counted (summary-codec.ts).
+ * Reading a key back takes its most permissive row, which still dominates the key's own record:
+ * a key can be over-counted, never reset.
  *
- * Slot 0 of a cell is the latest instant any record in it stops mattering: a cell past it is
+ * Slot 0 of a cell is the latest instant anything in it stops mattering: a cell past it is
  * empty again, and a key with an empty cell in any row was never summarised (exact: fresh).
+ * When the store's budget must be shared with a new rule, a sketch folds in half (cell j joins
+ * cell j + width/2), which is conservative too.
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
-import type { BanState } from "../../ban.ts";
-import { banState, type CompiledRule, memberState, type RuleRecord } from "../../rule.ts";
+import type { BanPolicy } from "../../ban.ts";
+import { type CompiledRule, memberState, type RuleRecord } from "../../rule.ts";
+import { fmix32 } from "../compact/fingerprint.ts";
+import {
+  BAN_SLOTS,
+  banCellFreshAt,
+  isRate,
+  joinBan,
+  joinMember,
+  joinRateOwn,
+  memberFreshAt,
+  memberSlots,
+  readBan,
+  readMember,
+} from "../compact/summary-codec.ts";
 
 /** Rows of every sketch: a key is over-counted only if all of its cells are shared with heavier keys. */
-const DEPTH = 4;
+export const DEPTH = 4;
 
-/** A random seed per sketch, so nobody can compute in advance which keys share cells. */
-const randomSeed = () => (Math.random() * 0x100000000) >>> 0;
+/** Float64 slots of one cell of `rule`. */
+export function cellSlots(rule: CompiledRule): number {
+  let slots = 1;
+  for (const m of rule.members) slots += memberSlots(m);
+  if (rule.ban !== undefined) slots += BAN_SLOTS;
+  return slots;
+}
 
-/** A fixed-size, conservative summary of the records of one rule. */
+/** Bytes a sketch of `width` cells per row takes for `rule`. */
+export function sketchBytes(rule: CompiledRule, width: number): number {
+  return DEPTH * width * cellSlots(rule) * 8;
+}
+
+/** A fixed-size, conservative, additive summary of the records of one rule. */
 export class Sketch {
-  /**
-   * The rule the cells are read and joined with: the table's current one (a rule update that
-   * keeps the shape keeps the sketch, and a new limit must apply to it too).
-   */
+  /** The rule cells are read and joined with: the table's current one (a limit change applies at once). */
   rule: CompiledRule;
-  /** The hash seed (saved in snapshots: it decides which cells a key reads). */
-  readonly seed: number;
-  readonly #width: number;
+  #width: number;
   readonly #slots: number;
-  readonly #cells: Float64Array;
-  readonly #index = new Int32Array(DEPTH);
+  #cells: Float64Array;
+  readonly #rows = new Int32Array(DEPTH);
+  /** The latest instant any cell stops mattering: past it, the whole sketch is empty. */
+  freshAt = Number.NEGATIVE_INFINITY;
+  /** A cell's worth of scratch space (estimates are built here, never in the cells). */
+  readonly #scratch: Float64Array;
 
-  /** `width` cells per row (rounded up to a power of two); `seed` to read cells a snapshot saved. */
-  constructor(rule: CompiledRule, width: number, seed: number = randomSeed()) {
+  /** `width` cells per row (a power of two). */
+  constructor(rule: CompiledRule, width: number) {
     this.rule = rule;
-    this.seed = seed;
-    this.#width = 2 ** Math.ceil(Math.log2(Math.max(2, width)));
-    let slots = 1;
-    for (const m of rule.members) slots += m.summary.slots;
-    if (rule.ban !== undefined) slots += 3;
-    this.#slots = slots;
-    this.#cells = new Float64Array(DEPTH * this.#width * slots).fill(Number.NaN);
+    this.#width = 2 ** Math.ceil(Math.log2(Math.max(1, width)));
+    this.#slots = cellSlots(rule);
+    this.#cells = new Float64Array(DEPTH * this.#width * this.#slots).fill(Number.NaN);
+    this.#scratch = new Float64Array(this.#slots);
   }
 
-  /** The cell width per row (a power of two). */
+  /** Cells per row (a power of two). */
   get width(): number {
     return this.#width;
   }
 
-  /** The cells as base64 (for snapshots). */
-  toBase64(): string {
-    return Buffer.from(this.#cells.buffer, this.#cells.byteOffset, this.#cells.byteLength).toString("base64");
+  /** Bytes held by the cells. */
+  get bytes(): number {
+    return this.#cells.byteLength;
+  }
+
+  /** The cells as base64 (for snapshots), with `extra` records of (h1, h2, record) added to a copy first. */
+  toBase64(
+    extra: Array<[number, number, RuleRecord, { rate: number[] }]> = [],
+    now = Number.NEGATIVE_INFINITY,
+  ): string {
+    let cells = this.#cells;
+    if (extra.length > 0) {
+      const saved = this.#cells;
+      const savedFresh = this.freshAt;
+      this.#cells = saved.slice();
+      for (const [h1, h2, record, a] of extra) this.add(h1, h2, record, now, a.rate);
+      cells = this.#cells;
+      this.#cells = saved;
+      this.freshAt = savedFresh;
+    }
+    return Buffer.from(cells.buffer, cells.byteOffset, cells.byteLength).toString("base64");
   }
 
   /** Loads cells written by `toBase64` for the same rule and width; false (nothing loaded) if they do not fit. */
@@ -61,98 +100,177 @@ export class Sketch {
     const bytes = Buffer.from(base64, "base64");
     if (bytes.byteLength !== this.#cells.byteLength) return false;
     new Uint8Array(this.#cells.buffer, this.#cells.byteOffset, this.#cells.byteLength).set(bytes);
+    let fresh = Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < this.#cells.length; i += this.#slots) {
+      const f = this.#cells[i] as number;
+      if (f > fresh) fresh = f;
+    }
+    this.freshAt = fresh;
     return true;
   }
 
-  /** Bytes held by the cells (fixed). */
-  get bytes(): number {
-    return this.#cells.byteLength;
+  /**
+   * Adds `record` (as of `now`) into the key's cell of every row. With `rate` (per member a debt
+   * and a base, see memory-store.ts `Approx`), `record` is what a read-back key took since its
+   * read-back: see `joinRateOwn`.
+   */
+  add(h1: number, h2: number, record: RuleRecord, now: number, rate?: number[]): void {
+    this.#locate(h1, h2);
+    for (let row = 0; row < DEPTH; row++) this.#join(this.#cells, this.#rows[row] as number, record, now, rate);
   }
 
-  /** Joins `record` (which stops mattering at `freshAt`) into the key's cell of every row. */
-  add(key: string, record: RuleRecord, freshAt: number): void {
-    this.#locate(key);
-    const cells = this.#cells;
+  /** Joins `record` into the cell at `at` of `cells` and extends its slot 0. */
+  #join(cells: Float64Array, at: number, record: RuleRecord, now: number, rate?: number[]): void {
     const rule = this.rule;
-    for (let row = 0; row < DEPTH; row++) {
-      let at = this.#index[row] as number;
-      if (!((cells[at] as number) >= freshAt)) cells[at] = freshAt;
-      at++;
-      rule.members.forEach((m: Algorithm, i) => {
-        m.summary.join(cells, at, memberState(rule, record, i));
-        at += m.summary.slots;
-      });
-      const ban = banState(rule, record);
-      if (ban !== undefined) joinBan(cells, at, ban);
+    let i = at + 1;
+    for (let k = 0; k < rule.members.length; k++) {
+      const m = rule.members[k] as Algorithm;
+      if (rate !== undefined && rate.length > 0 && isRate(m)) {
+        joinRateOwn(m, cells, i, memberState(rule, record, k), rate[2 * k] as number, rate[2 * k + 1] as number);
+      } else joinMember(m, cells, i, memberState(rule, record, k), now);
+      i += memberSlots(m);
     }
+    if (rule.ban !== undefined) joinBan(cells, i, (record as unknown[])[rule.members.length] as never, rule.ban);
+    const fresh = this.#cellFreshAt(cells, at);
+    if (!((cells[at] as number) >= fresh)) cells[at] = fresh;
+    if (fresh > this.freshAt) this.freshAt = fresh;
+  }
+
+  #cellFreshAt(cells: Float64Array, at: number): number {
+    const rule = this.rule;
+    let fresh = Number.NEGATIVE_INFINITY;
+    let i = at + 1;
+    for (const m of rule.members) {
+      fresh = Math.max(fresh, memberFreshAt(m, cells, i));
+      i += memberSlots(m);
+    }
+    if (rule.ban !== undefined) fresh = Math.max(fresh, banCellFreshAt(cells, i, rule.ban as BanPolicy));
+    return fresh;
   }
 
   /**
-   * The records the rows hold for `key` at `now` (one per row), or undefined when some row's
-   * cell is empty: then the key was never summarised, or everything summarised with it no
-   * longer matters, and a fresh record is exact.
+   * Whether the key has something summarised that still matters at `now`: every row's cell is
+   * live. (A key with one empty cell was never joined, or all it joined stopped mattering.)
+   * Also returns, through `pinUntil`-style use, the earliest instant one of its cells empties.
    */
-  read(key: string, now: number): RuleRecord[] | undefined {
-    this.#locate(key);
-    const cells = this.#cells;
-    for (let row = 0; row < DEPTH; row++) {
-      if (!((cells[this.#index[row] as number] as number) > now)) return undefined;
-    }
-    const rule = this.rule;
-    const records: RuleRecord[] = [];
-    for (let row = 0; row < DEPTH; row++) {
-      let at = (this.#index[row] as number) + 1;
-      const states = rule.members.map((m: Algorithm) => {
-        const state = m.summary.read(cells, at) ?? m.create();
-        at += m.summary.slots;
-        return state;
-      });
-      if (rule.bare) {
-        records.push(states[0]);
-        continue;
-      }
-      // The record layout of src/rule.ts: the members' states, then the ban's.
-      if (rule.ban !== undefined) states.push(readBan(cells, at));
-      records.push(states);
-    }
-    return records;
+  present(h1: number, h2: number, now: number): boolean {
+    if (!(this.freshAt > now)) return false;
+    this.#locate(h1, h2);
+    for (let row = 0; row < DEPTH; row++) if (!((this.#cells[this.#rows[row] as number] as number) > now)) return false;
+    return true;
   }
 
-  /** Fills `#index` with the key's cell offsets: two FNV-1a hashes, combined per row. */
-  #locate(key: string): void {
-    const seed = this.seed;
-    let h1 = 0x811c9dc5 ^ seed;
-    let h2 = 0x01000193 ^ Math.imul(seed, 0x9e3779b1);
-    for (let i = 0; i < key.length; i++) {
-      const c = key.charCodeAt(i);
-      h1 = Math.imul(h1 ^ c, 0x01000193);
-      h2 = Math.imul(h2 ^ c, 0x5bd1e995);
+  /** The earliest instant one of the key's cells empties (call after `present` returned true). */
+  earliestEmpty(): number {
+    let at = Number.POSITIVE_INFINITY;
+    for (let row = 0; row < DEPTH; row++) at = Math.min(at, this.#cells[this.#rows[row] as number] as number);
+    return at;
+  }
+
+  /**
+   * The record a key read back from the summary decides on: its most permissive row (when
+   * `present`, after `present` returned true; else nothing summarised still counts), with `own`
+   * (what it took since, exact) added on top in scratch space. For rate-based members the row's
+   * instant at the first read-back is kept in `bases`, since a backlog added on top of it
+   * outlives the cell (see `joinRateOwn`). `better(a, b)`: record `a` admits more than `b`.
+   */
+  estimate(
+    own: RuleRecord,
+    rate: number[],
+    present: boolean,
+    now: number,
+    better: (a: RuleRecord, b: RuleRecord) => boolean,
+  ): RuleRecord {
+    const scratch = this.#scratch;
+    if (present) {
+      let best: RuleRecord | undefined;
+      let bestAt = 0;
+      for (let row = 0; row < DEPTH; row++) {
+        const at = this.#rows[row] as number;
+        const record = this.#read(this.#cells, at);
+        if (best === undefined || better(record, best)) {
+          best = record;
+          bestAt = at;
+        }
+      }
+      scratch.set(this.#cells.subarray(bestAt, bestAt + this.#slots));
+    } else scratch.fill(Number.NaN);
+    const rule = this.rule;
+    let i = 1;
+    for (let k = 0; k < rule.members.length; k++) {
+      const m = rule.members[k] as Algorithm;
+      if (present && rate.length > 0 && isRate(m) && Number.isNaN(rate[2 * k + 1] as number)) {
+        rate[2 * k + 1] = scratch[i] as number;
+      }
+      i += memberSlots(m);
     }
-    h2 = (h2 ^ (h2 >>> 15)) | 1;
+    this.#join(scratch, 0, own, now, rate);
+    return this.#read(scratch, 0);
+  }
+
+  /** The record a cell stands for, under the current rule. */
+  #read(cells: Float64Array, at: number): RuleRecord {
+    const rule = this.rule;
+    let i = at + 1;
+    const states = rule.members.map((m: Algorithm) => {
+      const state = readMember(m, cells, i, m.limit) ?? m.create();
+      i += memberSlots(m);
+      return state;
+    });
+    if (rule.bare) return states[0];
+    if (rule.ban !== undefined) states.push(readBan(cells, i));
+    return states;
+  }
+
+  /** Halves the width: cell j absorbs cell j + width/2 (a key's column is its hash masked to the width). */
+  fold(now: number): void {
+    if (this.#width <= 1) return;
+    const half = this.#width / 2;
+    const slots = this.#slots;
+    const old = this.#cells;
+    const cells = new Float64Array(DEPTH * half * slots);
+    const rule = this.rule;
+    for (let row = 0; row < DEPTH; row++) {
+      for (let j = 0; j < half; j++) {
+        const to = (row * half + j) * slots;
+        const a = (row * this.#width + j) * slots;
+        const b = a + half * slots;
+        cells.set(old.subarray(a, a + slots), to);
+        if (!((old[b] as number) > now)) continue;
+        if (!((cells[to] as number) > now)) {
+          cells.set(old.subarray(b, b + slots), to);
+          continue;
+        }
+        // Read b whole (every logged entry, not only `limit`) and add it into a.
+        let i = b + 1;
+        const states = rule.members.map((m) => {
+          const s = readMember(m, old, i, Number.POSITIVE_INFINITY) ?? m.create();
+          i += memberSlots(m);
+          return s;
+        });
+        const record = rule.bare ? states[0] : rule.ban === undefined ? states : [...states, readBan(old, i)];
+        this.#join(cells, to, record, now);
+      }
+    }
+    this.#cells = cells;
+    this.#width = half;
+  }
+
+  /** Share of live cells (0..1) at `now`: the chance a never-seen key's row is occupied. */
+  fill(now: number): number {
+    let live = 0;
+    const cells = this.#cells;
+    for (let i = 0; i < cells.length; i += this.#slots) if ((cells[i] as number) > now) live++;
+    return live / (cells.length / this.#slots);
+  }
+
+  /** Fills `#rows` with the key's cell offsets: double hashing of the stored fingerprint bits. */
+  #locate(h1: number, h2: number): void {
+    const g = fmix32(h1 ^ h2 ^ 0x27d4eb2f) | 1;
     const mask = this.#width - 1;
     for (let row = 0; row < DEPTH; row++) {
-      const column = (h1 + Math.imul(row, h2)) & mask;
-      this.#index[row] = (row * this.#width + column) * this.#slots;
+      const column = (h1 + Math.imul(row, g)) & mask;
+      this.#rows[row] = (row * this.#width + column) * this.#slots;
     }
   }
-}
-
-/** Joins a ban state: the later ban, and the larger count of the later counting span. */
-function joinBan(cells: Float64Array, at: number, ban: BanState): void {
-  if (!((cells[at + 2] as number) >= ban.until)) cells[at + 2] = ban.until;
-  const since = cells[at] as number;
-  if (Number.isNaN(since) || ban.since > since) {
-    cells[at] = ban.since;
-    cells[at + 1] = ban.n;
-  } else if (ban.since === since && ban.n > (cells[at + 1] as number)) cells[at + 1] = ban.n;
-}
-
-function readBan(cells: Float64Array, at: number): BanState {
-  const since = cells[at] as number;
-  const until = cells[at + 2] as number;
-  return {
-    since: Number.isNaN(since) ? Number.NEGATIVE_INFINITY : since,
-    n: Number.isNaN(since) ? 0 : (cells[at + 1] as number),
-    until: Number.isNaN(until) ? Number.NEGATIVE_INFINITY : until,
-  };
 }

@@ -16,7 +16,9 @@ export interface TableSnapshot {
   id: string;
   shape: string;
   records: Array<[string, unknown]>;
-  /** The sketch's cells, width and hash seed (the seed places keys in cells: it must travel too). */
+  /** Records of the compact tier: [h1, h2, word0, word1] (fingerprints under the sketch's `seed`). */
+  compact?: number[][] | undefined;
+  /** The sketch's cells, width and the store's hash seed (the seed places keys in cells: it must travel too). */
   sketch?: { width: number; seed: number; cells: string } | undefined;
 }
 
@@ -82,6 +84,16 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
     if (!Array.isArray(t.records) || !t.records.every((r) => Array.isArray(r) && typeof r[0] === "string")) {
       throw new ArgumentError(`${where}: records must be [key, record] pairs`);
     }
+    const compact = t.compact as unknown;
+    if (
+      compact !== undefined &&
+      !(
+        Array.isArray(compact) &&
+        compact.every((r) => Array.isArray(r) && r.length === 4 && r.every((x) => typeof x === "number"))
+      )
+    ) {
+      throw new ArgumentError(`${where}: compact records must be [h1, h2, word, word] numbers`);
+    }
     const sketch = t.sketch as Record<string, unknown> | undefined;
     if (sketch !== undefined) {
       const { width, seed, cells } = sketch;
@@ -89,7 +101,7 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
       if (
         typeof width !== "number" ||
         !Number.isSafeInteger(width) ||
-        width < 2 ||
+        width < 1 ||
         width > MAX_SKETCH_WIDTH ||
         (width & (width - 1)) !== 0 ||
         typeof seed !== "number" ||

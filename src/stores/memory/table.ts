@@ -29,6 +29,15 @@ export class Table {
   clock: unknown;
   /** Where records pushed out under `maxKeys` are summarised (created at the first eviction). */
   sketch: Sketch | undefined = undefined;
+  /** This table's index in the store's compact tier (0: none). */
+  index = 0;
+  /** Records of this table held in the compact tier. */
+  compactSize = 0;
+  /**
+   * Keys reset while summarised (by fingerprint): until the instant, their summary is ignored
+   * (it holds what the reset forgot), so the key decides as a fresh key.
+   */
+  pins = new Map<number, number>();
   private current = new Map<string, unknown>();
   private previous = new Map<string, unknown>();
   private rotateAt = Number.NEGATIVE_INFINITY;
@@ -40,7 +49,11 @@ export class Table {
   private cursor: Iterator<[string, unknown]> | undefined = undefined;
   private cursorOf: Map<string, unknown> | undefined = undefined;
 
-  constructor(rule: CompiledRule) {
+  /** The table's key in its store (rule id and shape). */
+  readonly id: string;
+
+  constructor(rule: CompiledRule, id = "") {
+    this.id = id;
     this.rule = rule;
     this.horizonMs = rule.horizonMs;
   }

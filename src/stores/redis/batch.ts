@@ -34,6 +34,8 @@ export interface Pending {
   readonly op: Operation;
   /** The injected time, or undefined for Redis TIME. */
   readonly now: number | undefined;
+  /** A refund's receipt (the instant its check was decided), sent as op `r<at>`. */
+  readonly at?: number | undefined;
   readonly resolve: (value: Decision | Promise<Decision>) => void;
   /** Set once the check was answered (by Redis or by the policy), so it is never answered twice. */
   done: boolean;
@@ -81,7 +83,7 @@ export class Batch {
     }
     for (const infix of rule.infixes) this.keys.push(p.head + infix + p.key);
     const costText = p.cost === 1 ? "1" : String(p.cost);
-    const opCode = OP_CODES[p.op];
+    const opCode = p.at === undefined || p.op !== "refund" ? OP_CODES[p.op] : `r${p.at}`;
     const now = p.now === undefined ? "" : String(p.now);
     if (this.pending.length === 0) {
       this.#rule0 = index;

@@ -108,6 +108,7 @@ export class Batcher {
     cost: number,
     op: Operation,
     now: number | undefined,
+    at?: number,
   ): Promise<Decision> {
     let batch = this.#open.get(group);
     if (batch === undefined) {
@@ -115,7 +116,7 @@ export class Batcher {
       this.#open.set(group, batch);
     }
     const promise = new Promise<Decision>(this.#park);
-    batch.add({ rule, head, key, cost, op, now, resolve: this.#parked as Pending["resolve"], done: false });
+    batch.add({ rule, head, key, cost, op, now, at, resolve: this.#parked as Pending["resolve"], done: false });
     if (batch.pending.length >= MAX_BATCH) {
       this.#open.delete(group);
       this.#dispatch(batch);

@@ -104,25 +104,25 @@ export class RedisBoundRule implements BoundRule, BatchRule {
   }
 
   /** Runs `op` for `cost` units of `key`: from the deny cache, in Redis (batched), or by the failure policy. */
-  check(key: string, cost: number, now: number | undefined, op: Operation): Promise<Decision> {
+  check(key: string, cost: number, now: number | undefined, op: Operation, at?: number): Promise<Decision> {
     // A refund frees units: it never comes from the deny cache, and it clears what caches hold.
-    if (op === "refund") return this.#refund(key, cost, now);
+    if (op === "refund") return this.#refund(key, cost, now, at);
     const cached = this.#store.denyCache?.lookup(this, this.#id, key, cost, now);
     if (cached !== undefined) return Promise.resolve(cached);
     return this.#send(key, cost, now, op);
   }
 
   /** Gives units back in Redis, then tells every node's deny cache the key may pass again. */
-  async #refund(key: string, cost: number, now: number | undefined): Promise<Decision> {
+  async #refund(key: string, cost: number, now: number | undefined, at?: number): Promise<Decision> {
     const store = this.#store;
     store.denyCache?.invalidate(this.#id, key);
-    const decision = await this.#send(key, cost, now, "refund");
+    const decision = await this.#send(key, cost, now, "refund", at);
     if (decision.failure === undefined) await store.invalidation.publish(this.#id, key).catch(() => undefined);
     return decision;
   }
 
   /** Hands the call to the batcher for its slot's node, or to the policy while that node's breaker is open. */
-  #send(key: string, cost: number, now: number | undefined, op: Operation): Promise<Decision> {
+  #send(key: string, cost: number, now: number | undefined, op: Operation, at?: number): Promise<Decision> {
     const store = this.#store;
     const tag = hashTag(this.#seed, key);
     const group = store.commands.cluster ? slotOf(tag) : 0;
@@ -137,7 +137,7 @@ export class RedisBoundRule implements BoundRule, BatchRule {
         new StoreError(`Redis circuit breaker is open${where} (recent checks failed)`),
       );
     }
-    return store.batcher.submit(this, group, node, `${store.prefix}{${tag}}`, key, cost, op, now);
+    return store.batcher.submit(this, group, node, `${store.prefix}{${tag}}`, key, cost, op, now, at);
   }
 
   /** The failure policy's decision (or rejection, under "throw"). */

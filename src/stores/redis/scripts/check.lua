@@ -4,7 +4,8 @@
 -- ARGV[1]: extra expiry grace in ms. ARGV[2]: the number of rules used in this batch; then per
 -- rule (sent once per batch, not once per check): m (its members), its ban policy as after,
 -- withinMs and forMs (after 0: no ban), and per member its algorithm code and three parameters.
--- Then 4 per check: its rule (1..), its op ('c' check, 'p' peek, 'r' refund), its cost and
+-- Then 4 per check: its rule (1..), its op ('c' check, 'p' peek, 'r' refund, 'r<at>' refund
+-- with a receipt), its cost and
 -- now ('' = Redis TIME) — or, when those 4 are the same for every check, '=' and the 4 once.
 -- KEYS: the record key of each check in turn.
 --
@@ -42,10 +43,10 @@ end
 
 -- One check: load the record, decide, write it back when the decision changed it. A stored key
 -- that lost its expiry (PERSIST, a restore) gets it back on the next denial.
-local function run(R, key, now, cost, op, costText)
+local function run(R, key, now, cost, op, costText, at)
   local raw = call('GET', key)
   local record = loadRecord(R, raw)
-  local left = decideRule(R, record, now, cost, op)
+  local left = decideRule(R, record, now, cost, op, at)
   if op == PEEK then return left end
   local allowed = left == nil
   for f = 1, 4 * R.count, 4 do
@@ -98,6 +99,12 @@ local out, n, k = {}, 0, 0
 -- Decides one check of rule R and appends its figures to `out`.
 local function decide(R, op, cost, now, costText)
   k = k + 1
+  -- A refund with a receipt comes as 'r' followed by the instant its check was decided.
+  local at = nil
+  if #op > 1 and string.sub(op, 1, 1) == 'r' then
+    at = tonumber(string.sub(op, 2))
+    op = 'r'
+  end
   -- An error in one check (a foreign value at its key, say) fails that check alone: the
   -- checks before it in this batch have already counted and must be reported as decided.
   local done, left
@@ -111,7 +118,7 @@ local function decide(R, op, cost, now, costText)
     end
     left = ok
   else
-    done, left = pcall(run, R, KEYS[k], now, cost, op, costText)
+    done, left = pcall(run, R, KEYS[k], now, cost, op, costText, at)
   end
   local count = R.count
   local width = 4 * count

@@ -53,15 +53,16 @@ end
 
 -- Decides `op` for one key at `now` against its `record` (a fresh one for an absent key) and
 -- updates the record in place when the operation changes state: an allowed check, a refund,
--- or a denial counted toward a ban. A refund returns what a peek of one unit then says.
-local function decideRule(R, record, now, cost, op)
+-- or a denial counted toward a ban. A refund returns what a peek of one unit then says; `at`
+-- (nil or a number) is its receipt: the instant the refunded check was decided.
+local function decideRule(R, record, now, cost, op, at)
   if R.bare then
     local P = R.members[1]
     if op ~= REFUND then
       FIG[1], FIG[2], FIG[3], FIG[4] = P.step(P, record, now, cost, op == CHECK)
       return nil
     end
-    P.refund(P, record, now, cost)
+    P.refund(P, record, now, cost, at)
     FIG[1], FIG[2], FIG[3], FIG[4] = P.step(P, record, now, 1, false)
     return nil
   end
@@ -70,7 +71,7 @@ local function decideRule(R, record, now, cost, op)
   if op == REFUND then
     for i = 1, R.count do
       local P = R.members[i]
-      P.refund(P, memberState(R, record, i), now, cost)
+      P.refund(P, memberState(R, record, i), now, cost, at)
     end
     if ban and ban['until'] > now then return banned(R, record, now, ban['until']) end
     evaluate(R, record, now, 1, false)

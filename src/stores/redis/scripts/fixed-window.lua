@@ -3,10 +3,12 @@
 
 local function fw_fresh(P, S) return S.w + P.W end
 
-local function fw_refund(P, S, now, cost)
-  -- Only the current window's units can come back: an older window no longer counts.
+local function fw_refund(P, S, now, cost, at)
+  -- Only the current window's units can come back: an older window no longer counts; with a
+  -- receipt, only if the check was counted in that window too.
   local s = floor(now / P.W) * P.W
   if S.w > s then s = S.w end
+  if at and floor(at / P.W) * P.W ~= S.w then return end
   if S.w == s then
     local c = S.c - cost
     if c < 0 then c = 0 end

@@ -30,7 +30,7 @@ local function em_remaining(P, backlog)
   return n
 end
 
-local function em_refund(P, S, now, cost)
+local function em_refund(P, S, now, cost, at)
   -- Backlog ahead of now shrinks by the refunded emissions; time already past stays past.
   local den, per = P.den, P.per
   local nowMs = floor(now)
@@ -38,21 +38,19 @@ local function em_refund(P, S, now, cost)
   local ms, ticks = em_at(P, S)
   local dm, frac = ms - nowMs, ticks - nowTicks
   if not (dm > 0 or (dm == 0 and frac > 0)) then return end
-  if dm <= P.nearMs then
-    local backlog = dm * den + frac
-    if cost >= ceil(backlog / per) then
-      em_write(P, S, nowMs, nowTicks)
-    else
-      em_write(P, S, nowMs, nowTicks + backlog - cost * per)
-    end
+  local give = cost * per
+  if at and now > at then
+    -- With a receipt, what has drained since the check is not given back twice.
+    local drained = ceil((now - at) * den)
+    if drained >= give then return end
+    give = give - drained
+  end
+  local backlog = dm * den + frac
+  if give >= backlog then
+    em_write(P, S, nowMs, nowTicks)
   else
-    -- Far ahead (a clock stepped back): the same rule, written from the state's own instant.
-    local backlog = dm * den + frac
-    if cost >= ceil(backlog / per) then
-      em_write(P, S, nowMs, nowTicks)
-    else
-      em_write(P, S, ms, ticks - cost * per)
-    end
+    -- From the state's own instant, so a large backlog (a clock stepped back) is never re-based.
+    em_write(P, S, ms, ticks - give)
   end
 end
 

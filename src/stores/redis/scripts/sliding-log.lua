@@ -7,11 +7,35 @@ local function sl_fresh(P, S)
   return -INF
 end
 
-local function sl_refund(P, S, now, cost)
-  -- The newest entries still counting go first (the ones this request added).
+local function sl_refund(P, S, now, cost, at)
   local ts, cs, h, j = S.ts, S.cs, S.h, S.last
   local t = now
   if j >= h and ts[j] > t then t = ts[j] end
+  if at then
+    -- With a receipt: only units logged at that instant, while they still count.
+    if not (at > t - P.W) then return end
+    for r = h, j do
+      if ts[r] == at then
+        local take = cost
+        if take > cs[r] then take = cs[r] end
+        cs[r] = cs[r] - take
+        S.n = S.n - take
+        if cs[r] == 0 then
+          -- Close the gap: the runs after it move down one.
+          for q = r, j - 1 do
+            ts[q] = ts[q + 1]
+            cs[q] = cs[q + 1]
+          end
+          ts[j] = nil
+          cs[j] = nil
+          S.last = j - 1
+        end
+        return
+      end
+    end
+    return
+  end
+  -- The newest entries still counting go first (the ones this request added).
   local cut, k = t - P.W, 0
   while k < cost and j >= h and ts[j] > cut do
     local take = cost - k

@@ -7,10 +7,25 @@ local function sw_fresh(P, S)
   return -INF
 end
 
-local function sw_refund(P, S, now, cost)
+local function sw_refund(P, S, now, cost, at)
   local W = P.W
   local s = floor(now / W) * W
   if S.w > s then s = S.w end
+  if at then
+    -- With a receipt: only the window the check was counted in, while it still weighs.
+    local from = floor(at / W) * W
+    if S.w == s and from == s then
+      S.c = S.c - cost
+      if S.c < 0 then S.c = 0 end
+    elseif S.w == s and from == s - W then
+      S.p = S.p - cost
+      if S.p < 0 then S.p = 0 end
+    elseif S.w == s - W and from == s - W then
+      S.c = S.c - cost
+      if S.c < 0 then S.c = 0 end
+    end
+    return
+  end
   if S.w == s then
     -- This window's units first; what is left of the refund comes off the previous window.
     local fromCurrent = S.c

@@ -14,8 +14,16 @@ end
 -- a sub-ulp refill time).
 local function tb_fresh(P, S) return S.t + ceil((P.full - S.b) / P.r) end
 
-local function tb_refund(P, S, now, cost)
-  local b = tb_balanceAt(P, S.b, S.t, now) + cost * 1000
+local function tb_refund(P, S, now, cost, at)
+  -- With a receipt, the check's tokens are taken to refill first: not given back twice.
+  local give = cost * 1000
+  if at then
+    local since = now - at
+    if since < 0 then since = 0 end
+    give = give - since * P.r
+    if give < 0 then give = 0 end
+  end
+  local b = tb_balanceAt(P, S.b, S.t, now) + give
   if b > P.full then b = P.full end
   S.b = b
   if now > S.t then S.t = now end

@@ -1,0 +1,45 @@
+/**
+ * Key fingerprints for the capped store's compact tier and summary: three independent 32-bit
+ * hashes of a key from one pass over the key. `h1` and the high 16 bits of `h2`
+ * are what a compact slot stores (48 bits, independent of where the slot is), `h3` picks the
+ * buckets. The summary derives its cells from `h1` and `h2` only, so a record pushed out of the
+ * compact tier (which no longer has its key text) lands in the same cells as its key would.
+ *
+ * Plain integer arithmetic on a caller's Uint32Array: usable on any thread, no allocation.
+ */
+
+/** Mixes a 32-bit value so every input bit affects every output bit (murmur3's finaliser). */
+export function fmix32(h: number): number {
+  let x = h ^ (h >>> 16);
+  x = Math.imul(x, 0x85ebca6b);
+  x ^= x >>> 13;
+  x = Math.imul(x, 0xc2b2ae35);
+  return (x ^ (x >>> 16)) >>> 0;
+}
+
+/**
+ * Writes the three hashes of `key` under `seed` into `out[0..2]`. `out[1]` has its low 16 bits
+ * cleared: only its high 16 bits are stored and compared. Rules are kept apart by the table
+ * index stored beside the fingerprint (not hashed in, so a restored store, whose rules may be
+ * numbered differently, finds the same cells).
+ */
+export function fingerprint(seed: number, key: string, out: Uint32Array): void {
+  let a = (0x811c9dc5 ^ seed) >>> 0;
+  let b = (0x9e3779b9 ^ Math.imul(seed, 0x85ebca6b)) >>> 0;
+  let c = (0x27d4eb2f ^ Math.imul(seed, 0xc2b2ae35)) >>> 0;
+  for (let i = 0; i < key.length; i++) {
+    const k = key.charCodeAt(i);
+    a = Math.imul(a ^ k, 0x01000193);
+    b = Math.imul(b ^ k, 0x5bd1e995);
+    c = Math.imul((c << 5) | (c >>> 27), 0x9e3779b1) ^ k;
+  }
+  const n = key.length;
+  out[0] = fmix32(a ^ n);
+  out[1] = (fmix32(b ^ Math.imul(n, 0xcc9e2d51)) & 0xffff0000) >>> 0;
+  out[2] = fmix32(c ^ seed);
+}
+
+/** A 32-bit seed from the platform's random source (stores take an explicit `seed` for replayable tests). */
+export function randomSeed(): number {
+  return globalThis.crypto.getRandomValues(new Uint32Array(1))[0] as number;
+}
