@@ -4,11 +4,13 @@
  * so every guard instance (`APP_GUARD` and each `@UseGuards(SluiceGuard)`) shares the state.
  */
 import type { IncomingMessage } from "node:http";
+import type { Decision } from "../algorithms/decision.ts";
 import type { Clock } from "../clock.ts";
-import { ConfigError } from "../errors.ts";
+import { ArgumentError, ConfigError } from "../errors.ts";
 import { Engine, type RequestReader } from "../http/engine.ts";
+import type { HandleKey, PeekOptions } from "../http/handles.ts";
 import { nodeReader } from "../http/node.ts";
-import type { RateLimitOptions } from "../http/options.ts";
+import type { MaybePromise, RateLimitOptions } from "../http/options.ts";
 import type { RateLimiterService } from "../service.ts";
 import { describeValue, type RuleSpec, validateRule } from "../spec.ts";
 import type { Store } from "../store.ts";
@@ -40,6 +42,8 @@ export class SluiceLimits {
   readonly #names = new Map<string, string>();
   readonly #default: Engine<unknown> | undefined;
   readonly #engines = new WeakMap<RouteLimit, Engine<unknown>>();
+  /** Engines by the name handles take: a spec limit's state name, or a service rule's name. */
+  readonly #named = new Map<string, Engine<unknown>>();
 
   constructor(options: SluiceModuleOptions<never>) {
     checkModuleOptions(options);
@@ -59,6 +63,38 @@ export class SluiceLimits {
       throw new ConfigError("rule", "give either `spec` or `rule`, not both");
     if (spec !== undefined) this.#default = this.#specEngine(spec, name ?? "default", {}, name ?? "default");
     else if (rule !== undefined) this.#default = this.#ruleEngine(rule, {});
+  }
+
+  /**
+   * Forgets `key` (what the `key` option returns, or a client address) under the limit named
+   * `limit`: a `@RateLimit` spec's state name (`options.name`, else `Controller.method`, or
+   * `Controller` on a class), a service rule's name, or (omitted) the module-wide limit.
+   */
+  reset(key: HandleKey, limit?: string): MaybePromise<void> {
+    return this.#handle(limit).reset(key);
+  }
+
+  /** What a request under `key` would be answered now by the limit named `limit` (see `reset`). */
+  peek(key: HandleKey, limit?: string, options?: PeekOptions): MaybePromise<Decision> {
+    return this.#handle(limit).peek(key, options);
+  }
+
+  /** The state of `key` under the limit named `limit` (see `reset`); `null` when unknown, where the store can tell. */
+  get(key: HandleKey, limit?: string, options?: PeekOptions): MaybePromise<Decision | null> {
+    return this.#handle(limit).get(key, options);
+  }
+
+  #handle(limit: string | undefined): Engine<unknown> {
+    const engine = limit === undefined ? this.#default : this.#named.get(limit);
+    if (engine === undefined) {
+      const known = [...this.#named.keys()].map((n) => JSON.stringify(n)).join(", ") || "none";
+      throw new ArgumentError(
+        limit === undefined
+          ? "SluiceModule has no module-wide limit; name the route limit (known: " + known + ")"
+          : `no limit named ${JSON.stringify(limit)} has been built (known: ${known})`,
+      );
+    }
+    return engine;
   }
 
   /** The engine for a route's `@RateLimit` metadata, or the module-wide one (undefined: not limited). */
@@ -90,11 +126,21 @@ export class SluiceLimits {
         rule,
       );
     }
-    return new Engine<unknown>({ ...this.#shared, ...options, service, rule } as RateLimitOptions<unknown>, nestReader);
+    const engine = new Engine<unknown>(
+      { ...this.#shared, ...options, service, rule } as RateLimitOptions<unknown>,
+      nestReader,
+    );
+    if (!this.#named.has(rule)) this.#named.set(rule, engine);
+    return engine;
   }
 
   /** A spec limit whose state is named `name`; headers name it `policy` unless `policyName` is given. */
-  #specEngine(spec: RuleSpec, name: string, options: LimitOptions<unknown>, policy: string): Engine<unknown> {
+  #specEngine(
+    spec: RuleSpec | ((request: unknown) => unknown),
+    name: string,
+    options: LimitOptions<unknown>,
+    policy: string,
+  ): Engine<unknown> {
     const merged = { ...this.#shared, ...options };
     if (merged.tier !== undefined) {
       throw new ConfigError(
@@ -102,7 +148,8 @@ export class SluiceLimits {
         `limit ${JSON.stringify(name)}: \`tier\` needs a rule of \`service\` (tiers are service rules)`,
       );
     }
-    const normalised = JSON.stringify(validateRule(spec));
+    // A function spec (limits from the request) is validated per resolved shape, by the engine.
+    const normalised = typeof spec === "function" ? `fn:${String(spec)}` : JSON.stringify(validateRule(spec));
     const seen = this.#names.get(name);
     if (seen !== undefined && seen !== normalised) {
       throw new ConfigError(
@@ -117,11 +164,13 @@ export class SluiceLimits {
     const engineOptions: RateLimitOptions<unknown> = {
       policyName: policy,
       ...merged,
-      spec,
+      spec: spec as NonNullable<RateLimitOptions<unknown>["spec"]>,
       store: this.#store,
       name: `nest:${name}`,
     };
     if (this.#clock !== undefined) engineOptions.clock = this.#clock;
-    return new Engine<unknown>(engineOptions, nestReader);
+    const engine = new Engine<unknown>(engineOptions, nestReader);
+    if (!this.#named.has(name)) this.#named.set(name, engine);
+    return engine;
   }
 }

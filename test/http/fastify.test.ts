@@ -36,7 +36,7 @@ const fastifyAdapter = {
   serve: async (options: Options | Options[]) => {
     const fastify = app(options);
     const url = await fastify.listen({ port: 0, host: "127.0.0.1" });
-    return { url, close: () => fastify.close(), hang: fastify.hang };
+    return { url, close: () => fastify.close(), hang: fastify.hang, handles: fastify.rateLimit };
   },
   header: (request: unknown, name: string) => (request as FastifyRequest).headers[name] as string | undefined,
   path: (request: unknown) => (request as FastifyRequest).url,

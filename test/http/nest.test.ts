@@ -24,7 +24,15 @@ import { APP_FILTER, NestFactory } from "@nestjs/core";
 import type { Request, Response } from "express";
 import { Redis } from "ioredis";
 import { ArgumentError, ConfigError, type Decision, ManualClock, RateLimiterService } from "sluice";
-import { RateLimit, SkipRateLimit, SluiceGuard, SluiceModule, type SluiceModuleOptions } from "sluice/nest";
+import type { HandleKey, PeekOptions } from "sluice/http";
+import {
+  RateLimit,
+  SkipRateLimit,
+  SluiceGuard,
+  SluiceLimits,
+  SluiceModule,
+  type SluiceModuleOptions,
+} from "sluice/nest";
 import { RedisStore } from "sluice/redis";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { deadIoredis } from "../support/redis-server.ts";
@@ -90,7 +98,14 @@ async function serveNest(options: Options | Options[]): Promise<Served> {
     providers: [{ provide: APP_FILTER, useClass: SlowDownFilter }],
   })
   class AppModule {}
-  return { ...(await listen(AppModule)), hang: hang.served };
+  const served = await listen(AppModule);
+  const limits = served.app.get(SluiceLimits);
+  const handles = {
+    reset: (key: HandleKey) => limits.reset(key),
+    peek: (key: HandleKey, options?: PeekOptions) => limits.peek(key, undefined, options),
+    get: (key: HandleKey, options?: PeekOptions) => limits.get(key, undefined, options),
+  };
+  return { ...served, hang: hang.served, handles };
 }
 
 const nestAdapter = {
