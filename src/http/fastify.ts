@@ -32,7 +32,7 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /**
      * This route's limit under the sluice plugin: options merged over the plugin's (a route
-     * without its own `name` keeps its own state, named after its method and URL), or `false`
+     * without its own `name` keeps its own state, named after its URL), or `false`
      * for no limit on this route.
      */
     rateLimit?: Partial<FastifyRateLimitOptions> | false;
@@ -133,12 +133,14 @@ type RouteHook = onRequestHookHandler | false;
 
 /**
  * The hook of a route whose `config.rateLimit` overrides the plugin's options, built once per
- * config object: the plugin's options with the route's merged over them. Without its own
- * `name`, the route's state is named `<plugin name>:<METHOD> <url>`, so two routes with equal
- * overrides do not share a budget.
+ * config object and URL: the plugin's options with the route's merged over them. Without its
+ * own `name`, the route's state is named `<plugin name>:<url>`, so two routes with equal
+ * overrides do not share a budget (give them one `name` to share on purpose).
  */
 function routeHooks(options: FastifyRateLimitOptions): (config: unknown, method: string, url: string) => RouteHook {
-  const built = new WeakMap<object, RouteHook>();
+  // By config object, then URL: one object reused on several routes still gives each its own
+  // state; a GET and the HEAD route Fastify adds for it share one.
+  const built = new WeakMap<object, Map<string, RouteHook>>();
   return (config, method, url) => {
     if (config === false) return false;
     if (typeof config !== "object" || config === null) {
@@ -148,19 +150,21 @@ function routeHooks(options: FastifyRateLimitOptions): (config: unknown, method:
         config,
       );
     }
-    let hook = built.get(config);
+    let byUrl = built.get(config);
+    if (byUrl === undefined) built.set(config, (byUrl = new Map()));
+    let hook = byUrl.get(url);
     if (hook === undefined) {
       const { prefix: _p, logLevel: _l, logSerializers: _s, ...base } = options as Record<string, unknown>;
       const merged = { ...base, ...config } as FastifyRateLimitOptions;
       const own = config as Partial<FastifyRateLimitOptions>;
       // Only a spec limiter has a state name; a service rule's state is the rule's.
       if (own.name === undefined && merged.service === undefined) {
-        merged.name = `${options.name ?? "fastify"}:${method} ${url}`;
+        merged.name = `${options.name ?? "fastify"}:${url}`;
         if (own.policyName === undefined && options.policyName === undefined)
           merged.policyName = options.name ?? "default";
       }
       hook = hookFor(merged, ["onLimited"]);
-      built.set(config, hook);
+      byUrl.set(url, hook);
     }
     return hook;
   };
