@@ -90,7 +90,7 @@ export {
   type RequestReader,
   type Verdict,
 } from "./engine.ts";
-export { type FetchRateLimit, type FetchRateLimitOptions, rateLimitFetch } from "./fetch.ts";
+export { type FetchRateLimit, type FetchRateLimiter, type FetchRateLimitOptions, rateLimitFetch } from "./fetch.ts";
 export {
   type AddressRef,
   type HandleKey,
