@@ -21,6 +21,7 @@ export default defineConfig({
       { find: /^sluice\/(express|fastify|hono|koa)$/, replacement: src("http/$1.ts") },
       { find: /^sluice\/nest$/, replacement: src("nest/index.ts") },
       { find: /^sluice\/otel$/, replacement: src("otel/index.ts") },
+      { find: /^sluice\/threads$/, replacement: src("stores/threads/index.ts") },
     ],
   },
   test: {

@@ -9,7 +9,7 @@
 // on a free port (a mutant that loops forever must never block the shared Redis), passed to the
 // suite as REDIS_URL. The original file is always restored, also on Ctrl-C.
 //
-//   node scripts/mutate-lua.mjs [--file sliding-log.lua] [--line 16] [--limit N] [--seeds 2]
+//   node scripts/mutate-lua.mjs [--file sliding-log.lua] [--line 16] [--limit N] [--seeds 2] [--list]
 //
 // Exit code 0 when every mutant was killed, 1 otherwise. Writes reports/mutation/lua.json.
 import { spawn, spawnSync } from "node:child_process";
@@ -170,6 +170,11 @@ const all = files
   .flatMap(mutantsOf)
   .filter((m) => onlyLine === undefined || m.line === onlyLine)
   .slice(0, limit);
+if (args.includes("--list")) {
+  for (const m of all) console.log(`${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} -> ${m.to}   ${m.text}`);
+  console.log(`${all.length} mutants`);
+  process.exit(0);
+}
 const originals = new Map(files.map((f) => [f, readFileSync(f, "utf8")]));
 const restore = () => {
   for (const [f, text] of originals) writeFileSync(f, text);

@@ -10,6 +10,7 @@ import { type Clock, stopwatch, systemClock } from "./clock.ts";
 import { combine } from "./composite.ts";
 import type { Operation } from "./decide-rule.ts";
 import { ArgumentError } from "./errors.ts";
+import { checkMaxKeyBytes, DEFAULT_MAX_KEY_BYTES, keyBound } from "./key-bound.ts";
 import { compileRule } from "./rule.ts";
 import type { AlgorithmSpec, RuleSpec } from "./spec.ts";
 import { describeValue, validateRule } from "./spec.ts";
@@ -37,6 +38,11 @@ export interface LimiterOptions<S extends Store = Store> {
    * It must not throw; what it throws is reported with `process.emitWarning` and ignored.
    */
   onDecision?: (event: DecisionEvent) => void;
+  /**
+   * Keys longer than this many UTF-8 bytes (default 1024) are stored as `sha256:<digest>` of
+   * the key, with a warning the first time (src/key-bound.ts); `onDecision` sees that form.
+   */
+  maxKeyBytes?: number;
 }
 
 /** What `onDecision` receives. */
@@ -109,7 +115,7 @@ function isClock(value: unknown): value is Clock {
   return typeof value === "object" && value !== null && typeof (value as Clock).now === "function";
 }
 
-const OPTION_KEYS = new Set(["clock", "store", "name", "ban", "onDecision"]);
+const OPTION_KEYS = new Set(["clock", "store", "name", "ban", "onDecision", "maxKeyBytes"]);
 
 /**
  * Normalises the `options | clock` argument shared by `createLimiter` and `RateLimiterService`:
@@ -147,6 +153,7 @@ export function resolveOptions<S extends Store>(options: LimiterOptions<S> | Clo
   if (onDecision !== undefined && typeof onDecision !== "function") {
     throw new ArgumentError(`\`onDecision\` must be a function (got ${describeValue(onDecision)})`);
   }
+  checkMaxKeyBytes((options as LimiterOptions<S>).maxKeyBytes);
   return options;
 }
 
@@ -181,7 +188,16 @@ export function createLimiter<S extends Store = MemoryStore>(
     id = `spec:${JSON.stringify(specs)}`;
     if (opts.store !== undefined) warnOnReuse(opts.store, id);
   }
-  return bindLimiter(specs, store, opts.clock, id, Array.isArray(spec), ban, opts.onDecision) as Limiter<S>;
+  return bindLimiter(
+    specs,
+    store,
+    opts.clock,
+    id,
+    Array.isArray(spec),
+    ban,
+    opts.onDecision,
+    opts.maxKeyBytes,
+  ) as Limiter<S>;
 }
 
 /** Spec-derived identities already bound per store (to report accidental sharing once). */
@@ -215,8 +231,11 @@ export function bindLimiter(
   composite = specs.length > 1,
   ban?: BanPolicy,
   onDecision?: (event: DecisionEvent) => void,
+  maxKeyBytes = DEFAULT_MAX_KEY_BYTES,
 ): Limiter {
   const bound: BoundRule = store.bind({ id, rule: compileRule(specs, ban), clock });
+  // The one place keys are bounded: every store sees at most maxKeyBytes per key.
+  const fit = keyBound(maxKeyBytes, id);
   // An array of one spec is still a composite: its decisions carry `parts`.
   const checked = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
   // Without a hook the hot path stays one direct call into the store.
@@ -226,7 +245,7 @@ export function bindLimiter(
     checkKey(key);
     const cost = acquireOptions.cost ?? 1;
     checkCost(cost);
-    return waits.acquire(key, acquireOptions, clock ?? systemClock, (c) =>
+    return waits.acquire(fit(key), acquireOptions, clock ?? systemClock, (c) =>
       decide(key, c, clock === undefined ? undefined : read(clock), "check"),
     );
   };
@@ -237,7 +256,7 @@ export function bindLimiter(
       if (typeof key !== "string") checkKey(key);
       if (cost === undefined) cost = 1;
       else if (cost !== 1) checkCost(cost);
-      return decide(key, cost, clock === undefined ? undefined : read(clock), op);
+      return decide(fit(key), cost, clock === undefined ? undefined : read(clock), op);
     };
     return {
       specs,
@@ -247,7 +266,7 @@ export function bindLimiter(
       reset: (key) => {
         checkKey(key);
         // In-process stores reset synchronously; their `reset` returns nothing to wait for.
-        void bound.reset(key);
+        void bound.reset(fit(key));
         return undefined;
       },
       acquire,
@@ -258,7 +277,7 @@ export function bindLimiter(
   const run = async (key: string, cost: number, op: Operation) => {
     checkKey(key);
     if (cost !== 1) checkCost(cost);
-    return decide(key, cost, clock === undefined ? undefined : read(clock), op);
+    return decide(fit(key), cost, clock === undefined ? undefined : read(clock), op);
   };
   return {
     specs,
@@ -267,7 +286,7 @@ export function bindLimiter(
     refund: (key, cost = 1) => run(key, cost, "refund"),
     reset: async (key) => {
       checkKey(key);
-      await bound.reset(key);
+      await bound.reset(fit(key));
     },
     acquire,
     close,

@@ -45,7 +45,7 @@ describe("RateLimiterService", () => {
     expect(service.check("api", "k").allowed).toBe(false);
     expect(service.check("api", "k", { tier: "pro" })).toMatchObject({ allowed: true, limit: 3, remaining: 2 });
     expect(() => service.check("api", "k", { tier: "gold" })).toThrow(ArgumentError);
-    expect(() => service.check("api", "k", { tier: "gold" })).toThrow(/unknown tier "gold".*"pro"/);
+    expect(() => service.check("api", "k", { tier: "gold" })).toThrow(/^unknown tier "gold" for rule "api"$/);
     expect(service.check("api", "k", { tier: "pro", cost: 2 })).toMatchObject({ allowed: true, remaining: 0 });
     service.reset("api", "k");
     expect(service.peek("api", "k").allowed).toBe(true);

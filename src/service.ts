@@ -81,11 +81,13 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   readonly #clock: Clock | undefined;
   readonly #rules = new Map<string, Rule>();
   readonly #onDecision: LimiterOptions["onDecision"];
+  readonly #maxKeyBytes: number | undefined;
 
   /** Uses `options.store` (default: a new MemoryStore) and `options.clock` (or a Clock given directly). */
-  constructor(options?: Pick<LimiterOptions<S>, "clock" | "store" | "onDecision"> | Clock) {
+  constructor(options?: Pick<LimiterOptions<S>, "clock" | "store" | "onDecision" | "maxKeyBytes"> | Clock) {
     const opts = resolveOptions(options);
     this.#onDecision = (options as LimiterOptions<S> | undefined)?.onDecision;
+    this.#maxKeyBytes = opts.maxKeyBytes;
     // `name` and `ban` belong to rules (addRule), not to the service: refused rather than ignored.
     for (const key of ["name", "ban"] as const) {
       if (opts[key] !== undefined) {
@@ -222,10 +224,8 @@ export class RateLimiterService<S extends Store = MemoryStore> {
     if (tier === undefined) return rule.base;
     const limiter = typeof tier === "string" ? rule.tiers.get(tier) : undefined;
     if (limiter === undefined) {
-      const known = [...rule.tiers.keys()].map((t) => JSON.stringify(t)).join(", ") || "none";
-      throw new ArgumentError(
-        `unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(name)} (tiers: ${known})`,
-      );
+      // Names no other tier: this text may reach a client (`rule(name).tiers` lists them).
+      throw new ArgumentError(`unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(name)}`);
     }
     return limiter;
   }
@@ -253,11 +253,16 @@ export class RateLimiterService<S extends Store = MemoryStore> {
       Array.isArray(spec),
       ban,
       this.#onDecision,
+      this.#maxKeyBytes,
     );
     const bound = new Map<string, Limiter>();
     for (const [tier, s] of Object.entries(tierSpecs)) {
       const id = `rule:${encode(name)}:tier:${encode(tier)}`;
-      bound.set(tier, bindLimiter(s, this.#store, this.#clock, id, Array.isArray(tiers[tier]), ban, this.#onDecision));
+      const composite = Array.isArray(tiers[tier]);
+      bound.set(
+        tier,
+        bindLimiter(s, this.#store, this.#clock, id, composite, ban, this.#onDecision, this.#maxKeyBytes),
+      );
     }
     const info: RuleInfo = { name, specs, tiers: tierSpecs, ...(ban === undefined ? {} : { ban }) };
     return { info, base, tiers: bound, given: options };

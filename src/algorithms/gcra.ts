@@ -140,13 +140,23 @@ function emission(spec: GcraSpec | LeakyBucketSpec, delays: boolean): Algorithm<
     freshAt: (s) => (s.ticks > 0 ? s.ms + 1 : s.ms),
     shape: spec.algorithm,
     summary: {
-      // The latest theoretical arrival time, rounded up to whole ms: a later one admits less.
-      slots: 1,
+      // The latest theoretical arrival time as whole ms and the fraction of a ms past it (a
+      // later one admits less); read back in this rule's ticks, rounded up.
+      slots: 2,
       join(cells, at, state) {
-        const tat = state.ticks > 0 ? state.ms + 1 : state.ms;
-        if (Number.isNaN(cells[at]) || tat > (cells[at] as number)) cells[at] = tat;
+        const frac = state.ticks / state.den;
+        const ms = cells[at] as number;
+        if (Number.isNaN(ms) || state.ms > ms || (state.ms === ms && frac > (cells[at + 1] as number))) {
+          cells[at] = state.ms;
+          cells[at + 1] = frac;
+        }
       },
-      read: (cells, at) => (Number.isNaN(cells[at]) ? undefined : { ms: cells[at] as number, ticks: 0, den }),
+      read(cells, at) {
+        const ms = cells[at] as number;
+        if (Number.isNaN(ms)) return undefined;
+        const ticks = Math.ceil((cells[at + 1] as number) * den);
+        return ticks >= den ? { ms: ms + 1, ticks: 0, den } : { ms, ticks, den };
+      },
     },
     refund(state, now, cost) {
       // Backlog ahead of now shrinks by the refunded emissions; time already past stays past.
@@ -161,8 +171,11 @@ function emission(spec: GcraSpec | LeakyBucketSpec, delays: boolean): Algorithm<
         if (cost >= Math.ceil(backlog / per)) write(state, nowMs, nowTicks);
         else write(state, nowMs, nowTicks + backlog - cost * per);
       } else {
-        // Far ahead (a clock stepped back): give back at most a whole burst.
-        write(state, msOf(state), ticksOf(state) - Math.min(cost, burst) * per);
+        // Far ahead (a clock stepped back): the same rule, written from the state's own instant
+        // so the large backlog is never re-based on now; never back past now.
+        const backlog = dm * den + frac;
+        if (cost >= Math.ceil(backlog / per)) write(state, nowMs, nowTicks);
+        else write(state, msOf(state), ticksOf(state) - cost * per);
       }
     },
     step(state, now, cost, commit): Decision {

@@ -42,7 +42,9 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
       // The instant the bucket is full again: a later one means fewer tokens at every instant.
       slots: 1,
       join(cells, at, state) {
-        const when = fullAt(state);
+        // Nudged up by two ulps: the sum may have rounded down, and a summary must not admit more.
+        const exact = state.t + (full - state.b) / r;
+        const when = Number.isFinite(exact) ? exact + Math.abs(exact) * 2 ** -51 : exact;
         if (Number.isNaN(cells[at]) || when > (cells[at] as number)) cells[at] = when;
       },
       read: (cells, at) => (Number.isNaN(cells[at]) ? undefined : { b: 0, t: (cells[at] as number) - full / r }),

@@ -7,6 +7,7 @@ import { EnvoyConfigBuilder } from "../config/envoy/parse.ts";
 import { loadRulesFile } from "../config/rules-file.ts";
 import { validateRule } from "../index.ts";
 import { parseFlags, UsageError } from "./args.ts";
+import { printable } from "./io.ts";
 
 /** Help text of `sluice check-config`. */
 export const CHECK_CONFIG_HELP = `Usage: sluice check-config FILE
@@ -35,9 +36,9 @@ export async function checkConfigCommand(argv: string[], io: { stdout: Writable 
     throw new UsageError("check-config needs a FILE (or --envoy-config FILE|DIR)");
   const config = path === undefined ? { rules: [], domains: [] } : await loadRulesFile(path);
   for (const rule of config.rules) {
-    io.stdout.write(`${rule.name}: ${describeRule(validateRule(rule.spec))}\n`);
+    io.stdout.write(`${printable(rule.name)}: ${describeRule(validateRule(rule.spec))}\n`);
     for (const [tier, spec] of Object.entries(rule.tiers)) {
-      io.stdout.write(`${rule.name} [tier ${tier}]: ${describeRule(validateRule(spec))}\n`);
+      io.stdout.write(`${printable(rule.name)} [tier ${printable(tier)}]: ${describeRule(validateRule(spec))}\n`);
     }
   }
   if (config.domains.length > 0 || envoyPath !== undefined) {
@@ -50,7 +51,7 @@ export async function checkConfigCommand(argv: string[], io: { stdout: Writable 
       const what = limit?.unlimited
         ? "unlimited"
         : `${limit?.requestsPerUnit} per ${limit?.unit}${limit?.spec === undefined ? " (blocks everything)" : ` (${describeRule([limit.spec])})`}`;
-      io.stdout.write(`envoy ${node.path}: ${what}${node.shadowMode ? ", shadow mode" : ""}\n`);
+      io.stdout.write(`envoy ${printable(node.path)}: ${what}${node.shadowMode ? ", shadow mode" : ""}\n`);
     }
   }
   return 0;

@@ -1,7 +1,7 @@
 /**
  * Trace input for `replay` and `compare`: one event per line, CSV `timestamp[,key[,cost]]` or
  * JSON `{"at": ms, "key"?: "...", "cost"?: n}` (also `timestamp`/`t` for `at`). Timestamps are
- * ms numbers or ISO 8601 dates. Blank lines, `#` comments and a CSV header line are skipped;
+ * ms numbers or ISO 8601 dates, within the Date range (±8.64e15 ms). Blank lines, `#` comments and a CSV header line are skipped;
  * anything else that does not parse is an InputError naming the line number.
  */
 import { createReadStream } from "node:fs";
@@ -27,6 +27,17 @@ function parseTime(text: string): number | undefined {
   if (!/^\d{4}-\d{2}-\d{2}/.test(trimmed)) return undefined;
   const ms = Date.parse(trimmed);
   return Number.isNaN(ms) ? undefined : ms;
+}
+
+/** Largest timestamp magnitude accepted: the Date range (±8.64e15 ms, ±273,790 years), below 2^53. */
+export const MAX_TIMESTAMP = 8.64e15;
+
+/** `at`, or an InputError naming the line when it lies outside ±{@link MAX_TIMESTAMP}. */
+function checkTime(at: number, line: number, where: string): number {
+  if (Math.abs(at) > MAX_TIMESTAMP) {
+    throw new InputError(`${where}:${line}: the timestamp must be within ±8.64e15 ms, the Date range (got ${at})`);
+  }
+  return at;
 }
 
 function parseCost(raw: unknown, line: number, where: string): number {
@@ -59,7 +70,7 @@ export function parseEventLine(text: string, line: number, where: string, first:
     const key = obj.key ?? DEFAULT_KEY;
     if (typeof key !== "string")
       throw new InputError(`${where}:${line}: "key" must be a string (got ${JSON.stringify(key)})`);
-    return { at, key, cost: parseCost(obj.cost, line, where), line };
+    return { at: checkTime(at, line, where), key, cost: parseCost(obj.cost, line, where), line };
   }
   const fields = trimmed.split(",");
   const at = parseTime(fields[0] as string);
@@ -72,7 +83,7 @@ export function parseEventLine(text: string, line: number, where: string, first:
   if (fields.length > 3)
     throw new InputError(`${where}:${line}: expected at most 3 fields, timestamp,key,cost (got ${fields.length})`);
   const key = fields[1]?.trim() || DEFAULT_KEY;
-  return { at, key, cost: parseCost(fields[2], line, where), line };
+  return { at: checkTime(at, line, where), key, cost: parseCost(fields[2], line, where), line };
 }
 
 /** Opens `path` ("-" or undefined for stdin); an unreadable file is an InputError. */

@@ -3,7 +3,7 @@ import type { Readable, Writable } from "node:stream";
 import { createLimiter, type Decision, ManualClock } from "../index.ts";
 import { parseFlags } from "./args.ts";
 import { openInput, readEvents, type TraceEvent } from "./events.ts";
-import { toJson, write } from "./io.ts";
+import { printable, toJson, write } from "./io.ts";
 import { specFromFlags } from "./spec-source.ts";
 
 /** Help text of `sluice replay`. */
@@ -26,6 +26,7 @@ Options:
 
 Output (one line per event, tab-separated):
   <at>  <key>  allowed|denied  remaining=<n>  retryAfterMs=<ms|never>  [delayMs=<ms>]
+Keys are printed with backslashes doubled and control characters escaped (\t, \n, \u001b).
 
 Example (the seed's two pings per second):
   printf '0\\n300\\n600\\n999\\n1000\\n1300\\n1999\\n2000\\n' |
@@ -35,7 +36,7 @@ Example (the seed's two pings per second):
 function textLine(event: TraceEvent, d: Decision): string {
   const retry = Number.isFinite(d.retryAfterMs) ? String(d.retryAfterMs) : "never";
   const delay = d.delayMs > 0 ? `\tdelayMs=${d.delayMs}` : "";
-  return `${event.at}\t${event.key}\t${d.allowed ? "allowed" : "denied"}\tremaining=${d.remaining}\tretryAfterMs=${retry}${delay}\n`;
+  return `${event.at}\t${printable(event.key)}\t${d.allowed ? "allowed" : "denied"}\tremaining=${d.remaining}\tretryAfterMs=${retry}${delay}\n`;
 }
 
 /** Runs `sluice replay`; returns the exit status. */

@@ -188,11 +188,17 @@ class Client implements SluiceClient {
     );
   }
 
-  /** Sends one kind of call, split at the service's batch size (chunks go out together). */
+  /**
+   * Sends one kind of call, split at the service's batch size. Chunks go one after the other:
+   * the service decides a batch in order, and a turn's calls must be decided in the order they
+   * were made (`check(k, {cost: 5})` then `check(k, {cost: 1})` on a limit of 5 admits the first).
+   */
   async #sendAll(group: Pending[]): Promise<void> {
+    // Cut first: a 413 while sending lowers #maxBatch, and the chunk it refused re-splits itself.
+    const size = this.#maxBatch;
     const chunks: Pending[][] = [];
-    for (let i = 0; i < group.length; i += this.#maxBatch) chunks.push(group.slice(i, i + this.#maxBatch));
-    await Promise.all(chunks.map((chunk) => this.#send(chunk)));
+    for (let i = 0; i < group.length; i += size) chunks.push(group.slice(i, i + size));
+    for (const chunk of chunks) await this.#send(chunk);
   }
 
   async #send(chunk: Pending[]): Promise<void> {
@@ -231,9 +237,8 @@ class Client implements SluiceClient {
       const max = problem.maxBatch ?? Number(/at most (\d+) checks/.exec(problem.detail ?? "")?.[1] ?? Number.NaN);
       const next = Number.isSafeInteger(max) && max >= 1 && max < chunk.length ? max : Math.ceil(chunk.length / 2);
       if (slugOf(problem) === "batch-too-large") this.#maxBatch = Math.min(this.#maxBatch, next);
-      const parts: Pending[][] = [];
-      for (let i = 0; i < chunk.length; i += next) parts.push(chunk.slice(i, i + next));
-      await Promise.all(parts.map((part) => this.#send(part)));
+      // In order, as #sendAll: each part is decided before the next is sent.
+      for (let i = 0; i < chunk.length; i += next) await this.#send(chunk.slice(i, i + next));
       return;
     }
     const index = problem.index;

@@ -5,6 +5,7 @@
  */
 import { type ClientRequest, Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { Socket } from "node:net";
 import { systemClock } from "../clock.ts";
 import { StoreError } from "../errors.ts";
 import { withTimeout } from "../stores/with-timeout.ts";
@@ -34,15 +35,21 @@ export class Transport {
     if (token !== undefined) this.#headers.authorization = `Bearer ${token}`;
   }
 
-  /** POSTs `payload` as JSON to `path` (relative to the base URL); rejects only with StoreError. */
+  /**
+   * POSTs `payload` as JSON to `path` (relative to the base URL); rejects only with StoreError.
+   * `timeoutMs` bounds the whole call, a retry included.
+   */
   async post(path: string, payload: unknown, timeoutMs: number): Promise<Reply> {
     const body = JSON.stringify(payload);
+    const deadline = performance.now() + timeoutMs;
     try {
       return await this.#send(path, body, timeoutMs);
     } catch (error) {
-      // A kept-alive socket the server closed while idle fails before the server read anything:
-      // that request was never seen, so sending it once more cannot count a check twice.
-      if ((error as { reusedSocket?: boolean }).reusedSocket === true) return await this.#send(path, body, timeoutMs);
+      // Sent again only when it provably never left: its socket never connected. A reset on a
+      // connected socket (even a kept-alive one thought idle) may come after a server or a proxy
+      // read and forwarded the request, and sending it again could count a check twice.
+      const left = Math.floor(deadline - performance.now());
+      if ((error as { neverSent?: boolean }).neverSent === true && left >= 1) return await this.#send(path, body, left);
       throw error;
     }
   }
@@ -64,10 +71,14 @@ export class Transport {
         },
       });
       req = r;
+      let connected = false;
+      r.on("socket", (socket: Socket) => {
+        if (!socket.connecting) connected = true;
+        else socket.once("connect", () => (connected = true));
+      });
       r.on("error", (cause: Error & { code?: string }) => {
         const error = new StoreError(`sluice service at ${origin} failed: ${cause.code ?? cause.message}`, { cause });
-        const retryable = r.reusedSocket && cause.code === "ECONNRESET";
-        reject(retryable ? Object.assign(error, { reusedSocket: true }) : error);
+        reject(connected ? error : Object.assign(error, { neverSent: true }));
       });
       r.on("response", (res: IncomingMessage) => {
         const chunks: Buffer[] = [];

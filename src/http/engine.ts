@@ -105,7 +105,7 @@ export class Engine<Req, Res = unknown> {
     this.dryRun = options.dryRun === true;
     this.#honorDelay = options.honorDelay !== false;
     this.#clock = options.clock ?? systemClock;
-    this.#target = targetOf(options as RateLimitOptions<never, never>, unknownTier);
+    this.#target = targetOf(options as RateLimitOptions<never, never>, unknownTier, this.#warn);
     this.#specFn =
       typeof options.spec === "function" ? (options.spec as (request: Req) => MaybePromise<RuleSpec>) : undefined;
   }

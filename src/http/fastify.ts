@@ -5,7 +5,8 @@
  * Scope: the plugin is marked `skip-override` (what `fastify-plugin` does), so its hook
  * applies to the context it is registered in and that context's children: register it on
  * the root to limit every route, or inside an encapsulated plugin to limit only that
- * plugin's routes. For one route, use `rateLimitHook(options)` as the route's `onRequest`.
+ * plugin's routes, or pass `prefix` to limit only the routes under it. For one route, use
+ * `rateLimitHook(options)` as the route's `onRequest`.
  */
 import type {
   FastifyInstance,
@@ -175,7 +176,26 @@ function routeConfig(request: FastifyRequest): unknown {
   return (request.routeOptions?.config as { rateLimit?: unknown } | undefined)?.rateLimit;
 }
 
-/** The plugin: `app.register(rateLimit, options)`. */
+/**
+ * `hook` limited to the routes under `path`. The plugin applies to the context it is registered
+ * in (skip-override), where Fastify ignores `register`'s `prefix`; so the prefix is honoured
+ * here, by the matched route's pattern (`/api/users/:id`), not the raw URL, whose case,
+ * encoding or duplicate slashes a client could vary to slip past.
+ */
+function underPrefix(path: string, hook: onRequestHookHandler): onRequestHookHandler {
+  return function sluicePrefixedOnRequest(this: FastifyInstance, request, reply, done) {
+    const url = request.routeOptions?.url;
+    if (url !== undefined && (path === "" || url === path || url.startsWith(`${path}/`))) {
+      return hook.call(this, request, reply, done);
+    }
+    done();
+  };
+}
+
+/**
+ * The plugin: `app.register(rateLimit, options)`. With `register`'s `prefix` option it limits
+ * only the routes under that prefix (a request matching no route is not limited then).
+ */
 export const rateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = function sluiceFastify(
   instance,
   options,
@@ -190,6 +210,17 @@ export const rateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = functio
     return;
   }
   const perRoute = routeHooks(options);
+  const prefix = (options as { prefix?: unknown }).prefix;
+  let scoped: onRequestHookHandler = hook;
+  if (prefix !== undefined) {
+    if (typeof prefix !== "string" || !prefix.startsWith("/")) {
+      done(
+        new ConfigError("prefix", `\`prefix\` must be a path starting with "/" (got ${describeValue(prefix)})`, prefix),
+      );
+      return;
+    }
+    scoped = underPrefix(`${instance.prefix}${prefix}`.replace(/\/+$/, ""), hook);
+  }
   // Declared once per instance so every request object has the property from the start.
   if (!instance.hasRequestDecorator("rateLimit")) instance.decorateRequest("rateLimit", undefined);
   if (!instance.hasDecorator("rateLimit")) instance.decorate("rateLimit", withHandles({}, hook));
@@ -200,7 +231,7 @@ export const rateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = functio
   });
   instance.addHook("onRequest", function sluiceRoute(this: FastifyInstance, request, reply, next) {
     const config = routeConfig(request);
-    if (config === undefined) return hook.call(this, request, reply, next);
+    if (config === undefined) return scoped.call(this, request, reply, next);
     let own: RouteHook;
     try {
       own = perRoute(config, request.routeOptions.method as string, request.routeOptions.url ?? request.url);

@@ -11,10 +11,13 @@
  * seconds). Those carry one limit only: the member with least remaining.
  *
  * Seconds are always rounded up, and a denied member's reset is never earlier than its
- * retry-after, so no header tells a client to come back before it could pass.
+ * retry-after, so no header tells a client to come back before it could pass. Integers in the
+ * Structured Fields layouts (draft-11, draft-7) are clamped to 15 digits, the most a parser
+ * accepts (999999999999999: a limit of 1e15 or a window of millennia still parses).
  */
 import type { Decision } from "../algorithms/decision.ts";
 import type { Policy } from "./policy.ts";
+import { sfInteger } from "./structured-fields.ts";
 
 /** The header layouts `headers` accepts. */
 export type HeaderFormat = "draft-11" | "draft-7" | "draft-6" | "legacy";
@@ -45,8 +48,10 @@ export function sfString(text: string): string {
 export function compilePolicies(policies: readonly Policy[]): PolicySet {
   return {
     policies,
-    policy11: policies.map((p) => `${sfString(p.name)};q=${p.quota};w=${p.windowSeconds}`).join(", "),
-    policy7: policies.map((p) => `${p.quota};w=${p.windowSeconds}`).join(", "),
+    policy11: policies
+      .map((p) => `${sfString(p.name)};q=${sfInteger(p.quota)};w=${sfInteger(p.windowSeconds)}`)
+      .join(", "),
+    policy7: policies.map((p) => `${sfInteger(p.quota)};w=${sfInteger(p.windowSeconds)}`).join(", "),
     quoted: policies.map((p) => sfString(p.name)),
   };
 }
@@ -101,7 +106,7 @@ export function writeRateLimitHeaders(
     let value = "";
     for (let i = 0; i < parts.length; i++) {
       const p = parts[i] as Decision;
-      value += `${i === 0 ? "" : ", "}${set.quoted[i]};r=${p.remaining};t=${resetSeconds(p)}`;
+      value += `${i === 0 ? "" : ", "}${set.quoted[i]};r=${sfInteger(p.remaining)};t=${sfInteger(resetSeconds(p))}`;
     }
     header("RateLimit", value);
     return;
@@ -112,7 +117,7 @@ export function writeRateLimitHeaders(
   const t = tightest(parts);
   const reset = Math.max(resetSeconds(t), decision.allowed ? 0 : resetSeconds(decision));
   if (format === "draft-7") {
-    header("RateLimit", `limit=${t.limit}, remaining=${t.remaining}, reset=${reset}`);
+    header("RateLimit", `limit=${sfInteger(t.limit)}, remaining=${sfInteger(t.remaining)}, reset=${sfInteger(reset)}`);
   } else if (format === "draft-6") {
     header("RateLimit-Limit", String(t.limit));
     header("RateLimit-Remaining", String(t.remaining));

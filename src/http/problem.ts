@@ -105,12 +105,12 @@ export function banned(decision: Decision, status = 403): ProblemDetails {
   );
 }
 
-/** The 400 body when `tier(req)` names a tier the rule does not have. */
-export function unknownTier(tier: string, rule: string, known: readonly string[]): ProblemDetails {
+/** The 400 body when `tier(req)` names a tier the rule does not have (naming no other tier). */
+export function unknownTier(tier: string, rule: string): ProblemDetails {
   return problem(
     400,
     "unknown-tier",
     "Bad request",
-    `Unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(rule)} (tiers: ${known.length === 0 ? "none" : known.map((t) => JSON.stringify(t)).join(", ")}).`,
+    `Unknown tier ${JSON.stringify(tier)} for rule ${JSON.stringify(rule)}.`,
   );
 }

@@ -6,73 +6,26 @@
  */
 import type { Decision } from "../algorithms/decision.ts";
 import { compilePolicies, type PolicySet, type SetHeader } from "./headers.ts";
+import { parseSfList } from "./structured-fields.ts";
 
 /** Reads a response header already set (undefined when absent). */
 export type GetHeader = (name: string) => string | undefined;
 
-const TOKEN = /[A-Za-z*][A-Za-z0-9:/!#$%&'*+.^_`|~-]*/y;
-const BARE = /[^;,\s"]*/y;
-
-/** Reads an sf-string at `at`; returns [text, next index] or undefined when malformed. */
-function readString(value: string, at: number): [string, number] | undefined {
-  let out = "";
-  for (let i = at + 1; i < value.length; i++) {
-    const c = value[i] as string;
-    if (c === "\\") {
-      const next = value[i + 1];
-      if (next !== "\\" && next !== '"') return undefined;
-      out += next;
-      i++;
-    } else if (c === '"') {
-      return [out, i + 1];
-    } else {
-      out += c;
-    }
-  }
-  return undefined;
-}
-
 /**
  * The member names of a draft-11 list such as `"burst";q=100;w=60, "daily";q=5000;w=86400`
- * (strings or tokens, any parameters), or undefined when the value is not such a list.
+ * (Strings or Tokens; members of other kinds have no name), parsed as a full Structured Fields
+ * List (express-rate-limit's `"erl"; q=100; w=60; pk=:…:` included), or undefined when the
+ * value is not a List.
  */
 export function listNames(value: string): string[] | undefined {
+  const members = parseSfList(value);
+  if (members === undefined) return undefined;
   const names: string[] = [];
-  let i = 0;
-  const skipSpace = () => {
-    while (value[i] === " " || value[i] === "\t") i++;
-  };
-  skipSpace();
-  if (i === value.length) return names;
-  for (;;) {
-    if (value[i] === '"') {
-      const read = readString(value, i);
-      if (read === undefined) return undefined;
-      names.push(read[0]);
-      i = read[1];
-    } else {
-      TOKEN.lastIndex = i;
-      const m = TOKEN.exec(value);
-      if (m === null) return undefined;
-      names.push(m[0]);
-      i += m[0].length;
-    }
-    while (value[i] === ";") {
-      i++;
-      BARE.lastIndex = i;
-      i += (BARE.exec(value)?.[0] ?? "").length;
-      if (value[i] === '"') {
-        const read = readString(value, i);
-        if (read === undefined) return undefined;
-        i = read[1];
-      }
-    }
-    skipSpace();
-    if (i === value.length) return names;
-    if (value[i] !== ",") return undefined;
-    i++;
-    skipSpace();
+  for (const { value: item } of members) {
+    if (typeof item === "string") names.push(item);
+    else if (typeof item === "object" && item !== null && "token" in item) names.push(item.token);
   }
+  return names;
 }
 
 /** `set`, renamed so its names are distinct from `taken` (`name-2`, `name-3`, …); itself when already distinct. */

@@ -9,6 +9,7 @@ import { createLimiter, type LimiterOptions } from "../limiter.ts";
 import type { RuleInfo } from "../service.ts";
 import { describeValue, type RuleSpec, validateRule } from "../spec.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
+import type { Warn } from "./client-address.ts";
 import { limiterRefund, type Refund, serviceRefund } from "./count-mode.ts";
 import type { PeekOptions } from "./handles.ts";
 import { compilePolicies, type PolicySet } from "./headers.ts";
@@ -60,8 +61,12 @@ export function isProblem(value: unknown): value is ProblemDetails {
 }
 
 /** The target `options` describe (validated here, at construction). */
-export function targetOf(options: RateLimitOptions<never, never>, onUnknownTier: UnknownTierPolicy): Target {
-  if (options.service !== undefined) return serviceTarget(options, onUnknownTier);
+export function targetOf(
+  options: RateLimitOptions<never, never>,
+  onUnknownTier: UnknownTierPolicy,
+  warn: Warn = () => undefined,
+): Target {
+  if (options.service !== undefined) return serviceTarget(options, onUnknownTier, warn);
   return typeof options.spec === "function" ? dynamicTarget(options) : limiterTarget(options);
 }
 
@@ -206,7 +211,7 @@ function limiterTarget(options: RateLimitOptions<never, never>): Target {
   };
 }
 
-function serviceTarget(options: RateLimitOptions<never, never>, onUnknownTier: UnknownTierPolicy): Target {
+function serviceTarget(options: RateLimitOptions<never, never>, onUnknownTier: UnknownTierPolicy, warn: Warn): Target {
   for (const field of ["spec", "name", "ban", "store", "clock"] as const) {
     if (options[field] !== undefined) {
       throw new ConfigError(field, `\`${field}\` belongs to \`spec\` limiters; with \`service\` the rule decides it`);
@@ -237,7 +242,16 @@ function serviceTarget(options: RateLimitOptions<never, never>, onUnknownTier: U
       if (info === undefined) throw new UnknownRuleError(rule);
       let tier = requested;
       if (tier !== undefined && !Object.hasOwn(info.tiers, tier) && onUnknownTier !== "throw") {
-        if (onUnknownTier === "reject") return unknownTier(tier, rule, Object.keys(info.tiers));
+        if (onUnknownTier === "reject") {
+          // The client is told only that its tier is unknown: listing the others would let it
+          // pick one through the same header. The operator learns them from the warning.
+          const known = Object.keys(info.tiers).map((t) => JSON.stringify(t));
+          warn(
+            "SLUICE_UNKNOWN_TIER",
+            `sluice rateLimit: tier(req) named tier ${JSON.stringify(tier)}, which rule ${JSON.stringify(rule)} does not have (its tiers: ${known.join(", ") || "none"}); answered 400`,
+          );
+          return unknownTier(tier, rule);
+        }
         tier = undefined;
       }
       const used = tier;

@@ -3,9 +3,15 @@
  * read at start (a missing file is a first start; a corrupt or foreign one is reported and
  * ignored, never fatal and never half-loaded) and written atomically — a temporary file in the
  * same directory, then a rename — every few seconds and once more on shutdown, so a crash
- * leaves the previous complete file, never a torn one.
+ * leaves the previous complete file, never a torn one. The temporary file has an unpredictable
+ * name and is created exclusively without following symlinks (O_CREAT|O_EXCL|O_NOFOLLOW), owner
+ * only: a link planted in the directory can neither be guessed nor be written through.
  */
+
+import { randomBytes } from "node:crypto";
+import { constants } from "node:fs";
 import { open, readFile, rename, rm, stat } from "node:fs/promises";
+import { dirname } from "node:path";
 import type { MemoryStore } from "../index.ts";
 
 /** Largest state file read at start: a larger one is reported and ignored. */
@@ -24,10 +30,20 @@ export async function loadState(store: MemoryStore, path: string): Promise<strin
   }
 }
 
-/** Writes `store`'s snapshot to `path` atomically (temporary file, fsync, rename). */
-export async function saveState(store: MemoryStore, path: string): Promise<void> {
-  const tmp = `${path}.tmp-${process.pid}`;
-  const file = await open(tmp, "w", 0o600);
+/** A temporary name beside `path` no other user can predict. */
+export function temporaryName(path: string): string {
+  return `${path}.tmp-${randomBytes(12).toString("hex")}`;
+}
+
+const CREATE_EXCLUSIVE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+
+/**
+ * Writes `store`'s snapshot to `path` atomically (temporary file, fsync, rename, fsync of the
+ * directory). `tmpName` is for tests; an existing file or link at that name fails with EEXIST.
+ */
+export async function saveState(store: MemoryStore, path: string, tmpName = temporaryName(path)): Promise<void> {
+  const tmp = tmpName;
+  const file = await open(tmp, CREATE_EXCLUSIVE, 0o600);
   try {
     await file.writeFile(store.snapshot());
     await file.sync();
@@ -40,6 +56,13 @@ export async function saveState(store: MemoryStore, path: string): Promise<void>
     await rm(tmp, { force: true });
     throw error;
   }
+  // The rename is durable once the directory entry is on disk too.
+  const dir = await open(dirname(path), constants.O_RDONLY).catch(() => undefined);
+  if (dir !== undefined)
+    await dir
+      .sync()
+      .catch(() => undefined)
+      .finally(() => dir.close());
 }
 
 /** Saves every `intervalMs` (writes never overlap); `stop()` saves a last time. */

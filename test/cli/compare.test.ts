@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, run, tempDir } from "./helpers.ts";
+import { ensureBuilt, run, runIn, tempDir } from "./helpers.ts";
 
 const tmp = tempDir();
 beforeAll(ensureBuilt);
@@ -64,14 +64,62 @@ describe("sluice compare", () => {
   });
 
   it("generates the same trace for the same seed and rejects bad flags", async () => {
-    const a = await run(["compare", "--generate", "poisson", "--seed", "7", "--duration", "20s", "--json"]);
-    const b = await run(["compare", "--generate", "poisson", "--seed", "7", "--duration", "20s", "--json"]);
-    const c = await run(["compare", "--generate", "poisson", "--seed", "8", "--duration", "20s", "--json"]);
+    // In-process (runIn): six child processes took most of the timeout on a loaded machine.
+    const a = await runIn(["compare", "--generate", "poisson", "--seed", "7", "--duration", "20s", "--json"]);
+    const b = await runIn(["compare", "--generate", "poisson", "--seed", "7", "--duration", "20s", "--json"]);
+    const c = await runIn(["compare", "--generate", "poisson", "--seed", "8", "--duration", "20s", "--json"]);
+    expect(a.status).toBe(0);
     expect(a.stdout).toBe(b.stdout);
     expect(a.stdout).not.toBe(c.stdout);
-    expect((await run(["compare", "--generate", "zigzag"])).status).toBe(2);
-    expect((await run(["compare", "--generate", "uniform", "--window", "fast"])).status).toBe(2);
-    const empty = await run(["compare", "-"], "");
+    expect((await runIn(["compare", "--generate", "zigzag"])).status).toBe(2);
+    expect((await runIn(["compare", "--generate", "uniform", "--window", "fast"])).status).toBe(2);
+    const empty = await runIn(["compare", "-"], "");
     expect(empty.status).toBe(1);
+    expect(empty.stderr).toContain("stdin: the trace has no events");
+  });
+
+  it("does work linear in the trace: at most 3 steps per event per algorithm, 4× the events for 4× the time", async () => {
+    const measure = async (duration: string) => {
+      const r = await runIn(["compare", "--generate", "poisson", "--duration", duration, "--json"]);
+      expect(r.status).toBe(0);
+      return JSON.parse(r.stdout) as { events: number; results: Array<Row & { steps: number }> };
+    };
+    const ten = await measure("10m");
+    const forty = await measure("40m");
+    // The default rate is 1.5× the limit (15/s): about 36,000 events in 40 minutes.
+    expect(forty.events).toBeGreaterThan(34_000);
+    for (const out of [ten, forty]) {
+      for (const row of out.results) {
+        expect(row.admitted + row.denied).toBe(out.events);
+        // One decision per event, two peeks per denial with a finite hint.
+        expect(row.steps).toBe(out.events + 2 * (row.denied - row.retry.never));
+        expect(row.steps).toBeLessThanOrEqual(3 * out.events);
+      }
+    }
+    const ratio = (forty.results[0]?.steps ?? 0) / (ten.results[0]?.steps ?? 1);
+    expect(ratio).toBeGreaterThan(3.5);
+    expect(ratio).toBeLessThan(4.5);
+  });
+
+  it("refuses extreme inputs with a clear error naming the file and line, or the flag", async () => {
+    const far = await runIn(["compare", "-"], '{"at":1e308}\n{"at":-1e308}\n');
+    expect(far.status).toBe(1);
+    expect(far.stderr).toBe("sluice: stdin:1: the timestamp must be within ±8.64e15 ms, the Date range (got 1e+308)\n");
+    const path = tmp.file("far.csv", "0,a\n-9000000000000000,a\n");
+    const csv = await runIn(["compare", path]);
+    expect(csv.status).toBe(1);
+    expect(csv.stderr).toContain(`${path}:2: the timestamp must be within`);
+    // Both ends of the Date range in one trace: decided, charted in at most 240 columns.
+    const wide = await runIn(["compare", "-", "--json"], '{"at":8.64e15}\n{"at":-8.64e15}\n{"at":0}\n');
+    expect(wide.status).toBe(0);
+    expect(JSON.parse(wide.stdout).events).toBe(3);
+    const huge = await runIn(["compare", "--generate", "poisson", "--limit", "9007199254740991"]);
+    expect(huge.status).toBe(2);
+    expect(huge.stderr).toContain("--limit must be at most 1,000,000,000");
+    const many = await runIn(["compare", "--generate", "uniform", "--rate", "1000000/s", "--duration", "1h"]);
+    expect(many.status).toBe(2);
+    expect(many.stderr).toContain("would make about 3,600,000,000 events, more than 10,000,000");
+    const boundary = await runIn(["compare", "--generate", "boundary", "--limit", "1000000000", "--duration", "1h"]);
+    expect(boundary.status).toBe(2);
   });
 });

@@ -6,7 +6,9 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import { runCli } from "../../src/cli/run.ts";
 
 /** The repository root. */
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -78,6 +80,29 @@ export function run(args: string[], input?: string, env: Record<string, string> 
     child.stdin.on("error", () => undefined);
     child.stdin.end(input ?? "");
   });
+}
+
+/**
+ * Runs `sluice ...args` in this process (no child to start: the cheap way for the many small
+ * cases), with `input` on stdin; the same exit statuses and output as the bin.
+ */
+export async function runIn(args: string[], input = ""): Promise<RunResult> {
+  const stdin = Readable.from([input]);
+  let stdout = "";
+  let stderr = "";
+  const sink = (append: (text: string) => void) =>
+    new Writable({
+      write(chunk, _encoding, done) {
+        append(String(chunk));
+        done();
+      },
+    });
+  const status = await runCli(args, {
+    stdin,
+    stdout: sink((t) => (stdout += t)),
+    stderr: sink((t) => (stderr += t)),
+  });
+  return { status, stdout, stderr };
 }
 
 /** A temporary folder for one suite, removed by the returned cleanup. */

@@ -1,6 +1,6 @@
 import { classify } from "sluice";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, run, tempDir } from "./helpers.ts";
+import { ensureBuilt, run, runIn, tempDir } from "./helpers.ts";
 
 const tmp = tempDir();
 beforeAll(ensureBuilt);
@@ -80,18 +80,63 @@ describe("sluice replay", () => {
   });
 
   it("exits 2 on usage errors and prints help with 0", async () => {
-    expect((await run(["replay", "--bogus"])).status).toBe(2);
-    const none = await run(["replay"], "0\n");
+    // In-process (runIn): seven child processes took most of the timeout on a loaded machine.
+    expect((await runIn(["replay", "--bogus"])).status).toBe(2);
+    const none = await runIn(["replay"], "0\n");
     expect(none.status).toBe(2);
     expect(none.stderr).toContain("--spec");
-    expect((await run(["nope"])).status).toBe(2);
-    const help = await run(["replay", "--help"]);
+    expect((await runIn(["nope"])).status).toBe(2);
+    expect((await runIn(["constructor"])).status).toBe(2);
+    const help = await runIn(["replay", "--help"]);
     expect(help.status).toBe(0);
     expect(help.stdout).toContain("Usage: sluice replay");
     for (const cmd of ["serve", "compare", "check-config"]) {
-      const h = await run([cmd, "--help"]);
+      const h = await runIn([cmd, "--help"]);
       expect(h.status).toBe(0);
       expect(h.stdout).toContain(`Usage: sluice ${cmd}`);
     }
+    // The bin itself maps a usage error to status 2.
+    expect((await run(["nope"])).status).toBe(2);
+  });
+});
+
+describe("CLI output escapes what a trace or config chose", () => {
+  it("replay prints keys with control characters escaped: no forged fields, lines or terminal escapes", async () => {
+    const forged = "evil\tallowed\tremaining=99\n1\tvictim\u001b[2J\u009b31m\u202e";
+    const r = await runIn(
+      ["replay", "--spec", SEED_SPEC],
+      `${JSON.stringify({ at: 0, key: forged })}\n{"at":1,"key":"a\\\\b"}\n`,
+    );
+    expect(r.status).toBe(0);
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]?.split("\t")).toHaveLength(5);
+    expect(lines[0]).toBe(
+      "0\tevil\\tallowed\\tremaining=99\\n1\\tvictim\\u001b[2J\\u009b31m\\u202e\tallowed\tremaining=1\tretryAfterMs=0",
+    );
+    expect(lines[1]).toBe("1\ta\\\\b\tallowed\tremaining=1\tretryAfterMs=0");
+    const json = await runIn(["replay", "--spec", SEED_SPEC, "--json"], `${JSON.stringify({ at: 0, key: forged })}\n`);
+    for (const c of ["\u001b", "\u009b", "\u202e"]) expect(json.stdout).not.toContain(c);
+    expect(JSON.parse(json.stdout).key).toBe(forged);
+  });
+
+  it("check-config prints rule and tier names escaped", async () => {
+    const path = tmp.file(
+      "names.json",
+      JSON.stringify({
+        rules: {
+          "api\u001b[31m": {
+            spec: { algorithm: "fixed-window", limit: 5, windowMs: 1000 },
+            tiers: { "pro\nforged: 1 per year": { algorithm: "fixed-window", limit: 9, windowMs: 1000 } },
+          },
+        },
+      }),
+    );
+    const r = await runIn(["check-config", path]);
+    expect(r.stderr).toBe("");
+    expect(r.status).toBe(0);
+    expect(r.stdout).not.toContain("\u001b");
+    expect(r.stdout.trimEnd().split("\n")).toHaveLength(2);
+    expect(r.stdout).toContain("api\\u001b[31m [tier pro\\nforged: 1 per year]: ");
   });
 });

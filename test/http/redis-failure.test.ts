@@ -1,19 +1,17 @@
 // The HTTP middleware over RedisStore: a live Redis limits as the memory store does, and a dead
 // Redis under onError "deny" answers 503 (not 429, not a pass); under "allow" it passes with
-// no made-up remaining counts. Skipped with a notice when sluice/redis cannot be imported.
+// no made-up remaining counts. The live Redis is found by findRedis() (REDIS_URL, 6379, or one
+// started here); without one the live test skips loudly, and fails under CI.
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Redis } from "ioredis";
 import { rateLimit } from "sluice/http";
+import { RedisStore } from "sluice/redis";
 import { afterAll, describe, expect, test } from "vitest";
-import { deadIoredis, freePort } from "../support/redis-server.ts";
+import { deadIoredis, findRedis, freePort, noRedis, type SharedRedis, uniquePrefix } from "../support/redis-server.ts";
 
-let redisModule: typeof import("sluice/redis") | undefined;
-try {
-  redisModule = await import("sluice/redis");
-} catch (error) {
-  console.warn(`redis-failure.test.ts: SKIPPED, sluice/redis cannot be imported (${String(error)})`);
-}
+const redis: SharedRedis | undefined = await findRedis();
+if (redis === undefined) noRedis("HTTP over a live RedisStore");
 
 async function serve(limit: ReturnType<typeof rateLimit>) {
   const server = http.createServer(async (req, res) => {
@@ -33,8 +31,9 @@ async function serve(limit: ReturnType<typeof rateLimit>) {
 }
 
 const clients: Redis[] = [];
-afterAll(() => {
+afterAll(async () => {
   for (const client of clients) client.disconnect();
+  await redis?.owned?.dispose();
 });
 
 /** An ioredis client for a port nobody listens on: every command fails at once. */
@@ -44,11 +43,10 @@ async function deadClient(): Promise<Redis> {
   return client;
 }
 
-describe.skipIf(redisModule === undefined)("HTTP over RedisStore", () => {
+describe("HTTP over RedisStore", () => {
   const spec = { algorithm: "fixed-window", limit: 2, windowMs: 60_000 } as const;
 
   test("a dead Redis under onError 'deny' answers 503 with its own problem body", async () => {
-    const { RedisStore } = redisModule as typeof import("sluice/redis");
     const store = new RedisStore({ client: await deadClient(), onError: "deny", timeoutMs: 500 });
     const served = await serve(rateLimit({ spec, store }));
     try {
@@ -72,7 +70,6 @@ describe.skipIf(redisModule === undefined)("HTTP over RedisStore", () => {
   });
 
   test("a dead Redis under onError 'allow' passes without remaining-count headers", async () => {
-    const { RedisStore } = redisModule as typeof import("sluice/redis");
     const store = new RedisStore({ client: await deadClient(), onError: "allow", timeoutMs: 500 });
     const served = await serve(rateLimit({ spec, store }));
     try {
@@ -85,18 +82,11 @@ describe.skipIf(redisModule === undefined)("HTTP over RedisStore", () => {
     }
   });
 
-  test("a live Redis limits: 200, 200, 429 with Retry-After", async (ctx) => {
-    const { RedisStore } = redisModule as typeof import("sluice/redis");
-    const client = new Redis({ host: "127.0.0.1", port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
-    client.on("error", () => {});
+  test.skipIf(redis === undefined)("a live Redis limits: 200, 200, 429 with Retry-After", async () => {
+    const client = new Redis(redis?.url ?? "", { lazyConnect: true, maxRetriesPerRequest: 1 });
     clients.push(client);
-    try {
-      await client.connect();
-    } catch {
-      ctx.skip(); // no Redis on 6379 here; the failure tests above still ran
-      return;
-    }
-    const store = new RedisStore({ client, prefix: `sluice-http-test:${process.pid}:${Date.now()}:` });
+    await client.connect();
+    const store = new RedisStore({ client, prefix: uniquePrefix("http-redis-failure") });
     // A sliding log, so no window boundary can fall between the three requests.
     const log = { algorithm: "sliding-log", limit: 2, windowMs: 60_000 } as const;
     const served = await serve(rateLimit({ spec: log, store, key: () => "one-client" }));

@@ -251,7 +251,7 @@ function linksOf(markdown: string): string[] {
 }
 
 describe("the docs a user gets", () => {
-  it("every relative link in README.md and docs/**/*.md names a file inside the tarball", () => {
+  it("every relative link in README.md and docs/**/*.md to a file of the repository names a file inside the tarball", () => {
     const pages = [...packed].filter((p) => p === "README.md" || (p.startsWith("docs/") && p.endsWith(".md")));
     expect(pages).toContain("README.md");
     const broken: string[] = [];
@@ -265,6 +265,7 @@ describe("the docs a user gets", () => {
         checked++;
         const isFile = packed.has(target);
         const isDir = [...packed].some((p) => p.startsWith(`${target}/`));
+        // Every link must lead to a file or folder the installed copy has.
         if (target.startsWith("..") || (!isFile && !isDir)) broken.push(`${page}: ${link}`);
       }
     }

@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { createLimiter, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt } from "../cli/helpers.ts";
 import {
   connectClients,
   findRedis,
@@ -28,6 +29,9 @@ describe.skipIf(redis === undefined)("Redis concurrency", () => {
   let node: StandaloneClients["node"];
 
   beforeAll(async () => {
+    // The child processes run the built package: rebuilt here when src/ is newer than dist/,
+    // so they never run stale code (ensureBuilt serialises builds across test files).
+    ensureBuilt();
     clients = await connectClients(url);
     ({ io, node } = clients);
   });
@@ -75,8 +79,7 @@ describe.skipIf(redis === undefined)("Redis concurrency", () => {
   });
 
   it("several processes sharing one Redis limit admit exactly the limit, never more", async () => {
-    // Child processes run the built package (npm test builds first).
-    expect(existsSync(BUILT), "dist/ is missing: run `npm run build` first").toBe(true);
+    expect(existsSync(BUILT), "dist/ was not built").toBe(true);
     const prefix = uniquePrefix("procs");
     const spec = JSON.stringify({ algorithm: "sliding-log", limit: 150, windowMs: 600_000 });
     const children = Array.from({ length: 4 }, () =>

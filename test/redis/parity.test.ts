@@ -97,6 +97,25 @@ describe.skipIf(redis === undefined)("Redis parity, standalone", () => {
       expect((await limiter.peek("k")).banned).toBeUndefined();
     });
 
+    it("a key's expiry covers its ban count: one denial keeps the key until withinMs after it", async () => {
+      // No expiry grace: the key's TTL is exactly how long its state still matters. The denial
+      // count matters until since + withinMs (100 s), long after the 1 s window.
+      const clock = new ManualClock(T0);
+      const prefix = uniquePrefix("parity-ban-ttl");
+      const store = new RedisStore({ client: io, prefix, denyCache: false });
+      const limiter = createLimiter(
+        { algorithm: "fixed-window", limit: 1, windowMs: 1000 },
+        { clock, store, ban: { after: 3, withinMs: 100_000, forMs: 1000 } },
+      );
+      expect((await limiter.tryAcquire("k")).allowed).toBe(true);
+      expect((await limiter.tryAcquire("k")).banned).toBeUndefined();
+      const keys = await io.keys(`${prefix}*`);
+      expect(keys.length).toBe(1);
+      const ttl = await io.pttl(keys[0] as string);
+      expect(ttl).toBeGreaterThan(90_000);
+      expect(ttl).toBeLessThanOrEqual(100_000);
+    });
+
     it("sliding-log: a refund exactly one window after its check returns nothing", async () => {
       const { clock, limiter, model } = bound({ algorithm: "sliding-log", limit: 1, windowMs: 1000 });
       expect((await limiter.tryAcquire("k")).allowed).toBe(model.check(T0, 1).allowed);

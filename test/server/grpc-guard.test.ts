@@ -115,6 +115,9 @@ describe("gRPC request bounds", () => {
       Array.from({ length: 100_000 }, (_, i) => ({ entries: [["user", `u${i}`]] as Array<[string, string]> })),
     );
     expect(bytes.length).toBeLessThan(8 * 1024 * 1024);
+    // Warm both sides first (fetch's first use and the gRPC connection), so the probes time /healthz alone.
+    await (await fetch(`${s.url}/healthz`)).arrayBuffer();
+    await c.ask("app", user("warm"));
     let settled = false;
     const call = refusal(c.askBytes(bytes)).finally(() => (settled = true));
     const probes: number[] = [];

@@ -1,24 +1,38 @@
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, type Served, serve } from "../cli/helpers.ts";
+import { ensureBuilt, type Served, serve, tempDir } from "../cli/helpers.ts";
+import { findRedis, noRedis, type SharedRedis } from "../support/redis-server.ts";
 
+const shared: SharedRedis | undefined = await findRedis();
+if (shared === undefined) noRedis("sluice serve --redis");
+const url = shared?.url ?? "redis://127.0.0.1:1";
 const prefix = `sluice-serve-test:${randomUUID()}:`;
-const redis = new Redis("redis://127.0.0.1:6379", { lazyConnect: true, maxRetriesPerRequest: 1 });
+const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
 let a: Served;
 let b: Served;
 
 beforeAll(async () => {
+  if (shared === undefined) return;
   ensureBuilt();
   await redis.connect();
-  const args = ["--config", "examples/rules.yaml", "--redis", "redis://127.0.0.1:6379", "--prefix", prefix];
+  // The example rules, with the 2-per-second "pings" stretched to 2 per hour: three requests
+  // through two processes must not straddle a window on a loaded machine.
+  const example = readFileSync("examples/rules.yaml", "utf8");
+  const rules = example.replace(/(\n {2}pings:\n {4}type: sliding\n {4}limit: 2\n {4}windowMs: )1s\n/, "$11h\n");
+  expect(rules, "examples/rules.yaml's pings rule moved").not.toBe(example);
+  const args = ["--config", tempDir().file("rules.yaml", rules), "--redis", url, "--prefix", prefix];
   [a, b] = await Promise.all([serve(args), serve(args)]);
 });
 afterAll(async () => {
   await Promise.all([a?.stop(), b?.stop()]);
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length > 0) await redis.del(...keys);
+  if (shared !== undefined) {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+  }
   redis.disconnect();
+  await shared?.owned?.dispose();
 });
 
 const check = async (s: Served, body: unknown, path = "/v1/check") =>
@@ -30,9 +44,10 @@ const check = async (s: Served, body: unknown, path = "/v1/check") =>
     })
   ).json();
 
-describe("sluice serve --redis", () => {
+describe.skipIf(shared === undefined)("sluice serve --redis", () => {
   it("two service processes on one Redis share each limit", async () => {
-    expect(a.stdout()).toMatch(/redis store at redis:\/\/127\.0\.0\.1:6379/);
+    // The URL as printed: credentials in REDIS_URL are redacted.
+    expect(a.stdout()).toContain(`redis store at ${url.replace(/\/\/[^@/]*@/, "//***@")}`);
     expect(await check(a, { rule: "pings", key: "shared" })).toMatchObject({ allowed: true, remaining: 1 });
     expect(await check(b, { rule: "pings", key: "shared" })).toMatchObject({ allowed: true, remaining: 0 });
     const third = (await check(a, { rule: "pings", key: "shared" })) as { allowed: boolean; retryAfterMs: number };

@@ -69,3 +69,38 @@ describe("sluice serve --state", () => {
     ).rejects.toThrow(/--state keeps the in-process store's counts/);
   });
 });
+
+describe("the state file's temporary file", () => {
+  it("is created exclusively, owner-only, under an unpredictable name; a planted symlink is never written through", async () => {
+    const { lstatSync, readlinkSync, statSync, symlinkSync, writeFileSync } = await import("node:fs");
+    const { MemoryStore, RateLimiterService } = await import("../../src/index.ts");
+    const { saveState, temporaryName } = await import("../../src/server/state-file.ts");
+    const store = new MemoryStore();
+    const service = new RateLimiterService({ store }).addRule("r", {
+      algorithm: "fixed-window",
+      limit: 3,
+      windowMs: 60_000,
+    });
+    await service.check("r", "k");
+    const path = join(tmp.dir, "planted.json");
+    const victim = tmp.file("victim.txt", "precious\n");
+    // The old predictable name, and a name the attacker somehow learnt: both links stay untouched.
+    symlinkSync(victim, `${path}.tmp-${process.pid}`);
+    const guessed = temporaryName(path);
+    symlinkSync(victim, guessed);
+    await expect(saveState(store, path, guessed)).rejects.toMatchObject({ code: "EEXIST" });
+    expect(readFileSync(victim, "utf8")).toBe("precious\n");
+    expect(readlinkSync(guessed)).toBe(victim);
+    // A normal save goes through its own fresh name, leaves no temporary file, and is 0600.
+    await saveState(store, path);
+    expect(readFileSync(victim, "utf8")).toBe("precious\n");
+    expect(lstatSync(path).isFile()).toBe(true);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(JSON.parse(readFileSync(path, "utf8"))).toBeTypeOf("object");
+    const left = readdirSync(tmp.dir).filter((f) => f.startsWith("planted.json.tmp-"));
+    expect(left.sort()).toEqual([`planted.json.tmp-${process.pid}`, guessed.split("/").pop()].sort());
+    // Two names never repeat.
+    expect(temporaryName(path)).not.toBe(temporaryName(path));
+    writeFileSync(victim, "");
+  });
+});

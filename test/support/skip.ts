@@ -30,3 +30,13 @@ export function skipTest(ctx: { skip: (note?: string) => void }, what: string, w
   cannotRun(what, why);
   ctx.skip(why);
 }
+
+/** Whether a TCP server can listen on `host` here (e.g. `::1` needs an IPv6 loopback). */
+export async function canListen(host: string): Promise<boolean> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(0, host, () => server.close(() => resolve(true)));
+  });
+}

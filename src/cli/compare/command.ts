@@ -38,11 +38,38 @@ Example:
   sluice compare --generate boundary --limit 10 --window 1s --html report.html
 `;
 
+/** Most events `--generate` may make: compare decides each six times (and probes denials). */
+export const MAX_GENERATED_EVENTS = 10_000_000;
+
+/** Most chart columns; past it the columns double in width (about 120–240 are drawn). */
+const MAX_COLUMNS = 240;
+
+/** Largest nominal limit (`--limit`). */
+const MAX_LIMIT = 1_000_000_000;
+
+/** One event of the trace being compared. */
+interface CompareEvent {
+  at: number;
+  key: string;
+  cost: number;
+}
+
+/** A trace, read (or generated) one event at a time: never held whole in memory. */
 interface Trace {
-  at: Float64Array;
-  cost: Uint32Array;
-  keys: string[];
+  events: AsyncIterable<CompareEvent> | Iterable<CompareEvent>;
   title: string;
+}
+
+/** About how many events a generated trace has (its mean; the bound is checked before any is made). */
+export function expectedEvents(kind: TraceKind, durationMs: number, rate: number, limit: number, windowMs: number) {
+  if (kind === "boundary") return 2 * limit * Math.ceil(Math.max(0, durationMs - windowMs) / (2 * windowMs));
+  if (kind === "bursty")
+    return (rate * Math.min(durationMs, Math.ceil(durationMs / (5 * windowMs)) * windowMs) * 5) / 1000;
+  return (rate * durationMs) / 1000;
+}
+
+function* generated(times: Iterable<number>): Generator<CompareEvent> {
+  for (const at of times) yield { at, key: "default", cost: 1 };
 }
 
 async function loadTrace(parsed: Parsed, limit: number, windowMs: number, stdin: Readable): Promise<Trace> {
@@ -56,32 +83,26 @@ async function loadTrace(parsed: Parsed, limit: number, windowMs: number, stdin:
     const seed = num(parsed, "seed", 1);
     const durationText = str(parsed, "duration") ?? "60s";
     const durationMs = parseDuration(durationText);
-    if (durationMs === undefined || durationMs <= 0)
+    if (durationMs === undefined || durationMs <= 0 || !Number.isFinite(durationMs))
       throw new UsageError(`--duration must be a duration like 60s or 5m (got ${JSON.stringify(durationText)})`);
     const rateText = str(parsed, "rate");
     const rate = rateText === undefined ? (1.5 * limit * 1000) / windowMs : parseRate(rateText);
-    if (rate === undefined || rate <= 0)
+    if (rate === undefined || rate <= 0 || !Number.isFinite(rate))
       throw new UsageError(`--rate must be a rate like 15/s or 900/min (got ${JSON.stringify(rateText)})`);
-    const times = [...generateTrace({ kind: kind as TraceKind, seed, durationMs, rate, limit, windowMs })];
+    const expected = expectedEvents(kind as TraceKind, durationMs, rate, limit, windowMs);
+    if (!(expected <= MAX_GENERATED_EVENTS)) {
+      throw new UsageError(
+        `--generate ${kind} would make about ${Math.round(expected).toLocaleString("en-US")} events, more than ${MAX_GENERATED_EVENTS.toLocaleString("en-US")}: lower ${kind === "boundary" ? "--limit or --duration" : "--rate, --limit or --duration"}`,
+      );
+    }
     return {
-      at: Float64Array.from(times),
-      cost: new Uint32Array(times.length).fill(1),
-      keys: [],
+      events: generated(generateTrace({ kind: kind as TraceKind, seed, durationMs, rate, limit, windowMs })),
       title: `--generate ${kind} --seed ${seed} --duration ${durationText}${kind === "boundary" ? "" : ` --rate ${rateText ?? `${rate}/s`}`}`,
     };
   }
   if (file === undefined) throw new UsageError("give a trace FILE (or - for stdin), or --generate KIND");
   const { stream, name } = await openInput(file, stdin);
-  const at: number[] = [];
-  const cost: number[] = [];
-  const keys: string[] = [];
-  for await (const event of readEvents(stream, name)) {
-    at.push(event.at);
-    cost.push(event.cost);
-    keys.push(event.key);
-  }
-  if (at.length === 0) throw new InputError(`${name}: the trace has no events`);
-  return { at: Float64Array.from(at), cost: Uint32Array.from(cost), keys, title: name };
+  return { events: readEvents(stream, name), title: name };
 }
 
 /** Runs `sluice compare`; returns the exit status. */
@@ -108,6 +129,9 @@ export async function compareCommand(
     return 0;
   }
   const limit = num(parsed, "limit", 10);
+  if (limit > MAX_LIMIT) {
+    throw new UsageError(`--limit must be at most ${MAX_LIMIT.toLocaleString("en-US")} (got ${str(parsed, "limit")})`);
+  }
   const windowText = str(parsed, "window") ?? "1s";
   const windowMs = parseDuration(windowText);
   if (windowMs === undefined || !Number.isSafeInteger(windowMs) || windowMs < 1) {
@@ -116,27 +140,27 @@ export async function compareCommand(
     );
   }
   const trace = await loadTrace(parsed, limit, windowMs, io.stdin);
-  const n = trace.at.length;
-  let start = Number.POSITIVE_INFINITY;
-  let end = Number.NEGATIVE_INFINITY;
-  for (const t of trace.at) {
-    if (t < start) start = t;
-    if (t > end) end = t;
+  const runs = nominalSpecs(limit, windowMs).map((spec) => new AlgorithmRun(spec, windowMs));
+  const progress = io.stderr === process.stderr && process.stderr.isTTY;
+  // Chart columns start 1 ms wide at the first event and double (merging pairs) whenever the
+  // trace outgrows MAX_COLUMNS: the span need not be known before the trace is read.
+  let start: number | undefined;
+  let bucketMs = 1;
+  let n = 0;
+  for await (const { at, key, cost } of trace.events) {
+    start ??= at;
+    let bucket = Math.max(0, Math.floor((at - start) / bucketMs));
+    while (bucket >= MAX_COLUMNS) {
+      bucketMs *= 2;
+      for (const run of runs) run.halveSeries();
+      bucket = Math.max(0, Math.floor((at - start) / bucketMs));
+    }
+    for (const run of runs) run.feed(at, key, cost, bucket);
+    n++;
+    if (progress && n % 100_000 === 0) io.stderr.write(`\rcompare: ${n.toLocaleString("en-US")} events`);
   }
-  if (n === 0) start = end = 0;
-  // About 120 columns per chart, never narrower than 1 ms.
-  const bucketMs = Math.max(1, Math.ceil((end - start + 1) / 120));
-  const runs = nominalSpecs(limit, windowMs).map((spec) => new AlgorithmRun(spec, windowMs, bucketMs));
-  const progress = io.stderr === process.stderr && process.stderr.isTTY && n >= 200_000;
-  const step = Math.max(1, Math.floor(n / 100));
-  for (let i = 0; i < n; i++) {
-    const at = trace.at[i] as number;
-    const key = trace.keys[i] ?? "default";
-    const cost = trace.cost[i] as number;
-    for (const run of runs) run.feed(at, key, cost, at - start);
-    if (progress && i % step === 0) io.stderr.write(`\rcompare: ${Math.floor((100 * i) / n)}% of ${n} events`);
-  }
-  if (progress) io.stderr.write("\r\x1b[K");
+  if (progress && n >= 100_000) io.stderr.write("\r\x1b[K");
+  if (n === 0) throw new InputError(`${trace.title}: the trace has no events`);
   const results = runs.map((r) => r.result());
   if (parsed.values.json) {
     const out = results.map(({ series: _series, ...rest }) => rest);

@@ -1,22 +1,28 @@
 /**
- * What `compare` measures per algorithm, in one pass over the trace.
+ * What `compare` measures per algorithm, in one pass over the trace, in work linear in it.
  *
  * - admitted / denied: requests (not units).
  * - peak: the most units admitted for one key in any rolling window of the nominal length,
  *   i.e. any half-open span (t − W, t]; the limit is N, so peak / N shows how far past the
  *   limit a boundary burst gets.
  * - retry hints: for each denied request with a finite `retryAfterMs` r, the same request is
- *   probed with `peek` at now + r − 1 and now + r, as if nothing else happened meanwhile.
- *   "exact" = denied at r − 1 and allowed at r; "early" = still denied at r (a client that
- *   obeyed the hint is refused again); "late" = already allowed at r − 1 (the client waited
- *   longer than needed). `Infinity` hints (cost above the limit) are counted as "never".
- *   Probing moves a clock forward and back, which a live limiter must never see (a sliding log
- *   prunes what a later `now` has expired), so probes run on a separate limiter rebuilt for the
- *   key from its admitted events since it was last fresh (`resetMs` says when that is).
+ *   probed at now + r − 1 and now + r against the key's record as it stands, as if nothing
+ *   else happened meanwhile. "exact" = denied at r − 1 and allowed at r; "early" = still denied
+ *   at r (a client that obeyed the hint is refused again); "late" = already allowed at r − 1
+ *   (the client waited longer than needed). `Infinity` hints (cost above the limit) are
+ *   counted as "never". A probe is a peek on the record (`decideRule`, the one decision path),
+ *   which changes nothing, so it costs two steps, not a replay of the key's history.
  * - delay: leaky-bucket's `delayMs` for admitted requests (mean and max).
  * - series: admitted / denied per time bucket, for the charts.
+ * - steps: decisions taken (checks and probes): at most 3 per event.
+ *
+ * Records are kept per key in a Map and dropped once fresh (swept every {@link SWEEP_EVERY}
+ * events), so memory follows the keys active within a window, not the trace's length.
  */
-import { type AlgorithmSpec, createLimiter, type Limiter, ManualClock, type MemoryStore } from "../../index.ts";
+
+import { decideRule } from "../../decide-rule.ts";
+import type { AlgorithmSpec } from "../../index.ts";
+import { type CompiledRule, compileRule, createRecord, type RuleRecord, recordFreshAt } from "../../rule.ts";
 
 /** Final figures for one algorithm. */
 export interface RunResult {
@@ -26,13 +32,10 @@ export interface RunResult {
   peak: number;
   retry: { exact: number; early: number; late: number; never: number };
   delay: { mean: number; max: number };
+  /** Decisions taken, probes included (the work done: at most 3 per event). */
+  steps: number;
   /** Per bucket: [admitted, denied]. */
   series: Array<[number, number]>;
-}
-
-interface History {
-  events: Array<[number, number]>;
-  freshAt: number;
 }
 
 interface Window {
@@ -42,35 +45,41 @@ interface Window {
   sum: number;
 }
 
+/** Events between sweeps of fresh records and empty windows. */
+export const SWEEP_EVERY = 65_536;
+
 /** Runs one algorithm over events fed one by one. */
 export class AlgorithmRun {
   readonly spec: AlgorithmSpec;
-  readonly #clock = new ManualClock();
-  readonly #limiter: Limiter<MemoryStore>;
+  readonly #rule: CompiledRule;
+  readonly #records = new Map<string, RuleRecord>();
   readonly #windowMs: number;
-  readonly #bucketMs: number;
   readonly #windows = new Map<string, Window>();
-  readonly #histories = new Map<string, History>();
+  #fed = 0;
   #admitted = 0;
   #denied = 0;
   #peak = 0;
+  #steps = 0;
   #retry = { exact: 0, early: 0, late: 0, never: 0 };
   #delaySum = 0;
   #delayMax = 0;
   #series: Array<[number, number]> = [];
 
-  constructor(spec: AlgorithmSpec, windowMs: number, bucketMs: number) {
+  constructor(spec: AlgorithmSpec, windowMs: number) {
     this.spec = spec;
-    this.#limiter = createLimiter(spec, { clock: this.#clock });
+    this.#rule = compileRule([spec]);
     this.#windowMs = windowMs;
-    this.#bucketMs = bucketMs;
   }
 
-  /** Decides one event; `offset` is its time relative to the trace start (for the series). */
-  feed(at: number, key: string, cost: number, offset: number): void {
-    this.#clock.set(at);
-    const d = this.#limiter.tryAcquire(key, cost);
-    const bucket = Math.max(0, Math.floor(offset / this.#bucketMs));
+  /** Decides one event, counted in chart column `bucket`. */
+  feed(at: number, key: string, cost: number, bucket: number): void {
+    let record = this.#records.get(key);
+    if (record === undefined) {
+      record = createRecord(this.#rule);
+      this.#records.set(key, record);
+    }
+    this.#steps++;
+    const d = decideRule(this.#rule, record, at, cost, "check");
     while (this.#series.length <= bucket) this.#series.push([0, 0]);
     const cell = this.#series[bucket] as [number, number];
     if (d.allowed) {
@@ -79,46 +88,32 @@ export class AlgorithmRun {
       this.#delaySum += d.delayMs;
       if (d.delayMs > this.#delayMax) this.#delayMax = d.delayMs;
       this.#track(at, key, cost);
-      this.#remember(at, key, cost, d.resetMs);
-      return;
+    } else {
+      this.#denied++;
+      cell[1]++;
+      const r = d.retryAfterMs;
+      if (Number.isFinite(r)) this.#probe(record, at, cost, r);
+      else this.#retry.never++;
     }
-    this.#denied++;
-    cell[1]++;
-    const r = d.retryAfterMs;
-    if (!Number.isFinite(r)) {
-      this.#retry.never++;
-      return;
-    }
-    this.#probe(at, key, cost, r);
+    if (++this.#fed % SWEEP_EVERY === 0) this.#sweep(at);
   }
 
-  /** Keeps the admitted events since the key was last equivalent to a fresh one. */
-  #remember(at: number, key: string, cost: number, resetMs: number): void {
-    let h = this.#histories.get(key);
-    if (h === undefined) {
-      h = { events: [], freshAt: at };
-      this.#histories.set(key, h);
+  /** Merges chart columns pairwise (the command doubled the column width). */
+  halveSeries(): void {
+    const merged: Array<[number, number]> = [];
+    for (let i = 0; i < this.#series.length; i += 2) {
+      const a = this.#series[i] as [number, number];
+      const b = this.#series[i + 1] ?? [0, 0];
+      merged.push([a[0] + b[0], a[1] + b[1]]);
     }
-    if (at >= h.freshAt) h.events = [];
-    h.events.push([at, cost]);
-    h.freshAt = at + resetMs;
+    this.#series = merged;
   }
 
-  /** Classifies a retry hint on a throwaway limiter holding the same state for `key`. */
-  #probe(at: number, key: string, cost: number, r: number): void {
-    const clock = new ManualClock();
-    const probe = createLimiter(this.spec, { clock });
-    const h = this.#histories.get(key);
-    if (h !== undefined && at < h.freshAt) {
-      for (const [t, c] of h.events) {
-        clock.set(t);
-        probe.tryAcquire(key, c);
-      }
-    }
-    // The earlier instant first: a probe must never follow one at a later time.
+  /** Classifies a retry hint with two peeks on the key's record (peeks change nothing). */
+  #probe(record: RuleRecord, at: number, cost: number, r: number): void {
     const passes = (t: number) => {
-      clock.set(t);
-      return probe.peek(key, cost).allowed;
+      this.#steps++;
+      return decideRule(this.#rule, record, t, cost, "peek").allowed;
     };
     if (r >= 1 && passes(at + r - 1)) this.#retry.late++;
     else if (!passes(at + r)) this.#retry.early++;
@@ -148,6 +143,16 @@ export class AlgorithmRun {
     }
   }
 
+  /** Drops records fresh at `now` and windows that no longer hold an admission within W. */
+  #sweep(now: number): void {
+    for (const [key, record] of this.#records) {
+      if (recordFreshAt(this.#rule, record) <= now) this.#records.delete(key);
+    }
+    for (const [key, w] of this.#windows) {
+      if ((w.times[w.times.length - 1] as number) <= now - this.#windowMs) this.#windows.delete(key);
+    }
+  }
+
   /** The figures so far. */
   result(): RunResult {
     return {
@@ -157,6 +162,7 @@ export class AlgorithmRun {
       peak: this.#peak,
       retry: { ...this.#retry },
       delay: { mean: this.#admitted === 0 ? 0 : this.#delaySum / this.#admitted, max: this.#delayMax },
+      steps: this.#steps,
       series: this.#series.map(([a, d]) => [a, d]),
     };
   }

@@ -20,7 +20,7 @@ import { checkOnError, describePolicy, type FailurePolicy, failurePolicy, type O
 import { withTimeout } from "../with-timeout.ts";
 import { hasChannel, ipc, type Transport } from "./link.ts";
 import { type BindRecord, CHANNEL, decode, type Op, type OpName, type OpResult } from "./protocol.ts";
-import { SocketLink, socketLink } from "./socket-link.ts";
+import { DEFAULT_SOCKET_MODE, SocketLink, socketLink } from "./socket-link.ts";
 
 /** Options of {@link ClusterStore}. */
 export interface ClusterStoreOptions {
@@ -38,6 +38,11 @@ export interface ClusterStoreOptions {
   socket?: string;
   /** With `socket`: the MemoryStore options of the store this process holds when it hosts. */
   hostStore?: MemoryStoreOptions;
+  /**
+   * With `socket`: the socket file's mode (default `0o600`: only processes of the same user can
+   * connect). Widen it (e.g. `0o660`) only for processes of several users sharing a group.
+   */
+  socketMode?: number;
 }
 
 /** Longest socket path accepted (macOS allows 104 bytes with the terminator, Linux 108). */
@@ -91,8 +96,13 @@ export class ClusterStore implements Store {
   };
 
   constructor(options: ClusterStoreOptions = {}) {
-    checkOptions(options, "ClusterStore", ["timeoutMs", "onError", "breaker", "socket", "hostStore"]);
-    const { socket, hostStore = {} } = options;
+    checkOptions(options, "ClusterStore", ["timeoutMs", "onError", "breaker", "socket", "hostStore", "socketMode"]);
+    const { socket, hostStore = {}, socketMode = DEFAULT_SOCKET_MODE } = options;
+    if (!Number.isInteger(socketMode) || socketMode < 0 || socketMode > 0o777 || (socketMode & 0o600) !== 0o600) {
+      throw new ArgumentError(
+        `\`socketMode\` must be a file mode from 0o600 to 0o777 that lets the owner read and write (got ${describeValue(socketMode)})`,
+      );
+    }
     const { timeoutMs = DEFAULT_TIMEOUT_MS, breaker } = options;
     if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
       throw new ArgumentError(`\`timeoutMs\` must be a positive number of ms (got ${describeValue(timeoutMs)})`);
@@ -103,6 +113,7 @@ export class ClusterStore implements Store {
     const onError = checkOnError(options.onError ?? "deny");
     if (socket === undefined) {
       if (options.hostStore !== undefined) throw new ArgumentError("`hostStore` applies only with `socket`");
+      if (options.socketMode !== undefined) throw new ArgumentError("`socketMode` applies only with `socket`");
       if (!hasChannel()) {
         throw new ArgumentError(
           "ClusterStore must run in a node:cluster worker, with an IPC channel to the primary (this process is not one); " +
@@ -116,7 +127,7 @@ export class ClusterStore implements Store {
     } else {
       new MemoryStore(hostStore); // validates the options now, not when this process first hosts
     }
-    this.#link = socket === undefined ? ipc : socketLink(socket, hostStore);
+    this.#link = socket === undefined ? ipc : socketLink(socket, hostStore, socketMode);
     this.#link.attach(this);
     this.timeoutMs = timeoutMs;
     this.#onError = onError;

@@ -10,9 +10,26 @@
  * hosts, with empty state. A socket file left by a dead host (connect: ECONNREFUSED) is removed
  * only under a takeover lock and after checking again that nobody listens, so two processes
  * can never both think they host: one unlinking the file another has just bound.
+ *
+ * The socket is a trust boundary: the file is created owner-only (`socketMode` widens it), every
+ * frame a peer sends is validated before anything is decided (validate.ts; a bad frame closes
+ * that connection and is reported), the takeover lock is an owner-only file beside the socket
+ * holding its holder's pid, and a host that exits (normally, or on SIGTERM/SIGINT when nothing
+ * else handles them) removes its socket file.
  */
-import { createHash } from "node:crypto";
-import { closeSync, lstatSync, openSync, statSync, unlinkSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  constants,
+  linkSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import net from "node:net";
 import { resolve } from "node:path";
 import { ArgumentError, StoreError } from "../../errors.ts";
@@ -20,13 +37,20 @@ import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts"
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import type { Resyncable, Transport, Waiting } from "./link.ts";
 import { type BatchMessage, CHANNEL, isMessage, type ReplyMessage } from "./protocol.ts";
+import { invalidBatch } from "./validate.ts";
 
 /** Attempts (bind, connect, take over) before a batch fails for want of a host. */
 const ATTEMPTS = 20;
 /** Longest frame accepted, in characters; a peer sending more is cut off. */
-const MAX_FRAME = 64 * 1024 * 1024;
-/** A takeover lock file older than this was left by a process that died holding it (non-Linux). */
-const STALE_LOCK_MS = 10_000;
+export const MAX_FRAME = 16 * 1024 * 1024;
+/** A takeover lock file still empty after this long was left by a process that died creating it. */
+const EMPTY_LOCK_MS = 5000;
+/** How long a refused socket file must stay refused (and the same file) to count as a dead host's. */
+const STALE_CHECK_MS = 100;
+/** How often a host checks that the socket file is still its own. */
+const FILE_CHECK_MS = 250;
+/** Default mode of the socket file: only the owner's processes may connect. */
+export const DEFAULT_SOCKET_MODE = 0o600;
 /** The host's own batches are decided in-process under this client number. */
 const LOCAL = 0;
 
@@ -39,11 +63,19 @@ const links = new Map<string, SocketLink>();
  * The transport for socket `path` in this process (one per path: stores on it share the host or
  * connection, so they must agree on the host's store options).
  */
-export function socketLink(path: string, hostOptions: MemoryStoreOptions): SocketLink {
+export function socketLink(
+  path: string,
+  hostOptions: MemoryStoreOptions,
+  socketMode: number = DEFAULT_SOCKET_MODE,
+): SocketLink {
   const full = resolve(path);
   let link = links.get(full);
-  if (link === undefined) links.set(full, (link = new SocketLink(full, hostOptions)));
-  else if (JSON.stringify(link.hostOptions) !== JSON.stringify(hostOptions)) {
+  if (link === undefined) links.set(full, (link = new SocketLink(full, hostOptions, socketMode)));
+  else if (link.socketMode !== socketMode) {
+    throw new ArgumentError(
+      `another ClusterStore in this process uses ${full} with socketMode 0o${link.socketMode.toString(8)} (got 0o${socketMode.toString(8)})`,
+    );
+  } else if (JSON.stringify(link.hostOptions) !== JSON.stringify(hostOptions)) {
     throw new ArgumentError(
       `another ClusterStore in this process uses ${full} with hostStore ${JSON.stringify(link.hostOptions)} ` +
         `(got ${JSON.stringify(hostOptions)}); stores on one socket share its host`,
@@ -59,6 +91,10 @@ export class SocketLink implements Transport {
   readonly #path: string;
   /** The options of the MemoryStore this process creates when it hosts. */
   readonly hostOptions: MemoryStoreOptions;
+  /** The mode the socket file gets when this process hosts. */
+  readonly socketMode: number;
+  /** The socket file this process bound (device and inode), removed on exit if still ours. */
+  #bound: { dev: number; ino: number } | undefined;
   #state: "idle" | "starting" | "host" | "client" = "idle";
   readonly #waiting = new Map<number, Waiting>();
   #outbox: BatchMessage[] = [];
@@ -67,9 +103,10 @@ export class SocketLink implements Transport {
   #dispatcher: Dispatcher | undefined;
   readonly #stores = new Set<WeakRef<Resyncable>>();
 
-  constructor(path: string, hostOptions: MemoryStoreOptions) {
+  constructor(path: string, hostOptions: MemoryStoreOptions, socketMode: number) {
     this.#path = path;
     this.hostOptions = hostOptions;
+    this.socketMode = socketMode;
     this.peer = `the sluice host at ${path}`;
   }
 
@@ -157,18 +194,88 @@ export class SocketLink implements Transport {
     return new Promise((resolveHost, reject) => {
       const server = net.createServer((connection) => this.#serve(connection));
       server.once("error", reject);
-      // exclusive: in a node:cluster worker (PM2 cluster mode), listen() is otherwise routed to
-      // the primary, which shares one handle among every worker asking for the path: all would host.
-      server.listen({ path: this.#path, exclusive: true }, () => {
-        server.off("error", reject);
-        server.on("error", () => {}); // after listening, errors concern single connections
-        // The server does not keep the process alive; connected clients do (see #serve).
-        server.unref();
-        this.#dispatcher = createDispatcher(new MemoryStore(this.hostOptions));
-        this.#state = "host";
-        resolveHost();
-      });
+      // Owner-only from the moment the file exists (bind creates it under the umask), so no other
+      // user can connect in the instant before the chmod below. process.umask is unavailable in
+      // worker threads: there the chmod alone applies.
+      let umask: number | undefined;
+      try {
+        umask = process.umask(0o177);
+      } catch {}
+      try {
+        // exclusive: in a node:cluster worker (PM2 cluster mode), listen() is otherwise routed to
+        // the primary, which shares one handle among every worker asking for the path: all would host.
+        server.listen({ path: this.#path, exclusive: true }, () => {
+          server.off("error", reject);
+          try {
+            chmodSync(this.#path, this.socketMode);
+            const st = statSync(this.#path);
+            this.#bound = { dev: st.dev, ino: st.ino };
+            removeOnExit(this);
+          } catch (error) {
+            server.close();
+            reject(error);
+            return;
+          }
+          server.on("error", () => {}); // after listening, errors concern single connections
+          // The server does not keep the process alive; connected clients do (see #serve).
+          server.unref();
+          this.#dispatcher = createDispatcher(new MemoryStore(this.hostOptions));
+          this.#watchFile(server);
+          this.#state = "host";
+          resolveHost();
+        });
+      } finally {
+        if (umask !== undefined) process.umask(umask);
+      }
     });
+  }
+
+  /**
+   * While hosting, checks every FILE_CHECK_MS that the path is still this process's socket. If
+   * another process removed it (a takeover that misjudged it dead), this host steps down: it
+   * closes its server and its clients' connections, so they all reconnect to the one host there
+   * is, instead of two hosts each deciding half the traffic.
+   */
+  #watchFile(server: net.Server): void {
+    const connections = new Set<net.Socket>();
+    server.on("connection", (c: net.Socket) => {
+      connections.add(c);
+      c.on("close", () => connections.delete(c));
+    });
+    const timer = setInterval(() => {
+      const bound = this.#bound;
+      let ours = false;
+      try {
+        const st = statSync(this.#path);
+        ours = bound !== undefined && st.dev === bound.dev && st.ino === bound.ino;
+      } catch {}
+      if (ours) return;
+      clearInterval(timer);
+      if (this.#state !== "host") return;
+      this.#bound = undefined;
+      this.#state = "idle";
+      this.#dispatcher?.stop();
+      this.#dispatcher = undefined;
+      server.close();
+      for (const c of connections) c.destroy();
+      process.emitWarning(`sluice cluster: ${this.#path} is no longer this process's socket; stepping down as host`, {
+        code: "SLUICE_CLUSTER_STEP_DOWN",
+      });
+    }, FILE_CHECK_MS);
+    timer.unref();
+  }
+
+  /** Removes the socket file if it is still the one this process bound (called on exit). */
+  removeSocket(): void {
+    const bound = this.#bound;
+    if (bound === undefined || this.#state !== "host") return;
+    this.#bound = undefined;
+    try {
+      const st = statSync(this.#path);
+      if (st.dev === bound.dev && st.ino === bound.ino) unlinkSync(this.#path);
+    } catch {
+      // already gone
+    }
   }
 
   /** Serves one client connection: frames in, one write of replies per chunk read. */
@@ -177,10 +284,18 @@ export class SocketLink implements Transport {
     const client = nextClient++;
     connection.on("error", () => {}); // a client that dies mid-write: "close" follows
     connection.on("close", () => dispatcher.disconnect(client));
-    readFrames(connection, (frame) => {
-      if (!isMessage<BatchMessage>(frame, "batch")) throw new Error("not a sluice batch");
-      return dispatcher.handle(client, frame);
-    });
+    readFrames(
+      connection,
+      (frame) => {
+        const invalid = invalidBatch(frame);
+        if (invalid !== undefined) throw new Error(invalid);
+        return dispatcher.handle(client, frame as BatchMessage);
+      },
+      (reason) =>
+        process.emitWarning(`sluice cluster: closed a peer's connection to ${this.#path}: ${reason}`, {
+          code: "SLUICE_CLUSTER_BAD_FRAME",
+        }),
+    );
   }
 
   /** Uses `socket`, connected to the host, for every batch until it closes. */
@@ -233,21 +348,30 @@ export class SocketLink implements Transport {
       return;
     }
     try {
-      try {
-        (await connect(this.#path)).destroy();
-        return; // somebody listens now
-      } catch (error) {
-        if (codeOf(error) !== "ECONNREFUSED") return; // gone (ENOENT) or otherwise: start over
-      }
-      let socket: boolean;
-      try {
-        socket = lstatSync(this.#path).isSocket();
-      } catch (error) {
-        if (codeOf(error) === "ENOENT") return; // removed meanwhile: bind next
-        throw error;
-      }
-      if (!socket) {
-        throw new StoreError(`${this.#path} exists and is not a socket; sluice will not remove it`);
+      // A file nobody listens on may be a host's between its bind and its listen (a connect then
+      // is refused too): only a file refused twice, STALE_CHECK_MS apart, and the same file both
+      // times (same inode), is a dead host's. Unlinking a live host's file would make two hosts.
+      let seen: { dev: number; ino: number } | undefined;
+      for (let check = 0; check < 2; check++) {
+        if (check > 0) await pause(STALE_CHECK_MS);
+        try {
+          (await connect(this.#path)).destroy();
+          return; // somebody listens now
+        } catch (error) {
+          if (codeOf(error) !== "ECONNREFUSED") return; // gone (ENOENT) or otherwise: start over
+        }
+        let st: ReturnType<typeof lstatSync>;
+        try {
+          st = lstatSync(this.#path);
+        } catch (error) {
+          if (codeOf(error) === "ENOENT") return; // removed meanwhile: bind next
+          throw error;
+        }
+        if (!st.isSocket()) {
+          throw new StoreError(`${this.#path} exists and is not a socket; sluice will not remove it`);
+        }
+        if (seen !== undefined && (seen.dev !== st.dev || seen.ino !== st.ino)) return; // a new file: ask again
+        seen = { dev: st.dev, ino: st.ino };
       }
       unlinkSync(this.#path);
     } finally {
@@ -272,61 +396,162 @@ function connect(path: string): Promise<net.Socket> {
 
 /**
  * Reads newline-delimited JSON frames from `socket` and writes back, in one write, the frames
- * `on` returns. A malformed frame, or one `on` throws on, ends the connection.
+ * `on` returns. A malformed frame, one `on` throws on, or one longer than MAX_FRAME ends the
+ * connection (what answers were already made for earlier frames are sent first), and `bad`
+ * hears why.
  */
-function readFrames(socket: net.Socket, on: (frame: unknown) => object | undefined): void {
-  let buffer = "";
+function readFrames(
+  socket: net.Socket,
+  on: (frame: unknown) => object | undefined,
+  bad: (reason: string) => void = () => {},
+): void {
+  // Bytes after the last frame end, as chunks: joined only once a frame end arrives, so a peer
+  // trickling a huge frame costs one copy, not one per chunk.
+  let pending: string[] = [];
+  let pendingLength = 0;
   socket.setEncoding("utf8");
   socket.on("data", (chunk: string) => {
-    buffer += chunk;
+    if (socket.destroyed) return;
+    let failure: string | undefined;
     let out = "";
-    let from = 0;
-    try {
-      for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n", from)) {
-        const answer = on(JSON.parse(buffer.slice(from, nl)));
-        from = nl + 1;
-        if (answer !== undefined) out += `${JSON.stringify(answer)}\n`;
+    if (chunk.indexOf("\n") === -1) {
+      pending.push(chunk);
+      pendingLength += chunk.length;
+      if (pendingLength > MAX_FRAME) failure = `more than ${MAX_FRAME} characters without a frame end`;
+    } else {
+      const buffer = pending.length === 0 ? chunk : pending.join("") + chunk;
+      pending = [];
+      pendingLength = 0;
+      let from = 0;
+      try {
+        for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n", from)) {
+          if (nl - from > MAX_FRAME) throw new Error(`a frame of ${nl - from} characters (at most ${MAX_FRAME})`);
+          let frame: unknown;
+          try {
+            frame = JSON.parse(buffer.slice(from, nl));
+          } catch {
+            throw new Error("a frame that is not JSON");
+          }
+          const answer = on(frame);
+          from = nl + 1;
+          if (answer !== undefined) out += `${JSON.stringify(answer)}\n`;
+        }
+        if (from < buffer.length) {
+          pending.push(buffer.slice(from));
+          pendingLength = buffer.length - from;
+          if (pendingLength > MAX_FRAME) failure = `more than ${MAX_FRAME} characters without a frame end`;
+        }
+      } catch (error) {
+        failure = (error as Error).message;
       }
-    } catch {
+    }
+    if (failure !== undefined) {
+      pending = [];
+      bad(failure);
+      if (out !== "") socket.end(out);
       socket.destroy();
       return;
     }
-    buffer = buffer.slice(from);
     if (out !== "") socket.write(out);
-    if (buffer.length > MAX_FRAME) socket.destroy();
   });
 }
 
+const hosts = new Set<WeakRef<SocketLink>>();
+let exitHooked = false;
+
+/** Removes `link`'s socket file when the process exits (and on SIGTERM/SIGINT nothing else handles). */
+function removeOnExit(link: SocketLink): void {
+  hosts.add(new WeakRef(link));
+  if (exitHooked) return;
+  exitHooked = true;
+  const removeAll = () => {
+    for (const ref of hosts) ref.deref()?.removeSocket();
+  };
+  process.on("exit", removeAll);
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    const onSignal = () => {
+      // Another handler decides when the process exits (then "exit" removes the files); alone,
+      // do what the default action would, after removing them.
+      if (process.listenerCount(signal) > 1) return;
+      removeAll();
+      process.off(signal, onSignal);
+      process.kill(process.pid, signal);
+    };
+    process.on(signal, onSignal);
+  }
+}
+
 /**
- * Takes the takeover lock of `path`: resolves with its release, or undefined when another
- * process holds it. On Linux the lock is an abstract socket (no file; the kernel frees it when
- * its holder dies); elsewhere an exclusive lock file, considered abandoned after STALE_LOCK_MS.
+ * Removes the lock file `file` judged abandoned from its content `text`. Between that reading and
+ * the removal a live process may have replaced it, so the file is first renamed away (atomic: we
+ * get whatever is there) and checked again; a live lock taken by mistake is put back.
+ */
+function removeStaleLock(file: string, text: string): void {
+  const aside = `${file}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
+  renameSync(file, aside);
+  try {
+    if (readFileSync(aside, "utf8") !== text) linkSync(aside, file); // fails (EEXIST) only if a newer lock exists
+  } catch {
+    // a newer lock is in place: ours goes
+  } finally {
+    unlinkSync(aside);
+  }
+}
+
+/** Whether process `pid` exists (EPERM: it does, under another user). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return codeOf(error) === "EPERM";
+  }
+}
+
+/**
+ * Takes the takeover lock of `path`: resolves with its release, or undefined when another live
+ * process holds it. The lock is a file beside the socket, created exclusively (O_EXCL, no
+ * symlink followed) and owner-only, holding its holder's pid; a lock whose holder is gone is
+ * removed (by whoever first sees it so) and taken on a later attempt. A lock file owned by
+ * another user is never removed: the takeover fails with an error saying so.
  */
 function lock(path: string): Promise<(() => void) | undefined> {
-  if (process.platform === "linux") {
-    const name = `\0sluice-takeover-${createHash("sha256").update(path).digest("hex").slice(0, 32)}`;
-    return new Promise((resolveLock, reject) => {
-      const server = net.createServer();
-      server.once("error", (error) => (codeOf(error) === "EADDRINUSE" ? resolveLock(undefined) : reject(error)));
-      server.listen({ path: name, exclusive: true }, () => {
-        server.unref();
-        resolveLock(() => server.close());
-      });
-    });
-  }
   const file = `${path}.lock`;
   try {
-    closeSync(openSync(file, "wx"));
-    return Promise.resolve(() => unlinkSync(file));
-  } catch (error) {
-    if (codeOf(error) !== "EEXIST") throw error;
+    const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
     try {
-      if (Date.now() - statSync(file).mtimeMs > STALE_LOCK_MS) unlinkSync(file);
-    } catch {
-      // removed meanwhile: the next attempt takes it
+      writeSync(fd, String(process.pid));
+    } finally {
+      closeSync(fd);
     }
-    return Promise.resolve(undefined);
+    return Promise.resolve(() => {
+      try {
+        if (readFileSync(file, "utf8") === String(process.pid)) unlinkSync(file);
+      } catch {}
+    });
+  } catch (error) {
+    if (codeOf(error) !== "EEXIST") return Promise.reject(error);
   }
+  try {
+    const st = lstatSync(file);
+    if (typeof process.getuid === "function" && st.uid !== process.getuid()) {
+      return Promise.reject(
+        new StoreError(
+          `the takeover lock ${file} belongs to another user (uid ${st.uid}); sluice will not use or remove it`,
+        ),
+      );
+    }
+    const text = readFileSync(file, "utf8");
+    const pid = Number(text);
+    // An empty file is a holder between create and write (live), unless it stayed empty long
+    // enough that its creator must have died in between. Otherwise the pid decides.
+    const abandoned =
+      text === "" ? Date.now() - st.mtimeMs > EMPTY_LOCK_MS : !(Number.isSafeInteger(pid) && pid > 0 && alive(pid));
+    if (abandoned) removeStaleLock(file, text);
+  } catch {
+    // removed meanwhile: the next attempt takes it
+  }
+  return Promise.resolve(undefined);
 }
 
 const pause = (ms: number) => new Promise((done) => setTimeout(done, ms));

@@ -175,7 +175,7 @@ export class RedisStore implements Store {
       process.emitWarning(
         `RedisStore: the client is configured so that a command can be sent or retried after sluice has answered it by timeout (${late.join(
           ", ",
-        )}). sluice's deadline guard makes Redis refuse such late calls, but they still cost round trips, and TRYAGAIN retried inside the client cannot be split by sluice. See "Going distributed" in the README for the settings to use.`,
+        )}). sluice's deadline guard makes Redis refuse such late calls, but they still cost round trips, and TRYAGAIN retried inside the client cannot be split by sluice. See docs/redis.md ("Bringing your own client") for the settings to use, or let \`RedisStore.connect\` build the client.`,
         { code: LATE_OPTIONS_WARNING },
       );
     }

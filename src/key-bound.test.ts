@@ -1,0 +1,80 @@
+// maxKeyBytes: one bound above every store. A key longer than it (default 1 KB of UTF-8) is
+// stored as its sha256, the first time with a warning, and the same long key keeps one state.
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "./clock.ts";
+import { hashedKey } from "./key-bound.ts";
+import type { DecisionEvent } from "./limiter.ts";
+import { createLimiter } from "./limiter.ts";
+import { RateLimiterService } from "./service.ts";
+
+const SPEC = { algorithm: "fixed-window", limit: 1, windowMs: 60_000 } as const;
+
+/** Runs `fn`, returning the process warnings it emitted (emitWarning reports on the next tick). */
+async function warningsOf(fn: () => void): Promise<Array<{ code?: string | undefined; message: string }>> {
+  const seen: Array<{ code?: string | undefined; message: string }> = [];
+  const on = (w: Error & { code?: string }) => seen.push({ code: w.code, message: w.message });
+  process.on("warning", on);
+  try {
+    fn();
+    await new Promise((r) => setImmediate(r));
+  } finally {
+    process.off("warning", on);
+  }
+  return seen;
+}
+
+describe("maxKeyBytes", () => {
+  it("hashes keys past 1 KB by default (bytes, not characters), warning once; the same long key keeps its state", async () => {
+    const events: DecisionEvent[] = [];
+    const limiter = createLimiter(SPEC, { clock: new ManualClock(0), onDecision: (e) => events.push(e) });
+    const long = "k".repeat(1_000_000);
+    const wide = "é".repeat(600); // 600 characters, 1,200 bytes
+    const fits = "é".repeat(512); // exactly 1,024 bytes
+    const warnings = await warningsOf(() => {
+      expect(limiter.tryAcquire(long).allowed).toBe(true);
+      expect(limiter.tryAcquire(long).allowed).toBe(false);
+      expect(limiter.tryAcquire(`${long}x`).allowed).toBe(true);
+      limiter.tryAcquire(wide);
+      limiter.tryAcquire(fits);
+    });
+    expect(events.map((e) => e.key)).toEqual([
+      hashedKey(long),
+      hashedKey(long),
+      hashedKey(`${long}x`),
+      hashedKey(wide),
+      fits,
+    ]);
+    expect(hashedKey(long)).toMatch(/^sha256:[A-Za-z0-9_-]{43}$/);
+    const ours = warnings.filter((w) => w.code === "SLUICE_KEY_HASHED");
+    expect(ours).toHaveLength(1);
+    expect(ours[0]?.message).toMatch(/a 1000000-byte key is longer than maxKeyBytes \(1024\)/);
+    // reset and peek reach the same (hashed) state.
+    limiter.reset(long);
+    expect(limiter.peek(long).allowed).toBe(true);
+  });
+
+  it("is an option of createLimiter and RateLimiterService, checked", async () => {
+    const events: DecisionEvent[] = [];
+    const service = new RateLimiterService({
+      clock: new ManualClock(0),
+      maxKeyBytes: 64,
+      onDecision: (e) => events.push(e),
+    }).addRule("api", SPEC, { tiers: { pro: SPEC } });
+    await warningsOf(() => {
+      service.check("api", "a".repeat(65));
+      service.check("api", "a".repeat(65), { tier: "pro" });
+      service.checkAll([{ rule: "api", key: "b".repeat(100) }]);
+      service.check("api", "a".repeat(64));
+    });
+    expect(events.map((e) => e.key)).toEqual([
+      hashedKey("a".repeat(65)),
+      hashedKey("a".repeat(65)),
+      hashedKey("b".repeat(100)),
+      "a".repeat(64),
+    ]);
+    expect(() => createLimiter(SPEC, { maxKeyBytes: 10 })).toThrow(
+      /`maxKeyBytes` must be an integer of at least 64 \(got 10\)/,
+    );
+    expect(() => new RateLimiterService({ maxKeyBytes: 1.5 })).toThrow(/maxKeyBytes/);
+  });
+});

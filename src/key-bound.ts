@@ -1,0 +1,53 @@
+/**
+ * The one bound on key length, applied by every limiter (and so every service rule) before a
+ * key reaches any store: a key longer than `maxKeyBytes` UTF-8 bytes (default 1 KB) is stored
+ * as `sha256:<base64url>` of itself. Never silent: the first such key of a limiter is reported
+ * with `process.emitWarning` (code `SLUICE_KEY_HASHED`), and `onDecision` sees the hashed form.
+ */
+import { createHash } from "node:crypto";
+import { ArgumentError } from "./errors.ts";
+import { describeValue } from "./spec.ts";
+
+/** Default `maxKeyBytes`: 1 KB. */
+export const DEFAULT_MAX_KEY_BYTES = 1024;
+/** Smallest `maxKeyBytes`: longer than the hashed form (51 bytes), so a hashed key always fits. */
+const MIN_MAX_KEY_BYTES = 64;
+
+/** Checks a `maxKeyBytes` option (undefined: the default). */
+export function checkMaxKeyBytes(value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_KEY_BYTES;
+  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < MIN_MAX_KEY_BYTES) {
+    throw new ArgumentError(
+      `\`maxKeyBytes\` must be an integer of at least ${MIN_MAX_KEY_BYTES} (got ${describeValue(value)})`,
+    );
+  }
+  return value;
+}
+
+/** The hashed form of a key too long to store. */
+export function hashedKey(key: string): string {
+  return `sha256:${createHash("sha256").update(key, "utf8").digest("base64url")}`;
+}
+
+/**
+ * A function giving the key to store for each key of limiter `id`: the key itself when it fits
+ * `maxKeyBytes`, else its hash. Keys of up to `maxKeyBytes / 3` UTF-16 units always fit (a unit
+ * is at most 3 UTF-8 bytes), so the usual key costs one length comparison.
+ */
+export function keyBound(maxKeyBytes: number, id: string): (key: string) => string {
+  const surelyFits = Math.floor(maxKeyBytes / 3);
+  let warned = false;
+  return (key) => {
+    if (key.length <= surelyFits) return key;
+    const bytes = Buffer.byteLength(key, "utf8");
+    if (bytes <= maxKeyBytes) return key;
+    if (!warned) {
+      warned = true;
+      process.emitWarning(
+        `limiter ${id.slice(0, 120)}: a ${bytes}-byte key is longer than maxKeyBytes (${maxKeyBytes}); such keys are stored as sha256:<digest> of the key`,
+        { code: "SLUICE_KEY_HASHED" },
+      );
+    }
+    return hashedKey(key);
+  };
+}

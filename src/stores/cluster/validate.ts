@@ -1,0 +1,83 @@
+/**
+ * The socket host's check of a frame from a peer: a local socket is a trust boundary (any
+ * process that can open it may write to it), so every batch is validated like a public API input
+ * before anything is decided — shapes, costs (safe integers ≥ 1: a negative cost would hand a
+ * key capacity back), keys, operation names, counts. A frame that fails is never decided: its
+ * connection is closed and the reason reported.
+ */
+import { CHANNEL } from "./protocol.ts";
+
+/** Most operations, bindings or releases in one frame (a client sends one frame per event-loop turn). */
+export const MAX_FRAME_ITEMS = 100_000;
+/** Longest key in one operation, in characters (the memory store keeps keys: no peer may make it hold huge ones). */
+export const MAX_KEY_CHARS = 64 * 1024;
+/** Longest rule id in one registration. */
+const MAX_ID_CHARS = 4096;
+/** Most members of one rule. */
+const MAX_SPECS = 64;
+
+const OPS = new Set(["check", "peek", "refund", "reset"]);
+
+const isIndex = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+
+function list(frame: Record<string, unknown>, name: string): unknown[] | string {
+  const value = frame[name];
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) return `\`${name}\` is not an array`;
+  if (value.length > MAX_FRAME_ITEMS) return `\`${name}\` has ${value.length} items (at most ${MAX_FRAME_ITEMS})`;
+  return value;
+}
+
+/** Why `frame` is not a valid batch from a peer, or undefined when it is. */
+export function invalidBatch(frame: unknown): string | undefined {
+  if (typeof frame !== "object" || frame === null || Array.isArray(frame)) return "the frame is not an object";
+  const f = frame as Record<string, unknown>;
+  if (f.channel !== CHANNEL || f.type !== "batch") return "the frame is not a sluice batch";
+  if (!isIndex(f.seq)) return "`seq` is not a non-negative safe integer";
+  const binds = list(f, "binds");
+  if (typeof binds === "string") return binds;
+  for (const [i, b] of binds.entries()) {
+    const why = invalidBind(b);
+    if (why !== undefined) return `binds[${i}]: ${why}`;
+  }
+  const releases = list(f, "releases");
+  if (typeof releases === "string") return releases;
+  if (!releases.every(isIndex)) return "`releases` holds something other than binding numbers";
+  const ops = list(f, "ops");
+  if (typeof ops === "string") return ops;
+  if (ops.length > 0 && f.seq === 0) return "a batch with operations has `seq` 0 (which gets no reply)";
+  for (const [i, op] of ops.entries()) {
+    const why = invalidOp(op);
+    if (why !== undefined) return `ops[${i}]: ${why}`;
+  }
+  return undefined;
+}
+
+function invalidBind(b: unknown): string | undefined {
+  if (typeof b !== "object" || b === null || Array.isArray(b)) return "not an object";
+  const r = b as Record<string, unknown>;
+  if (!isIndex(r.binding)) return "`binding` is not a non-negative safe integer";
+  if (typeof r.id !== "string" || r.id.length === 0 || r.id.length > MAX_ID_CHARS)
+    return `\`id\` is not a string of 1 to ${MAX_ID_CHARS} characters`;
+  if (!Array.isArray(r.specs) || r.specs.length === 0 || r.specs.length > MAX_SPECS)
+    return `\`specs\` is not a list of 1 to ${MAX_SPECS} specs`;
+  if (!r.specs.every((s) => typeof s === "object" && s !== null && !Array.isArray(s))) return "a spec is not an object";
+  if (r.ban !== null && r.ban !== undefined && (typeof r.ban !== "object" || Array.isArray(r.ban)))
+    return "`ban` is not an object or null";
+  if (typeof r.clock !== "boolean") return "`clock` is not a boolean";
+  return undefined; // specs and ban are validated in full when compiled (an error answers that binding's ops)
+}
+
+function invalidOp(op: unknown): string | undefined {
+  if (!Array.isArray(op) || op.length !== 5) return "not a 5-tuple";
+  const [binding, key, cost, now, name] = op as unknown[];
+  if (!isIndex(binding)) return "the binding is not a non-negative safe integer";
+  if (typeof key !== "string" || key.length > MAX_KEY_CHARS)
+    return `the key is not a string of at most ${MAX_KEY_CHARS} characters`;
+  if (typeof name !== "string" || !OPS.has(name)) return "unknown operation";
+  if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost < 1)
+    return `the cost is not a positive safe integer (got ${JSON.stringify(cost)})`;
+  if (now !== null && (typeof now !== "number" || !Number.isFinite(now) || now < 0))
+    return "`now` is not null or a finite instant ≥ 0";
+  return undefined;
+}

@@ -1,0 +1,189 @@
+/**
+ * A rule's record as a fixed run of float64 words, and its summary cell. Records are decoded
+ * into the plain objects the algorithms step on (so `decideRule`, the one decision path, runs
+ * unchanged on a private copy) and encoded back. Every key of a store has the same number of
+ * words (`recordWords`), so a shape that needs more is refused when its rule is bound:
+ *
+ *   fixed-window 2, sliding-window 3, token-bucket 2, gcra / leaky-bucket 3,
+ *   sliding-log 1 + limit (its timestamps), a ban 3.
+ *
+ * Sliding logs share the words left by the other members; their capacity depends only on the
+ * shape, so a limit lowered and raised again (updateRule) keeps every timestamp it counted.
+ */
+import type { Algorithm } from "../../algorithms/algorithm.ts";
+import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
+import type { BanState } from "../../ban.ts";
+import { ConfigError } from "../../errors.ts";
+import { banState, type CompiledRule, memberState, type RuleRecord } from "../../rule.ts";
+import { SUMMARY_WORDS } from "./layout.ts";
+
+/** Reads and writes one rule's records and summary cells. */
+export interface Codec {
+  /** Decodes the record at `F[at]`. */
+  decode(F: Float64Array, at: number): RuleRecord;
+  /** Encodes `record` at `F[at]`. */
+  encode(record: RuleRecord, F: Float64Array, at: number): void;
+  /** Joins `record` (fresh again at `freshAt`) into the summary cell in `cells` at `at` (NaN: empty). */
+  join(cells: Float64Array, at: number, record: RuleRecord, freshAt: number): void;
+  /** The record a live summary cell stands for. */
+  read(cells: Float64Array, at: number): RuleRecord;
+}
+
+/**
+ * The fields of a fixed-size member state, in the order they are stored: every algorithm but
+ * the sliding log keeps a flat record of numbers, read from a fresh state so that a change of
+ * an algorithm's state needs no change here.
+ */
+function fieldsOf(m: Algorithm): string[] {
+  return Object.keys(m.create() as object);
+}
+
+/** The words a rule's record needs at least (for errors and docs). */
+export function recordWordsOf(rule: CompiledRule): number {
+  // Sliding logs split the words they share evenly, so each needs room for the largest.
+  let words = rule.ban === undefined ? 0 : 3;
+  let logs = 0;
+  let largest = 0;
+  for (const m of rule.members) {
+    if (m.kind === "sliding-log") {
+      logs++;
+      largest = Math.max(largest, m.limit);
+    } else words += fieldsOf(m).length;
+  }
+  return words + logs * (1 + largest);
+}
+
+/** The codec for `rule` in records of `recordWords` words; ConfigError when the rule does not fit. */
+export function codecFor(rule: CompiledRule, recordWords: number): Codec {
+  const { members } = rule;
+  const needed = recordWordsOf(rule);
+  if (needed > recordWords) {
+    throw new ConfigError(
+      "recordWords",
+      `SharedMemoryStore: rule ${rule.shape} needs ${needed} words per key and the store holds ${recordWords} ` +
+        "(each key's record has a fixed size: a sliding log takes 1 + limit words, a ban 3); " +
+        `create the store with \`recordWords: ${needed}\` or more`,
+      needed,
+    );
+  }
+  let summaryWords = 1 + (rule.ban === undefined ? 0 : 3);
+  for (const m of members) summaryWords += m.summary.slots;
+  if (summaryWords > SUMMARY_WORDS) {
+    throw new ConfigError(
+      "rule",
+      `SharedMemoryStore: rule ${rule.shape} has too many members to summarise (${summaryWords} of ${SUMMARY_WORDS} summary words)`,
+      rule.shape,
+    );
+  }
+  // Sliding logs share what the fixed-size members and the ban leave.
+  let fixed = rule.ban === undefined ? 0 : 3;
+  let logs = 0;
+  const fields = members.map((m) => (m.kind === "sliding-log" ? [] : fieldsOf(m)));
+  members.forEach((m, i) => {
+    if (m.kind === "sliding-log") logs++;
+    else fixed += (fields[i] as string[]).length;
+  });
+  const logWords = logs === 0 ? 0 : Math.floor((recordWords - fixed) / logs);
+  const offsets: number[] = [];
+  const sizes: number[] = [];
+  let at = 0;
+  for (const [i, m] of members.entries()) {
+    const size = m.kind === "sliding-log" ? logWords : (fields[i] as string[]).length;
+    offsets.push(at);
+    sizes.push(size);
+    at += size;
+  }
+  const banAt = at;
+  const decodeMember = (i: number, F: Float64Array, base: number): unknown => {
+    const o = base + (offsets[i] as number);
+    if ((members[i] as Algorithm).kind !== "sliding-log") {
+      const state: Record<string, number> = {};
+      const names = fields[i] as string[];
+      for (let k = 0; k < names.length; k++) state[names[k] as string] = F[o + k] as number;
+      return state;
+    }
+    // A torn copy is thrown away before it is used, but must not make a huge array first.
+    const raw = F[o] as number;
+    const n = raw >= 0 && raw < (sizes[i] as number) ? Math.floor(raw) : 0;
+    const buf = new Array<number>(n);
+    for (let k = 0; k < n; k++) buf[k] = F[o + 1 + k] as number;
+    return { buf, head: 0, n } satisfies SlidingLogState;
+  };
+  const encodeMember = (i: number, state: unknown, F: Float64Array, base: number): void => {
+    const o = base + (offsets[i] as number);
+    if ((members[i] as Algorithm).kind !== "sliding-log") {
+      const names = fields[i] as string[];
+      for (let k = 0; k < names.length; k++) F[o + k] = (state as Record<string, number>)[names[k] as string] as number;
+      return;
+    }
+    const s = state as SlidingLogState;
+    // Never more than the largest limit bound under this shape, which the bind check fits.
+    const n = Math.min(s.n, (sizes[i] as number) - 1);
+    const len = s.buf.length;
+    for (let k = 0; k < n; k++) F[o + 1 + k] = s.buf[(s.head + s.n - n + k) % len] as number;
+    F[o] = n;
+  };
+  return {
+    decode(F, base) {
+      if (rule.bare) return decodeMember(0, F, base);
+      const record: unknown[] = members.map((_, i) => decodeMember(i, F, base));
+      if (rule.ban !== undefined) {
+        const o = base + banAt;
+        record.push({ n: F[o] as number, since: F[o + 1] as number, until: F[o + 2] as number } satisfies BanState);
+      }
+      return record;
+    },
+    encode(record, F, base) {
+      for (let i = 0; i < members.length; i++) encodeMember(i, memberState(rule, record, i), F, base);
+      const ban = banState(rule, record);
+      if (ban !== undefined) {
+        const o = base + banAt;
+        F[o] = ban.n;
+        F[o + 1] = ban.since;
+        F[o + 2] = ban.until;
+      }
+    },
+    join(cells, at, record, freshAt) {
+      // The layout of MemoryStore's sketch: fresh-at, each member's summary slots, the ban's.
+      if (!((cells[at] as number) >= freshAt)) cells[at] = freshAt;
+      let o = at + 1;
+      members.forEach((m: Algorithm, i) => {
+        m.summary.join(cells, o, memberState(rule, record, i));
+        o += m.summary.slots;
+      });
+      const ban = banState(rule, record);
+      if (ban !== undefined) joinBan(cells, o, ban);
+    },
+    read(cells, at) {
+      let o = at + 1;
+      const states = members.map((m: Algorithm) => {
+        const state = m.summary.read(cells, o) ?? m.create();
+        o += m.summary.slots;
+        return state;
+      });
+      if (rule.bare) return states[0];
+      if (rule.ban !== undefined) states.push(readBan(cells, o));
+      return states;
+    },
+  };
+}
+
+/** Joins a ban state: the later ban, and the larger count of the later counting span. */
+function joinBan(cells: Float64Array, at: number, ban: BanState): void {
+  if (!((cells[at + 2] as number) >= ban.until)) cells[at + 2] = ban.until;
+  const since = cells[at] as number;
+  if (Number.isNaN(since) || ban.since > since) {
+    cells[at] = ban.since;
+    cells[at + 1] = ban.n;
+  } else if (ban.since === since && ban.n > (cells[at + 1] as number)) cells[at + 1] = ban.n;
+}
+
+function readBan(cells: Float64Array, at: number): BanState {
+  const since = cells[at] as number;
+  const until = cells[at + 2] as number;
+  return {
+    since: Number.isNaN(since) ? Number.NEGATIVE_INFINITY : since,
+    n: Number.isNaN(since) ? 0 : (cells[at + 1] as number),
+    until: Number.isNaN(until) ? Number.NEGATIVE_INFINITY : until,
+  };
+}

@@ -1,0 +1,95 @@
+/**
+ * The conservative summary behind the table, shared by every thread: per rule, `DEPTH` rows of
+ * `width` cells, as in MemoryStore's sketch (a key's cells chosen by its fingerprint; a cell
+ * dominates every record joined into it; a key reads back its most permissive row, so it can be
+ * over-counted, never reset). A cell is a tagged word pointing at an immutable block of the
+ * summary pool: a join copies the cell, joins into the copy and swaps the word by
+ * compare-and-swap, retrying on a race, so concurrent joins all land (max-joins never lose an
+ * input) and a thread that dies mid-join leaves the cell as it was.
+ */
+import type { RuleRecord } from "../../rule.ts";
+import type { Codec } from "./codec.ts";
+import type { FreeList } from "./free-list.ts";
+import { DEPTH, indexOf, type Layout, nextWord, SUMMARY_WORDS, type Views } from "./layout.ts";
+
+/** Reads and joins summary cells; one per store instance (it keeps a private spare block). */
+export class Summary {
+  readonly #views: Views;
+  readonly #layout: Layout;
+  readonly #free: FreeList;
+  readonly #scratch = new Float64Array(SUMMARY_WORDS * DEPTH);
+  /** A block this thread took from the pool and has not published (reused on the next join). */
+  #spare = -1;
+
+  constructor(views: Views, layout: Layout, free: FreeList) {
+    this.#views = views;
+    this.#layout = layout;
+    this.#free = free;
+  }
+
+  /** The W index of rule `rule`'s cell in `row` for a key with fingerprint (lo, hi). */
+  #cell(rule: number, row: number, lo: number, hi: number): number {
+    const { cellBase, summaryWidth } = this.#layout;
+    const column = (lo + Math.imul(row, hi | 1)) & (summaryWidth - 1);
+    return cellBase + (rule * DEPTH + row) * summaryWidth + column;
+  }
+
+  /**
+   * The records the rows hold for the key at `now` (one per row), or undefined when some row's
+   * cell is empty or past its fresh-at: then the key was never summarised, or what was no longer
+   * matters, and a fresh record is exact.
+   */
+  read(rule: number, lo: number, hi: number, now: number, codec: Codec): RuleRecord[] | undefined {
+    const { W, F } = this.#views;
+    const scratch = this.#scratch;
+    for (let row = 0; row < DEPTH; row++) {
+      const at = this.#cell(rule, row, lo, hi);
+      for (;;) {
+        const word = Atomics.load(W, at);
+        const block = indexOf(word);
+        if (block < 0) return undefined;
+        const src = this.#layout.summaryBase + block * SUMMARY_WORDS;
+        for (let k = 0; k < SUMMARY_WORDS; k++) scratch[row * SUMMARY_WORDS + k] = F[src + k] as number;
+        // The copy counts only if the cell still points at that block (it was not recycled meanwhile).
+        if (Atomics.load(W, at) !== word) continue;
+        if (!((scratch[row * SUMMARY_WORDS] as number) > now)) return undefined;
+        break;
+      }
+    }
+    const records: RuleRecord[] = [];
+    for (let row = 0; row < DEPTH; row++) records.push(codec.read(scratch, row * SUMMARY_WORDS));
+    return records;
+  }
+
+  /** Joins `record` (fresh at `freshAt`) into the key's cell of every row; false when the pool ran out. */
+  join(rule: number, lo: number, hi: number, record: RuleRecord, freshAt: number, codec: Codec): boolean {
+    const { W, F } = this.#views;
+    const base = this.#layout.summaryBase;
+    for (let row = 0; row < DEPTH; row++) {
+      const at = this.#cell(rule, row, lo, hi);
+      for (;;) {
+        if (this.#spare < 0) this.#spare = this.#free.pop();
+        if (this.#spare < 0) return false;
+        const word = Atomics.load(W, at);
+        const block = indexOf(word);
+        const dst = base + this.#spare * SUMMARY_WORDS;
+        if (block < 0) F.fill(Number.NaN, dst, dst + SUMMARY_WORDS);
+        else F.copyWithin(dst, base + block * SUMMARY_WORDS, base + (block + 1) * SUMMARY_WORDS);
+        if (Atomics.load(W, at) !== word) continue;
+        codec.join(F, dst, record, freshAt);
+        if (Atomics.compareExchange(W, at, word, nextWord(word, this.#spare)) === word) {
+          // The replaced block is unreachable from the cell now: it becomes this thread's spare.
+          this.#spare = block;
+          break;
+        }
+      }
+    }
+    return true;
+  }
+
+  /** Gives the private spare back to the pool (when this thread is done with the store). */
+  close(): void {
+    if (this.#spare >= 0) this.#free.push(this.#spare);
+    this.#spare = -1;
+  }
+}

@@ -1,0 +1,79 @@
+// A worker thread of the test/threads suites: attaches to the SharedMemoryStore in `workerData`
+// and runs one task on it. Imports the built package (test/threads/support.ts builds it when
+// src/ is newer). All tasks decide at instants they are given, never the system clock, so the
+// expected totals do not depend on when the threads happen to run.
+import { parentPort, workerData } from "node:worker_threads";
+import { createLimiter } from "../../dist/limiter.js";
+import { SharedMemoryStore } from "../../dist/stores/threads/index.js";
+
+const { handle, task } = workerData;
+const store = SharedMemoryStore.attach(handle);
+const control = new Int32Array(task.control);
+let now = task.now ?? 0;
+const clock = { now: () => now };
+const limiters = task.rules.map((r) =>
+  createLimiter(r.spec, { store, clock, name: r.name, ...(r.ban === undefined ? {} : { ban: r.ban }) }),
+);
+
+/** Waits (Atomics.wait) until `control[at]` is `value`. */
+function waitFor(at, value) {
+  for (;;) {
+    const seen = Atomics.load(control, at);
+    if (seen === value) return;
+    Atomics.wait(control, at, seen, 1000);
+  }
+}
+
+if (task.kind === "flood") {
+  // Every thread starts together (control[0] becomes 1), then checks its keys in order.
+  Atomics.add(control, 1, 1);
+  Atomics.notify(control, 1);
+  waitFor(0, 1);
+  // Admissions per key, or per rule with `perRule`.
+  const allowed = new Array(task.perRule ? limiters.length : task.keys.length).fill(0);
+  for (let round = 0; round < task.rounds; round++) {
+    for (let i = 0; i < task.keys.length; i++) {
+      for (let r = 0; r < limiters.length; r++) {
+        if (limiters[r].tryAcquire(task.keys[i], task.cost ?? 1).allowed) allowed[task.perRule ? r : i]++;
+      }
+    }
+  }
+  store.close();
+  parentPort.postMessage({ allowed });
+} else if (task.kind === "trace") {
+  // A fixed interleaving: step j runs when control[0] === j, in the thread the trace names.
+  const decisions = {};
+  for (const [j, step] of task.steps) {
+    waitFor(0, j);
+    now = step.at;
+    const limiter = limiters[step.rule];
+    const d =
+      step.op === "check"
+        ? limiter.tryAcquire(step.key, step.cost)
+        : step.op === "peek"
+          ? limiter.peek(step.key, step.cost)
+          : step.op === "refund"
+            ? limiter.refund(step.key, step.cost)
+            : limiter.reset(step.key);
+    decisions[j] = d ?? null;
+    Atomics.store(control, 0, j + 1);
+    Atomics.notify(control, 0);
+  }
+  store.close();
+  parentPort.postMessage({ decisions });
+} else if (task.kind === "chaos") {
+  // Checks every rule until the main thread says stop (control[0] === 1) or the thread is
+  // terminated. Per slot, from control[2 + slot · (2 + rules)]: decisions made, 1 while one is
+  // in flight (a thread killed then may or may not have had it counted), admissions per rule.
+  const at = 2 + task.slot * (2 + limiters.length);
+  while (Atomics.load(control, 0) === 0) {
+    const key = task.keys[Atomics.load(control, at) % task.keys.length];
+    Atomics.store(control, at + 1, 1);
+    for (let r = 0; r < limiters.length; r++)
+      if (limiters[r].tryAcquire(key).allowed) Atomics.add(control, at + 2 + r, 1);
+    Atomics.store(control, at + 1, 0);
+    Atomics.add(control, at, 1);
+  }
+  store.close();
+  parentPort.postMessage({ done: true });
+}
