@@ -15,6 +15,8 @@ export interface Charge {
   readonly key: string;
   readonly cost: number;
   readonly tier: string | undefined;
+  /** With a function `spec`: the resolved rule shape that charged it (opaque). */
+  readonly shape?: object;
 }
 
 /**

@@ -16,16 +16,24 @@
  * unless a hook is async; on Redis it is one awaited round trip.
  */
 
-import type { Decision } from "../algorithms/decision.ts";
+import { type Decision, decision } from "../algorithms/decision.ts";
 import { type Clock, sleep, systemClock } from "../clock.ts";
 import { ArgumentError, ConfigError } from "../errors.ts";
-import { describeValue } from "../spec.ts";
+import { describeValue, type RuleSpec } from "../spec.ts";
 import { problemOf, retryAfterOf, statusOf } from "./answer.ts";
 import { checkChoice, checkFunction, checkOptionKeys } from "./check-options.ts";
 import { type Client, ClientAddresses, type RequestReader, UNKNOWN_CLIENT, warner } from "./client-address.ts";
 import { boundKey, storeKey } from "./client-key.ts";
 import { type Charge, COUNT_MODES, refunds } from "./count-mode.ts";
-import { HEADER_FORMATS, type HeaderFormat, type PolicySet, type SetHeader, writeRateLimitHeaders } from "./headers.ts";
+import { type HandleKey, handleStoreKey, type PeekOptions } from "./handles.ts";
+import {
+  compilePolicies,
+  HEADER_FORMATS,
+  type HeaderFormat,
+  type PolicySet,
+  type SetHeader,
+  writeRateLimitHeaders,
+} from "./headers.ts";
 import { type AddressList, compileList } from "./lists.ts";
 import { andThen, isPromise } from "./maybe-promise.ts";
 import type { CountMode, DecisionInfo, MaybePromise, RateLimitOptions, UnknownTierPolicy } from "./options.ts";
@@ -34,6 +42,10 @@ import { distinctFrom, type GetHeader, listNames, stackingSetter } from "./stack
 import { isProblem, type Target, targetOf } from "./target.ts";
 
 export type { RequestReader } from "./client-address.ts";
+
+/** The policies of a request no rule was resolved for. */
+const NO_POLICIES: PolicySet = compilePolicies([]);
+
 export { isPromise } from "./maybe-promise.ts";
 export type { GetHeader } from "./stack.ts";
 
@@ -71,6 +83,8 @@ export class Engine<Req, Res = unknown> {
   /** Whether the middleware only reports. */
   readonly dryRun: boolean;
   readonly #honorDelay: boolean;
+  /** A function `spec`: resolved per request (see target.ts's rule shapes). */
+  readonly #specFn: ((request: Req) => MaybePromise<RuleSpec>) | undefined;
 
   /** `adapterKeys`: the options the adapter reads itself; any other unknown key is refused. */
   constructor(options: RateLimitOptions<Req, Res>, reader: RequestReader<Req>, adapterKeys: readonly string[] = []) {
@@ -92,6 +106,8 @@ export class Engine<Req, Res = unknown> {
     this.#honorDelay = options.honorDelay !== false;
     this.#clock = options.clock ?? systemClock;
     this.#target = targetOf(options as RateLimitOptions<never, never>, unknownTier, this.#warn);
+    this.#specFn =
+      typeof options.spec === "function" ? (options.spec as (request: Req) => MaybePromise<RuleSpec>) : undefined;
   }
 
   /** The default key of a request: its client address as far as `trustProxy` allows. */
@@ -159,10 +175,85 @@ export class Engine<Req, Res = unknown> {
   }
 
   #check(request: Req, shown: string, stored: string, cost: number, tier: string | undefined): MaybePromise<Verdict> {
-    const checked = this.#target.check(stored, cost, tier, (decision, policies, used) =>
-      this.#verdict(request, decision, policies, { key: stored, cost, tier: used }, shown),
+    const specFn = this.#specFn;
+    if (specFn === undefined) return this.#checkOn(this.#target, request, shown, stored, cost, tier);
+    let resolved: MaybePromise<RuleSpec>;
+    try {
+      resolved = specFn(request);
+    } catch (error) {
+      return this.#specFailed(request, error, shown, stored, cost);
+    }
+    if (!isPromise(resolved)) return this.#onShape(request, resolved, shown, stored, cost);
+    return resolved.then(
+      (spec) => this.#onShape(request, spec, shown, stored, cost),
+      (error: unknown) => this.#specFailed(request, error, shown, stored, cost),
+    );
+  }
+
+  /** Checks against the target of the spec `spec(request)` resolved to. */
+  #onShape(request: Req, spec: unknown, shown: string, stored: string, cost: number): MaybePromise<Verdict> {
+    let target: Target;
+    try {
+      target = (this.#target.shape as (spec: unknown) => Target)(spec);
+    } catch (error) {
+      return this.#specFailed(request, error, shown, stored, cost);
+    }
+    return this.#checkOn(target, request, shown, stored, cost, undefined);
+  }
+
+  /**
+   * `spec(request)` threw, rejected or returned no valid spec: the request is answered as a
+   * store failure under "deny" (503, `Retry-After`), never crashing the server nor admitting
+   * an unlimited request; the ConfigError is on `decision.failure.error` and warned once.
+   */
+  #specFailed(request: Req, error: unknown, shown: string, stored: string, cost: number): Verdict {
+    const reason =
+      error instanceof ConfigError
+        ? error
+        : new ConfigError("spec", `\`spec(request)\` failed: ${String(error)}`, undefined, { cause: error });
+    this.#warn("SLUICE_INVALID_SPEC", `sluice rateLimit: ${reason.message}; the request was answered 503`);
+    const refused: Decision = { ...decision(false, 0, 0, 0, 0), failure: { policy: "deny", error: reason } };
+    return this.#verdict(request, refused, NO_POLICIES, { key: stored, cost, tier: undefined }, shown) as Verdict;
+  }
+
+  #checkOn(
+    target: Target,
+    request: Req,
+    shown: string,
+    stored: string,
+    cost: number,
+    tier: string | undefined,
+  ): MaybePromise<Verdict> {
+    const shape = target === this.#target ? undefined : target;
+    const checked = target.check(stored, cost, tier, (decision, policies, used) =>
+      this.#verdict(
+        request,
+        decision,
+        policies,
+        shape === undefined ? { key: stored, cost, tier: used } : { key: stored, cost, tier: used, shape },
+        shown,
+      ),
     );
     return isProblem(checked) ? { status: 400, decision: undefined, problem: checked } : checked;
+  }
+
+  /** Forgets a key's state: what the `key` option returns, or a client address (see handles.ts). */
+  reset(key: HandleKey): MaybePromise<void> {
+    return this.#target.reset(this.#storeKey(key));
+  }
+
+  /** What a cost-1 request under `key` would be answered now; changes nothing. */
+  peek(key: HandleKey, options?: PeekOptions): MaybePromise<Decision> {
+    return this.#target.peek(this.#storeKey(key), options);
+  }
+
+  /** The state of `key` now (`null` when unknown, where the limiter can tell). */
+  get(key: HandleKey, options?: PeekOptions): MaybePromise<Decision | null> {
+    return this.#target.get(this.#storeKey(key), options);
+  }
+
+  #storeKey(key: HandleKey): string {
+    return handleStoreKey(key, this.#options.key === undefined, this.#options.ipv6Subnet);
   }
 
   #verdict(
@@ -194,7 +285,8 @@ export class Engine<Req, Res = unknown> {
   writeHeaders(verdict: Verdict, set: SetHeader, get?: GetHeader): void {
     if (verdict.decision === undefined) return;
     const { decision } = verdict;
-    if (this.format !== undefined) {
+    // No policies: a function `spec` that resolved to nothing valid (answered 503 alone).
+    if (this.format !== undefined && verdict.policies.policies.length > 0) {
       const counts = decision.failure === undefined || decision.failure.policy === "fallback";
       let header = set;
       let policies = verdict.policies;

@@ -11,6 +11,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Decision } from "../algorithms/decision.ts";
+import { type RateLimitHandles, withHandles } from "./handles.ts";
 import { type NodeRateLimitOptions, nodeMiddleware } from "./node.ts";
 import type { RateLimitOptions } from "./options.ts";
 
@@ -31,12 +32,13 @@ export interface ExpressRateLimitOptions extends RateLimitOptions<Request, Respo
 }
 
 /** Express middleware limiting each client; errors go to `next(error)`. */
-export function rateLimit(options: ExpressRateLimitOptions): RequestHandler {
+export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & RateLimitHandles {
   const middleware = nodeMiddleware<Request, Response>(options as NodeRateLimitOptions<Request, Response>);
   // A named function so stack traces and `app._router` listings say what it is.
-  return function sluiceRateLimit(request: Request, response: Response, next: NextFunction): void {
+  return withHandles(function sluiceRateLimit(request: Request, response: Response, next: NextFunction): void {
     middleware(request, response, next);
-  };
+  }, middleware);
 }
 
+export type { AddressRef, HandleKey, PeekOptions, RateLimitHandles } from "./handles.ts";
 export type { RateLimitOptions } from "./options.ts";

@@ -19,6 +19,7 @@ import type { Decision } from "../algorithms/decision.ts";
 import { ConfigError } from "../errors.ts";
 import { describeValue } from "../spec.ts";
 import { Engine, isPromise, type Verdict } from "./engine.ts";
+import { type RateLimitHandles, withHandles } from "./handles.ts";
 import { nodeReader, onResponseEnd, responseHeader } from "./node.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
@@ -28,6 +29,18 @@ declare module "fastify" {
   interface FastifyRequest {
     /** The decision of the rate limiter(s) that checked this request (the tightest, when stacked). */
     rateLimit?: Decision;
+  }
+  interface FastifyContextConfig {
+    /**
+     * This route's limit under the sluice plugin: options merged over the plugin's (a route
+     * without its own `name` keeps its own state, named after its URL), or `false`
+     * for no limit on this route.
+     */
+    rateLimit?: Partial<FastifyRateLimitOptions> | false;
+  }
+  interface FastifyInstance {
+    /** Handles on the state of the sluice plugin registered in this context (its own limit, not routes' overrides). */
+    rateLimit: RateLimitHandles;
   }
 }
 
@@ -41,11 +54,14 @@ export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest
 const REGISTER_KEYS = ["prefix", "logLevel", "logSerializers"];
 
 /** An `onRequest` hook limiting each client, for routes or contexts of your choosing. */
-export function rateLimitHook(options: FastifyRateLimitOptions): onRequestHookHandler {
+export function rateLimitHook(options: FastifyRateLimitOptions): onRequestHookHandler & RateLimitHandles {
   return hookFor(options, ["onLimited"]);
 }
 
-function hookFor(options: FastifyRateLimitOptions, adapterKeys: readonly string[]): onRequestHookHandler {
+function hookFor(
+  options: FastifyRateLimitOptions,
+  adapterKeys: readonly string[],
+): onRequestHookHandler & RateLimitHandles {
   const engine = new Engine<FastifyRequest, FastifyReply>(
     options,
     {
@@ -91,7 +107,7 @@ function hookFor(options: FastifyRateLimitOptions, adapterKeys: readonly string[
     if (verdict.status === 429 && onLimited !== undefined) onLimited(request, reply, verdict.decision);
     else reply.type(PROBLEM_CONTENT_TYPE).send(engine.body(verdict));
   };
-  return function sluiceOnRequest(this: FastifyInstance, request, reply, done) {
+  const hook: onRequestHookHandler = function sluiceOnRequest(this: FastifyInstance, request, reply, done) {
     let verdict: MaybePromise<Verdict | null>;
     try {
       verdict = engine.decide(request);
@@ -110,6 +126,54 @@ function hookFor(options: FastifyRateLimitOptions, adapterKeys: readonly string[
       (error: Error) => done(error),
     );
   };
+  return withHandles(hook, engine);
+}
+
+/** What a route's `config.rateLimit` resolves to: its own hook, or none (`false`). */
+type RouteHook = onRequestHookHandler | false;
+
+/**
+ * The hook of a route whose `config.rateLimit` overrides the plugin's options, built once per
+ * config object and URL: the plugin's options with the route's merged over them. Without its
+ * own `name`, the route's state is named `<plugin name>:<url>`, so two routes with equal
+ * overrides do not share a budget (give them one `name` to share on purpose).
+ */
+function routeHooks(options: FastifyRateLimitOptions): (config: unknown, method: string, url: string) => RouteHook {
+  // By config object, then URL: one object reused on several routes still gives each its own
+  // state; a GET and the HEAD route Fastify adds for it share one.
+  const built = new WeakMap<object, Map<string, RouteHook>>();
+  return (config, method, url) => {
+    if (config === false) return false;
+    if (typeof config !== "object" || config === null) {
+      throw new ConfigError(
+        "config.rateLimit",
+        `route ${method} ${url}: \`config.rateLimit\` must be an options object or false (got ${describeValue(config)})`,
+        config,
+      );
+    }
+    let byUrl = built.get(config);
+    if (byUrl === undefined) built.set(config, (byUrl = new Map()));
+    let hook = byUrl.get(url);
+    if (hook === undefined) {
+      const { prefix: _p, logLevel: _l, logSerializers: _s, ...base } = options as Record<string, unknown>;
+      const merged = { ...base, ...config } as FastifyRateLimitOptions;
+      const own = config as Partial<FastifyRateLimitOptions>;
+      // Only a spec limiter has a state name; a service rule's state is the rule's.
+      if (own.name === undefined && merged.service === undefined) {
+        merged.name = `${options.name ?? "fastify"}:${url}`;
+        if (own.policyName === undefined && options.policyName === undefined)
+          merged.policyName = options.name ?? "default";
+      }
+      hook = hookFor(merged, ["onLimited"]);
+      byUrl.set(url, hook);
+    }
+    return hook;
+  };
+}
+
+/** The route's `config.rateLimit` (undefined when the route has none). */
+function routeConfig(request: FastifyRequest): unknown {
+  return (request.routeOptions?.config as { rateLimit?: unknown } | undefined)?.rateLimit;
 }
 
 /**
@@ -137,7 +201,7 @@ export const rateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = functio
   options,
   done,
 ) {
-  let hook: onRequestHookHandler;
+  let hook: onRequestHookHandler & RateLimitHandles;
   try {
     hook = hookFor(options, ["onLimited", ...REGISTER_KEYS]);
   } catch (error) {
@@ -145,7 +209,9 @@ export const rateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = functio
     done(error as Error);
     return;
   }
+  const perRoute = routeHooks(options);
   const prefix = (options as { prefix?: unknown }).prefix;
+  let scoped: onRequestHookHandler = hook;
   if (prefix !== undefined) {
     if (typeof prefix !== "string" || !prefix.startsWith("/")) {
       done(
@@ -153,11 +219,28 @@ export const rateLimit: FastifyPluginCallback<FastifyRateLimitOptions> = functio
       );
       return;
     }
-    hook = underPrefix(`${instance.prefix}${prefix}`.replace(/\/+$/, ""), hook);
+    scoped = underPrefix(`${instance.prefix}${prefix}`.replace(/\/+$/, ""), hook);
   }
   // Declared once per instance so every request object has the property from the start.
   if (!instance.hasRequestDecorator("rateLimit")) instance.decorateRequest("rateLimit", undefined);
-  instance.addHook("onRequest", hook);
+  if (!instance.hasDecorator("rateLimit")) instance.decorate("rateLimit", withHandles({}, hook));
+  // A bad `config.rateLimit` fails when the route is declared, not on its first request.
+  instance.addHook("onRoute", (route) => {
+    const config = (route.config as { rateLimit?: unknown } | undefined)?.rateLimit;
+    if (config !== undefined) perRoute(config, String(route.method), route.url);
+  });
+  instance.addHook("onRequest", function sluiceRoute(this: FastifyInstance, request, reply, next) {
+    const config = routeConfig(request);
+    if (config === undefined) return scoped.call(this, request, reply, next);
+    let own: RouteHook;
+    try {
+      own = perRoute(config, request.routeOptions.method as string, request.routeOptions.url ?? request.url);
+    } catch (error) {
+      return next(error as Error);
+    }
+    if (own === false) return next();
+    return own.call(this, request, reply, next);
+  });
   done();
 };
 
@@ -170,4 +253,5 @@ Object.assign(rateLimit, {
 });
 
 export default rateLimit;
+export type { AddressRef, HandleKey, PeekOptions, RateLimitHandles } from "./handles.ts";
 export type { RateLimitOptions } from "./options.ts";

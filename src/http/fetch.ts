@@ -5,6 +5,7 @@
  */
 import type { Decision } from "../algorithms/decision.ts";
 import { Engine, isPromise, type RequestReader, type Verdict } from "./engine.ts";
+import { type RateLimitHandles, withHandles } from "./handles.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 
@@ -20,6 +21,9 @@ export type FetchRateLimit = (
   next: (decision: Decision | undefined) => MaybePromise<Response>,
   address?: string,
 ) => Promise<Response>;
+
+/** What `rateLimitFetch` returns: the wrapper plus the handles on its state. */
+export type FetchRateLimiter = FetchRateLimit & RateLimitHandles;
 
 /** Sets `headers` on `response`, copying it first when its headers are immutable (e.g. from `fetch`). */
 export function withHeaders(response: Response, headers: Headers): Response {
@@ -89,10 +93,10 @@ export function refusal(engine: Engine<never, never>, verdict: Verdict, headers:
  * const limit = rateLimitFetch({ spec: { algorithm: "gcra", limit: 100, periodMs: 60_000 } });
  * Deno.serve((req, info) => limit(req, () => handle(req), info.remoteAddr.hostname));
  */
-export function rateLimitFetch(options: FetchRateLimitOptions): FetchRateLimit {
+export function rateLimitFetch(options: FetchRateLimitOptions): FetchRateLimiter {
   const addresses = new WeakMap<Request, string>();
   const engine = new Engine<Request, Response>(options, webReader(addresses), ["onLimited"]);
-  return webHandler(engine, addresses, options.onLimited);
+  return withHandles(webHandler(engine, addresses, options.onLimited), engine);
 }
 
 /** Reads Web requests: the peer address the caller passed (kept in `addresses`), `Headers.get`. */

@@ -11,6 +11,7 @@ import type { Decision } from "../algorithms/decision.ts";
 import { socketPeer } from "./client-address.ts";
 import { Engine, isPromise } from "./engine.ts";
 import { passOn, refusal, withHeaders } from "./fetch.ts";
+import { type RateLimitHandles, withHandles } from "./handles.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { tighter } from "./stack.ts";
 
@@ -49,14 +50,16 @@ export function runtimeAddress(c: Context): string | undefined {
 }
 
 /** Hono middleware limiting each client. */
-export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler<{ Variables: RateLimitVariables }> {
+export function rateLimit(
+  options: HonoRateLimitOptions,
+): MiddlewareHandler<{ Variables: RateLimitVariables }> & RateLimitHandles {
   const engine = new Engine<Context, Response>(
     options,
     { address: options.address ?? runtimeAddress, header: (c, name) => c.req.header(name) },
     ["onLimited", "address"],
   );
   const onLimited = options.onLimited;
-  return async function sluiceRateLimit(c, next) {
+  const middleware: MiddlewareHandler<{ Variables: RateLimitVariables }> = async function sluiceRateLimit(c, next) {
     const pending = engine.decide(c);
     const verdict = isPromise(pending) ? await pending : pending;
     if (verdict === null) return next();
@@ -86,6 +89,8 @@ export function rateLimit(options: HonoRateLimitOptions): MiddlewareHandler<{ Va
       return withHeaders(await onLimited(c, verdict.decision), headers);
     return refusal(engine as Engine<never, never>, verdict, headers);
   };
+  return withHandles(middleware, engine);
 }
 
+export type { AddressRef, HandleKey, PeekOptions, RateLimitHandles } from "./handles.ts";
 export type { RateLimitOptions } from "./options.ts";

@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Engine } from "./engine.ts";
 import { type FetchRateLimit, webHandler, webReader } from "./fetch.ts";
+import { type RateLimitHandles, withHandles } from "./handles.ts";
 import { type NodeRateLimit, type NodeRateLimitOptions, nodeHandler, nodeReader } from "./node.ts";
 import type { RateLimitOptions } from "./options.ts";
 
@@ -15,7 +16,8 @@ export type RateLimit<
   Req extends IncomingMessage = IncomingMessage,
   Res extends ServerResponse = ServerResponse,
 > = NodeRateLimit<Req, Res> &
-  FetchRateLimit & {
+  FetchRateLimit &
+  RateLimitHandles & {
     /** The Web `Request`/`Response` flavour: `limit.fetch(request, () => handler(request), address)`. */
     fetch: FetchRateLimit;
   };
@@ -61,7 +63,7 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
     if (isWebRequest(first)) return fetch(first, second as Parameters<FetchRateLimit>[1], third as string | undefined);
     return (node as (a: unknown, b: unknown, c?: unknown) => unknown)(first, second, third);
   }
-  return Object.assign(sluiceRateLimit, { fetch }) as unknown as RateLimit<Req, Res>;
+  return withHandles(Object.assign(sluiceRateLimit, { fetch }), engine) as unknown as RateLimit<Req, Res>;
 }
 
 export {
@@ -88,7 +90,15 @@ export {
   type RequestReader,
   type Verdict,
 } from "./engine.ts";
-export { type FetchRateLimit, type FetchRateLimitOptions, rateLimitFetch } from "./fetch.ts";
+export { type FetchRateLimit, type FetchRateLimiter, type FetchRateLimitOptions, rateLimitFetch } from "./fetch.ts";
+export {
+  type AddressRef,
+  type HandleKey,
+  handleStoreKey,
+  type PeekOptions,
+  type RateLimitHandles,
+  withHandles,
+} from "./handles.ts";
 export {
   compilePolicies,
   HEADER_FORMATS,

@@ -8,6 +8,7 @@
 import type { Context, Middleware, Next } from "koa";
 import type { Decision } from "../algorithms/decision.ts";
 import { Engine, isPromise } from "./engine.ts";
+import { type RateLimitHandles, withHandles } from "./handles.ts";
 import { nodeReader, onResponseEnd, responseHeader } from "./node.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
@@ -28,7 +29,7 @@ export interface KoaRateLimitOptions extends RateLimitOptions<Context> {
 }
 
 /** Koa middleware limiting each client; errors from hooks or the store propagate to Koa. */
-export function rateLimit(options: KoaRateLimitOptions): Middleware {
+export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitHandles {
   const engine = new Engine<Context>(
     options,
     {
@@ -38,7 +39,7 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     ["onLimited"],
   );
   const onLimited = options.onLimited;
-  return async function sluiceRateLimit(ctx: Context, next: Next): Promise<void> {
+  return withHandles(async function sluiceRateLimit(ctx: Context, next: Next): Promise<void> {
     const pending = engine.decide(ctx);
     const verdict = isPromise(pending) ? await pending : pending;
     if (verdict === null) return next();
@@ -65,7 +66,8 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware {
     // The type first: Koa would otherwise label a string body text/plain.
     ctx.type = PROBLEM_CONTENT_TYPE;
     ctx.body = engine.body(verdict);
-  };
+  }, engine);
 }
 
+export type { AddressRef, HandleKey, PeekOptions, RateLimitHandles } from "./handles.ts";
 export type { RateLimitOptions } from "./options.ts";

@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Decision } from "../algorithms/decision.ts";
 import { socketPeer } from "./client-address.ts";
 import { type CheckedVerdict, Engine, isPromise, type RequestReader, type Verdict } from "./engine.ts";
+import { type RateLimitHandles, withHandles } from "./handles.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 import { tighter } from "./stack.ts";
@@ -75,8 +76,9 @@ export function onResponseEnd(response: ServerResponse, done: (status: number | 
 /** Builds the `(req, res, next?)` middleware for any Node-based request/response pair. */
 export function nodeMiddleware<Req extends IncomingMessage, Res extends ServerResponse>(
   options: NodeRateLimitOptions<Req, Res>,
-): NodeRateLimit<Req, Res> {
-  return nodeHandler(new Engine<Req, Res>(options, nodeReader, ["onLimited"]), options.onLimited);
+): NodeRateLimit<Req, Res> & RateLimitHandles {
+  const engine = new Engine<Req, Res>(options, nodeReader, ["onLimited"]);
+  return withHandles(nodeHandler(engine, options.onLimited), engine);
 }
 
 /** The `(req, res, next?)` middleware around an engine that can read Node requests. */

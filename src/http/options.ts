@@ -41,8 +41,13 @@ export type UnknownTierPolicy = "reject" | "base" | "throw";
  * and the adapter's response type `Res` (only `requestWasSuccessful` sees it).
  */
 export interface RateLimitOptions<Req, Res = unknown> {
-  /** The rule: one spec, or an array of specs that must all pass. Give this or `service` + `rule`. */
-  spec?: RuleSpec;
+  /**
+   * The rule: one spec, or an array of specs that must all pass. Give this or `service` + `rule`.
+   * A function of the request (sync or async) picks the rule per request: each distinct rule
+   * shape it returns keeps its own state (named after `name` and the shape); an invalid result
+   * is answered 503 (a failure, see `decision.failure.error`), never a crash.
+   */
+  spec?: RuleSpec | ((request: Req) => MaybePromise<RuleSpec>);
   /**
    * The state's namespace in the store (with `spec`). Without it the identity comes from the
    * spec, so two middlewares with equal specs on one store share counters: name each one.

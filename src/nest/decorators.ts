@@ -7,7 +7,7 @@
 import type { IncomingMessage } from "node:http";
 import { SetMetadata } from "@nestjs/common";
 import { ArgumentError } from "../errors.ts";
-import { type RuleSpec, validateRule } from "../spec.ts";
+import { type LimitSpec, type RuleSpec, validateRule, validateSpec } from "../spec.ts";
 import { checkRouteOptions, type RouteLimitOptions } from "./options.ts";
 
 /** Metadata key of `@RateLimit`. */
@@ -18,7 +18,23 @@ export const SKIP_RATE_LIMIT_METADATA = "sluice:skip-rate-limit";
 /** What `@RateLimit` records: a rule of the module's service, or a spec with its state name. */
 export type RouteLimit =
   | { readonly rule: string; readonly options: RouteLimitOptions<unknown> }
-  | { readonly spec: RuleSpec; readonly name: string; readonly options: RouteLimitOptions<unknown> };
+  | { readonly spec: RuleSpec; readonly name: string; readonly options: RouteLimitOptions<unknown> }
+  | {
+      /** Members of the module-wide composite replaced here, by member (policy) name. */
+      readonly members: Readonly<Record<string, LimitSpec>>;
+      readonly name: string;
+      readonly options: RouteLimitOptions<unknown>;
+    };
+
+/** What `@SkipRateLimit("long")` records: members of the module-wide composite left out here. */
+export interface SkippedMembers {
+  readonly members: readonly string[];
+}
+
+/** True for `@RateLimit({ short: spec, … })`: an object of member overrides rather than a spec. */
+function isMemberOverrides(limit: unknown): limit is Record<string, LimitSpec> {
+  return typeof limit === "object" && limit !== null && !Array.isArray(limit) && !("algorithm" in limit);
+}
 
 /** A decorator for a controller class or a handler method. */
 export type ClassOrMethodDecorator = ClassDecorator & MethodDecorator;
@@ -51,34 +67,60 @@ function where(target: Target, property: string | symbol | undefined): string {
  * @example @RateLimit({ algorithm: "sliding-log", limit: 5, windowMs: 60_000 }, { policyName: "login" })
  */
 export function RateLimit<Req = IncomingMessage>(
-  limit: string | RuleSpec,
+  limit: string | RuleSpec | Readonly<Record<string, LimitSpec>>,
   options: RouteLimitOptions<Req> = {},
 ): ClassOrMethodDecorator {
   checkRouteOptions(options);
-  if (typeof limit === "string") {
+  const overrides = isMemberOverrides(limit) ? limit : undefined;
+  if (overrides !== undefined) {
+    const names = Object.keys(overrides);
+    if (names.length === 0) throw new ArgumentError("@RateLimit: give at least one member to override");
+    for (const member of names) validateSpec(overrides[member], `@RateLimit member ${JSON.stringify(member)}: `);
+  } else if (typeof limit === "string") {
     if (limit === "") throw new ArgumentError("@RateLimit: the rule name must not be empty");
   } else {
-    validateRule(limit, "@RateLimit: "); // a bad spec fails when the class is defined, not on a request
+    validateRule(limit as RuleSpec, "@RateLimit: "); // a bad spec fails when the class is defined, not on a request
   }
   if (options.name !== undefined && (typeof options.name !== "string" || options.name === "")) {
     throw new ArgumentError(`@RateLimit: \`name\` must be a non-empty string (got ${JSON.stringify(options.name)})`);
   }
   const routeOptions = options as RouteLimitOptions<unknown>;
   const decorate = (target: Target, property?: string | symbol, descriptor?: PropertyDescriptor) => {
+    const name = options.name ?? where(target, property);
     const value: RouteLimit =
-      typeof limit === "string"
-        ? { rule: limit, options: routeOptions }
-        : { spec: limit, name: options.name ?? where(target, property), options: routeOptions };
+      overrides !== undefined
+        ? { members: overrides, name, options: routeOptions }
+        : typeof limit === "string"
+          ? { rule: limit, options: routeOptions }
+          : { spec: limit as RuleSpec, name, options: routeOptions };
     define(RATE_LIMIT_METADATA, value, target, property, descriptor);
     return descriptor;
   };
   return decorate as ClassOrMethodDecorator;
 }
 
-/** Exempts a controller or a handler from every sluice limit; `@SkipRateLimit(false)` on a handler re-enables it. */
-export function SkipRateLimit(skip = true): ClassOrMethodDecorator {
+/**
+ * Exempts a controller or a handler from every sluice limit; `@SkipRateLimit(false)` on a
+ * handler re-enables it. `@SkipRateLimit("long", …)` leaves out only those members (by policy
+ * name) of the module-wide composite limit.
+ */
+export function SkipRateLimit(skip: boolean | string = true, ...more: string[]): ClassOrMethodDecorator {
+  let value: boolean | SkippedMembers = skip === true || skip === false ? skip : true;
+  if (typeof skip === "string") {
+    const members = [skip, ...more];
+    for (const member of members) {
+      if (typeof member !== "string" || member === "") {
+        throw new ArgumentError(
+          `@SkipRateLimit: member names must be non-empty strings (got ${JSON.stringify(member)})`,
+        );
+      }
+    }
+    value = { members };
+  } else if (typeof skip !== "boolean") {
+    throw new ArgumentError(`@SkipRateLimit: expected a boolean or member names (got ${JSON.stringify(skip)})`);
+  }
   const decorate = (target: Target, property?: string | symbol, descriptor?: PropertyDescriptor) => {
-    define(SKIP_RATE_LIMIT_METADATA, skip, target, property, descriptor);
+    define(SKIP_RATE_LIMIT_METADATA, value, target, property, descriptor);
     return descriptor;
   };
   return decorate as ClassOrMethodDecorator;

@@ -15,7 +15,7 @@ import { type Engine, isPromise, type Verdict } from "../http/engine.ts";
 import { onResponseEnd, responseHeader } from "../http/node.ts";
 import type { ProblemDetails } from "../http/problem.ts";
 import { tighter } from "../http/stack.ts";
-import { RATE_LIMIT_METADATA, type RouteLimit, SKIP_RATE_LIMIT_METADATA } from "./decorators.ts";
+import { RATE_LIMIT_METADATA, type RouteLimit, SKIP_RATE_LIMIT_METADATA, type SkippedMembers } from "./decorators.ts";
 import { RateLimitException } from "./exception.ts";
 import { SluiceLimits } from "./limits.ts";
 
@@ -73,10 +73,13 @@ export class SluiceGuard implements CanActivate {
     let engine = byClass.get(controller);
     if (engine === undefined) {
       const targets = [handler, controller as Handler];
-      const skip = this.#reflector.getAllAndOverride<boolean | undefined>(SKIP_RATE_LIMIT_METADATA, targets);
+      const skip = this.#reflector.getAllAndOverride<boolean | SkippedMembers | undefined>(
+        SKIP_RATE_LIMIT_METADATA,
+        targets,
+      );
       const limit = this.#reflector.getAllAndOverride<RouteLimit | undefined>(RATE_LIMIT_METADATA, targets);
       // Built before caching: a misconfigured limit throws on every request rather than once.
-      engine = skip === true ? NONE : (this.#limits.engine(limit) ?? NONE);
+      engine = skip === true ? NONE : (this.#limits.engine(limit, typeof skip === "object" ? skip : undefined) ?? NONE);
       byClass.set(controller, engine);
     }
     return engine;

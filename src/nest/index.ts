@@ -12,6 +12,7 @@ export {
   RateLimit,
   type RouteLimit,
   SKIP_RATE_LIMIT_METADATA,
+  type SkippedMembers,
   SkipRateLimit,
 } from "./decorators.ts";
 export { RateLimitException, RateLimitExceptionFilter } from "./exception.ts";

@@ -4,16 +4,18 @@
  * so every guard instance (`APP_GUARD` and each `@UseGuards(SluiceGuard)`) shares the state.
  */
 import type { IncomingMessage } from "node:http";
+import type { Decision } from "../algorithms/decision.ts";
 import type { Clock } from "../clock.ts";
-import { ConfigError } from "../errors.ts";
+import { ArgumentError, ConfigError } from "../errors.ts";
 import { Engine, type RequestReader } from "../http/engine.ts";
+import type { HandleKey, PeekOptions } from "../http/handles.ts";
 import { nodeReader } from "../http/node.ts";
-import type { RateLimitOptions } from "../http/options.ts";
+import type { MaybePromise, RateLimitOptions } from "../http/options.ts";
 import type { RateLimiterService } from "../service.ts";
-import { describeValue, type RuleSpec, validateRule } from "../spec.ts";
+import { describeValue, type LimitSpec, type RuleSpec, validateRule } from "../spec.ts";
 import type { Store } from "../store.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
-import type { RouteLimit } from "./decorators.ts";
+import type { RouteLimit, SkippedMembers } from "./decorators.ts";
 import { checkModuleOptions, type LimitOptions, type SluiceModuleOptions } from "./options.ts";
 
 /** The request as Nest hands it over: Express's (a Node request) or Fastify's (`raw` is the Node request). */
@@ -39,7 +41,15 @@ export class SluiceLimits {
   /** Spec limits by state name (normalised spec as JSON), to refuse two different limits under one name. */
   readonly #names = new Map<string, string>();
   readonly #default: Engine<unknown> | undefined;
+  /** The module-wide spec's members by policy name (for per-member overrides and skips). */
+  readonly #members: ReadonlyMap<string, LimitSpec> | undefined;
+  /** The module-wide limit's state name. */
+  readonly #moduleName: string;
+  /** Engines of member overrides / skips, by route limit and skipped members. */
+  readonly #variants = new Map<string, Engine<unknown> | undefined>();
   readonly #engines = new WeakMap<RouteLimit, Engine<unknown>>();
+  /** Engines by the name handles take: a spec limit's state name, or a service rule's name. */
+  readonly #named = new Map<string, Engine<unknown>>();
 
   constructor(options: SluiceModuleOptions<never>) {
     checkModuleOptions(options);
@@ -57,13 +67,48 @@ export class SluiceLimits {
     this.#clock = clock;
     if (spec !== undefined && rule !== undefined)
       throw new ConfigError("rule", "give either `spec` or `rule`, not both");
+    this.#moduleName = name ?? "default";
+    this.#members = typeof spec === "function" || spec === undefined ? undefined : membersOf(spec, shared, name);
     if (spec !== undefined) this.#default = this.#specEngine(spec, name ?? "default", {}, name ?? "default");
     else if (rule !== undefined) this.#default = this.#ruleEngine(rule, {});
   }
 
+  /**
+   * Forgets `key` (what the `key` option returns, or a client address) under the limit named
+   * `limit`: a `@RateLimit` spec's state name (`options.name`, else `Controller.method`, or
+   * `Controller` on a class), a service rule's name, or (omitted) the module-wide limit.
+   */
+  reset(key: HandleKey, limit?: string): MaybePromise<void> {
+    return this.#handle(limit).reset(key);
+  }
+
+  /** What a request under `key` would be answered now by the limit named `limit` (see `reset`). */
+  peek(key: HandleKey, limit?: string, options?: PeekOptions): MaybePromise<Decision> {
+    return this.#handle(limit).peek(key, options);
+  }
+
+  /** The state of `key` under the limit named `limit` (see `reset`); `null` when unknown, where the store can tell. */
+  get(key: HandleKey, limit?: string, options?: PeekOptions): MaybePromise<Decision | null> {
+    return this.#handle(limit).get(key, options);
+  }
+
+  #handle(limit: string | undefined): Engine<unknown> {
+    const engine = limit === undefined ? this.#default : this.#named.get(limit);
+    if (engine === undefined) {
+      const known = [...this.#named.keys()].map((n) => JSON.stringify(n)).join(", ") || "none";
+      throw new ArgumentError(
+        limit === undefined
+          ? "SluiceModule has no module-wide limit; name the route limit (known: " + known + ")"
+          : `no limit named ${JSON.stringify(limit)} has been built (known: ${known})`,
+      );
+    }
+    return engine;
+  }
+
   /** The engine for a route's `@RateLimit` metadata, or the module-wide one (undefined: not limited). */
-  engine(limit: RouteLimit | undefined): Engine<unknown> | undefined {
-    if (limit === undefined) return this.#default;
+  engine(limit: RouteLimit | undefined, skipped?: SkippedMembers): Engine<unknown> | undefined {
+    if (limit !== undefined && "members" in limit) return this.#variant(limit, skipped);
+    if (limit === undefined) return skipped === undefined ? this.#default : this.#variant(undefined, skipped);
     let engine = this.#engines.get(limit);
     if (engine === undefined) {
       engine =
@@ -72,6 +117,45 @@ export class SluiceLimits {
           : this.#specEngine(limit.spec, limit.name, limit.options, "default");
       this.#engines.set(limit, engine);
     }
+    return engine;
+  }
+
+  /**
+   * The module-wide composite with some members replaced (`@RateLimit({ short: spec })`) and
+   * some left out (`@SkipRateLimit("long")`); undefined when every member is left out. Its
+   * state is the route's (`Controller.method`, or `options.name`) for overrides, else shared
+   * by every route leaving out the same members.
+   */
+  #variant(limit: Extract<RouteLimit, { members: unknown }> | undefined, skipped: SkippedMembers | undefined) {
+    const members = this.#members;
+    if (members === undefined) {
+      throw new ConfigError(
+        "spec",
+        "per-member overrides and skips need a module-wide `spec` whose members are named by `policyName`",
+      );
+    }
+    const known = () => [...members.keys()].map((m) => JSON.stringify(m)).join(", ");
+    for (const member of [...Object.keys(limit?.members ?? {}), ...(skipped?.members ?? [])]) {
+      if (!members.has(member)) {
+        throw new ConfigError("policyName", `no member named ${JSON.stringify(member)} (members: ${known()})`, member);
+      }
+    }
+    const id = `${limit === undefined ? "" : JSON.stringify([limit.name, limit.members])}|${(skipped?.members ?? []).join(",")}`;
+    if (this.#variants.has(id)) return this.#variants.get(id);
+    const names: string[] = [];
+    const specs: LimitSpec[] = [];
+    for (const [member, spec] of members) {
+      if (skipped?.members.includes(member)) continue;
+      names.push(member);
+      specs.push(limit?.members[member] ?? spec);
+    }
+    const stateName =
+      limit !== undefined ? limit.name : `${this.#moduleName}|without:${(skipped?.members ?? []).join(",")}`;
+    const engine =
+      specs.length === 0
+        ? undefined
+        : this.#specEngine(specs, stateName, { ...(limit?.options ?? {}), policyName: names }, names[0] as string);
+    this.#variants.set(id, engine);
     return engine;
   }
 
@@ -90,11 +174,21 @@ export class SluiceLimits {
         rule,
       );
     }
-    return new Engine<unknown>({ ...this.#shared, ...options, service, rule } as RateLimitOptions<unknown>, nestReader);
+    const engine = new Engine<unknown>(
+      { ...this.#shared, ...options, service, rule } as RateLimitOptions<unknown>,
+      nestReader,
+    );
+    if (!this.#named.has(rule)) this.#named.set(rule, engine);
+    return engine;
   }
 
   /** A spec limit whose state is named `name`; headers name it `policy` unless `policyName` is given. */
-  #specEngine(spec: RuleSpec, name: string, options: LimitOptions<unknown>, policy: string): Engine<unknown> {
+  #specEngine(
+    spec: RuleSpec | ((request: unknown) => unknown),
+    name: string,
+    options: LimitOptions<unknown>,
+    policy: string,
+  ): Engine<unknown> {
     const merged = { ...this.#shared, ...options };
     if (merged.tier !== undefined) {
       throw new ConfigError(
@@ -102,7 +196,8 @@ export class SluiceLimits {
         `limit ${JSON.stringify(name)}: \`tier\` needs a rule of \`service\` (tiers are service rules)`,
       );
     }
-    const normalised = JSON.stringify(validateRule(spec));
+    // A function spec (limits from the request) is validated per resolved shape, by the engine.
+    const normalised = typeof spec === "function" ? `fn:${String(spec)}` : JSON.stringify(validateRule(spec));
     const seen = this.#names.get(name);
     if (seen !== undefined && seen !== normalised) {
       throw new ConfigError(
@@ -117,11 +212,26 @@ export class SluiceLimits {
     const engineOptions: RateLimitOptions<unknown> = {
       policyName: policy,
       ...merged,
-      spec,
+      spec: spec as NonNullable<RateLimitOptions<unknown>["spec"]>,
       store: this.#store,
       name: `nest:${name}`,
     };
     if (this.#clock !== undefined) engineOptions.clock = this.#clock;
-    return new Engine<unknown>(engineOptions, nestReader);
+    const engine = new Engine<unknown>(engineOptions, nestReader);
+    if (!this.#named.has(name)) this.#named.set(name, engine);
+    return engine;
   }
+}
+
+/** The module-wide spec's members by name: `policyName` (one per member), else the limit's name. */
+function membersOf(
+  spec: RuleSpec,
+  shared: { policyName?: string | readonly string[] },
+  name: string | undefined,
+): ReadonlyMap<string, LimitSpec> | undefined {
+  const list: readonly LimitSpec[] = Array.isArray(spec) ? spec : [spec as LimitSpec];
+  const policy = shared.policyName;
+  const names = Array.isArray(policy) ? policy : list.length === 1 ? [policy ?? name ?? "default"] : undefined;
+  if (names === undefined || names.length !== list.length) return undefined;
+  return new Map(list.map((member, i) => [names[i] as string, member]));
 }

@@ -4,7 +4,7 @@
  * than answering 500 to requests.
  */
 import { type DiscoveryService, type MetadataScanner, Reflector } from "@nestjs/core";
-import { RATE_LIMIT_METADATA, type RouteLimit, SKIP_RATE_LIMIT_METADATA } from "./decorators.ts";
+import { RATE_LIMIT_METADATA, type RouteLimit, SKIP_RATE_LIMIT_METADATA, type SkippedMembers } from "./decorators.ts";
 import type { SluiceLimits } from "./limits.ts";
 
 type Handler = (...args: never[]) => unknown;
@@ -18,8 +18,12 @@ export function checkRoutes(limits: SluiceLimits, discovery: DiscoveryService, s
     if (controller === null || prototype === undefined) continue;
     for (const name of scanner.getAllMethodNames(prototype)) {
       const targets = [prototype[name] as Handler, controller];
-      if (reflector.getAllAndOverride<boolean | undefined>(SKIP_RATE_LIMIT_METADATA, targets) === true) continue;
-      limits.engine(reflector.getAllAndOverride<RouteLimit | undefined>(RATE_LIMIT_METADATA, targets));
+      const skip = reflector.getAllAndOverride<boolean | SkippedMembers | undefined>(SKIP_RATE_LIMIT_METADATA, targets);
+      if (skip === true) continue;
+      limits.engine(
+        reflector.getAllAndOverride<RouteLimit | undefined>(RATE_LIMIT_METADATA, targets),
+        typeof skip === "object" ? skip : undefined,
+      );
     }
   }
 }

@@ -4,6 +4,7 @@
  */
 
 import { type Decision, ManualClock } from "sluice";
+import type { RateLimitHandles } from "sluice/http";
 import { parseList, serializeList } from "structured-headers";
 import { afterEach, describe, expect, test } from "vitest";
 
@@ -13,6 +14,8 @@ export interface Served {
   close(): Promise<void>;
   /** The first `/hang` request: `started` once its handler runs, `closed` once the server saw the client leave. */
   hang?: { started: Promise<void>; closed: Promise<void> };
+  /** The handles (`reset`/`peek`/`get`) of the (first) middleware: what a user's code holds. */
+  handles?: RateLimitHandles | undefined;
 }
 
 /** Middleware options as the tests write them (`customLimited: true` asks for the adapter's onLimited). */
@@ -96,7 +99,7 @@ export function parseRateLimit(value: string | null): Record<string, Record<stri
   return out;
 }
 
-const fixed = (limit: number) => ({ algorithm: "fixed-window", limit, windowMs: 60_000 });
+const fixed = (limit: number) => ({ algorithm: "fixed-window" as const, limit, windowMs: 60_000 });
 
 /** The behaviour suite for one adapter. */
 export function conformance(name: string, adapter: Adapter): void {
@@ -338,6 +341,105 @@ export function conformance(name: string, adapter: Adapter): void {
       expect(await res.text()).toBe("slow down");
       expect(res.headers.get("retry-after")).toBe("60");
       expect(res.headers.get("ratelimit")).toBe('"default";r=0;t=60');
+    });
+
+    describe(`${name}: handles and limits from the request`, () => {
+      let served: Served | undefined;
+      const start = async (options: Record<string, unknown>) => {
+        served = await adapter.serve(options);
+        if (served.handles === undefined) throw new Error(`${name}: serve() gave no handles`);
+        return { url: served.url, handles: served.handles };
+      };
+      afterEach(async () => {
+        await served?.close();
+        served = undefined;
+      });
+      const status = async (url: string, headers: Record<string, string> = {}) =>
+        (await fetch(url, { headers })).status;
+
+      test("reset/peek/get by client address reach the state the middleware counts", async () => {
+        const { url, handles } = await start({ spec: fixed(2), clock: new ManualClock(1_800_000_000_000) });
+        expect((await handles.peek("127.0.0.1")).remaining).toBe(1);
+        expect([await status(url), await status(url), await status(url)]).toEqual([200, 200, 429]);
+        const peeked = await handles.peek("127.0.0.1");
+        expect([peeked.allowed, peeked.remaining]).toEqual([false, 0]);
+        // The address is normalised as the middleware does: an IPv4-mapped IPv6 peer is its IPv4.
+        expect((await handles.peek("::ffff:127.0.0.1")).allowed).toBe(false);
+        expect((await handles.get("127.0.0.1"))?.allowed).toBe(false);
+        expect((await handles.peek("127.0.0.2")).remaining).toBe(1);
+        await handles.reset("::ffff:127.0.0.1");
+        expect((await handles.peek("127.0.0.1")).remaining).toBe(1);
+        expect(await status(url)).toBe(200);
+      });
+
+      test("with a key option the handles take what it returns; { address } reaches the address fallback", async () => {
+        const { url, handles } = await start({
+          spec: fixed(1),
+          clock: new ManualClock(0),
+          key: (request: unknown) => adapter.header(request, "x-user"),
+        });
+        const alice = { "x-user": "alice" };
+        expect([await status(url, alice), await status(url, alice)]).toEqual([200, 429]);
+        expect([await status(url), await status(url)]).toEqual([200, 429]); // no header: keyed by address
+        expect((await handles.peek("alice")).allowed).toBe(false);
+        // "127.0.0.1" as a key is a key a client could choose: it is not the address's state.
+        expect((await handles.peek("127.0.0.1")).allowed).toBe(true);
+        expect((await handles.peek({ address: "127.0.0.1" })).allowed).toBe(false);
+        await handles.reset("alice");
+        expect(await status(url, alice)).toBe(200);
+        expect(await status(url)).toBe(429);
+        await handles.reset({ address: "127.0.0.1" });
+        expect(await status(url)).toBe(200);
+        expect(() => handles.peek(42 as never)).toThrow(/key string or \{ address \}.*42/);
+      });
+
+      test("spec as a function of the request: state per resolved rule shape, sync and async", async () => {
+        const { url, handles } = await start({
+          spec: async (request: unknown) => (adapter.header(request, "x-plan") === "pro" ? fixed(3) : fixed(1)),
+          clock: new ManualClock(0),
+        });
+        const pro = { "x-plan": "pro" };
+        expect([await status(url), await status(url)]).toEqual([200, 429]);
+        // Same client, another shape: its own state, its own limit in the headers.
+        const first = await fetch(url, { headers: pro });
+        expect(first.headers.get("ratelimit-policy")).toBe('"default";q=3;w=60');
+        expect([first.status, await status(url, pro), await status(url, pro), await status(url, pro)]).toEqual([
+          200, 200, 200, 429,
+        ]);
+        expect((await handles.peek("127.0.0.1", { spec: fixed(1) })).allowed).toBe(false);
+        expect((await handles.peek("127.0.0.1", { spec: fixed(3) })).remaining).toBe(0);
+        await handles.reset("127.0.0.1"); // every shape
+        expect(await status(url)).toBe(200);
+        expect(await status(url, pro)).toBe(200);
+      });
+
+      test("a spec function that returns garbage, throws or rejects is answered 503, never a crash", async () => {
+        const seen: Decision[] = [];
+        const { url } = await start({
+          spec: (request: unknown) => {
+            const plan = adapter.header(request, "x-plan");
+            if (plan === "throw") throw new Error("plan lookup failed");
+            if (plan === "reject") return Promise.reject(new Error("plan service down"));
+            if (plan === "bad") return { algorithm: "fixed-window", limit: -1, windowMs: 1000 };
+            return fixed(5);
+          },
+          onDecision: (_r: unknown, d: Decision) => seen.push(d),
+        });
+        for (const plan of ["bad", "throw", "reject"]) {
+          const res = await fetch(url, { headers: { "x-plan": plan } });
+          expect(res.status).toBe(503);
+          expect(res.headers.get("retry-after")).toBe("1");
+          expect(res.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+        }
+        expect(seen.map((d) => (d.failure?.error as { code?: string } | undefined)?.code)).toEqual([
+          "ERR_INVALID_SPEC",
+          "ERR_INVALID_SPEC",
+          "ERR_INVALID_SPEC",
+        ]);
+        expect(String(seen[0]?.failure?.error.message)).toMatch(/limit/);
+        expect(String(seen[2]?.failure?.error.message)).toMatch(/plan service down/);
+        expect(await status(url)).toBe(200); // the server is still there
+      });
     });
   });
 }

@@ -2,7 +2,7 @@
 import type { AddressInfo } from "node:net";
 import express, { type Request } from "express";
 import { ManualClock } from "sluice";
-import { rateLimit } from "sluice/express";
+import { type RateLimitHandles, rateLimit } from "sluice/express";
 import { afterEach, describe, expect, test } from "vitest";
 import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
@@ -10,9 +10,12 @@ import { features } from "./conformance-features.ts";
 async function serveExpress(options: Options | Options[], setup?: (app: express.Express) => void): Promise<Served> {
   const app = express();
   setup?.(app);
+  let handles: RateLimitHandles | undefined;
   for (const { customLimited, ...rest } of Array.isArray(options) ? options : [options]) {
     if (customLimited) rest.onLimited = (_req: Request, res: express.Response) => res.send("slow down");
-    app.use(rateLimit(rest as never));
+    const limit = rateLimit(rest as never);
+    handles ??= limit;
+    app.use(limit);
   }
   const hang = hangSignals();
   app.use((req, res) => {
@@ -41,6 +44,7 @@ async function serveExpress(options: Options | Options[], setup?: (app: express.
   return {
     url: `http://127.0.0.1:${port}`,
     hang: hang.served,
+    handles,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -36,7 +36,7 @@ const fastifyAdapter = {
   serve: async (options: Options | Options[]) => {
     const fastify = app(options);
     const url = await fastify.listen({ port: 0, host: "127.0.0.1" });
-    return { url, close: () => fastify.close(), hang: fastify.hang };
+    return { url, close: () => fastify.close(), hang: fastify.hang, handles: fastify.rateLimit };
   },
   header: (request: unknown, name: string) => (request as FastifyRequest).headers[name] as string | undefined,
   path: (request: unknown) => (request as FastifyRequest).url,
@@ -107,6 +107,60 @@ describe("fastify", () => {
     expect(failed.statusCode).toBe(500);
     expect(failed.json().message).toBe("key lookup failed");
     await fastify.close();
+  });
+
+  test("route config.rateLimit: an override merged over the plugin's options, or false; own state per route", async () => {
+    const fastify = Fastify();
+    const clock = new ManualClock(1_800_000_000_000);
+    const seen: string[] = [];
+    fastify.register(rateLimit, {
+      spec: { algorithm: "fixed-window", limit: 3, windowMs: 60_000 },
+      clock,
+      onDecision: (request, _d, rule) => seen.push(`${request.url} ${rule}`),
+    });
+    const strict = { spec: { algorithm: "fixed-window", limit: 1, windowMs: 60_000 } } as const;
+    fastify.get("/login", { config: { rateLimit: strict } }, async () => "ok");
+    fastify.get("/reset", { config: { rateLimit: strict } }, async () => "ok");
+    fastify.get("/health", { config: { rateLimit: false } }, async () => "ok");
+    fastify.get("/other", async () => "ok");
+    const url = await fastify.listen({ port: 0, host: "127.0.0.1" });
+    served = { url, close: () => fastify.close() };
+    const get = async (path: string) => (await fetch(`${url}${path}`)).status;
+    expect([await get("/login"), await get("/login")]).toEqual([200, 429]);
+    // Same override object on another route: still its own budget (named after the route).
+    expect([await get("/reset"), await get("/reset")]).toEqual([200, 429]);
+    const health = await fetch(`${url}/health`);
+    expect([health.status, health.headers.get("ratelimit")]).toEqual([200, null]);
+    expect([await get("/other"), await get("/other"), await get("/other"), await get("/other")]).toEqual([
+      200, 200, 200, 429,
+    ]);
+    // The plugin's options (clock, onDecision) carry into the override; /health is never seen.
+    expect(seen.filter((s) => s.startsWith("/health"))).toEqual([]);
+    expect(seen.filter((s) => s.startsWith("/login"))).toHaveLength(2);
+    // The instance's handles are the plugin's own limit.
+    expect((await fastify.rateLimit.peek("127.0.0.1")).allowed).toBe(false);
+    await fastify.rateLimit.reset("127.0.0.1");
+    expect(await get("/other")).toBe(200);
+    expect(await get("/login")).toBe(429);
+  });
+
+  test("a bad route config.rateLimit fails when the route is declared", async () => {
+    const fastify = Fastify();
+    fastify.register(rateLimit, { spec: { algorithm: "fixed-window", limit: 3, windowMs: 60_000 } });
+    fastify.register(async (child) => {
+      child.get(
+        "/x",
+        { config: { rateLimit: { spec: { algorithm: "fixed-window", limit: 0, windowMs: 1 } } } },
+        async () => "ok",
+      );
+    });
+    await expect(fastify.ready()).rejects.toThrow(/limit/);
+    const other = Fastify();
+    other.register(rateLimit, { spec: { algorithm: "fixed-window", limit: 3, windowMs: 60_000 } });
+    other.register(async (child) => {
+      child.get("/y", { config: { rateLimit: "strict" as never } }, async () => "ok");
+    });
+    await expect(other.ready()).rejects.toThrow(/config.rateLimit.*options object or false.*"strict"/);
   });
 
   test("the plugin is named and marked skip-override", () => {

@@ -56,6 +56,7 @@ const fetchAdapter = {
     });
     const { port } = server.address() as AddressInfo;
     return {
+      handles: limits[0],
       url: `http://127.0.0.1:${port}`,
       hang: hang.served,
       close: () =>

@@ -4,16 +4,19 @@ import { serve } from "@hono/node-server";
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ManualClock } from "sluice";
-import { rateLimit } from "sluice/hono";
+import { type RateLimitHandles, rateLimit } from "sluice/hono";
 import { describe, expect, test } from "vitest";
 import { conformance, hangSignals, type Options, parseRateLimit, routeOf, twoChunks } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
 function app(options: Options | Options[]) {
   const hono = new Hono();
+  let handles: RateLimitHandles | undefined;
   for (const { customLimited, ...rest } of Array.isArray(options) ? options : [options]) {
     if (customLimited) rest.onLimited = (c: Context) => c.text("slow down", 429);
-    hono.use(rateLimit(rest as never));
+    const limit = rateLimit(rest as never);
+    handles ??= limit;
+    hono.use(limit);
   }
   const hang = hangSignals();
   hono.all("*", async (c) => {
@@ -30,7 +33,7 @@ function app(options: Options | Options[]) {
     if (route.kind === "stream") return c.body(twoChunks());
     return c.text("ok", route.kind === "status" ? (route.code as ContentfulStatusCode) : 200);
   });
-  return Object.assign(hono, { hang: hang.served });
+  return Object.assign(hono, { hang: hang.served, handles });
 }
 
 const honoAdapter = {
@@ -43,6 +46,7 @@ const honoAdapter = {
     return {
       url: `http://127.0.0.1:${port}`,
       hang: hono.hang,
+      handles: hono.handles,
       close: () =>
         new Promise<void>((resolve) => {
           (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import Koa, { type Context } from "koa";
 import { type Decision, ManualClock } from "sluice";
-import { rateLimit } from "sluice/koa";
+import { type RateLimitHandles, rateLimit } from "sluice/koa";
 import { RedisStore } from "sluice/redis";
 import { afterEach, describe, expect, test } from "vitest";
 import { deadIoredis } from "../support/redis-server.ts";
@@ -19,13 +19,16 @@ async function serveKoa(
   const app = new Koa();
   app.silent = true; // errors are asserted on, not logged
   setup?.(app);
+  let handles: RateLimitHandles | undefined;
   for (const { customLimited, ...rest } of Array.isArray(options) ? options : [options]) {
     if (customLimited) {
       rest.onLimited = (ctx: Context) => {
         ctx.body = "slow down";
       };
     }
-    app.use(rateLimit(rest as never));
+    const limit = rateLimit(rest as never);
+    handles ??= limit;
+    app.use(limit);
   }
   const hang = hangSignals();
   app.use(
@@ -63,6 +66,7 @@ async function serveKoa(
   });
   const { port } = server.address() as AddressInfo;
   return {
+    handles,
     url: `http://127.0.0.1:${port}`,
     hang: hang.served,
     close: () =>

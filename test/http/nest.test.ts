@@ -24,7 +24,15 @@ import { APP_FILTER, NestFactory } from "@nestjs/core";
 import type { Request, Response } from "express";
 import { Redis } from "ioredis";
 import { ArgumentError, ConfigError, type Decision, ManualClock, RateLimiterService } from "sluice";
-import { RateLimit, SkipRateLimit, SluiceGuard, SluiceModule, type SluiceModuleOptions } from "sluice/nest";
+import type { HandleKey, PeekOptions } from "sluice/http";
+import {
+  RateLimit,
+  SkipRateLimit,
+  SluiceGuard,
+  SluiceLimits,
+  SluiceModule,
+  type SluiceModuleOptions,
+} from "sluice/nest";
 import { RedisStore } from "sluice/redis";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
 import { deadIoredis } from "../support/redis-server.ts";
@@ -90,7 +98,14 @@ async function serveNest(options: Options | Options[]): Promise<Served> {
     providers: [{ provide: APP_FILTER, useClass: SlowDownFilter }],
   })
   class AppModule {}
-  return { ...(await listen(AppModule)), hang: hang.served };
+  const served = await listen(AppModule);
+  const limits = served.app.get(SluiceLimits);
+  const handles = {
+    reset: (key: HandleKey) => limits.reset(key),
+    peek: (key: HandleKey, options?: PeekOptions) => limits.peek(key, undefined, options),
+    get: (key: HandleKey, options?: PeekOptions) => limits.get(key, undefined, options),
+  };
+  return { ...served, hang: hang.served, handles };
 }
 
 const nestAdapter = {
@@ -183,6 +198,89 @@ describe("nest", () => {
     }
     // Re-enabled in a skipped controller: the module-wide limit (2).
     expect(await statuses(`${url}/public/counted`, 3)).toEqual([200, 200, 429]);
+  });
+
+  test("per-member overrides and skips on the module-wide composite; handles through SluiceLimits", async () => {
+    @Controller("m")
+    class MembersController {
+      @Get("plain")
+      plain(): string {
+        return "plain";
+      }
+
+      @RateLimit({ short: fixed(1) })
+      @Get("tight")
+      tight(): string {
+        return "tight";
+      }
+
+      @SkipRateLimit("long")
+      @Get("burst")
+      burst(): string {
+        return "burst";
+      }
+
+      @SkipRateLimit("short", "long")
+      @Get("none")
+      none(): string {
+        return "none";
+      }
+    }
+    @Module({
+      imports: [
+        SluiceModule.forRoot({
+          spec: [fixed(3), { algorithm: "fixed-window", limit: 4, windowMs: 3_600_000 }],
+          policyName: ["short", "long"],
+          clock: new ManualClock(1_800_000_000_000),
+        }),
+      ],
+      controllers: [MembersController],
+    })
+    class AppModule {}
+    served = await listen(AppModule);
+    const { url, app } = served as Served & { app: INestApplication };
+    // The overridden member: short is 1 here, long stays as the module says (the route's own state).
+    const tight = await fetch(`${url}/m/tight`);
+    expect(tight.headers.get("ratelimit-policy")).toBe('"short";q=1;w=60, "long";q=4;w=3600');
+    expect((await fetch(`${url}/m/tight`)).status).toBe(429);
+    // Without "long": only short (3) applies.
+    const burst = await fetch(`${url}/m/burst`);
+    expect(burst.headers.get("ratelimit-policy")).toBe('"short";q=3;w=60');
+    expect(await statuses(`${url}/m/burst`, 3)).toEqual([200, 200, 429]);
+    // Every member skipped: no limit at all.
+    const none = await fetch(`${url}/m/none`);
+    expect([none.status, none.headers.get("ratelimit")]).toEqual([200, null]);
+    // Untouched routes keep the module-wide composite; its handles reach its state.
+    expect(await statuses(`${url}/m/plain`, 4)).toEqual([200, 200, 200, 429]);
+    const limits = app.get(SluiceLimits);
+    expect((await limits.peek("127.0.0.1")).allowed).toBe(false);
+    await limits.reset("127.0.0.1");
+    expect((await fetch(`${url}/m/plain`)).status).toBe(200);
+    // A route limit's handles by its state name.
+    expect((await limits.peek("127.0.0.1", "MembersController.tight")).allowed).toBe(false);
+    await limits.reset("127.0.0.1", "MembersController.tight");
+    expect((await fetch(`${url}/m/tight`)).status).toBe(200);
+    expect(() => limits.peek("127.0.0.1", "nope")).toThrow(/no limit named "nope"/);
+  });
+
+  test("per-member overrides name members the module-wide composite has", async () => {
+    @Controller()
+    class TypoController {
+      @RateLimit({ shrot: fixed(1) })
+      @Get()
+      get(): string {
+        return "x";
+      }
+    }
+    @Module({
+      imports: [SluiceModule.forRoot({ spec: [fixed(3), fixed(5)], policyName: ["short", "long"] })],
+      controllers: [TypoController],
+    })
+    class AppModule {}
+    await expect(NestFactory.create(AppModule, { logger: false }).then((a) => a.init())).rejects.toThrow(
+      /no member named "shrot" \(members: "short", "long"\)/,
+    );
+    expect(() => RateLimit({ short: { algorithm: "fixed-window", limit: 0, windowMs: 1 } })).toThrow(/short.*limit/);
   });
 
   test("appGuard: false limits only where @UseGuards(SluiceGuard) is applied", async () => {

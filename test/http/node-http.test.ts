@@ -52,7 +52,7 @@ function serveNode(options: Options | Options[], host?: string): Promise<Served>
       res.end(String(error));
     }
   });
-  return listen(server, host).then((served) => ({ ...served, hang: hang.served }));
+  return listen(server, host).then((served) => ({ ...served, hang: hang.served, handles: limits[0] }));
 }
 
 const nodeAdapter = {

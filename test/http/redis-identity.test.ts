@@ -6,7 +6,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Redis } from "ioredis";
 import { ManualClock } from "sluice";
-import { rateLimit } from "sluice/http";
+import { type RateLimit, rateLimit } from "sluice/http";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { findRedis, noRedis, type SharedRedis, uniquePrefix } from "../support/redis-server.ts";
@@ -32,8 +32,9 @@ afterAll(async () => {
   await redis?.owned?.dispose();
 });
 
-async function serve(options: Parameters<typeof rateLimit>[0]): Promise<string> {
+async function serve(options: Parameters<typeof rateLimit>[0], made?: (limit: RateLimit) => void): Promise<string> {
   const limit = rateLimit(options);
+  made?.(limit);
   const server = http.createServer(async (req, res) => {
     if (await limit(req, res)) res.end("ok");
   });
@@ -76,5 +77,35 @@ describe.skipIf(redis === undefined)("middleware identity on Redis", () => {
     expect(await status(url, { "x-key": victim })).toBe(200);
     expect(await status(url)).toBe(200); // no key: the address, untouched by the keys above
     expect(await status(url)).toBe(429);
+  });
+
+  test("handles reach the middleware's state on Redis: by key, by address, per spec shape", async () => {
+    let limit: RateLimit | undefined;
+    const url = await serve(
+      {
+        name: "handles",
+        store,
+        clock: new ManualClock(1_800_000_000_000),
+        key: (req) => req.headers["x-user"] as string | undefined,
+        spec: async (req) =>
+          req.headers["x-plan"] === "pro"
+            ? { algorithm: "fixed-window", limit: 2, windowMs: 60_000 }
+            : { algorithm: "fixed-window", limit: 1, windowMs: 60_000 },
+      },
+      (made) => {
+        limit = made;
+      },
+    );
+    const handles = limit as RateLimit;
+    const alice = { "x-user": "alice" };
+    expect([await status(url, alice), await status(url, alice)]).toEqual([200, 429]);
+    expect([await status(url), await status(url)]).toEqual([200, 429]);
+    expect((await handles.peek("alice")).allowed).toBe(false);
+    expect((await handles.peek({ address: "127.0.0.1" })).allowed).toBe(false);
+    await handles.reset("alice");
+    expect(await status(url, alice)).toBe(200);
+    expect(await status(url)).toBe(429);
+    await handles.reset({ address: "::ffff:127.0.0.1" });
+    expect(await status(url)).toBe(200);
   });
 });
