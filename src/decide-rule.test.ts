@@ -253,3 +253,25 @@ describe("the ban's span boundary", () => {
     });
   }
 });
+
+describe("edges the mutation run found unchecked", () => {
+  it("a refund exactly when the ban ends is no longer banned", () => {
+    const clock = new ManualClock(0);
+    const limiter = createLimiter(
+      { algorithm: "fixed-window", limit: 1, windowMs: 100 },
+      { clock, ban: { after: 1, withinMs: 1000, forMs: 500 } },
+    );
+    limiter.tryAcquire("k");
+    expect(limiter.tryAcquire("k").banned).toBe(true); // banned until 500
+    clock.set(499);
+    expect(limiter.refund("k").banned).toBe(true);
+    clock.set(500);
+    expect(limiter.refund("k")).toMatchObject({ allowed: true });
+    expect(limiter.refund("k").banned).toBeUndefined();
+  });
+
+  it("a banned decision of a single member carries no parts property at all", () => {
+    const d = bannedDecision({ allowed: false, limit: 3, remaining: 0, retryAfterMs: 7, resetMs: 9, delayMs: 0 }, 5);
+    expect("parts" in d).toBe(false);
+  });
+});
