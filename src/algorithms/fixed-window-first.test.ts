@@ -6,6 +6,7 @@
 import fc from "fast-check";
 import { ConfigError, createLimiter, ManualClock, RateLimiterService, validateSpec } from "sluice";
 import { describe, expect, it } from "vitest";
+import { describeSpec } from "../config/describe.ts";
 import { type FixedWindowState, fixedWindow } from "./fixed-window.ts";
 import { checkRetryHonest, type Row, runTable } from "./test-support/table.ts";
 
@@ -108,6 +109,13 @@ describe("fixed-window, anchor first", () => {
     } catch (error) {
       expect((error as ConfigError).field).toBe("anchor");
     }
+  });
+
+  it("check-config and the status page say which anchor a window has", () => {
+    expect(describeSpec({ ...FIRST, windowMs: 900_000 })).toBe(
+      "at most 3 per 15 minutes from each key's first counted request (up to 6 across a window's end)",
+    );
+    expect(describeSpec({ algorithm: "fixed-window", limit: 3, windowMs: 900_000 })).toMatch(/clock-aligned/);
   });
 
   it("a rule switched between aligned and first-hit never reads the other's count", () => {

@@ -171,8 +171,11 @@ function emission(spec: GcraSpec | LeakyBucketSpec, delays: boolean): Algorithm<
         if (cost >= Math.ceil(backlog / per)) write(state, nowMs, nowTicks);
         else write(state, nowMs, nowTicks + backlog - cost * per);
       } else {
-        // Far ahead (a clock stepped back): give back at most a whole burst.
-        write(state, msOf(state), ticksOf(state) - Math.min(cost, burst) * per);
+        // Far ahead (a clock stepped back): the same rule, written from the state's own instant
+        // so the large backlog is never re-based on now; never back past now.
+        const backlog = dm * den + frac;
+        if (cost >= Math.ceil(backlog / per)) write(state, nowMs, nowTicks);
+        else write(state, msOf(state), ticksOf(state) - cost * per);
       }
     },
     step(state, now, cost, commit): Decision {

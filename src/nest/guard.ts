@@ -1,7 +1,8 @@
 /**
  * `SluiceGuard`: decides each HTTP request with the route's limit (its `@RateLimit`, else the
  * module-wide one), sets the rate-limit headers, leaves the decision on `request.rateLimit`,
- * and throws `RateLimitException` (429 / 503 problem) or your `onLimited` exception.
+ * and throws `RateLimitException` (429 / 503 problem) or your `onLimited` exception. A request
+ * is decided once, however many SluiceGuards (or SluiceModules) run on it.
  * Non-HTTP contexts (WebSockets, microservices) pass untouched.
  */
 
@@ -31,6 +32,13 @@ function setter(response: HeaderSink): (name: string, value: string) => void {
 }
 
 type Handler = (...args: never[]) => unknown;
+
+/**
+ * Requests a SluiceGuard has already decided. The global guard plus `@UseGuards(SluiceGuard)`,
+ * or `SluiceModule.forRoot` in several modules, run several guards on one request: only the
+ * first decides (one count, one set of headers); the others let it through.
+ */
+const decided = new WeakSet<object>();
 /** No limit on this route (skipped, or no limit applies). */
 const NONE = null;
 
@@ -52,6 +60,8 @@ export class SluiceGuard implements CanActivate {
     if (engine === NONE) return true;
     const http = context.switchToHttp();
     const request: object = http.getRequest();
+    if (decided.has(request)) return true;
+    decided.add(request);
     const pending = engine.decide(request);
     if (!isPromise(pending)) return this.#finish(engine, pending, context, request);
     return pending.then((verdict) => this.#finish(engine, verdict, context, request));

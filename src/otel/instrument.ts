@@ -11,7 +11,7 @@ import { RateLimiterService } from "../service.ts";
 import type { BoundRule, Store } from "../store.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
 import { ruleOfId } from "./hook.ts";
-import { DecisionMetrics, type MetricsOptions, storeKind } from "./metrics.ts";
+import { DecisionMetrics, type MetricsOptions, OTHER_RULE, storeKind } from "./metrics.ts";
 
 /** Options of `instrument`. */
 export interface InstrumentOptions extends MetricsOptions {
@@ -60,8 +60,10 @@ export function instrument<T extends Limiter | RateLimiterService<Store>>(
 ): T {
   if (target instanceof RateLimiterService) {
     const metrics = new DecisionMetrics(options.store ?? storeKind(target.store), options.meter);
+    // Label values only from the service's own rules: a caller-chosen name is one "_OTHER".
+    const label = (rule: string) => (target.getRule(rule) === undefined ? OTHER_RULE : rule);
     const check: RateLimiterService<Store>["check"] = (rule, key, opts) =>
-      measured(metrics, rule, () => target.check(rule, key, opts));
+      measured(metrics, label(rule), () => target.check(rule, key, opts));
     return passThrough(target, { check }) as T;
   }
   const limiter = target as Limiter;

@@ -6,7 +6,13 @@
  * - `sluice.decision.duration` (histogram, `s`): the same attributes;
  * - `sluice.store.errors` (counter, `{error}`): `sluice.rule`, `sluice.store`, `error.type`
  *   (the error's code, e.g. `ERR_STORE_TIMEOUT`), counted whether the store's `onError` policy
- *   answered (the decision carries `failure`) or the error was thrown.
+ *   answered (the decision carries `failure`) or the error was thrown;
+ * - `sluice.errors` (counter, `{error}`): checks refused for any other reason (an unknown rule
+ *   or tier, a bad argument), by `sluice.rule` and `error.type`: a caller's mistake is not a
+ *   store failure.
+ * Label values are bounded: `sluice.rule` is a configured rule's name (`instrument(service)`
+ * reports names the service does not have as {@link OTHER_RULE}), and the per-rule attribute
+ * cache is capped, so no caller can grow memory or series without end.
  */
 import { type Attributes, type Counter, type Histogram, type Meter, metrics } from "@opentelemetry/api";
 import type { Decision } from "../algorithms/decision.ts";
@@ -18,6 +24,12 @@ export interface MetricsOptions {
   /** The `sluice.store` attribute (default: from the store: "memory", "redis", or its class name). */
   store?: string;
 }
+
+/** The `sluice.rule` of checks naming no configured rule (OpenTelemetry's overflow value). */
+export const OTHER_RULE = "_OTHER";
+
+/** Most rules whose attribute sets are cached (past it the cache starts over). */
+const MAX_CACHED_RULES = 1024;
 
 /** Bucket bounds (seconds) for decision times, from in-process (µs) to a slow Redis (1 s). */
 const DURATION_BUCKETS = [
@@ -36,6 +48,7 @@ export class DecisionMetrics {
   readonly #decisions: Counter;
   readonly #duration: Histogram;
   readonly #errors: Counter;
+  readonly #refusals: Counter;
   readonly #store: string;
   readonly #attributes = new Map<string, { allowed: Attributes; denied: Attributes; base: Attributes }>();
 
@@ -54,6 +67,10 @@ export class DecisionMetrics {
       description: "Store failures met while deciding (answered by the onError policy, or thrown)",
       unit: "{error}",
     });
+    this.#refusals = meter.createCounter("sluice.errors", {
+      description: "Checks refused before deciding (unknown rule or tier, bad argument), by kind",
+      unit: "{error}",
+    });
   }
 
   #for(rule: string) {
@@ -65,6 +82,7 @@ export class DecisionMetrics {
         allowed: { ...base, "sluice.outcome": "allowed" },
         denied: { ...base, "sluice.outcome": "denied" },
       };
+      if (this.#attributes.size >= MAX_CACHED_RULES) this.#attributes.clear();
       this.#attributes.set(rule, set);
     }
     return set;
@@ -80,9 +98,11 @@ export class DecisionMetrics {
       this.#errors.add(1, { ...set.base, "error.type": errorType(decision.failure.error) });
   }
 
-  /** Records a check that threw (or rejected) instead of deciding. */
+  /** Records a check that threw (or rejected) instead of deciding: a store failure, or a refusal by kind. */
   failed(rule: string, error: unknown): void {
-    this.#errors.add(1, { ...this.#for(rule).base, "error.type": errorType(error) });
+    const type = errorType(error);
+    if (type.startsWith("ERR_STORE")) this.#errors.add(1, { ...this.#for(rule).base, "error.type": type });
+    else this.#refusals.add(1, { "sluice.rule": rule, "error.type": type });
   }
 }
 

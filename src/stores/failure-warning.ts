@@ -17,9 +17,10 @@ export function firstFailureWarning(store: string, policy: string): (cause: Erro
   return (cause) => {
     if (warned) return;
     warned = true;
-    process.emitWarning(
-      `${store} failed: ${cause.message.replace(/\.$/, "")}. Until it answers again, checks are answered by ${policy}. This warning is emitted once per store.`,
-      { code: STORE_FAILURE_WARNING },
-    );
+    const message = `${store} failed: ${cause.message.replace(/\.$/, "")}. Until it answers again, checks are answered by ${policy}. This warning is emitted once per store.`;
+    // Edge runtimes (Vercel Edge, Workers without nodejs_compat) have no process.emitWarning.
+    const proc = (globalThis as { process?: { emitWarning?: unknown } }).process;
+    if (typeof proc?.emitWarning === "function") process.emitWarning(message, { code: STORE_FAILURE_WARNING });
+    else console.warn(`(${STORE_FAILURE_WARNING}) ${message}`);
   };
 }

@@ -1,15 +1,12 @@
 // Every relative link in README.md and docs/**/*.md leads somewhere: the file exists, it is one
 // the package ships (README.md, docs/, examples/: never src/, test/ or bench/, which an installed
 // copy does not have), and a `#fragment` names a heading of the target page. Links inside code
-// are not links. Files that other branches are writing are allowed to be missing here until they
-// land (PENDING); once a file exists it is checked like any other.
+// are not links.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "../cli/helpers.ts";
 
-/** Guides written on other branches (edge), linked from here before they are merged. */
-const PENDING = new Set(["docs/edge.md", "docs/algorithms-first-hit.md"]);
 /** Where links may point: what the published package contains besides dist/. */
 const SHIPPED = /^(README\.md|docs\/|examples\/|LICENSE$|CHANGELOG\.md$)/;
 
@@ -77,7 +74,7 @@ describe("links in README.md and docs/", () => {
           continue;
         }
         if (!existsSync(join(ROOT, target))) {
-          if (!PENDING.has(target)) broken.push(`${page}: ${link} (no such file)`);
+          broken.push(`${page}: ${link} (no such file)`);
           continue;
         }
         if (fragment !== undefined && target.endsWith(".md")) {

@@ -38,29 +38,39 @@ function exec(command: string, args: string[]): Promise<Run> {
   });
 }
 
-/** The runtimes, their binaries (devDependencies) and how each runs the fixture. */
+/**
+ * The runtimes and how each runs the fixture. Binaries come from the devDependencies: the
+ * linked one, else the platform package's own (there when install scripts did not run).
+ */
 const RUNTIMES = {
-  bun: { bin: join(ROOT, "node_modules/.bin/bun"), args: (fixture: string) => [fixture] },
+  bun: {
+    bins: ["node_modules/.bin/bun", `node_modules/@oven/bun-${process.platform}-${process.arch}/bin/bun`],
+    args: (fixture: string) => [fixture],
+  },
   deno: {
-    bin: join(ROOT, "node_modules/.bin/deno"),
+    bins: ["node_modules/.bin/deno", `node_modules/@deno/${process.platform}-${process.arch}-glibc/deno`],
     args: (fixture: string) => ["run", "--no-lock", "--allow-read", "--allow-env", "--allow-net", fixture],
   },
 } as const;
 
-/** Whether `name`'s binary starts; if not, says so loudly, and under CI fails. */
-async function available(name: keyof typeof RUNTIMES): Promise<boolean> {
-  const run = await exec(RUNTIMES[name].bin, ["--version"]);
-  if (run.status === 0) return true;
-  const message = `${name} cannot start here (${RUNTIMES[name].bin}: ${run.stderr.trim() || `exit ${run.status}`})`;
+/** The first of `name`'s binaries that starts; if none does, says so loudly, and under CI fails. */
+async function binary(name: keyof typeof RUNTIMES): Promise<string | undefined> {
+  const tried: string[] = [];
+  for (const bin of RUNTIMES[name].bins) {
+    const path = join(ROOT, bin);
+    const run = await exec(path, ["--version"]);
+    if (run.status === 0) return path;
+    tried.push(`${bin}: ${run.stderr.trim().split("\n")[0] || `exit ${run.status}`}`);
+  }
+  const message = `${name} cannot start here (${tried.join("; ")})`;
   if (process.env.CI) throw new Error(`${message}; CI is set, so this fails instead of skipping`);
   console.warn(`\n${"!".repeat(80)}\n!! SKIPPED: ${message}\n${"!".repeat(80)}\n`);
-  return false;
+  return undefined;
 }
 
 ensureBuilt();
 const redis: SharedRedis | undefined = await findRedis();
-const hasBun = await available("bun");
-const hasDeno = await available("deno");
+const bins = { bun: await binary("bun"), deno: await binary("deno") };
 if (redis === undefined) {
   const message = "the Upstash part of the runtime suite needs a Redis (REDIS_URL, 127.0.0.1:6379 or redis-server)";
   if (process.env.CI) throw new Error(message);
@@ -85,11 +95,11 @@ describe("the core under Bun and Deno", () => {
   });
 
   for (const name of ["bun", "deno"] as const) {
-    it.skipIf(!(name === "bun" ? hasBun : hasDeno))(
+    it.skipIf(bins[name] === undefined)(
       `${name}: the same decisions as Node, and over @upstash/redis the memory store's`,
       async () => {
         const args = bridge === undefined ? [] : [bridge.url, bridge.token, uniquePrefix(`runtime-${name}`)];
-        const run = await exec(RUNTIMES[name].bin, [...RUNTIMES[name].args(FIXTURE), ...args]);
+        const run = await exec(bins[name] as string, [...RUNTIMES[name].args(FIXTURE), ...args]);
         expect(run.status, run.stderr).toBe(0);
         const report = JSON.parse(run.stdout.trim().split("\n").pop() ?? "") as Report;
         expect(report.runtime).toBe(name);

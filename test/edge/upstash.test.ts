@@ -125,6 +125,37 @@ describe.skipIf(redis === undefined)("RedisStore with @upstash/redis", () => {
     expect(bridge.served.has("SUBSCRIBE")).toBe(false);
   });
 
+  it("a reset made over HTTP reaches the deny cache of an ioredis store sharing the Redis", async () => {
+    const prefix = uniquePrefix("upstash-invalidate");
+    const clock = new ManualClock(1_800_000_000_000);
+    const spec = { algorithm: "fixed-window", limit: 2, windowMs: 60_000 } as const;
+    const tcpStore = new RedisStore({ client: io, prefix });
+    const viaTcp = createLimiter(spec, { store: tcpStore, clock, name: "login" });
+    const viaHttp = createLimiter(spec, {
+      store: new RedisStore({ client: asClient(upstashClient(bridge)), prefix }),
+      clock,
+      name: "login",
+    });
+    try {
+      expect((await viaHttp.tryAcquire("victim", 2)).allowed).toBe(true);
+      // Deny through the TCP store until its cache (subscribed on the first denial) holds the denial.
+      for (let i = 0; i < 200 && tcpStore.cachedDenials === 0; i++) {
+        expect((await viaTcp.tryAcquire("victim")).allowed).toBe(false);
+        if (tcpStore.cachedDenials === 0) await new Promise((r) => setTimeout(r, 5));
+      }
+      expect(tcpStore.cachedDenials).toBe(1);
+      const publishes = bridge.served.get("PUBLISH") ?? 0;
+      await viaHttp.reset("victim");
+      expect(bridge.served.get("PUBLISH")).toBe(publishes + 1);
+      // Bounded wait on real time for the pub/sub delivery (not rate-limit time).
+      for (let i = 0; i < 400 && tcpStore.cachedDenials > 0; i++) await new Promise((r) => setTimeout(r, 5));
+      expect(tcpStore.cachedDenials).toBe(0);
+      expect(await viaTcp.tryAcquire("victim")).toMatchObject({ allowed: true, remaining: 1 });
+    } finally {
+      await tcpStore.close();
+    }
+  });
+
   it("answers by onError when the endpoint refuses the token", async () => {
     const store = new RedisStore({
       client: asClient(upstashClient(bridge, "wrong-token")),

@@ -74,6 +74,22 @@ describe("sluice/otel", () => {
     expect(await points("sluice.decision.duration")).toEqual(expect.arrayContaining([[attrs("login", "allowed"), 2]]));
   });
 
+  test("labels come only from configured rules; unknown names are one _OTHER series, counted as refusals by kind", async () => {
+    const service = instrument(new RateLimiterService(new ManualClock(0)).addRule("api", fixed(5)), { meter });
+    for (let i = 0; i < 300; i++) expect(() => service.check(`caller-chosen-${i}`, "k")).toThrow(/unknown rule/);
+    expect(() => service.check("api", "k", { tier: "gold" })).toThrow(/unknown tier/);
+    service.check("api", "k");
+    expect(await points("sluice.errors")).toEqual(
+      expect.arrayContaining([
+        [{ "sluice.rule": "_OTHER", "error.type": "ERR_UNKNOWN_RULE" }, 300],
+        [{ "sluice.rule": "api", "error.type": "ERR_INVALID_ARGUMENT" }, 1],
+      ]),
+    );
+    expect(await points("sluice.errors")).toHaveLength(2);
+    expect(await points("sluice.store.errors")).toEqual([]);
+    expect(await points("sluice.decisions")).toEqual([[attrs("api", "allowed"), 1]]);
+  });
+
   test("a limiter: decisions by outcome, a duration per decision; peeks are not decisions", async () => {
     const limiter = instrument(createLimiter(fixed(2), new ManualClock(0)), { meter, rule: "api", store: "memory" });
     for (let i = 0; i < 3; i++) limiter.tryAcquire("k");

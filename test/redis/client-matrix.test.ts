@@ -79,6 +79,19 @@ const CONFIGS: Config[] = [
     },
   },
   {
+    name: "ioredis lazyConnect and enableOfflineQueue: false, never connected by hand",
+    standalone: async (url, options) => {
+      const client = keep(new Redis(url, { lazyConnect: true, enableOfflineQueue: false }));
+      client.on("error", () => {});
+      return { store: new RedisStore({ client, ...options }) };
+    },
+    cluster: async (ports, options) => {
+      const client = keep(new Cluster(seeds(ports), { lazyConnect: true, enableOfflineQueue: false }));
+      client.on("error", () => {});
+      return { store: new RedisStore({ client, ...options }) };
+    },
+  },
+  {
     name: "node-redis connected",
     standalone: async (url, options) => {
       const client = createClient({ url, socket: { reconnectStrategy: 50 } });

@@ -29,6 +29,10 @@ import { localMs, type NodeState } from "./nodes.ts";
 import { decodeCheck } from "./reply.ts";
 import type { CheckScript } from "./script.ts";
 
+/** Runs `f` on the next macrotask: setImmediate where it exists, else a zero timeout. */
+const nextTurn: (f: () => void) => void =
+  typeof globalThis.setImmediate === "function" ? (f) => setImmediate(f) : (f) => setTimeout(f, 0);
+
 /**
  * Most checks decided by one script call. A full batch is sent at once, mid-turn, so with many
  * checks in flight two or more batches overlap: Redis decides one while this process decodes
@@ -118,8 +122,9 @@ export class Batcher {
     } else if (!this.#scheduled) {
       this.#scheduled = true;
       // setImmediate (not a microtask) so checks issued by the continuations of one socket
-      // read, several promise hops deep, all land in the same batch.
-      setImmediate(this.#flush);
+      // read, several promise hops deep, all land in the same batch. (Edge runtimes without
+      // setImmediate, such as Vercel Edge: a zero timeout, the next macrotask there too.)
+      nextTurn(this.#flush);
     }
     return promise;
   }

@@ -17,18 +17,38 @@ function readyOrFailure(events: Emitter): Promise<void> {
 
 /** Wraps an ioredis `Redis` or `Cluster`. */
 export function ioredisCommands(c: Record<string, unknown>): RedisCommands {
-  const evalsha = (c.evalsha as Send).bind(c);
-  const evalScript = (c.eval as Send).bind(c);
-  const del = (c.del as Send).bind(c);
   const cluster = c.isCluster === true;
   const options = (c.options as Options) ?? {};
+  // A `lazyConnect` client never connected is in status "wait": ioredis connects it on its
+  // first command, but without an offline queue it refuses that command (and the next ones)
+  // until the connection is up. So the first commands wait for it, once; afterwards (and during
+  // reconnects) commands go straight out and fail fast, as configured.
+  let connecting: Promise<unknown> | undefined;
+  let waited = false;
+  const connected = <A extends unknown[]>(send: Send) => {
+    const direct = send.bind(c) as (...args: A) => Promise<unknown>;
+    return (...args: A): Promise<unknown> => {
+      if (waited || (connecting === undefined && c.status !== "wait")) return direct(...args);
+      connecting ??= (c.connect as () => Promise<unknown>)
+        .call(c)
+        .catch(() => undefined)
+        .then(() => {
+          waited = true;
+        });
+      return connecting.then(() => direct(...args));
+    };
+  };
+  const evalsha = connected(c.evalsha as Send);
+  const evalScript = connected(c.eval as Send);
+  const del = connected(c.del as Send);
+  const publish = connected(c.publish as Send);
   return {
     cluster,
     // ioredis flattens array arguments one level (v5 and v6), so nothing is spread here.
     evalsha: (sha, keys, args) => evalsha(sha, keys.length, keys, args),
     eval: (source, keys, args) => evalScript(source, keys.length, keys, args),
     del: (keys) => del(...keys),
-    publish: (channel, message) => (c.publish as Send).call(c, channel, message),
+    publish: (channel, message) => publish(channel, message),
     subscribe: async (channel, onMessage, onLink) => {
       const sub = (c.duplicate as () => Record<string, unknown>)();
       const events = sub as unknown as Emitter;

@@ -13,8 +13,9 @@
  * Fixed widths and the verbatim user key at the end make distinct (rule, shape, key) triples
  * distinct keys. Short keys matter: they are most of what a key costs in Redis memory.
  */
-import { createHash } from "node:crypto";
+
 import type { AlgorithmName, AlgorithmSpec } from "../../spec.ts";
+import { base64url, sha256 } from "./digest.ts";
 
 /** One-letter algorithm codes, shared with the Lua twins (`ALGO.<code>`). */
 export const ALGORITHM_CODES: Record<AlgorithmName, string> = {
@@ -40,7 +41,7 @@ export const RULE_DIGEST_LENGTH = 8;
  * about 2e-7.
  */
 export function ruleDigest(id: string, shape: string): string {
-  return createHash("sha256").update(`${id}\u0000${shape}`).digest("base64url").slice(0, RULE_DIGEST_LENGTH);
+  return base64url(sha256(`${id}\u0000${shape}`)).slice(0, RULE_DIGEST_LENGTH);
 }
 
 const FNV_OFFSET = 0x811c9dc5;

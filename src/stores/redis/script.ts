@@ -12,8 +12,8 @@
  * Every other reply gets the server time (ms) appended, from which the client learns a lower
  * bound of the server's clock offset (see nodes.ts).
  */
-import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { hex, sha1 } from "./digest.ts";
+import { LUA_SOURCES } from "./lua-sources.ts";
 
 /** The script files, in the order they are concatenated (helpers first, the entry point last). */
 const FILES = [
@@ -61,12 +61,21 @@ export interface CheckScript {
 
 let loaded: CheckScript | undefined;
 
-/** Reads the scripts (next to this module in both src/ and dist/) once per process. */
+/**
+ * Builds the script once per process from the .lua files' text, embedded in a module
+ * (lua-sources.ts, generated from scripts/) rather than read from disk: edge runtimes
+ * (Workers, Vercel Edge) bundle modules and have no file system.
+ */
 export function checkScript(): CheckScript {
   if (loaded === undefined) {
-    const body = FILES.map((name) => readFileSync(new URL(`./scripts/${name}`, import.meta.url), "utf8")).join("\n");
+    const body = FILES.map((name) => {
+      const text = LUA_SOURCES[name];
+      if (text === undefined)
+        throw new Error(`scripts/${name} is not in lua-sources.ts: run node scripts/embed-lua.mjs`);
+      return text;
+    }).join("\n");
     const source = GUARD_HEAD + body + GUARD_TAIL;
-    loaded = { source, sha: createHash("sha1").update(source).digest("hex") };
+    loaded = { source, sha: hex(sha1(source)) };
   }
   return loaded;
 }

@@ -46,10 +46,13 @@ local function em_refund(P, S, now, cost)
       em_write(P, S, nowMs, nowTicks + backlog - cost * per)
     end
   else
-    -- Far ahead (a clock stepped back): give back at most a whole burst.
-    local c = cost
-    if c > P.burst then c = P.burst end
-    em_write(P, S, ms, ticks - c * per)
+    -- Far ahead (a clock stepped back): the same rule, written from the state's own instant.
+    local backlog = dm * den + frac
+    if cost >= ceil(backlog / per) then
+      em_write(P, S, nowMs, nowTicks)
+    else
+      em_write(P, S, ms, ticks - cost * per)
+    end
   end
 end
 
