@@ -4,7 +4,8 @@
 // TypeScript is stripped of its types, and the module runs in its own `node` process that must
 // exit 0 within BLOCK_TIMEOUT_MS. A `console.log(…); // => text` line must print `text`
 // (test/docs/results.ts). Blocks get the Redis on 127.0.0.1:6379 (REDIS_URL), PORT=0 for servers,
-// and SLUICE_URL of a `sluice serve` started here on examples/rules.yaml. A fragment that cannot
+// SLUICE_URL of a `sluice serve` started here on examples/rules.yaml, and UPSTASH_REDIS_REST_URL/_TOKEN
+// of a stand-in for Upstash's REST endpoint over that Redis (docs/edge.md's @upstash/redis example). A fragment that cannot
 // run alone is marked `<!-- not-run: reason -->` right before its fence, and is counted and
 // listed as skipped. Shell, YAML and other languages are not run (fence them with their language).
 import { spawn } from "node:child_process";
@@ -15,6 +16,7 @@ import { transformWithOxc } from "vite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, ROOT, type Served, serve } from "./cli/helpers.ts";
 import { instrument, type ResultCheck, resultPattern } from "./docs/results.ts";
+import { startUpstashBridge, type UpstashBridge } from "./edge/upstash-bridge.ts";
 import { type CodeBlock, extractBlocks, ReadmeFormatError } from "./support/readme-blocks.ts";
 
 /** Longest a block may take: a block that does not exit has left a server, client or timer open. */
@@ -154,6 +156,7 @@ async function runBlock(block: DocBlock, env: Record<string, string>): Promise<{
 
 describe("README.md and docs/ code blocks run as written and print what they say", () => {
   let service: Served | undefined;
+  let bridge: UpstashBridge | undefined;
   let env: Record<string, string> = {};
 
   beforeAll(async () => {
@@ -161,10 +164,14 @@ describe("README.md and docs/ code blocks run as written and print what they say
     mkdirSync(WORK_DIR, { recursive: true });
     // The service the client example calls (its default URL would reach whatever holds :8080).
     service = await serve(["--config", "examples/rules.yaml", "--no-watch"]);
+    const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+    bridge = await startUpstashBridge(redisUrl);
     env = {
-      REDIS_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+      REDIS_URL: redisUrl,
       PORT: "0",
       SLUICE_URL: service.url,
+      UPSTASH_REDIS_REST_URL: bridge.url,
+      UPSTASH_REDIS_REST_TOKEN: bridge.token,
     };
     const list = skipped.map((b) => `\n  ${title(b)}: ${b.notRun}`).join("") || " none";
     const checked = runnable.reduce((n, b) => n + instrument(b, b.file).checks.length, 0);
@@ -176,6 +183,7 @@ describe("README.md and docs/ code blocks run as written and print what they say
 
   afterAll(async () => {
     await service?.stop();
+    await bridge?.close();
     rmSync(WORK_DIR, { recursive: true, force: true });
   });
 
