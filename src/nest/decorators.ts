@@ -5,10 +5,10 @@
  * `RateLimit(spec)(Controller.prototype, "method", Object.getOwnPropertyDescriptor(...))`.
  */
 import type { IncomingMessage } from "node:http";
-import { SetMetadata } from "@nestjs/common";
 import { ArgumentError } from "../errors.ts";
 import { type LimitSpec, type RuleSpec, validateRule, validateSpec } from "../spec.ts";
 import { checkRouteOptions, type RouteLimitOptions } from "./options.ts";
+import { nestCommon } from "./peers.ts";
 
 /** Metadata key of `@RateLimit`. */
 export const RATE_LIMIT_METADATA = "sluice:rate-limit";
@@ -49,7 +49,11 @@ function define(
   property?: string | symbol,
   descriptor?: PropertyDescriptor,
 ): void {
-  const set = SetMetadata(key, value) as (t: Target, p?: string | symbol, d?: PropertyDescriptor) => unknown;
+  const set = nestCommon().SetMetadata(key, value) as (
+    t: Target,
+    p?: string | symbol,
+    d?: PropertyDescriptor,
+  ) => unknown;
   set(target, property, descriptor);
 }
 

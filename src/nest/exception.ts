@@ -3,13 +3,22 @@
  * (`application/problem+json`, which Nest's default filter would turn into `application/json`).
  */
 import type { ArgumentsHost, ExceptionFilter } from "@nestjs/common";
-import { Catch, HttpException } from "@nestjs/common";
 import type { HttpAdapterHost } from "@nestjs/core";
 import type { Decision } from "../algorithms/decision.ts";
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from "../http/problem.ts";
+import { nestCommonIfPresent } from "./peers.ts";
+
+/** Nest's `HttpException`, or a stand-in where Nest is not installed (nothing throws it there). */
+const HttpExceptionBase: typeof import("@nestjs/common").HttpException =
+  nestCommonIfPresent?.HttpException ??
+  (class extends Error {
+    constructor(...args: unknown[]) {
+      super(String(args[0]));
+    }
+  } as unknown as typeof import("@nestjs/common").HttpException);
 
 /** A request sluice refused: 429 (limited) or 503 (the store failed under "deny"); the response is the problem body. */
-export class RateLimitException extends HttpException {
+export class RateLimitException extends HttpExceptionBase {
   /** The decision behind the refusal (absent for a deny-listed client or an unknown tier). */
   readonly decision: Decision | undefined;
   constructor(problem: ProblemDetails, decision: Decision | undefined) {
@@ -40,4 +49,4 @@ export class RateLimitExceptionFilter implements ExceptionFilter<RateLimitExcept
   }
 }
 
-Catch(RateLimitException)(RateLimitExceptionFilter);
+nestCommonIfPresent?.Catch(RateLimitException)(RateLimitExceptionFilter);

@@ -8,8 +8,7 @@
 
 import type { ServerResponse } from "node:http";
 import type { CanActivate, ExecutionContext } from "@nestjs/common";
-import { Inject, Injectable } from "@nestjs/common";
-import { Reflector } from "@nestjs/core";
+import type { Reflector } from "@nestjs/core";
 import type { Decision } from "../algorithms/decision.ts";
 import { type Engine, isPromise, type Verdict } from "../http/engine.ts";
 import { onResponseEnd, responseHeader } from "../http/node.ts";
@@ -18,6 +17,7 @@ import { tighter } from "../http/stack.ts";
 import { RATE_LIMIT_METADATA, type RouteLimit, SKIP_RATE_LIMIT_METADATA, type SkippedMembers } from "./decorators.ts";
 import { RateLimitException } from "./exception.ts";
 import { SluiceLimits } from "./limits.ts";
+import { nestCommonIfPresent, nestCore } from "./peers.ts";
 
 /** A response that takes headers: Express's `res.header` / Node's `setHeader`, Fastify's `reply.header`. */
 interface HeaderSink {
@@ -45,7 +45,7 @@ const NONE = null;
 /** The guard; registered for every route by `SluiceModule.forRoot` unless `appGuard: false`. */
 export class SluiceGuard implements CanActivate {
   readonly #limits: SluiceLimits;
-  readonly #reflector = new Reflector();
+  readonly #reflector: Reflector = new (nestCore().Reflector)();
   /** handler → controller class → the route's engine: metadata is read once per route, not per request. */
   readonly #routes = new WeakMap<Handler, WeakMap<object, Engine<unknown> | typeof NONE>>();
 
@@ -106,6 +106,9 @@ export class SluiceGuard implements CanActivate {
   }
 }
 
-// Nest's DI metadata, applied as calls: no decorator syntax, no emitDecoratorMetadata needed.
-Injectable()(SluiceGuard);
-Inject(SluiceLimits)(SluiceGuard, undefined, 0);
+// Nest's DI metadata, applied as calls: no decorator syntax, no emitDecoratorMetadata needed
+// (and none where Nest is not installed: nothing can use the guard there).
+if (nestCommonIfPresent !== undefined) {
+  nestCommonIfPresent.Injectable()(SluiceGuard);
+  nestCommonIfPresent.Inject(SluiceLimits)(SluiceGuard, undefined, 0);
+}

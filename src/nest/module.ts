@@ -5,19 +5,12 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { DynamicModule, FactoryProvider, ModuleMetadata, Provider } from "@nestjs/common";
-import { Global, Module } from "@nestjs/common";
-import {
-  APP_FILTER,
-  APP_GUARD,
-  DiscoveryModule,
-  DiscoveryService,
-  HttpAdapterHost,
-  MetadataScanner,
-} from "@nestjs/core";
+import type { DiscoveryService, HttpAdapterHost, MetadataScanner } from "@nestjs/core";
 import { RateLimitExceptionFilter } from "./exception.ts";
 import { SluiceGuard } from "./guard.ts";
 import { SluiceLimits } from "./limits.ts";
 import type { SluiceModuleOptions } from "./options.ts";
+import { nestCommonIfPresent, nestCore } from "./peers.ts";
 import { checkRoutes } from "./route-check.ts";
 
 /** Injection token of the module's options. */
@@ -37,6 +30,7 @@ export interface SluiceModuleAsyncOptions<Req = IncomingMessage> extends Pick<Mo
 
 /** The module's providers around the provider of `SluiceLimits`. */
 function providers(limits: Provider, appGuard: boolean): Provider[] {
+  const { APP_FILTER, APP_GUARD, DiscoveryService, HttpAdapterHost, MetadataScanner } = nestCore();
   const list: Provider[] = [
     limits,
     { provide: SluiceGuard, useFactory: (l: SluiceLimits) => new SluiceGuard(l), inject: [SluiceLimits] },
@@ -68,7 +62,7 @@ export class SluiceModule {
     const limits = new SluiceLimits(options as SluiceModuleOptions<never>);
     return {
       module: SluiceModule,
-      imports: [DiscoveryModule],
+      imports: [nestCore().DiscoveryModule],
       providers: [
         { provide: SLUICE_OPTIONS, useValue: options },
         ...providers({ provide: SluiceLimits, useValue: limits }, options.appGuard !== false),
@@ -81,7 +75,7 @@ export class SluiceModule {
   static forRootAsync<Req = IncomingMessage>(options: SluiceModuleAsyncOptions<Req>): DynamicModule {
     return {
       module: SluiceModule,
-      imports: [DiscoveryModule, ...(options.imports ?? [])],
+      imports: [nestCore().DiscoveryModule, ...(options.imports ?? [])],
       providers: [
         { provide: SLUICE_OPTIONS, useFactory: options.useFactory, inject: options.inject ?? [] },
         ...providers(
@@ -98,5 +92,8 @@ export class SluiceModule {
   }
 }
 
-Global()(SluiceModule);
-Module({})(SluiceModule);
+// Where Nest is not installed nothing can import the module; forRoot then names what is missing.
+if (nestCommonIfPresent !== undefined) {
+  nestCommonIfPresent.Global()(SluiceModule);
+  nestCommonIfPresent.Module({})(SluiceModule);
+}

@@ -3,15 +3,16 @@
  * rule `service` does not have, two different specs under one name) fails startup rather
  * than answering 500 to requests.
  */
-import { type DiscoveryService, type MetadataScanner, Reflector } from "@nestjs/core";
+import type { DiscoveryService, MetadataScanner } from "@nestjs/core";
 import { RATE_LIMIT_METADATA, type RouteLimit, SKIP_RATE_LIMIT_METADATA, type SkippedMembers } from "./decorators.ts";
 import type { SluiceLimits } from "./limits.ts";
+import { nestCore } from "./peers.ts";
 
 type Handler = (...args: never[]) => unknown;
 
 /** Builds the engine of every method of every controller `discovery` knows (throws on the first bad one). */
 export function checkRoutes(limits: SluiceLimits, discovery: DiscoveryService, scanner: MetadataScanner): void {
-  const reflector = new Reflector();
+  const reflector = new (nestCore().Reflector)();
   for (const wrapper of discovery.getControllers()) {
     const controller = wrapper.metatype as Handler | null;
     const prototype = controller?.prototype as Record<string, unknown> | undefined;

@@ -14,8 +14,16 @@
  * reports names the service does not have as {@link OTHER_RULE}), and the per-rule attribute
  * cache is capped, so no caller can grow memory or series without end.
  */
-import { type Attributes, type Counter, type Histogram, type Meter, metrics } from "@opentelemetry/api";
+import type { Attributes, Counter, Histogram, Meter } from "@opentelemetry/api";
 import type { Decision } from "../algorithms/decision.ts";
+import { requirePeer } from "../optional-peer.ts";
+
+/** The global MeterProvider's meter named "sluice" (`@opentelemetry/api` loaded on first use, SPEC §14). */
+function globalMeter(): Meter {
+  return requirePeer<typeof import("@opentelemetry/api")>("@opentelemetry/api", "sluice/otel").metrics.getMeter(
+    "sluice",
+  );
+}
 
 /** Options shared by every `instrument*` function. */
 export interface MetricsOptions {
@@ -52,7 +60,7 @@ export class DecisionMetrics {
   readonly #store: string;
   readonly #attributes = new Map<string, { allowed: Attributes; denied: Attributes; base: Attributes }>();
 
-  constructor(store: string, meter: Meter = metrics.getMeter("sluice")) {
+  constructor(store: string, meter: Meter = globalMeter()) {
     this.#store = store;
     this.#decisions = meter.createCounter("sluice.decisions", {
       description: "Rate-limit decisions, by rule and outcome",
