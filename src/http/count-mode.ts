@@ -2,13 +2,14 @@
  * `count: "failed" | "succeeded"`: every request is checked (and charged) before the handler,
  * and those that should not count get their units back once the response is over — one extra
  * store call per counted-out request, none for the others. A response that never completes
- * (the handler threw before answering, the client went away) did not succeed.
+ * (the handler threw before answering, the client went away) did not succeed — unless
+ * `countOn: "handler"`: then what the handler answered decides, even after the client left.
  */
 import type { Decision } from "../algorithms/decision.ts";
 import type { Limiter } from "../limiter.ts";
 import type { RateLimiterService } from "../service.ts";
 import type { Store } from "../store.ts";
-import type { CountMode, MaybePromise } from "./options.ts";
+import type { CountMode, CountOn, MaybePromise } from "./options.ts";
 
 /** What a checked request was charged: enough to give it back. */
 export interface Charge {
@@ -28,6 +29,9 @@ export type Refund = (charge: Charge, decision?: Decision) => MaybePromise<Decis
 
 /** The modes `count` accepts. */
 export const COUNT_MODES: readonly CountMode[] = ["all", "failed", "succeeded"];
+
+/** The moments `countOn` accepts. */
+export const COUNT_ON: readonly CountOn[] = ["response", "handler"];
 
 /** True when a request that ended so (`succeeded`) must be given back under `mode`. */
 export function refunds(mode: CountMode, succeeded: boolean): boolean {

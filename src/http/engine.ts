@@ -10,7 +10,9 @@
  * 5. status 200: run the handler; otherwise answer `verdict.status` with `body(verdict)` as
  *    `PROBLEM_CONTENT_TYPE` (or their `onLimited` on 429);
  * 6. when `observes(verdict)`, report how the response ended: `settle(verdict, req, res, status)`
- *    with the final status, or `undefined` when it never completed (abort, handler threw).
+ *    with the final status, or `undefined` when it never completed (abort, handler threw);
+ *    with `countOn === "handler"`, a client that left does not end it: the status the handler
+ *    answered with (its `end()`, its returned Response) does.
  *
  * A check on the in-process store stays synchronous end to end (no promise, no microtask)
  * unless a hook is async; on Redis it is one awaited round trip.
@@ -24,7 +26,7 @@ import { problemOf, retryAfterOf, statusOf } from "./answer.ts";
 import { checkChoice, checkFunction, checkOptionKeys } from "./check-options.ts";
 import { type Client, ClientAddresses, type RequestReader, UNKNOWN_CLIENT, warner } from "./client-address.ts";
 import { boundKey, storeKey } from "./client-key.ts";
-import { type Charge, COUNT_MODES, refunds } from "./count-mode.ts";
+import { type Charge, COUNT_MODES, COUNT_ON, refunds } from "./count-mode.ts";
 import { type HandleKey, handleStoreKey, type PeekOptions } from "./handles.ts";
 import {
   compilePolicies,
@@ -36,7 +38,7 @@ import {
 } from "./headers.ts";
 import { type AddressList, compileList } from "./lists.ts";
 import { andThen, isPromise } from "./maybe-promise.ts";
-import type { CountMode, DecisionInfo, MaybePromise, RateLimitOptions, UnknownTierPolicy } from "./options.ts";
+import type { CountMode, CountOn, DecisionInfo, MaybePromise, RateLimitOptions, UnknownTierPolicy } from "./options.ts";
 import * as problems from "./problem.ts";
 import { distinctFrom, type GetHeader, listNames, stackingSetter } from "./stack.ts";
 import { isProblem, type Target, targetOf } from "./target.ts";
@@ -78,6 +80,8 @@ export class Engine<Req, Res = unknown> {
   readonly #clock: Clock;
   readonly #warn = warner();
   readonly #count: CountMode;
+  /** When `count` judges a request (see {@link CountOn}); adapters read it to know what to wait for. */
+  readonly countOn: CountOn;
   /** Header layout, or undefined for none. */
   readonly format: HeaderFormat | undefined;
   /** Whether the middleware only reports. */
@@ -101,6 +105,7 @@ export class Engine<Req, Res = unknown> {
     const headers = checkChoice<HeaderFormat | false>(options, "headers", [...HEADER_FORMATS, false], "draft-11");
     this.format = headers === false ? undefined : headers;
     this.#count = checkChoice(options, "count", COUNT_MODES, "all");
+    this.countOn = checkChoice(options, "countOn", COUNT_ON, "response");
     const unknownTier = checkChoice<UnknownTierPolicy>(options, "onUnknownTier", ["reject", "base", "throw"], "reject");
     this.dryRun = options.dryRun === true;
     this.#honorDelay = options.honorDelay !== false;

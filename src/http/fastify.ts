@@ -20,7 +20,7 @@ import { ConfigError } from "../errors.ts";
 import { describeValue } from "../spec.ts";
 import { Engine, isPromise, type Verdict } from "./engine.ts";
 import { type RateLimitHandles, withHandles } from "./handles.ts";
-import { nodeReader, onResponseEnd, responseHeader } from "./node.ts";
+import { nodeReader, responseHeader, settleOnEnd } from "./node.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 import { tighter } from "./stack.ts";
@@ -97,8 +97,7 @@ function hookFor(
     if (verdict.status === 200) {
       // The raw response's events, not an onResponse hook: they also tell an aborted request
       // (no 'finish'), and a route-level hook cannot add hooks.
-      if (engine.observes(verdict))
-        onResponseEnd(reply.raw, (status) => engine.settle(verdict, request, reply, status));
+      if (engine.observes(verdict)) settleOnEnd(engine, verdict, request, reply, reply.raw);
       done();
       return;
     }

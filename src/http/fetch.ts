@@ -68,9 +68,10 @@ export async function passOn<Req>(
     signal?.removeEventListener("abort", aborted);
     engine.settle(verdict, request, response as Response, response?.status);
   };
-  // The client went away before the handler answered: that request did not succeed.
+  // The client went away before the handler answered: that request did not succeed — unless
+  // `countOn: "handler"`, where the handler's own answer decides.
   const aborted = () => settle(undefined);
-  signal?.addEventListener("abort", aborted, { once: true });
+  if (engine.countOn === "response") signal?.addEventListener("abort", aborted, { once: true });
   let response: Response | undefined;
   try {
     response = await next();

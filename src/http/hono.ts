@@ -75,7 +75,7 @@ export function rateLimit(
           return c.res;
         },
         // Only read when observing: @hono/node-server builds the full Request on first access.
-        engine.observes(verdict) ? c.req.raw.signal : undefined,
+        engine.observes(verdict) && engine.countOn === "response" ? c.req.raw.signal : undefined,
       );
       if (response === c.res) return; // headers were added in place
       // Hono's setter copies the old response's headers over the new one's; ours are merged already.

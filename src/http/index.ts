@@ -112,6 +112,7 @@ export { formatIp, type IpBytes, type IpRange, inRange, parseIp, parseRanges } f
 export { type NodeRateLimit, type NodeRateLimitOptions, onResponseEnd, responseHeader } from "./node.ts";
 export type {
   CountMode,
+  CountOn,
   DecisionInfo,
   MaybePromise,
   RateLimitOptions,

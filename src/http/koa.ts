@@ -9,7 +9,7 @@ import type { Context, Middleware, Next } from "koa";
 import type { Decision } from "../algorithms/decision.ts";
 import { Engine, isPromise } from "./engine.ts";
 import { type RateLimitHandles, withHandles } from "./handles.ts";
-import { nodeReader, onResponseEnd, responseHeader } from "./node.ts";
+import { nodeReader, responseHeader, settleOnEnd } from "./node.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 import { tighter } from "./stack.ts";
@@ -58,8 +58,20 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitH
       // `count`: how the response ended decides whether this request keeps its units. Koa
       // writes the response after the middleware chain returns, so the raw response's end
       // events tell (an abort or a thrown handler end it without a status).
-      if (engine.observes(verdict)) onResponseEnd(response, (status) => engine.settle(verdict, ctx, response, status));
-      return next();
+      if (!engine.observes(verdict)) return next();
+      if (engine.countOn === "response") {
+        settleOnEnd(engine, verdict, ctx, response, response);
+        return next();
+      }
+      // `countOn: "handler"`: Koa writes nothing once the client is gone, so the chain's end
+      // decides: the status the handlers left, or none when one threw.
+      return next().then(
+        () => engine.settle(verdict, ctx, response, ctx.status),
+        (error: unknown) => {
+          engine.settle(verdict, ctx, response, undefined);
+          throw error;
+        },
+      );
     }
     ctx.status = verdict.status;
     if (verdict.status === 429 && onLimited !== undefined) return onLimited(ctx, verdict.decision);

@@ -61,16 +61,50 @@ export function responseHeader(response: ServerResponse, name: string): string |
 /**
  * Calls `done` once when `response` ends: with its status once fully sent ('finish'), or with
  * undefined when the connection closed first (client abort, a handler that never answered).
+ * With `untilHandler` (`countOn: "handler"`), a closed connection does not end it: the status
+ * the handler set when it called `end()` does — Node emits no 'finish' once the socket is
+ * gone, so `end` is wrapped then (only on this response, only after an early close).
  */
-export function onResponseEnd(response: ServerResponse, done: (status: number | undefined) => void): void {
+export function onResponseEnd(
+  response: ServerResponse,
+  done: (status: number | undefined) => void,
+  untilHandler = false,
+): void {
   let ended = false;
   const end = (status: number | undefined) => {
     if (ended) return;
     ended = true;
     done(status);
   };
+  const left = () => {
+    if (!untilHandler || response.writableEnded) {
+      end(untilHandler ? response.statusCode : undefined);
+      return;
+    }
+    const original = response.end;
+    response.end = function sluiceHandlerEnd(this: ServerResponse, ...args: unknown[]) {
+      end(response.statusCode);
+      return (original as (...a: unknown[]) => ServerResponse).apply(this, args);
+    } as ServerResponse["end"];
+  };
+  // Closed before the middleware looked (the client left during an async hook): no event follows.
+  if (response.destroyed && !response.writableFinished) {
+    left();
+    return;
+  }
   response.once("finish", () => end(response.statusCode));
-  response.once("close", () => end(response.writableFinished ? response.statusCode : undefined));
+  response.once("close", () => (response.writableFinished ? end(response.statusCode) : left()));
+}
+
+/** Reports to `engine` how the response of a passing `verdict` ended (`count`), on its Node response `raw`. */
+export function settleOnEnd<Req, Res>(
+  engine: Engine<Req, Res>,
+  verdict: CheckedVerdict,
+  request: Req,
+  response: Res,
+  raw: ServerResponse,
+): void {
+  onResponseEnd(raw, (status) => engine.settle(verdict, request, response, status), engine.countOn === "handler");
 }
 
 /** Builds the `(req, res, next?)` middleware for any Node-based request/response pair. */
@@ -86,9 +120,6 @@ export function nodeHandler<Req extends IncomingMessage, Res extends ServerRespo
   engine: Engine<Req, Res>,
   onLimited: NodeRateLimitOptions<Req, Res>["onLimited"],
 ): NodeRateLimit<Req, Res> {
-  const observe = (verdict: CheckedVerdict, request: Req, response: Res) =>
-    onResponseEnd(response, (status) => engine.settle(verdict, request, response, status));
-
   const finish = (verdict: Verdict | null, request: Req, response: Res): boolean => {
     if (verdict === null) return true;
     if (verdict.decision !== undefined) request.rateLimit = tighter(request.rateLimit, verdict.decision);
@@ -100,7 +131,7 @@ export function nodeHandler<Req extends IncomingMessage, Res extends ServerRespo
       );
     }
     if (verdict.status === 200) {
-      if (engine.observes(verdict)) observe(verdict, request, response);
+      if (engine.observes(verdict)) settleOnEnd(engine, verdict, request, response, response);
       return true;
     }
     response.statusCode = verdict.status;

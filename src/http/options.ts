@@ -30,6 +30,13 @@ export type MaybePromise<T> = T | Promise<T>;
 export type CountMode = "all" | "failed" | "succeeded";
 
 /**
+ * When `count` decides whether a request succeeded: `"response"` (default) when the response
+ * was fully sent, so a client that left first did not succeed; `"handler"` when the handler
+ * answered, whether or not the client was still there (work with side effects counts).
+ */
+export type CountOn = "response" | "handler";
+
+/**
  * What to do when `tier(req)` names a tier the service rule does not have: `"reject"` (default)
  * answers 400 problem+json naming the tier; `"base"` applies the rule's own spec; `"throw"`
  * passes the `ArgumentError` to the framework's error handling.
@@ -78,6 +85,8 @@ export interface RateLimitOptions<Req, Res = unknown> {
   onUnknownTier?: UnknownTierPolicy;
   /** Which requests keep their units (default `"all"`); the others are refunded after the response. */
   count?: CountMode;
+  /** When `count` judges a request: the response sent (default `"response"`) or the handler's answer (`"handler"`). */
+  countOn?: CountOn;
   /** Whether a finished request succeeded, for `count` (default: status < 400). */
   requestWasSuccessful?: (request: Req, response: Res) => boolean;
   /** Client addresses / CIDRs (IPv4, IPv6) never counted nor limited. */
@@ -122,6 +131,7 @@ export const ENGINE_OPTION_KEYS = [
   "tier",
   "onUnknownTier",
   "count",
+  "countOn",
   "requestWasSuccessful",
   "allowList",
   "denyList",

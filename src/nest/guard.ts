@@ -11,7 +11,7 @@ import type { CanActivate, ExecutionContext } from "@nestjs/common";
 import type { Reflector } from "@nestjs/core";
 import type { Decision } from "../algorithms/decision.ts";
 import { type Engine, isPromise, type Verdict } from "../http/engine.ts";
-import { onResponseEnd, responseHeader } from "../http/node.ts";
+import { responseHeader, settleOnEnd } from "../http/node.ts";
 import type { ProblemDetails } from "../http/problem.ts";
 import { tighter } from "../http/stack.ts";
 import { RATE_LIMIT_METADATA, type RouteLimit, SKIP_RATE_LIMIT_METADATA, type SkippedMembers } from "./decorators.ts";
@@ -97,7 +97,7 @@ export class SluiceGuard implements CanActivate {
     if (verdict.decision !== undefined) holder.rateLimit = tighter(holder.rateLimit, verdict.decision);
     if (verdict.status === 200) {
       // `count`: the response's end decides whether this request keeps its units.
-      if (engine.observes(verdict)) onResponseEnd(node, (status) => engine.settle(verdict, request, node, status));
+      if (engine.observes(verdict)) settleOnEnd(engine, verdict, request, node, node);
       return true;
     }
     const onLimited = this.#limits.onLimited;

@@ -145,6 +145,36 @@ export function features(name: string, adapter: Adapter, limits: FeatureLimits =
         expect(await status(`${served.url}/status/200`)).toBe(after);
       });
 
+      test.each([
+        // count, countOn, what the handler answered after its client left, the next request
+        ["succeeded", undefined, 200, 200],
+        ["succeeded", "response", 200, 200],
+        ["failed", undefined, 200, 429],
+        ["succeeded", "handler", 200, 429],
+        ["succeeded", "handler", 500, 200],
+        ["failed", "handler", 200, 200],
+        ["failed", "handler", 500, 429],
+      ])(
+        'count "%s", countOn %s: a handler answering %i after its client left',
+        async (count, countOn, code, after) => {
+          const served = await start({ spec: fixed(1), clock: new ManualClock(0), count, countOn });
+          const hang = served.hang as NonNullable<Served["hang"]>;
+          const controller = new AbortController();
+          const hung = fetch(`${served.url}/hang/${code}`, { signal: controller.signal });
+          await hang.started; // counted, and the handler runs
+          controller.abort();
+          await expect(hung).rejects.toThrow();
+          await hang.closed; // the handler answered once the client was gone
+          expect(await status(`${served.url}/status/200`)).toBe(after);
+        },
+      );
+
+      test("countOn takes only its two values", async () => {
+        await expect(start({ spec: fixed(1), count: "succeeded", countOn: "client" })).rejects.toThrow(
+          /`countOn` must be one of .*got "client"/,
+        );
+      });
+
       test("requestWasSuccessful decides what succeeded", async () => {
         const { url } = await start({
           spec: fixed(1),

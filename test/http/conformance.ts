@@ -24,14 +24,15 @@ export type Options = Record<string, unknown>;
 /**
  * What a test server's handler does, by path (behind the middlewares): `/status/NNN` answers
  * NNN "ok"; `/throw` throws (the framework answers 500); `/stream` streams "o" then "k";
- * `/hang` never answers (see `Served.hang`); `/decision` answers
+ * `/hang` never answers (see `Served.hang`); `/hang/NNN` answers NNN once the client has left
+ * (work that ran after its client hung up); `/decision` answers
  * the decision on the request as JSON (`null` when there is none); anything else "ok".
  */
 export type Route =
   | { kind: "status"; code: number }
   | { kind: "throw" }
   | { kind: "stream" }
-  | { kind: "hang" }
+  | { kind: "hang"; late?: number }
   | { kind: "decision" }
   | { kind: "ok" };
 
@@ -40,6 +41,8 @@ export function routeOf(path: string): Route {
   const p = path.split("?")[0] ?? "";
   const status = /^\/status\/(\d{3})$/.exec(p);
   if (status !== null) return { kind: "status", code: Number(status[1]) };
+  const late = /^\/hang\/(\d{3})$/.exec(p);
+  if (late !== null) return { kind: "hang", late: Number(late[1]) };
   if (p === "/throw" || p === "/stream" || p === "/hang" || p === "/decision") return { kind: p.slice(1) } as Route;
   return { kind: "ok" };
 }
@@ -65,13 +68,17 @@ export function deferred(): { promise: Promise<void>; resolve: () => void } {
   return { promise, resolve };
 }
 
-/** What a test server's `/hang` handler signals: `enter()` when it runs, `leave()` when the client is gone. */
+/**
+ * What a test server's `/hang` handler signals: `enter()` when it runs, `leave()` when the
+ * client is gone (after answering, for `/hang/NNN`). `closed` resolves a macrotask later, so
+ * what the middleware does once the handler answered (a `count` refund) has happened by then.
+ */
 export function hangSignals() {
   const started = deferred();
   const closed = deferred();
   return {
     enter: started.resolve,
-    leave: closed.resolve,
+    leave: () => void setImmediate(closed.resolve),
     served: { started: started.promise, closed: closed.promise },
   };
 }

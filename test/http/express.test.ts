@@ -23,7 +23,10 @@ async function serveExpress(options: Options | Options[], setup?: (app: express.
     if (route.kind === "throw") throw new Error("handler failed");
     if (route.kind === "hang") {
       hang.enter();
-      return void res.once("close", hang.leave);
+      return void res.once("close", () => {
+        if (route.late !== undefined) res.status(route.late).send("late");
+        hang.leave();
+      });
     }
     if (route.kind === "decision") return void res.json(req.rateLimit ?? null);
     if (route.kind === "stream") {

@@ -21,8 +21,16 @@ function app(options: Options | Options[]) {
     if (route.kind === "throw") throw new Error("handler failed");
     if (route.kind === "hang") {
       hang.enter();
-      reply.raw.once("close", hang.leave);
-      return new Promise(() => {});
+      const late = route.late;
+      return new Promise((resolve) => {
+        reply.raw.once("close", () => {
+          if (late !== undefined) {
+            reply.code(late);
+            resolve("late");
+          }
+          hang.leave();
+        });
+      });
     }
     if (route.kind === "decision") return JSON.stringify(request.rateLimit ?? null);
     if (route.kind === "stream") return reply.send(Readable.from(["o", "k"]));

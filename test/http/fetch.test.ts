@@ -22,7 +22,7 @@ const fetchAdapter = {
         hang.enter();
         await new Promise((resolve) => request.signal.addEventListener("abort", resolve, { once: true }));
         hang.leave();
-        return new Response("gone");
+        return new Response("late", { status: route.late ?? 200 });
       }
       if (route.kind === "decision") return Response.json(decision ?? null);
       if (route.kind === "stream") return new Response(twoChunks());

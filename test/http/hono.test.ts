@@ -27,7 +27,7 @@ function app(options: Options | Options[]) {
       hang.enter();
       await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
       hang.leave();
-      return c.text("gone");
+      return c.text("late", (route.late ?? 200) as ContentfulStatusCode);
     }
     if (route.kind === "decision") return c.json(c.get("rateLimit") ?? null);
     if (route.kind === "stream") return c.body(twoChunks());

@@ -38,8 +38,12 @@ async function serveKoa(
         if (route.kind === "throw") throw new Error("handler failed");
         if (route.kind === "hang") {
           hang.enter();
-          ctx.res.once("close", hang.leave);
-          await new Promise(() => undefined); // never answers; the client leaves
+          await new Promise((resolve) => ctx.res.once("close", resolve));
+          hang.leave();
+          if (route.late === undefined) await new Promise(() => undefined); // never answers
+          ctx.status = route.late ?? 200;
+          ctx.body = "late";
+          return;
         }
         if (route.kind === "decision") {
           ctx.body = ctx.state.rateLimit ?? null;

@@ -62,7 +62,10 @@ function routesController(hang: ReturnType<typeof hangSignals>): Type {
       if (route.kind === "throw") throw new Error("handler failed");
       if (route.kind === "hang") {
         hang.enter();
-        res.once("close", hang.leave);
+        res.once("close", () => {
+          if (route.late !== undefined) res.status(route.late).send("late");
+          hang.leave();
+        });
         return;
       }
       if (route.kind === "decision") {

@@ -38,7 +38,13 @@ function serveNode(options: Options | Options[], host?: string): Promise<Served>
       if (route.kind === "throw") throw new Error("handler failed");
       if (route.kind === "hang") {
         hang.enter();
-        return void res.once("close", hang.leave);
+        return void res.once("close", () => {
+          if (route.late !== undefined) {
+            res.statusCode = route.late;
+            res.end("late");
+          }
+          hang.leave();
+        });
       }
       if (route.kind === "decision") return void res.end(JSON.stringify(req.rateLimit ?? null));
       if (route.kind === "stream") {
