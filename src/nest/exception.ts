@@ -6,6 +6,7 @@ import type { ArgumentsHost, ExceptionFilter } from "@nestjs/common";
 import type { HttpAdapterHost } from "@nestjs/core";
 import type { Decision } from "../algorithms/decision.ts";
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails } from "../http/problem.ts";
+import { optionalPeer } from "../optional-peer.ts";
 import { nestCommonIfPresent } from "./peers.ts";
 
 /** Nest's `HttpException`, or a stand-in where Nest is not installed (nothing throws it there). */
@@ -24,6 +25,8 @@ export class RateLimitException extends HttpExceptionBase {
   constructor(problem: ProblemDetails, decision: Decision | undefined) {
     super(problem, problem.status);
     this.name = "RateLimitException";
+    // What a GraphQL error (or a log line) shows: the problem's words, not the class name.
+    this.message = problem.detail;
     this.decision = decision;
   }
 }
@@ -35,18 +38,44 @@ export class RateLimitExceptionFilter implements ExceptionFilter<RateLimitExcept
     this.#host = host;
   }
 
-  /** Writes the problem response (unless something already answered). */
-  catch(exception: RateLimitException, host: ArgumentsHost): void {
+  /**
+   * Writes the problem response (unless something already answered). In a GraphQL resolver it
+   * hands the exception back: GraphQL answers it as an error of the operation.
+   */
+  catch(exception: RateLimitException, host: ArgumentsHost): Error | undefined {
+    if (host.getType<string>() !== "http") return graphqlError(exception);
     const adapter = this.#host.httpAdapter;
     const response: unknown = host.switchToHttp().getResponse();
     if (adapter.isHeadersSent(response)) {
       adapter.end(response);
-      return;
+      return undefined;
     }
     adapter.setHeader(response, "Content-Type", PROBLEM_CONTENT_TYPE);
     // A string body: the adapter sends it as is, keeping the problem media type.
     adapter.reply(response, JSON.stringify(exception.getResponse()), exception.getStatus());
+    return undefined;
   }
+}
+
+/** `graphql`'s error class, as far as it is used here (`graphql` is not a dependency of sluice). */
+type GraphQLErrorClass = new (
+  message: string,
+  options: { originalError: Error; extensions: Record<string, unknown> },
+) => Error;
+
+/**
+ * The error a GraphQL operation answers for a refusal: code `RATE_LIMITED` (or
+ * `SERVICE_UNAVAILABLE` for a 503) and the problem in `extensions.problem`, so clients can read
+ * `retryAfter`-style figures without parsing the message. Without `graphql`, the exception itself.
+ */
+function graphqlError(exception: RateLimitException): Error {
+  const graphql = optionalPeer<{ GraphQLError: GraphQLErrorClass }>("graphql");
+  if (graphql === undefined) return exception;
+  const status = exception.getStatus();
+  return new graphql.GraphQLError(exception.message, {
+    originalError: exception,
+    extensions: { code: status === 429 ? "RATE_LIMITED" : "SERVICE_UNAVAILABLE", problem: exception.getResponse() },
+  });
 }
 
 nestCommonIfPresent?.Catch(RateLimitException)(RateLimitExceptionFilter);

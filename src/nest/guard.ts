@@ -3,7 +3,10 @@
  * module-wide one), sets the rate-limit headers, leaves the decision on `request.rateLimit`,
  * and throws `RateLimitException` (429 / 503 problem) or your `onLimited` exception. A request
  * is decided once, however many SluiceGuards (or SluiceModules) run on it.
- * Non-HTTP contexts (WebSockets, microservices) pass untouched.
+ * GraphQL resolvers are limited too, per HTTP request (its `req` in the GraphQL context, read
+ * through `@nestjs/graphql`, loaded only when a GraphQL context arrives). WebSocket and
+ * microservice contexts, and GraphQL operations without an HTTP request (subscriptions over
+ * WebSockets), pass untouched.
  */
 
 import type { ServerResponse } from "node:http";
@@ -17,7 +20,7 @@ import { tighter } from "../http/stack.ts";
 import { RATE_LIMIT_METADATA, type RouteLimit, SKIP_RATE_LIMIT_METADATA, type SkippedMembers } from "./decorators.ts";
 import { RateLimitException } from "./exception.ts";
 import { SluiceLimits } from "./limits.ts";
-import { nestCommonIfPresent, nestCore } from "./peers.ts";
+import { graphqlExchange, nestCommonIfPresent, nestCore } from "./peers.ts";
 
 /** A response that takes headers: Express's `res.header` / Node's `setHeader`, Fastify's `reply.header`. */
 interface HeaderSink {
@@ -55,16 +58,19 @@ export class SluiceGuard implements CanActivate {
 
   /** True to let the request through; throws to refuse it. */
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
-    if (context.getType() !== "http") return true;
+    const type = context.getType<string>();
+    if (type !== "http" && type !== "graphql") return true;
     const engine = this.#route(context.getHandler() as Handler, context.getClass());
     if (engine === NONE) return true;
-    const http = context.switchToHttp();
-    const request: object = http.getRequest();
+    const exchange = type === "http" ? httpExchange(context) : graphqlExchange(context);
+    if (exchange === undefined) return true; // a GraphQL operation with no HTTP request
+    const { request, response } = exchange;
+    // One HTTP request may run several resolvers (a query with two fields): it counts once.
     if (decided.has(request)) return true;
     decided.add(request);
     const pending = engine.decide(request);
-    if (!isPromise(pending)) return this.#finish(engine, pending, context, request);
-    return pending.then((verdict) => this.#finish(engine, verdict, context, request));
+    if (!isPromise(pending)) return this.#finish(engine, pending, context, request, response);
+    return pending.then((verdict) => this.#finish(engine, verdict, context, request, response));
   }
 
   #route(handler: Handler, controller: object): Engine<unknown> | typeof NONE {
@@ -85,9 +91,14 @@ export class SluiceGuard implements CanActivate {
     return engine;
   }
 
-  #finish(engine: Engine<unknown>, verdict: Verdict | null, context: ExecutionContext, request: object): boolean {
+  #finish(
+    engine: Engine<unknown>,
+    verdict: Verdict | null,
+    context: ExecutionContext,
+    request: object,
+    response: HeaderSink & { raw?: ServerResponse },
+  ): boolean {
     if (verdict === null) return true;
-    const response = context.switchToHttp().getResponse<HeaderSink & { raw?: ServerResponse }>();
     // Express responses are Node's; Fastify's reply wraps it as `raw`.
     const node = (response.raw ?? response) as ServerResponse;
     engine.writeHeaders(verdict, setter(response), (name) =>
@@ -104,6 +115,12 @@ export class SluiceGuard implements CanActivate {
     if (verdict.status === 429 && onLimited !== undefined) throw onLimited(context, verdict.decision);
     throw new RateLimitException(JSON.parse(engine.body(verdict)) as ProblemDetails, verdict.decision);
   }
+}
+
+/** The HTTP request and response of an `http` context. */
+function httpExchange(context: ExecutionContext): { request: object; response: HeaderSink & { raw?: ServerResponse } } {
+  const http = context.switchToHttp();
+  return { request: http.getRequest<object>(), response: http.getResponse<HeaderSink & { raw?: ServerResponse }>() };
 }
 
 // Nest's DI metadata, applied as calls: no decorator syntax, no emitDecoratorMetadata needed
