@@ -357,3 +357,44 @@ describe("node http: a client that leaves during an async hook", () => {
     await new Promise<void>((r) => server.close(() => r()));
   });
 });
+
+describe("node http: count when the client left before the middleware answered", () => {
+  test.each([
+    [undefined, 200], // countOn "response": the client left, so it did not succeed: refunded
+    ["handler", 429], // countOn "handler": the handler ran and answered 200: counted
+  ])('count "succeeded", countOn %s: the next request is answered %i', async (countOn, next) => {
+    const limit = rateLimit({
+      spec: { algorithm: "fixed-window", limit: 1, windowMs: 60_000 },
+      clock: new ManualClock(0),
+      count: "succeeded",
+      ...(countOn === undefined ? {} : { countOn: countOn as "handler" }),
+      // Answers only once the client has gone: the response is closed before the middleware looks.
+      skip: async (req) => {
+        if (req.url === "/send-sms" && !req.socket.destroyed) await new Promise((r) => req.socket.once("close", r));
+        return false;
+      },
+    });
+    let handled: () => void = () => {};
+    const done = new Promise<void>((r) => {
+      handled = r;
+    });
+    const server = http.createServer(async (req, res) => {
+      if (await limit(req, res)) {
+        res.statusCode = 200;
+        res.end("sent"); // the work ran, though nobody reads the answer
+      }
+      if (req.url === "/send-sms") setImmediate(handled);
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const { port } = server.address() as AddressInfo;
+    const { connect } = await import("node:net");
+    const socket = connect(port, "127.0.0.1");
+    socket.on("error", () => undefined);
+    socket.write("POST /send-sms HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", () => socket.destroy());
+    await done;
+    const after = await fetch(`http://127.0.0.1:${port}/next`);
+    await after.arrayBuffer();
+    expect(after.status).toBe(next);
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+});
