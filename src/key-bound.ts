@@ -4,9 +4,25 @@
  * as `sha256:<base64url>` of itself. Never silent: the first such key of a limiter is reported
  * with `process.emitWarning` (code `SLUICE_KEY_HASHED`), and `onDecision` sees the hashed form.
  */
-import { createHash } from "node:crypto";
+import { base64url, sha256 } from "./digest.ts";
 import { ArgumentError } from "./errors.ts";
 import { describeValue } from "./spec.ts";
+import { warn } from "./warn.ts";
+
+/** UTF-8 length of `text` (Buffer.byteLength without Node: lone surrogates count 3, as TextEncoder writes U+FFFD). */
+function utf8Length(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
 
 /** Default `maxKeyBytes`: 1 KB. */
 export const DEFAULT_MAX_KEY_BYTES = 1024;
@@ -26,7 +42,7 @@ export function checkMaxKeyBytes(value: unknown): number {
 
 /** The hashed form of a key too long to store. */
 export function hashedKey(key: string): string {
-  return `sha256:${createHash("sha256").update(key, "utf8").digest("base64url")}`;
+  return `sha256:${base64url(sha256(key))}`;
 }
 
 /**
@@ -39,13 +55,13 @@ export function keyBound(maxKeyBytes: number, id: string): (key: string) => stri
   let warned = false;
   return (key) => {
     if (key.length <= surelyFits) return key;
-    const bytes = Buffer.byteLength(key, "utf8");
+    const bytes = utf8Length(key);
     if (bytes <= maxKeyBytes) return key;
     if (!warned) {
       warned = true;
-      process.emitWarning(
+      warn(
         `limiter ${id.slice(0, 120)}: a ${bytes}-byte key is longer than maxKeyBytes (${maxKeyBytes}); such keys are stored as sha256:<digest> of the key`,
-        { code: "SLUICE_KEY_HASHED" },
+        "SLUICE_KEY_HASHED",
       );
     }
     return hashedKey(key);

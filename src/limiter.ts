@@ -16,6 +16,7 @@ import type { AlgorithmSpec, RuleSpec } from "./spec.ts";
 import { describeValue, validateRule } from "./spec.ts";
 import type { BoundRule, Store } from "./store.ts";
 import { MemoryStore } from "./stores/memory/memory-store.ts";
+import { warn } from "./warn.ts";
 
 /** Options of {@link createLimiter}. */
 export interface LimiterOptions<S extends Store = Store> {
@@ -256,9 +257,9 @@ function warnOnReuse(store: Store, id: string): void {
   }
   if (ids.has(`warned:${id}`)) return;
   ids.add(`warned:${id}`);
-  process.emitWarning(
+  warn(
     `Two limiters with the same spec on one store share state (${id.slice(5, 120)}). Give each a \`name\` to keep them apart, or the same name to share on purpose.`,
-    { code: "SLUICE_LIMITER_REUSE" },
+    "SLUICE_LIMITER_REUSE",
   );
 }
 
@@ -352,7 +353,7 @@ function observed(
     try {
       onDecision(event);
     } catch (error) {
-      process.emitWarning(`onDecision threw: ${(error as Error)?.message ?? String(error)}`, { code: "SLUICE_HOOK" });
+      warn(`onDecision threw: ${(error as Error)?.message ?? String(error)}`, "SLUICE_HOOK");
     }
   };
   return (key, cost, now, op, at) => {

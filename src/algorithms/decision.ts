@@ -85,6 +85,10 @@ class Decided implements Decision {
   set at(value: number | undefined) {
     this.#at = value;
   }
+  /** Prints (console.log, util.inspect) as the plain object the interface describes, not as a class. */
+  [Symbol.for("nodejs.util.inspect.custom")](): object {
+    return { ...this };
+  }
 }
 
 /** Tolerance for float noise in quotients such as `periodMs / limit` (far below the 1 ms docs/semantics.md §5 allows). */

@@ -6,6 +6,7 @@
 
 import { ConfigError } from "../errors.ts";
 import { describeValue } from "../spec.ts";
+import { warn } from "../warn.ts";
 import {
   addressKey,
   forwardedFor,
@@ -69,9 +70,7 @@ export function warner(): Warn {
   return (code, message) => {
     if (seen.has(code)) return;
     seen.add(code);
-    const proc = (globalThis as { process?: { emitWarning?: (m: string, o: object) => void } }).process;
-    if (typeof proc?.emitWarning === "function") proc.emitWarning(message, { type: "SluiceWarning", code });
-    else console.warn(`${code}: ${message}`);
+    warn(message, code);
   };
 }
 

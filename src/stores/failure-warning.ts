@@ -5,6 +5,8 @@
  * are visible per check in `decision.failure` and in metrics; warning on each would flood logs.
  */
 
+import { warn } from "../warn.ts";
+
 /** `process.emitWarning` code of a store's first failure. */
 export const STORE_FAILURE_WARNING = "SLUICE_STORE_FAILURE";
 
@@ -18,9 +20,6 @@ export function firstFailureWarning(store: string, policy: string): (cause: Erro
     if (warned) return;
     warned = true;
     const message = `${store} failed: ${cause.message.replace(/\.$/, "")}. Until it answers again, checks are answered by ${policy}. This warning is emitted once per store.`;
-    // Edge runtimes (Vercel Edge, Workers without nodejs_compat) have no process.emitWarning.
-    const proc = (globalThis as { process?: { emitWarning?: unknown } }).process;
-    if (typeof proc?.emitWarning === "function") process.emitWarning(message, { code: STORE_FAILURE_WARNING });
-    else console.warn(`(${STORE_FAILURE_WARNING}) ${message}`);
+    warn(message, STORE_FAILURE_WARNING);
   };
 }
