@@ -81,12 +81,9 @@ export function known(item: CheckItem, ctx: ServerContext, at = "", extra: Recor
     });
   }
   if (item.tier !== undefined && !Object.hasOwn(info.tiers, item.tier)) {
-    const names = Object.keys(info.tiers).map(show).join(", ") || "none";
-    throw badRequest(
-      "unknown-tier",
-      `${at}rule ${show(item.rule)} has no tier ${show(item.tier)} (tiers: ${names})`,
-      extra,
-    );
+    // Names no other tier: a caller probing tier names must not learn which exist (the operator
+    // sees them in the rules file, /v1/rules and check-config).
+    throw badRequest("unknown-tier", `${at}rule ${show(item.rule)} has no tier ${show(item.tier)}`, extra);
   }
   return item;
 }

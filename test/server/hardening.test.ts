@@ -212,7 +212,10 @@ describe("sluice serve under hostile input", () => {
       }
       expect(limits).toEqual([1, 2, 3, 4]);
       const unknown = await post(p, JSON.stringify({ rule: "__proto__", key: "k", tier: "hasOwnProperty" }));
-      expect((await problem(unknown)).type).toBe("urn:sluice:problem:unknown-tier");
+      const refused = (await problem(unknown)) as { type: string; detail: string };
+      expect(refused.type).toBe("urn:sluice:problem:unknown-tier");
+      // The refusal names no tier the rule has: a caller cannot learn tier names by probing.
+      for (const tier of ["constructor", "toString"]) expect(refused.detail).not.toContain(tier);
       const fa = await fetch(`${p.url}/v1/forward-auth?rule=constructor&key=k`);
       expect(fa.headers.get("ratelimit-policy")).toBe('"constructor";q=7;w=3600');
       expect((await post(p, JSON.stringify({ rule: "toString", key: "k" }))).status).toBe(404);
