@@ -21,6 +21,12 @@ export type Operation = "check" | "peek" | "refund" | "penalty" | "block" | "get
 /** Answers of `get` for a record equivalent to a fresh key's (a limiter answers `null`). */
 const freshAnswers = new WeakSet<Decision>();
 
+/** Marks `d` as a fresh `get` answer (a remote store decoding the primary's answer). */
+export function markFreshAnswer(d: Decision): Decision {
+  freshAnswers.add(d);
+  return d;
+}
+
 /** Whether `d` is the answer of a `get` whose record was equivalent to a fresh key's. */
 export function isFreshAnswer(d: Decision): boolean {
   return freshAnswers.has(d);
@@ -94,8 +100,7 @@ function decideCall(rule: CompiledRule, record: RuleRecord, now: number, cost: n
   }
   const d =
     ban !== undefined && ban.until > now ? banned(rule, record, now, ban.until) : evaluate(rule, record, now, 1, false);
-  if (op === "get" && !(recordFreshAt(rule, record) > now)) freshAnswers.add(d);
-  return d;
+  return op === "get" && !(recordFreshAt(rule, record) > now) ? markFreshAnswer(d) : d;
 }
 
 /** The members decided at one `now`: all or nothing, committed only when every member allows. */
