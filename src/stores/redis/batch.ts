@@ -9,11 +9,8 @@ import type { StoreError } from "../../errors.ts";
 import type { NodeState } from "./nodes.ts";
 import type { ReplyLayout } from "./reply.ts";
 
-/**
- * The op codes of the script (check.lua). rate-limiter-flexible's calls (penalty, block, get)
- * have no Lua twin yet: the limiter refuses them on this store before they get here.
- */
-const OP_CODES: Partial<Record<Operation, string>> = { check: "c", peek: "p", refund: "r" };
+/** The op codes of the script (check.lua; a block's cost is its ms). */
+const OP_CODES: Record<Operation, string> = { check: "c", peek: "p", refund: "r", penalty: "x", block: "b", get: "g" };
 
 /** What the batcher needs of a bound rule. */
 export interface BatchRule extends ReplyLayout {
@@ -86,7 +83,7 @@ export class Batch {
     }
     for (const infix of rule.infixes) this.keys.push(p.head + infix + p.key);
     const costText = p.cost === 1 ? "1" : String(p.cost);
-    const opCode = p.at === undefined || p.op !== "refund" ? (OP_CODES[p.op] as string) : `r${p.at}`;
+    const opCode = p.at === undefined || p.op !== "refund" ? OP_CODES[p.op] : `r${p.at}`;
     const now = p.now === undefined ? "" : String(p.now);
     if (this.pending.length === 0) {
       this.#rule0 = index;
