@@ -5,12 +5,14 @@ import {
   ArgumentError,
   createLimiter,
   type Decision,
+  type Limiter,
   type LimitSpec,
   ManualClock,
   MemoryStore,
   RateLimiterService,
   StoreError,
 } from "sluice";
+import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
 
 const BASES = [0, 1.8e12];
@@ -109,6 +111,47 @@ describe.each(BASES)("at base %d", (base) => {
     expect(limiter.get("k")).toBeNull();
     // A one-member composite answers null too (not a Decision with parts).
     expect(createLimiter([{ algorithm: "fixed-window", limit: 1, windowMs: 10 }], { clock }).get("x")).toBeNull();
+  });
+});
+
+describe("SharedMemoryStore decides them as the MemoryStore does", () => {
+  it.each(BASES)("base %d: seeded trace, every answer deep-equal", (base) => {
+    const seed = 4242;
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...PENALTY.map(([, s]) => s)),
+        fc.array(
+          fc.record({
+            dt: fc.integer({ min: 0, max: 900 }),
+            call: fc.constantFrom("check", "penalty", "get", "block", "reset"),
+            cost: fc.integer({ min: 1, max: 4 }),
+          }),
+          { maxLength: 25 },
+        ),
+        (spec, ops) => {
+          const clock = new ManualClock(base);
+          const ban = { after: 50, withinMs: 1000, forMs: 1000 };
+          const shared = new SharedMemoryStore({ maxKeys: 64 });
+          const a = createLimiter(spec, { clock, ban, store: new MemoryStore() });
+          const b = createLimiter(spec, { clock, ban, store: shared });
+          for (const o of ops) {
+            clock.set(clock.now() + o.dt);
+            const run = (l: Limiter) =>
+              o.call === "check"
+                ? l.tryAcquire("k", o.cost)
+                : o.call === "penalty"
+                  ? l.penalty("k", o.cost)
+                  : o.call === "block"
+                    ? l.block("k", o.cost * 300)
+                    : o.call === "reset"
+                      ? l.reset("k")
+                      : l.get("k");
+            expect(run(b)).toEqual(run(a));
+          }
+        },
+      ),
+      { seed, numRuns: 150, verbose: true },
+    );
   });
 });
 
