@@ -155,6 +155,28 @@ describe("SharedMemoryStore decides them as the MemoryStore does", () => {
   });
 });
 
+describe("MemoryStore tiers under maxKeys", () => {
+  it("a penalty and a block on keys pushed out to the compact tier and the summary still count", () => {
+    const clock = new ManualClock(1.8e12);
+    const store = new MemoryStore({ maxKeys: 4 });
+    const ban = { after: 50, withinMs: 60_000, forMs: 60_000 };
+    const spec: LimitSpec = { algorithm: "fixed-window", limit: 3, windowMs: 60_000 };
+    const limiter = createLimiter(spec, { clock, store, ban });
+    for (let i = 0; i < 40; i++) limiter.tryAcquire(`k${i}`);
+    // k0..k35 were pushed out of the exact table; their records still hold one unit each.
+    for (const key of ["k0", "k1", "k2"]) {
+      expect(limiter.penalty(key, 2)).toMatchObject({ allowed: false, remaining: 0 });
+      expect(limiter.tryAcquire(key).allowed).toBe(false);
+    }
+    expect(limiter.block("k3", 5000)).toMatchObject({ banned: true, retryAfterMs: 5000 });
+    clock.set(1.8e12 + 4999);
+    expect(limiter.tryAcquire("k3")).toMatchObject({ banned: true });
+    expect(limiter.get("k3")).not.toBeNull();
+    clock.set(1.8e12 + 5000);
+    expect(limiter.tryAcquire("k3")).toMatchObject({ allowed: true });
+  });
+});
+
 describe("arguments", () => {
   it("refuses bad costs, bad ms and block without a ban with ArgumentError", () => {
     const limiter = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 10 });
