@@ -7,10 +7,30 @@ import type { Algorithm } from "./algorithms/algorithm.ts";
 import { type Decision, decision } from "./algorithms/decision.ts";
 import { type BanPolicy, countDenial } from "./ban.ts";
 import { combine, unconsumed } from "./composite.ts";
-import { banState, type CompiledRule, memberState, type RuleRecord } from "./rule.ts";
+import { ArgumentError } from "./errors.ts";
+import { banState, type CompiledRule, memberState, type RuleRecord, recordFreshAt } from "./rule.ts";
 
-/** What a decision does: take units, only report, or give units back. */
-export type Operation = "check" | "peek" | "refund";
+/**
+ * What a decision does: take units, only report, or give units back; and rate-limiter-flexible's
+ * calls: `penalty` takes units whether or not they fit, `block` refuses the key for `cost` ms
+ * (its ban slot: rules with a `ban` policy only), `get` is a peek of one unit that also tells
+ * whether the record is equivalent to a fresh one (see `isFreshAnswer`).
+ */
+export type Operation = "check" | "peek" | "refund" | "penalty" | "block" | "get";
+
+/** Answers of `get` for a record equivalent to a fresh key's (a limiter answers `null`). */
+const freshAnswers = new WeakSet<Decision>();
+
+/** Marks `d` as a fresh `get` answer (a remote store decoding the primary's answer). */
+export function markFreshAnswer(d: Decision): Decision {
+  freshAnswers.add(d);
+  return d;
+}
+
+/** Whether `d` is the answer of a `get` whose record was equivalent to a fresh key's. */
+export function isFreshAnswer(d: Decision): boolean {
+  return freshAnswers.has(d);
+}
 
 /**
  * Decides `op` for one key at `now` against its `record` (from `createRecord` for a key with no
@@ -27,6 +47,7 @@ export function decideRule(
   op: Operation,
   at?: number,
 ): Decision {
+  if (op === "penalty" || op === "block" || op === "get") return decideCall(rule, record, now, cost, op);
   if (rule.bare) {
     const algorithm = rule.members[0] as Algorithm;
     if (op !== "refund") return algorithm.step(record, now, cost, op === "check");
@@ -55,7 +76,31 @@ export function decideRule(
  * the operation changed the record (a refund of a fresh key changes nothing that counts).
  */
 export function storesNewRecord(rule: CompiledRule, op: Operation, result: Decision): boolean {
-  return op === "check" && (result.allowed || rule.ban !== undefined);
+  return (op === "check" && (result.allowed || rule.ban !== undefined)) || op === "penalty" || op === "block";
+}
+
+/**
+ * rate-limiter-flexible's calls, kept off the check path. `penalty` forces `cost` units into
+ * every member (past the limit if need be) and answers what a peek of one unit then says;
+ * `block` sets the ban slot to refuse the key until `now + cost` (replacing a running ban);
+ * `get` is a peek of one unit, marked when the record is equivalent to a fresh one.
+ */
+function decideCall(rule: CompiledRule, record: RuleRecord, now: number, cost: number, op: Operation): Decision {
+  const ban = banState(rule, record);
+  if (op === "penalty") {
+    rule.members.forEach((m, i) => {
+      if (m.force === undefined) throw new ArgumentError(`penalty is not supported by ${m.kind}`);
+      m.force(memberState(rule, record, i), now, cost);
+    });
+  } else if (op === "block") {
+    if (ban === undefined) {
+      throw new ArgumentError("block needs a rule with a `ban` policy (only such a record keeps a ban)");
+    }
+    ban.until = now + cost;
+  }
+  const d =
+    ban !== undefined && ban.until > now ? banned(rule, record, now, ban.until) : evaluate(rule, record, now, 1, false);
+  return op === "get" && !(recordFreshAt(rule, record) > now) ? markFreshAnswer(d) : d;
 }
 
 /** The members decided at one `now`: all or nothing, committed only when every member allows. */

@@ -8,8 +8,8 @@ import type { Decision } from "./algorithms/decision.ts";
 import { type BanPolicy, validateBan } from "./ban.ts";
 import { type Clock, stopwatch, systemClock } from "./clock.ts";
 import { combine } from "./composite.ts";
-import type { Operation } from "./decide-rule.ts";
-import { ArgumentError } from "./errors.ts";
+import { isFreshAnswer, type Operation } from "./decide-rule.ts";
+import { ArgumentError, StoreError } from "./errors.ts";
 import { checkMaxKeyBytes, DEFAULT_MAX_KEY_BYTES, keyBound } from "./key-bound.ts";
 import { compileRule } from "./rule.ts";
 import type { AlgorithmSpec, RuleSpec } from "./spec.ts";
@@ -92,6 +92,29 @@ export interface Limiter<S extends Store = Store> {
    * back, newest first: it cannot tell whose they are (see docs/semantics.md, refunds).
    */
   refund(key: string, cost?: number | RefundReceipt): Result<S>;
+  /**
+   * Takes `cost` units (default 1) for `key` whether or not they fit (rate-limiter-flexible's
+   * `penalty`): past the limit they are still counted, and the key recovers from them as the
+   * algorithm recovers from units it took. Returns what `peek(key)` then says.
+   */
+  penalty(key: string, cost?: number): Result<S>;
+  /**
+   * Refuses `key` for `ms` from now (rate-limiter-flexible's `block`): answered as banned, with
+   * `retryAfterMs` the time left, replacing a running ban. Needs a rule with a `ban` policy (its
+   * record keeps the ban slot); ArgumentError otherwise.
+   */
+  block(key: string, ms: number): Result<S>;
+  /**
+   * The key's state now, as what `peek(key)` of one unit says; `null` for a key whose state is
+   * equivalent to a fresh (or absent) key's, like rate-limiter-flexible's `get`.
+   */
+  get(
+    key: string,
+  ): S["synchronous"] extends true
+    ? Decision | null
+    : S["synchronous"] extends false
+      ? Promise<Decision | null>
+      : Decision | null | Promise<Decision | null>;
   /** Forgets `key`: its next request is treated as a new key's. */
   reset(
     key: string,
@@ -274,7 +297,8 @@ export function bindLimiter(
   onDecision?: (event: DecisionEvent) => void,
   maxKeyBytes = DEFAULT_MAX_KEY_BYTES,
 ): Limiter {
-  const bound: BoundRule = store.bind({ id, rule: compileRule(specs, ban), clock });
+  const compiled = compileRule(specs, ban);
+  const bound: BoundRule = store.bind({ id, rule: compiled, clock });
   // The one place keys are bounded: every store sees at most maxKeyBytes per key.
   const fit = keyBound(maxKeyBytes, id);
   // An array of one spec is still a composite: its decisions carry `parts`.
@@ -291,6 +315,27 @@ export function bindLimiter(
     );
   };
   const close = () => bound.release();
+  const hasBan = ban !== undefined;
+  // rate-limiter-flexible's calls: refused up front, never decided wrongly, where they cannot run.
+  const flexible = (call: "penalty" | "block" | "get", ms?: unknown) => {
+    if (store.flexibleCalls !== true) {
+      throw new StoreError(`${call} is not supported on ${store.constructor.name} yet (use a MemoryStore)`);
+    }
+    if (call === "penalty") {
+      const kinds = compiled.members.filter((m) => m.force === undefined).map((m) => m.kind);
+      if (kinds.length > 0) throw new ArgumentError(`penalty is not supported by ${kinds.join(", ")}`);
+    }
+    if (call === "block") {
+      if (typeof ms !== "number" || !Number.isSafeInteger(ms) || ms < 1) {
+        throw new ArgumentError(`block \`ms\` must be a positive integer (got ${describeValue(ms)})`);
+      }
+      if (!hasBan) {
+        throw new ArgumentError(
+          `block needs a rule with a \`ban\` policy (only its record keeps a ban): give ${id.slice(0, 120)} \`ban\``,
+        );
+      }
+    }
+  };
   if (store.synchronous) {
     // The hot path: one call into the store, no promises; argument errors throw.
     const run = (key: string, cost: number | undefined, op: Operation, at?: number) => {
@@ -307,6 +352,19 @@ export function bindLimiter(
       refund: (key, arg) => {
         const [cost, at] = refundArgs(arg);
         return run(key, cost, "refund", at);
+      },
+      penalty: (key, cost) => {
+        flexible("penalty");
+        return run(key, cost, "penalty");
+      },
+      block: (key, ms) => {
+        flexible("block", ms);
+        return run(key, ms, "block");
+      },
+      get: (key) => {
+        flexible("get");
+        const d = run(key, 1, "get");
+        return isFreshAnswer(d) ? null : d;
       },
       reset: (key) => {
         checkKey(key);
@@ -333,6 +391,19 @@ export function bindLimiter(
     refund: async (key, arg) => {
       const [cost, at] = refundArgs(arg);
       return run(key, cost, "refund", at);
+    },
+    penalty: async (key, cost = 1) => {
+      flexible("penalty");
+      return run(key, cost, "penalty");
+    },
+    block: async (key, ms) => {
+      flexible("block", ms);
+      return run(key, ms, "block");
+    },
+    get: async (key) => {
+      flexible("get");
+      const d = await run(key, 1, "get");
+      return isFreshAnswer(d) ? null : d;
     },
     reset: async (key) => {
       checkKey(key);
@@ -378,7 +449,9 @@ function observed(
 
 /** Wraps a one-member composite's check so its decisions carry `parts` like any composite. */
 function withParts(check: BoundRule["check"]): BoundRule["check"] {
-  const wrap = (d: Decision): Decision => (d.parts !== undefined || d.failure !== undefined ? d : combine([d]));
+  // A fresh `get` answer stays itself: the limiter turns it into `null`.
+  const wrap = (d: Decision): Decision =>
+    d.parts !== undefined || d.failure !== undefined || isFreshAnswer(d) ? d : combine([d]);
   return (key, cost, now, op, at) => {
     const result = check(key, cost, now, op, at);
     return result instanceof Promise ? result.then(wrap) : wrap(result);

@@ -65,6 +65,13 @@ interface Rule {
   given: RuleOptions | undefined;
 }
 
+/** What `get` returns on store `S`: a Decision or null in-process, a promise of one on Redis. */
+export type GetResult<S extends Store> = S["synchronous"] extends true
+  ? Decision | null
+  : S["synchronous"] extends false
+    ? Promise<Decision | null>
+    : Decision | null | Promise<Decision | null>;
+
 const encode = encodeURIComponent;
 
 const CHECK_OPTIONS = ["cost", "tier"];
@@ -196,6 +203,30 @@ export class RateLimiterService<S extends Store = MemoryStore> {
         at === undefined ? check.cost : { cost: check.cost ?? 1, at },
       ),
     ) as Result<S>;
+  }
+
+  /**
+   * Takes `cost` units of `rule` (and `tier`) for `key` whether or not they fit
+   * (rate-limiter-flexible's `penalty`); returns what `peek` then says.
+   */
+  penalty(rule: string, key: string, options?: CheckOptions): Result<S> {
+    return this.#guard(() => this.#limiter(rule, options).penalty(key, options?.cost)) as Result<S>;
+  }
+
+  /**
+   * Refuses `key` under `rule` (and `tier`) for `ms` from now (rate-limiter-flexible's `block`):
+   * answered as banned. The rule needs a `ban` policy. `cost` is not used by a block.
+   */
+  block(rule: string, key: string, ms: number, options?: CheckOptions): Result<S> {
+    return this.#guard(() => this.#limiter(rule, options).block(key, ms)) as Result<S>;
+  }
+
+  /**
+   * `key`'s state under `rule` (and `tier`) as a peek of one unit, or `null` for a key whose state
+   * is equivalent to a fresh one (rate-limiter-flexible's `get`). `cost` is not used by a get.
+   */
+  get(rule: string, key: string, options?: CheckOptions): GetResult<S> {
+    return this.#guard(() => this.#limiter(rule, options).get(key)) as GetResult<S>;
   }
 
   /** Forgets `key` under `rule` (its own spec and every tier). */

@@ -45,4 +45,9 @@ export interface Store {
   bind(rule: RuleBinding): BoundRule;
   /** True when `check` returns plain values, never promises. */
   readonly synchronous: boolean;
+  /**
+   * True when the store decides rate-limiter-flexible's calls (`penalty`, `block`, `get`);
+   * limiters refuse them with a StoreError on other stores.
+   */
+  readonly flexibleCalls?: boolean;
 }

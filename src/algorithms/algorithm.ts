@@ -34,6 +34,11 @@ export interface Algorithm<S = unknown> {
    * the units the key holds now come back, newest first (it cannot tell whose they are).
    */
   refund(state: S, now: number, cost: number, at?: number): void;
+  /**
+   * Takes `cost` units at `now` whether or not they fit (a penalty): the state then counts them
+   * past the limit, and recovers exactly as it would from units it had taken. Never used by checks.
+   */
+  force?(state: S, now: number, cost: number): void;
   /** The instant from which `state` behaves exactly like `create()` (so it may be dropped). */
   freshAt(state: S): number;
   /**

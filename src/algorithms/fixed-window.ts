@@ -53,6 +53,11 @@ function alignedWindow(spec: FixedWindowSpec): Algorithm<FixedWindowState> {
       if (at !== undefined && Math.floor(at / W) * W !== state.w) return;
       state.c = Math.max(0, state.c - cost);
     },
+    force(state, now, cost) {
+      const s = Math.max(Math.floor(now / W) * W, state.w);
+      state.c = (state.w === s ? state.c : 0) + cost;
+      state.w = s;
+    },
     step(state, now, cost, commit): Decision {
       // A clock that stepped back into an older window keeps the stored window ("no time passed").
       const s = Math.max(Math.floor(now / W) * W, state.w);
@@ -108,6 +113,14 @@ function firstHitWindow(spec: FixedWindowSpec): Algorithm<FixedWindowState> {
     refund(state, now, cost) {
       // Only a running window's units can come back; the window keeps its start.
       if (now < state.w + W) state.c = Math.max(0, state.c - cost);
+    },
+    force(state, now, cost) {
+      // Past the limit in the running window, or opening the next one with the units taken.
+      if (now < state.w + W) state.c += cost;
+      else {
+        state.w = now;
+        state.c = cost;
+      }
     },
     step(state, now, cost, commit): Decision {
       // A running window holds (a clock that stepped back before its start included: "no time

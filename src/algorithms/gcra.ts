@@ -177,6 +177,15 @@ function emission(spec: GcraSpec | LeakyBucketSpec, delays: boolean): Algorithm<
       // From the state's own instant, so a large backlog (a clock stepped back) is never re-based.
       else write(state, msOf(state), ticksOf(state) - give);
     },
+    force(state, now, cost) {
+      // The theoretical arrival time moves `cost` emissions past max(itself, now).
+      const nowMs = Math.floor(now);
+      const nowTicks = Math.floor((now - nowMs) * den);
+      const dm = msOf(state) - nowMs;
+      const ahead = dm > 0 || (dm === 0 && ticksOf(state) > nowTicks);
+      if (ahead) write(state, msOf(state), ticksOf(state) + cost * per);
+      else write(state, nowMs, nowTicks + cost * per);
+    },
     step(state, now, cost, commit): Decision {
       // A fractional clock reading counts its whole ticks (a whole-ms clock has none).
       const nowMs = Math.floor(now);

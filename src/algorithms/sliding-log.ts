@@ -95,6 +95,13 @@ export function slidingLog(spec: SlidingLogSpec): Algorithm<SlidingLogState> {
       s.head = 0;
       s.n = kept.length;
     },
+    force(s, now, cost) {
+      // Only the newest `limit` entries ever matter, so at most `limit` are kept (as step does).
+      const t = Math.max(now, s.n > 0 ? at(s, s.n - 1) : Number.NEGATIVE_INFINITY);
+      const take = Math.min(cost, limit);
+      dropOldest(s, limit - take);
+      append(s, t, take, limit);
+    },
     step(s, now, cost, commit): Decision {
       const newest = s.n > 0 ? at(s, s.n - 1) : Number.NEGATIVE_INFINITY;
       // A clock that stepped back is read as "no time passed": the newest entry's time.

@@ -76,6 +76,14 @@ export function slidingWindow(spec: SlidingWindowSpec): Algorithm<SlidingWindowS
         state.c = Math.max(0, state.c - cost); // the stored current window is now the previous one
       }
     },
+    force(state, now, cost) {
+      // The units count in the current window (read as step reads it), past the limit if need be.
+      const s = Math.max(Math.floor(now / W) * W, state.w);
+      const [p, c] = state.w === s ? [state.p, state.c] : state.w === s - W ? [state.c, 0] : [0, 0];
+      state.w = s;
+      state.p = p;
+      state.c = c + cost;
+    },
     step(state, now, cost, commit): Decision {
       // A clock that stepped back into an older window keeps the stored window.
       const s = Math.max(Math.floor(now / W) * W, state.w);

@@ -23,7 +23,8 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
   // Float-noise tolerance in thousandths, never more than 1 ms of refill (docs/semantics.md §5):
   // at tiny rates a fixed EPSILON would admit a request seconds before exact arithmetic does.
   const eps = Math.min(EPSILON, r);
-  const whole = (balance: number) => Math.floor((balance + eps) / 1000);
+  // Never below 0: only a penalty drives the balance negative, and it has no tokens to report.
+  const whole = (balance: number) => Math.max(0, Math.floor((balance + eps) / 1000));
   // When the bucket is full again, rounded up to a whole ms past the state's time: at epoch
   // magnitudes `t + dt` would lose any dt below ~2.4e-4 ms, and a store would drop a state that
   // is not fresh yet (a whole-ms sum is exact).
@@ -54,6 +55,11 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
       // what has refilled since is not given back twice.
       const give = at === undefined ? cost * 1000 : Math.max(0, cost * 1000 - Math.max(0, now - at) * r);
       state.b = Math.min(full, balanceAt(state, now) + give);
+      state.t = Math.max(now, state.t);
+    },
+    force(state, now, cost) {
+      // The balance may go below zero: it refills from there at the same rate.
+      state.b = balanceAt(state, now) - cost * 1000;
       state.t = Math.max(now, state.t);
     },
     step(state, now, cost, commit): Decision {

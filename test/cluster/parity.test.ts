@@ -11,7 +11,7 @@ interface TraceEvent {
   rule: number;
   key: string;
   cost: number;
-  op: "check" | "peek" | "reset" | "refund";
+  op: "check" | "peek" | "reset" | "refund" | "penalty" | "block" | "get";
 }
 interface Trace {
   specs: Array<AlgorithmSpec | AlgorithmSpec[]>;
@@ -39,7 +39,18 @@ function makeTrace(seed: number): Trace {
     rule: fc.integer({ min: 0, max: specs.length - 1 }),
     key: fc.constantFrom("a", "b", "c"),
     cost: fc.integer({ min: 1, max: 3 }),
-    op: fc.constantFrom<TraceEvent["op"]>(...Array(16).fill("check"), "peek", "peek", "refund", "refund", "reset"),
+    op: fc.constantFrom<TraceEvent["op"]>(
+      ...Array(16).fill("check"),
+      "peek",
+      "peek",
+      "refund",
+      "refund",
+      "reset",
+      "penalty",
+      "block",
+      "get",
+      "get",
+    ),
   });
   const groups = fc.sample(
     fc.record({ dt: fc.integer({ min: 0, max: 400 }), events: fc.array(event, { minLength: 1, maxLength: 6 }) }),
@@ -50,13 +61,13 @@ function makeTrace(seed: number): Trace {
 }
 
 /** The fixture's runTrace, on a MemoryStore in this process. */
-async function runLocally({ specs, bans, groups }: Trace): Promise<Array<Array<Decision | "reset">>> {
+async function runLocally({ specs, bans, groups }: Trace): Promise<Array<Array<Decision | "reset" | "fresh">>> {
   const clock = new ManualClock(0);
   const store = new MemoryStore();
   const limiters: Limiter<MemoryStore>[] = specs.map((spec, i) =>
     createLimiter(spec, { store, clock, name: `rule${i}`, ...(bans[i] ? { ban: bans[i] } : {}) }),
   );
-  const out: Array<Array<Decision | "reset">> = [];
+  const out: Array<Array<Decision | "reset" | "fresh">> = [];
   for (const group of groups) {
     clock.set(group.t);
     out.push(
@@ -67,6 +78,10 @@ async function runLocally({ specs, bans, groups }: Trace): Promise<Array<Array<D
           return "reset";
         }
         if (e.op === "refund") return limiter.refund(e.key, e.cost);
+        // rate-limiter-flexible's calls; a block only where the rule has a ban (else a penalty).
+        if (e.op === "penalty" || (e.op === "block" && !bans[e.rule])) return limiter.penalty(e.key, e.cost);
+        if (e.op === "block") return limiter.block(e.key, e.cost * 300);
+        if (e.op === "get") return limiter.get(e.key) ?? "fresh";
         return e.op === "peek" ? limiter.peek(e.key, e.cost) : limiter.tryAcquire(e.key, e.cost);
       }),
     );
@@ -82,7 +97,9 @@ describe("ClusterStore parity with MemoryStore", () => {
       const out = await runPrimary<{ reports: Array<{ decisions: string }> }>("parity", { ...trace, workers: 2 });
       expect(out.reports).toHaveLength(2);
       // A trace that never denies would prove little: it must contain both answers.
-      const flat = expected.flat().filter((d): d is Decision => d !== "reset");
+      const flat = expected.flat().filter((d): d is Decision => d !== "reset" && d !== "fresh");
+      // get answered both ways (null for a fresh key, a Decision otherwise).
+      expect(expected.flat()).toContain("fresh");
       expect(flat.some((d) => d.allowed)).toBe(true);
       expect(flat.some((d) => !d.allowed)).toBe(true);
       expect(flat.some((d) => d.retryAfterMs === Number.POSITIVE_INFINITY)).toBe(true);

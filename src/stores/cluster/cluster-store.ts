@@ -7,7 +7,7 @@
  * cannot answer: no primary store, channel closed) is decided by `onError`, as with RedisStore.
  */
 import type { Decision } from "../../algorithms/decision.ts";
-import type { Operation } from "../../decide-rule.ts";
+import { markFreshAnswer, type Operation } from "../../decide-rule.ts";
 import { ArgumentError, StoreError } from "../../errors.ts";
 import { checkOptions } from "../../options.ts";
 import { describeValue } from "../../spec.ts";
@@ -77,6 +77,8 @@ let nextBinding = 1;
 export class ClusterStore implements Store {
   /** Checks return promises. */
   readonly synchronous = false;
+  /** Decides `penalty`, `block` and `get` on the primary's MemoryStore. */
+  readonly flexibleCalls = true;
   /** The bound on every operation, in ms. */
   readonly timeoutMs: number;
   readonly #onError: OnError;
@@ -256,6 +258,8 @@ export class ClusterStore implements Store {
       p.resolve(undefined);
     } else if (Array.isArray(result)) {
       p.resolve(decode(result));
+    } else if ("fresh" in result) {
+      p.resolve(markFreshAnswer(decode(result.fresh)));
     } else {
       if (result.unbound === true) p.rule.registered = false; // the primary started after we registered
       this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, new StoreError(`${this.#link.peer}: ${result.error}`)));

@@ -7,6 +7,7 @@
 import type { Decision } from "../../algorithms/decision.ts";
 import { validateBan } from "../../ban.ts";
 import type { Clock } from "../../clock.ts";
+import { isFreshAnswer } from "../../decide-rule.ts";
 import { compileRule } from "../../rule.ts";
 import { describeValue, validateSpec } from "../../spec.ts";
 import type { BoundRule } from "../../store.ts";
@@ -110,9 +111,13 @@ export function createDispatcher(store: MemoryStore): Dispatcher {
           if (op === "reset") {
             void bound.reset(key); // the memory store resets synchronously
             results[i] = 0;
-          } else if (op === "check" || op === "peek" || op === "refund") {
+          } else if (op === "check" || op === "peek" || op === "refund" || op === "penalty" || op === "block") {
             const receipt = op === "refund" && typeof at === "number" && Number.isFinite(at) ? at : undefined;
             results[i] = encode(bound.check(key, cost, now ?? undefined, op, receipt) as Decision);
+          } else if (op === "get") {
+            // A key equivalent to a fresh one travels as such: the worker's limiter answers null.
+            const d = bound.check(key, 1, now ?? undefined, "get") as Decision;
+            results[i] = isFreshAnswer(d) ? { fresh: encode(d) } : encode(d);
           } else {
             results[i] = { error: `unknown operation ${describeValue(op)}` };
           }

@@ -67,8 +67,15 @@ export type WireDecision = [
   object?,
 ];
 
-/** The result of one operation: a decision, `0` for a done reset, or an error message. */
-export type OpResult = WireDecision | 0 | { readonly error: string; readonly unbound?: true };
+/**
+ * The result of one operation: a decision, `0` for a done reset, `{ fresh }` for a `get` of a
+ * key equivalent to a fresh one, or an error message.
+ */
+export type OpResult =
+  | WireDecision
+  | 0
+  | { readonly fresh: WireDecision }
+  | { readonly error: string; readonly unbound?: true };
 
 /** Primary → worker. */
 export interface ReplyMessage {

@@ -16,7 +16,7 @@ const MAX_ID_CHARS = 4096;
 /** Most members of one rule. */
 const MAX_SPECS = 64;
 
-const OPS = new Set(["check", "peek", "refund", "reset"]);
+const OPS = new Set(["check", "peek", "refund", "reset", "penalty", "block", "get"]);
 
 const isIndex = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 

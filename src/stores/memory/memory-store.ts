@@ -129,6 +129,8 @@ const NO_RATE: number[] = [];
 export class MemoryStore implements Store {
   /** Checks return plain decisions, never promises. */
   readonly synchronous = true;
+  /** Decides `penalty`, `block` and `get` (rate-limiter-flexible's calls). */
+  readonly flexibleCalls = true;
   /** The hard cap on exact records in the `Map` tier (Infinity when none). */
   readonly maxKeys: number;
   /** The budget past `maxKeys` (Infinity when uncapped). */
@@ -254,7 +256,8 @@ export class MemoryStore implements Store {
       check: (key, cost, now, op, at) => {
         const t = now === undefined ? systemClock.now() : now;
         if (--this.#sweepIn === 0) this.#sweep(t, bound.clock);
-        if (op !== "peek") {
+        if (op === "penalty" || op === "block") return this.#force(bound, key, cost, t, op);
+        if (op !== "peek" && op !== "get") {
           // The hot path: a live key is one Map lookup and one decision.
           const record = bound.get(key, t);
           if (record !== undefined) {
@@ -429,13 +432,33 @@ export class MemoryStore implements Store {
     return this.#h;
   }
 
+  /**
+   * A penalty or a block: decided like a check, then the table is told to keep the record until
+   * it is fresh, since a forced take or a block may outlast the rule's horizon (the span its
+   * generations rotate on) and dropping it sooner would forget units or a block.
+   */
+  #force(table: Table, key: string, cost: number, t: number, op: Operation): Decision {
+    const found = table.get(key, t);
+    const result =
+      found === undefined
+        ? this.#miss(table, key, cost, t, op)
+        : found instanceof Approx
+          ? this.#decideApprox(table, key, found, cost, t, op)
+          : decideRule(table.rule, found, t, cost, op);
+    const record = table.find(key);
+    if (record !== undefined) {
+      table.adopt(key, record, recordFreshAt(table.rule, record instanceof Approx ? record.own : record));
+    }
+    return result;
+  }
+
   /** A peek, or a key with no record in the `Map` tier: the compact tier, the summary, or a fresh record decides. */
   #miss(table: Table, key: string, cost: number, t: number, op: Operation, at?: number): Decision {
     const rule = table.rule;
-    if (op === "peek") {
+    if (op === "peek" || op === "get") {
       const found = table.find(key);
       if (found instanceof Approx) return this.#decideApprox(table, key, found, cost, t, op);
-      if (found !== undefined) return decideRule(rule, found, t, cost, "peek");
+      if (found !== undefined) return decideRule(rule, found, t, cost, op);
     }
     const compact = this.#compact;
     const sketch = table.sketch;
@@ -447,7 +470,7 @@ export class MemoryStore implements Store {
       if (slot >= 0) {
         // Exact in the compact tier: back into the `Map` tier (it came back: it is not a one-shot key).
         const record = decodeRecord(rule, compact.words, slot * STATE_WORDS);
-        if (op === "peek") return decideRule(rule, record, t, cost, "peek");
+        if (op === "peek" || op === "get") return decideRule(rule, record, t, cost, op);
         compact.remove(slot);
         table.compactSize--;
         this.#insert(table, key, record, t);
@@ -459,7 +482,7 @@ export class MemoryStore implements Store {
     if (sketch?.present(h1, h2, t) && !this.#pinned(table, h1, h2, t)) {
       const approx = new Approx(createRecord(rule), h1, h2, rule);
       const result = this.#decideApprox(table, key, approx, cost, t, op, at);
-      if (op !== "peek" && storesNewRecord(rule, op, result)) this.#insert(table, key, approx, t);
+      if (op !== "peek" && op !== "get" && storesNewRecord(rule, op, result)) this.#insert(table, key, approx, t);
       return result;
     }
     return this.#fresh(table, key, cost, t, op);
@@ -492,7 +515,7 @@ export class MemoryStore implements Store {
     const sketch = table.sketch;
     const present = sketch.present(approx.h1, approx.h2, t);
     if (!present && approx.settled(t)) {
-      if (op !== "peek" && table.find(key) === approx) table.set(key, approx.own);
+      if (op !== "peek" && op !== "get" && table.find(key) === approx) table.set(key, approx.own);
       return decideRule(rule, approx.own, t, cost, op, at);
     }
     const estimate = sketch.estimate(approx.own, approx.rate, present, t, (a, b) => permits(rule, a, b, t, cost));
@@ -513,6 +536,9 @@ export class MemoryStore implements Store {
       const mine = banState(rule, own) as BanState;
       countDenial(mine, rule.ban as BanPolicy, t);
       if (ban.until > mine.until) mine.until = ban.until;
+    } else if (op === "penalty" || op === "block") {
+      // What the call wrote on the estimate is written on the key's own record too.
+      decideRule(rule, own, t, cost, op);
     } else if (op === "refund") {
       rule.members.forEach((m: Algorithm, i) => {
         m.refund(memberState(rule, own, i), t, cost, at);

@@ -9,8 +9,8 @@ import type { StoreError } from "../../errors.ts";
 import type { NodeState } from "./nodes.ts";
 import type { ReplyLayout } from "./reply.ts";
 
-/** The op codes of the script (check.lua). */
-const OP_CODES: Record<Operation, string> = { check: "c", peek: "p", refund: "r" };
+/** The op codes of the script (check.lua; a block's cost is its ms). */
+const OP_CODES: Record<Operation, string> = { check: "c", peek: "p", refund: "r", penalty: "x", block: "b", get: "g" };
 
 /** What the batcher needs of a bound rule. */
 export interface BatchRule extends ReplyLayout {

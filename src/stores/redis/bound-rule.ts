@@ -107,16 +107,26 @@ export class RedisBoundRule implements BoundRule, BatchRule {
   check(key: string, cost: number, now: number | undefined, op: Operation, at?: number): Promise<Decision> {
     // A refund frees units: it never comes from the deny cache, and it clears what caches hold.
     if (op === "refund") return this.#refund(key, cost, now, at);
+    // A block may shorten a ban the caches hold: they forget the key, as for a refund.
+    if (op === "block") return this.#refund(key, cost, now, undefined, "block");
+    // A penalty must reach Redis to take its units; a get reports the record as Redis holds it.
+    if (op === "penalty" || op === "get") return this.#send(key, cost, now, op);
     const cached = this.#store.denyCache?.lookup(this, this.#id, key, cost, now);
     if (cached !== undefined) return Promise.resolve(cached);
     return this.#send(key, cost, now, op);
   }
 
-  /** Gives units back in Redis, then tells every node's deny cache the key may pass again. */
-  async #refund(key: string, cost: number, now: number | undefined, at?: number): Promise<Decision> {
+  /** Gives units back (or blocks) in Redis, then tells every node's deny cache the key may pass again. */
+  async #refund(
+    key: string,
+    cost: number,
+    now: number | undefined,
+    at?: number,
+    op: "refund" | "block" = "refund",
+  ): Promise<Decision> {
     const store = this.#store;
     store.denyCache?.invalidate(this.#id, key);
-    const decision = await this.#send(key, cost, now, "refund", at);
+    const decision = await this.#send(key, cost, now, op, at);
     if (decision.failure === undefined) await store.invalidation.publish(this.#id, key).catch(() => undefined);
     return decision;
   }

@@ -10,7 +10,7 @@
  * the way to enforce an instance's share of a limit).
  */
 import { type Decision, decision } from "../../algorithms/decision.ts";
-import type { Operation } from "../../decide-rule.ts";
+import { markFreshAnswer, type Operation } from "../../decide-rule.ts";
 import { ArgumentError, type StoreError } from "../../errors.ts";
 import type { Limiter } from "../../limiter.ts";
 import type { BoundRule, RuleBinding, Store } from "../../store.ts";
@@ -66,15 +66,19 @@ export function checkOnError(onError: unknown): OnError {
 function limiterStore(limiterFor: (rule: RuleBinding) => Limiter): Store {
   return {
     synchronous: false,
+    flexibleCalls: true,
     bind(rule: RuleBinding): BoundRule {
       const limiter = limiterFor(rule);
       return {
-        check: async (key, cost, _now, op) =>
-          op === "peek"
-            ? limiter.peek(key, cost)
-            : op === "refund"
-              ? limiter.refund(key, cost)
-              : limiter.tryAcquire(key, cost),
+        check: async (key, cost, _now, op) => {
+          if (op === "peek") return limiter.peek(key, cost);
+          if (op === "refund") return limiter.refund(key, cost);
+          if (op === "penalty") return limiter.penalty(key, cost);
+          if (op === "block") return limiter.block(key, cost);
+          // A fresh key's get travels as a marked peek (the calling limiter answers null).
+          if (op === "get") return (await limiter.get(key)) ?? markFreshAnswer(await limiter.peek(key));
+          return limiter.tryAcquire(key, cost);
+        },
         reset: async (key) => {
           await limiter.reset(key);
         },

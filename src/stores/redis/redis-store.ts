@@ -87,6 +87,8 @@ function positive(name: string, value: unknown, fallback: number, allowZero = fa
 export class RedisStore implements Store {
   /** Checks return promises. */
   readonly synchronous = false;
+  /** Decides `penalty`, `block` and `get` (the Lua twin of decideRule's calls). */
+  readonly flexibleCalls = true;
   /** The key prefix in use. */
   readonly prefix: string;
   /** The bound on every check, in ms. */

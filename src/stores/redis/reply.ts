@@ -1,6 +1,7 @@
 /**
  * The one place the check script's reply is decoded. Its shape is fixed: a flat array with, per
- * check, 4 values per member: status (1 allowed, 0 denied, -1 the check failed), remaining,
+ * check, 4 values per member: status (1 allowed, 0 denied, -1 the check failed; 2 allowed, on
+ * a get's first member: the record is equivalent to a fresh one), remaining,
  * retryAfterMs when denied or delayMs when allowed, resetMs — the member decisions the Lua
  * `decideRule` made — then, for a rule with a ban, the ban's time left in ms (0: not banned).
  * Whole figures arrive as integers; the rest (`inf`, fractions) as exact `%.17g` text (the
@@ -10,7 +11,7 @@
 
 import { type Decision, decision } from "../../algorithms/decision.ts";
 import { combine } from "../../composite.ts";
-import { bannedDecision } from "../../decide-rule.ts";
+import { bannedDecision, markFreshAnswer } from "../../decide-rule.ts";
 import { StoreError } from "../../errors.ts";
 
 /** Reply values per member decision. */
@@ -44,7 +45,7 @@ function figure(value: unknown): number {
 function member(reply: readonly unknown[], at: number, limit: number): Decision {
   const status = reply[at];
   const slot = figure(reply[at + 2]);
-  if (status === 1) return decision(true, limit, figure(reply[at + 1]), 0, figure(reply[at + 3]), slot);
+  if (status === 1 || status === 2) return decision(true, limit, figure(reply[at + 1]), 0, figure(reply[at + 3]), slot);
   if (status === 0) return decision(false, limit, figure(reply[at + 1]), slot, figure(reply[at + 3]));
   throw new StoreError(`unexpected status in the Redis reply: ${String(status)}`);
 }
@@ -64,6 +65,8 @@ export function decodeCheck(reply: readonly unknown[], at: number, rule: ReplyLa
     for (let i = 0; i < limits.length; i++) parts.push(member(reply, at + i * FIELDS, limits[i] as number));
     members = combine(parts);
   }
+  // Status 2 on the first member: a get whose record is equivalent to a fresh one.
+  if (reply[at] === 2) markFreshAnswer(members);
   if (!rule.hasBan) return members;
   const left = figure(reply[at + limits.length * FIELDS]);
   return left > 0 ? bannedDecision(members, left) : members;

@@ -130,6 +130,8 @@ const LIMITS = {
 export class SharedMemoryStore implements Store {
   /** Checks return plain decisions, never promises. */
   readonly synchronous = true;
+  /** Decides `penalty`, `block` and `get` (rate-limiter-flexible's calls). */
+  readonly flexibleCalls = true;
   /** The number of keys the table was sized for. */
   readonly maxKeys: number;
   /** What other threads pass to `attach`. */
@@ -312,9 +314,15 @@ export class SharedMemoryStore implements Store {
       } else {
         result = decideRule(rule, record, now, cost, op);
         if (summarised) result.approximate = true;
-        if (summarised) write = op !== "peek";
-        else if (found >= 0) write = op === "refund" || (op === "check" && (result.allowed || rule.ban !== undefined));
-        else write = op !== "peek" && storesNewRecord(rule, op, result);
+        // A get reports, like a peek; a penalty and a block always change the record.
+        if (summarised) write = op !== "peek" && op !== "get";
+        else if (found >= 0)
+          write =
+            op === "refund" ||
+            op === "penalty" ||
+            op === "block" ||
+            (op === "check" && (result.allowed || rule.ban !== undefined));
+        else write = op !== "peek" && op !== "get" && storesNewRecord(rule, op, result);
         if (!write) return this.#counted(result);
       }
       let evicted = 0;

@@ -5,7 +5,7 @@
 -- rule (sent once per batch, not once per check): m (its members), its ban policy as after,
 -- withinMs and forMs (after 0: no ban), and per member its algorithm code and three parameters.
 -- Then 4 per check: its rule (1..), its op ('c' check, 'p' peek, 'r' refund, 'r<at>' refund
--- with a receipt), its cost and
+-- with a receipt, 'x' penalty, 'b' block for cost ms, 'g' get), its cost and
 -- now ('' = Redis TIME) — or, when those 4 are the same for every check, '=' and the 4 once.
 -- KEYS: the record key of each check in turn.
 --
@@ -47,14 +47,14 @@ local function run(R, key, now, cost, op, costText, at)
   local raw = call('GET', key)
   local record = loadRecord(R, raw)
   local left = decideRule(R, record, now, cost, op, at)
-  if op == PEEK then return left end
+  if op == PEEK or op == GET then return left end
   local allowed = left == nil
   for f = 1, 4 * R.count, 4 do
     if not FIG[f] then allowed = false end
   end
   if not raw then
     if storesNewRecord(R, op, allowed) then storeRecord(R, record, key, now, op, costText) end
-  elseif op == REFUND or allowed or R.ban then
+  elseif op == REFUND or op == PENALTY or op == BLOCK or allowed or R.ban then
     storeRecord(R, record, key, now, op, costText)
   elseif call('PTTL', key) == -1 then
     call('PEXPIRE', key, ttl(recordFreshAt(R, record), now))
@@ -134,6 +134,8 @@ local function decide(R, op, cost, now, costText)
     out[n + f] = FIG[f] and 1 or 0
     out[n + f + 1], out[n + f + 2], out[n + f + 3] = enc(FIG[f + 1]), enc(FIG[f + 2]), enc(FIG[f + 3])
   end
+  -- A get of a record equivalent to a fresh one: status 2 (allowed, fresh) on its first member.
+  if op == GET and GOT_FRESH then out[n + 1] = 2 end
   if R.ban then out[n + width] = left and enc(left) or 0 end
   n = n + width
 end

@@ -6,8 +6,13 @@
 -- resetMs), and returns the ban's time left when the key is banned (nil otherwise); reply.ts
 -- combines them into the Decision exactly as the TS does (src/composite.ts, bannedDecision).
 
--- Operations (the check's op code): take units, only report, or give units back.
-local CHECK, PEEK, REFUND = 'c', 'p', 'r'
+-- Operations (the check's op code): take units, only report, or give units back; and
+-- rate-limiter-flexible's calls: a penalty (take whether or not it fits), a block (the ban slot
+-- until now + cost ms) and a get (a peek of one unit that tells whether the record is fresh).
+local CHECK, PEEK, REFUND, PENALTY, BLOCK, GET = 'c', 'p', 'r', 'x', 'b', 'g'
+
+-- Whether the last get found a record equivalent to a fresh one (isFreshAnswer of the TS).
+local GOT_FRESH = false
 
 -- The member figures of the last decision (scratch, refilled by every decision).
 local FIG = {}
@@ -55,7 +60,30 @@ end
 -- updates the record in place when the operation changes state: an allowed check, a refund,
 -- or a denial counted toward a ban. A refund returns what a peek of one unit then says; `at`
 -- (nil or a number) is its receipt: the instant the refunded check was decided.
+-- decideCall of the TS: penalty, block and get, kept off the check path.
+local function decideCall(R, record, now, cost, op)
+  local ban = banState(R, record)
+  if op == PENALTY then
+    for i = 1, R.count do
+      local P = R.members[i]
+      P.force(P, memberState(R, record, i), now, cost)
+    end
+  elseif op == BLOCK then
+    if not ban then error('block needs a rule with a ban policy') end
+    ban['until'] = now + cost
+  end
+  local left = nil
+  if ban and ban['until'] > now then
+    left = banned(R, record, now, ban['until'])
+  else
+    evaluate(R, record, now, 1, false)
+  end
+  GOT_FRESH = op == GET and not (recordFreshAt(R, record) > now)
+  return left
+end
+
 local function decideRule(R, record, now, cost, op, at)
+  if op == PENALTY or op == BLOCK or op == GET then return decideCall(R, record, now, cost, op) end
   if R.bare then
     local P = R.members[1]
     if op ~= REFUND then
@@ -88,5 +116,5 @@ end
 -- Whether a key with no stored record must be stored after `op` decided `allowed`: only when
 -- the operation changed the record (a refund of a fresh key changes nothing that counts).
 local function storesNewRecord(R, op, allowed)
-  return op == CHECK and (allowed or R.ban ~= nil)
+  return (op == CHECK and (allowed or R.ban ~= nil)) or op == PENALTY or op == BLOCK
 end

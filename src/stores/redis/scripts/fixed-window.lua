@@ -16,6 +16,16 @@ local function fw_refund(P, S, now, cost, at)
   end
 end
 
+-- A penalty (force of the TS step): the units count in the current window, past the limit.
+local function fw_force(P, S, now, cost)
+  local s = floor(now / P.W) * P.W
+  if S.w > s then s = S.w end
+  local c = 0
+  if S.w == s then c = S.c end
+  S.w = s
+  S.c = c + cost
+end
+
 local function fw_step(P, S, now, cost, commit)
   local limit, W = P.limit, P.W
   -- A clock that stepped back into an older window keeps the stored window.
@@ -45,7 +55,7 @@ end
 ALGO.f = function(limit, W)
   return {
     limit = limit, W = W, S = {},
-    step = fw_step, refund = fw_refund, fresh = fw_fresh,
+    step = fw_step, refund = fw_refund, fresh = fw_fresh, force = fw_force,
     load = fw_load, save = fw_save, write = fw_write,
   }
 end
@@ -60,6 +70,16 @@ local function ff_refund(P, S, now, cost)
     local c = S.c - cost
     if c < 0 then c = 0 end
     S.c = c
+  end
+end
+
+-- A penalty: past the limit in the running window, or opening the next one with the units.
+local function ff_force(P, S, now, cost)
+  if now < S.w + P.W then
+    S.c = S.c + cost
+  else
+    S.w = now
+    S.c = cost
   end
 end
 
@@ -88,7 +108,7 @@ end
 ALGO.F = function(limit, W)
   return {
     limit = limit, W = W, S = {},
-    step = ff_step, refund = ff_refund, fresh = fw_fresh,
+    step = ff_step, refund = ff_refund, fresh = fw_fresh, force = ff_force,
     load = ff_load, save = ff_save, write = setState,
   }
 end

@@ -54,6 +54,20 @@ local function em_refund(P, S, now, cost, at)
   end
 end
 
+-- A penalty: the arrival time moves `cost` emissions past max(itself, now).
+local function em_force(P, S, now, cost)
+  local den = P.den
+  local nowMs = floor(now)
+  local nowTicks = floor((now - nowMs) * den)
+  local ms, ticks = em_at(P, S)
+  local dm = ms - nowMs
+  if dm > 0 or (dm == 0 and ticks > nowTicks) then
+    em_write(P, S, ms, ticks + cost * P.per)
+  else
+    em_write(P, S, nowMs, nowTicks + cost * P.per)
+  end
+end
+
 local function em_step(P, S, now, cost, commit)
   local den, per, burst, tau = P.den, P.per, P.burst, P.tau
   local nowMs = floor(now)
@@ -86,7 +100,7 @@ local function emission(delays)
     local tau = burst * per
     return {
       per = per, den = den, burst = burst, tau = tau, nearMs = ceil(tau / den) + 1, delays = delays, S = {},
-      step = em_step, refund = em_refund, fresh = em_fresh,
+      step = em_step, refund = em_refund, fresh = em_fresh, force = em_force,
       load = em_load, save = em_save, write = setState,
     }
   end

@@ -48,6 +48,40 @@ local function sl_refund(P, S, now, cost, at)
   S.n = S.n - k
 end
 
+-- A penalty: at most `limit` units are kept (only the newest `limit` ever matter), so the oldest
+-- go until `limit - take` remain, then `take` units are appended at max(now, newest).
+local function sl_force(P, S, now, cost)
+  local limit, ts, cs = P.limit, S.ts, S.cs
+  local t = now
+  if S.last >= S.h and ts[S.last] > t then t = ts[S.last] end
+  local take = cost
+  if take > limit then take = limit end
+  local drop = S.n - (limit - take)
+  while drop > 0 and S.h <= S.last do
+    local c = cs[S.h]
+    if c <= drop then
+      drop = drop - c
+      S.n = S.n - c
+      S.h = S.h + 1
+    else
+      cs[S.h] = c - drop
+      S.n = S.n - drop
+      drop = 0
+    end
+  end
+  local last = S.last
+  if last >= S.h and ts[last] == t then
+    cs[last] = cs[last] + take
+  else
+    last = last + 1
+    if last < S.h then last = S.h end
+    S.last = last
+    ts[last] = t
+    cs[last] = take
+  end
+  S.n = S.n + take
+end
+
 local function sl_step(P, S, now, cost, commit)
   local limit, W = P.limit, P.W
   local ts, cs, last = S.ts, S.cs, S.last
@@ -109,7 +143,7 @@ end
 ALGO.l = function(limit, W)
   return {
     limit = limit, W = W,
-    step = sl_step, refund = sl_refund, fresh = sl_fresh,
+    step = sl_step, refund = sl_refund, fresh = sl_fresh, force = sl_force,
     load = sl_load, save = sl_save, write = setState,
   }
 end

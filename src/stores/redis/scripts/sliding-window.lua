@@ -60,6 +60,20 @@ local function passesAt(L, W, s, prev, cur, cost)
   return s + W + elMin
 end
 
+-- A penalty: the units count in the current window (read as sw_step reads it), past the limit.
+local function sw_force(P, S, now, cost)
+  local W = P.W
+  local s = floor(now / W) * W
+  if S.w > s then s = S.w end
+  local p, c = 0, 0
+  if S.w == s then
+    p, c = S.p, S.c
+  elseif S.w == s - W then
+    p = S.c
+  end
+  S.w, S.p, S.c = s, p, c + cost
+end
+
 local function sw_step(P, S, now, cost, commit)
   local L, W, LW = P.L, P.W, P.LW
   -- A clock that stepped back into an older window keeps the stored window.
@@ -100,7 +114,7 @@ end
 ALGO.w = function(L, W)
   return {
     L = L, W = W, LW = L * W, S = {},
-    step = sw_step, refund = sw_refund, fresh = sw_fresh,
+    step = sw_step, refund = sw_refund, fresh = sw_fresh, force = sw_force,
     load = sw_load, save = sw_save, write = setState,
   }
 end

@@ -29,12 +29,25 @@ local function tb_refund(P, S, now, cost, at)
   if now > S.t then S.t = now end
 end
 
+-- A penalty: the balance may go below zero and refills from there.
+local function tb_force(P, S, now, cost)
+  S.b = tb_balanceAt(P, S.b, S.t, now) - cost * 1000
+  if now > S.t then S.t = now end
+end
+
+-- Whole tokens in a balance, never below 0 (only a penalty drives it negative).
+local function tb_whole(P, balance)
+  local w = floor((balance + P.eps) / 1000)
+  if w < 0 then return 0 end
+  return w
+end
+
 local function tb_step(P, S, now, cost, commit)
   local C, r, full, eps = P.C, P.r, P.full, P.eps
   local b, t = S.b, S.t
   local balance = tb_balanceAt(P, b, t, now)
   local need = cost * 1000
-  if cost > C then return false, floor((balance + eps) / 1000), INF, ceilMs((full - balance) / r) end
+  if cost > C then return false, tb_whole(P, balance), INF, ceilMs((full - balance) / r) end
   if balance + eps >= need then
     local left = balance - need
     if commit then
@@ -52,7 +65,7 @@ local function tb_step(P, S, now, cost, commit)
   while tb_balanceAt(P, b, t, now + retry) + eps < need and retry < MAX_SAFE_INTEGER do
     retry = retry + 1
   end
-  return false, floor((balance + eps) / 1000), retry, ceilMs((full - balance) / r)
+  return false, tb_whole(P, balance), retry, ceilMs((full - balance) / r)
 end
 
 ALGO.t = function(C, r)
@@ -61,7 +74,7 @@ ALGO.t = function(C, r)
   if r < eps then eps = r end
   return {
     C = C, r = r, full = C * 1000, eps = eps, S = {},
-    step = tb_step, refund = tb_refund, fresh = tb_fresh,
+    step = tb_step, refund = tb_refund, fresh = tb_fresh, force = tb_force,
     load = tb_load, save = tb_save, write = setState,
   }
 end
