@@ -31,7 +31,14 @@ export {
 } from "./limiter.ts";
 export { classify, type ReplayEvent, replay } from "./replay.ts";
 export type { CompiledRule } from "./rule.ts";
-export { type CheckOptions, type GroupCheck, RateLimiterService, type RuleInfo, type RuleOptions } from "./service.ts";
+export {
+  type CheckOptions,
+  type GetResult,
+  type GroupCheck,
+  RateLimiterService,
+  type RuleInfo,
+  type RuleOptions,
+} from "./service.ts";
 export {
   ALGORITHMS,
   type AlgorithmName,

@@ -108,7 +108,8 @@ describe("MemoryStore maxKeys", () => {
 
   it("keeps a composite's members in one record: a flood evicts them together and neither escapes", () => {
     const clock = new ManualClock(0);
-    const store = new MemoryStore({ maxKeys: 3 });
+    // Seeded: which flood keys share the victim's summary cells depends on the hash seed.
+    const store = new MemoryStore({ maxKeys: 3, seed: 7 });
     // The README's login rule: 5 per minute and 20 per hour.
     const spec = [
       { algorithm: "sliding-log", limit: 5, windowMs: 60_000 },
@@ -123,7 +124,10 @@ describe("MemoryStore maxKeys", () => {
         for (let f = 0; f < 5; f++) limiter.tryAcquire(`flood-${minute}-${i}-${f}`);
       }
     }
-    expect(admitted).toBe(20);
+    // Never more than the hour's 20 (the members leave together); a summarised record may be
+    // over-counted by the flood sharing its cells, never under-counted.
+    expect(admitted).toBeLessThanOrEqual(20);
+    expect(admitted).toBeGreaterThanOrEqual(15);
     expect(store.size).toBeLessThanOrEqual(3);
     expect(store.evicted).toBeGreaterThan(1000);
   });
