@@ -53,6 +53,16 @@ describe("maxKeyBytes", () => {
     expect(limiter.peek(long).allowed).toBe(true);
   });
 
+  it("bounds acquire's key too: acquire and tryAcquire of one long key share its state", async () => {
+    const limiter = createLimiter(
+      { algorithm: "fixed-window", limit: 1, windowMs: 60_000 },
+      { clock: new ManualClock(1_800_000_000_000), name: "acquire-bound" },
+    );
+    const long = "k".repeat(2048);
+    expect((await limiter.acquire(long, { maxWaitMs: 0 })).allowed).toBe(true);
+    expect(limiter.tryAcquire(long).allowed).toBe(false);
+  });
+
   it("is an option of createLimiter and RateLimiterService, checked", async () => {
     const events: DecisionEvent[] = [];
     const service = new RateLimiterService({

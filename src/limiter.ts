@@ -310,8 +310,9 @@ export function bindLimiter(
     checkKey(key);
     const cost = acquireOptions.cost ?? 1;
     checkCost(cost);
-    return waits.acquire(fit(key), acquireOptions, clock ?? systemClock, (c) =>
-      decide(key, c, clock === undefined ? undefined : read(clock), "check"),
+    const stored = fit(key);
+    return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) =>
+      decide(stored, c, clock === undefined ? undefined : read(clock), "check"),
     );
   };
   const close = () => bound.release();
