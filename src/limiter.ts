@@ -300,7 +300,7 @@ export function bindLimiter(
   const compiled = compileRule(specs, ban);
   const bound: BoundRule = store.bind({ id, rule: compiled, clock });
   // The one place keys are bounded: every store sees at most maxKeyBytes per key.
-  const fit = keyBound(maxKeyBytes, id);
+  const boundKey = keyBound(maxKeyBytes, id);
   // An array of one spec is still a composite: its decisions carry `parts`.
   const checked = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
   // Without a hook the hot path stays one direct call into the store.
@@ -310,7 +310,7 @@ export function bindLimiter(
     checkKey(key);
     const cost = acquireOptions.cost ?? 1;
     checkCost(cost);
-    const stored = fit(key);
+    const stored = boundKey(key);
     return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) =>
       decide(stored, c, clock === undefined ? undefined : read(clock), "check"),
     );
@@ -344,7 +344,7 @@ export function bindLimiter(
       if (cost === undefined) cost = 1;
       else if (cost !== 1) checkCost(cost);
       const now = clock === undefined ? systemClock.now() : read(clock);
-      return stamp(decide(fit(key), cost, now, op, at) as Decision, now);
+      return stamp(decide(boundKey(key), cost, now, op, at) as Decision, now);
     };
     return {
       specs,
@@ -370,7 +370,7 @@ export function bindLimiter(
       reset: (key) => {
         checkKey(key);
         // In-process stores reset synchronously; their `reset` returns nothing to wait for.
-        void bound.reset(fit(key));
+        void bound.reset(boundKey(key));
         return undefined;
       },
       acquire,
@@ -383,7 +383,7 @@ export function bindLimiter(
     if (cost !== 1) checkCost(cost);
     // Without a clock the store's own time decides (Redis TIME): the limiter cannot stamp `at`.
     const now = clock === undefined ? undefined : read(clock);
-    return stamp(await decide(fit(key), cost, now, op, at), now);
+    return stamp(await decide(boundKey(key), cost, now, op, at), now);
   };
   return {
     specs,
@@ -408,7 +408,7 @@ export function bindLimiter(
     },
     reset: async (key) => {
       checkKey(key);
-      await bound.reset(fit(key));
+      await bound.reset(boundKey(key));
     },
     acquire,
     close,
