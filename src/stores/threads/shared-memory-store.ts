@@ -67,6 +67,8 @@ export interface SharedMemoryStoreOptions {
   recordWords?: number;
   /** Distinct rules (id and shape) the store can hold (default 64). */
   maxRules?: number;
+  /** Hash seed (default: random). Fixed in tests so that which keys share a bucket replays exactly. */
+  seed?: number;
   /** Cells per row of each rule's summary, a power of two (default: maxKeys / 16, within 64..1024). */
   summaryWidth?: number;
   /** Bytes for rule identities and specs, shared by all threads (default 65536). */
@@ -447,7 +449,20 @@ function permits(a: Decision, b: Decision): boolean {
 
 /** Validates the options and sizes the buffer. */
 function paramsOf(options: SharedMemoryStoreOptions) {
-  checkOptions(options, "SharedMemoryStore", ["maxKeys", "recordWords", "maxRules", "summaryWidth", "ruleBytes"]);
+  checkOptions(options, "SharedMemoryStore", [
+    "maxKeys",
+    "recordWords",
+    "maxRules",
+    "summaryWidth",
+    "ruleBytes",
+    "seed",
+  ]);
+  const { seed } = options;
+  if (seed !== undefined && (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)) {
+    throw new ArgumentError(
+      `SharedMemoryStore: \`seed\` must be an integer from 0 to 2^32 - 1 (got ${describeValue(seed)})`,
+    );
+  }
   for (const [name, [min, max]] of Object.entries(LIMITS)) {
     const value = (options as unknown as Record<string, unknown>)[name];
     if (value === undefined && name !== "maxKeys") continue;
@@ -480,7 +495,8 @@ function paramsOf(options: SharedMemoryStoreOptions) {
     maxRules,
     summaryWidth,
     arenaBytes: ruleBytes,
-    seed: (Math.random() * 0x100000000) | 0,
+    // Random by default, so no one can aim keys at one bucket; fixed in tests to replay exactly.
+    seed: seed === undefined ? (Math.random() * 0x100000000) | 0 : seed | 0,
     maxKeys,
   };
 }
