@@ -33,6 +33,7 @@ import {
 import net from "node:net";
 import { resolve } from "node:path";
 import { ArgumentError, StoreError } from "../../errors.ts";
+import { warn } from "../../warn.ts";
 import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts";
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import type { Resyncable, Transport, Waiting } from "./link.ts";
@@ -258,9 +259,10 @@ export class SocketLink implements Transport {
       this.#dispatcher = undefined;
       server.close();
       for (const c of connections) c.destroy();
-      process.emitWarning(`sluice cluster: ${this.#path} is no longer this process's socket; stepping down as host`, {
-        code: "SLUICE_CLUSTER_STEP_DOWN",
-      });
+      warn(
+        `sluice cluster: ${this.#path} is no longer this process's socket; stepping down as host`,
+        "SLUICE_CLUSTER_STEP_DOWN",
+      );
     }, FILE_CHECK_MS);
     timer.unref();
   }
@@ -292,9 +294,7 @@ export class SocketLink implements Transport {
         return dispatcher.handle(client, frame as BatchMessage);
       },
       (reason) =>
-        process.emitWarning(`sluice cluster: closed a peer's connection to ${this.#path}: ${reason}`, {
-          code: "SLUICE_CLUSTER_BAD_FRAME",
-        }),
+        warn(`sluice cluster: closed a peer's connection to ${this.#path}: ${reason}`, "SLUICE_CLUSTER_BAD_FRAME"),
     );
   }
 

@@ -12,6 +12,7 @@
 
 import { ArgumentError } from "../../errors.ts";
 import type { BoundRule, RuleBinding, Store } from "../../store.ts";
+import { warn } from "../../warn.ts";
 import { firstFailureWarning } from "../failure-warning.ts";
 import { Batcher } from "./batcher.ts";
 import { RedisBoundRule, type StoreParts } from "./bound-rule.ts";
@@ -174,11 +175,11 @@ export class RedisStore implements Store {
     const late = warned.has(options.client) ? [] : commands.lateOptions();
     if (late.length > 0) {
       warned.add(options.client);
-      process.emitWarning(
+      warn(
         `RedisStore: the client is configured so that a command can be sent or retried after sluice has answered it by timeout (${late.join(
           ", ",
         )}). sluice's deadline guard makes Redis refuse such late calls, but they still cost round trips, and TRYAGAIN retried inside the client cannot be split by sluice. See docs/redis.md ("Bringing your own client") for the settings to use, or let \`RedisStore.connect\` build the client.`,
-        { code: LATE_OPTIONS_WARNING },
+        LATE_OPTIONS_WARNING,
       );
     }
   }
