@@ -4,8 +4,10 @@
  * customer usually holds a whole /56, so keying single /128s would let them rotate
  * addresses past any limit).
  */
-import { createHash } from "node:crypto";
+
+import { base64url, sha256 } from "../digest.ts";
 import { ConfigError } from "../errors.ts";
+import { hashedKey } from "../key-bound.ts";
 import { describeValue } from "../spec.ts";
 import { formatIp, type IpBytes, type IpRange, inRange, isV4, maskIp, parseIp, parseRanges } from "./ip-address.ts";
 
@@ -118,7 +120,7 @@ export const MAX_KEY_LENGTH = 200;
 /** Returns `key`, or `sha256:<base64url>` of it when longer than {@link MAX_KEY_LENGTH} (the form logs show). */
 export function boundKey(key: string): string {
   if (key.length <= MAX_KEY_LENGTH) return key;
-  return `sha256:${createHash("sha256").update(key).digest("base64url")}`;
+  return hashedKey(key);
 }
 
 /**
@@ -129,7 +131,7 @@ export function boundKey(key: string): string {
 export function storeKey(key: string, isAddress: boolean): string {
   if (isAddress) return `a:${key}`;
   if (key.length <= MAX_KEY_LENGTH) return `k:${key}`;
-  return `h:${createHash("sha256").update(key).digest("base64url")}`;
+  return `h:${base64url(sha256(key))}`;
 }
 
 /** Options of {@link clientKey}. */
