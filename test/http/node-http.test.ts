@@ -343,15 +343,26 @@ describe("node http: a client that leaves during an async hook", () => {
     });
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const { port } = server.address() as AddressInfo;
+    // Each client leaves once the server has its request (while the skip hook still waits): a
+    // socket destroyed before the request is parsed would never reach the handler at all.
+    let arrivedCount = 0;
+    let allArrived: () => void = () => {};
+    const arrived = new Promise<void>((r) => {
+      allArrived = r;
+    });
+    server.on("request", () => {
+      if (++arrivedCount === 5) allArrived();
+    });
     const { connect } = await import("node:net");
-    const closed: Array<Promise<void>> = [];
+    const sockets = [];
     for (let i = 0; i < 5; i++) {
       const socket = connect(port, "127.0.0.1");
       socket.on("error", () => undefined);
       socket.write("POST /transfer HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
-      closed.push(new Promise((r) => setTimeout(() => r(socket.destroy() && undefined), 5)));
+      sockets.push(socket);
     }
-    await Promise.all(closed);
+    await arrived;
+    for (const socket of sockets) socket.destroy();
     await done;
     expect(handled).toBe(0);
     await new Promise<void>((r) => server.close(() => r()));
