@@ -5,8 +5,8 @@
  */
 
 import type { Decision } from "./algorithms/decision.ts";
-import { abortReason, type Clock, sleep } from "./clock.ts";
-import { ArgumentError, WaitTimeoutError } from "./errors.ts";
+import { abortReason, type Clock, sleep } from "./core/clock.ts";
+import { ArgumentError, WaitTimeoutError } from "./core/errors.ts";
 
 /** Options of `limiter.acquire`. */
 export interface AcquireOptions {

@@ -6,10 +6,10 @@ export type { AcquireOptions } from "./acquire.ts";
 export type { Algorithm } from "./algorithms/algorithm.ts";
 export type { Decision, DecisionFailure } from "./algorithms/decision.ts";
 export { algorithmFor } from "./algorithms/index.ts";
-export type { BanPolicy } from "./ban.ts";
-export { type Clock, ManualClock, systemClock } from "./clock.ts";
-export { combine } from "./composite.ts";
-export type { Operation } from "./decide-rule.ts";
+export type { BanPolicy } from "./core/ban.ts";
+export { type Clock, ManualClock, systemClock } from "./core/clock.ts";
+export { combine } from "./core/composite.ts";
+export type { Operation } from "./core/decide-rule.ts";
 export {
   ArgumentError,
   ConfigError,
@@ -19,26 +19,8 @@ export {
   StoreError,
   UnknownRuleError,
   WaitTimeoutError,
-} from "./errors.ts";
-export {
-  createLimiter,
-  type DecisionEvent,
-  type Limiter,
-  type LimiterOptions,
-  type RefundReceipt,
-  type ResetResult,
-  type Result,
-} from "./limiter.ts";
-export { classify, type ReplayEvent, replay } from "./replay.ts";
-export type { CompiledRule } from "./rule.ts";
-export {
-  type CheckOptions,
-  type GetResult,
-  type GroupCheck,
-  RateLimiterService,
-  type RuleInfo,
-  type RuleOptions,
-} from "./service.ts";
+} from "./core/errors.ts";
+export type { CompiledRule } from "./core/rule.ts";
 export {
   ALGORITHMS,
   type AlgorithmName,
@@ -56,6 +38,24 @@ export {
   validateRule,
   validateSpec,
   type WindowAnchor,
-} from "./spec.ts";
-export type { BoundRule, RuleBinding, Store } from "./store.ts";
+} from "./core/spec.ts";
+export type { BoundRule, RuleBinding, Store } from "./core/store.ts";
+export {
+  createLimiter,
+  type DecisionEvent,
+  type Limiter,
+  type LimiterOptions,
+  type RefundReceipt,
+  type ResetResult,
+  type Result,
+} from "./limiter.ts";
+export { classify, type ReplayEvent, replay } from "./replay.ts";
+export {
+  type CheckOptions,
+  type GetResult,
+  type GroupCheck,
+  RateLimiterService,
+  type RuleInfo,
+  type RuleOptions,
+} from "./service.ts";
 export { MemoryStore, type MemoryStoreOptions, type MemoryStoreStats } from "./stores/memory/memory-store.ts";

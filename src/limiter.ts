@@ -5,18 +5,20 @@
  */
 import { type AcquireOptions, WaitQueues } from "./acquire.ts";
 import type { Decision } from "./algorithms/decision.ts";
-import { type BanPolicy, validateBan } from "./ban.ts";
-import { type Clock, stopwatch, systemClock } from "./clock.ts";
-import { combine } from "./composite.ts";
-import { isFreshAnswer, type Operation } from "./decide-rule.ts";
-import { ArgumentError, StoreError } from "./errors.ts";
-import { checkMaxKeyBytes, DEFAULT_MAX_KEY_BYTES, keyBound } from "./key-bound.ts";
-import { compileRule } from "./rule.ts";
-import type { AlgorithmSpec, RuleSpec } from "./spec.ts";
-import { describeValue, validateRule } from "./spec.ts";
-import type { BoundRule, Store } from "./store.ts";
+import { type BanPolicy, validateBan } from "./core/ban.ts";
+import { type Clock, stopwatch, systemClock } from "./core/clock.ts";
+import { combine } from "./core/composite.ts";
+import { isFreshAnswer, type Operation } from "./core/decide-rule.ts";
+import { describeValue } from "./core/describe-value.ts";
+import { ArgumentError, StoreError } from "./core/errors.ts";
+import { describeIdentity, identityText, type RuleIdentity } from "./core/identity.ts";
+import { checkMaxKeyBytes, DEFAULT_MAX_KEY_BYTES, keyBound } from "./core/key-bound.ts";
+import { compileRule } from "./core/rule.ts";
+import type { AlgorithmSpec, RuleSpec } from "./core/spec.ts";
+import { validateRule } from "./core/spec.ts";
+import type { BoundRule, Store } from "./core/store.ts";
+import { warn } from "./core/warn.ts";
 import { MemoryStore } from "./stores/memory/memory-store.ts";
-import { warn } from "./warn.ts";
 
 /** Options of {@link createLimiter}. */
 export interface LimiterOptions<S extends Store = Store> {
@@ -41,15 +43,17 @@ export interface LimiterOptions<S extends Store = Store> {
   onDecision?: (event: DecisionEvent) => void;
   /**
    * Keys longer than this many UTF-8 bytes (default 1024) are stored as `sha256:<digest>` of
-   * the key, with a warning the first time (src/key-bound.ts); `onDecision` sees that form.
+   * the key, with a warning the first time (src/core/key-bound.ts); `onDecision` sees that form.
    */
   maxKeyBytes?: number;
 }
 
 /** What `onDecision` receives. */
 export interface DecisionEvent {
-  /** The limiter's identity: its name, `rule:<name>` for a service rule, or the spec digest. */
+  /** The limiter's identity as stores see it: `identityText(identity)`. */
   id: string;
+  /** The limiter's identity: a named limiter, an unnamed spec, or a service rule and tier. */
+  identity: RuleIdentity;
   key: string;
   cost: number;
   op: Operation;
@@ -246,17 +250,17 @@ export function createLimiter<S extends Store = MemoryStore>(
   const opts = resolveOptions(options);
   const ban = validateBan(opts.ban);
   const store: Store = opts.store ?? new MemoryStore();
-  let id: string;
-  if (opts.name !== undefined) id = `name:${opts.name}`;
+  let identity: RuleIdentity;
+  if (opts.name !== undefined) identity = { kind: "name", name: opts.name };
   else {
-    id = `spec:${JSON.stringify(specs)}`;
-    if (opts.store !== undefined) warnOnReuse(opts.store, id);
+    identity = { kind: "spec", shape: JSON.stringify(specs) };
+    if (opts.store !== undefined) warnOnReuse(opts.store, identity);
   }
   return bindLimiter(
     specs,
     store,
     opts.clock,
-    id,
+    identity,
     Array.isArray(spec),
     ban,
     opts.onDecision,
@@ -271,7 +275,8 @@ const unnamed = new WeakMap<Store, Set<string>>();
  * Two unnamed limiters with the same spec on one store share their counters: usually a mistake
  * (two routes limited "5 per minute" each, sharing one budget). Reported once per identity.
  */
-function warnOnReuse(store: Store, id: string): void {
+function warnOnReuse(store: Store, identity: RuleIdentity): void {
+  const id = identityText(identity);
   let ids = unnamed.get(store);
   if (ids === undefined) unnamed.set(store, (ids = new Set()));
   if (!ids.has(id)) {
@@ -281,7 +286,7 @@ function warnOnReuse(store: Store, id: string): void {
   if (ids.has(`warned:${id}`)) return;
   ids.add(`warned:${id}`);
   warn(
-    `Two limiters with the same spec on one store share state (${id.slice(5, 120)}). Give each a \`name\` to keep them apart, or the same name to share on purpose.`,
+    `Two limiters with the same spec on one store share state (${describeIdentity(identity)}). Give each a \`name\` to keep them apart, or the same name to share on purpose.`,
     "SLUICE_LIMITER_REUSE",
   );
 }
@@ -291,20 +296,21 @@ export function bindLimiter(
   specs: AlgorithmSpec[],
   store: Store,
   clock: Clock | undefined,
-  id: string,
+  identity: RuleIdentity,
   composite = specs.length > 1,
   ban?: BanPolicy,
   onDecision?: (event: DecisionEvent) => void,
   maxKeyBytes = DEFAULT_MAX_KEY_BYTES,
 ): Limiter {
   const compiled = compileRule(specs, ban);
-  const bound: BoundRule = store.bind({ id, rule: compiled, clock });
+  const id = identityText(identity);
+  const bound: BoundRule = store.bind({ id, identity, rule: compiled, clock });
   // The one place keys are bounded: every store sees at most maxKeyBytes per key.
   const boundKey = keyBound(maxKeyBytes, id);
   // An array of one spec is still a composite: its decisions carry `parts`.
   const checked = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
   // Without a hook the hot path stays one direct call into the store.
-  const decide = onDecision === undefined ? checked : observed(checked, id, onDecision);
+  const decide = onDecision === undefined ? checked : observed(checked, identity, onDecision);
   const waits = new WaitQueues();
   const acquire = async (key: string, acquireOptions: AcquireOptions = {}) => {
     checkKey(key);
@@ -332,7 +338,7 @@ export function bindLimiter(
       }
       if (!hasBan) {
         throw new ArgumentError(
-          `block needs a rule with a \`ban\` policy (only its record keeps a ban): give ${id.slice(0, 120)} \`ban\``,
+          `block needs a rule with a \`ban\` policy (only its record keeps a ban): give ${describeIdentity(identity)} \`ban\``,
         );
       }
     }
@@ -418,7 +424,7 @@ export function bindLimiter(
 /** Wraps a check so every outcome reaches `onDecision` with its duration. */
 function observed(
   check: BoundRule["check"],
-  id: string,
+  identity: RuleIdentity,
   onDecision: (event: DecisionEvent) => void,
 ): BoundRule["check"] {
   const report = (event: DecisionEvent) => {
@@ -428,20 +434,21 @@ function observed(
       warn(`onDecision threw: ${(error as Error)?.message ?? String(error)}`, "SLUICE_HOOK");
     }
   };
+  const id = identityText(identity);
   return (key, cost, now, op, at) => {
     const started = stopwatch();
     const result = check(key, cost, now, op, at);
     if (!(result instanceof Promise)) {
-      report({ id, key, cost, op, decision: result, durationMs: stopwatch() - started });
+      report({ id, identity, key, cost, op, decision: result, durationMs: stopwatch() - started });
       return result;
     }
     return result.then(
       (decision) => {
-        report({ id, key, cost, op, decision, durationMs: stopwatch() - started });
+        report({ id, identity, key, cost, op, decision, durationMs: stopwatch() - started });
         return decision;
       },
       (error: unknown) => {
-        report({ id, key, cost, op, error, durationMs: stopwatch() - started });
+        report({ id, identity, key, cost, op, error, durationMs: stopwatch() - started });
         throw error;
       },
     );

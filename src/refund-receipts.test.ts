@@ -3,8 +3,8 @@
 // counts. The two late-refund cases of issue 14, then every algorithm at fixed instants.
 import { describe, expect, it } from "vitest";
 import type { AlgorithmSpec } from "./algorithms/specs.ts";
-import { ManualClock } from "./clock.ts";
-import { ArgumentError } from "./errors.ts";
+import { ManualClock } from "./core/clock.ts";
+import { ArgumentError } from "./core/errors.ts";
 import { limiterRefund } from "./http/count-mode.ts";
 import { createLimiter } from "./limiter.ts";
 import { RateLimiterService } from "./service.ts";

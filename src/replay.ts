@@ -4,10 +4,10 @@
  */
 
 import type { Decision } from "./algorithms/decision.ts";
-import { ManualClock } from "./clock.ts";
-import { ArgumentError } from "./errors.ts";
+import { ManualClock } from "./core/clock.ts";
+import { ArgumentError } from "./core/errors.ts";
+import type { LimitSpec, RuleSpec } from "./core/spec.ts";
 import { createLimiter } from "./limiter.ts";
-import type { LimitSpec, RuleSpec } from "./spec.ts";
 
 /** One event: a timestamp in ms, or `{ at, key?, cost? }` (key defaults to `"default"`). */
 export type ReplayEvent = number | { at: number; key?: string; cost?: number };

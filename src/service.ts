@@ -5,10 +5,14 @@
  */
 
 import type { Decision } from "./algorithms/decision.ts";
-import { type BanPolicy, validateBan } from "./ban.ts";
 import { decideAllAsync, decideAllSync } from "./check-all.ts";
-import type { Clock } from "./clock.ts";
-import { ArgumentError, DuplicateRuleError, UnknownRuleError } from "./errors.ts";
+import { type BanPolicy, validateBan } from "./core/ban.ts";
+import type { Clock } from "./core/clock.ts";
+import { ArgumentError, DuplicateRuleError, UnknownRuleError } from "./core/errors.ts";
+import type { RuleIdentity } from "./core/identity.ts";
+import { checkOptions } from "./core/options.ts";
+import { type AlgorithmSpec, type LimitSpec, type RuleSpec, validateRule } from "./core/spec.ts";
+import type { Store } from "./core/store.ts";
 import {
   bindLimiter,
   checkCost,
@@ -19,9 +23,6 @@ import {
   type Result,
   resolveOptions,
 } from "./limiter.ts";
-import { checkOptions } from "./options.ts";
-import { type AlgorithmSpec, type LimitSpec, type RuleSpec, validateRule } from "./spec.ts";
-import type { Store } from "./store.ts";
 import { MemoryStore } from "./stores/memory/memory-store.ts";
 
 /** Options of `addRule` / `updateRule`. */
@@ -71,8 +72,6 @@ export type GetResult<S extends Store> = S["synchronous"] extends true
   : S["synchronous"] extends false
     ? Promise<Decision | null>
     : Decision | null | Promise<Decision | null>;
-
-const encode = encodeURIComponent;
 
 const CHECK_OPTIONS = ["cost", "tier"];
 
@@ -287,7 +286,7 @@ export class RateLimiterService<S extends Store = MemoryStore> {
       specs,
       this.#store,
       this.#clock,
-      `rule:${encode(name)}`,
+      { kind: "rule", name },
       Array.isArray(spec),
       ban,
       this.#onDecision,
@@ -295,11 +294,11 @@ export class RateLimiterService<S extends Store = MemoryStore> {
     );
     const bound = new Map<string, Limiter>();
     for (const [tier, s] of Object.entries(tierSpecs)) {
-      const id = `rule:${encode(name)}:tier:${encode(tier)}`;
+      const identity: RuleIdentity = { kind: "rule", name, tier };
       const composite = Array.isArray(tiers[tier]);
       bound.set(
         tier,
-        bindLimiter(s, this.#store, this.#clock, id, composite, ban, this.#onDecision, this.#maxKeyBytes),
+        bindLimiter(s, this.#store, this.#clock, identity, composite, ban, this.#onDecision, this.#maxKeyBytes),
       );
     }
     const info: RuleInfo = { name, specs, tiers: tierSpecs, ...(ban === undefined ? {} : { ban }) };

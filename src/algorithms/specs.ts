@@ -1,6 +1,6 @@
 /**
  * The spec types: plain objects naming an algorithm and its parameters. They live beside the
- * algorithms (the innermost layer); validation of user input is in `src/spec.ts`.
+ * algorithms (the innermost layer); validation of user input is in `src/core/spec.ts`.
  */
 /**
  * `limit` requests per `windowMs`, windows aligned to multiples of `windowMs` since epoch 0, or

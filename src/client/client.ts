@@ -5,9 +5,9 @@
  * answered by the same failure policies as RedisStore.
  */
 import type { Decision } from "../algorithms/decision.ts";
-import { ArgumentError, type SluiceError, StoreError } from "../errors.ts";
+import { describeValue } from "../core/describe-value.ts";
+import { ArgumentError, type SluiceError, StoreError } from "../core/errors.ts";
 import { checkCost, checkKey } from "../limiter.ts";
-import { describeValue } from "../spec.ts";
 import { Breaker } from "../stores/redis/breaker.ts";
 import { ClientFailurePolicy, type Op } from "./failure.ts";
 import { type ClientOptions, type ResolvedOptions, resolveOptions } from "./options.ts";

@@ -5,7 +5,7 @@
  * reported for that rule (0 before any answer).
  */
 import type { Decision } from "../algorithms/decision.ts";
-import type { StoreError } from "../errors.ts";
+import type { StoreError } from "../core/errors.ts";
 import type { Limiter } from "../limiter.ts";
 import { firstFailureWarning } from "../stores/failure-warning.ts";
 import { describePolicy, fixedAnswer, type OnError } from "../stores/redis/failure.ts";

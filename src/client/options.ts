@@ -2,9 +2,10 @@
  * `createClient` options: checked up front, so a typo (`timeout` for `timeoutMs`) or a bad
  * URL fails at start-up with an ArgumentError naming it, not on the first request.
  */
-import { ArgumentError } from "../errors.ts";
+
+import { describeValue } from "../core/describe-value.ts";
+import { ArgumentError } from "../core/errors.ts";
 import type { Limiter } from "../limiter.ts";
-import { describeValue } from "../spec.ts";
 import type { BreakerOptions } from "../stores/redis/breaker.ts";
 
 /**

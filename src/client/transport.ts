@@ -6,8 +6,8 @@
 import { type ClientRequest, Agent as HttpAgent, request as httpRequest, type IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
-import { systemClock } from "../clock.ts";
-import { StoreError } from "../errors.ts";
+import { systemClock } from "../core/clock.ts";
+import { StoreError } from "../core/errors.ts";
 import { withTimeout } from "../stores/with-timeout.ts";
 
 /** An HTTP answer: its status and the parsed JSON body (undefined when it was not JSON). */

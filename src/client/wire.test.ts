@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ArgumentError, StoreError, UnknownRuleError } from "../errors.ts";
+import { ArgumentError, StoreError, UnknownRuleError } from "../core/errors.ts";
 import { readDecision, refusal } from "./wire.ts";
 
 describe("reading the service's JSON", () => {

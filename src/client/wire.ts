@@ -3,7 +3,7 @@
  * becomes a `failure` with a StoreError) and problem answers turned into typed errors.
  */
 import type { Decision } from "../algorithms/decision.ts";
-import { ArgumentError, type SluiceError, StoreError, UnknownRuleError } from "../errors.ts";
+import { ArgumentError, type SluiceError, StoreError, UnknownRuleError } from "../core/errors.ts";
 
 const NUMBERS = ["limit", "remaining", "retryAfterMs", "resetMs", "delayMs"] as const;
 

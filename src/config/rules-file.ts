@@ -6,9 +6,9 @@
  */
 import { open } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
-import type { BanPolicy } from "../ban.ts";
+import type { BanPolicy } from "../core/ban.ts";
+import { describeValue } from "../core/describe-value.ts";
 import { ConfigError, RateLimiterService, type RuleSpec } from "../index.ts";
-import { describeValue } from "../spec.ts";
 import { EnvoyConfigBuilder } from "./envoy/parse.ts";
 import { parseDuration, parseRate } from "./units.ts";
 

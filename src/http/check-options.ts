@@ -2,8 +2,9 @@
  * Construction-time checks of middleware options: a typo such as `trustproxy` or `windowMS`
  * must fail when the app starts, not silently leave the middleware on its defaults.
  */
-import { ArgumentError, ConfigError } from "../errors.ts";
-import { describeValue } from "../spec.ts";
+
+import { describeValue } from "../core/describe-value.ts";
+import { ArgumentError, ConfigError } from "../core/errors.ts";
 import { ENGINE_OPTION_KEYS } from "./options.ts";
 
 /** Spec fields, so a misplaced one gets a hint to move it into `spec`. */

@@ -4,9 +4,9 @@
  * key (IPv6 grouped by `ipv6Subnet`). Misconfigurations are reported once as warnings.
  */
 
-import { ConfigError } from "../errors.ts";
-import { describeValue } from "../spec.ts";
-import { warn } from "../warn.ts";
+import { describeValue } from "../core/describe-value.ts";
+import { ConfigError } from "../core/errors.ts";
+import { warn } from "../core/warn.ts";
 import {
   addressKey,
   forwardedFor,

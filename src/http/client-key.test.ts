@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { ConfigError } from "../errors.ts";
+import { ConfigError } from "../core/errors.ts";
 import { boundKey, clientKey, forwardedFor, MAX_KEY_LENGTH, parseSubnet, parseTrust } from "./client-key.ts";
 
 describe("clientKey", () => {

@@ -5,10 +5,10 @@
  * addresses past any limit).
  */
 
-import { base64url, sha256 } from "../digest.ts";
-import { ConfigError } from "../errors.ts";
-import { hashedKey } from "../key-bound.ts";
-import { describeValue } from "../spec.ts";
+import { describeValue } from "../core/describe-value.ts";
+import { base64url, sha256 } from "../core/digest.ts";
+import { ConfigError } from "../core/errors.ts";
+import { hashedKey } from "../core/key-bound.ts";
 import { formatIp, type IpBytes, type IpRange, inRange, isV4, maskIp, parseIp, parseRanges } from "./ip-address.ts";
 
 /** `false` (default): the socket only; a number of proxy hops; or the proxies' addresses / CIDRs. */

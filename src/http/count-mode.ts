@@ -6,9 +6,9 @@
  * `countOn: "handler"`: then what the handler answered decides, even after the client left.
  */
 import type { Decision } from "../algorithms/decision.ts";
+import type { Store } from "../core/store.ts";
 import type { Limiter } from "../limiter.ts";
 import type { RateLimiterService } from "../service.ts";
-import type { Store } from "../store.ts";
 import type { CountMode, CountOn, MaybePromise } from "./options.ts";
 
 /** What a checked request was charged: enough to give it back. */

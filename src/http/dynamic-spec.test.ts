@@ -2,7 +2,7 @@
 // compiled again after eviction finds its state where it left it (the state is in the store,
 // named after the shape), so eviction never hands a client a fresh budget.
 import { describe, expect, test } from "vitest";
-import { ManualClock } from "../clock.ts";
+import { ManualClock } from "../core/clock.ts";
 import { rateLimitFetch } from "./fetch.ts";
 import { SPEC_CACHE_SIZE } from "./target.ts";
 

@@ -19,9 +19,10 @@
  */
 
 import { type Decision, decision } from "../algorithms/decision.ts";
-import { type Clock, sleep, systemClock } from "../clock.ts";
-import { ArgumentError, ConfigError } from "../errors.ts";
-import { describeValue, type RuleSpec } from "../spec.ts";
+import { type Clock, sleep, systemClock } from "../core/clock.ts";
+import { describeValue } from "../core/describe-value.ts";
+import { ArgumentError, ConfigError } from "../core/errors.ts";
+import type { RuleSpec } from "../core/spec.ts";
 import { problemOf, retryAfterOf, statusOf } from "./answer.ts";
 import { checkChoice, checkFunction, checkOptionKeys } from "./check-options.ts";
 import { type Client, ClientAddresses, type RequestReader, UNKNOWN_CLIENT, warner } from "./client-address.ts";

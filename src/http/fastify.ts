@@ -16,8 +16,8 @@ import type {
   onRequestHookHandler,
 } from "fastify";
 import type { Decision } from "../algorithms/decision.ts";
-import { ConfigError } from "../errors.ts";
-import { describeValue } from "../spec.ts";
+import { describeValue } from "../core/describe-value.ts";
+import { ConfigError } from "../core/errors.ts";
 import { Engine, isPromise, type Verdict } from "./engine.ts";
 import { type RateLimitHandles, withHandles } from "./handles.ts";
 import { nodeReader, responseHeader, settleOnEnd } from "./node.ts";

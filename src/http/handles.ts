@@ -4,8 +4,9 @@
  * password reset is `limiter.reset("alice")`, not a guess at how the middleware names keys.
  */
 import type { Decision } from "../algorithms/decision.ts";
-import { ArgumentError } from "../errors.ts";
-import { describeValue, type RuleSpec } from "../spec.ts";
+import { describeValue } from "../core/describe-value.ts";
+import { ArgumentError } from "../core/errors.ts";
+import type { RuleSpec } from "../core/spec.ts";
 import { clientKey, storeKey } from "./client-key.ts";
 import type { MaybePromise } from "./options.ts";
 

@@ -1,8 +1,8 @@
 import { parseDictionary, parseList, serializeList } from "structured-headers";
 import { describe, expect, test } from "vitest";
 import { type Decision, decision } from "../algorithms/decision.ts";
-import { ConfigError } from "../errors.ts";
-import { validateSpec } from "../spec.ts";
+import { ConfigError } from "../core/errors.ts";
+import { validateSpec } from "../core/spec.ts";
 import { compilePolicies, type HeaderFormat, retryAfterSeconds, writeRateLimitHeaders } from "./headers.ts";
 import { policiesFor, windowSeconds } from "./policy.ts";
 import { quotaExceeded, violatedPolicies } from "./problem.ts";

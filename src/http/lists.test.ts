@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { ConfigError } from "../errors.ts";
+import { ConfigError } from "../core/errors.ts";
 import { parseIp } from "./ip-address.ts";
 import { compileList } from "./lists.ts";
 

@@ -3,8 +3,9 @@
  * equal to IPv4), matched against the client address as `trustProxy` resolved it — never
  * against a raw forwarded header a client could write.
  */
-import { ConfigError } from "../errors.ts";
-import { describeValue } from "../spec.ts";
+
+import { describeValue } from "../core/describe-value.ts";
+import { ConfigError } from "../core/errors.ts";
 import { type IpBytes, type IpRange, inRange, parseRanges } from "./ip-address.ts";
 
 /** A compiled address list. */

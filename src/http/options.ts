@@ -1,11 +1,11 @@
 /** The options every sluice HTTP adapter shares (each adapter adds its own `onLimited`). */
 
 import type { Decision } from "../algorithms/decision.ts";
-import type { BanPolicy } from "../ban.ts";
-import type { Clock } from "../clock.ts";
+import type { BanPolicy } from "../core/ban.ts";
+import type { Clock } from "../core/clock.ts";
+import type { RuleSpec } from "../core/spec.ts";
+import type { Store } from "../core/store.ts";
 import type { RateLimiterService } from "../service.ts";
-import type { RuleSpec } from "../spec.ts";
-import type { Store } from "../store.ts";
 import type { ProxyHeader, TrustProxy } from "./client-key.ts";
 import type { HeaderFormat } from "./headers.ts";
 

@@ -12,8 +12,10 @@
  *
  * `w` is rounded up and at least 1 (the drafts only have whole seconds).
  */
-import { ConfigError } from "../errors.ts";
-import { type AlgorithmSpec, describeValue, specLimit } from "../spec.ts";
+
+import { describeValue } from "../core/describe-value.ts";
+import { ConfigError } from "../core/errors.ts";
+import { type AlgorithmSpec, specLimit } from "../core/spec.ts";
 
 /** One advertised policy: its name, quota and window (seconds). */
 export interface Policy {

@@ -1,7 +1,7 @@
 // An unknown tier is refused without naming the rule's other tiers (a client choosing its tier
 // through a header would learn which to ask for); the operator gets them in a warning.
 import { describe, expect, test } from "vitest";
-import { ManualClock } from "../clock.ts";
+import { ManualClock } from "../core/clock.ts";
 import { RateLimiterService } from "../service.ts";
 import { targetOf } from "./target.ts";
 

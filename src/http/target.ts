@@ -4,10 +4,11 @@
  * answer a check with the decision and the policies to advertise, and give units back.
  */
 import type { Decision } from "../algorithms/decision.ts";
-import { ArgumentError, ConfigError, UnknownRuleError } from "../errors.ts";
+import { describeValue } from "../core/describe-value.ts";
+import { ArgumentError, ConfigError, UnknownRuleError } from "../core/errors.ts";
+import { type RuleSpec, validateRule } from "../core/spec.ts";
 import { createLimiter, type LimiterOptions } from "../limiter.ts";
 import type { RuleInfo } from "../service.ts";
-import { describeValue, type RuleSpec, validateRule } from "../spec.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
 import type { Warn } from "./client-address.ts";
 import { limiterRefund, type Refund, serviceRefund } from "./count-mode.ts";

@@ -5,8 +5,8 @@
  * `RateLimit(spec)(Controller.prototype, "method", Object.getOwnPropertyDescriptor(...))`.
  */
 import type { IncomingMessage } from "node:http";
-import { ArgumentError } from "../errors.ts";
-import { type LimitSpec, type RuleSpec, validateRule, validateSpec } from "../spec.ts";
+import { ArgumentError } from "../core/errors.ts";
+import { type LimitSpec, type RuleSpec, validateRule, validateSpec } from "../core/spec.ts";
 import { checkRouteOptions, type RouteLimitOptions } from "./options.ts";
 import { nestCommon } from "./peers.ts";
 

@@ -5,15 +5,16 @@
  */
 import type { IncomingMessage } from "node:http";
 import type { Decision } from "../algorithms/decision.ts";
-import type { Clock } from "../clock.ts";
-import { ArgumentError, ConfigError } from "../errors.ts";
+import type { Clock } from "../core/clock.ts";
+import { describeValue } from "../core/describe-value.ts";
+import { ArgumentError, ConfigError } from "../core/errors.ts";
+import { type LimitSpec, type RuleSpec, validateRule } from "../core/spec.ts";
+import type { Store } from "../core/store.ts";
 import { Engine, type RequestReader } from "../http/engine.ts";
 import type { HandleKey, PeekOptions } from "../http/handles.ts";
 import { nodeReader } from "../http/node.ts";
 import type { MaybePromise, RateLimitOptions } from "../http/options.ts";
 import type { RateLimiterService } from "../service.ts";
-import { describeValue, type LimitSpec, type RuleSpec, validateRule } from "../spec.ts";
-import type { Store } from "../store.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
 import type { RouteLimit, SkippedMembers } from "./decorators.ts";
 import { checkModuleOptions, type LimitOptions, type SluiceModuleOptions } from "./options.ts";

@@ -2,11 +2,11 @@
 import type { IncomingMessage } from "node:http";
 import type { ExecutionContext } from "@nestjs/common";
 import type { Decision } from "../algorithms/decision.ts";
-import { ArgumentError } from "../errors.ts";
+import { describeValue } from "../core/describe-value.ts";
+import { ArgumentError } from "../core/errors.ts";
 import { checkOptionKeys } from "../http/check-options.ts";
 import type { RateLimitOptions } from "../http/options.ts";
 import { ENGINE_OPTION_KEYS } from "../http/options.ts";
-import { describeValue } from "../spec.ts";
 
 /** Per-limit options: how a request is keyed, costed and reported (the shared middleware options). */
 export type LimitOptions<Req = IncomingMessage> = Omit<

@@ -3,6 +3,7 @@
  * OpenTelemetry metrics. It is the simplest way in: give it to `createLimiter`, to a
  * `RateLimiterService` (every rule and tier) or to middleware options, and nothing is wrapped.
  */
+import { reportedRule } from "../core/identity.ts";
 import type { DecisionEvent } from "../limiter.ts";
 import { DecisionMetrics, type MetricsOptions } from "./metrics.ts";
 
@@ -10,13 +11,6 @@ import { DecisionMetrics, type MetricsOptions } from "./metrics.ts";
 export interface DecisionMetricsOptions extends MetricsOptions {
   /** The `sluice.rule` attribute (default: the service rule, the limiter's name, or "default"). */
   rule?: string;
-}
-
-/** The rule name behind a binding id: `rule:<name>[:tier:<tier>]`, `name:<name>`, else "default". */
-export function ruleOfId(id: string): string {
-  const rule = /^rule:([^:]*)/.exec(id);
-  if (rule !== null) return decodeURIComponent(rule[1] as string);
-  return id.startsWith("name:") ? id.slice(5) : "default";
 }
 
 /**
@@ -29,7 +23,7 @@ export function decisionMetrics(options: DecisionMetricsOptions = {}): (event: D
   const metrics = new DecisionMetrics(options.store ?? "unknown", options.meter);
   return (event) => {
     if (event.op !== "check") return;
-    const rule = options.rule ?? ruleOfId(event.id);
+    const rule = options.rule ?? reportedRule(event.identity);
     if (event.decision !== undefined) metrics.decided(rule, event.decision, event.durationMs / 1000);
     else metrics.failed(rule, event.error);
   };

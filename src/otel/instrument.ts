@@ -5,12 +5,11 @@
  * yourself, `decisionMetrics()` (hook.ts) plugs into the core's `onDecision` hook instead.
  */
 import type { Decision } from "../algorithms/decision.ts";
+import type { BoundRule, Store } from "../core/store.ts";
 import type { RateLimitOptions } from "../http/options.ts";
 import type { Limiter } from "../limiter.ts";
 import { RateLimiterService } from "../service.ts";
-import type { BoundRule, Store } from "../store.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
-import { ruleOfId } from "./hook.ts";
 import { DecisionMetrics, type MetricsOptions, OTHER_RULE, storeKind } from "./metrics.ts";
 
 /** Options of `instrument`. */
@@ -91,11 +90,6 @@ export interface InstrumentStoreOptions extends MetricsOptions {
   rule?: string;
 }
 
-/** The rule name in a binding id: `rule:<name>` or `rule:<name>:tier:<tier>` (service rules). */
-function ruleOf(id: string): string {
-  return /^rule:/.test(id) ? ruleOfId(id) : id;
-}
-
 /**
  * Returns a store reporting every decision of every rule bound to it: hand it to limiters,
  * services or middleware in place of `store`. Peeks and refunds are not decisions.
@@ -104,7 +98,7 @@ export function instrumentStore<S extends Store>(store: S, options: InstrumentSt
   const metrics = new DecisionMetrics(options.store ?? storeKind(store), options.meter);
   const bind: Store["bind"] = (binding) => {
     const bound = store.bind(binding);
-    const rule = options.rule ?? ruleOf(binding.id);
+    const rule = options.rule ?? (binding.identity?.kind === "rule" ? binding.identity.name : binding.id);
     const check = (...args: Parameters<BoundRule["check"]>) => {
       if (args[3] !== "check") return bound.check(...args); // peeks and refunds are not decisions
       return measured(metrics, rule, () => bound.check(...args));

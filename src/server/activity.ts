@@ -3,7 +3,7 @@
  * the keys denied most right now (a {@link HeavyHitters}). Both are fixed-size, so memory
  * grows with the number of rules in the config, never with keys or time.
  */
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../core/clock.ts";
 import { type HeavyHitter, HeavyHitters } from "./heavy-hitters.ts";
 import { type Series, Timeline } from "./timeline.ts";
 

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../clock.ts";
+import { ManualClock } from "../core/clock.ts";
 import { HeavyHitters } from "./heavy-hitters.ts";
 
 const fresh = (k = 10, halfLifeMs = 0) => new HeavyHitters({ k, halfLifeMs, clock: new ManualClock() });

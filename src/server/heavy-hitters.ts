@@ -5,7 +5,7 @@
  * count exceeds `total / k + error` is always in the top list (see `add`). Counts halve every
  * `halfLifeMs`, so the list follows what is happening now, not since start.
  */
-import type { Clock } from "../clock.ts";
+import type { Clock } from "../core/clock.ts";
 
 /** Options of {@link HeavyHitters}. */
 export interface HeavyHittersOptions {

@@ -4,7 +4,7 @@
  */
 
 import type { Decision } from "../algorithms/decision.ts";
-import { type Clock, systemClock } from "../clock.ts";
+import { type Clock, systemClock } from "../core/clock.ts";
 import { outcomeOf } from "../http/answer.ts";
 import { Activity } from "./activity.ts";
 

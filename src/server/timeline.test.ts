@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../clock.ts";
+import { ManualClock } from "../core/clock.ts";
 import { Activity } from "./activity.ts";
 import { Timeline } from "./timeline.ts";
 

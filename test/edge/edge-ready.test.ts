@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { base64url, hex, sha1, sha256 } from "../../src/digest.ts";
+import { base64url, hex, sha1, sha256 } from "../../src/core/digest.ts";
 import { LUA_SOURCES } from "../../src/stores/redis/lua-sources.ts";
 import { ROOT } from "../cli/helpers.ts";
 

@@ -5,7 +5,7 @@ import { createCluster } from "redis";
 import { createLimiter, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hashedKey } from "../../src/key-bound.ts";
+import { hashedKey } from "../../src/core/key-bound.ts";
 import { startCluster, type TestCluster } from "../support/redis-cluster.ts";
 import { expectExercised, PARITY_RULES, runParitySuite } from "../support/redis-parity.ts";
 import { noRedis, uniquePrefix } from "../support/redis-server.ts";

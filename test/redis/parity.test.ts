@@ -1,7 +1,7 @@
 import { type AlgorithmSpec, createLimiter, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { BanPolicy } from "../../src/ban.ts";
+import type { BanPolicy } from "../../src/core/ban.ts";
 import { RuleOracle } from "../support/oracle.ts";
 import { expectExercised, MODEL_RULES, PARITY_RULES, runParitySuite } from "../support/redis-parity.ts";
 import {

@@ -6,8 +6,8 @@
  * missing. Peeks and denials leave a record untouched, so decisions run on the stored records.
  */
 import type { Decision, Store } from "sluice";
-import { decideRule, storesNewRecord } from "../../src/decide-rule.ts";
-import { createRecord } from "../../src/rule.ts";
+import { decideRule, storesNewRecord } from "../../src/core/decide-rule.ts";
+import { createRecord } from "../../src/core/rule.ts";
 
 /** Records on a Map, decided by `decideRule`. */
 export function pureStore(): Store {

@@ -20,9 +20,9 @@
  * events), so memory follows the keys active within a window, not the trace's length.
  */
 
-import { decideRule } from "../../decide-rule.ts";
+import { decideRule } from "../../core/decide-rule.ts";
+import { type CompiledRule, compileRule, createRecord, type RuleRecord, recordFreshAt } from "../../core/rule.ts";
 import type { AlgorithmSpec } from "../../index.ts";
-import { type CompiledRule, compileRule, createRecord, type RuleRecord, recordFreshAt } from "../../rule.ts";
 
 /** Final figures for one algorithm. */
 export interface RunResult {

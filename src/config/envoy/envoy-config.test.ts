@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { ConfigError } from "../../errors.ts";
+import { ConfigError } from "../../core/errors.ts";
 import { parseRulesText } from "../rules-file.ts";
 import { addEnvoyText, loadEnvoyConfig } from "./load.ts";
 import { matchDescriptor } from "./match.ts";

@@ -6,7 +6,7 @@
 import { readdir, readFile, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { ConfigError } from "../../errors.ts";
+import { ConfigError } from "../../core/errors.ts";
 import type { EnvoyConfig } from "./model.ts";
 import { EnvoyConfigBuilder } from "./parse.ts";
 

@@ -3,7 +3,7 @@
  * nodes. Each level is indexed the way the Go service looks it up (exact key/value first, then
  * wildcard values in file order, then key only), so matching is a few map lookups per entry.
  */
-import type { AlgorithmSpec } from "../../spec.ts";
+import type { AlgorithmSpec } from "../../core/spec.ts";
 
 /** Rate-limit units of envoyproxy/ratelimit, in the order of the protobuf `Unit` enum (1..6). */
 export const ENVOY_UNITS = ["second", "minute", "hour", "day", "month", "year"] as const;

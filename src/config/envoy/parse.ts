@@ -3,8 +3,10 @@
  * descriptor tree, with the Go service's validation rules. Every error is a ConfigError naming
  * the file and the descriptor path (`domain.key_value.key`) that is wrong.
  */
-import { ConfigError } from "../../errors.ts";
-import { ALGORITHMS, type AlgorithmSpec, describeValue, validateSpec } from "../../spec.ts";
+
+import { describeValue } from "../../core/describe-value.ts";
+import { ConfigError } from "../../core/errors.ts";
+import { ALGORITHMS, type AlgorithmSpec, validateSpec } from "../../core/spec.ts";
 import {
   ENVOY_UNITS,
   type EnvoyConfig,

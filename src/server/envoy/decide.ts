@@ -6,11 +6,11 @@
  */
 
 import type { Decision } from "../../algorithms/decision.ts";
-import type { Clock } from "../../clock.ts";
 import { type EnvoyMatch, matchDescriptor } from "../../config/envoy/match.ts";
 import { type EnvoyConfig, type EnvoyRateLimit, type EnvoyUnit, UNIT_MS } from "../../config/envoy/model.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { Store } from "../../core/store.ts";
 import type { GroupCheck, RateLimiterService } from "../../service.ts";
-import type { Store } from "../../store.ts";
 import type { EnvoyMetrics } from "./metrics.ts";
 import { type OverridePool, overrideMatch } from "./override.ts";
 import type { RlsRequest, RlsResponse, RlsStatus } from "./wire.ts";

@@ -7,13 +7,13 @@
 import { type FSWatcher, watch } from "node:fs";
 import { stat } from "node:fs/promises";
 import { basename, dirname } from "node:path";
-import type { Clock } from "../../clock.ts";
 import { loadEnvoyConfig } from "../../config/envoy/load.ts";
 import { type EnvoyConfig, limitedNodes } from "../../config/envoy/model.ts";
 import { EnvoyConfigBuilder } from "../../config/envoy/parse.ts";
 import type { RuleDefinition } from "../../config/rules-file.ts";
+import type { Clock } from "../../core/clock.ts";
+import type { Store } from "../../core/store.ts";
 import { RateLimiterService } from "../../service.ts";
-import type { Store } from "../../store.ts";
 import { applyConfig } from "../rules-state.ts";
 import type { EnvoyState } from "./decide.ts";
 import type { GrpcOptions, RunningGrpc } from "./grpc-server.ts";

@@ -10,7 +10,7 @@ import { type AddressInfo, createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
-import { ArgumentError, StoreError } from "../../errors.ts";
+import { ArgumentError, StoreError } from "../../core/errors.ts";
 import { bearerMatches } from "../auth.ts";
 import { type EnvoyState, shouldRateLimit } from "./decide.ts";
 import { type RequestBound, refuseRequest } from "./request-bound.ts";

@@ -12,7 +12,7 @@
 import type { DescriptorEntry, EnvoyMatch } from "../../config/envoy/match.ts";
 import { ENVOY_UNITS, type EnvoyNode, type EnvoyUnit, emptyLevel, UNIT_MS } from "../../config/envoy/model.ts";
 import { specFor } from "../../config/envoy/parse.ts";
-import type { AlgorithmSpec } from "../../spec.ts";
+import type { AlgorithmSpec } from "../../core/spec.ts";
 import type { EnvoyState } from "./decide.ts";
 
 /** Rule names of overrides start with this (the reload keeps them). */

@@ -7,11 +7,11 @@
  * cannot answer: no primary store, channel closed) is decided by `onError`, as with RedisStore.
  */
 import type { Decision } from "../../algorithms/decision.ts";
-import { markFreshAnswer, type Operation } from "../../decide-rule.ts";
-import { ArgumentError, StoreError } from "../../errors.ts";
-import { checkOptions } from "../../options.ts";
-import { describeValue } from "../../spec.ts";
-import type { BoundRule, RuleBinding, Store } from "../../store.ts";
+import { markFreshAnswer, type Operation } from "../../core/decide-rule.ts";
+import { describeValue } from "../../core/describe-value.ts";
+import { ArgumentError, StoreError } from "../../core/errors.ts";
+import { checkOptions } from "../../core/options.ts";
+import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import { firstFailureWarning } from "../failure-warning.ts";
 import type { MemoryStoreOptions } from "../memory/memory-store.ts";
 import { MemoryStore } from "../memory/memory-store.ts";

@@ -5,12 +5,13 @@
  * clients. One binding per rule definition is shared by every client that registers it.
  */
 import type { Decision } from "../../algorithms/decision.ts";
-import { validateBan } from "../../ban.ts";
-import type { Clock } from "../../clock.ts";
-import { isFreshAnswer } from "../../decide-rule.ts";
-import { compileRule } from "../../rule.ts";
-import { describeValue, validateSpec } from "../../spec.ts";
-import type { BoundRule } from "../../store.ts";
+import { validateBan } from "../../core/ban.ts";
+import type { Clock } from "../../core/clock.ts";
+import { isFreshAnswer } from "../../core/decide-rule.ts";
+import { describeValue } from "../../core/describe-value.ts";
+import { compileRule } from "../../core/rule.ts";
+import { validateSpec } from "../../core/spec.ts";
+import type { BoundRule } from "../../core/store.ts";
 import type { MemoryStore } from "../memory/memory-store.ts";
 import { type BatchMessage, type BindRecord, CHANNEL, encode, type OpResult, type ReplyMessage } from "./protocol.ts";
 

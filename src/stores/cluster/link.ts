@@ -7,7 +7,7 @@
  * while its IPC channel has listeners, and a worker with nothing in flight must be free to exit.
  */
 import cluster from "node:cluster";
-import { StoreError } from "../../errors.ts";
+import { StoreError } from "../../core/errors.ts";
 import { type BatchMessage, type BindRecord, isMessage, type OpResult, type ReplyMessage } from "./protocol.ts";
 
 /** How a ClusterStore reaches the deciding side: IPC to the primary (here) or a socket host (socket-link.ts). */

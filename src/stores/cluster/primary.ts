@@ -7,8 +7,8 @@
  * dropped, which changes nothing the primary already decided.
  */
 import cluster, { type Worker } from "node:cluster";
-import { ArgumentError } from "../../errors.ts";
-import { checkOptions } from "../../options.ts";
+import { ArgumentError } from "../../core/errors.ts";
+import { checkOptions } from "../../core/options.ts";
 import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts";
 import { createDispatcher } from "./dispatcher.ts";
 import { type BatchMessage, isMessage } from "./protocol.ts";

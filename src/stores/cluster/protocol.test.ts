@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type Decision, decision } from "../../algorithms/decision.ts";
-import { combine } from "../../composite.ts";
+import { combine } from "../../core/composite.ts";
 import { decode, encode } from "./protocol.ts";
 
 /** What a decision becomes after a trip through the IPC channel (JSON, as node:cluster and PM2 send). */

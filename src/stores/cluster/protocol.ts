@@ -8,9 +8,9 @@
  * An operation is a tuple whose last element names it, so new operations add a name, not a shape.
  */
 import type { Decision } from "../../algorithms/decision.ts";
-import type { BanPolicy } from "../../ban.ts";
-import type { Operation } from "../../decide-rule.ts";
-import type { AlgorithmSpec } from "../../spec.ts";
+import type { BanPolicy } from "../../core/ban.ts";
+import type { Operation } from "../../core/decide-rule.ts";
+import type { AlgorithmSpec } from "../../core/spec.ts";
 
 /** Marks sluice's messages among whatever else the application sends over the IPC channel. */
 export const CHANNEL = "sluice:cluster";

@@ -32,8 +32,8 @@ import {
 } from "node:fs";
 import net from "node:net";
 import { resolve } from "node:path";
-import { ArgumentError, StoreError } from "../../errors.ts";
-import { warn } from "../../warn.ts";
+import { ArgumentError, StoreError } from "../../core/errors.ts";
+import { warn } from "../../core/warn.ts";
 import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts";
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import type { Resyncable, Transport, Waiting } from "./link.ts";

@@ -12,7 +12,7 @@ import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
 import type { SlidingWindowState } from "../../algorithms/sliding-window.ts";
 import type { GcraSpec, LeakyBucketSpec } from "../../algorithms/specs.ts";
 import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
-import type { CompiledRule, RuleRecord } from "../../rule.ts";
+import type { CompiledRule, RuleRecord } from "../../core/rule.ts";
 
 /** Words per compact slot: every admitted record fits in this many float64s. */
 export const STATE_WORDS = 2;

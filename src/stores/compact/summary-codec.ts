@@ -16,7 +16,7 @@ import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
 import type { SlidingWindowState } from "../../algorithms/sliding-window.ts";
 import type { FixedWindowSpec, SlidingLogSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
 import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
-import type { BanPolicy, BanState } from "../../ban.ts";
+import type { BanPolicy, BanState } from "../../core/ban.ts";
 
 /** Rounds an instant up past float noise, so sums of instants never admit what exact sums would not. */
 function up(x: number): number {

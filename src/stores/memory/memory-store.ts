@@ -13,14 +13,21 @@
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { Decision } from "../../algorithms/decision.ts";
-import { type BanPolicy, type BanState, countDenial } from "../../ban.ts";
-import { systemClock } from "../../clock.ts";
-import { decideRule, type Operation, storesNewRecord } from "../../decide-rule.ts";
-import { ArgumentError } from "../../errors.ts";
-import { checkOptions } from "../../options.ts";
-import { banState, type CompiledRule, createRecord, memberState, type RuleRecord, recordFreshAt } from "../../rule.ts";
-import { describeValue } from "../../spec.ts";
-import type { BoundRule, RuleBinding, Store } from "../../store.ts";
+import { type BanPolicy, type BanState, countDenial } from "../../core/ban.ts";
+import { systemClock } from "../../core/clock.ts";
+import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
+import { describeValue } from "../../core/describe-value.ts";
+import { ArgumentError } from "../../core/errors.ts";
+import { checkOptions } from "../../core/options.ts";
+import {
+  banState,
+  type CompiledRule,
+  createRecord,
+  memberState,
+  type RuleRecord,
+  recordFreshAt,
+} from "../../core/rule.ts";
+import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import { CompactTable, MAX_TABLE_INDEX } from "../compact/compact-table.ts";
 import { fingerprint, randomSeed } from "../compact/fingerprint.ts";
 import { compactable, decodeRecord, encodeRecord, STATE_WORDS } from "../compact/state-codec.ts";

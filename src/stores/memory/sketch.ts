@@ -13,8 +13,8 @@
  * cell j + width/2), which is conservative too.
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
-import type { BanPolicy } from "../../ban.ts";
-import { type CompiledRule, memberState, type RuleRecord } from "../../rule.ts";
+import type { BanPolicy } from "../../core/ban.ts";
+import { type CompiledRule, memberState, type RuleRecord } from "../../core/rule.ts";
 import { fmix32 } from "../compact/fingerprint.ts";
 import {
   BAN_SLOTS,

@@ -4,7 +4,7 @@
  * would have. A snapshot is checked whole before anything is loaded: a corrupt or foreign file
  * loads nothing.
  */
-import { ArgumentError } from "../../errors.ts";
+import { ArgumentError } from "../../core/errors.ts";
 
 /** Identifies our files; anything else is foreign. */
 export const SNAPSHOT_FORMAT = "sluice-memory-state";

@@ -10,7 +10,7 @@
  * keys active within the last two horizons, and a hot key costs one `Map.get`. A composite's
  * members live in one record, so they are kept, dropped and evicted together.
  */
-import type { CompiledRule } from "../../rule.ts";
+import type { CompiledRule } from "../../core/rule.ts";
 import type { Sketch } from "./sketch.ts";
 
 /** The records of one rule (one id and one shape). */

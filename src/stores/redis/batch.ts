@@ -4,8 +4,8 @@
  * long as the call, so nothing of it is left on the shared rule objects.
  */
 import type { Decision } from "../../algorithms/decision.ts";
-import type { Operation } from "../../decide-rule.ts";
-import type { StoreError } from "../../errors.ts";
+import type { Operation } from "../../core/decide-rule.ts";
+import type { StoreError } from "../../core/errors.ts";
 import type { NodeState } from "./nodes.ts";
 import type { ReplyLayout } from "./reply.ts";
 

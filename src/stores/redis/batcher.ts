@@ -20,8 +20,8 @@
  * shared rule objects.
  */
 import type { Decision } from "../../algorithms/decision.ts";
-import type { Operation } from "../../decide-rule.ts";
-import { StoreError } from "../../errors.ts";
+import type { Operation } from "../../core/decide-rule.ts";
+import { StoreError } from "../../core/errors.ts";
 import { withTimeout } from "../with-timeout.ts";
 import { Batch, type BatchRule, type Pending } from "./batch.ts";
 import type { RedisCommands } from "./client.ts";

@@ -5,11 +5,11 @@
  */
 import type { Decision } from "../../algorithms/decision.ts";
 import { emissionInterval } from "../../algorithms/gcra.ts";
-import type { BanPolicy } from "../../ban.ts";
-import type { Operation } from "../../decide-rule.ts";
-import { StoreError } from "../../errors.ts";
-import type { AlgorithmSpec } from "../../spec.ts";
-import type { BoundRule, RuleBinding } from "../../store.ts";
+import type { BanPolicy } from "../../core/ban.ts";
+import type { Operation } from "../../core/decide-rule.ts";
+import { StoreError } from "../../core/errors.ts";
+import type { AlgorithmSpec } from "../../core/spec.ts";
+import type { BoundRule, RuleBinding } from "../../core/store.ts";
 import { withTimeout } from "../with-timeout.ts";
 import type { BatchRule } from "./batch.ts";
 import type { Batcher } from "./batcher.ts";

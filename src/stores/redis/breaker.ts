@@ -3,7 +3,7 @@
  * answered by the failure policy at once instead of queueing on a Redis that is down. After
  * `coolDownMs` one probe is let through (half-open); its success closes the circuit.
  */
-import { systemClock } from "../../clock.ts";
+import { systemClock } from "../../core/clock.ts";
 
 /** Circuit breaker settings (`RedisStoreOptions.breaker`). */
 export interface BreakerOptions {

@@ -5,7 +5,7 @@
  * construction. Each adapter also says which node serves a Cluster slot (for per-node
  * breakers) and which of the client's options could deliver a command late.
  */
-import { ArgumentError } from "../../errors.ts";
+import { ArgumentError } from "../../core/errors.ts";
 import { ioredisCommands } from "./ioredis-commands.ts";
 import { nodeRedisCommands } from "./node-redis-commands.ts";
 import { isUpstash, type UpstashLike, upstashCommands } from "./upstash-commands.ts";

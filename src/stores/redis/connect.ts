@@ -8,7 +8,7 @@
  * - connected before it resolves (never `lazyConnect`), so the first check does not fail.
  * The store owns that client: `store.close()` closes it.
  */
-import { ArgumentError, StoreError } from "../../errors.ts";
+import { ArgumentError, StoreError } from "../../core/errors.ts";
 import type { RedisStoreOptions } from "./redis-store.ts";
 
 /** Where {@link RedisStore.connect} connects: one of `url`, `cluster` or `sentinels`, and the store's options. */

@@ -19,7 +19,7 @@
  * Memory is bounded: at most `maxEntries` entries, least recently used dropped first.
  */
 import type { Decision } from "../../algorithms/decision.ts";
-import { ArgumentError } from "../../errors.ts";
+import { ArgumentError } from "../../core/errors.ts";
 import { localMs } from "./nodes.ts";
 
 /** Deny cache settings (`RedisStoreOptions.denyCache`). */

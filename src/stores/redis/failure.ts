@@ -10,10 +10,10 @@
  * the way to enforce an instance's share of a limit).
  */
 import { type Decision, decision } from "../../algorithms/decision.ts";
-import { markFreshAnswer, type Operation } from "../../decide-rule.ts";
-import { ArgumentError, type StoreError } from "../../errors.ts";
+import { markFreshAnswer, type Operation } from "../../core/decide-rule.ts";
+import { ArgumentError, type StoreError } from "../../core/errors.ts";
+import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import type { Limiter } from "../../limiter.ts";
-import type { BoundRule, RuleBinding, Store } from "../../store.ts";
 
 /** `onError: { fallback }`: a store (typically a `MemoryStore`) that decides while Redis cannot. */
 export interface FallbackOption {

@@ -14,8 +14,8 @@
  * distinct keys. Short keys matter: they are most of what a key costs in Redis memory.
  */
 
-import { base64url, sha256 } from "../../digest.ts";
-import type { AlgorithmName, AlgorithmSpec } from "../../spec.ts";
+import { base64url, sha256 } from "../../core/digest.ts";
+import type { AlgorithmName, AlgorithmSpec } from "../../core/spec.ts";
 
 /** One-letter algorithm codes, shared with the Lua twins (`ALGO.<code>`). */
 export const ALGORITHM_CODES: Record<AlgorithmName, string> = {

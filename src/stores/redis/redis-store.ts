@@ -10,9 +10,9 @@
  * are answered locally until its retryAfterMs (deny-cache.ts, invalidation.ts).
  */
 
-import { ArgumentError } from "../../errors.ts";
-import type { BoundRule, RuleBinding, Store } from "../../store.ts";
-import { warn } from "../../warn.ts";
+import { ArgumentError } from "../../core/errors.ts";
+import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
+import { warn } from "../../core/warn.ts";
 import { firstFailureWarning } from "../failure-warning.ts";
 import { Batcher } from "./batcher.ts";
 import { RedisBoundRule, type StoreParts } from "./bound-rule.ts";

@@ -10,9 +10,9 @@
  */
 
 import { type Decision, decision } from "../../algorithms/decision.ts";
-import { combine } from "../../composite.ts";
-import { bannedDecision, markFreshAnswer } from "../../decide-rule.ts";
-import { StoreError } from "../../errors.ts";
+import { combine } from "../../core/composite.ts";
+import { bannedDecision, markFreshAnswer } from "../../core/decide-rule.ts";
+import { StoreError } from "../../core/errors.ts";
 
 /** Reply values per member decision. */
 export const FIELDS = 4;

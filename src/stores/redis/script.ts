@@ -12,7 +12,7 @@
  * Every other reply gets the server time (ms) appended, from which the client learns a lower
  * bound of the server's clock offset (see nodes.ts).
  */
-import { hex, sha1 } from "../../digest.ts";
+import { hex, sha1 } from "../../core/digest.ts";
 import { LUA_SOURCES } from "./lua-sources.ts";
 
 /** The script files, in the order they are concatenated (helpers first, the entry point last). */

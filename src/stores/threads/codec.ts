@@ -12,9 +12,9 @@
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
-import type { BanState } from "../../ban.ts";
-import { ConfigError } from "../../errors.ts";
-import { banState, type CompiledRule, memberState, type RuleRecord } from "../../rule.ts";
+import type { BanState } from "../../core/ban.ts";
+import { ConfigError } from "../../core/errors.ts";
+import { banState, type CompiledRule, memberState, type RuleRecord } from "../../core/rule.ts";
 import { SUMMARY_WORDS } from "./layout.ts";
 
 /** Reads and writes one rule's records and summary cells. */

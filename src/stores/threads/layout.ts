@@ -9,7 +9,7 @@
  * compare-and-swap (a 32-bit tag above a 32-bit block index + 1), `I` (Int32) the small
  * counters and links, `F` (Float64) the state blocks, `U` the arena.
  */
-import { StoreError } from "../../errors.ts";
+import { StoreError } from "../../core/errors.ts";
 
 /** Entries per bucket: a bucket is rewritten whole, so this bounds the bytes copied per decision. */
 export const BUCKET_ENTRIES = 8;

@@ -9,7 +9,7 @@
  * race for the same word and the loser finds the winner's entry. A thread that dies mid-way
  * leaves at most an unused run of arena bytes, or an entry whose spec the next binder writes.
  */
-import { StoreError } from "../../errors.ts";
+import { StoreError } from "../../core/errors.ts";
 import { hashText } from "./fingerprint.ts";
 import { H, type Layout, type Views } from "./layout.ts";
 

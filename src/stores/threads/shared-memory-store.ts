@@ -29,14 +29,14 @@
  * `approximate: true`, as in MemoryStore past `maxKeys`.
  */
 import type { Decision } from "../../algorithms/decision.ts";
-import type { Clock } from "../../clock.ts";
-import { systemClock } from "../../clock.ts";
-import { decideRule, type Operation, storesNewRecord } from "../../decide-rule.ts";
-import { ArgumentError, StoreError } from "../../errors.ts";
-import { checkOptions } from "../../options.ts";
-import { type CompiledRule, compileRule, createRecord, type RuleRecord, recordFreshAt } from "../../rule.ts";
-import { describeValue } from "../../spec.ts";
-import type { BoundRule, RuleBinding, Store } from "../../store.ts";
+import type { Clock } from "../../core/clock.ts";
+import { systemClock } from "../../core/clock.ts";
+import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
+import { describeValue } from "../../core/describe-value.ts";
+import { ArgumentError, StoreError } from "../../core/errors.ts";
+import { checkOptions } from "../../core/options.ts";
+import { type CompiledRule, compileRule, createRecord, type RuleRecord, recordFreshAt } from "../../core/rule.ts";
+import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import { type Codec, codecFor } from "./codec.ts";
 import { fingerprint } from "./fingerprint.ts";
 import { FreeList } from "./free-list.ts";

@@ -7,7 +7,7 @@
  * compare-and-swap, retrying on a race, so concurrent joins all land (max-joins never lose an
  * input) and a thread that dies mid-join leaves the cell as it was.
  */
-import type { RuleRecord } from "../../rule.ts";
+import type { RuleRecord } from "../../core/rule.ts";
 import type { Codec } from "./codec.ts";
 import type { FreeList } from "./free-list.ts";
 import { DEPTH, indexOf, type Layout, nextWord, SUMMARY_WORDS, type Views } from "./layout.ts";

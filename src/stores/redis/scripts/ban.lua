@@ -1,4 +1,4 @@
--- Twin of src/ban.ts: escalation after repeated denials. A policy is { after, withinMs, forMs };
+-- Twin of src/core/ban.ts: escalation after repeated denials. A policy is { after, withinMs, forMs };
 -- a ban state { n, since, until } (`until` is a Lua keyword, hence B['until']).
 
 -- When the ban state no longer changes any decision.

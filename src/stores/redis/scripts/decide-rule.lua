@@ -1,10 +1,10 @@
--- Twin of src/decide-rule.ts, the one decision path: composites all-or-nothing, bans, refunds
+-- Twin of src/core/decide-rule.ts, the one decision path: composites all-or-nothing, bans, refunds
 -- and peeks, on one record per (rule, key).
 --
 -- Where the TS returns a Decision, this writes the member decisions into FIG, 4 figures per
 -- member in spec order (allowed, remaining, retryAfterMs when denied / delayMs when allowed,
 -- resetMs), and returns the ban's time left when the key is banned (nil otherwise); reply.ts
--- combines them into the Decision exactly as the TS does (src/composite.ts, bannedDecision).
+-- combines them into the Decision exactly as the TS does (src/core/composite.ts, bannedDecision).
 
 -- Operations (the check's op code): take units, only report, or give units back; and
 -- rate-limiter-flexible's calls: a penalty (take whether or not it fits), a block (the ban slot

@@ -1,4 +1,4 @@
--- Twin of src/rule.ts: a rule compiled for this batch and the layout of its one record per
+-- Twin of src/core/rule.ts: a rule compiled for this batch and the layout of its one record per
 -- key. R = { members = { P, ... } (spec order), first (members[1]), count, ban = policy or nil,
 -- bare, and scratch tables for decoding }. bare (one member, no ban): the record is the member's state itself;
 -- otherwise the members' states in spec order, then the ban's state when there is a ban.

@@ -1,4 +1,4 @@
--- Storage of one record per (rule, key) (the layout of src/rule.ts): a bare rule's record is
+-- Storage of one record per (rule, key) (the layout of src/core/rule.ts): a bare rule's record is
 -- its one member's state, stored by that member's codec (so the hot path keeps its compact
 -- forms: fixed-window's bare integer, GCRA's bare number). Any other record is one string:
 -- per member a 4-byte length and the member codec's value, in spec order, then the ban's

@@ -4,9 +4,10 @@
  * as `sha256:<base64url>` of itself. Never silent: the first such key of a limiter is reported
  * with `process.emitWarning` (code `SLUICE_KEY_HASHED`), and `onDecision` sees the hashed form.
  */
+
+import { describeValue } from "./describe-value.ts";
 import { base64url, sha256 } from "./digest.ts";
 import { ArgumentError } from "./errors.ts";
-import { describeValue } from "./spec.ts";
 import { warn } from "./warn.ts";
 
 /** UTF-8 length of `text` (Buffer.byteLength without Node: lone surrogates count 3, as TextEncoder writes U+FFFD). */

@@ -2,7 +2,7 @@
  * Combining member decisions of a composite rule: all members read one `now`, the request
  * passes only if every member allows it, and the figures are the strictest of the members.
  */
-import type { Decision } from "./algorithms/decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 
 /**
  * The decisions to report for the members of a denied composite. Nothing was consumed, so a

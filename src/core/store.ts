@@ -2,9 +2,10 @@
  * The store contract. A store keeps one record per (rule, key) and runs `decideRule` on it
  * atomically; limiters bind each rule once and then call the bound rule per request.
  */
-import type { Decision } from "./algorithms/decision.ts";
+import type { Decision } from "../algorithms/decision.ts";
 import type { Clock } from "./clock.ts";
 import type { Operation } from "./decide-rule.ts";
+import type { RuleIdentity } from "./identity.ts";
 import type { CompiledRule } from "./rule.ts";
 
 /** A rule as a store sees it: a namespace and the compiled rule (decided by `decideRule`). */
@@ -14,6 +15,11 @@ export interface RuleBinding {
    * digest of the spec); with the rule's shape it keeps rules' records apart.
    */
   readonly id: string;
+  /**
+   * The same identity as a structured value (`id` is `identityText(identity)`); absent when the
+   * binding arrived as text over a wire (the cluster store's host).
+   */
+  readonly identity?: RuleIdentity | undefined;
   /** The members, the ban and the record layout; stores run `decideRule` on it. */
   readonly rule: CompiledRule;
   /**

@@ -3,8 +3,8 @@
  * and every test double decides a rule for one key by calling `decideRule` on the key's record:
  * composites all-or-nothing, bans, refunds and peeks live here and nowhere else.
  */
-import type { Algorithm } from "./algorithms/algorithm.ts";
-import { type Decision, decision } from "./algorithms/decision.ts";
+import type { Algorithm } from "../algorithms/algorithm.ts";
+import { type Decision, decision } from "../algorithms/decision.ts";
 import { type BanPolicy, countDenial } from "./ban.ts";
 import { combine, unconsumed } from "./composite.ts";
 import { ArgumentError } from "./errors.ts";

@@ -3,8 +3,9 @@
  * its limit says (like @fastify/rate-limit's `ban` and rate-limiter-flexible's
  * `blockDuration`). The only state a denial ever writes is this count.
  */
+
+import { describeValue } from "./describe-value.ts";
 import { ArgumentError } from "./errors.ts";
-import { describeValue } from "./spec.ts";
 
 /** When to ban: `after` denials within `withinMs` ban the key for `forMs`. */
 export interface BanPolicy {

@@ -2,8 +2,8 @@
 // composites (all or nothing), through the public limiter on the in-process store.
 import { type Decision, type LimitSpec, ManualClock, MemoryStore, RateLimiterService } from "sluice";
 import { describe, expect, it } from "vitest";
+import { createLimiter } from "../limiter.ts";
 import { bannedDecision } from "./decide-rule.ts";
-import { createLimiter } from "./limiter.ts";
 
 const INF = Number.POSITIVE_INFINITY;
 

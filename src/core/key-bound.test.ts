@@ -1,11 +1,11 @@
 // maxKeyBytes: one bound above every store. A key longer than it (default 1 KB of UTF-8) is
 // stored as its sha256, the first time with a warning, and the same long key keeps one state.
 import { describe, expect, it } from "vitest";
+import type { DecisionEvent } from "../limiter.ts";
+import { createLimiter } from "../limiter.ts";
+import { RateLimiterService } from "../service.ts";
 import { ManualClock } from "./clock.ts";
 import { hashedKey } from "./key-bound.ts";
-import type { DecisionEvent } from "./limiter.ts";
-import { createLimiter } from "./limiter.ts";
-import { RateLimiterService } from "./service.ts";
 
 const SPEC = { algorithm: "fixed-window", limit: 1, windowMs: 60_000 } as const;
 

@@ -4,7 +4,8 @@
  * ConfigError that names the field and the value received.
  */
 
-import { ALGORITHMS, type AlgorithmName, type AlgorithmSpec } from "./algorithms/specs.ts";
+import { ALGORITHMS, type AlgorithmName, type AlgorithmSpec } from "../algorithms/specs.ts";
+import { describeValue } from "./describe-value.ts";
 import { ConfigError } from "./errors.ts";
 
 export {
@@ -21,7 +22,7 @@ export {
   type SlidingWindowSpec,
   type TokenBucketSpec,
   type WindowAnchor,
-} from "./algorithms/specs.ts";
+} from "../algorithms/specs.ts";
 
 type FieldKind = "integer" | "rate" | "anchor";
 const FIELDS: Record<AlgorithmName, Record<string, FieldKind>> = {
@@ -39,15 +40,6 @@ const SEED_TYPES: Record<string, AlgorithmName> = {
   sliding: "sliding-log",
   bucket: "token-bucket",
 };
-
-/** Formats a received value for an error message: strings quoted, everything else as written. */
-export function describeValue(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "bigint") return `${value}n`;
-  if (Array.isArray(value)) return "an array";
-  if (value !== null && typeof value === "object") return "an object";
-  return String(value);
-}
 
 function fail(where: string, field: string, message: string, value: unknown): never {
   throw new ConfigError(field, `${where}${message} (got ${describeValue(value)})`, value);

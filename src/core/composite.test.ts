@@ -1,10 +1,10 @@
 // combine() at fixed figures: the strictest of the members, and on a tie in `remaining` the
 // limit of the first member in spec order (what headers and Decision.limit both report).
 import { describe, expect, it } from "vitest";
-import { type Decision, decision } from "./algorithms/decision.ts";
+import { type Decision, decision } from "../algorithms/decision.ts";
+import { createLimiter } from "../limiter.ts";
 import { ManualClock } from "./clock.ts";
 import { combine, unconsumed } from "./composite.ts";
-import { createLimiter } from "./limiter.ts";
 
 describe("combine", () => {
   it("takes the least remaining, the greatest retry, reset and delay", () => {

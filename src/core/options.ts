@@ -1,6 +1,7 @@
 /** Options objects are checked where they enter: an unknown key is a typo, never ignored. */
+
+import { describeValue } from "./describe-value.ts";
 import { ArgumentError } from "./errors.ts";
-import { describeValue } from "./spec.ts";
 
 /**
  * Throws ArgumentError naming the first key of `options` that is not in `known` (`where`

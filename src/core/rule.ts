@@ -1,12 +1,12 @@
 /**
  * A rule compiled for stores: the members' steps, an optional ban, and the layout of the one
  * record a store keeps per (rule, key). Every store and test double builds records with
- * `createRecord` and decides with `decideRule` (src/decide-rule.ts); none of them knows how a
+ * `createRecord` and decides with `decideRule` (src/core/decide-rule.ts); none of them knows how a
  * composite or a ban works.
  */
-import type { Algorithm } from "./algorithms/algorithm.ts";
-import { algorithmFor } from "./algorithms/index.ts";
-import type { AlgorithmSpec } from "./algorithms/specs.ts";
+import type { Algorithm } from "../algorithms/algorithm.ts";
+import { algorithmFor } from "../algorithms/index.ts";
+import type { AlgorithmSpec } from "../algorithms/specs.ts";
 import { type BanPolicy, type BanState, banFreshAt, freshBan } from "./ban.ts";
 
 /** A rule ready for stores. */
