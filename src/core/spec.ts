@@ -33,6 +33,11 @@ const FIELDS: Record<AlgorithmName, Record<string, FieldKind>> = {
   gcra: { limit: "integer", periodMs: "integer", burst: "integer" },
   "leaky-bucket": { capacity: "integer", leakPerSecond: "rate" },
 };
+/** Every field any spec may carry (`algorithm` and each algorithm's parameters), from the one table above. */
+export const SPEC_FIELDS: readonly string[] = [
+  "algorithm",
+  ...new Set(Object.values(FIELDS).flatMap((fields) => Object.keys(fields))),
+];
 const OPTIONAL = new Set(["burst", "anchor"]);
 const ANCHORS = ["clock", "first"];
 const SEED_TYPES: Record<string, AlgorithmName> = {

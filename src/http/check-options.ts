@@ -5,10 +5,10 @@
 
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError, ConfigError } from "../core/errors.ts";
+// Spec fields, so a misplaced one (`burst`, `windowMs`) gets a hint to move it into `spec`.
+import { SPEC_FIELDS } from "../core/spec.ts";
 import { ENGINE_OPTION_KEYS } from "./options.ts";
 
-/** Spec fields, so a misplaced one gets a hint to move it into `spec`. */
-const SPEC_FIELDS = ["algorithm", "limit", "windowMs", "capacity", "refillPerSecond", "leakPerSecond", "periodMs"];
 
 /** Throws ArgumentError naming the first key of `options` neither the engine nor the adapter reads. */
 export function checkOptionKeys(options: object, adapterKeys: readonly string[]): void {
