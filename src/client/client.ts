@@ -8,6 +8,7 @@
  */
 import type { Decision } from "../algorithms/decision.ts";
 import { ArgumentError, type SluiceError, StoreError } from "../errors.ts";
+import { readProblem, slugOf } from "../http/problem.ts";
 import { checkCost, checkKey } from "../limiter.ts";
 import { CHECK_OPTIONS } from "../service.ts";
 import { describeValue } from "../spec.ts";
@@ -17,7 +18,7 @@ import { localMs, timeoutError } from "../stores/remote/with-timeout.ts";
 import { ClientFailurePolicy, type Op } from "./failure.ts";
 import { type ClientOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
 import { type Reply, Transport } from "./transport.ts";
-import { readDecision, readProblem, refusal, slugOf } from "./wire.ts";
+import { readDecision, refusal } from "./wire.ts";
 
 /** Per-call options of `check` and `peek`. */
 export interface ClientCheckOptions {
@@ -258,7 +259,10 @@ class Client implements SluiceClient {
     const problem = readProblem(body);
     if (status === 413 && chunk.length > 1) {
       // Nothing was decided: learn the service's batch size (or halve) and send again.
-      const max = problem.maxBatch ?? Number(/at most (\d+) checks/.exec(problem.detail ?? "")?.[1] ?? Number.NaN);
+      const max =
+        typeof problem.maxBatch === "number"
+          ? problem.maxBatch
+          : Number(/at most (\d+) checks/.exec(problem.detail ?? "")?.[1] ?? Number.NaN);
       const next = Number.isSafeInteger(max) && max >= 1 && max < chunk.length ? max : Math.ceil(chunk.length / 2);
       if (slugOf(problem) === "batch-too-large") this.#maxBatch = Math.min(this.#maxBatch, next);
       // In order, as #sendAll: each part is decided before the next is sent.
