@@ -73,7 +73,8 @@ export type GetResult<S extends Store> = S["synchronous"] extends true
     ? Promise<Decision | null>
     : Decision | null | Promise<Decision | null>;
 
-const CHECK_OPTIONS = ["cost", "tier"];
+/** The options of a check (`check(rule, key, { cost, tier })`), also those the service client takes. */
+export const CHECK_OPTIONS = ["cost", "tier"] as const satisfies readonly (keyof CheckOptions)[];
 
 /**
  * Named rate-limit rules over one store and clock.

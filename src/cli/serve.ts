@@ -6,7 +6,8 @@ import { parseTrust, type TrustProxy } from "../http/client-key.ts";
 import { CLIENT_HEADERS, type ClientHeader } from "../server/client-address.ts";
 import type { GrpcTls } from "../server/envoy/grpc-server.ts";
 import { DEFAULT_MAX_KEY_LENGTH, startServer } from "../server/server.ts";
-import type { StoreFailurePolicy } from "../server/store.ts";
+import { DEFAULT_POLICY, FIXED_POLICIES, isFixedPolicy } from "../stores/remote/failure-policy.ts";
+import { DEFAULT_TIMEOUT_MS } from "../stores/remote/with-timeout.ts";
 import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
 
 /** Help text of `sluice serve`. */
@@ -70,8 +71,6 @@ Example:
   sluice serve --config examples/rules.yaml --port 8080
   curl -s localhost:8080/v1/check --json '{"rule":"api","key":"alice"}'
 `;
-
-const POLICIES = ["deny", "allow", "throw"];
 
 /** `--grpc-tls-cert/-key/-ca` read now, so a missing file is a one-line error at start. */
 function readTls(cert: string | undefined, key: string | undefined, ca: string | undefined): GrpcTls | undefined {
@@ -185,9 +184,11 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   const maxBodyBytes = parseBytes(bodyText);
   if (maxBodyBytes === undefined || maxBodyBytes < 1)
     throw new UsageError(`--max-body must be a size like 64kb or 1mb (got ${JSON.stringify(bodyText)})`);
-  const policy = str(parsed, "on-store-error") ?? "deny";
-  if (!POLICIES.includes(policy))
-    throw new UsageError(`--on-store-error must be one of deny, allow, throw (got ${JSON.stringify(policy)})`);
+  const policy = str(parsed, "on-store-error") ?? DEFAULT_POLICY;
+  if (!isFixedPolicy(policy))
+    throw new UsageError(
+      `--on-store-error must be one of ${FIXED_POLICIES.join(", ")} (got ${JSON.stringify(policy)})`,
+    );
   const shutdownText = str(parsed, "shutdown-timeout") ?? "10s";
   const shutdownTimeoutMs = parseDuration(shutdownText);
   if (shutdownTimeoutMs === undefined)
@@ -248,8 +249,8 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     ...(str(parsed, "redis") === undefined ? {} : { redis: str(parsed, "redis") as string }),
     cluster: parsed.values.cluster === true,
     ...(str(parsed, "prefix") === undefined ? {} : { prefix: str(parsed, "prefix") as string }),
-    timeoutMs: num(parsed, "store-timeout", 1000),
-    onError: policy as StoreFailurePolicy,
+    timeoutMs: num(parsed, "store-timeout", DEFAULT_TIMEOUT_MS),
+    onError: policy,
     ...(str(parsed, "max-keys") === undefined ? {} : { maxKeys: num(parsed, "max-keys", 1) }),
     ...(state === undefined ? {} : { state, stateIntervalMs }),
   }).catch((error: unknown) => {

@@ -1,18 +1,24 @@
 /**
- * `createClient`: a Node service's handle on a central `sluice serve`. The checks (and peeks)
- * issued in one turn of the event loop travel as ONE request (an array body, split at
- * `maxBatch`), over kept-alive sockets; every call is bounded by `timeoutMs`, and an outage is
- * answered by the same failure policies as RedisStore.
+ * `createClient`: a Node service's handle on a central `sluice serve`, the HTTP transport over
+ * the remote plumbing (../stores/remote/). The checks (and peeks) issued in one turn of the
+ * event loop are coalesced into ONE request (an array body, split at `maxBatch`, re-split when
+ * the service answers 413), over kept-alive sockets; every call is bounded by `timeoutMs` from
+ * when it was made, the circuit breaker is RedisStore's, and an outage is answered by the same
+ * failure policies as RedisStore.
  */
 import type { Decision } from "../algorithms/decision.ts";
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError, type SluiceError, StoreError } from "../core/errors.ts";
+import { readProblem, slugOf } from "../http/problem.ts";
 import { checkCost, checkKey } from "../limiter.ts";
-import { Breaker } from "../stores/redis/breaker.ts";
+import { CHECK_OPTIONS } from "../service.ts";
+import { Breaker } from "../stores/remote/breaker.ts";
+import { Coalescer } from "../stores/remote/coalescer.ts";
+import { localMs, timeoutError } from "../stores/remote/with-timeout.ts";
 import { ClientFailurePolicy, type Op } from "./failure.ts";
 import { type ClientOptions, type ResolvedOptions, resolveOptions } from "./options.ts";
 import { type Reply, Transport } from "./transport.ts";
-import { readDecision, readProblem, refusal, slugOf } from "./wire.ts";
+import { readDecision, refusal } from "./wire.ts";
 
 /** Per-call options of `check` and `peek`. */
 export interface ClientCheckOptions {
@@ -48,15 +54,29 @@ interface Item {
 interface Pending {
   op: Op;
   item: Item;
-  /** When the caller stops waiting (performance.now() ms). */
+  /** When the caller stops waiting (localMs). */
   deadline: number;
   resolve(d: Decision): void;
   reject(e: unknown): void;
 }
 
-const CALL_KEYS = new Set(["cost", "tier"]);
+/** The calls of one turn, in the order they were made. */
+class Calls {
+  readonly items: Pending[] = [];
 
-function checkCall(rule: unknown, key: unknown, options: unknown, keys: Set<string>): Item {
+  /** Calls queued (never sent mid-turn: #sendAll cuts them at the service's batch size). */
+  get size(): number {
+    return this.items.length;
+  }
+}
+
+/** The one destination of a client's calls: its service. */
+const SERVICE = 0;
+
+const CALL_KEYS: ReadonlySet<string> = new Set(CHECK_OPTIONS);
+const RESET_KEYS: ReadonlySet<string> = new Set(["tier"] satisfies (typeof CHECK_OPTIONS)[number][]);
+
+function checkCall(rule: unknown, key: unknown, options: unknown, keys: ReadonlySet<string>): Item {
   if (typeof rule !== "string" || rule === "") {
     throw new ArgumentError(`rule must be a non-empty string (got ${describeValue(rule)})`);
   }
@@ -87,8 +107,12 @@ class Client implements SluiceClient {
   readonly #breaker: Breaker;
   readonly #policy: ClientFailurePolicy;
   #maxBatch: number;
-  #queue: Pending[] = [];
-  #scheduled = false;
+  readonly #calls = new Coalescer<typeof SERVICE, Calls>(
+    () => new Calls(),
+    (calls) => this.#sendCalls(calls.items),
+  );
+  /** The sending of the calls #flush just took, if it took any. */
+  #sending: Promise<void> | undefined;
   #closed = false;
   readonly #inFlight = new Set<Promise<unknown>>();
 
@@ -116,7 +140,7 @@ class Client implements SluiceClient {
   }
 
   async reset(rule: string, key: string, options?: Pick<ClientCheckOptions, "tier">): Promise<void> {
-    const item = checkCall(rule, key, options, new Set(["tier"]));
+    const item = checkCall(rule, key, options, RESET_KEYS);
     this.#open();
     // Calls queued before the reset go first, and calls queued after it wait for it (the
     // barrier below), so `check; reset; check` reaches the service in that order.
@@ -156,23 +180,26 @@ class Client implements SluiceClient {
     return new Promise<Decision>((resolve, reject) => {
       const item = checkCall(rule, key, options, CALL_KEYS);
       this.#open();
-      const deadline = performance.now() + this.#options.timeoutMs;
-      this.#queue.push({ op, item, deadline, resolve, reject });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        // setImmediate runs after this turn's synchronous code and promise continuations: all
-        // the calls a request handler (or a Promise.all) makes now share one request.
-        setImmediate(() => void this.#flush());
-      }
+      const deadline = localMs() + this.#options.timeoutMs;
+      // Sent on the next macrotask, after this turn's synchronous code and promise
+      // continuations: all the calls a request handler (or a Promise.all) makes share one request.
+      const calls = this.#calls.open(SERVICE, undefined);
+      calls.items.push({ op, item, deadline, resolve, reject });
+      this.#calls.added(SERVICE, calls);
     });
   }
 
-  /** Sends what is queued: consecutive calls of one kind as one batch, batches in order. */
+  /** Sends what is queued now; settles once it has been answered. */
   #flush(): Promise<void> {
-    this.#scheduled = false;
-    const queue = this.#queue;
-    if (queue.length === 0) return Promise.resolve();
-    this.#queue = [];
+    this.#sending = undefined;
+    this.#calls.flush();
+    const sending = this.#sending ?? Promise.resolve();
+    this.#sending = undefined;
+    return sending;
+  }
+
+  /** Sends one turn's calls: consecutive calls of one kind as one batch, batches in order. */
+  #sendCalls(queue: Pending[]): void {
     const groups: Pending[][] = [];
     for (const p of queue) {
       const last = groups.at(-1);
@@ -180,7 +207,7 @@ class Client implements SluiceClient {
       else groups.push([p]);
     }
     const barrier = this.#barrier;
-    return this.#track(
+    this.#sending = this.#track(
       (async () => {
         await barrier; // a reset issued before these calls has reached the service
         for (const group of groups) await this.#sendAll(group);
@@ -203,13 +230,11 @@ class Client implements SluiceClient {
 
   async #send(chunk: Pending[]): Promise<void> {
     const op = (chunk[0] as Pending).op;
-    const wait = Math.min(...chunk.map((p) => p.deadline)) - performance.now();
+    const wait = Math.min(...chunk.map((p) => p.deadline)) - localMs();
     let reply: Reply;
     try {
       if (!this.#breaker.allow()) throw new StoreError("sluice service circuit breaker is open (recent calls failed)");
-      if (wait < 1) {
-        throw new StoreError(`sluice service did not answer within ${this.#options.timeoutMs} ms`, { timeout: true });
-      }
+      if (wait < 1) throw timeoutError("sluice service", this.#options.timeoutMs);
       reply = await this.#transport.post(
         `v1/${op}`,
         chunk.map((p) => p.item),
@@ -234,7 +259,10 @@ class Client implements SluiceClient {
     const problem = readProblem(body);
     if (status === 413 && chunk.length > 1) {
       // Nothing was decided: learn the service's batch size (or halve) and send again.
-      const max = problem.maxBatch ?? Number(/at most (\d+) checks/.exec(problem.detail ?? "")?.[1] ?? Number.NaN);
+      const max =
+        typeof problem.maxBatch === "number"
+          ? problem.maxBatch
+          : Number(/at most (\d+) checks/.exec(problem.detail ?? "")?.[1] ?? Number.NaN);
       const next = Number.isSafeInteger(max) && max >= 1 && max < chunk.length ? max : Math.ceil(chunk.length / 2);
       if (slugOf(problem) === "batch-too-large") this.#maxBatch = Math.min(this.#maxBatch, next);
       // In order, as #sendAll: each part is decided before the next is sent.

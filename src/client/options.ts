@@ -5,15 +5,16 @@
 
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError } from "../core/errors.ts";
-import type { Limiter } from "../limiter.ts";
-import type { BreakerOptions } from "../stores/redis/breaker.ts";
+import { type BreakerOptions, checkBreaker } from "../stores/remote/breaker.ts";
+import { checkOnError, DEFAULT_POLICY, type FallbackOption, type OnError } from "../stores/remote/failure-policy.ts";
+import { DEFAULT_TIMEOUT_MS } from "../stores/remote/with-timeout.ts";
 
 /**
  * What a call answers when the service cannot (connection refused, reset, timeout, 5xx):
  * `"deny"` (default), `"allow"`, `"throw"` (reject with the StoreError), a fallback `Limiter`
  * (asked with the same key and cost), or a function building one fallback limiter per rule name.
  */
-export type ClientOnError = "deny" | "allow" | "throw" | Limiter | ((rule: string) => Limiter);
+export type ClientOnError = Exclude<OnError<string>, FallbackOption>;
 
 /** Options of {@link createClient}. */
 export interface ClientOptions {
@@ -54,35 +55,6 @@ function positiveInteger(name: string, value: unknown, fallback: number): number
   return value;
 }
 
-function checkOnError(value: unknown): ClientOnError {
-  if (value === "deny" || value === "allow" || value === "throw" || typeof value === "function") {
-    return value as ClientOnError;
-  }
-  if (typeof value === "object" && value !== null && typeof (value as Limiter).tryAcquire === "function") {
-    return value as Limiter;
-  }
-  throw new ArgumentError(
-    `\`onError\` must be "deny", "allow", "throw", a Limiter or a function of the rule name returning one (got ${describeValue(value)})`,
-  );
-}
-
-function checkBreaker(value: unknown): BreakerOptions | false | undefined {
-  if (value === undefined || value === false) return value;
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new ArgumentError(`\`breaker\` must be false or { failures?, coolDownMs? } (got ${describeValue(value)})`);
-  }
-  for (const key of Object.keys(value)) {
-    if (key !== "failures" && key !== "coolDownMs") {
-      throw new ArgumentError(`unknown breaker option \`${key}\` (expected failures, coolDownMs)`);
-    }
-  }
-  const b = value as BreakerOptions;
-  const out: BreakerOptions = {};
-  if (b.failures !== undefined) out.failures = positiveInteger("breaker.failures", b.failures, 5);
-  if (b.coolDownMs !== undefined) out.coolDownMs = positiveInteger("breaker.coolDownMs", b.coolDownMs, 1000);
-  return out;
-}
-
 /** Checks `options`; unknown keys and bad values throw ArgumentError naming them. */
 export function resolveOptions(options: unknown): ResolvedOptions {
   if (typeof options !== "object" || options === null || Array.isArray(options)) {
@@ -115,8 +87,8 @@ export function resolveOptions(options: unknown): ResolvedOptions {
   return {
     base,
     token: o.token as string | undefined,
-    timeoutMs: positiveInteger("timeoutMs", o.timeoutMs, 1000),
-    onError: checkOnError(o.onError ?? "deny"),
+    timeoutMs: positiveInteger("timeoutMs", o.timeoutMs, DEFAULT_TIMEOUT_MS),
+    onError: checkOnError<string>(o.onError ?? DEFAULT_POLICY, false) as ClientOnError,
     maxBatch: positiveInteger("maxBatch", o.maxBatch, 1000),
     maxSockets: positiveInteger("maxSockets", o.maxSockets, 16),
     breaker: checkBreaker(o.breaker),

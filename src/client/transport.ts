@@ -8,7 +8,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
 import { systemClock } from "../core/clock.ts";
 import { StoreError } from "../core/errors.ts";
-import { withTimeout } from "../stores/with-timeout.ts";
+import { timeoutError, withTimeout } from "../stores/remote/with-timeout.ts";
 
 /** An HTTP answer: its status and the parsed JSON body (undefined when it was not JSON). */
 export interface Reply {
@@ -101,7 +101,7 @@ export class Transport {
     });
     return withTimeout(exchange, timeoutMs, () => {
       req?.destroy();
-      throw new StoreError(`sluice service at ${origin} did not answer within ${timeoutMs} ms`, { timeout: true });
+      throw timeoutError(`sluice service at ${origin}`, timeoutMs);
     });
   }
 

@@ -1,9 +1,12 @@
 /**
  * The service's JSON, read back: Decisions (`null` was `Infinity`, a server-side failure
- * becomes a `failure` with a StoreError) and problem answers turned into typed errors.
+ * becomes a `failure` with a StoreError) and problem answers turned into typed errors. Problem
+ * bodies are read by the one problem module the service writes them with (src/http/problem.ts:
+ * the client is an HTTP door like the middleware, so it imports it at its own level).
  */
 import type { Decision } from "../algorithms/decision.ts";
 import { ArgumentError, type SluiceError, StoreError, UnknownRuleError } from "../core/errors.ts";
+import { type ReadProblem, slugOf } from "../http/problem.ts";
 
 const NUMBERS = ["limit", "remaining", "retryAfterMs", "resetMs", "delayMs"] as const;
 
@@ -45,32 +48,13 @@ export function readDecision(raw: unknown): Decision {
   return d;
 }
 
-/** RFC 9457 problem JSON as the service writes it. */
-export interface Problem {
-  type?: string;
-  detail?: string;
-  index?: number;
-  rule?: string;
-  maxBatch?: number;
-}
-
-/** The problem body of an error answer (empty when the body was not a problem). */
-export function readProblem(body: unknown): Problem {
-  return body !== null && typeof body === "object" && !Array.isArray(body) ? (body as Problem) : {};
-}
-
-/** The slug of a problem `type` (`urn:sluice:problem:unknown-rule` → `unknown-rule`). */
-export function slugOf(problem: Problem): string {
-  return typeof problem.type === "string" ? (problem.type.split(":").pop() ?? "") : "";
-}
-
 /**
  * The error a caller gets for a refused call: bad input (400) is an ArgumentError, an unknown
  * rule (404 unknown-rule) an UnknownRuleError, anything else (401, 404 of an older service,
  * 415...) a StoreError carrying the service's detail. None goes to the failure policy: they
  * are mistakes to fix, not outages to ride out.
  */
-export function refusal(status: number, problem: Problem, rule: string): SluiceError {
+export function refusal(status: number, problem: ReadProblem, rule: string): SluiceError {
   const detail = typeof problem.detail === "string" ? problem.detail : `HTTP ${status}`;
   const slug = slugOf(problem);
   if (status === 404 && slug === "unknown-rule") return new UnknownRuleError(rule);

@@ -9,7 +9,6 @@ import { ArgumentError, ConfigError } from "../core/errors.ts";
 import { SPEC_FIELDS } from "../core/spec.ts";
 import { ENGINE_OPTION_KEYS } from "./options.ts";
 
-
 /** Throws ArgumentError naming the first key of `options` neither the engine nor the adapter reads. */
 export function checkOptionKeys(options: object, adapterKeys: readonly string[]): void {
   const known = [...ENGINE_OPTION_KEYS, ...adapterKeys];

@@ -4,7 +4,9 @@
  * needs either installed.
  */
 import { MemoryStore as Memory, type MemoryStore, type Store } from "../index.ts";
-import { withTimeout } from "../stores/with-timeout.ts";
+import { DEFAULT_PREFIX } from "../stores/redis/defaults.ts";
+import { DEFAULT_POLICY, type FixedPolicy } from "../stores/remote/failure-policy.ts";
+import { DEFAULT_TIMEOUT_MS, withTimeout } from "../stores/remote/with-timeout.ts";
 import { loadState, startStateSaver } from "./state-file.ts";
 
 /** What the server needs from its store. */
@@ -22,8 +24,8 @@ export interface ServiceStore {
   close(): Promise<void>;
 }
 
-/** Failure policy for the Redis store (see RedisStore `onError`). */
-export type StoreFailurePolicy = "deny" | "allow" | "throw";
+/** Failure policy for the Redis store (see RedisStore `onError`): one of the fixed policies. */
+export type StoreFailurePolicy = FixedPolicy;
 
 /** Options of {@link openStore}. */
 export interface StoreOptions {
@@ -140,14 +142,14 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
   });
   if (!ready) {
     options.log?.(
-      `error: Redis at ${where} did not answer within ${waitMs / 1000}s (${lastError ?? "no connection"}); starting anyway: until it answers, checks are answered by --on-store-error ${options.onError ?? "deny"}`,
+      `error: Redis at ${where} did not answer within ${waitMs / 1000}s (${lastError ?? "no connection"}); starting anyway: until it answers, checks are answered by --on-store-error ${options.onError ?? DEFAULT_POLICY}`,
     );
   }
   const store = new RedisStore({
     client,
-    prefix: options.prefix ?? "sluice:",
-    timeoutMs: options.timeoutMs ?? 1000,
-    onError: options.onError ?? "deny",
+    prefix: options.prefix ?? DEFAULT_PREFIX,
+    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    onError: options.onError ?? DEFAULT_POLICY,
   });
   return {
     store,

@@ -2,9 +2,11 @@
  * The client side of `sluice/cluster`: a Store whose decisions are made by one MemoryStore per
  * machine, so every process shares one exact limit without Redis. That store lives in the
  * node:cluster primary (`primary.ts`, over IPC) or, with the `socket` option, in whichever
- * process bound the Unix socket first (`socket-link.ts`: PM2 cluster mode, or any processes). Operations issued in one event-loop turn travel as one IPC message and come back as
- * one. Each batch is bounded by `timeoutMs`; a check the primary does not answer in time (or
- * cannot answer: no primary store, channel closed) is decided by `onError`, as with RedisStore.
+ * process bound the Unix socket first (`socket-link.ts`: PM2 cluster mode, or any processes).
+ * This file is the transport over the remote plumbing (../remote/): operations issued in one
+ * event-loop turn are coalesced into one IPC message or socket frame and come back as one; each
+ * batch is bounded by `timeoutMs`; a check the primary does not answer in time (or cannot
+ * answer: no primary store, channel closed) is decided by `onError`, as with RedisStore.
  */
 import type { Decision } from "../../algorithms/decision.ts";
 import { markFreshAnswer, type Operation } from "../../core/decide-rule.ts";
@@ -12,12 +14,21 @@ import { describeValue } from "../../core/describe-value.ts";
 import { ArgumentError, StoreError } from "../../core/errors.ts";
 import { checkOptions } from "../../core/options.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
-import { firstFailureWarning } from "../failure-warning.ts";
 import type { MemoryStoreOptions } from "../memory/memory-store.ts";
 import { MemoryStore } from "../memory/memory-store.ts";
-import { Breaker, type BreakerOptions } from "../redis/breaker.ts";
-import { checkOnError, describePolicy, type FailurePolicy, failurePolicy, type OnError } from "../redis/failure.ts";
-import { withTimeout } from "../with-timeout.ts";
+import { Breaker, type BreakerOptions, checkBreaker } from "../remote/breaker.ts";
+import { Coalescer } from "../remote/coalescer.ts";
+import { exchange } from "../remote/exchange.ts";
+import {
+  checkOnError,
+  DEFAULT_POLICY,
+  describePolicy,
+  type FailurePolicy,
+  type OnError,
+  rulePolicy,
+} from "../remote/failure-policy.ts";
+import { firstFailureWarning } from "../remote/failure-warning.ts";
+import { checkTimeoutMs } from "../remote/with-timeout.ts";
 import { hasChannel, ipc, type Transport } from "./link.ts";
 import { type BindRecord, CHANNEL, decode, type Op, type OpName, type OpResult } from "./protocol.ts";
 import { DEFAULT_SOCKET_MODE, SocketLink, socketLink } from "./socket-link.ts";
@@ -48,7 +59,6 @@ export interface ClusterStoreOptions {
 /** Longest socket path accepted (macOS allows 104 bytes with the terminator, Linux 108). */
 const MAX_SOCKET_PATH = 103;
 
-const DEFAULT_TIMEOUT_MS = 1000;
 /** Most operations in one message; more in one turn go as several (bounds message size). */
 const MAX_BATCH = 1024;
 
@@ -61,6 +71,22 @@ interface Pending {
   resolve: (value: Decision | Promise<Decision> | undefined) => void;
   reject: (error: unknown) => void;
 }
+
+/** One message's content: registrations, releases and operations, with the callers waiting for the operations. */
+class ClusterBatch {
+  readonly binds: BindRecord[] = [];
+  readonly releases: number[] = [];
+  readonly ops: Op[] = [];
+  readonly pending: Pending[] = [];
+
+  /** Operations in the message (registrations and releases are small and not counted). */
+  get size(): number {
+    return this.ops.length;
+  }
+}
+
+/** The one destination of a ClusterStore's messages (the primary, or the socket's host). */
+const HOST = 0;
 
 let nextBinding = 1;
 
@@ -87,15 +113,11 @@ export class ClusterStore implements Store {
   readonly #link: Transport;
   /** Rules bound and not released, registered again with a new host (socket transport). */
   readonly #live = new Set<ClusterBoundRule>();
-  #binds: BindRecord[] = [];
-  #releases: number[] = [];
-  #ops: Op[] = [];
-  #pending: Pending[] = [];
-  #scheduled = false;
-  readonly #flush = () => {
-    this.#scheduled = false;
-    this.#send();
-  };
+  readonly #batches = new Coalescer<typeof HOST, ClusterBatch>(
+    () => new ClusterBatch(),
+    (batch) => this.#send(batch),
+    MAX_BATCH,
+  );
 
   constructor(options: ClusterStoreOptions = {}) {
     checkOptions(options, "ClusterStore", ["timeoutMs", "onError", "breaker", "socket", "hostStore", "socketMode"]);
@@ -105,14 +127,9 @@ export class ClusterStore implements Store {
         `\`socketMode\` must be a file mode from 0o600 to 0o777 that lets the owner read and write (got ${describeValue(socketMode)})`,
       );
     }
-    const { timeoutMs = DEFAULT_TIMEOUT_MS, breaker } = options;
-    if (typeof timeoutMs !== "number" || !Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-      throw new ArgumentError(`\`timeoutMs\` must be a positive number of ms (got ${describeValue(timeoutMs)})`);
-    }
-    if (breaker !== undefined && breaker !== false && (typeof breaker !== "object" || breaker === null)) {
-      throw new ArgumentError(`\`breaker\` must be an object or false (got ${describeValue(breaker)})`);
-    }
-    const onError = checkOnError(options.onError ?? "deny");
+    const timeoutMs = checkTimeoutMs(options.timeoutMs);
+    const breaker = checkBreaker(options.breaker);
+    const onError = checkOnError<RuleBinding>(options.onError ?? DEFAULT_POLICY);
     if (socket === undefined) {
       if (options.hostStore !== undefined) throw new ArgumentError("`hostStore` applies only with `socket`");
       if (options.socketMode !== undefined) throw new ArgumentError("`socketMode` applies only with `socket`");
@@ -149,7 +166,7 @@ export class ClusterStore implements Store {
 
   /** Binds a rule and registers it with the primary (by id and normalised specs) in the next message. */
   bind(rule: RuleBinding): BoundRule {
-    const bound = new ClusterBoundRule(this, rule, nextBinding++, failurePolicy(this.#onError, rule, this.#onFailure));
+    const bound = new ClusterBoundRule(this, rule, nextBinding++, rulePolicy(this.#onError, rule, this.#onFailure));
     this.#live.add(bound);
     this.register(bound);
     return bound;
@@ -158,8 +175,9 @@ export class ClusterStore implements Store {
   /** Queues `rule`'s registration for the next message. Internal. */
   register(rule: ClusterBoundRule): void {
     rule.registered = true;
-    this.#binds.push(rule.record);
-    this.#schedule();
+    const batch = this.#batches.open(HOST, undefined);
+    batch.binds.push(rule.record);
+    this.#batches.added(HOST, batch);
   }
 
   /** The registrations a new host needs (rules live and already registered). Internal. */
@@ -172,8 +190,9 @@ export class ClusterStore implements Store {
   /** Queues a release for the next message. Internal. */
   unregister(rule: ClusterBoundRule): void {
     this.#live.delete(rule);
-    this.#releases.push(rule.binding);
-    this.#schedule();
+    const batch = this.#batches.open(HOST, undefined);
+    batch.releases.push(rule.binding);
+    this.#batches.added(HOST, batch);
   }
 
   /** Queues one operation; it settles with the primary's answer or by the failure policy. Internal. */
@@ -197,46 +216,30 @@ export class ClusterStore implements Store {
     if (!rule.registered) this.register(rule);
     return new Promise((resolve, reject) => {
       const n = now === undefined ? null : now;
-      this.#ops.push(at === undefined ? [rule.binding, key, cost, n, op] : [rule.binding, key, cost, n, op, at]);
-      this.#pending.push({ rule, key, cost, op, resolve, reject });
-      if (this.#ops.length >= MAX_BATCH) this.#send();
-      else this.#schedule();
+      const batch = this.#batches.open(HOST, undefined);
+      batch.ops.push(at === undefined ? [rule.binding, key, cost, n, op] : [rule.binding, key, cost, n, op, at]);
+      batch.pending.push({ rule, key, cost, op, resolve, reject });
+      this.#batches.added(HOST, batch);
     });
   }
 
-  #schedule(): void {
-    if (this.#scheduled) return;
-    this.#scheduled = true;
-    // setImmediate (not a microtask), so checks issued by continuations several promise hops
-    // deep into one turn still share the message.
-    setImmediate(this.#flush);
-  }
-
-  #send(): void {
-    const binds = this.#binds;
-    const releases = this.#releases;
-    const ops = this.#ops;
-    const pending = this.#pending;
-    if (binds.length === 0 && releases.length === 0 && ops.length === 0) return;
-    this.#binds = [];
-    this.#releases = [];
-    this.#ops = [];
-    this.#pending = [];
+  /** Sends one message; its operations settle with the reply, or by the failure policy. */
+  #send(batch: ClusterBatch): void {
+    const { binds, releases, ops, pending } = batch;
+    const link = this.#link;
     if (ops.length === 0) {
-      this.#link.post({ channel: CHANNEL, type: "batch", seq: 0, binds, releases, ops });
+      link.post({ channel: CHANNEL, type: "batch", seq: 0, binds, releases, ops });
       return;
     }
-    const link = this.#link;
     const seq = link.sequence();
     const reply = new Promise<unknown>((resolve, reject) => {
       link.post({ channel: CHANNEL, type: "batch", seq, binds, releases, ops }, { settle: resolve, fail: reject });
     });
-    withTimeout(reply, this.timeoutMs, () => {
-      link.forget(seq);
-      throw new StoreError(`${link.peer} did not answer within timeoutMs (${this.timeoutMs} ms)`, { timeout: true });
-    }).then(
-      (results) => {
+    exchange(reply, this.timeoutMs, link.peer, this.#breaker, {
+      late: () => link.forget(seq),
+      reply: (results) => {
         if (!Array.isArray(results) || results.length !== pending.length) {
+          this.#breaker.failure();
           this.#failAll(
             pending,
             new StoreError(`unexpected reply from ${link.peer}: ${pending.length} results expected`),
@@ -246,11 +249,8 @@ export class ClusterStore implements Store {
         this.#breaker.success();
         for (let i = 0; i < pending.length; i++) this.#deliver(pending[i] as Pending, results[i] as OpResult);
       },
-      (error: unknown) => {
-        link.forget(seq);
-        this.#failAll(pending, error as StoreError);
-      },
-    );
+      fail: (error) => this.#failAll(pending, error),
+    });
   }
 
   #deliver(p: Pending, result: OpResult): void {
@@ -268,7 +268,6 @@ export class ClusterStore implements Store {
 
   /** Every check of a batch answered by the failure policy. */
   #failAll(pending: readonly Pending[], error: StoreError): void {
-    this.#breaker.failure();
     for (const p of pending) this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, error));
   }
 

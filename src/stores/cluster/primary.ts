@@ -9,7 +9,7 @@
 import cluster, { type Worker } from "node:cluster";
 import { ArgumentError } from "../../core/errors.ts";
 import { checkOptions } from "../../core/options.ts";
-import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts";
+import { MEMORY_STORE_OPTIONS, MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts";
 import { createDispatcher } from "./dispatcher.ts";
 import { type BatchMessage, isMessage } from "./protocol.ts";
 
@@ -33,7 +33,7 @@ let running: ClusterPrimary | undefined;
  * if (cluster.isPrimary) { startClusterStore({ maxKeys: 1_000_000 }); for (let i = 0; i < 4; i++) cluster.fork(); }
  */
 export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterPrimary {
-  checkOptions(options, "startClusterStore", ["maxKeys", "sketchWidth"]);
+  checkOptions(options, "startClusterStore", MEMORY_STORE_OPTIONS);
   if (!cluster.isPrimary) {
     throw new ArgumentError("startClusterStore must run in the node:cluster primary (this process is a worker)");
   }

@@ -36,6 +36,14 @@ import { DEPTH, Sketch, sketchBytes } from "./sketch.ts";
 import { decodeSnapshot, encodeSnapshot, sameLayout, type TableSnapshot } from "./snapshot.ts";
 import { Table } from "./table.ts";
 
+/** The names of {@link MemoryStoreOptions}, for every place that takes them (startClusterStore too). */
+export const MEMORY_STORE_OPTIONS = [
+  "maxKeys",
+  "maxBytes",
+  "sketchWidth",
+  "seed",
+] as const satisfies readonly (keyof MemoryStoreOptions)[];
+
 /** Options of {@link MemoryStore}. */
 export interface MemoryStoreOptions {
   /** Hard cap on exact records in the `Map` tier, across all rules (default: no cap beyond fresh-state expiry). */
@@ -167,7 +175,7 @@ export class MemoryStore implements Store {
   readonly #h = new Uint32Array(3);
 
   constructor(options: MemoryStoreOptions = {}) {
-    checkOptions(options, "MemoryStore", ["maxKeys", "maxBytes", "sketchWidth", "seed"]);
+    checkOptions(options, "MemoryStore", MEMORY_STORE_OPTIONS);
     const { maxKeys, maxBytes, sketchWidth, seed } = options;
     for (const [name, value] of [
       ["maxKeys", maxKeys],

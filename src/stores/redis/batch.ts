@@ -65,6 +65,11 @@ export class Batch {
     this.node = node;
   }
 
+  /** Checks in the batch (what the coalescer bounds by MAX_BATCH). */
+  get size(): number {
+    return this.pending.length;
+  }
+
   /** Adds one check's keys and arguments. */
   add(p: Pending): void {
     const { rule } = p;

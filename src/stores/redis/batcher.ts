@@ -1,10 +1,11 @@
 /**
- * Coalescing. Checks issued in the same event-loop turn are sent together: one script call
- * per Cluster slot (every check on standalone), at most `MAX_BATCH` checks each, so 64 checks
- * in flight cost a handful of round trips and script invocations instead of 64. The script
- * decides them in order, each atomically. Each rule's parameters travel once per batch; a
- * check adds its keys and 3 short arguments (none when every check of the batch has the same
- * rule, cost and time source: the usual case, sent once).
+ * The Redis transport of the remote plumbing. Checks issued in the same event-loop turn are
+ * coalesced (../remote/coalescer.ts) into one script call per Cluster slot (every check on
+ * standalone), at most `MAX_BATCH` checks each, so 64 checks in flight cost a handful of round
+ * trips and script invocations instead of 64. The script decides them in order, each
+ * atomically. Each rule's parameters travel once per batch; a check adds its keys and 3 short
+ * arguments (none when every check of the batch has the same rule, cost and time source: the
+ * usual case, sent once).
  *
  * Errors that prove the script did not run are recovered within `timeoutMs`, never after it:
  * NOSCRIPT → the same call with EVAL (which also caches the script); TRYAGAIN, ASK, MOVED and
@@ -12,7 +13,7 @@
  * are elsewhere) → the batch is split into one call per check, and a single check is retried
  * after a short pause. Any other error fails the batch without a retry (it may have run), so
  * nothing is ever counted twice. Once `timeoutMs` has passed and the callers were answered by
- * the failure policy, nothing more is sent for the batch.
+ * the failure policy, nothing more is sent for the batch (../remote/exchange.ts).
  *
  * Per check the work is O(1) and closure-free: one pending record, pushes onto the batch's
  * arrays, one promise whose resolver is captured without a per-check function. All scratch
@@ -22,16 +23,14 @@
 import type { Decision } from "../../algorithms/decision.ts";
 import type { Operation } from "../../core/decide-rule.ts";
 import { StoreError } from "../../core/errors.ts";
-import { withTimeout } from "../with-timeout.ts";
+import { Coalescer } from "../remote/coalescer.ts";
+import { exchange } from "../remote/exchange.ts";
+import { localMs } from "../remote/with-timeout.ts";
 import { Batch, type BatchRule, type Pending } from "./batch.ts";
 import type { RedisCommands } from "./client.ts";
-import { localMs, type NodeState } from "./nodes.ts";
+import type { NodeState } from "./nodes.ts";
 import { decodeCheck } from "./reply.ts";
 import type { CheckScript } from "./script.ts";
-
-/** Runs `f` on the next macrotask: setImmediate where it exists, else a zero timeout. */
-const nextTurn: (f: () => void) => void =
-  typeof globalThis.setImmediate === "function" ? (f) => setImmediate(f) : (f) => setTimeout(f, 0);
 
 /**
  * Most checks decided by one script call. A full batch is sent at once, mid-turn, so with many
@@ -77,10 +76,12 @@ export class Batcher {
   /** How long after sending a call may still start in Redis: `timeoutMs` less a margin for the reply's way back. */
   readonly #budgetMs: number;
   readonly #grace: string;
-  /** Open batches by Cluster slot (only slot 0 on standalone). */
-  #open = new Map<number, Batch>();
-  #scheduled = false;
-  readonly #flush = () => this.#flushAll();
+  /** Open batches by Cluster slot (only slot 0 on standalone), each made for its slot's node. */
+  readonly #batches = new Coalescer<number, Batch, NodeState>(
+    (node) => new Batch(node),
+    (batch) => this.#dispatch(batch),
+    MAX_BATCH,
+  );
   // The promise executor is shared: it parks each resolver here, so no closure is made per check.
   #parked: Pending["resolve"] | undefined;
   readonly #park = (resolve: Pending["resolve"]) => {
@@ -110,57 +111,30 @@ export class Batcher {
     now: number | undefined,
     at?: number,
   ): Promise<Decision> {
-    let batch = this.#open.get(group);
-    if (batch === undefined) {
-      batch = new Batch(node);
-      this.#open.set(group, batch);
-    }
+    const batch = this.#batches.open(group, node);
     const promise = new Promise<Decision>(this.#park);
     batch.add({ rule, head, key, cost, op, now, at, resolve: this.#parked as Pending["resolve"], done: false });
-    if (batch.pending.length >= MAX_BATCH) {
-      this.#open.delete(group);
-      this.#dispatch(batch);
-    } else if (!this.#scheduled) {
-      this.#scheduled = true;
-      // setImmediate (not a microtask) so checks issued by the continuations of one socket
-      // read, several promise hops deep, all land in the same batch. (Edge runtimes without
-      // setImmediate, such as Vercel Edge: a zero timeout, the next macrotask there too.)
-      nextTurn(this.#flush);
-    }
+    this.#batches.added(group, batch);
     return promise;
-  }
-
-  #flushAll(): void {
-    this.#scheduled = false;
-    const open = this.#open;
-    this.#open = new Map();
-    for (const batch of open.values()) this.#dispatch(batch);
   }
 
   /** Sends a batch under one `timeoutMs`; on failure or timeout every unanswered check gets the policy's answer. */
   #dispatch(batch: Batch): void {
     const attempt: Attempt = { late: false, sentAt: localMs() };
-    const timeout = () => {
-      attempt.late = true;
-      throw new StoreError(`Redis did not answer within timeoutMs (${this.#timeoutMs} ms)`, { timeout: true });
-    };
     // Success is recorded in #deliver, before the callers hear of it (they may read the breaker).
-    withTimeout(this.#run(batch, attempt), this.#timeoutMs, timeout).then(
-      () => undefined,
-      (error: unknown) => {
+    exchange(this.#run(batch, attempt), this.#timeoutMs, "Redis", batch.node.breaker, {
+      late: () => {
         attempt.late = true;
-        batch.node.breaker.failure();
-        const failure =
-          error instanceof StoreError
-            ? error
-            : new StoreError(`Redis check failed: ${message(error)}`, { cause: error });
+      },
+      reply: () => undefined,
+      fail: (failure) => {
         for (const p of batch.pending) {
           if (p.done) continue;
           p.done = true;
           p.resolve(p.rule.fail(p.key, p.cost, p.now, p.op, failure));
         }
       },
-    );
+    });
   }
 
   /** Runs `batch` until every check is answered; rejects when it cannot be (the rest fail by policy). */

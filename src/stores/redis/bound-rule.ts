@@ -10,12 +10,12 @@ import type { Operation } from "../../core/decide-rule.ts";
 import { StoreError } from "../../core/errors.ts";
 import type { AlgorithmSpec } from "../../core/spec.ts";
 import type { BoundRule, RuleBinding } from "../../core/store.ts";
-import { withTimeout } from "../with-timeout.ts";
+import { type FailurePolicy, type OnError, rulePolicy } from "../remote/failure-policy.ts";
+import { timeoutError, withTimeout } from "../remote/with-timeout.ts";
 import type { BatchRule } from "./batch.ts";
 import type { Batcher } from "./batcher.ts";
 import type { RedisCommands } from "./client.ts";
 import type { DenyCache } from "./deny-cache.ts";
-import { type FailurePolicy, failurePolicy, type OnError } from "./failure.ts";
 import type { Invalidation } from "./invalidation.ts";
 import { hashTag, memberCode, ruleDigest, slotOf, tagSeed } from "./keys.ts";
 import type { Nodes } from "./nodes.ts";
@@ -83,7 +83,7 @@ export class RedisBoundRule implements BoundRule, BatchRule {
   constructor(store: StoreParts, rule: RuleBinding) {
     this.#id = rule.id;
     this.#store = store;
-    this.#policy = failurePolicy(store.onError, rule, store.onFailure);
+    this.#policy = rulePolicy(store.onError, rule, store.onFailure);
     this.#seed = tagSeed(rule.id);
     const { members, ban, shape } = rule.rule;
     this.limits = members.map((a) => a.limit);
@@ -178,7 +178,7 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     await this.#policy.forget(key);
     try {
       await withTimeout(store.commands.del(keys), store.timeoutMs, () => {
-        throw new StoreError(`Redis did not answer within timeoutMs (${store.timeoutMs} ms)`, { timeout: true });
+        throw timeoutError("Redis", store.timeoutMs);
       });
       await store.invalidation.publish(this.#id, key);
     } catch (error) {

@@ -20,7 +20,7 @@
  */
 import type { Decision } from "../../algorithms/decision.ts";
 import { ArgumentError } from "../../core/errors.ts";
-import { localMs } from "./nodes.ts";
+import { localMs } from "../remote/with-timeout.ts";
 
 /** Deny cache settings (`RedisStoreOptions.denyCache`). */
 export interface DenyCacheOptions {

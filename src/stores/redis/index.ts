@@ -3,11 +3,11 @@
  * one atomic Lua decision in Redis/Valkey (standalone or Cluster).
  */
 
-export { STORE_FAILURE_WARNING } from "../failure-warning.ts";
-export type { BreakerOptions } from "./breaker.ts";
+export type { BreakerOptions } from "../remote/breaker.ts";
+export type { FallbackLimiter, FallbackOption, OnError } from "../remote/failure-policy.ts";
+export { STORE_FAILURE_WARNING } from "../remote/failure-warning.ts";
 export type { IoredisLike, NodeRedisLike, RedisClientLike } from "./client.ts";
 export type { RedisConnectOptions } from "./connect.ts";
 export type { DenyCacheOptions } from "./deny-cache.ts";
-export type { FallbackOption, OnError } from "./failure.ts";
 export { RedisStore, type RedisStoreOptions } from "./redis-store.ts";
 export type { UpstashLike, UpstashRequester } from "./upstash-commands.ts";

@@ -5,7 +5,7 @@
  * duplicate of the client. The subscription is made on the first denial worth caching, so
  * stores that never deny open no extra connection; `close()` ends it.
  */
-import { withTimeout } from "../with-timeout.ts";
+import { withTimeout } from "../remote/with-timeout.ts";
 import type { RedisCommands, Subscription } from "./client.ts";
 import { DenyCache } from "./deny-cache.ts";
 

@@ -4,13 +4,8 @@
  * the checks for its own keys; the checks for keys on healthy masters go on being decided.
  * Standalone Redis is one node.
  */
-import { Breaker, type BreakerOptions } from "./breaker.ts";
+import { Breaker, type BreakerOptions } from "../remote/breaker.ts";
 import type { RedisCommands } from "./client.ts";
-
-/** Local monotonic epoch-like ms (never steps back): what deadlines and offsets are measured on. */
-export function localMs(): number {
-  return performance.timeOrigin + performance.now();
-}
 
 /** How long one window of clock-offset samples lasts (see NodeState). */
 const OFFSET_WINDOW_MS = 10_000;

@@ -13,14 +13,16 @@
 import { ArgumentError } from "../../core/errors.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import { warn } from "../../core/warn.ts";
-import { firstFailureWarning } from "../failure-warning.ts";
+import { type BreakerOptions, checkBreaker } from "../remote/breaker.ts";
+import { checkOnError, DEFAULT_POLICY, describePolicy, type OnError } from "../remote/failure-policy.ts";
+import { firstFailureWarning } from "../remote/failure-warning.ts";
+import { checkTimeoutMs } from "../remote/with-timeout.ts";
 import { Batcher } from "./batcher.ts";
 import { RedisBoundRule, type StoreParts } from "./bound-rule.ts";
-import type { BreakerOptions } from "./breaker.ts";
 import { adaptClient, type RedisClientLike } from "./client.ts";
 import { connectClient, type RedisConnectOptions, splitConnectOptions } from "./connect.ts";
+import { DEFAULT_PREFIX } from "./defaults.ts";
 import { checkDenyCache, DenyCache, type DenyCacheOptions } from "./deny-cache.ts";
-import { checkOnError, describePolicy, type OnError } from "./failure.ts";
 import { Invalidation } from "./invalidation.ts";
 import { Nodes } from "./nodes.ts";
 import { checkScript } from "./script.ts";
@@ -56,8 +58,6 @@ export interface RedisStoreOptions {
   expiryGraceMs?: number;
 }
 
-const DEFAULT_TIMEOUT_MS = 1000;
-
 const OPTION_KEYS = new Set(["client", "prefix", "timeoutMs", "onError", "breaker", "denyCache", "expiryGraceMs"]);
 
 /** Clients already warned about (once per client, however many stores share it). */
@@ -66,12 +66,11 @@ const warned = new WeakSet<object>();
 /** Warning code for client options under which a timed-out command could be sent late. */
 export const LATE_OPTIONS_WARNING = "SLUICE_REDIS_CLIENT_OPTIONS";
 
-function positive(name: string, value: unknown, fallback: number, allowZero = false): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || (!allowZero && value === 0)) {
-    throw new ArgumentError(
-      `\`${name}\` must be a ${allowZero ? "non-negative" : "positive"} number of ms (got ${String(value)})`,
-    );
+/** `expiryGraceMs`: a non-negative number of ms, 0 when unset. */
+function graceMs(value: unknown): number {
+  if (value === undefined) return 0;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new ArgumentError(`\`expiryGraceMs\` must be a non-negative number of ms (got ${String(value)})`);
   }
   return value;
 }
@@ -142,13 +141,13 @@ export class RedisStore implements Store {
       }
     }
     const commands = adaptClient(options.client);
-    const prefix = options.prefix ?? "sluice:";
+    const prefix = options.prefix ?? DEFAULT_PREFIX;
     if (typeof prefix !== "string" || /[{}]/.test(prefix)) {
       throw new ArgumentError(`\`prefix\` must be a string without "{" or "}" (got ${JSON.stringify(prefix)})`);
     }
     this.prefix = prefix;
-    this.timeoutMs = positive("timeoutMs", options.timeoutMs, DEFAULT_TIMEOUT_MS);
-    const grace = positive("expiryGraceMs", options.expiryGraceMs, 0, true);
+    this.timeoutMs = checkTimeoutMs(options.timeoutMs);
+    const grace = graceMs(options.expiryGraceMs);
     let entries = checkDenyCache(options.denyCache);
     if (commands.subscribes === false && entries > 0) {
       // Asked for explicitly: say it cannot be had rather than run without it unnoticed.
@@ -160,12 +159,12 @@ export class RedisStore implements Store {
       entries = 0;
     }
     const denyCache = entries > 0 ? new DenyCache(entries) : undefined;
-    const onError = checkOnError(options.onError ?? "deny");
+    const onError = checkOnError(options.onError ?? DEFAULT_POLICY);
     this.#parts = {
       prefix,
       timeoutMs: this.timeoutMs,
       commands,
-      nodes: new Nodes(commands, options.breaker),
+      nodes: new Nodes(commands, checkBreaker(options.breaker)),
       batcher: new Batcher(commands, checkScript(), this.timeoutMs, Math.ceil(grace)),
       onError,
       onFailure: firstFailureWarning(`RedisStore (prefix ${JSON.stringify(prefix)})`, describePolicy(onError)),

@@ -5,7 +5,7 @@
  * are visible per check in `decision.failure` and in metrics; warning on each would flood logs.
  */
 
-import { warn } from "../core/warn.ts";
+import { warn } from "../../core/warn.ts";
 
 /** `process.emitWarning` code of a store's first failure. */
 export const STORE_FAILURE_WARNING = "SLUICE_STORE_FAILURE";

@@ -1,0 +1,204 @@
+/**
+ * What a remote store (Redis, the cluster store, the service client) answers for a call it
+ * could not make: its server failed, did not answer in time, or the circuit is open
+ * (`onError`). Every decision made this way carries `failure: { policy, error }`, so logs,
+ * metrics and HTTP middleware (503 under "deny") can tell it from a real limit.
+ *
+ * A fallback always decides through the store contract: a `{ fallback: Store }` is bound to the
+ * rule's RuleBinding and asked with the same `now` (undefined under Redis TIME: the fallback
+ * then reads its own clock), so it decides the same rule on the same time line. A `Limiter`
+ * (or a function building one per rule), accepted as SPEC §8 names it, is adapted into a
+ * bound rule that asks that limiter (which keeps its own spec and clock: the way to enforce an
+ * instance's share of a limit). The limiter is described by shape (FallbackLimiter), so no
+ * store depends on the limiter module above it.
+ */
+import { type Decision, decision } from "../../algorithms/decision.ts";
+import { markFreshAnswer, type Operation } from "../../core/decide-rule.ts";
+import { describeValue } from "../../core/describe-value.ts";
+import { ArgumentError, type StoreError } from "../../core/errors.ts";
+import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
+
+/** The three fixed policies, in the order they are documented (`--on-store-error` takes these). */
+export const FIXED_POLICIES = ["deny", "allow", "throw"] as const;
+
+/** A fixed policy: `"deny"` (the default), `"allow"` or `"throw"`. */
+export type FixedPolicy = (typeof FIXED_POLICIES)[number];
+
+/** The policy when none is given: a store that cannot answer must not wave everything through. */
+export const DEFAULT_POLICY: FixedPolicy = "deny";
+
+/** True when `value` is one of {@link FIXED_POLICIES}. */
+export function isFixedPolicy(value: unknown): value is FixedPolicy {
+  return (FIXED_POLICIES as readonly unknown[]).includes(value);
+}
+
+/** `onError: { fallback }`: a store (typically a `MemoryStore`) that decides while the remote one cannot. */
+export interface FallbackOption {
+  /** Bound to each rule on its first failure; asked with the same key, cost and `now`. */
+  fallback: Store;
+}
+
+/** What a fallback limiter must offer: a sluice `Limiter` fits (described by shape, see above). */
+export interface FallbackLimiter {
+  /** Takes `cost` units for `key` if allowed. */
+  tryAcquire(key: string, cost?: number): Decision | Promise<Decision>;
+  /** What tryAcquire would say; changes nothing. */
+  peek(key: string, cost?: number): Decision | Promise<Decision>;
+  /** Gives units back. */
+  refund(key: string, cost?: number): Decision | Promise<Decision>;
+  /** Takes units whether or not they fit. */
+  penalty(key: string, cost?: number): Decision | Promise<Decision>;
+  /** Refuses `key` for `ms`. */
+  block(key: string, ms: number): Decision | Promise<Decision>;
+  /** The key's state, or null for a fresh key. */
+  get(key: string): Decision | null | Promise<Decision | null>;
+  /** Forgets `key`. */
+  reset(key: string): void | Promise<void>;
+}
+
+/**
+ * `"deny"` (default): deny with a short `retryAfterMs`; `"allow"`: let the request through;
+ * `"throw"`: reject with the `StoreError`; `{ fallback: Store }`: that store decides the same
+ * rule at the same `now`; a `Limiter`: ask it instead (typically an in-process limiter
+ * enforcing this instance's share of the limit); a function: builds that fallback limiter per
+ * rule (called once per rule, on its first failure), for services with many rules. `R` is
+ * what names a rule: its RuleBinding in a store, its name in the service client.
+ */
+export type OnError<R = RuleBinding> = FixedPolicy | FallbackOption | FallbackLimiter | ((rule: R) => FallbackLimiter);
+
+/** `retryAfterMs` (and `resetMs`) of a decision made under `"deny"`: come back soon, the server may be back. */
+export const DENY_RETRY_MS = 1000;
+
+function isStore(value: unknown): value is Store {
+  return typeof value === "object" && value !== null && typeof (value as Store).bind === "function";
+}
+
+function isLimiter(value: unknown): value is FallbackLimiter {
+  return typeof value === "object" && value !== null && typeof (value as FallbackLimiter).tryAcquire === "function";
+}
+
+/**
+ * Checks `onError`, throwing ArgumentError naming the value received. `storeFallback: false`
+ * refuses `{ fallback: Store }` (the service client cannot bind a store: the service holds the rules).
+ */
+export function checkOnError<R>(onError: unknown, storeFallback = true): OnError<R> {
+  if (isFixedPolicy(onError) || typeof onError === "function" || isLimiter(onError)) return onError as OnError<R>;
+  if (storeFallback && typeof onError === "object" && onError !== null && "fallback" in onError) {
+    for (const key of Object.keys(onError)) {
+      if (key !== "fallback") throw new ArgumentError(`unknown \`onError\` option \`${key}\` (expected fallback)`);
+    }
+    const { fallback } = onError as { fallback: unknown };
+    if (!isStore(fallback)) {
+      throw new ArgumentError(`\`onError.fallback\` must be a Store such as a MemoryStore (got ${String(fallback)})`);
+    }
+    return onError as FallbackOption;
+  }
+  const forms = storeFallback
+    ? `{ fallback: Store }, a Limiter or a function returning one`
+    : "a Limiter or a function of the rule name returning one";
+  throw new ArgumentError(`\`onError\` must be "deny", "allow", "throw", ${forms} (got ${describeValue(onError)})`);
+}
+
+/** The policy in words, for the first-failure warning. */
+export function describePolicy(onError: OnError<never>): string {
+  if (onError === "deny") return `onError "deny" (denied with retryAfterMs ${DENY_RETRY_MS}, \`decision.failure\` set)`;
+  if (onError === "allow") return `onError "allow" (allowed, \`decision.failure\` set)`;
+  if (onError === "throw") return `onError "throw" (each check rejects with a StoreError)`;
+  if (typeof onError === "function")
+    return "onError: the fallback limiter its function builds per rule (`decision.failure` set)";
+  if ("fallback" in onError) return "onError: { fallback } (the fallback store decides, `decision.failure` set)";
+  return "onError: the fallback limiter given (`decision.failure` set)";
+}
+
+/**
+ * The answer of a fixed policy for a rule reporting `limit`: "deny" refuses with a short retry
+ * (the server may be back soon), "allow" passes with no made-up figures beyond `limit − cost`.
+ */
+export function fixedAnswer(policy: "deny" | "allow", limit: number, cost: number, error: StoreError): Decision {
+  if (policy === "deny") {
+    return { ...decision(false, limit, 0, DENY_RETRY_MS, DENY_RETRY_MS), failure: { policy, error } };
+  }
+  return { ...decision(true, limit, Math.max(0, limit - cost), 0, 0), failure: { policy, error } };
+}
+
+/** A bound rule whose calls a limiter decides (for `onError: Limiter`); `now` is the limiter's own. */
+function limiterRule(limiter: FallbackLimiter): BoundRule {
+  return {
+    check: async (key, cost, _now, op) => {
+      if (op === "peek") return limiter.peek(key, cost);
+      if (op === "refund") return limiter.refund(key, cost);
+      if (op === "penalty") return limiter.penalty(key, cost);
+      if (op === "block") return limiter.block(key, cost);
+      // A fresh key's get travels as a marked peek (the calling limiter answers null).
+      if (op === "get") return (await limiter.get(key)) ?? markFreshAnswer(await limiter.peek(key));
+      return limiter.tryAcquire(key, cost);
+    },
+    reset: async (key) => {
+      await limiter.reset(key);
+    },
+    release: () => {},
+  };
+}
+
+/** The policy bound to one rule. */
+export interface FailurePolicy {
+  /** The decision for a call the server could not make (or the rejection under "throw"). */
+  decide(key: string, cost: number, now: number | undefined, op: Operation, error: StoreError): Promise<Decision>;
+  /** Forgets `key` in the fallback too (a reset must not leave it limited there). */
+  forget(key: string): Promise<void>;
+  /** Releases the fallback's binding, if one was made. */
+  release(): void;
+}
+
+/** How one rule meets its policy. */
+export interface PolicyTarget<R> {
+  /** What names the rule to a fallback factory (`onError` as a function). */
+  readonly rule: R;
+  /** The limit a fixed answer reports (read at each failure: the client learns it from answers). */
+  limit(): number;
+  /** Binds a `{ fallback }` store to this rule (stores only; the client refuses that form). */
+  bind?(store: Store): BoundRule;
+  /** Hears every failure before the policy answers (the once-only warning). */
+  onFailure?(error: StoreError): void;
+}
+
+/**
+ * Applies `onError` for one rule. The fallback is bound on first use, except a single limiter
+ * shared by every rule, which costs nothing to adapt: a reset forgets the key there whether or
+ * not this rule has failed yet (another rule's failure may have counted it).
+ */
+export function failurePolicy<R>(onError: OnError<R>, target: PolicyTarget<R>): FailurePolicy {
+  let bound: BoundRule | undefined = isLimiter(onError) ? limiterRule(onError) : undefined;
+  const fallback = (): BoundRule => {
+    if (bound !== undefined) return bound;
+    if (typeof onError === "function") bound = limiterRule(onError(target.rule));
+    else if (target.bind !== undefined) bound = target.bind((onError as FallbackOption).fallback);
+    else throw new ArgumentError("`onError: { fallback }` needs a store that can bind a rule");
+    return bound;
+  };
+  return {
+    async decide(key, cost, now, op, error) {
+      target.onFailure?.(error);
+      if (onError === "throw") throw error;
+      if (onError === "deny" || onError === "allow") return fixedAnswer(onError, target.limit(), cost, error);
+      const d = await fallback().check(key, cost, now, op);
+      return { ...d, failure: { policy: "fallback", error } };
+    },
+    async forget(key) {
+      if (bound !== undefined) await bound.reset(key);
+    },
+    release() {
+      bound?.release();
+    },
+  };
+}
+
+/** The policy of a rule bound to a store: fixed answers report its smallest member limit. */
+export function rulePolicy(
+  onError: OnError,
+  rule: RuleBinding,
+  onFailure: (error: StoreError) => void = () => undefined,
+): FailurePolicy {
+  const limit = Math.min(...rule.rule.members.map((a) => a.limit));
+  return failurePolicy(onError, { rule, limit: () => limit, bind: (store) => store.bind(rule), onFailure });
+}
