@@ -69,8 +69,9 @@ function invalidBind(b: unknown): string | undefined {
 }
 
 function invalidOp(op: unknown): string | undefined {
-  if (!Array.isArray(op) || op.length !== 5) return "not a 5-tuple";
-  const [binding, key, cost, now, name] = op as unknown[];
+  // A refund with a receipt carries a sixth item: the instant its check was decided.
+  if (!Array.isArray(op) || (op.length !== 5 && op.length !== 6)) return "not a 5-tuple (or a refund's 6-tuple)";
+  const [binding, key, cost, now, name, at] = op as unknown[];
   if (!isIndex(binding)) return "the binding is not a non-negative safe integer";
   if (typeof key !== "string" || key.length > MAX_KEY_CHARS)
     return `the key is not a string of at most ${MAX_KEY_CHARS} characters`;
@@ -79,5 +80,9 @@ function invalidOp(op: unknown): string | undefined {
     return `the cost is not a positive safe integer (got ${JSON.stringify(cost)})`;
   if (now !== null && (typeof now !== "number" || !Number.isFinite(now) || now < 0))
     return "`now` is not null or a finite instant ≥ 0";
+  if (op.length === 6) {
+    if (name !== "refund") return "only a refund carries a sixth item (its receipt)";
+    if (typeof at !== "number" || !Number.isFinite(at)) return "the refund's receipt `at` is not a finite instant";
+  }
   return undefined;
 }

@@ -1,0 +1,28 @@
+import { describe, expect, it } from "vitest";
+import { CHANNEL } from "./protocol.ts";
+import { invalidBatch } from "./validate.ts";
+
+const batch = (ops: unknown[]) => ({ channel: CHANNEL, type: "batch", seq: 1, ops });
+const NOW = Date.UTC(2026, 11, 1);
+
+describe("invalidBatch: operations from a socket peer", () => {
+  it.each([
+    ["a check", [0, "k", 1, NOW, "check"]],
+    ["a check on the host's time", [0, "k", 2, null, "check"]],
+    ["a refund without a receipt", [0, "k", 1, NOW, "refund"]],
+    ["a refund with its receipt", [0, "k", 1, NOW, "refund", NOW - 5]],
+  ])("accepts %s", (_name, op) => {
+    expect(invalidBatch(batch([op]))).toBeUndefined();
+  });
+
+  it.each([
+    ["a negative cost", [0, "k", -1000, NOW, "check"], "the cost is not a positive safe integer"],
+    ["a receipt on a check", [0, "k", 1, NOW, "check", NOW], "only a refund carries a sixth item"],
+    ["a receipt that is not an instant", [0, "k", 1, NOW, "refund", "yesterday"], "receipt `at` is not a finite"],
+    ["an infinite receipt", [0, "k", 1, NOW, "refund", Number.POSITIVE_INFINITY], "receipt `at` is not a finite"],
+    ["a 7-tuple", [0, "k", 1, NOW, "refund", NOW, 1], "not a 5-tuple"],
+    ["a 4-tuple", [0, "k", 1, NOW], "not a 5-tuple"],
+  ])("refuses %s", (_name, op, why) => {
+    expect(invalidBatch(batch([op]))).toContain(why);
+  });
+});
