@@ -100,6 +100,31 @@ describe("HeavyHitters", () => {
     expect(h.top()).toEqual([]);
   });
 
+  it("decays continuously: half a half-life in, a count is 1/√2 of itself", () => {
+    const clock = new ManualClock().set(Date.UTC(2026, 11, 1));
+    const h = new HeavyHitters({ k: 2, halfLifeMs: 30_000, clock });
+    h.add("a", 64);
+    clock.advance(15_000);
+    expect(h.top()).toEqual([{ key: "a", count: 45.25 }]);
+    h.add("a", 64); // entered at this instant, weighing in full
+    expect(h.top()).toEqual([{ key: "a", count: 109.25 }]);
+    clock.advance(45_000);
+    expect(h.top()).toEqual([{ key: "a", count: 38.63 }]);
+    expect(h.total).toBeCloseTo(38.627, 2);
+  });
+
+  it("turns a steady key's count into its rate per minute", () => {
+    const clock = new ManualClock().set(Date.UTC(2026, 11, 1));
+    const h = new HeavyHitters({ k: 2, halfLifeMs: 30_000, clock });
+    // 2 per second for 10 minutes (20 half-lives: the count has settled), 1 per second for another.
+    for (let s = 0; s < 600; s++, clock.advance(1000)) h.add("steady", 2);
+    for (let s = 0; s < 600; s++, clock.advance(500)) h.add("half", 1);
+    const [steady, half] = [h.top().find((t) => t.key === "steady"), h.top().find((t) => t.key === "half")];
+    expect(h.perMinute(half?.count as number)).toBeCloseTo(120, -1);
+    expect(h.perMinute(steady?.count as number)).toBeLessThan(1); // stopped 5 minutes (10 half-lives) ago
+    expect(new HeavyHitters({ k: 1, halfLifeMs: 0, clock }).perMinute(5)).toBeNaN();
+  });
+
   it("cuts keys to 200 characters for display", () => {
     const h = fresh(1);
     h.add("x".repeat(60_000));

@@ -2,8 +2,9 @@
  * The keys being limited most right now, in fixed memory however many keys there are: a
  * count-min sketch (with conservative update) estimates every key's count, and a min-heap of
  * the `k` largest estimates keeps the candidates. Estimates never under-count, so any key whose
- * count exceeds `total / k + error` is always in the top list (see `add`). Counts halve every
- * `halfLifeMs`, so the list follows what is happening now, not since start.
+ * count exceeds `total / k + error` is always in the top list (see `add`). Counts decay
+ * continuously, halving every `halfLifeMs`, so the list follows what is happening now, not
+ * since start, and a count converts to a rate (see `perMinute`).
  */
 import type { Clock } from "../clock.ts";
 
@@ -24,7 +25,10 @@ export interface HeavyHittersOptions {
 /** One reported key. */
 export interface HeavyHitter {
   key: string;
-  /** Estimated (decayed) count: never below the true decayed count. */
+  /**
+   * Estimated decayed count (each event weighs 2^(−age / halfLife)): never below the true one.
+   * Not a number of events: {@link HeavyHitters.perMinute} turns it into a rate.
+   */
   count: number;
 }
 
@@ -59,7 +63,13 @@ export class HeavyHitters {
   readonly #index = new Map<string, number>();
   readonly #halfLifeMs: number;
   readonly #clock: Clock;
-  #decayedAt: number;
+  /**
+   * Forward decay: what is stored is relative to this landmark, each event entering with weight
+   * 2^((t − landmark) / halfLife), so a read divides by the same factor at its own instant and
+   * decay is continuous without touching every counter on every event. Stored values are
+   * rescaled (and the landmark moved) once per elapsed half-life, before the factor grows large.
+   */
+  #landmark: number;
   #total = 0;
 
   constructor(options: HeavyHittersOptions) {
@@ -69,12 +79,24 @@ export class HeavyHitters {
     this.#counters = new Float64Array(this.#width * this.#depth);
     this.#halfLifeMs = options.halfLifeMs ?? 30_000;
     this.#clock = options.clock;
-    this.#decayedAt = options.clock.now();
+    this.#landmark = options.clock.now();
   }
 
   /** Sum of all (decayed) counts added. */
   get total(): number {
-    return this.#total;
+    this.#rescale();
+    return this.#total / this.#scale();
+  }
+
+  /**
+   * The rate per minute behind a decayed count: a key taking `r` events per minute for long
+   * settles at r · halfLife / ln 2, so this inverts that (it under-reads a key that only
+   * started within the last few half-lives, and follows a change within about one). NaN when
+   * counts never decay.
+   */
+  perMinute(count: number): number {
+    if (this.#halfLifeMs <= 0) return Number.NaN;
+    return (count * Math.LN2 * 60_000) / this.#halfLifeMs;
   }
 
   /** What it holds: tracked keys (≤ k) and sketch counters (fixed). */
@@ -89,9 +111,10 @@ export class HeavyHitters {
    * keys plus it would add up to more than the total.
    */
   add(key: string, weight = 1): void {
-    this.#decay();
-    this.#total += weight;
-    const estimate = this.#sketchAdd(key, weight);
+    this.#rescale();
+    const scaled = weight * this.#scale();
+    this.#total += scaled;
+    const estimate = this.#sketchAdd(key, scaled);
     const at = this.#index.get(key);
     if (at !== undefined) {
       (this.#heap[at] as HeavyHitter).count = estimate;
@@ -114,13 +137,20 @@ export class HeavyHitters {
 
   /** The top keys, largest first (keys cut to 200 characters for display). */
   top(): HeavyHitter[] {
-    this.#decay();
+    this.#rescale();
+    const scale = this.#scale();
     return [...this.#heap]
       .sort((a, b) => b.count - a.count)
       .map((h) => ({
         key: h.key.length > MAX_KEY_CHARS ? `${h.key.slice(0, MAX_KEY_CHARS)}…` : h.key,
-        count: Math.round(h.count * 100) / 100,
+        count: Math.round((h.count / scale) * 100) / 100,
       }));
+  }
+
+  /** The weight an event entering now gets (1 at the landmark, 2 one half-life after it). */
+  #scale(): number {
+    if (this.#halfLifeMs <= 0) return 1;
+    return 2 ** ((this.#clock.now() - this.#landmark) / this.#halfLifeMs);
   }
 
   /** Conservative update: raise only the rows at the minimum; returns the new estimate. */
@@ -139,13 +169,16 @@ export class HeavyHitters {
     return estimate;
   }
 
-  /** Halves every count once per elapsed half-life (the same factor for all: order is kept). */
-  #decay(): void {
+  /**
+   * Moves the landmark forward by whole half-lives, halving every stored value as often (the
+   * same factor for all: order is kept, and reads are unchanged).
+   */
+  #rescale(): void {
     if (this.#halfLifeMs <= 0) return;
     const now = this.#clock.now();
-    const halvings = Math.floor((now - this.#decayedAt) / this.#halfLifeMs);
+    const halvings = Math.floor((now - this.#landmark) / this.#halfLifeMs);
     if (halvings <= 0) return;
-    this.#decayedAt += halvings * this.#halfLifeMs;
+    this.#landmark += halvings * this.#halfLifeMs;
     const factor = 2 ** -Math.min(halvings, 1100);
     for (let i = 0; i < this.#counters.length; i++) this.#counters[i] = (this.#counters[i] as number) * factor;
     for (const h of this.#heap) h.count *= factor;
