@@ -32,6 +32,9 @@ export interface HeavyHitter {
   count: number;
 }
 
+/** Shortest span a rate is taken over, in ms: one event in the first instants is not thousands a minute. */
+const MIN_RATE_AGE_MS = 5000;
+
 /** Longest key text kept for display (a key may be as long as a request body). */
 const MAX_KEY_CHARS = 200;
 
@@ -70,6 +73,8 @@ export class HeavyHitters {
    * rescaled (and the landmark moved) once per elapsed half-life, before the factor grows large.
    */
   #landmark: number;
+  /** When this summary began (rates are over at most the time since). */
+  readonly #started: number;
   #total = 0;
 
   constructor(options: HeavyHittersOptions) {
@@ -80,6 +85,7 @@ export class HeavyHitters {
     this.#halfLifeMs = options.halfLifeMs ?? 30_000;
     this.#clock = options.clock;
     this.#landmark = options.clock.now();
+    this.#started = this.#landmark;
   }
 
   /** Sum of all (decayed) counts added. */
@@ -89,14 +95,17 @@ export class HeavyHitters {
   }
 
   /**
-   * The rate per minute behind a decayed count: a key taking `r` events per minute for long
-   * settles at r · halfLife / ln 2, so this inverts that (it under-reads a key that only
-   * started within the last few half-lives, and follows a change within about one). NaN when
-   * counts never decay.
+   * The rate per minute behind a decayed count: a key taking `r` events per ms since this
+   * summary began, `age` ms ago, has the count r · ∫₀^age 2^(−s / halfLife) ds, so this divides
+   * by that integral (age at least {@link MIN_RATE_AGE_MS}, so one early event is not a huge
+   * rate). A key that started later than the summary reads low for a half-life or so; a change
+   * in rate shows within about one. NaN when counts never decay.
    */
   perMinute(count: number): number {
     if (this.#halfLifeMs <= 0) return Number.NaN;
-    return (count * Math.LN2 * 60_000) / this.#halfLifeMs;
+    const age = Math.max(MIN_RATE_AGE_MS, this.#clock.now() - this.#started);
+    const span = (this.#halfLifeMs / Math.LN2) * (1 - 2 ** (-age / this.#halfLifeMs));
+    return (count * 60_000) / span;
   }
 
   /** What it holds: tracked keys (≤ k) and sketch counters (fixed). */
@@ -135,7 +144,7 @@ export class HeavyHitters {
     this.#down(0);
   }
 
-  /** The top keys, largest first (keys cut to 200 characters for display). */
+  /** The top keys, largest first, with their decayed counts (keys cut to 200 characters for display). */
   top(): HeavyHitter[] {
     this.#rescale();
     const scale = this.#scale();
@@ -143,7 +152,7 @@ export class HeavyHitters {
       .sort((a, b) => b.count - a.count)
       .map((h) => ({
         key: h.key.length > MAX_KEY_CHARS ? `${h.key.slice(0, MAX_KEY_CHARS)}…` : h.key,
-        count: Math.round((h.count / scale) * 100) / 100,
+        count: h.count / scale,
       }));
   }
 

@@ -47,21 +47,22 @@ describe("Activity", () => {
     a.record("api", "pro", "failure", "bob"); // an outage: not a denial, not a limited key
     clock.advance(1000);
     a.record("api", null, "denied", "mallory");
-    // A denial now reads as 60 · ln 2 / 30 ≈ 1.39 per minute (30 s half-life); 3 as 4.2.
+    // Rates over at least 5 s (30 s half-life): a denial 1 s ago counts 2^(−1/30) over
+    // (30 s / ln 2)(1 − 2^(−5/30)) ≈ 4.72 s, 12.4 per minute; mallory's three, 37.5.
     expect(a.view("api", null)).toEqual({
       tier: null,
       totals: { allowed: 1, denied: 4, failure: 0 },
       series: { start: second - 1, allowed: [0, 1, 0], denied: [0, 3, 1], failed: [0, 0, 0] },
       topDenied: [
-        { key: "mallory", perMinute: 4.1 },
-        { key: "bob", perMinute: 1.4 },
+        { key: "mallory", perMinute: 37.5 },
+        { key: "bob", perMinute: 12.4 },
       ],
     });
     expect(a.view("api", "pro")).toEqual({
       tier: "pro",
       totals: { allowed: 0, denied: 1, failure: 1 },
       series: { start: second - 1, allowed: [0, 0, 0], denied: [0, 1, 0], failed: [0, 1, 0] },
-      topDenied: [{ key: "bob", perMinute: 1.4 }],
+      topDenied: [{ key: "bob", perMinute: 12.4 }],
     });
     a.retain([{ name: "api", tiers: {} }]);
     expect(a.view("api", "pro").totals).toEqual({ allowed: 0, denied: 0, failure: 0 });

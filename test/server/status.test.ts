@@ -72,10 +72,12 @@ describe("status JSON", () => {
     expect([sum(pro.series.allowed), sum(pro.series.denied)]).toEqual([5, 3]);
     expect(base.totals).toEqual({ allowed: 4, denied: 6, failure: 0 });
     expect(pro.totals).toEqual({ allowed: 5, denied: 3, failure: 0 });
-    // Denials as a rate per minute (a 30 s half-life: a count c reads as c · ln 2 / 30 s), never a bare count.
+    // Denials as a rate per minute, never a bare count: just begun, over the shortest span, 5 s
+    // weighted by the 30 s half-life (30 s / ln 2 · (1 − 2^(−5/30)) ≈ 4.72 s).
+    const span = (30 / Math.LN2) * (1 - 2 ** (-5 / 30));
     expect(base.topDenied.map((d) => d.key)).toEqual(["hammer", "tap"]);
-    expect(base.topDenied[0]?.perMinute).toBeCloseTo((5 * Math.LN2 * 60) / 30, 0);
-    expect(pro.topDenied).toEqual([{ key: "hammer", perMinute: expect.closeTo((3 * Math.LN2 * 60) / 30, 0) }]);
+    expect(base.topDenied[0]?.perMinute).toBeCloseTo((5 * 60) / span, 0);
+    expect(pro.topDenied).toEqual([{ key: "hammer", perMinute: expect.closeTo((3 * 60) / span, 0) }]);
   });
 
   it("/favicon.ico answers an icon without the token", async () => {
