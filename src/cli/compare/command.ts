@@ -150,7 +150,7 @@ export async function compareCommand(
   let n = 0;
   // The report's zoomed chart follows fixed-window's peak as it rises: its busiest rolling
   // window always spans a window boundary (within one window it cannot pass the limit).
-  const zoom = str(parsed, "html") === undefined ? undefined : new ZoomCapture(windowMs);
+  const zoom = str(parsed, "html") === undefined ? undefined : new ZoomCapture(windowMs, runs.length);
   const fixed = runs.find((run) => run.spec.algorithm === "fixed-window") as AlgorithmRun;
   let highest = 0;
   for await (const { at, key, cost } of trace.events) {
@@ -163,12 +163,10 @@ export async function compareCommand(
     }
     if (zoom === undefined) for (const run of runs) run.feed(at, key, cost, bucket);
     else {
-      zoom.record(
-        at,
-        key,
-        cost,
-        runs.map((run) => run.feed(at, key, cost, bucket)),
-      );
+      let admitted = 0;
+      for (let i = 0; i < runs.length; i++)
+        if ((runs[i] as AlgorithmRun).feed(at, key, cost, bucket)) admitted |= 1 << i;
+      zoom.record(at, key, cost, admitted);
       if (fixed.peak > highest) {
         highest = fixed.peak;
         const peak = fixed.peakAt as { at: number; key: string };

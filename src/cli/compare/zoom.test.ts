@@ -6,16 +6,17 @@ const T0 = Date.UTC(2026, 11, 1); // a window boundary for any window dividing a
 
 describe("ZoomCapture", () => {
   it("keeps the peak key's events from two windows before the boundary to one after, each algorithm's decisions with them", () => {
-    const z = new ZoomCapture(1000);
-    z.record(T0 - 2500, "a", 1, [true, true]); // older than two windows before the boundary
-    z.record(T0 - 1500, "a", 1, [true, false]);
-    z.record(T0 - 1, "b", 1, [true, true]); // another key
-    z.record(T0 - 1, "a", 2, [true, true]);
-    z.record(T0 + 10, "a", 1, [true, false]);
+    const z = new ZoomCapture(1000, 2);
+    // The last argument: bit i set when algorithm i admitted the event (3: both, 1: the first only).
+    z.record(T0 - 2500, "a", 1, 3); // older than two windows before the boundary
+    z.record(T0 - 1500, "a", 1, 1);
+    z.record(T0 - 1, "b", 1, 3); // another key
+    z.record(T0 - 1, "a", 2, 3);
+    z.record(T0 + 10, "a", 1, 1);
     z.centre(T0 + 10, "a");
-    z.record(T0 + 999, "a", 1, [false, false]);
-    z.record(T0 + 1000, "a", 1, [true, true]); // the last instant drawn
-    z.record(T0 + 1001, "a", 1, [true, true]); // past it
+    z.record(T0 + 999, "a", 1, 0);
+    z.record(T0 + 1000, "a", 1, 3); // the last instant drawn
+    z.record(T0 + 1001, "a", 1, 3); // past it
     expect(z.result()).toEqual({
       key: "a",
       boundary: T0,
@@ -32,14 +33,14 @@ describe("ZoomCapture", () => {
   });
 
   it("a later, higher peak moves it; a trace too dense to keep says so", () => {
-    const z = new ZoomCapture(1000);
-    z.record(T0, "a", 1, [true]);
+    const z = new ZoomCapture(1000, 2);
+    z.record(T0, "a", 1, 1);
     z.centre(T0, "a");
-    z.record(T0 + 5000, "b", 1, [true]);
+    z.record(T0 + 5000, "b", 1, 1);
     z.centre(T0 + 5000, "b");
     expect(z.result()).toMatchObject({ key: "b", boundary: T0 + 5000, complete: true });
-    const dense = new ZoomCapture(1000);
-    for (let i = 0; i <= MAX_RECENT; i++) dense.record(T0 - 1999 + (i % 1000), "k", 1, [true]);
+    const dense = new ZoomCapture(1000, 2);
+    for (let i = 0; i <= MAX_RECENT; i++) dense.record(T0 - 1999 + (i % 1000), "k", 1, 1);
     dense.centre(T0, "k");
     expect(dense.result()?.complete).toBe(false);
   });
@@ -47,9 +48,9 @@ describe("ZoomCapture", () => {
 
 describe("rollingCounts", () => {
   it("is the units admitted in (t − W, t] as steps: the boundary burst rises to 2N, then each half leaves a window later", () => {
-    const z = new ZoomCapture(1000);
-    for (let i = 0; i < 3; i++) z.record(T0 - 1, "k", 1, [true, true]);
-    for (let i = 0; i < 3; i++) z.record(T0, "k", 1, [true, false]);
+    const z = new ZoomCapture(1000, 2);
+    for (let i = 0; i < 3; i++) z.record(T0 - 1, "k", 1, 3);
+    for (let i = 0; i < 3; i++) z.record(T0, "k", 1, 1);
     z.centre(T0, "k");
     const zoom = z.result();
     if (zoom === undefined) throw new Error("no zoom");

@@ -32,65 +32,102 @@ export interface Zoom {
 /** Keeps recent events and captures the ones around the peak as the trace streams by. */
 export class ZoomCapture {
   readonly #windowMs: number;
-  #at: number[] = [];
-  #key: string[] = [];
-  #cost: number[] = [];
-  #allowed: boolean[][] = [];
+  readonly #runs: number;
+  // A ring of the recent events: slots [head, tail) modulo MAX_RECENT, allocated once.
+  readonly #at = new Float64Array(MAX_RECENT);
+  readonly #cost = new Float64Array(MAX_RECENT);
+  /** Per event, bit i set when algorithm i admitted it. */
+  readonly #allowed = new Int32Array(MAX_RECENT);
+  readonly #key = new Array<string>(MAX_RECENT);
   #head = 0;
+  #tail = 0;
   #latest = Number.NEGATIVE_INFINITY;
   /** The latest instant of an event dropped for room (not for age). */
   #droppedUpTo = Number.NEGATIVE_INFINITY;
-  #zoom: Zoom | undefined = undefined;
+  /** The copied span, kept raw (a peak may move many times: objects are made once, in `result`). */
+  #span:
+    | { key: string; boundary: number; at: number[]; cost: number[]; allowed: number[]; complete: boolean }
+    | undefined = undefined;
+  /**
+   * The latest peak, not yet copied out of the ring: a rising peak calls `centre` once per
+   * unit, so the copy waits until the span is over (or the result is asked for), once.
+   */
+  #pending: { key: string; boundary: number } | undefined = undefined;
 
-  constructor(windowMs: number) {
+  /** `runs`: how many algorithms decide each event (at most 31, bits of one integer). */
+  constructor(windowMs: number, runs: number) {
     this.#windowMs = windowMs;
+    this.#runs = runs;
   }
 
-  /** Records one event of the trace and every algorithm's decision on it. */
-  record(at: number, key: string, cost: number, allowed: boolean[]): void {
+  #bits(mask: number): boolean[] {
+    return Array.from({ length: this.#runs }, (_, i) => (mask & (1 << i)) !== 0);
+  }
+
+  /** Records one event of the trace and every algorithm's decision on it: bit i of `allowed` for algorithm i. */
+  record(at: number, key: string, cost: number, allowed: number): void {
     this.#latest = Math.max(this.#latest, at);
-    this.#at.push(at);
-    this.#key.push(key);
-    this.#cost.push(cost);
-    this.#allowed.push(allowed);
-    const zoom = this.#zoom;
-    if (zoom !== undefined && key === zoom.key && at <= zoom.boundary + zoom.windowMs) {
-      zoom.events.push({ at, cost, allowed });
-    }
-    while (this.#head < this.#at.length && (this.#at[this.#head] as number) < this.#latest - 3 * this.#windowMs) {
+    if (this.#tail - this.#head === MAX_RECENT) {
+      this.#droppedUpTo = Math.max(this.#droppedUpTo, this.#at[this.#head % MAX_RECENT] as number);
       this.#head++;
     }
-    while (this.#at.length - this.#head > MAX_RECENT) {
-      this.#droppedUpTo = Math.max(this.#droppedUpTo, this.#at[this.#head] as number);
-      this.#head++;
+    const slot = this.#tail % MAX_RECENT;
+    this.#at[slot] = at;
+    this.#cost[slot] = cost;
+    this.#allowed[slot] = allowed;
+    this.#key[slot] = key;
+    this.#tail++;
+    const pending = this.#pending;
+    const span = this.#span;
+    if (pending !== undefined) {
+      // Past the span: copy it out (this event included if in it) before it ages out of the ring.
+      if (this.#latest > pending.boundary + this.#windowMs) this.#capture();
+    } else if (span !== undefined && key === span.key && at <= span.boundary + this.#windowMs) {
+      // A late (out-of-order) event of a span already copied.
+      span.at.push(at);
+      span.cost.push(cost);
+      span.allowed.push(allowed);
     }
-    if (this.#head > 4096 && this.#head * 2 > this.#at.length) {
-      this.#at = this.#at.slice(this.#head);
-      this.#key = this.#key.slice(this.#head);
-      this.#cost = this.#cost.slice(this.#head);
-      this.#allowed = this.#allowed.slice(this.#head);
-      this.#head = 0;
-    }
+    const oldest = this.#latest - 3 * this.#windowMs;
+    while (this.#head < this.#tail && (this.#at[this.#head % MAX_RECENT] as number) < oldest) this.#head++;
   }
 
   /** A new highest peak was reached at `at` for `key` (after `record` of that event): capture around it. */
   centre(at: number, key: string): void {
+    this.#pending = { key, boundary: Math.floor(at / this.#windowMs) * this.#windowMs };
+  }
+
+  /** Copies the pending span's events out of the ring. */
+  #capture(): void {
+    const { key, boundary } = this.#pending as { key: string; boundary: number };
+    this.#pending = undefined;
     const w = this.#windowMs;
-    const boundary = Math.floor(at / w) * w;
     const from = boundary - 2 * w;
-    const events: ZoomEvent[] = [];
-    for (let i = this.#head; i < this.#at.length; i++) {
-      const t = this.#at[i] as number;
-      if (this.#key[i] === key && t >= from && t <= boundary + w) {
-        events.push({ at: t, cost: this.#cost[i] as number, allowed: this.#allowed[i] as boolean[] });
+    const span = { key, boundary, at: [] as number[], cost: [] as number[], allowed: [] as number[], complete: true };
+    for (let i = this.#head; i < this.#tail; i++) {
+      const slot = i % MAX_RECENT;
+      const t = this.#at[slot] as number;
+      if (this.#key[slot] === key && t >= from && t <= boundary + w) {
+        span.at.push(t);
+        span.cost.push(this.#cost[slot] as number);
+        span.allowed.push(this.#allowed[slot] as number);
       }
     }
-    this.#zoom = { key, boundary, windowMs: w, events, complete: this.#droppedUpTo < from };
+    span.complete = this.#droppedUpTo < from;
+    this.#span = span;
   }
 
   /** The capture, once a peak was seen. */
   result(): Zoom | undefined {
-    return this.#zoom;
+    if (this.#pending !== undefined) this.#capture();
+    const span = this.#span;
+    if (span === undefined) return undefined;
+    const events = span.at.map((at, i) => ({
+      at,
+      cost: span.cost[i] as number,
+      allowed: this.#bits(span.allowed[i] as number),
+    }));
+    return { key: span.key, boundary: span.boundary, windowMs: this.#windowMs, events, complete: span.complete };
   }
 }
 
