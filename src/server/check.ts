@@ -64,7 +64,7 @@ export async function handleCheck(req: IncomingMessage, res: ServerResponse, ctx
   const decisions = await decideAll(ctx, items, "check");
   decisions.forEach((d, i) => {
     const item = items[i] as CheckItem;
-    ctx.metrics.decision(item.rule, d, item.key);
+    ctx.metrics.decision(item.rule, item.tier ?? null, d, item.key);
     if (d.failure !== undefined) ctx.metrics.storeErrors++;
   });
   answer(res, batch, decisions);

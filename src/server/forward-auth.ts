@@ -80,7 +80,7 @@ export async function handleForwardAuth(req: IncomingMessage, res: ServerRespons
   const specs = (tier === undefined ? info?.specs : info?.tiers[tier]) as AlgorithmSpec[];
   const set = policySet(specs, rule);
   const decision: Decision = await onStore(ctx, () => ctx.service.check(item.rule, item.key, optionsOf(item)));
-  ctx.metrics.decision(rule, decision, item.key); // keys feed the status page's most limited
+  ctx.metrics.decision(rule, item.tier ?? null, decision, item.key); // keys feed the status page's most limited
   if (decision.failure !== undefined) ctx.metrics.storeErrors++;
 
   res.setHeader("cache-control", "no-store");

@@ -1,6 +1,7 @@
 /** The read-only endpoints: rules, health, metrics, status (JSON) and the status page. */
 import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { describeRule } from "../config/describe.ts";
 import { describeEnvoy, type EnvoyDescriptorInfo } from "../config/envoy/describe.ts";
 import { systemClock } from "../index.ts";
 import type { ServerContext } from "./context.ts";
@@ -68,23 +69,22 @@ export function handleMetrics(_req: IncomingMessage, res: ServerResponse, ctx: S
 }
 
 /**
- * `GET /v1/status`: what the status page polls: per rule the totals, admitted and denied per
- * second over the last 5 minutes (`series`) and the keys denied most right now (`topDenied`).
+ * `GET /v1/status`: what the status page polls: per rule its totals since start (the counters of
+ * /metrics), and per tier (`byTier`, the rule's own spec first as tier null) its totals,
+ * admitted / denied / failed per second over the last 5 minutes (`series`) and the keys denied
+ * most right now with their denial rate (`topDenied`).
  */
 export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): void {
   const rules = [...ctx.rules.values()].map((r) => {
     const [allowed, denied, failure] = ctx.metrics.decisions.get(r.name) ?? [0, 0, 0];
-    const { series, topDenied } = ctx.metrics.activity.view(r.name);
-    return {
-      name: r.name,
-      summary: r.summary,
-      tiers: Object.keys(r.tiers),
-      allowed,
-      denied,
-      failure,
-      series,
-      topDenied,
-    };
+    const byTier = [
+      { ...ctx.metrics.activity.view(r.name, null), summary: r.summary },
+      ...Object.entries(r.tiers).map(([tier, specs]) => ({
+        ...ctx.metrics.activity.view(r.name, tier),
+        summary: describeRule(specs),
+      })),
+    ];
+    return { name: r.name, summary: r.summary, tiers: Object.keys(r.tiers), allowed, denied, failure, byTier };
   });
   sendJson(res, 200, {
     uptimeSeconds: Math.floor((systemClock.now() - ctx.startedAt) / 1000),
@@ -105,4 +105,22 @@ export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: Se
 /** `GET /`: the status page (static; it polls /healthz, and /v1/status with the token if one is set). */
 export function handlePage(_req: IncomingMessage, res: ServerResponse): void {
   sendText(res, 200, "text/html; charset=utf-8", STATUS_PAGE);
+}
+
+/** The page's icon (a sluice gate), small enough to inline here. */
+const FAVICON =
+  '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" fill="#2e8b57"/>' +
+  '<path d="M4 3v10M8 3v6M12 3v10" stroke="#fff" stroke-width="2"/></svg>';
+
+/**
+ * `GET /favicon.ico`: the icon, as SVG (browsers go by the content type, not the name), cached
+ * for a day: a browser asks for it on every page load, and a 404 there is an error in its console.
+ */
+export function handleFavicon(_req: IncomingMessage, res: ServerResponse): void {
+  res.writeHead(200, {
+    "content-type": "image/svg+xml",
+    "cache-control": "public, max-age=86400",
+    "content-length": Buffer.byteLength(FAVICON),
+  });
+  res.end(FAVICON);
 }

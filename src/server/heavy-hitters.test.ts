@@ -100,6 +100,34 @@ describe("HeavyHitters", () => {
     expect(h.top()).toEqual([]);
   });
 
+  it("decays continuously: half a half-life in, a count is 1/√2 of itself", () => {
+    const clock = new ManualClock().set(Date.UTC(2026, 11, 1));
+    const h = new HeavyHitters({ k: 2, halfLifeMs: 30_000, clock });
+    h.add("a", 64);
+    clock.advance(15_000);
+    expect(h.top()[0]?.count).toBeCloseTo(64 / Math.SQRT2, 9);
+    h.add("a", 64); // entered at this instant, weighing in full
+    expect(h.top()[0]?.count).toBeCloseTo(64 / Math.SQRT2 + 64, 9);
+    clock.advance(45_000);
+    expect(h.top()[0]?.count).toBeCloseTo((64 / Math.SQRT2 + 64) / 2 ** 1.5, 9);
+    expect(h.total).toBeCloseTo((64 / Math.SQRT2 + 64) / 2 ** 1.5, 9);
+  });
+
+  it("turns a steady key's count into its rate per minute, from the first seconds on", () => {
+    const clock = new ManualClock().set(Date.UTC(2026, 11, 1));
+    const h = new HeavyHitters({ k: 2, halfLifeMs: 30_000, clock });
+    // 3 per second for 8 s: already read as 180 per minute, not the 1/6 of it the count alone would say.
+    for (let s = 0; s < 8; s++, clock.advance(1000)) h.add("early", 3);
+    expect(h.perMinute(h.top()[0]?.count as number)).toBeCloseTo(180, -1);
+    // 2 per second for 10 minutes (20 half-lives: the count has settled), 1 per second for another.
+    for (let s = 0; s < 600; s++, clock.advance(1000)) h.add("steady", 2);
+    for (let s = 0; s < 600; s++, clock.advance(500)) h.add("half", 1);
+    const [steady, half] = [h.top().find((t) => t.key === "steady"), h.top().find((t) => t.key === "half")];
+    expect(h.perMinute(half?.count as number)).toBeCloseTo(120, -1);
+    expect(h.perMinute(steady?.count as number)).toBeLessThan(1); // stopped 5 minutes (10 half-lives) ago
+    expect(new HeavyHitters({ k: 1, halfLifeMs: 0, clock }).perMinute(5)).toBeNaN();
+  });
+
   it("cuts keys to 200 characters for display", () => {
     const h = fresh(1);
     h.add("x".repeat(60_000));

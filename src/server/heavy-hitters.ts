@@ -2,8 +2,9 @@
  * The keys being limited most right now, in fixed memory however many keys there are: a
  * count-min sketch (with conservative update) estimates every key's count, and a min-heap of
  * the `k` largest estimates keeps the candidates. Estimates never under-count, so any key whose
- * count exceeds `total / k + error` is always in the top list (see `add`). Counts halve every
- * `halfLifeMs`, so the list follows what is happening now, not since start.
+ * count exceeds `total / k + error` is always in the top list (see `add`). Counts decay
+ * continuously, halving every `halfLifeMs`, so the list follows what is happening now, not
+ * since start, and a count converts to a rate (see `perMinute`).
  */
 import type { Clock } from "../core/clock.ts";
 
@@ -24,9 +25,15 @@ export interface HeavyHittersOptions {
 /** One reported key. */
 export interface HeavyHitter {
   key: string;
-  /** Estimated (decayed) count: never below the true decayed count. */
+  /**
+   * Estimated decayed count (each event weighs 2^(−age / halfLife)): never below the true one.
+   * Not a number of events: {@link HeavyHitters.perMinute} turns it into a rate.
+   */
   count: number;
 }
+
+/** Shortest span a rate is taken over, in ms: one event in the first instants is not thousands a minute. */
+const MIN_RATE_AGE_MS = 5000;
 
 /** Longest key text kept for display (a key may be as long as a request body). */
 const MAX_KEY_CHARS = 200;
@@ -59,7 +66,15 @@ export class HeavyHitters {
   readonly #index = new Map<string, number>();
   readonly #halfLifeMs: number;
   readonly #clock: Clock;
-  #decayedAt: number;
+  /**
+   * Forward decay: what is stored is relative to this landmark, each event entering with weight
+   * 2^((t − landmark) / halfLife), so a read divides by the same factor at its own instant and
+   * decay is continuous without touching every counter on every event. Stored values are
+   * rescaled (and the landmark moved) once per elapsed half-life, before the factor grows large.
+   */
+  #landmark: number;
+  /** When this summary began (rates are over at most the time since). */
+  readonly #started: number;
   #total = 0;
 
   constructor(options: HeavyHittersOptions) {
@@ -69,12 +84,28 @@ export class HeavyHitters {
     this.#counters = new Float64Array(this.#width * this.#depth);
     this.#halfLifeMs = options.halfLifeMs ?? 30_000;
     this.#clock = options.clock;
-    this.#decayedAt = options.clock.now();
+    this.#landmark = options.clock.now();
+    this.#started = this.#landmark;
   }
 
   /** Sum of all (decayed) counts added. */
   get total(): number {
-    return this.#total;
+    this.#rescale();
+    return this.#total / this.#scale();
+  }
+
+  /**
+   * The rate per minute behind a decayed count: a key taking `r` events per ms since this
+   * summary began, `age` ms ago, has the count r · ∫₀^age 2^(−s / halfLife) ds, so this divides
+   * by that integral (age at least {@link MIN_RATE_AGE_MS}, so one early event is not a huge
+   * rate). A key that started later than the summary reads low for a half-life or so; a change
+   * in rate shows within about one. NaN when counts never decay.
+   */
+  perMinute(count: number): number {
+    if (this.#halfLifeMs <= 0) return Number.NaN;
+    const age = Math.max(MIN_RATE_AGE_MS, this.#clock.now() - this.#started);
+    const span = (this.#halfLifeMs / Math.LN2) * (1 - 2 ** (-age / this.#halfLifeMs));
+    return (count * 60_000) / span;
   }
 
   /** What it holds: tracked keys (≤ k) and sketch counters (fixed). */
@@ -89,9 +120,10 @@ export class HeavyHitters {
    * keys plus it would add up to more than the total.
    */
   add(key: string, weight = 1): void {
-    this.#decay();
-    this.#total += weight;
-    const estimate = this.#sketchAdd(key, weight);
+    this.#rescale();
+    const scaled = weight * this.#scale();
+    this.#total += scaled;
+    const estimate = this.#sketchAdd(key, scaled);
     const at = this.#index.get(key);
     if (at !== undefined) {
       (this.#heap[at] as HeavyHitter).count = estimate;
@@ -112,15 +144,22 @@ export class HeavyHitters {
     this.#down(0);
   }
 
-  /** The top keys, largest first (keys cut to 200 characters for display). */
+  /** The top keys, largest first, with their decayed counts (keys cut to 200 characters for display). */
   top(): HeavyHitter[] {
-    this.#decay();
+    this.#rescale();
+    const scale = this.#scale();
     return [...this.#heap]
       .sort((a, b) => b.count - a.count)
       .map((h) => ({
         key: h.key.length > MAX_KEY_CHARS ? `${h.key.slice(0, MAX_KEY_CHARS)}…` : h.key,
-        count: Math.round(h.count * 100) / 100,
+        count: h.count / scale,
       }));
+  }
+
+  /** The weight an event entering now gets (1 at the landmark, 2 one half-life after it). */
+  #scale(): number {
+    if (this.#halfLifeMs <= 0) return 1;
+    return 2 ** ((this.#clock.now() - this.#landmark) / this.#halfLifeMs);
   }
 
   /** Conservative update: raise only the rows at the minimum; returns the new estimate. */
@@ -139,13 +178,16 @@ export class HeavyHitters {
     return estimate;
   }
 
-  /** Halves every count once per elapsed half-life (the same factor for all: order is kept). */
-  #decay(): void {
+  /**
+   * Moves the landmark forward by whole half-lives, halving every stored value as often (the
+   * same factor for all: order is kept, and reads are unchanged).
+   */
+  #rescale(): void {
     if (this.#halfLifeMs <= 0) return;
     const now = this.#clock.now();
-    const halvings = Math.floor((now - this.#decayedAt) / this.#halfLifeMs);
+    const halvings = Math.floor((now - this.#landmark) / this.#halfLifeMs);
     if (halvings <= 0) return;
-    this.#decayedAt += halvings * this.#halfLifeMs;
+    this.#landmark += halvings * this.#halfLifeMs;
     const factor = 2 ** -Math.min(halvings, 1100);
     for (let i = 0; i < this.#counters.length; i++) this.#counters[i] = (this.#counters[i] as number) * factor;
     for (const h of this.#heap) h.count *= factor;

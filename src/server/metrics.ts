@@ -37,7 +37,7 @@ export class Metrics {
   lastReloadOk = 1;
   /** Epoch seconds of the last reload attempt (initial load included). */
   lastReloadAt = 0;
-  /** Per-second counts and most-denied keys per rule, for the status page. */
+  /** Per-second counts, totals and most-denied keys per rule tier, for the status page. */
   readonly activity: Activity;
 
   constructor(clock: Clock = systemClock) {
@@ -45,21 +45,19 @@ export class Metrics {
   }
 
   /**
-   * Counts one decision for `rule` (and, when the limit denied it, `key` among the most limited).
-   * An answer of the failure policy is counted apart, allowed or not: an outage is not a denial.
+   * Counts one decision for `rule`'s `tier` (null: its own spec), and, when the limit denied it,
+   * `key` among the most limited. An answer of the failure policy is counted apart, allowed or
+   * not: an outage is not a denial.
    */
-  decision(rule: string, decision: Decision, key?: string): void {
+  decision(rule: string, tier: string | null, decision: Decision, key?: string): void {
     let cell = this.decisions.get(rule);
     if (cell === undefined) {
       cell = [0, 0, 0];
       this.decisions.set(rule, cell);
     }
-    if (outcomeOf(decision) === "failure") {
-      cell[2]++;
-      return;
-    }
-    this.activity.record(rule, decision.allowed, key);
-    cell[decision.allowed ? 0 : 1]++;
+    const outcome = outcomeOf(decision) === "failure" ? "failure" : decision.allowed ? "allowed" : "denied";
+    this.activity.record(rule, tier, outcome, key);
+    cell[outcome === "allowed" ? 0 : outcome === "denied" ? 1 : 2]++;
   }
 
   /** Counts one HTTP response. */

@@ -238,6 +238,16 @@ export const OPENAPI = {
         responses: { "200": { description: "HTML.", content: { "text/html": { schema: { type: "string" } } } } },
       },
     },
+    "/favicon.ico": {
+      get: {
+        operationId: "favicon",
+        summary: "The status page's icon (SVG), so a browser's request for it is not a 404.",
+        security: [],
+        responses: {
+          "200": { description: "SVG.", content: { "image/svg+xml": { schema: { type: "string" } } } },
+        },
+      },
+    },
   },
   components: {
     securitySchemes: {

@@ -10,7 +10,7 @@ import { show } from "./check-items.ts";
 import type { ServerContext } from "./context.ts";
 import { answerPreflight, corsHeaders } from "./cors.ts";
 import { handleForwardAuth } from "./forward-auth.ts";
-import { handleHealth, handleMetrics, handlePage, handleRules, handleStatus } from "./handlers.ts";
+import { handleFavicon, handleHealth, handleMetrics, handlePage, handleRules, handleStatus } from "./handlers.ts";
 import { handleOpenApi } from "./openapi.ts";
 import { HttpError, sendProblem } from "./problem.ts";
 
@@ -38,6 +38,7 @@ export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
   ["/healthcheck", { method: "GET", auth: false, handler: handleHealth }],
   ["/openapi.json", { method: "GET", auth: false, handler: handleOpenApi }],
   ["/", { method: "GET", auth: false, handler: handlePage }],
+  ["/favicon.ico", { method: "GET", auth: false, handler: handleFavicon }],
 ]);
 
 /** The route label for metrics: a known path, or "other" (never the raw path: unbounded). */

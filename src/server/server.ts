@@ -109,7 +109,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const apply = (config: Parameters<typeof applyConfig>[1]) => {
     const result = applyConfig(service, config);
     context.rules = new Map(service.rules().map((info) => [info.name, { ...info, summary: describeRule(info.specs) }]));
-    metrics.activity.retain(context.rules.keys());
+    metrics.activity.retain(context.rules.values());
     return result;
   };
   apply(initial);

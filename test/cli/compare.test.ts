@@ -60,7 +60,40 @@ describe("sluice compare", () => {
     }
     const page = readFileSync(html, "utf8");
     expect(page).not.toMatch(/(src|href)="https?:/);
-    expect(page.match(/<svg class="chart"/g)).toHaveLength(6);
+    // One chart per distinct pattern of columns (each algorithm named on exactly one), and the zoom.
+    const sections = [...page.matchAll(/data-algorithms="([^"]+)"/g)].map((m) => (m[1] as string).split(" "));
+    expect(sections.flat().sort()).toEqual(
+      ["fixed-window", "sliding-log", "sliding-window", "token-bucket", "gcra", "leaky-bucket"].sort(),
+    );
+    expect(page.match(/<svg class="chart"/g)).toHaveLength(sections.length);
+    expect(page.match(/<svg class="chart zoom"/g)).toHaveLength(1);
+  });
+
+  it("the report's zoom shows the boundary burst: fixed-window at 2× the limit in a rolling window, the others at it", async () => {
+    const html = join(tmp.dir, "boundary.html");
+    const r = await run(["compare", "--generate", "boundary", "--limit", "10", "--duration", "10s", "--html", html]);
+    expect(r.status).toBe(0);
+    const page = readFileSync(html, "utf8");
+    const panels = Object.fromEntries(
+      [...page.matchAll(/<g class="panel" data-algorithm="([^"]+)" data-max="(\d+)">/g)].map((m) => [
+        m[1],
+        Number(m[2]),
+      ]),
+    );
+    expect(panels).toEqual({
+      "fixed-window": 20,
+      "sliding-log": 10,
+      "sliding-window": 10,
+      "token-bucket": 10,
+      gcra: 10,
+      "leaky-bucket": 10,
+    });
+    expect(page).toContain("window boundary 1 ms after the first event");
+    // The five that decide alike on this trace share one chart, and the report says why.
+    expect(page).toContain('data-algorithms="sliding-log sliding-window token-bucket gcra leaky-bucket"');
+    expect(page).toMatch(
+      /admitted and denied exactly as many requests in every \d+ ms column, so one chart stands for all 5/,
+    );
   });
 
   it("generates the same trace for the same seed and rejects bad flags", async () => {

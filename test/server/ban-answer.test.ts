@@ -132,9 +132,14 @@ describe("a store failure answered alike", () => {
       expect(metrics).toContain('sluice_decisions_total{rule="login",outcome="failure"} 1');
       expect(metrics).toContain('sluice_decisions_total{rule="login",outcome="denied"} 0');
       const status = (await (await fetch(`${deny.url}/v1/status`)).json()) as {
-        rules: Array<{ name: string; denied: number; failure: number; topDenied: unknown[] }>;
+        rules: Array<{ name: string; denied: number; failure: number; byTier: unknown[] }>;
       };
-      expect(status.rules[0]).toMatchObject({ name: "login", denied: 0, failure: 1, topDenied: [] });
+      expect(status.rules[0]).toMatchObject({
+        name: "login",
+        denied: 0,
+        failure: 1,
+        byTier: [{ tier: null, totals: { allowed: 0, denied: 0, failure: 1 }, topDenied: [] }],
+      });
       const api = await seen(
         await fetch(`${raise.url}/v1/check`, {
           method: "POST",

@@ -1,6 +1,7 @@
-// The status page (GET /) in headless Chromium: per-rule charts of admitted and denied, the
-// most limited keys, store health and last reload; keys only with the token. Screenshots go
-// to test-artifacts/ (look at them: the charts must show traffic).
+// The status page (GET /) in headless Chromium: per rule tier, charts of admitted and denied,
+// rates and totals labelled as such, the most limited keys as rates; the store's counts, store
+// health and last reload; its icon; keys only with the token. Screenshots go to
+// test-artifacts/ (look at them: the charts must show traffic).
 import { join } from "node:path";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -10,8 +11,12 @@ import { ARTIFACTS, chromiumAvailable, launchChromium } from "../support/browser
 let browser: Browser;
 let open: Served;
 let guarded: Served;
+let broken: Served;
 
-/** Checks sent in the background: `mallory` hammers `pings` (2/s per key), others stay polite. */
+/**
+ * Checks sent in the background: `mallory` hammers `pings` (2/s per key), others stay polite;
+ * `search` is hammered by `scraper` on its own spec and by `bulk` on its `pro` tier.
+ */
 function traffic(s: Served, token?: string): () => Promise<void> {
   let stop = false;
   const headers: Record<string, string> = { "content-type": "application/json" };
@@ -23,6 +28,8 @@ function traffic(s: Served, token?: string): () => Promise<void> {
         ...Array.from({ length: 4 }, () => ({ rule: "pings", key: "eve" })),
         { rule: "pings", key: `polite-${round % 7}` },
         ...Array.from({ length: 5 }, (_, i) => ({ rule: "api", key: `user-${i}` })),
+        ...Array.from({ length: 3 }, () => ({ rule: "search", key: "scraper" })),
+        ...Array.from({ length: 15 }, () => ({ rule: "search", key: "bulk", tier: "pro" })),
       ];
       const res = await fetch(`${s.url}/v1/check`, { method: "POST", headers, body: JSON.stringify(batch) });
       expect(res.status).toBe(200);
@@ -43,19 +50,28 @@ describe.skipIf(!chromiumAvailable)("the status page in headless Chromium", () =
   beforeAll(async () => {
     ensureBuilt();
     browser = await launchChromium();
-    [open, guarded] = await Promise.all([
+    [open, guarded, broken] = await Promise.all([
       serve(["--config", "examples/rules.yaml"]),
       serve(["--config", "examples/rules.yaml"], { SLUICE_TOKEN: "s3cret" }),
+      // A Redis that refuses every connection (port 1 on loopback): every check is a store failure.
+      serve(["--config", "examples/rules.yaml", "--redis", "redis://127.0.0.1:1", "--on-store-error", "deny"]),
     ]);
   });
   afterAll(async () => {
     await browser?.close();
-    await Promise.all([open?.stop(), guarded?.stop()]);
+    await Promise.all([open?.stop(), guarded?.stop(), broken?.stop()]);
   });
 
-  it("charts admitted and denied per rule, lists the most limited keys, shows store health", async () => {
+  it("charts admitted and denied per rule tier, lists the most limited keys, shows store health", async () => {
     const stop = traffic(open);
     const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const failed: string[] = [];
+    page.on("response", (r) => {
+      if (r.status() >= 400) failed.push(`${r.status()} ${r.url()}`);
+    });
+    page.on("console", (m) => {
+      if (m.type() === "error") failed.push(m.text());
+    });
     try {
       await page.goto(`${open.url}/`);
       await page.waitForSelector('section[data-rule="pings"]');
@@ -73,7 +89,47 @@ describe.skipIf(!chromiumAvailable)("the status page in headless Chromium", () =
         undefined,
         { timeout: 15_000 },
       );
+      await page.waitForFunction(
+        () =>
+          document.querySelector('section[data-rule="search"] .tier[data-tier="pro"] ol.top-keys li code')
+            ?.textContent === "bulk",
+        undefined,
+        { timeout: 15_000 },
+      );
       await page.waitForTimeout(3000); // more seconds of chart for the screenshot
+      // Each tier its own row: the rule's own spec, then `pro`, with its own summary, rates and keys.
+      const tiers = await page.$$eval('section[data-rule="search"] .tier', (ts) =>
+        ts.map((t) => [t.getAttribute("data-tier"), t.querySelector("h3.tier-name")?.textContent ?? ""]),
+      );
+      expect(tiers.map(([t]) => t)).toEqual(["", "pro"]);
+      expect(tiers[0]?.[1]).toMatch(/^default \(no tier given\) — .*60/);
+      expect(tiers[1]?.[1]).toMatch(/^tier pro — .*600/);
+      const baseKeys = await page.$$eval('section[data-rule="search"] .tier.base ol.top-keys li code', (cs) =>
+        cs.map((c) => c.textContent),
+      );
+      expect(baseKeys).toEqual(["scraper"]);
+      expect(await page.$$('section[data-rule="search"] svg.chart')).toHaveLength(2);
+      // Every figure says what it is: a rate (per second, per minute) or a total since start.
+      const pings = page.locator('section[data-rule="pings"] .tier.base');
+      expect(await pings.locator(".rates").textContent()).toMatch(/^now \d+\.\d admitted\/s · \d+\.\d denied\/s$/);
+      expect(await pings.locator(".totals").textContent()).toMatch(
+        /^total since start [\d,]+ admitted · [\d,]+ denied$/,
+      );
+      expect(await pings.locator("aside h3").textContent()).toBe("most denied keys now, denials per minute");
+      expect(await pings.locator("ol.top-keys li").first().textContent()).toMatch(/^mallory — [\d.]+\/min$/);
+      expect(await pings.locator("svg.chart text.unit-label").textContent()).toBe("per second");
+      expect(await pings.locator("svg.chart text.x-tick").allTextContents()).toEqual([
+        "−5 min",
+        "−4 min",
+        "−3 min",
+        "−2 min",
+        "−1 min",
+        "now",
+      ]);
+      // The store's own counts, labelled; no store failures, so no failure banner.
+      expect(Number(await page.textContent('#store [data-figure="sluice_store_keys"] dd'))).toBeGreaterThan(0);
+      expect(await page.textContent("#store")).toContain("keys held exactly");
+      expect(await page.isVisible("#failures")).toBe(false);
       expect(await chartMax(page, "pings")).toBeGreaterThan(0);
       expect(await chartMax(page, "api")).toBeGreaterThan(0);
       expect(await chartMax(page, "webhooks")).toBe(0);
@@ -88,6 +144,24 @@ describe.skipIf(!chromiumAvailable)("the status page in headless Chromium", () =
       );
       expect(heights.every((h) => h > 0)).toBe(true);
       await page.screenshot({ path: join(ARTIFACTS, "status-page.png"), fullPage: true });
+      // The icon the page links is served and decodes as an image (headless Chromium does not
+      // fetch icons itself, so the page loads it): no 404, and no console error on any load.
+      const icon = await page.evaluate(async () => {
+        const href = (document.querySelector('link[rel="icon"]') as HTMLLinkElement).href;
+        const res = await fetch(href);
+        const img = new Image();
+        img.src = href;
+        await img.decode();
+        return {
+          path: new URL(href).pathname,
+          status: res.status,
+          type: res.headers.get("content-type"),
+          width: img.naturalWidth,
+        };
+      });
+      expect(icon).toMatchObject({ path: "/favicon.ico", status: 200, type: "image/svg+xml" });
+      expect(icon.width).toBeGreaterThan(0);
+      expect(failed).toEqual([]);
     } finally {
       await stop();
       await page.close();
@@ -121,6 +195,40 @@ describe.skipIf(!chromiumAvailable)("the status page in headless Chromium", () =
       expect(await page.isVisible("#auth")).toBe(false);
       expect(await chartMax(page, "pings")).toBeGreaterThan(0);
       await page.screenshot({ path: join(ARTIFACTS, "status-page-token.png"), fullPage: true });
+    } finally {
+      await stop();
+      await page.close();
+    }
+  });
+
+  it("shows store failures apart from denials: a banner, their own rate, total and band", async () => {
+    const stop = traffic(broken);
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    try {
+      await page.goto(`${broken.url}/`);
+      await page.waitForFunction(
+        () => Number(document.querySelector('section[data-rule="pings"] .rate-failed')?.textContent) > 0,
+        undefined,
+        { timeout: 20_000 },
+      );
+      await page.waitForTimeout(2000); // a few seconds of chart for the screenshot
+      expect(await page.textContent("#health")).toMatch(/store redis not answering/);
+      expect(await page.textContent("#failures")).toMatch(
+        /^The store failed [\d,]+ times since start: those checks were answered by its failure policy and are not counted as denials\.$/,
+      );
+      const pings = page.locator('section[data-rule="pings"] .tier.base');
+      expect(await pings.locator(".rates").textContent()).toMatch(/· \d+\.\d store failures\/s$/);
+      expect(await pings.locator(".totals").textContent()).toMatch(
+        /^total since start 0 admitted · 0 denied · [\d,]+ answered while the store failed$/,
+      );
+      expect(await pings.locator("aside").textContent()).toContain("none denied recently");
+      const band = await pings
+        .locator("svg.chart path.area-failed")
+        .evaluate((p) => (p as SVGGraphicsElement).getBBox().height);
+      expect(band).toBeGreaterThan(0);
+      // Redis holds the keys: the page says where to count them instead of showing zeros.
+      expect(await page.textContent("#store")).toContain("The redis store keeps the keys");
+      await page.screenshot({ path: join(ARTIFACTS, "status-page-store-failing.png"), fullPage: true });
     } finally {
       await stop();
       await page.close();

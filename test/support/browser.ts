@@ -18,11 +18,23 @@ export const chromiumAvailable = existsSync(CHROMIUM);
 
 if (!chromiumAvailable) cannotRun("browser tests", `${CHROMIUM} is not installed (.ci/run installs it)`);
 
-/** Launches headless Chromium with the flags this machine needs (no network, no sandbox as root). */
+/**
+ * Launches headless Chromium with the flags this machine needs (no sandbox as root, no
+ * background network, sync or updates); Playwright gives it a fresh profile directory.
+ */
 export async function launchChromium(): Promise<Browser> {
   mkdirSync(ARTIFACTS, { recursive: true });
   return chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 }

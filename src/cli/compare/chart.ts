@@ -8,6 +8,40 @@ const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replac
 /** Escapes text for HTML. */
 export const escapeHtml = esc;
 
+/** A round step (1, 2 or 5 × a power of ten) giving about `target` steps over `span`. */
+export function niceStep(span: number, target: number): number {
+  const raw = Math.max(span, 1e-9) / target;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  return ([1, 2, 5, 10].map((f) => f * p).find((v) => v >= raw) ?? 10 * p) as number;
+}
+
+/** Seconds with as many decimals as `stepMs` needs (at most 3): 0.25 s steps read "1.25 s". */
+export function secondsLabel(ms: number, stepMs: number): string {
+  let decimals = 0;
+  while (
+    decimals < 3 &&
+    Math.abs(Math.round((stepMs / 1000) * 10 ** decimals) - (stepMs / 1000) * 10 ** decimals) > 1e-9
+  ) {
+    decimals++;
+  }
+  return `${(ms / 1000).toFixed(decimals)} s`;
+}
+
+/** Tick instants over [from, to] every round step (about `target` of them), labelled as time since `origin`. */
+export function timeTicks(
+  from: number,
+  to: number,
+  origin: number,
+  target: number,
+): Array<{ at: number; label: string }> {
+  const step = niceStep(to - from, target);
+  const ticks: Array<{ at: number; label: string }> = [];
+  for (let t = Math.ceil((from - origin) / step) * step; origin + t <= to + 1e-9; t += step) {
+    ticks.push({ at: origin + t, label: secondsLabel(t, step) });
+  }
+  return ticks;
+}
+
 /** An SVG column chart of one algorithm's series; `yMax` is shared so charts compare by eye. */
 export function seriesChart(
   title: string,
@@ -41,10 +75,17 @@ export function seriesChart(
     nominal <= yMax
       ? `<line class="nominal" x1="${left}" x2="${width - 8}" y1="${y(nominal).toFixed(1)}" y2="${y(nominal).toFixed(1)}"><title>nominal limit per bucket: ${nominal.toFixed(1)}</title></line>`
       : "";
-  const seconds = (n * bucketMs) / 1000;
+  const spanMs = n * bucketMs;
+  const xTicks = timeTicks(0, spanMs, 0, 8)
+    .map(({ at, label }) => {
+      const x = left + (at / spanMs) * plotW;
+      const anchor = at === 0 ? "start" : "middle";
+      return `<line class="axis" x1="${x.toFixed(1)}" x2="${x.toFixed(1)}" y1="${y(0)}" y2="${y(0) + 4}"/><text class="tick x-tick" x="${x.toFixed(1)}" y="${height - 6}" text-anchor="${anchor}">${label}</text>`;
+    })
+    .join("");
   return `<svg class="chart" role="img" aria-label="${esc(title)}" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" xmlns="http://www.w3.org/2000/svg">
 <line class="axis" x1="${left}" x2="${left}" y1="8" y2="${y(0)}"/><line class="axis" x1="${left}" x2="${width - 8}" y1="${y(0)}" y2="${y(0)}"/>
 <text class="tick" x="${left - 4}" y="${y(yMax) + 4}" text-anchor="end">${yMax}</text><text class="tick" x="${left - 4}" y="${y(0)}" text-anchor="end">0</text>
-<text class="tick" x="${left}" y="${height - 6}">0 s</text><text class="tick" x="${width - 8}" y="${height - 6}" text-anchor="end">${seconds.toFixed(1)} s</text>
+${xTicks}
 ${bars}${nominalLine}</svg>`;
 }

@@ -9,6 +9,7 @@ import { nominalSpecs } from "./nominal.ts";
 import { renderReport } from "./report.ts";
 import { formatTable } from "./table.ts";
 import { generateTrace, TRACE_KINDS, type TraceKind } from "./traces.ts";
+import { ZoomCapture } from "./zoom.ts";
 
 /** Help text of `sluice compare`. */
 export const COMPARE_HELP = `Usage: sluice compare [FILE | --generate KIND] [--limit N] [--window DURATION] [--html OUT]
@@ -147,6 +148,11 @@ export async function compareCommand(
   let start: number | undefined;
   let bucketMs = 1;
   let n = 0;
+  // The report's zoomed chart follows fixed-window's peak as it rises: its busiest rolling
+  // window always spans a window boundary (within one window it cannot pass the limit).
+  const zoom = str(parsed, "html") === undefined ? undefined : new ZoomCapture(windowMs, runs.length);
+  const fixed = runs.find((run) => run.spec.algorithm === "fixed-window") as AlgorithmRun;
+  let highest = 0;
   for await (const { at, key, cost } of trace.events) {
     start ??= at;
     let bucket = Math.max(0, Math.floor((at - start) / bucketMs));
@@ -155,7 +161,18 @@ export async function compareCommand(
       for (const run of runs) run.halveSeries();
       bucket = Math.max(0, Math.floor((at - start) / bucketMs));
     }
-    for (const run of runs) run.feed(at, key, cost, bucket);
+    if (zoom === undefined) for (const run of runs) run.feed(at, key, cost, bucket);
+    else {
+      let admitted = 0;
+      for (let i = 0; i < runs.length; i++)
+        if ((runs[i] as AlgorithmRun).feed(at, key, cost, bucket)) admitted |= 1 << i;
+      zoom.record(at, key, cost, admitted);
+      if (fixed.peak > highest) {
+        highest = fixed.peak;
+        const peak = fixed.peakAt as { at: number; key: string };
+        zoom.centre(peak.at, peak.key);
+      }
+    }
     n++;
     if (progress && n % 100_000 === 0) io.stderr.write(`\rcompare: ${n.toLocaleString("en-US")} events`);
   }
@@ -171,7 +188,9 @@ export async function compareCommand(
   const html = str(parsed, "html");
   if (html !== undefined) {
     try {
-      await writeFile(html, renderReport({ title: trace.title, results, limit, windowMs, bucketMs, events: n }));
+      const input = { title: trace.title, results, limit, windowMs, bucketMs, events: n, origin: start as number };
+      const captured = zoom?.result();
+      await writeFile(html, renderReport(captured === undefined ? input : { ...input, zoom: captured }));
     } catch (error) {
       throw new InputError(`cannot write ${JSON.stringify(html)} (${(error as NodeJS.ErrnoException).code ?? error})`);
     }

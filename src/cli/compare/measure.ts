@@ -38,6 +38,12 @@ export interface RunResult {
   series: Array<[number, number]>;
 }
 
+/** Where an algorithm's peak was first reached: the instant and the key (for the zoomed chart). */
+export interface PeakAt {
+  at: number;
+  key: string;
+}
+
 interface Window {
   times: number[];
   costs: number[];
@@ -59,6 +65,7 @@ export class AlgorithmRun {
   #admitted = 0;
   #denied = 0;
   #peak = 0;
+  #peakAt: PeakAt | undefined = undefined;
   #steps = 0;
   #retry = { exact: 0, early: 0, late: 0, never: 0 };
   #delaySum = 0;
@@ -71,8 +78,18 @@ export class AlgorithmRun {
     this.#windowMs = windowMs;
   }
 
-  /** Decides one event, counted in chart column `bucket`. */
-  feed(at: number, key: string, cost: number, bucket: number): void {
+  /** Units admitted in the busiest rolling window so far. */
+  get peak(): number {
+    return this.#peak;
+  }
+
+  /** When and for which key {@link peak} was first reached (undefined before any admission). */
+  get peakAt(): PeakAt | undefined {
+    return this.#peakAt;
+  }
+
+  /** Decides one event, counted in chart column `bucket`; returns whether it was admitted. */
+  feed(at: number, key: string, cost: number, bucket: number): boolean {
     let record = this.#records.get(key);
     if (record === undefined) {
       record = createRecord(this.#rule);
@@ -96,6 +113,7 @@ export class AlgorithmRun {
       else this.#retry.never++;
     }
     if (++this.#fed % SWEEP_EVERY === 0) this.#sweep(at);
+    return d.allowed;
   }
 
   /** Merges chart columns pairwise (the command doubled the column width). */
@@ -135,7 +153,10 @@ export class AlgorithmRun {
       w.sum -= w.costs[w.head] as number;
       w.head++;
     }
-    if (w.sum > this.#peak) this.#peak = w.sum;
+    if (w.sum > this.#peak) {
+      this.#peak = w.sum;
+      this.#peakAt = { at: t, key };
+    }
     if (w.head > 1024 && w.head * 2 > w.times.length) {
       w.times = w.times.slice(w.head);
       w.costs = w.costs.slice(w.head);
