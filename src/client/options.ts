@@ -6,7 +6,12 @@
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError } from "../core/errors.ts";
 import { type BreakerOptions, checkBreaker } from "../stores/remote/breaker.ts";
-import { checkOnError, DEFAULT_POLICY, type FallbackOption, type OnError } from "../stores/remote/failure-policy.ts";
+import {
+  checkOnError,
+  DEFAULT_POLICY,
+  type FallbackLimiter,
+  type FixedPolicy,
+} from "../stores/remote/failure-policy.ts";
 import { DEFAULT_TIMEOUT_MS } from "../stores/remote/with-timeout.ts";
 
 /**
@@ -14,7 +19,7 @@ import { DEFAULT_TIMEOUT_MS } from "../stores/remote/with-timeout.ts";
  * `"deny"` (default), `"allow"`, `"throw"` (reject with the StoreError), a fallback `Limiter`
  * (asked with the same key and cost), or a function building one fallback limiter per rule name.
  */
-export type ClientOnError = Exclude<OnError<string>, FallbackOption>;
+export type ClientOnError = FixedPolicy | FallbackLimiter | ((rule: string) => FallbackLimiter);
 
 /** Options of {@link createClient}. */
 export interface ClientOptions {

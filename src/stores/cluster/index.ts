@@ -4,6 +4,6 @@
  * `new ClusterStore({ socket })` in every process (PM2 cluster mode), one of which then hosts.
  */
 export type { BreakerOptions } from "../remote/breaker.ts";
-export type { FallbackLimiter, FallbackOption, OnError } from "../remote/failure-policy.ts";
+export type { FallbackLimiter, FallbackOption, FixedPolicy, OnError } from "../remote/failure-policy.ts";
 export { ClusterStore, type ClusterStoreOptions } from "./cluster-store.ts";
 export { type ClusterPrimary, type ClusterPrimaryOptions, startClusterStore } from "./primary.ts";

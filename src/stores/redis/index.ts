@@ -4,7 +4,7 @@
  */
 
 export type { BreakerOptions } from "../remote/breaker.ts";
-export type { FallbackLimiter, FallbackOption, OnError } from "../remote/failure-policy.ts";
+export type { FallbackLimiter, FallbackOption, FixedPolicy, OnError } from "../remote/failure-policy.ts";
 export { STORE_FAILURE_WARNING } from "../remote/failure-warning.ts";
 export type { IoredisLike, NodeRedisLike, RedisClientLike } from "./client.ts";
 export type { RedisConnectOptions } from "./connect.ts";

@@ -18,11 +18,18 @@ import { describeValue } from "../../core/describe-value.ts";
 import { ArgumentError, type StoreError } from "../../core/errors.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 
-/** The three fixed policies, in the order they are documented (`--on-store-error` takes these). */
-export const FIXED_POLICIES = ["deny", "allow", "throw"] as const;
-
 /** A fixed policy: `"deny"` (the default), `"allow"` or `"throw"`. */
-export type FixedPolicy = (typeof FIXED_POLICIES)[number];
+export type FixedPolicy = "deny" | "allow" | "throw";
+
+/**
+ * The fixed policies, in the order they are documented (`--on-store-error` takes these). Built
+ * from a record over FixedPolicy, so the type and the list cannot disagree.
+ */
+export const FIXED_POLICIES: readonly FixedPolicy[] = Object.keys({
+  deny: true,
+  allow: true,
+  throw: true,
+} satisfies Record<FixedPolicy, true>) as FixedPolicy[];
 
 /** The policy when none is given: a store that cannot answer must not wave everything through. */
 export const DEFAULT_POLICY: FixedPolicy = "deny";
