@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { ManualClock } from "../../clock.ts";
-import { ArgumentError, StoreError } from "../../errors.ts";
+import { ManualClock } from "../../core/clock.ts";
+import { ArgumentError, StoreError } from "../../core/errors.ts";
 import { createLimiter } from "../../limiter.ts";
-import { compileRule } from "../../rule.ts";
-import type { RuleBinding } from "../../store.ts";
+import { compileRule } from "../../core/rule.ts";
+import type { RuleBinding } from "../../core/store.ts";
 import { MemoryStore } from "../memory/memory-store.ts";
 import { checkOnError, failurePolicy, type OnError, rulePolicy } from "./failure-policy.ts";
 
