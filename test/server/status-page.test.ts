@@ -150,8 +150,12 @@ describe.skipIf(!chromiumAvailable)("the status page in headless Chromium", () =
         const href = (document.querySelector('link[rel="icon"]') as HTMLLinkElement).href;
         const res = await fetch(href);
         const img = new Image();
-        img.src = href;
-        await img.decode();
+        // load/error events rather than img.decode(), which Chromium may reject for an SVG it did draw.
+        await new Promise((resolve, reject) => {
+          img.onload = resolve;
+          img.onerror = () => reject(new Error(`the icon at ${href} did not load as an image`));
+          img.src = href;
+        });
         return {
           path: new URL(href).pathname,
           status: res.status,
