@@ -6,7 +6,8 @@
 // all alike; the median round is reported. One descriptor per call, and five (JSON: a batch of 5).
 //
 // Run: npm run build && node bench/grpc-servers.mjs
-// Env: BENCH_CALLS per round (default 20000), BENCH_ROUNDS (default 3), BENCH_INFLIGHT (default 32)
+// Env: BENCH_CALLS per round (default 20000), BENCH_ROUNDS (default 3), BENCH_INFLIGHT (default 32),
+//      BENCH_STACKS (default grpc-js,connect,sluice)
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -49,7 +50,7 @@ const json = (n) =>
   n === 1
     ? JSON.stringify({ rule: "api", key: "bench-0" })
     : JSON.stringify(Array.from({ length: n }, (_, i) => ({ rule: "api", key: `bench-${i}` })));
-const stacks = ["grpc-js", "connect", "sluice"];
+const stacks = (process.env.BENCH_STACKS ?? "grpc-js,connect,sluice").split(",");
 const clients = Object.fromEntries(stacks.map((s) => [s, rlsClient(addresses[s], proto)]));
 
 const rows = [];

@@ -79,10 +79,15 @@ export interface RunningGrpc {
 
 const PREFIX = 5;
 const ignore = () => undefined;
+// Shared by every call (node:http2 copies headers before use). No `date`: gRPC does not use it.
+const REPLY_HEADERS = { ":status": 200, "content-type": "application/grpc", "grpc-accept-encoding": "identity" };
+const REPLY_OPTIONS = { waitForTrailers: true, sendDate: false };
+const FAIL_OPTIONS = { endStream: true, sendDate: false };
+const OK_TRAILERS = { "grpc-status": "0" };
 
 /** Answers the call with a status and no message (gRPC's trailers-only response). */
 function fail(stream: ServerHttp2Stream, code: number, details: string): void {
-  if (stream.headersSent || stream.destroyed) return;
+  if (stream.headersSent || stream.destroyed || stream.closed) return;
   stream.respond(
     {
       ":status": 200,
@@ -91,7 +96,7 @@ function fail(stream: ServerHttp2Stream, code: number, details: string): void {
       // Percent-encoded as the protocol asks (grpc-js decodes it with decodeURI).
       "grpc-message": encodeURI(details),
     },
-    { endStream: true },
+    FAIL_OPTIONS,
   );
   // The request may still be arriving: stop it (RST_STREAM NO_ERROR after the status, as the
   // HTTP/2 spec allows a server that answered early), so its bytes are neither read nor buffered.
@@ -99,14 +104,11 @@ function fail(stream: ServerHttp2Stream, code: number, details: string): void {
 }
 
 function reply(stream: ServerHttp2Stream, { buf, length }: Reply): void {
-  if (stream.headersSent || stream.destroyed) return;
+  if (stream.headersSent || stream.destroyed || stream.closed) return; // the client gave up
   buf[0] = 0; // not compressed
   buf.writeUInt32BE(length, 1);
-  stream.respond(
-    { ":status": 200, "content-type": "application/grpc", "grpc-accept-encoding": "identity" },
-    { waitForTrailers: true },
-  );
-  stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
+  stream.respond(REPLY_HEADERS, REPLY_OPTIONS);
+  stream.once("wantTrailers", () => stream.sendTrailers(OK_TRAILERS));
   stream.end(buf);
 }
 
@@ -145,44 +147,39 @@ function serveStream(
     return;
   }
 
-  const chunks: Buffer[] = [];
+  // Most requests arrive in one DATA frame: `first` alone; `more` only when they do not.
+  let first: Buffer | undefined;
+  let more: Buffer[] | undefined;
   let received = 0;
   let declared = -1; // the message's length, once its prefix is in
-  let refusedBody = false;
+  let done = false; // refused while arriving: the rest is dropped
+  const refuse = (code: number, details: string) => {
+    done = true;
+    first = more = undefined;
+    fail(stream, code, details);
+  };
   stream.on("data", (chunk: Buffer) => {
-    if (refusedBody) return;
-    chunks.push(chunk);
+    if (done) return;
+    if (first === undefined) first = chunk;
+    else (more ??= [first]).push(chunk);
     received += chunk.length;
     if (declared < 0 && received >= PREFIX) {
-      const head = chunks.length === 1 ? chunk : Buffer.concat(chunks);
+      const head = more === undefined ? first : Buffer.concat(more);
       declared = head.readUInt32BE(1);
-      let problem: GrpcError | undefined;
-      if (head[0] !== 0)
-        problem = new GrpcError(GrpcStatus.UNIMPLEMENTED, "compressed messages are not accepted (identity only)");
+      if (head[0] !== 0) refuse(GrpcStatus.UNIMPLEMENTED, "compressed messages are not accepted (identity only)");
       else if (declared > max)
-        problem = new GrpcError(
-          GrpcStatus.RESOURCE_EXHAUSTED,
-          `Received message larger than max (${declared} vs. ${max})`,
-        );
-      if (problem !== undefined) {
-        refusedBody = true;
-        chunks.length = 0;
-        fail(stream, problem.code, problem.message);
-      }
+        refuse(GrpcStatus.RESOURCE_EXHAUSTED, `Received message larger than max (${declared} vs. ${max})`);
     }
-    if (!refusedBody && declared >= 0 && received > PREFIX + declared) {
-      refusedBody = true;
-      chunks.length = 0;
-      fail(stream, GrpcStatus.UNIMPLEMENTED, "a unary method takes one request message");
-    }
+    if (!done && declared >= 0 && received > PREFIX + declared)
+      refuse(GrpcStatus.UNIMPLEMENTED, "a unary method takes one request message");
   });
   stream.on("end", () => {
-    if (refusedBody) return;
+    if (done) return;
     if (declared < 0 || received !== PREFIX + declared) {
       fail(stream, GrpcStatus.INTERNAL, "the request ended before its message did");
       return;
     }
-    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, received);
+    const body = more === undefined ? (first as Buffer) : Buffer.concat(more, received);
     method.answer(body, PREFIX, received).then(
       (r) => reply(stream, r),
       (error: unknown) => failWith(stream, error, log),
