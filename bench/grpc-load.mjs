@@ -1,19 +1,11 @@
-// Load helpers for bench/serve.mjs: a closed-loop gRPC ShouldRateLimit load (a fixed number of
-// calls in flight on one HTTP/2 channel, as Envoy keeps them) and the server's own CPU time,
-// read from /proc, so "cost per check" is the service's work alone, whatever the load
-// generator spends.
-import { readFileSync } from "node:fs";
+// Load helpers for bench/serve.mjs and bench/grpc-servers.mjs: a fixed number of ShouldRateLimit
+// calls (a fixed number in flight on one HTTP/2 channel, as Envoy keeps them) or JSON checks,
+// and the server's own CPU time (its process.cpuUsage(), over IPC), so "cost per check" is the
+// service's work alone, whatever the load generator spends.
 import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
 
 const PROTO_OPTIONS = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true };
-
-/** CPU seconds (user + system) the process `pid` has used so far (Linux). */
-export function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in ticks of 1/100 s
-}
 
 /** A RateLimitService client for `address` (host:port), using the built proto. */
 export function rlsClient(address, protoPath) {
@@ -22,32 +14,49 @@ export function rlsClient(address, protoPath) {
   return new Client(address, grpc.credentials.createInsecure());
 }
 
-/** Runs `inFlight` concurrent ShouldRateLimit loops for `seconds`; returns calls/s and latency. */
-export async function grpcLoad(client, request, inFlight, seconds) {
-  const until = performance.now() + seconds * 1000;
-  const times = [];
+/**
+ * The server's own CPU time in µs (user + system), asked over IPC: the server process answers
+ * "cpu" with its process.cpuUsage() (bench/cpu-probe.mjs, or the bench's own server).
+ */
+export function serverCpuUs(child) {
+  return new Promise((resolve) => {
+    child.once("message", (u) => resolve(u.user + u.system));
+    child.send("cpu");
+  });
+}
+
+/** Sends `total` ShouldRateLimit calls, `inFlight` at a time; throws if any failed or was not OK. */
+export async function grpcCalls(client, request, inFlight, total) {
+  let sent = 0;
   let errors = 0;
   const call = () =>
     new Promise((resolve) => {
-      const t = performance.now();
       client.ShouldRateLimit(request, (err, res) => {
         if (err !== null || res.overall_code !== "OK") errors++;
-        times.push(performance.now() - t);
         resolve();
       });
     });
-  const started = performance.now();
   await Promise.all(
     Array.from({ length: inFlight }, async () => {
-      while (performance.now() < until) await call();
+      while (sent < total) {
+        sent++;
+        await call();
+      }
     }),
   );
-  const elapsed = (performance.now() - started) / 1000;
   if (errors > 0) throw new Error(`${errors} gRPC calls failed or were not OK`);
-  times.sort((a, b) => a - b);
-  return {
-    rps: Math.round(times.length / elapsed),
-    p50: Number((times[Math.floor(times.length * 0.5)] ?? 0).toFixed(2)),
-    p99: Number((times[Math.floor(times.length * 0.99)] ?? 0).toFixed(2)),
-  };
+}
+
+/** Sends `total` POSTs of `body` to `url`/v1/check over `connections` kept-alive connections. */
+export async function jsonCalls(url, body, connections, total) {
+  const { default: autocannon } = await import("autocannon");
+  const r = await autocannon({
+    url: `${url}/v1/check`,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+    connections,
+    amount: total,
+  });
+  if (r.non2xx > 0 || r.errors > 0) throw new Error(`${r.non2xx} non-2xx, ${r.errors} errors`);
 }

@@ -2,25 +2,30 @@
 // checks and batches of 100 through the JSON API, and for forward-auth (the GET reverse proxies
 // send), on the in-process store and on Redis (127.0.0.1:6379, if it answers). Beside them,
 // Envoy's gRPC ShouldRateLimit (one descriptor, and five) against the JSON API doing the same
-// checks (one, and a batch of five), with the server's CPU time per check for both: the ratio is
-// the gRPC API's cost relative to JSON (target: within 1.3x). Two runs per case: 32 connections
-// for throughput, 1 connection for latency (no
-// queueing, so p99 is the service's own cost). For Redis the store's own p99 (RedisStore.check
+// checks (one, and a batch of five): the server's own CPU per check (process.cpuUsage() in the
+// server, asked over IPC, see cpu-probe.mjs) over a fixed number of calls each, 32 in flight,
+// rounds interleaved, median of 3; the ratio is the gRPC API's cost relative to JSON (target:
+// within 1.5x). Two runs per JSON case: 32 connections for throughput, 1 connection for latency
+// (no queueing, so p99 is the service's own cost). For Redis the store's own p99 (RedisStore.check
 // awaited one at a time from this process) is measured too, so "added by the service" can be read.
 //
 // Run: npm run build && node bench/serve.mjs
-// Env: BENCH_SECONDS per run (default 3), BENCH_REDIS (default redis://127.0.0.1:6379; "off" to skip)
+// Env: BENCH_SECONDS per run (default 3), BENCH_REDIS (default redis://127.0.0.1:6379; "off" to skip),
+//      BENCH_GRPC_CALLS per gRPC/JSON cost round (default 20000), BENCH_GRPC_ONLY=1 for that table alone
 import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import { cpuSeconds, grpcLoad, rlsClient } from "./grpc-load.mjs";
+import { grpcCalls, jsonCalls, rlsClient, serverCpuUs } from "./grpc-load.mjs";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const REDIS = process.env.BENCH_REDIS ?? "redis://127.0.0.1:6379";
+const GRPC_CALLS = Number(process.env.BENCH_GRPC_CALLS ?? 20_000);
+/** BENCH_GRPC_ONLY=1: only the gRPC vs JSON cost table. */
+const GRPC_ONLY = process.env.BENCH_GRPC_ONLY === "1";
 const dir = mkdtempSync(join(tmpdir(), "sluice-bench-"));
 const config = join(dir, "rules.yaml");
 // A limit never reached: every check is counted and admitted, the steady state of a healthy API.
@@ -35,6 +40,8 @@ function start(extra) {
   const child = spawn(
     process.execPath,
     [
+      "--import",
+      join(ROOT, "bench/cpu-probe.mjs"),
       join(ROOT, "dist/cli/main.js"),
       "serve",
       "--config",
@@ -50,7 +57,7 @@ function start(extra) {
       ...extra,
     ],
     {
-      stdio: ["ignore", "pipe", "inherit"],
+      stdio: ["ignore", "pipe", "inherit", "ipc"],
     },
   );
   return new Promise((resolve, reject) => {
@@ -197,12 +204,25 @@ const rls = (n) => ({
   descriptors: Array.from({ length: n }, (_, i) => ({ entries: [{ key: "user", value: `bench-${i}` }] })),
 });
 
-/** Server CPU µs per check while `load()` runs. */
-async function costed(pid, checksPerRequest, load) {
-  const before = cpuSeconds(pid);
-  const r = await load();
-  const cpu = cpuSeconds(pid) - before;
-  return { ...r, usPerCheck: Math.round((cpu * 1e6) / (r.rps * SECONDS * checksPerRequest)) };
+/**
+ * Server CPU µs per check of gRPC and of JSON doing the same checks: `GRPC_CALLS` calls each, 32
+ * in flight, in 3 interleaved rounds (so background load hits both alike); the median round.
+ */
+async function grpcVsJson(child, url, client, n, body) {
+  const loads = {
+    grpc: () => grpcCalls(client, rls(n), 32, GRPC_CALLS),
+    json: () => jsonCalls(url, body, 32, GRPC_CALLS),
+  };
+  for (const load of Object.values(loads)) await load(); // warm-up: JIT, connections
+  const per = { grpc: [], json: [] };
+  for (let round = 0; round < 3; round++)
+    for (const [name, load] of Object.entries(loads)) {
+      const before = await serverCpuUs(child);
+      await load();
+      per[name].push(((await serverCpuUs(child)) - before) / (GRPC_CALLS * n));
+    }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[1];
+  return { grpc: median(per.grpc), json: median(per.json), per };
 }
 
 const rows = [];
@@ -215,25 +235,18 @@ for (const [mode, extra] of modes) {
       ["1 check", 1, single],
       ["5 checks", 5, batch5],
     ]) {
-      await cannon(url, body, 8);
-      await grpcLoad(client, rls(n), 8, 1);
-      // Per-request CPU falls as the rate rises (more work per wake-up), so JSON is measured
-      // at the rate gRPC reached: same requests per second, compare what each costs.
-      const g = await costed(child.pid, n, () => grpcLoad(client, rls(n), 32, SECONDS));
-      const json = await costed(child.pid, n, () => cannon(url, body, 32, g.rps));
-      const jsonMax = await cannon(url, body, 32);
+      const cost = await grpcVsJson(child, url, client, n, body);
       envoyRows.push({
         mode,
         request: name,
-        "gRPC req/s (max)": g.rps,
-        "JSON req/s (max)": jsonMax.rps,
-        "gRPC µs CPU/check": g.usPerCheck,
-        "JSON µs CPU/check (same rate)": json.usPerCheck,
-        "gRPC/JSON cost": Number((g.usPerCheck / json.usPerCheck).toFixed(2)),
-        "gRPC p99 ms": g.p99,
+        "gRPC µs CPU/check": Number(cost.grpc.toFixed(1)),
+        "JSON µs CPU/check": Number(cost.json.toFixed(1)),
+        "gRPC/JSON cost": Number((cost.grpc / cost.json).toFixed(2)),
+        "rounds gRPC | JSON": `${cost.per.grpc.map((x) => x.toFixed(1)).join(" ")} | ${cost.per.json.map((x) => x.toFixed(1)).join(" ")}`,
       });
     }
     client.close();
+    if (GRPC_ONLY) continue;
     for (const [name, body] of [
       ["single", single],
       ["batch of 100", batch],
@@ -256,7 +269,7 @@ for (const [mode, extra] of modes) {
   } finally {
     child.kill("SIGTERM");
   }
-  if (mode === "redis") {
+  if (mode === "redis" && !GRPC_ONLY) {
     const s = await storeP99(REDIS);
     rows.push({
       mode: "redis store alone",
@@ -267,16 +280,20 @@ for (const [mode, extra] of modes) {
   }
 }
 rmSync(dir, { recursive: true, force: true });
-console.table(rows);
-console.table(cpuRows);
-console.log("Envoy gRPC ShouldRateLimit vs the JSON API (32 in flight; server CPU per check):");
+if (!GRPC_ONLY) {
+  console.table(rows);
+  console.table(cpuRows);
+}
+console.log(
+  `Envoy gRPC ShouldRateLimit vs the JSON API (server CPU per check, ${GRPC_CALLS} calls a round, 32 in flight):`,
+);
 console.table(envoyRows);
 
 // ---- sluice/client: 100 checks from one tick (one batched request) vs 10 single requests ----
 // The same in-process service; rounds interleaved so background load hits both alike. Costs:
 // wall time per round (median) and the service's CPU per round (from /proc, steadier).
 // Env: BENCH_CLIENT_ROUNDS (default 400); BENCH_CLIENT=off skips this section.
-if (process.env.BENCH_CLIENT !== "off") {
+if (process.env.BENCH_CLIENT !== "off" && !GRPC_ONLY) {
   const { readFileSync } = await import("node:fs");
   const { request, Agent } = await import("node:http");
   const { createClient } = await import("../dist/client/index.js");

@@ -1,8 +1,24 @@
 /** A real @grpc/grpc-js client of Envoy's RateLimitService (and the health service), for the envoy suites. */
+
+import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { loadSync } from "@grpc/proto-loader";
-import { HEALTH_PROTO_PATH, PROTO_PATH, rateLimitServiceDefinition } from "../../src/server/envoy/grpc-server.ts";
-import { PROTO_OPTIONS, type RlsResponse } from "../../src/server/envoy/wire.ts";
+import type { RlsResponse } from "../../src/server/envoy/wire.ts";
+
+/** The service's contract, shipped beside its server: ratelimit.proto. */
+export const PROTO_PATH = fileURLToPath(new URL("../../src/server/envoy/ratelimit.proto", import.meta.url));
+/** ... and health.proto (grpc.health.v1). */
+export const HEALTH_PROTO_PATH = fileURLToPath(new URL("../../src/server/envoy/health.proto", import.meta.url));
+/** How this client's loader reads the protos: the shapes of wire.ts. */
+export const PROTO_OPTIONS = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true } as const;
+
+/** The RateLimitService definition, loaded by @grpc/proto-loader. */
+export function rateLimitServiceDefinition(): grpc.ServiceDefinition {
+  const pkg = grpc.loadPackageDefinition(loadSync(PROTO_PATH, { ...PROTO_OPTIONS })) as unknown as {
+    envoy: { service: { ratelimit: { v3: { RateLimitService: grpc.ServiceClientConstructor } } } };
+  };
+  return pkg.envoy.service.ratelimit.v3.RateLimitService.service;
+}
 
 /** A request as a test writes it: descriptors as [key, value] pairs, optional hits. */
 export interface TestDescriptor {

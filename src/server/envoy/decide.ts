@@ -76,8 +76,8 @@ export async function shouldRateLimit(state: EnvoyState, request: RlsRequest): P
       ? overrideMatch(state, request.domain, d.entries, d.limit)
       : matchDescriptor(config, request.domain, d.entries),
   );
-  const replaced = new Set<string>();
-  for (const m of matches) for (const name of m?.node.limit?.replaces ?? []) replaced.add(name);
+  let replaced: Set<string> | undefined; // most configs replace nothing: no set then
+  for (const m of matches) for (const name of m?.node.limit?.replaces ?? []) (replaced ??= new Set<string>()).add(name);
 
   const statuses: RlsStatus[] = new Array(matches.length).fill(OK_NO_LIMIT);
   const enforced: Counted[] = [];
@@ -86,7 +86,7 @@ export async function shouldRateLimit(state: EnvoyState, request: RlsRequest): P
   let blocked = false; // a `requests_per_unit: 0` limit denies the whole request by itself
   matches.forEach((match, index) => {
     const limit = match?.node.limit;
-    if (match === undefined || limit === undefined || (limit.name !== "" && replaced.has(limit.name))) return;
+    if (match === undefined || limit === undefined || (limit.name !== "" && replaced?.has(limit.name))) return;
     const wrapped = request.descriptors[index]?.hits_addend;
     const cost = wrapped !== null && wrapped !== undefined ? wrapped.value : requestHits;
     metrics.add(match.stat, "total_hits", cost);
@@ -111,13 +111,20 @@ export async function shouldRateLimit(state: EnvoyState, request: RlsRequest): P
     ? await Promise.all(enforced.map((c) => service.peek(c.limit.rule, c.match.key, { cost: c.cost })))
     : await service.checkAll(enforced.map((c) => item(c)));
   const passed = !blocked && enforcedDecisions.every((d) => d.allowed);
-  const shadowDecisions = await Promise.all(
-    shadow.map((c) =>
-      (passed ? service.check : service.peek).call(service, c.limit.rule, c.match.key, { cost: c.cost }),
-    ),
-  );
+  // Each await costs a turn of the microtask queue even when empty: skip the usual empty ones.
+  const shadowDecisions =
+    shadow.length === 0
+      ? []
+      : await Promise.all(
+          shadow.map((c) =>
+            (passed ? service.check : service.peek).call(service, c.limit.rule, c.match.key, { cost: c.cost }),
+          ),
+        );
   // hits_addend 0 only looks: what one more unit would leave, plus the unit itself.
-  const reportDecisions = await Promise.all(reports.map((c) => service.peek(c.limit.rule, c.match.key, { cost: 1 })));
+  const reportDecisions =
+    reports.length === 0
+      ? []
+      : await Promise.all(reports.map((c) => service.peek(c.limit.rule, c.match.key, { cost: 1 })));
 
   const settle = (c: Counted, d: Decision, report = false) => {
     const ok = report || d.allowed || c.match.node.shadowMode;

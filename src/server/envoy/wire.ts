@@ -1,11 +1,9 @@
 /**
- * The RLS messages as @grpc/proto-loader hands them over and takes them back, with the loader
- * options below: proto field names (snake_case), 64-bit numbers as JS numbers, enums as names,
- * defaults filled in (absent messages are null).
+ * The RLS messages as the server's codec (rls-codec.ts) hands them over and takes them back, in
+ * the shape @grpc/proto-loader gives with `{ keepCase, longs: Number, enums: String, defaults }`
+ * (the test client's): proto field names (snake_case), 64-bit numbers as JS numbers, enums as
+ * names, defaults filled in (absent messages are null).
  */
-
-/** Options every sluice loader of ratelimit.proto uses (server, tests, benchmark). */
-export const PROTO_OPTIONS = { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true } as const;
 
 /** A descriptor of a request. */
 export interface RlsDescriptor {
