@@ -71,6 +71,21 @@ function hookFor(
     adapterKeys,
   );
   const onLimited = options.onLimited;
+  // The reply whose headers are being written: `writeHeaders` calls `set`/`get` synchronously,
+  // so one slot per hook serves every request, and no closure is made per request.
+  let current: FastifyReply | undefined;
+  const set = (name: string, value: string): void => {
+    (current as FastifyReply).header(name, value);
+  };
+  const get = (name: string): string | undefined => {
+    const reply = current as FastifyReply;
+    const value = reply.getHeader(name);
+    return value === undefined
+      ? responseHeader(reply.raw, name)
+      : Array.isArray(value)
+        ? value.join(", ")
+        : String(value);
+  };
   const respond = (
     verdict: Verdict | null,
     request: FastifyRequest,
@@ -82,18 +97,13 @@ function hookFor(
       return;
     }
     if (verdict.decision !== undefined) request.rateLimit = tighter(request.rateLimit, verdict.decision);
-    engine.writeHeaders(
-      verdict,
-      (name, value) => reply.header(name, value),
-      (name) => {
-        const value = reply.getHeader(name);
-        return value === undefined
-          ? responseHeader(reply.raw, name)
-          : Array.isArray(value)
-            ? value.join(", ")
-            : String(value);
-      },
-    );
+    const previous = current;
+    current = reply;
+    try {
+      engine.writeHeaders(verdict, set, get);
+    } finally {
+      current = previous;
+    }
     if (verdict.status === 200) {
       // The raw response's events, not an onResponse hook: they also tell an aborted request
       // (no 'finish'), and a route-level hook cannot add hooks.
