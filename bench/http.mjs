@@ -2,17 +2,20 @@
 // (Koa and NestJS on request), bare, with sluice's middleware (in-process MemoryStore) and with
 // the peer middleware (express-rate-limit, @fastify/rate-limit, koa-ratelimit,
 // @nestjs/throttler), all configured alike: a fixed window whose limit is never reached, so
-// every request is counted and passes with headers; and, in the "denied" runs, a limit spent in
-// the warm-up, so every measured request is refused (429). Each variant runs in its own server
-// process, which reads its own process.cpuUsage() around exactly BENCH_REQUESTS requests that
-// autocannon sends from this (separate) process over loopback. CPU per request moves much less
-// with background load than throughput does. Variants are interleaved round by round, each
-// compared with the same round's bare app, and the median ratio is reported with its range.
+// every request is counted and passes with headers; and, in the "all denied" runs, a limit
+// spent in the warm-up, so every measured request is refused (429).
+//
+// Each variant's server is its own process, and reads its own process.cpuUsage() around exactly
+// BENCH_REQUESTS requests that autocannon sends from this (separate) process over loopback: CPU
+// per request moves much less with background load than throughput does. All variants of a
+// framework run at once (idle but for their turn) and are measured block by block, rotating the
+// order each round, and each block is compared with the bare app's block of the same round; the
+// median of those ratios is reported with its interquartile range.
 //
 // Run: npm run build && node bench/http.mjs
-// Env: BENCH_ROUNDS (default 5), BENCH_REQUESTS per run (default 20000), BENCH_WARMUP (default
-// 5000), BENCH_CONNECTIONS (default 50), BENCH_FRAMEWORKS (default "express,fastify"; also koa,
-// nest), BENCH_SERVER_FLAGS (node flags for the servers, e.g. "--cpu-prof --cpu-prof-dir=prof").
+// Env: BENCH_ROUNDS (default 10), BENCH_REQUESTS per block (default 3000), BENCH_WARMUP per
+// server (default 5000), BENCH_CONNECTIONS (default 50), BENCH_FRAMEWORKS (default
+// "express,fastify"; also koa, nest), BENCH_SERVER_FLAGS (node flags for the servers).
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
@@ -201,8 +204,8 @@ async function engineCost() {
 
 async function main() {
   await engineCost();
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 20);
-  const requests = Number(process.env.BENCH_REQUESTS ?? 4_000);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 10);
+  const requests = Number(process.env.BENCH_REQUESTS ?? 3_000);
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
   const variants = ["bare", "sluice", "peer", "sluice:deny", "peer:deny"];
   const peerName = {
