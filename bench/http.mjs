@@ -83,6 +83,8 @@ async function serve(variant) {
   }
   // Exit cleanly when stopped, so a --cpu-prof profile is written.
   process.on("SIGTERM", () => process.exit(0));
+  // And when the benchmark process is gone (killed, crashed): no server outlives it.
+  process.on("disconnect", () => process.exit(0));
   // The load process marks the start of the measured requests and reads the CPU used since.
   let mark = process.cpuUsage();
   process.on("message", (message) => {
@@ -161,15 +163,21 @@ function ask(child, message) {
 async function block(server, requests, connections) {
   const { default: autocannon } = await import("autocannon");
   await ask(server.child, "mark");
-  const result = await autocannon({ url: server.url, connections, amount: requests });
+  // A long timeout: on a loaded machine a request may wait seconds for its turn.
+  const result = await autocannon({ url: server.url, connections, amount: requests, timeout: 60 });
   const { cpuUs } = await ask(server.child, "read");
   const answered = result["2xx"] + result.non2xx;
-  if (result.errors > 0 || answered !== requests)
+  // A few requests lost to a loaded machine (timeouts, resets) cost no answer: counted apart.
+  if (answered < requests * 0.99)
     throw new Error(`${server.variant}: ${answered} of ${requests} answered, ${result.errors} errors`);
-  if (server.variant.endsWith(":deny") ? result.non2xx !== requests : result.non2xx > 0)
-    throw new Error(`${server.variant}: ${result.non2xx} of ${requests} refused`);
-  return cpuUs;
+  if (server.variant.endsWith(":deny") ? result.non2xx !== answered : result.non2xx > 0)
+    throw new Error(`${server.variant}: ${result.non2xx} of ${answered} refused`);
+  lost += requests - answered;
+  return cpuUs / answered;
 }
+
+/** Requests sent but not answered (errors), reported with the results. */
+let lost = 0;
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -237,7 +245,7 @@ async function main() {
         const cpu = {};
         for (let i = 0; i < servers.length; i++) {
           const server = servers[(i + round) % servers.length];
-          cpu[server.variant] = (await block(server, requests, connections)) / requests;
+          cpu[server.variant] = await block(server, requests, connections);
           cpus[server.variant].push(cpu[server.variant]);
         }
         for (const v of variants) ratios[v].push(cpu[v] / cpu.bare);
@@ -265,6 +273,7 @@ async function main() {
       }
     }
   }
+  if (lost > 0) console.log(`\n${lost} requests were not answered (timeouts or resets) and are not counted`);
 }
 
 if (process.argv[2] === "--serve") await serve(process.argv[3]);
