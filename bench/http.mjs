@@ -1,33 +1,51 @@
-// HTTP benchmark: requests/s of minimal Express, Fastify, Koa and NestJS apps, bare, with
-// sluice (in-process store) and with the peer middleware (express-rate-limit,
-// @fastify/rate-limit, koa-ratelimit, @nestjs/throttler), all configured alike: a fixed window whose limit is never reached, so
-// every request is counted and passes with headers. Each variant runs in its own server
-// process; autocannon drives it over loopback from this process. Variants are interleaved
-// round by round and the median round is reported, because the machine is noisy.
+// HTTP benchmark: the server CPU each request costs in a hello-world Express and Fastify app
+// (Koa and NestJS on request), bare, with sluice's middleware (in-process MemoryStore) and with
+// the peer middleware (express-rate-limit, @fastify/rate-limit, koa-ratelimit,
+// @nestjs/throttler), all configured alike: a fixed window whose limit is never reached, so
+// every request is counted and passes with headers; and, in the "all denied" runs, a limit
+// spent in the warm-up, so every measured request is refused (429).
+//
+// Each variant's server is its own process, and reads its own process.cpuUsage() around exactly
+// BENCH_REQUESTS requests that autocannon sends from this (separate) process over loopback: CPU
+// per request moves much less with background load than throughput does. All variants of a
+// framework run at once (idle but for their turn) and are measured block by block, rotating the
+// order each round, and each block is compared with the bare app's block of the same round; the
+// median of those ratios is reported with its interquartile range.
 //
 // Run: npm run build && node bench/http.mjs
-// Env: BENCH_ROUNDS (default 7), BENCH_SECONDS per run (default 2), BENCH_CONNECTIONS (default 50),
-// BENCH_FRAMEWORKS (default "express,fastify,koa,nest")
+// Env: BENCH_ROUNDS (default 10), BENCH_REQUESTS per block (default 3000), BENCH_WARMUP per
+// server (default 5000), BENCH_CONNECTIONS (default 50), BENCH_FRAMEWORKS (default
+// "express,fastify"; also koa, nest), BENCH_SERVER_FLAGS (node flags for the servers).
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 
 const LIMIT = 1_000_000_000;
-const WINDOW_MS = 60_000;
+/** The deny runs' limit: spent in the warm-up, so every measured request is refused. */
+const DENY_LIMIT = 100;
+const WINDOW_MS = 3_600_000;
+/** Requests before the measured ones (JIT warm-up; the deny runs spend their limit). */
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 5_000);
+/** Extra node flags for the server processes (e.g. BENCH_SERVER_FLAGS=--cpu-prof to profile them). */
+const SERVER_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
+
+/** The limit of a run: never reached ("pass"), or reached at once so nearly every request is denied ("deny"). */
+const limitOf = (mode) => (mode === "deny" ? DENY_LIMIT : LIMIT);
 
 /** Server side: build the variant, listen on a free loopback port, print it. */
 async function serve(variant) {
-  const [framework, limiter] = variant.split(":");
+  const [framework, limiter, mode] = variant.split(":");
+  const limit = limitOf(mode);
+  const spec = { algorithm: "fixed-window", limit, windowMs: WINDOW_MS };
   if (framework === "express") {
     const { default: express } = await import("express");
     const app = express();
     app.disable("x-powered-by");
     if (limiter === "sluice") {
       const { rateLimit } = await import("../dist/http/express.js");
-      app.use(rateLimit({ spec: { algorithm: "fixed-window", limit: LIMIT, windowMs: WINDOW_MS } }));
+      app.use(rateLimit({ spec }));
     } else if (limiter === "peer") {
       const { rateLimit } = await import("express-rate-limit");
-      app.use(rateLimit({ windowMs: WINDOW_MS, limit: LIMIT, standardHeaders: "draft-8", legacyHeaders: false }));
+      app.use(rateLimit({ windowMs: WINDOW_MS, limit, standardHeaders: "draft-8", legacyHeaders: false }));
     }
     app.get("/", (_req, res) => {
       res.send("ok");
@@ -38,38 +56,53 @@ async function serve(variant) {
     const app = new Koa();
     if (limiter === "sluice") {
       const { rateLimit } = await import("../dist/http/koa.js");
-      app.use(rateLimit({ spec: { algorithm: "fixed-window", limit: LIMIT, windowMs: WINDOW_MS } }));
+      app.use(rateLimit({ spec }));
     } else if (limiter === "peer") {
       const { default: ratelimit } = await import("koa-ratelimit");
-      app.use(ratelimit({ driver: "memory", db: new Map(), duration: WINDOW_MS, max: LIMIT }));
+      app.use(ratelimit({ driver: "memory", db: new Map(), duration: WINDOW_MS, max: limit }));
     }
     app.use((ctx) => {
       ctx.body = "ok";
     });
     const server = app.listen(0, "127.0.0.1", () => console.log(`PORT ${server.address().port}`));
   } else if (framework === "nest") {
-    await serveNest(limiter);
+    await serveNest(limiter, spec);
   } else {
     const { default: Fastify } = await import("fastify");
     const app = Fastify();
     if (limiter === "sluice") {
       const { rateLimit } = await import("../dist/http/fastify.js");
-      await app.register(rateLimit, { spec: { algorithm: "fixed-window", limit: LIMIT, windowMs: WINDOW_MS } });
+      await app.register(rateLimit, { spec });
     } else if (limiter === "peer") {
       const { default: fastifyRateLimit } = await import("@fastify/rate-limit");
-      await app.register(fastifyRateLimit, { max: LIMIT, timeWindow: WINDOW_MS });
+      await app.register(fastifyRateLimit, { max: limit, timeWindow: WINDOW_MS });
     }
     app.get("/", async () => "ok");
     await app.listen({ port: 0, host: "127.0.0.1" });
     console.log(`PORT ${app.server.address().port}`);
   }
+  // Exit cleanly when stopped, so a --cpu-prof profile is written.
+  process.on("SIGTERM", () => process.exit(0));
+  // And when the benchmark process is gone (killed, crashed): no server outlives it.
+  process.on("disconnect", () => process.exit(0));
+  // The load process marks the start of the measured requests and reads the CPU used since.
+  let mark = process.cpuUsage();
+  process.on("message", (message) => {
+    if (message === "mark") {
+      mark = process.cpuUsage();
+      process.send("marked");
+    } else if (message === "read") {
+      const { user, system } = process.cpuUsage(mark);
+      process.send({ cpuUs: user + system });
+    }
+  });
 }
 
 /**
  * A one-route Nest 11 app on platform-express. Plain JavaScript has no decorator syntax, so
  * Nest's decorators are applied as calls (what compiled TypeScript does).
  */
-async function serveNest(limiter) {
+async function serveNest(limiter, spec) {
   await import("reflect-metadata");
   const { Controller, Get, Module } = await import("@nestjs/common");
   const { NestFactory, APP_GUARD } = await import("@nestjs/core");
@@ -85,10 +118,10 @@ async function serveNest(limiter) {
   const providers = [];
   if (limiter === "sluice") {
     const { SluiceModule } = await import("../dist/nest/index.js");
-    imports.push(SluiceModule.forRoot({ spec: { algorithm: "fixed-window", limit: LIMIT, windowMs: WINDOW_MS } }));
+    imports.push(SluiceModule.forRoot({ spec }));
   } else if (limiter === "peer") {
     const { ThrottlerModule, ThrottlerGuard } = await import("@nestjs/throttler");
-    imports.push(ThrottlerModule.forRoot([{ ttl: WINDOW_MS, limit: LIMIT }]));
+    imports.push(ThrottlerModule.forRoot([{ ttl: WINDOW_MS, limit: spec.limit }]));
     providers.push({ provide: APP_GUARD, useClass: ThrottlerGuard });
   }
   class AppModule {}
@@ -100,8 +133,8 @@ async function serveNest(limiter) {
 }
 
 function start(variant) {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), "--serve", variant], {
-    stdio: ["ignore", "pipe", "inherit"],
+  const child = spawn(process.execPath, [...SERVER_FLAGS, fileURLToPath(import.meta.url), "--serve", variant], {
+    stdio: ["ignore", "pipe", "inherit", "ipc"],
   });
   return new Promise((resolve, reject) => {
     let out = "";
@@ -114,32 +147,38 @@ function start(variant) {
   });
 }
 
-async function measure(variant, seconds, connections) {
-  const { default: autocannon } = await import("autocannon");
-  const { child, port } = await start(variant);
-  try {
-    const url = `http://127.0.0.1:${port}/`;
-    await autocannon({ url, connections, duration: 1 }); // warm-up (JIT, connections)
-    const before = cpuMs(child.pid);
-    const result = await autocannon({ url, connections, duration: seconds });
-    const cpu = cpuMs(child.pid) - before;
-    if (result.non2xx > 0 || result.errors > 0)
-      throw new Error(`${variant}: ${result.non2xx} non-2xx, ${result.errors} errors`);
-    return { rps: result.requests.average, cpuUs: (cpu * 1000) / result.requests.total };
-  } finally {
-    child.removeAllListeners("exit");
-    child.kill();
-  }
+/** Sends `message` to the server and resolves with its answer. */
+function ask(child, message) {
+  return new Promise((resolve) => {
+    child.once("message", resolve);
+    child.send(message);
+  });
 }
 
 /**
- * CPU time (user + system, ms) the server process has used, from /proc. Throughput on a shared
- * 2-core machine swings with other load; the server's own CPU time per request does much less.
+ * Server CPU (µs) of exactly `requests` requests from autocannon in this process: the server
+ * reads its own process.cpuUsage() just before and after. A pass run must pass everything; a
+ * deny run must deny everything.
  */
-function cpuMs(pid) {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in clock ticks of 10 ms
+async function block(server, requests, connections) {
+  const { default: autocannon } = await import("autocannon");
+  await ask(server.child, "mark");
+  // A long timeout: on a loaded machine a request may wait seconds for its turn.
+  const result = await autocannon({ url: server.url, connections, amount: requests, timeout: 60 });
+  const { cpuUs } = await ask(server.child, "read");
+  const answered = result["2xx"] + result.non2xx;
+  // A few requests lost to a loaded machine (timeouts, resets) cost no answer: counted apart.
+  if (answered < requests * 0.99)
+    throw new Error(`${server.variant}: ${answered} of ${requests} answered, ${result.errors} errors`);
+  // A deny run refuses all but what a new window admits (sluice's fixed window starts on the hour).
+  if (server.variant.endsWith(":deny") ? result.non2xx < answered - DENY_LIMIT : result.non2xx > 0)
+    throw new Error(`${server.variant}: ${result.non2xx} of ${answered} refused`);
+  lost += requests - answered;
+  return cpuUs / answered;
 }
+
+/** Requests sent but not answered (errors), reported with the results. */
+let lost = 0;
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -174,67 +213,68 @@ async function engineCost() {
 
 async function main() {
   await engineCost();
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 7);
-  const seconds = Number(process.env.BENCH_SECONDS ?? 2);
+  const rounds = Number(process.env.BENCH_ROUNDS ?? 10);
+  const requests = Number(process.env.BENCH_REQUESTS ?? 3_000);
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
-  const limiters = ["bare", "sluice", "peer"];
+  const variants = ["bare", "sluice", "peer", "sluice:deny", "peer:deny"];
   const peerName = {
     express: "express-rate-limit",
     fastify: "@fastify/rate-limit",
     koa: "koa-ratelimit",
     nest: "@nestjs/throttler",
   };
-  const frameworks = (process.env.BENCH_FRAMEWORKS ?? "express,fastify,koa,nest").split(",");
-  const rps = {};
-  const cpus = {};
-  const ratios = {};
+  const frameworks = (process.env.BENCH_FRAMEWORKS ?? "express,fastify").split(",");
   console.log(
-    `HTTP benchmark: ${rounds} rounds × ${frameworks.length * 3} variants × ${seconds}s, ${connections} connections`,
+    `HTTP benchmark: server CPU per request (process.cpuUsage in the server), ${rounds} rounds × ${variants.length} variants × ${requests} requests per framework, ${connections} connections`,
   );
-  for (let round = 0; round < rounds; round++) {
-    const line = [];
-    for (const framework of frameworks) {
-      // The three variants of one framework run back to back (rotated each round), and each
-      // is compared with the bare app of the same round: background load shifts all three.
-      const got = {};
-      const cpu = {};
-      for (let i = 0; i < limiters.length; i++) {
-        const limiter = limiters[(i + round) % limiters.length];
-        const m = await measure(`${framework}:${limiter}`, seconds, connections);
-        got[limiter] = m.rps;
-        cpu[limiter] = m.cpuUs;
-        (rps[`${framework}:${limiter}`] ??= []).push(got[limiter]);
-        (cpus[`${framework}:${limiter}`] ??= []).push(cpu[limiter]);
+  const { default: autocannon } = await import("autocannon");
+  const pct = (x) => `${x >= 1 ? "+" : ""}${((x - 1) * 100).toFixed(1)}%`;
+  for (const framework of frameworks) {
+    // Every variant's server runs at once (idle but for its turn), and the rounds interleave them
+    // block by block: background load then shifts them all alike, and each block is compared
+    // with the bare app's block of the same round.
+    const servers = [];
+    try {
+      for (const variant of variants) {
+        const { child, port } = await start(`${framework}:${variant}`);
+        servers.push({ variant, child, url: `http://127.0.0.1:${port}/` });
       }
-      (ratios[`${framework}:sluice`] ??= []).push(got.sluice / got.bare);
-      (ratios[`${framework}:peer`] ??= []).push(got.peer / got.bare);
-      (ratios[`${framework}:vs`] ??= []).push(got.sluice / got.peer);
-      (ratios[`${framework}:cpu-sluice`] ??= []).push(cpu.sluice / cpu.bare);
-      (ratios[`${framework}:cpu-peer`] ??= []).push(cpu.peer / cpu.bare);
-      line.push(
-        `${framework} bare ${Math.round(got.bare)} sluice ${Math.round(got.sluice)} peer ${Math.round(got.peer)}`,
+      for (const server of servers) await autocannon({ url: server.url, connections, amount: WARMUP });
+      const cpus = Object.fromEntries(variants.map((v) => [v, []]));
+      const ratios = Object.fromEntries(variants.map((v) => [v, []]));
+      for (let round = 0; round < rounds; round++) {
+        const cpu = {};
+        for (let i = 0; i < servers.length; i++) {
+          const server = servers[(i + round) % servers.length];
+          cpu[server.variant] = await block(server, requests, connections);
+          cpus[server.variant].push(cpu[server.variant]);
+        }
+        for (const v of variants) ratios[v].push(cpu[v] / cpu.bare);
+      }
+      const c = (v) => `${median(cpus[v]).toFixed(1)} µs`;
+      const quartiles = (v) => {
+        const xs = [...ratios[v]].sort((x, y) => x - y);
+        return `${pct(xs[Math.floor(xs.length / 4)])}…${pct(xs[Math.ceil((xs.length * 3) / 4) - 1])}`;
+      };
+      console.log(
+        `\n${framework}: bare ${c("bare")} per request; medians of per-round ratios to bare (interquartile range)`,
       );
+      for (const [name, v] of [
+        ["sluice", "sluice"],
+        [peerName[framework], "peer"],
+        ["sluice, all denied", "sluice:deny"],
+        [`${peerName[framework]}, all denied`, "peer:deny"],
+      ]) {
+        console.log(`  ${name.padEnd(34)} ${c(v).padStart(9)} ${pct(median(ratios[v])).padStart(7)} (${quartiles(v)})`);
+      }
+    } finally {
+      for (const server of servers) {
+        server.child.removeAllListeners("exit");
+        server.child.kill();
+      }
     }
-    console.log(`round ${round + 1}: ${line.join(" | ")}`);
   }
-  const pct = (x) => `${(x * 100).toFixed(1)}%`;
-  console.log("\nmedians (ratios are medians of per-round ratios to the same round's bare app)");
-  for (const framework of frameworks) {
-    const m = (k) => median(rps[`${framework}:${k}`]);
-    console.log(
-      `${framework.padEnd(8)} bare ${Math.round(m("bare"))} req/s | sluice ${Math.round(m("sluice"))} req/s = ${pct(median(ratios[`${framework}:sluice`]))} of bare | ` +
-        `${peerName[framework]} ${Math.round(m("peer"))} req/s = ${pct(median(ratios[`${framework}:peer`]))} of bare | ` +
-        `sluice/peer ${median(ratios[`${framework}:vs`]).toFixed(2)}×`,
-    );
-  }
-  console.log("\nserver CPU per request (µs; ratios are medians of per-round ratios to the bare app)");
-  for (const framework of frameworks) {
-    const c = (k) => median(cpus[`${framework}:${k}`]).toFixed(1);
-    console.log(
-      `${framework.padEnd(8)} bare ${c("bare")} µs | sluice ${c("sluice")} µs = ${median(ratios[`${framework}:cpu-sluice`]).toFixed(3)}× | ` +
-        `${peerName[framework]} ${c("peer")} µs = ${median(ratios[`${framework}:cpu-peer`]).toFixed(3)}×`,
-    );
-  }
+  if (lost > 0) console.log(`\n${lost} requests were not answered (timeouts or resets) and are not counted`);
 }
 
 if (process.argv[2] === "--serve") await serve(process.argv[3]);

@@ -23,6 +23,12 @@ import type { RateLimitOptions } from "./options.ts";
 const CACHE_SIZE = 4096;
 
 /**
+ * Private and loopback peers: a forwarding header from one usually means a proxy in front that
+ * is not trusted, so every client shares the proxy's bucket (warned once).
+ */
+const LOCAL_PEER = /^(127\.|10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|::1$|::ffff:(127|10|192\.168)\.|f[cd])/i;
+
+/**
  * The address a reader gives for a peer on a Unix domain socket (`listen("/run/app.sock")`),
  * which has none. Such a peer is a local proxy by definition: with `trustProxy` the client
  * comes from the forwarding header it adds (nginx `proxy_pass http://unix:/run/app.sock`).
@@ -83,6 +89,10 @@ export class ClientAddresses<Req> {
   readonly #warn: Warn;
   /** Socket address → client, for `trustProxy: false` (the client depends on the address alone). */
   readonly #cache = new Map<string, Client>();
+  /** Cached peers that are private or loopback: only their forwarding header is worth a warning. */
+  readonly #local = new Set<string>();
+  /** Whether SLUICE_UNTRUSTED_FORWARDED was given (then the header is not read any more). */
+  #forwardedWarned = false;
 
   constructor(
     options: Pick<RateLimitOptions<Req>, "trustProxy" | "proxyHeader" | "ipv6Subnet">,
@@ -114,19 +124,32 @@ export class ClientAddresses<Req> {
       );
       return undefined;
     }
-    const raw = this.#reader.header(request, this.#proxyHeader);
-    if (socket === UNIX_SOCKET_PEER) return this.#unixPeer(raw);
+    if (socket === UNIX_SOCKET_PEER) return this.#unixPeer(this.#reader.header(request, this.#proxyHeader));
     if (this.#trust.kind === "none") {
-      if (raw !== undefined && this.#proxyHeader === "x-forwarded-for") this.#warnForwarded(socket);
       let client = this.#cache.get(socket);
       if (client === undefined) {
         client = this.#client(socket, []);
         // Bounded: a flood of distinct peers only costs a re-parse once the cache is full.
-        if (this.#cache.size >= CACHE_SIZE) this.#cache.clear();
+        if (this.#cache.size >= CACHE_SIZE) {
+          this.#cache.clear();
+          this.#local.clear();
+        }
         this.#cache.set(socket, client);
+        if (LOCAL_PEER.test(socket)) this.#local.add(socket);
+      }
+      // Without trust the header decides nothing; it is read (which makes Node build the request's
+      // headers object) only while it could still be worth its one warning.
+      if (
+        !this.#forwardedWarned &&
+        this.#proxyHeader === "x-forwarded-for" &&
+        this.#local.has(socket) &&
+        this.#reader.header(request, "x-forwarded-for") !== undefined
+      ) {
+        this.#warnForwarded(socket);
       }
       return client;
     }
+    const raw = this.#reader.header(request, this.#proxyHeader);
     if (raw === undefined) {
       this.#warn(
         "SLUICE_TRUST_PROXY_NO_HEADER",
@@ -175,13 +198,10 @@ export class ClientAddresses<Req> {
   }
 
   #warnForwarded(socket: string): void {
-    // A forwarding header from a private or loopback peer usually means a proxy in front that
-    // is not trusted: every client then shares the proxy's bucket.
-    if (/^(127\.|10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|::1$|::ffff:(127|10|192\.168)\.|f[cd])/i.test(socket)) {
-      this.#warn(
-        "SLUICE_UNTRUSTED_FORWARDED",
-        `sluice rateLimit: a request from ${socket} carried X-Forwarded-For but \`trustProxy\` is off, so it was keyed by ${socket}. If a proxy is in front, set \`trustProxy\` to its hop count or addresses.`,
-      );
-    }
+    this.#forwardedWarned = true;
+    this.#warn(
+      "SLUICE_UNTRUSTED_FORWARDED",
+      `sluice rateLimit: a request from ${socket} carried X-Forwarded-For but \`trustProxy\` is off, so it was keyed by ${socket}. If a proxy is in front, set \`trustProxy\` to its hop count or addresses.`,
+    );
   }
 }

@@ -90,6 +90,10 @@ export class Engine<Req, Res = unknown> {
   readonly #honorDelay: boolean;
   /** A function `spec`: resolved per request (see target.ts's rule shapes). */
   readonly #specFn: ((request: Req) => MaybePromise<RuleSpec>) | undefined;
+  /** No hook, list or function spec: a request goes straight from its client address to the check. */
+  readonly #plain: boolean;
+  /** The clock as the `legacy` headers read it, bound once rather than per request. */
+  readonly #now: () => number;
 
   /** `adapterKeys`: the options the adapter reads itself; any other unknown key is refused. */
   constructor(options: RateLimitOptions<Req, Res>, reader: RequestReader<Req>, adapterKeys: readonly string[] = []) {
@@ -114,6 +118,16 @@ export class Engine<Req, Res = unknown> {
     this.#target = targetOf(options as RateLimitOptions<never, never>, unknownTier, this.#warn);
     this.#specFn =
       typeof options.spec === "function" ? (options.spec as (request: Req) => MaybePromise<RuleSpec>) : undefined;
+    this.#plain =
+      options.skip === undefined &&
+      this.#allow === undefined &&
+      this.#deny === undefined &&
+      options.key === undefined &&
+      options.cost === undefined &&
+      options.tier === undefined &&
+      this.#specFn === undefined;
+    const clock = this.#clock;
+    this.#now = () => clock.now();
   }
 
   /** The default key of a request: its client address as far as `trustProxy` allows. */
@@ -123,6 +137,11 @@ export class Engine<Req, Res = unknown> {
 
   /** Decides a request: null when skipped or allow-listed, else the verdict (a promise only when something async ran). */
   decide(request: Req): MaybePromise<Verdict | null> {
+    if (this.#plain) {
+      // The steps below with nothing to do skipped: same key, cost 1, no tier, the one target.
+      const client = this.#clients.of(request) ?? UNKNOWN_CLIENT;
+      return this.#checkOn(this.#target, request, client.key, client.storeKey, 1, undefined);
+    }
     const skip = this.#options.skip;
     if (skip !== undefined) {
       // Read the client address before an async hook: a client that disconnects meanwhile has
@@ -303,7 +322,7 @@ export class Engine<Req, Res = unknown> {
         const names = listNames(taken);
         if (names !== undefined) policies = distinctFrom(policies, names);
       }
-      writeRateLimitHeaders(this.format, policies, decision, counts, () => this.#clock.now(), header);
+      writeRateLimitHeaders(this.format, policies, decision, counts, this.#now, header);
     }
     if (verdict.status !== 200) {
       const retry = retryAfterOf(decision);

@@ -71,6 +71,21 @@ function hookFor(
     adapterKeys,
   );
   const onLimited = options.onLimited;
+  // The reply whose headers are being written: `writeHeaders` calls `set`/`get` synchronously,
+  // so one slot per hook serves every request, and no closure is made per request.
+  let current: FastifyReply | undefined;
+  const set = (name: string, value: string): void => {
+    (current as FastifyReply).header(name, value);
+  };
+  const get = (name: string): string | undefined => {
+    const reply = current as FastifyReply;
+    const value = reply.getHeader(name);
+    return value === undefined
+      ? responseHeader(reply.raw, name)
+      : Array.isArray(value)
+        ? value.join(", ")
+        : String(value);
+  };
   const respond = (
     verdict: Verdict | null,
     request: FastifyRequest,
@@ -82,18 +97,13 @@ function hookFor(
       return;
     }
     if (verdict.decision !== undefined) request.rateLimit = tighter(request.rateLimit, verdict.decision);
-    engine.writeHeaders(
-      verdict,
-      (name, value) => reply.header(name, value),
-      (name) => {
-        const value = reply.getHeader(name);
-        return value === undefined
-          ? responseHeader(reply.raw, name)
-          : Array.isArray(value)
-            ? value.join(", ")
-            : String(value);
-      },
-    );
+    const previous = current;
+    current = reply;
+    try {
+      engine.writeHeaders(verdict, set, get);
+    } finally {
+      current = previous;
+    }
     if (verdict.status === 200) {
       // The raw response's events, not an onResponse hook: they also tell an aborted request
       // (no 'finish'), and a route-level hook cannot add hooks.
@@ -170,9 +180,41 @@ function routeHooks(options: FastifyRateLimitOptions): (config: unknown, method:
   };
 }
 
+/** A matched route's `config` as Fastify keeps it: the route's own options plus `url` and `method`. */
+type RouteContextConfig = { rateLimit?: unknown; url?: string; method?: string } | undefined;
+
+/**
+ * The symbol under which Fastify keeps a request's route context, once found (null: not found,
+ * undefined: not looked for yet). `request.routeOptions` builds a new object on every read
+ * (Fastify 5), which cost more than the rest of the check; its `config` is the route context's
+ * `config`, so the context is read directly once the symbol is found and checked to give that
+ * same object. A request without it (another copy of Fastify) falls back to `routeOptions`.
+ */
+let contextSymbol: symbol | null | undefined;
+
+function findContextSymbol(request: FastifyRequest): symbol | null {
+  const config = request.routeOptions?.config;
+  if (config === undefined) return null;
+  for (const symbol of Object.getOwnPropertySymbols(request)) {
+    const context = (request as unknown as Record<symbol, { config?: unknown } | undefined>)[symbol];
+    if (symbol.description === "fastify.context" && context?.config === config) return symbol;
+  }
+  return null;
+}
+
+/** The matched route's `config` (what `request.routeOptions.config` is), read without building `routeOptions`. */
+function routeContextConfig(request: FastifyRequest): RouteContextConfig {
+  if (contextSymbol === undefined) contextSymbol = findContextSymbol(request);
+  if (contextSymbol !== null) {
+    const context = (request as unknown as Record<symbol, { config?: RouteContextConfig } | undefined>)[contextSymbol];
+    if (context !== undefined) return context.config;
+  }
+  return request.routeOptions?.config as RouteContextConfig;
+}
+
 /** The route's `config.rateLimit` (undefined when the route has none). */
 function routeConfig(request: FastifyRequest): unknown {
-  return (request.routeOptions?.config as { rateLimit?: unknown } | undefined)?.rateLimit;
+  return routeContextConfig(request)?.rateLimit;
 }
 
 /**
@@ -183,7 +225,7 @@ function routeConfig(request: FastifyRequest): unknown {
  */
 function underPrefix(path: string, hook: onRequestHookHandler): onRequestHookHandler {
   return function sluicePrefixedOnRequest(this: FastifyInstance, request, reply, done) {
-    const url = request.routeOptions?.url;
+    const url = routeContextConfig(request)?.url;
     if (url !== undefined && (path === "" || url === path || url.startsWith(`${path}/`))) {
       return hook.call(this, request, reply, done);
     }

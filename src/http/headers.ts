@@ -74,15 +74,22 @@ function resetMillis(part: Decision): number {
 
 /** One decision per policy: the composite's parts, or the decision itself repeated when it has none. */
 export function partsOf(decision: Decision, count: number): readonly Decision[] {
+  return Array.from({ length: count }, (_, i) => partAt(decision, count, i));
+}
+
+/** The decision of policy `i` of `count` (an element of {@link partsOf}, without building the array per request). */
+function partAt(decision: Decision, count: number, i: number): Decision {
   const parts = decision.parts;
-  if (parts !== undefined && parts.length === count) return parts;
-  return count === 1 ? [decision] : Array.from({ length: count }, () => decision);
+  return parts !== undefined && parts.length === count ? (parts[i] as Decision) : decision;
 }
 
 /** The member the single-limit layouts report: the one with least remaining (as `combine` picks). */
-function tightest(parts: readonly Decision[]): Decision {
-  let best = parts[0] as Decision;
-  for (const p of parts) if (p.remaining < best.remaining) best = p;
+function tightest(decision: Decision, count: number): Decision {
+  let best = partAt(decision, count, 0);
+  for (let i = 1; i < count; i++) {
+    const p = partAt(decision, count, i);
+    if (p.remaining < best.remaining) best = p;
+  }
   return best;
 }
 
@@ -102,10 +109,10 @@ export function writeRateLimitHeaders(
   if (format === "draft-11") {
     header("RateLimit-Policy", set.policy11);
     if (!counts) return;
-    const parts = partsOf(decision, set.policies.length);
+    const count = set.policies.length;
     let value = "";
-    for (let i = 0; i < parts.length; i++) {
-      const p = parts[i] as Decision;
+    for (let i = 0; i < count; i++) {
+      const p = partAt(decision, count, i);
       value += `${i === 0 ? "" : ", "}${set.quoted[i]};r=${sfInteger(p.remaining)};t=${sfInteger(resetSeconds(p))}`;
     }
     header("RateLimit", value);
@@ -113,8 +120,7 @@ export function writeRateLimitHeaders(
   }
   if (format !== "legacy") header("RateLimit-Policy", set.policy7);
   if (!counts) return;
-  const parts = partsOf(decision, set.policies.length);
-  const t = tightest(parts);
+  const t = tightest(decision, set.policies.length);
   const reset = Math.max(resetSeconds(t), decision.allowed ? 0 : resetSeconds(decision));
   if (format === "draft-7") {
     header("RateLimit", `limit=${sfInteger(t.limit)}, remaining=${sfInteger(t.remaining)}, reset=${sfInteger(reset)}`);

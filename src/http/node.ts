@@ -120,15 +120,24 @@ export function nodeHandler<Req extends IncomingMessage, Res extends ServerRespo
   engine: Engine<Req, Res>,
   onLimited: NodeRateLimitOptions<Req, Res>["onLimited"],
 ): NodeRateLimit<Req, Res> {
+  // The response whose headers are being written: `writeHeaders` calls `set`/`get` synchronously,
+  // so one slot per middleware serves every request, and no closure is made per request.
+  let current: Res | undefined;
+  const set = (name: string, value: string): void => {
+    (current as Res).setHeader(name, value);
+  };
+  const get = (name: string): string | undefined => responseHeader(current as Res, name);
   const finish = (verdict: Verdict | null, request: Req, response: Res): boolean => {
     if (verdict === null) return true;
     if (verdict.decision !== undefined) request.rateLimit = tighter(request.rateLimit, verdict.decision);
     if (!response.headersSent) {
-      engine.writeHeaders(
-        verdict,
-        (name, value) => response.setHeader(name, value),
-        (name) => responseHeader(response, name),
-      );
+      const previous = current;
+      current = response;
+      try {
+        engine.writeHeaders(verdict, set, get);
+      } finally {
+        current = previous;
+      }
     }
     if (verdict.status === 200) {
       if (engine.observes(verdict)) settleOnEnd(engine, verdict, request, response, response);
@@ -143,6 +152,17 @@ export function nodeHandler<Req extends IncomingMessage, Res extends ServerRespo
     response.end(engine.body(verdict));
     return false;
   };
+  /** Connect style: `next()` to pass, `next(error)` when answering failed. */
+  const proceed = (verdict: Verdict | null, request: Req, response: Res, next: (error?: unknown) => void): void => {
+    let pass: boolean;
+    try {
+      pass = finish(verdict, request, response);
+    } catch (error) {
+      next(error);
+      return;
+    }
+    if (pass) next();
+  };
 
   function sluiceRateLimit(
     request: Req,
@@ -155,16 +175,6 @@ export function nodeHandler<Req extends IncomingMessage, Res extends ServerRespo
         ? verdict.then((v) => finish(v, request, response))
         : finish(verdict, request, response);
     }
-    const done = (verdict: Verdict | null) => {
-      let pass: boolean;
-      try {
-        pass = finish(verdict, request, response);
-      } catch (error) {
-        next(error);
-        return;
-      }
-      if (pass) next();
-    };
     let verdict: MaybePromise<Verdict | null>;
     try {
       verdict = engine.decide(request);
@@ -172,8 +182,8 @@ export function nodeHandler<Req extends IncomingMessage, Res extends ServerRespo
       next(error);
       return;
     }
-    if (isPromise(verdict)) verdict.then(done, next);
-    else done(verdict);
+    if (isPromise(verdict)) verdict.then((v) => proceed(v, request, response, next), next);
+    else proceed(verdict, request, response, next);
   }
   return sluiceRateLimit as NodeRateLimit<Req, Res>;
 }
