@@ -29,14 +29,15 @@ export const MAX_SKETCH_WIDTH = 65536;
  * JSON has no ±Infinity: such numbers are written as `{"$n": "Infinity"}`. An object, not a
  * tagged string, so no key text (user keys are strings) can ever be read back as a number.
  */
-function replacer(_key: string, value: unknown): unknown {
+export function replacer(_key: string, value: unknown): unknown {
   if (typeof value === "number" && !Number.isFinite(value)) {
     return { $n: Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity" };
   }
   return value;
 }
 
-function reviver(_key: string, value: unknown): unknown {
+/** Reads back what `replacer` wrote: `{"$n": "Infinity"}` (and -Infinity, NaN) as numbers. */
+export function reviver(_key: string, value: unknown): unknown {
   if (typeof value === "object" && value !== null && !Array.isArray(value)) {
     const keys = Object.keys(value);
     const tag = (value as { $n?: unknown }).$n;
