@@ -191,7 +191,9 @@ export function storeConformance<S extends Store>(options: StoreConformanceOptio
     {
       name: `${options.name}: failures: a failing store answers by its policy`,
       needs: ["failure"],
-      ...(failing === undefined ? { skip: "no `failing` store given (an in-process store cannot fail)" } : {}),
+      ...(failing === undefined
+        ? { skip: "no `failing` store given (an in-process store has no backend to lose)" }
+        : {}),
       run: () =>
         withStore(failing ?? options.create, (store, clock) => failure(serviceOn(store, clock, CONCURRENT_RULES))),
     },

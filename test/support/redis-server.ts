@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { createClient } from "redis";
+import { afterAll, beforeAll } from "vitest";
 import { cannotRun } from "./skip.ts";
 
 /** Resolves with a free loopback TCP port. */
@@ -199,5 +200,48 @@ export async function connectClients(url: string): Promise<StandaloneClients> {
       io.disconnect();
       await node.close();
     },
+  };
+}
+
+/**
+ * The shared Redis of a test file, found once at the file's top level (`await standaloneRedis(what)`):
+ * says loudly when there is none (a failure under CI), and disposes a server started here
+ * after the file's last test.
+ */
+export async function standaloneRedis(what: string): Promise<SharedRedis | undefined> {
+  const redis = await findRedis();
+  if (redis === undefined) noRedis(what);
+  afterAll(async () => {
+    await redis?.owned?.dispose();
+  });
+  return redis;
+}
+
+/**
+ * Both clients connected to `redis` for the enclosing describe block: connected before its
+ * first test, closed after its last. Read `io` and `node` inside tests.
+ */
+export function useStandaloneClients(redis: SharedRedis | undefined): Readonly<StandaloneClients> & { url: string } {
+  let clients: StandaloneClients | undefined;
+  beforeAll(async () => {
+    clients = await connectClients(redis?.url ?? "");
+  });
+  afterAll(async () => {
+    await clients?.close();
+  });
+  const connected = (): StandaloneClients => {
+    if (clients === undefined)
+      throw new Error("useStandaloneClients: clients are connected in beforeAll; read them in tests");
+    return clients;
+  };
+  return {
+    url: redis?.url ?? "",
+    get io() {
+      return connected().io;
+    },
+    get node() {
+      return connected().node;
+    },
+    close: () => connected().close(),
   };
 }

@@ -21,7 +21,8 @@ export function recordFromText(rule: CompiledRule, text: string): RuleRecord {
   } catch (error) {
     throw new ArgumentError(`not a sluice record: ${(error as Error).message}`);
   }
-  if (!sameLayout(createRecord(rule), record)) {
+  // Signed: a penalty may leave a figure below zero (a token bucket's balance).
+  if (!sameLayout(createRecord(rule), record, true)) {
     throw new ArgumentError(`record does not have the layout of a ${rule.shape} record (got ${text.slice(0, 80)})`);
   }
   return record;
