@@ -116,6 +116,41 @@ async function failure(subject: ConformanceSubject): Promise<void> {
   }
 }
 
+/**
+ * Rule names unique to one case of one run: stores shared between cases (a node:cluster
+ * primary, one Redis prefix) never see another case's state under the same rule name.
+ */
+function namespace(): (rule: string) => string {
+  const run = Math.random().toString(36).slice(2, 10);
+  return (rule) => `kit-${run}-${rule}`;
+}
+
+/** `script` with its rule names passed through `name`. */
+function renamed(script: Script, name: (rule: string) => string): Script {
+  return {
+    name: script.name,
+    rules: renamedRules(script.rules, name),
+    steps: script.steps.map((step) => ({ ...step, rule: name(step.rule) })),
+  };
+}
+
+/** `rules` with their names passed through `name`. */
+function renamedRules(
+  rules: Record<string, ConformanceRule>,
+  name: (rule: string) => string,
+): Record<string, ConformanceRule> {
+  return Object.fromEntries(Object.entries(rules).map(([rule, decl]) => [name(rule), decl]));
+}
+
+/** A subject taking plain rule names, calling `subject` with them passed through `name`. */
+function plainNames(subject: ConformanceSubject, name: (rule: string) => string): ConformanceSubject {
+  return {
+    check: (rule, key, options) => subject.check(name(rule), key, options),
+    peek: (rule, key, options) => subject.peek(name(rule), key, options),
+    reset: (rule, key) => subject.reset(name(rule), key),
+  };
+}
+
 /** A store's subject: a RateLimiterService on the store and clock, with the case's rules. */
 function serviceOn(
   store: Store,
@@ -133,11 +168,8 @@ function serviceOn(
 }
 
 /** Limiters refuse rate-limiter-flexible's calls with a StoreError on a store that does not decide them. */
-async function refusesFlexible(service: RateLimiterService<Store>): Promise<void> {
-  for (const call of [
-    () => service.penalty("fixed-window", "k", { cost: 1 }),
-    () => service.get("fixed-window", "k"),
-  ]) {
+async function refusesFlexible(service: RateLimiterService<Store>, rule: string): Promise<void> {
+  for (const call of [() => service.penalty(rule, "k", { cost: 1 }), () => service.get(rule, "k")]) {
     let error: unknown;
     try {
       await call();
@@ -173,9 +205,12 @@ export function storeConformance<S extends Store>(options: StoreConformanceOptio
       needs,
       run: () =>
         withStore(options.create, async (store, clock) => {
-          const service = serviceOn(store, clock, script.rules);
-          if (needs.includes("flexible") && store.flexibleCalls !== true) return refusesFlexible(service);
-          await runScript(script, service as ConformanceSubject, clock, epoch, { expectAt: true });
+          const named = renamed(script, namespace());
+          const service = serviceOn(store, clock, named.rules);
+          if (needs.includes("flexible") && store.flexibleCalls !== true) {
+            return refusesFlexible(service, Object.keys(named.rules)[0] as string);
+          }
+          await runScript(named, service as ConformanceSubject, clock, epoch, { expectAt: true });
         }),
     };
   });
@@ -186,7 +221,10 @@ export function storeConformance<S extends Store>(options: StoreConformanceOptio
       name: `${options.name}: concurrency: 40 concurrent calls on one key are decided one at a time`,
       needs: [],
       run: () =>
-        withStore(options.create, (store, clock) => concurrency(serviceOn(store, clock, CONCURRENT_RULES), epoch)),
+        withStore(options.create, (store, clock) => {
+          const name = namespace();
+          return concurrency(plainNames(serviceOn(store, clock, renamedRules(CONCURRENT_RULES, name)), name), epoch);
+        }),
     },
     {
       name: `${options.name}: failures: a failing store answers by its policy`,
@@ -195,7 +233,10 @@ export function storeConformance<S extends Store>(options: StoreConformanceOptio
         ? { skip: "no `failing` store given (an in-process store has no backend to lose)" }
         : {}),
       run: () =>
-        withStore(failing ?? options.create, (store, clock) => failure(serviceOn(store, clock, CONCURRENT_RULES))),
+        withStore(failing ?? options.create, (store, clock) => {
+          const name = namespace();
+          return failure(plainNames(serviceOn(store, clock, renamedRules(CONCURRENT_RULES, name)), name));
+        }),
     },
   ];
 }
