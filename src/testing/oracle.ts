@@ -407,7 +407,10 @@ export class RuleOracle {
     return this.#members.map((m) => m.shape).join("+") + (this.#ban ? `+ban/${this.#ban.withinMs}` : "");
   }
 
-  /** Rebinds to `spec`: same shape keeps the state (limits change), another starts fresh. */
+  /**
+   * Rebinds to `spec`: same shape keeps the state (limits change), another starts fresh. An
+   * array spec answers with `parts`, even with one member, as limiters do.
+   */
   respec(spec: AlgorithmSpec | AlgorithmSpec[], ban?: OracleBan): RuleOracle {
     const fresh = new RuleOracle(spec, ban);
     if (fresh.shape !== this.shape) return fresh;

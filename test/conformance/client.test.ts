@@ -8,7 +8,7 @@ import { afterAll, describe } from "vitest";
 import { type RunningServer, startServer } from "../../src/server/server.ts";
 import { tempDir } from "../cli/helpers.ts";
 import { runCases } from "../support/conformance.ts";
-import { freePort } from "../support/redis-server.ts";
+import { freePort } from "../support/net.ts";
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());

@@ -8,7 +8,8 @@ import { Redis } from "ioredis";
 import { rateLimit } from "sluice/http";
 import { RedisStore } from "sluice/redis";
 import { afterAll, describe, expect, test } from "vitest";
-import { deadIoredis, findRedis, freePort, noRedis, type SharedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { freePort } from "../support/net.ts";
+import { deadIoredis, findRedis, noRedis, type SharedRedis, uniquePrefix } from "../support/redis-server.ts";
 
 const redis: SharedRedis | undefined = await findRedis();
 if (redis === undefined) noRedis("HTTP over a live RedisStore");

@@ -6,25 +6,14 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { createClient } from "redis";
 import { afterAll, beforeAll } from "vitest";
+import { freePort } from "./net.ts";
 import { cannotRun } from "./skip.ts";
-
-/** Resolves with a free loopback TCP port. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0));
-    });
-  });
-}
 
 /**
  * An ioredis client for a loopback port nobody listens on (port 1 unless given): with no
