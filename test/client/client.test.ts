@@ -1,11 +1,11 @@
 // sluice/client against a real `sluice serve` (started in-process on port 0), a closed port
 // and a server that accepts connections but never answers.
-import { createServer, type Server, type Socket } from "node:net";
 import { createLimiter, ManualClock, StoreError, UnknownRuleError } from "sluice";
 import { createClient, type SluiceClient } from "sluice/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningServer, startServer } from "../../src/server/server.ts";
 import { tempDir } from "../cli/helpers.ts";
+import { type BlackHole, blackHole, freePort } from "../support/net.ts";
 
 const tmp = tempDir();
 const RULES = `rules:
@@ -213,28 +213,17 @@ describe("peek and reset (POST /v1/peek, /v1/reset)", () => {
 
 describe("when the service is down: RedisStore's failure policies", () => {
   let deadUrl: string;
-  let silent: Server;
+  let silent: BlackHole;
   let silentUrl: string;
-  const held: Socket[] = [];
 
   beforeAll(async () => {
     // A port that was just free: nothing listens there, connections are refused.
-    const probe = createServer();
-    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
-    deadUrl = `http://127.0.0.1:${(probe.address() as { port: number }).port}`;
-    await new Promise<void>((r) => probe.close(() => r()));
+    deadUrl = `http://127.0.0.1:${await freePort()}`;
     // Accepts connections and reads requests, but never answers.
-    silent = createServer((socket) => {
-      held.push(socket);
-      socket.resume();
-    });
-    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", r));
-    silentUrl = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
+    silent = await blackHole();
+    silentUrl = `http://127.0.0.1:${silent.port}`;
   });
-  afterAll(async () => {
-    for (const s of held) s.destroy();
-    await new Promise<void>((r) => silent.close(() => r()));
-  });
+  afterAll(() => silent.close());
 
   it('"deny" (default): a refused connection is answered at once (ERR_STORE, not a timeout), failure attached', async () => {
     const c = open({ url: deadUrl, timeoutMs: 60_000 });

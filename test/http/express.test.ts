@@ -1,10 +1,8 @@
-// sluice/express on a real Express 5 app over loopback.
-import type { AddressInfo } from "node:net";
 import express, { type Request } from "express";
 import { ManualClock } from "sluice";
 import { type RateLimitHandles, rateLimit } from "sluice/express";
 import { afterEach, describe, expect, test } from "vitest";
-import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
+import { conformance, hangSignals, listening, type Options, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
 async function serveExpress(options: Options | Options[], setup?: (app: express.Express) => void): Promise<Served> {
@@ -38,22 +36,7 @@ async function serveExpress(options: Options | Options[], setup?: (app: express.
   app.use((error: Error, _req: Request, res: express.Response, _next: express.NextFunction) => {
     res.status(500).send(`error: ${error.message}`);
   });
-  const server = app.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve, reject) => {
-    server.once("listening", resolve);
-    server.once("error", reject);
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    hang: hang.served,
-    handles,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { ...(await listening(app.listen(0, "127.0.0.1"))), hang: hang.served, handles };
 }
 
 const expressAdapter = {

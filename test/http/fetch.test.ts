@@ -5,7 +5,7 @@ import { serve } from "@hono/node-server";
 import { type Decision, ManualClock } from "sluice";
 import { rateLimitFetch } from "sluice/http";
 import { describe, expect, test } from "vitest";
-import { conformance, hangSignals, type Options, routeOf, twoChunks } from "./conformance.ts";
+import { conformance, hangSignals, listening, type Options, routeOf, twoChunks } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
 const fetchAdapter = {
@@ -38,33 +38,18 @@ const fetchAdapter = {
         address,
       );
     };
-    const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-      const s = serve(
-        {
-          fetch: async (request: Request, env: { incoming: { socket: { remoteAddress?: string | undefined } } }) => {
-            try {
-              return await chain(request, env.incoming.socket.remoteAddress, 0);
-            } catch (error) {
-              return new Response(String(error), { status: 500 });
-            }
-          },
-          port: 0,
-          hostname: "127.0.0.1",
-        },
-        () => resolve(s),
-      );
+    const server = serve({
+      fetch: async (request: Request, env: { incoming: { socket: { remoteAddress?: string | undefined } } }) => {
+        try {
+          return await chain(request, env.incoming.socket.remoteAddress, 0);
+        } catch (error) {
+          return new Response(String(error), { status: 500 });
+        }
+      },
+      port: 0,
+      hostname: "127.0.0.1",
     });
-    const { port } = server.address() as AddressInfo;
-    return {
-      handles: limits[0],
-      url: `http://127.0.0.1:${port}`,
-      hang: hang.served,
-      close: () =>
-        new Promise<void>((resolve) => {
-          (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-          server.close(() => resolve());
-        }),
-    };
+    return { ...(await listening(server as never)), hang: hang.served, handles: limits[0] };
   },
   header: (request: unknown, name: string) => (request as Request).headers.get(name) ?? undefined,
   path: (request: unknown) => new URL((request as Request).url).pathname,

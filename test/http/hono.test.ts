@@ -1,12 +1,18 @@
-// sluice/hono: served through @hono/node-server on loopback, and through app.request().
-import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { type Context, Hono } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ManualClock } from "sluice";
 import { type RateLimitHandles, rateLimit } from "sluice/hono";
 import { describe, expect, test } from "vitest";
-import { conformance, hangSignals, type Options, parseRateLimit, routeOf, twoChunks } from "./conformance.ts";
+import {
+  conformance,
+  hangSignals,
+  listening,
+  type Options,
+  parseRateLimit,
+  routeOf,
+  twoChunks,
+} from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
 function app(options: Options | Options[]) {
@@ -39,20 +45,8 @@ function app(options: Options | Options[]) {
 const honoAdapter = {
   serve: async (options: Options | Options[]) => {
     const hono = app(options);
-    const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
-      const s = serve({ fetch: hono.fetch, port: 0, hostname: "127.0.0.1" }, () => resolve(s));
-    });
-    const { port } = server.address() as AddressInfo;
-    return {
-      url: `http://127.0.0.1:${port}`,
-      hang: hono.hang,
-      handles: hono.handles,
-      close: () =>
-        new Promise<void>((resolve) => {
-          (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-          server.close(() => resolve());
-        }),
-    };
+    const server = serve({ fetch: hono.fetch, port: 0, hostname: "127.0.0.1" });
+    return { ...(await listening(server as never)), hang: hono.hang, handles: hono.handles };
   },
   header: (request: unknown, name: string) => (request as Context).req.header(name),
   path: (request: unknown) => (request as Context).req.path,

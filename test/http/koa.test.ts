@@ -1,5 +1,3 @@
-// sluice/koa on a real Koa 3 app over loopback.
-import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import Koa, { type Context } from "koa";
@@ -8,7 +6,7 @@ import { type RateLimitHandles, rateLimit } from "sluice/koa";
 import { RedisStore } from "sluice/redis";
 import { afterEach, describe, expect, test } from "vitest";
 import { deadIoredis } from "../support/redis-server.ts";
-import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
+import { conformance, hangSignals, listening, type Options, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
 async function serveKoa(
@@ -63,22 +61,7 @@ async function serveKoa(
         ctx.body = "ok";
       }),
   );
-  const server: Server = app.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve, reject) => {
-    server.once("listening", resolve);
-    server.once("error", reject);
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    handles,
-    url: `http://127.0.0.1:${port}`,
-    hang: hang.served,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return { ...(await listening(app.listen(0, "127.0.0.1"))), hang: hang.served, handles };
 }
 
 const koaAdapter = {

@@ -6,23 +6,21 @@ import { type Decision, ManualClock, MemoryStore, RateLimiterService, type Store
 import { rateLimit } from "sluice/http";
 import { afterEach, describe, expect, test } from "vitest";
 import { canListen, skipTest } from "../support/skip.ts";
-import { conformance, hangSignals, type Options, parseRateLimit, routeOf, type Served } from "./conformance.ts";
+import {
+  conformance,
+  hangSignals,
+  listening,
+  type Options,
+  parseRateLimit,
+  routeOf,
+  type Served,
+} from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
-async function listen(server: http.Server, host = "127.0.0.1"): Promise<Served> {
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, host, resolve);
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+/** Starts `server` on a loopback port of `host` and serves it through the one adapter harness. */
+function listen(server: http.Server, host = "127.0.0.1"): Promise<Served> {
+  server.listen(0, host);
+  return listening(server, host);
 }
 
 function serveNode(options: Options | Options[], host?: string): Promise<Served> {

@@ -8,10 +8,10 @@ import { Redis } from "ioredis";
 import { rateLimit } from "sluice/http";
 import { RedisStore } from "sluice/redis";
 import { afterAll, describe, expect, test } from "vitest";
-import { deadIoredis, findRedis, freePort, noRedis, type SharedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { freePort } from "../support/net.ts";
+import { deadIoredis, standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
-if (redis === undefined) noRedis("HTTP over a live RedisStore");
+const redis = await standaloneRedis("HTTP over a live RedisStore");
 
 async function serve(limit: ReturnType<typeof rateLimit>) {
   const server = http.createServer(async (req, res) => {
@@ -33,7 +33,6 @@ async function serve(limit: ReturnType<typeof rateLimit>) {
 const clients: Redis[] = [];
 afterAll(async () => {
   for (const client of clients) client.disconnect();
-  await redis?.owned?.dispose();
 });
 
 /** An ioredis client for a port nobody listens on: every command fails at once. */

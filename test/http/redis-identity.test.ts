@@ -9,10 +9,9 @@ import { ManualClock } from "sluice";
 import { type RateLimit, rateLimit } from "sluice/http";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { findRedis, noRedis, type SharedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
-if (redis === undefined) noRedis("HTTP identity on Redis");
+const redis = await standaloneRedis("HTTP identity on Redis");
 const client = new Redis(redis?.url ?? "redis://127.0.0.1:1", { lazyConnect: true, enableOfflineQueue: false });
 const servers: http.Server[] = [];
 let store: RedisStore;
@@ -29,7 +28,6 @@ afterAll(async () => {
     server.close();
   }
   client.disconnect();
-  await redis?.owned?.dispose();
 });
 
 async function serve(options: Parameters<typeof rateLimit>[0], made?: (limit: RateLimit) => void): Promise<string> {

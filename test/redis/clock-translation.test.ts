@@ -5,24 +5,16 @@
 import fc from "fast-check";
 import { ALGORITHMS, createLimiter, type Decision, ManualClock, MemoryStore } from "sluice";
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EPOCH, eventsArb, runEvents, shiftFor, wideSpecArb } from "../support/clock-translation.ts";
-import {
-  connectClients,
-  findRedis,
-  noRedis,
-  type SharedRedis,
-  type StandaloneClients,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
-if (redis === undefined) noRedis("clock translation (standalone)");
+const redis = await standaloneRedis("clock translation (standalone)");
 
 const SEED = 190_119;
 
 describe.skipIf(redis === undefined)("clock translation, RedisStore", () => {
-  let clients: StandaloneClients;
+  const clients = useStandaloneClients(redis);
   const store = () =>
     new RedisStore({
       client: clients.io,
@@ -31,14 +23,6 @@ describe.skipIf(redis === undefined)("clock translation, RedisStore", () => {
       expiryGraceMs: 600_000,
       denyCache: false,
     });
-
-  beforeAll(async () => {
-    clients = await connectClients(redis?.url ?? "");
-  });
-  afterAll(async () => {
-    await clients?.close();
-    await redis?.owned?.dispose();
-  });
 
   for (const [i, algorithm] of ALGORITHMS.entries()) {
     it(`${algorithm}: a trace decides identically at 0 and at today's epoch, and as in memory`, async () => {

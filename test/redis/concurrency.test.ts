@@ -5,39 +5,23 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createLimiter, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
-import {
-  connectClients,
-  findRedis,
-  noRedis,
-  type SharedRedis,
-  type StandaloneClients,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
-if (redis === undefined) noRedis("concurrency");
+const redis = await standaloneRedis("concurrency");
 
 const CHILD = fileURLToPath(new URL("./child-limiter.mjs", import.meta.url));
 const BUILT = fileURLToPath(new URL("../../dist/stores/redis/index.js", import.meta.url));
 
 describe.skipIf(redis === undefined)("Redis concurrency", () => {
   const url = redis?.url ?? "";
-  let clients: StandaloneClients;
-  let io: StandaloneClients["io"];
-  let node: StandaloneClients["node"];
+  const clients = useStandaloneClients(redis);
 
   beforeAll(async () => {
     // The child processes run the built package: rebuilt here when src/ is newer than dist/,
     // so they never run stale code (ensureBuilt serialises builds across test files).
     ensureBuilt();
-    clients = await connectClients(url);
-    ({ io, node } = clients);
-  });
-  afterAll(async () => {
-    await clients?.close();
-    await redis?.owned?.dispose();
   });
 
   for (const client of ["ioredis", "node-redis"] as const) {
@@ -45,7 +29,7 @@ describe.skipIf(redis === undefined)("Redis concurrency", () => {
       // 10,000 checks sent at once queue ~300 script calls: on a loaded machine the last can
       // take longer than the default 1 s, and timeouts are not what this test is about.
       const store = new RedisStore({
-        client: client === "ioredis" ? io : node,
+        client: client === "ioredis" ? clients.io : clients.node,
         prefix: uniquePrefix("conc"),
         timeoutMs: 10_000,
       });
@@ -66,7 +50,7 @@ describe.skipIf(redis === undefined)("Redis concurrency", () => {
   }
 
   it("10,000 concurrent checks on Redis TIME admit exactly the limit, across algorithms", async () => {
-    const store = new RedisStore({ client: io, prefix: uniquePrefix("conc-time"), timeoutMs: 10_000 });
+    const store = new RedisStore({ client: clients.io, prefix: uniquePrefix("conc-time"), timeoutMs: 10_000 });
     for (const spec of [
       { algorithm: "sliding-log", limit: 100, windowMs: 3_600_000 },
       { algorithm: "token-bucket", capacity: 100, refillPerSecond: 0.0001 },

@@ -5,23 +5,12 @@ import { Redis } from "ioredis";
 import { createLimiter, type Decision, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { afterAll, describe, expect, it } from "vitest";
+import { freePort } from "../support/net.ts";
 import { MASTER_NAME, startSentinel, type TestSentinel } from "../support/redis-sentinel.ts";
-import {
-  findRedis,
-  freePort,
-  hasRedisServer,
-  noRedis,
-  type SharedRedis,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { hasRedisServer, standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 
-const shared: SharedRedis | undefined = await findRedis();
-if (shared === undefined) noRedis("RedisStore.connect");
+const shared = await standaloneRedis("RedisStore.connect");
 const canStart = await hasRedisServer();
-
-afterAll(async () => {
-  await shared?.owned?.dispose();
-});
 
 /** A client with commands but no connection, no events (an HTTP client that is not @upstash/redis). */
 class HttpLike {

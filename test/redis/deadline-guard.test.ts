@@ -4,10 +4,9 @@
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkScript } from "../../src/stores/redis/script.ts";
-import { findRedis, noRedis, type SharedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
-if (redis === undefined) noRedis("deadline guard");
+const redis = await standaloneRedis("deadline guard");
 
 describe.skipIf(redis === undefined)("the deadline guard", () => {
   let client: Redis;
@@ -16,7 +15,6 @@ describe.skipIf(redis === undefined)("the deadline guard", () => {
   });
   afterAll(async () => {
     client?.disconnect();
-    await redis?.owned?.dispose();
   });
 
   it("refuses a call past its deadline without touching a key, and reports the server time", async () => {

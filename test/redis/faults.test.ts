@@ -1,13 +1,13 @@
 // Faults against real Redis processes started here (never the shared 6379): script cache
 // flushes, restarts, a stopped server and a port that never answers, under every `onError`
 // policy; key expiry and its repair. Settle times are asserted loosely (timeoutMs + 1.5 s).
-import { createServer, type Server, type Socket } from "node:net";
 import { Redis } from "ioredis";
 import { createClient } from "redis";
 import { createLimiter, type Decision, ManualClock, StoreError } from "sluice";
 import { type OnError, RedisStore } from "sluice/redis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { freePort, hasRedisServer, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { blackHole } from "../support/net.ts";
+import { hasRedisServer, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
 
 const canStart = await hasRedisServer();
 if (!canStart) {
@@ -55,23 +55,11 @@ async function timed<T>(check: () => Promise<T>): Promise<{ value: T | undefined
   }
 }
 
-/** A TCP port that accepts connections and never answers. */
-async function blackHole(): Promise<number> {
-  const sockets: Socket[] = [];
-  const server: Server = createServer((socket) => {
-    sockets.push(socket);
-    socket.on("error", () => {});
-  });
-  const port = await freePort();
-  await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
-  cleanups.push(
-    () =>
-      new Promise<void>((r) => {
-        for (const s of sockets) s.destroy();
-        server.close(() => r());
-      }),
-  );
-  return port;
+/** A TCP port that accepts connections and never answers (closed after the test). */
+async function hole(): Promise<number> {
+  const h = await blackHole();
+  cleanups.push(h.close);
+  return h.port;
 }
 
 const SPEC = { algorithm: "fixed-window", limit: 5, windowMs: 60_000 } as const;
@@ -184,7 +172,7 @@ describe.skipIf(!canStart)("Redis faults", () => {
           port = server.port;
           await server.stop();
         } else {
-          port = await blackHole();
+          port = await hole();
         }
         const url = `redis://127.0.0.1:${port}`;
         let client: ConstructorParameters<typeof RedisStore>[0]["client"];
@@ -251,7 +239,7 @@ describe.skipIf(!canStart)("Redis faults", () => {
   });
 
   it("a fallback can be built per rule by a function", async () => {
-    const port = await blackHole();
+    const port = await hole();
     const client = ioredis(`redis://127.0.0.1:${port}`);
     const seen: string[] = [];
     const store = new RedisStore({

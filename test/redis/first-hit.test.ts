@@ -5,20 +5,12 @@
 // parity.test.ts also cover these rules, but their random gaps rarely land on a boundary.)
 import { createLimiter, type Decision, ManualClock, type RuleSpec } from "sluice";
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { prng } from "../support/redis-parity.ts";
 import { pureStore } from "../support/redis-pure-store.ts";
-import {
-  connectClients,
-  findRedis,
-  noRedis,
-  type SharedRedis,
-  type StandaloneClients,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
-if (redis === undefined) noRedis("first-hit windows");
+const redis = await standaloneRedis("first-hit windows");
 
 const W = 900;
 const SPECS: Record<string, RuleSpec> = {
@@ -32,14 +24,7 @@ const SPECS: Record<string, RuleSpec> = {
 const GAPS = [0, 0, 1, W - 1, W, W + 1, W / 2, 2 * W - 1, 2 * W, 0.5, 17];
 
 describe.skipIf(redis === undefined)("first-hit windows: Redis = the TypeScript step at window boundaries", () => {
-  let clients: StandaloneClients;
-  beforeAll(async () => {
-    clients = await connectClients(redis?.url ?? "");
-  });
-  afterAll(async () => {
-    await clients?.close();
-    await redis?.owned?.dispose();
-  });
+  const clients = useStandaloneClients(redis);
 
   for (const [name, spec] of Object.entries(SPECS)) {
     it(`${name}: seeded traces of checks, peeks and refunds decide alike`, async () => {

@@ -2,28 +2,13 @@
 // is applied above every store, by the limiter).
 import { createLimiter, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  connectClients,
-  findRedis,
-  noRedis,
-  type SharedRedis,
-  type StandaloneClients,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { describe, expect, it } from "vitest";
+import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
-if (redis === undefined) noRedis("key bound (standalone)");
+const redis = await standaloneRedis("key bound (standalone)");
 
 describe.skipIf(redis === undefined)("maxKeyBytes on RedisStore", () => {
-  let clients: StandaloneClients;
-  beforeAll(async () => {
-    clients = await connectClients(redis?.url ?? "");
-  });
-  afterAll(async () => {
-    await clients?.close();
-    await redis?.owned?.dispose();
-  });
+  const clients = useStandaloneClients(redis);
 
   it("stores a 1 MB key as its hash: a short Redis key, the same state for the same key", async () => {
     const prefix = uniquePrefix("key-bound");

@@ -1,41 +1,21 @@
 import { type AlgorithmSpec, createLimiter, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { BanPolicy } from "../../src/core/ban.ts";
 import { RuleOracle } from "../support/oracle.ts";
 import { expectExercised, MODEL_RULES, PARITY_RULES, runParitySuite } from "../support/redis-parity.ts";
-import {
-  connectClients,
-  findRedis,
-  noRedis,
-  type SharedRedis,
-  type StandaloneClients,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
+const redis = await standaloneRedis("parity (standalone)");
 /** Seeds per rule: events are issued in batches, so more than the shared default fit (SLUICE_PARITY_SEEDS overrides). */
 const SEEDS = Number(process.env.SLUICE_PARITY_SEEDS ?? 8);
-if (redis === undefined) noRedis("parity (standalone)");
 
 describe.skipIf(redis === undefined)("Redis parity, standalone", () => {
-  const url = redis?.url ?? "";
-  let clients: StandaloneClients;
-  let io: StandaloneClients["io"];
-  let node: StandaloneClients["node"];
-
-  beforeAll(async () => {
-    clients = await connectClients(url);
-    ({ io, node } = clients);
-  });
-  afterAll(async () => {
-    await clients?.close();
-    await redis?.owned?.dispose();
-  });
+  const clients = useStandaloneClients(redis);
 
   const store = (client: "ioredis" | "node-redis") => () =>
     new RedisStore({
-      client: client === "ioredis" ? io : node,
+      client: client === "ioredis" ? clients.io : clients.node,
       prefix: uniquePrefix(`parity-${client}`),
       // A ManualClock runs slower than real time: keep keys past their (manual) fresh time.
       expiryGraceMs: 600_000,
@@ -66,7 +46,7 @@ describe.skipIf(redis === undefined)("Redis parity, standalone", () => {
     const bound = (spec: AlgorithmSpec, ban?: BanPolicy) => {
       const clock = new ManualClock(T0);
       const store = new RedisStore({
-        client: io,
+        client: clients.io,
         prefix: uniquePrefix("parity-edges"),
         expiryGraceMs: 600_000,
         denyCache: false,
@@ -102,16 +82,16 @@ describe.skipIf(redis === undefined)("Redis parity, standalone", () => {
       // count matters until since + withinMs (100 s), long after the 1 s window.
       const clock = new ManualClock(T0);
       const prefix = uniquePrefix("parity-ban-ttl");
-      const store = new RedisStore({ client: io, prefix, denyCache: false });
+      const store = new RedisStore({ client: clients.io, prefix, denyCache: false });
       const limiter = createLimiter(
         { algorithm: "fixed-window", limit: 1, windowMs: 1000 },
         { clock, store, ban: { after: 3, withinMs: 100_000, forMs: 1000 } },
       );
       expect((await limiter.tryAcquire("k")).allowed).toBe(true);
       expect((await limiter.tryAcquire("k")).banned).toBeUndefined();
-      const keys = await io.keys(`${prefix}*`);
+      const keys = await clients.io.keys(`${prefix}*`);
       expect(keys.length).toBe(1);
-      const ttl = await io.pttl(keys[0] as string);
+      const ttl = await clients.io.pttl(keys[0] as string);
       expect(ttl).toBeGreaterThan(90_000);
       expect(ttl).toBeLessThanOrEqual(100_000);
     });

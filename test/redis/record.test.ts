@@ -3,18 +3,10 @@
 // and a banned key's decision is rebuilt exactly as the core builds it.
 import { createLimiter, type Decision, ManualClock, MemoryStore, type RuleSpec } from "sluice";
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  connectClients,
-  findRedis,
-  noRedis,
-  type SharedRedis,
-  type StandaloneClients,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { describe, expect, it } from "vitest";
+import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
-if (redis === undefined) noRedis("records (standalone)");
+const redis = await standaloneRedis("records (standalone)");
 
 const SPEC: RuleSpec = [
   { algorithm: "fixed-window", limit: 3, windowMs: 10_000 },
@@ -23,15 +15,7 @@ const SPEC: RuleSpec = [
 const BAN = { after: 1, withinMs: 1_000, forMs: 20_000 };
 
 describe.skipIf(redis === undefined)("Redis records", () => {
-  let clients: StandaloneClients;
-
-  beforeAll(async () => {
-    clients = await connectClients(redis?.url ?? "");
-  });
-  afterAll(async () => {
-    await clients?.close();
-    await redis?.owned?.dispose();
-  });
+  const clients = useStandaloneClients(redis);
 
   it("a composite with a ban is one key, expiring at the record's freshAt, and bans like the core", async () => {
     const { io } = clients;

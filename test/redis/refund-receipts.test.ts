@@ -4,29 +4,14 @@
 import fc from "fast-check";
 import { type AlgorithmSpec, createLimiter, type Decision, ManualClock, MemoryStore } from "sluice";
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { specArb, startArb } from "../properties/arbitraries.ts";
-import {
-  connectClients,
-  findRedis,
-  noRedis,
-  type SharedRedis,
-  type StandaloneClients,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
-if (redis === undefined) noRedis("refund receipts");
+const redis = await standaloneRedis("refund receipts");
 
 describe.skipIf(redis === undefined)("refund receipts on Redis", () => {
-  let clients: StandaloneClients;
-  beforeAll(async () => {
-    clients = await connectClients(redis?.url ?? "");
-  });
-  afterAll(async () => {
-    await clients?.close();
-    await redis?.owned?.dispose();
-  });
+  const clients = useStandaloneClients(redis);
 
   it("fixed window, limit 1: A at 999, B at 1,000, A's refund at 1,001, C at 1,002: C is refused", async () => {
     const clock = new ManualClock(999);

@@ -4,19 +4,11 @@
 // epoch): every answer deep-equal, `null` gets included.
 import { createLimiter, type Decision, type Limiter, type LimitSpec, ManualClock, MemoryStore } from "sluice";
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { prng } from "../support/redis-parity.ts";
-import {
-  connectClients,
-  findRedis,
-  noRedis,
-  type SharedRedis,
-  type StandaloneClients,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
-if (redis === undefined) noRedis("rate-limiter-flexible's calls");
+const redis = await standaloneRedis("rate-limiter-flexible's calls");
 
 const BAN = { after: 3, withinMs: 900, forMs: 700 };
 const RULES: Array<{ spec: LimitSpec | LimitSpec[]; ban?: typeof BAN }> = [
@@ -41,14 +33,7 @@ const RULES: Array<{ spec: LimitSpec | LimitSpec[]; ban?: typeof BAN }> = [
 type Answer = Decision | null | "reset";
 
 describe.skipIf(redis === undefined)("penalty, block and get: Redis = MemoryStore", () => {
-  let clients: StandaloneClients;
-  beforeAll(async () => {
-    clients = await connectClients(redis?.url ?? "");
-  });
-  afterAll(async () => {
-    await clients?.close();
-    await redis?.owned?.dispose();
-  });
+  const clients = useStandaloneClients(redis);
 
   for (const base of [0, 1.8e12]) {
     for (const seed of [11, 2026]) {

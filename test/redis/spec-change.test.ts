@@ -5,34 +5,17 @@
 // (3,360 years) where the memory store said 3550520.
 import { type Decision, ManualClock, RateLimiterService, type RuleSpec } from "sluice";
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  connectClients,
-  findRedis,
-  noRedis,
-  type SharedRedis,
-  type StandaloneClients,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { describe, expect, it } from "vitest";
+import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
-if (redis === undefined) noRedis("spec changes (standalone)");
+const redis = await standaloneRedis("spec changes (standalone)");
 
 const HOUR: RuleSpec = { algorithm: "fixed-window", limit: 5, windowMs: 3_600_000 };
 const MINUTE: RuleSpec = { algorithm: "fixed-window", limit: 5, windowMs: 60_000 };
 const MINUTE_3: RuleSpec = { algorithm: "fixed-window", limit: 3, windowMs: 60_000 };
 
 describe.skipIf(redis === undefined)("Redis spec changes, standalone", () => {
-  const url = redis?.url ?? "";
-  let clients: StandaloneClients;
-
-  beforeAll(async () => {
-    clients = await connectClients(url);
-  });
-  afterAll(async () => {
-    await clients?.close();
-    await redis?.owned?.dispose();
-  });
+  const clients = useStandaloneClients(redis);
 
   for (const client of ["ioredis", "node-redis"] as const) {
     it(`fixed-window state is never read under another windowMs after updateRule (${client})`, async () => {

@@ -1,12 +1,11 @@
 // RedisStore construction: warnings for client options under which a timed-out command could
 // be sent late (once per client), and the failure fallback as a Store given the same `now`.
-import { createServer, type Server, type Socket } from "node:net";
 import { Cluster, Redis } from "ioredis";
 import { createClient, createCluster } from "redis";
 import { createLimiter, ManualClock, MemoryStore } from "sluice";
 import { type RedisClientLike, RedisStore } from "sluice/redis";
 import { afterAll, describe, expect, it } from "vitest";
-import { freePort } from "../support/redis-server.ts";
+import { blackHole } from "../support/net.ts";
 
 const cleanups: Array<() => unknown> = [];
 afterAll(async () => {
@@ -85,20 +84,9 @@ describe("RedisStore client options", () => {
 describe("onError: { fallback: Store }", () => {
   it("decides the same rule on the fallback store at the same now, and forgets on reset", async () => {
     // A port that accepts connections and never answers: every check times out.
-    const sockets: Socket[] = [];
-    const server: Server = createServer((s) => {
-      sockets.push(s);
-      s.on("error", () => {});
-    });
-    const port = await freePort();
-    await new Promise<void>((r) => server.listen(port, "127.0.0.1", r));
-    cleanups.push(
-      () =>
-        new Promise<void>((r) => {
-          for (const s of sockets) s.destroy();
-          server.close(() => r());
-        }),
-    );
+    const hole = await blackHole();
+    cleanups.push(hole.close);
+    const { port } = hole;
     const client = new Redis(port, "127.0.0.1", { maxRetriesPerRequest: null });
     client.on("error", () => {});
     cleanups.push(() => client.disconnect());

@@ -9,7 +9,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, type Served, serve, tempDir } from "../cli/helpers.ts";
-import { accepting, call, freePort, readmeBlock, stop } from "../support/proxies.ts";
+import { freePort } from "../support/net.ts";
+import { accepting, call, readmeBlock, stop } from "../support/proxies.ts";
 
 const CADDY = ["/usr/bin/caddy", "/usr/local/bin/caddy"].find((p) => existsSync(p));
 if (CADDY === undefined) {

@@ -3,10 +3,9 @@ import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, type Served, serve, tempDir } from "../cli/helpers.ts";
-import { findRedis, noRedis, type SharedRedis } from "../support/redis-server.ts";
+import { standaloneRedis } from "../support/redis-server.ts";
 
-const shared: SharedRedis | undefined = await findRedis();
-if (shared === undefined) noRedis("sluice serve --redis");
+const shared = await standaloneRedis("sluice serve --redis");
 const url = shared?.url ?? "redis://127.0.0.1:1";
 const prefix = `sluice-serve-test:${randomUUID()}:`;
 const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
@@ -32,7 +31,6 @@ afterAll(async () => {
     if (keys.length > 0) await redis.del(...keys);
   }
   redis.disconnect();
-  await shared?.owned?.dispose();
 });
 
 const check = async (s: Served, body: unknown, path = "/v1/check") =>

@@ -5,7 +5,7 @@
 import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { request } from "node:http";
-import { connect, createServer } from "node:net";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { ROOT } from "../cli/helpers.ts";
 
@@ -19,18 +19,6 @@ export function readmeBlock(marker: string, language: string): string {
   const block = new RegExp(`\`\`\`${language}\\n([\\s\\S]*?)\`\`\``).exec(readme.slice(Math.max(at, 0)));
   if (at < 0 || block === null) throw new Error(`${RECIPES} has no ${language} block after ${JSON.stringify(marker)}`);
   return block[1] as string;
-}
-
-/** A loopback port free right now (for programs that cannot be told to pick one). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
 }
 
 /** Resolves once `port` accepts connections; rejects if `child` exits first. */

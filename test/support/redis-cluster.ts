@@ -5,7 +5,8 @@
  * `dispose()` kills the nodes and removes their folders.
  */
 import { spawn } from "node:child_process";
-import { freePort, hasRedisServer, OwnedRedis, rawCommand } from "./redis-server.ts";
+import { freePort } from "./net.ts";
+import { hasRedisServer, OwnedRedis, rawCommand } from "./redis-server.ts";
 
 /** A running test cluster. */
 export interface TestCluster {

@@ -314,10 +314,10 @@ export async function runParityTrace(
   // The reference model: per key, one model per state shape seen (records of each shape live on).
   const models = new Map<string, RuleOracle>();
   const model = (key: string): RuleOracle => {
-    const fresh = new RuleOracle(membersOf(pair.spec), rule.ban);
+    const fresh = new RuleOracle(pair.spec as AlgorithmSpec | AlgorithmSpec[], rule.ban);
     const id = `${key}\u0000${fresh.shape}`;
     const found = models.get(id);
-    const current = found === undefined ? fresh : found.respec(membersOf(pair.spec), rule.ban);
+    const current = found === undefined ? fresh : found.respec(pair.spec as AlgorithmSpec | AlgorithmSpec[], rule.ban);
     models.set(id, current);
     return current;
   };
@@ -366,7 +366,8 @@ export async function runParityTrace(
       await settle();
       pair.memory.reset(key);
       await pair.remote.reset(key);
-      if (options.model) models.delete(`${key}\u0000${new RuleOracle(membersOf(pair.spec), rule.ban).shape}`);
+      if (options.model)
+        models.delete(`${key}\u0000${new RuleOracle(pair.spec as AlgorithmSpec | AlgorithmSpec[], rule.ban).shape}`);
       continue;
     }
     const respecs = options.keepsRecords

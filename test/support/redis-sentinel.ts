@@ -8,7 +8,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, hasRedisServer, OwnedRedis, rawCommand, waitForPing } from "./redis-server.ts";
+import { freePort } from "./net.ts";
+import { hasRedisServer, OwnedRedis, rawCommand, waitForPing } from "./redis-server.ts";
 
 /** The monitored master's name. */
 export const MASTER_NAME = "mymaster";

@@ -6,24 +6,14 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { createClient } from "redis";
+import { afterAll, beforeAll } from "vitest";
+import { freePort } from "./net.ts";
 import { cannotRun } from "./skip.ts";
-
-/** Resolves with a free loopback TCP port. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.on("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address !== null ? address.port : 0));
-    });
-  });
-}
 
 /**
  * An ioredis client for a loopback port nobody listens on (port 1 unless given): with no
@@ -199,5 +189,48 @@ export async function connectClients(url: string): Promise<StandaloneClients> {
       io.disconnect();
       await node.close();
     },
+  };
+}
+
+/**
+ * The shared Redis of a test file, found once at the file's top level (`await standaloneRedis(what)`):
+ * says loudly when there is none (a failure under CI), and disposes a server started here
+ * after the file's last test.
+ */
+export async function standaloneRedis(what: string): Promise<SharedRedis | undefined> {
+  const redis = await findRedis();
+  if (redis === undefined) noRedis(what);
+  afterAll(async () => {
+    await redis?.owned?.dispose();
+  });
+  return redis;
+}
+
+/**
+ * Both clients connected to `redis` for the enclosing describe block: connected before its
+ * first test, closed after its last. Read `io` and `node` inside tests.
+ */
+export function useStandaloneClients(redis: SharedRedis | undefined): Readonly<StandaloneClients> & { url: string } {
+  let clients: StandaloneClients | undefined;
+  beforeAll(async () => {
+    clients = await connectClients(redis?.url ?? "");
+  });
+  afterAll(async () => {
+    await clients?.close();
+  });
+  const connected = (): StandaloneClients => {
+    if (clients === undefined)
+      throw new Error("useStandaloneClients: clients are connected in beforeAll; read them in tests");
+    return clients;
+  };
+  return {
+    url: redis?.url ?? "",
+    get io() {
+      return connected().io;
+    },
+    get node() {
+      return connected().node;
+    },
+    close: () => connected().close(),
   };
 }

@@ -29,14 +29,15 @@ export const MAX_SKETCH_WIDTH = 65536;
  * JSON has no ±Infinity: such numbers are written as `{"$n": "Infinity"}`. An object, not a
  * tagged string, so no key text (user keys are strings) can ever be read back as a number.
  */
-function replacer(_key: string, value: unknown): unknown {
+export function replacer(_key: string, value: unknown): unknown {
   if (typeof value === "number" && !Number.isFinite(value)) {
     return { $n: Number.isNaN(value) ? "NaN" : value > 0 ? "Infinity" : "-Infinity" };
   }
   return value;
 }
 
-function reviver(_key: string, value: unknown): unknown {
+/** Reads back what `replacer` wrote: `{"$n": "Infinity"}` (and -Infinity, NaN) as numbers. */
+export function reviver(_key: string, value: unknown): unknown {
   if (typeof value === "object" && value !== null && !Array.isArray(value)) {
     const keys = Object.keys(value);
     const tag = (value as { $n?: unknown }).$n;
@@ -124,17 +125,18 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
  * kinds, the same fields, numbers where numbers are. A figure that starts finite (a count, a
  * balance, a buffer position) must be finite and not negative; one that starts at -Infinity
  * (an instant) may be any number but NaN. Arrays that start empty (a sliding log's buffer) may
- * hold numbers or nulls (unused slots).
+ * hold numbers or nulls (unused slots). `signed` lets finite figures be negative (a token
+ * bucket's balance after a penalty), for records written by our own codec.
  */
-export function sameLayout(template: unknown, value: unknown): boolean {
+export function sameLayout(template: unknown, value: unknown, signed = false): boolean {
   if (typeof template === "number") {
     if (typeof value !== "number" || Number.isNaN(value)) return false;
-    return Number.isFinite(template) ? Number.isFinite(value) && value >= 0 : true;
+    return Number.isFinite(template) ? Number.isFinite(value) && (signed || value >= 0) : true;
   }
   if (Array.isArray(template)) {
     if (!Array.isArray(value)) return false;
     if (template.length === 0) return value.every((v) => v === null || typeof v === "number");
-    return value.length === template.length && template.every((t, i) => sameLayout(t, value[i]));
+    return value.length === template.length && template.every((t, i) => sameLayout(t, value[i], signed));
   }
   if (typeof template === "object" && template !== null) {
     if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
@@ -142,7 +144,7 @@ export function sameLayout(template: unknown, value: unknown): boolean {
     const v = value as Record<string, unknown>;
     return (
       Object.keys(v).length === keys.length &&
-      keys.every((k) => sameLayout((template as Record<string, unknown>)[k], v[k]))
+      keys.every((k) => sameLayout((template as Record<string, unknown>)[k], v[k], signed))
     );
   }
   return false;

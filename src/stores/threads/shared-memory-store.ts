@@ -198,8 +198,8 @@ export class SharedMemoryStore implements Store {
       return view;
     };
     return {
-      check: (key, cost, now, op) =>
-        this.#run(current(), index, key, cost, now === undefined ? systemClock.now() : now, op) as Decision,
+      check: (key, cost, now, op, at) =>
+        this.#run(current(), index, key, cost, now === undefined ? systemClock.now() : now, op, at) as Decision,
       reset: (key) => {
         this.#run(current(), index, key, 1, (clock ?? systemClock).now(), "reset");
       },
@@ -253,8 +253,19 @@ export class SharedMemoryStore implements Store {
     return view;
   }
 
-  /** One operation on one key, lock-free (see the file's header). `reset` returns undefined. */
-  #run(view: RuleView, index: number, key: string, cost: number, now: number, op: Operation | "reset") {
+  /**
+   * One operation on one key, lock-free (see the file's header). `reset` returns undefined;
+   * `receipt` is a refund's receipt (the instant its check was decided).
+   */
+  #run(
+    view: RuleView,
+    index: number,
+    key: string,
+    cost: number,
+    now: number,
+    op: Operation | "reset",
+    receipt?: number,
+  ) {
     const { W, I, F } = this.#views;
     const L = this.#layout;
     const { rule, codec } = view;
@@ -314,7 +325,7 @@ export class SharedMemoryStore implements Store {
         else if (found < 0) return undefined;
         write = true;
       } else {
-        result = decideRule(rule, record, now, cost, op);
+        result = decideRule(rule, record, now, cost, op, receipt);
         if (summarised) result.approximate = true;
         // A get reports, like a peek; a penalty and a block always change the record.
         if (summarised) write = op !== "peek" && op !== "get";
