@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../../core/clock.ts";
 import { ArgumentError, StoreError } from "../../core/errors.ts";
-import { createLimiter } from "../../limiter.ts";
 import { compileRule } from "../../core/rule.ts";
 import type { RuleBinding } from "../../core/store.ts";
+import { createLimiter } from "../../limiter.ts";
 import { MemoryStore } from "../memory/memory-store.ts";
 import { checkOnError, failurePolicy, type OnError, rulePolicy } from "./failure-policy.ts";
 
