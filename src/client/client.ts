@@ -231,9 +231,14 @@ class Client implements SluiceClient {
   async #send(chunk: Pending[]): Promise<void> {
     const op = (chunk[0] as Pending).op;
     const wait = Math.min(...chunk.map((p) => p.deadline)) - localMs();
+    if (!this.#breaker.allow()) {
+      // Not a failed round trip (nothing was sent): counting it would push the probe back on
+      // every call, and a busy client would never see the service return.
+      this.#outage(chunk, new StoreError("sluice service circuit breaker is open (recent calls failed)"));
+      return;
+    }
     let reply: Reply;
     try {
-      if (!this.#breaker.allow()) throw new StoreError("sluice service circuit breaker is open (recent calls failed)");
       if (wait < 1) throw timeoutError("sluice service", this.#options.timeoutMs);
       reply = await this.#transport.post(
         `v1/${op}`,

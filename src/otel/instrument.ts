@@ -5,6 +5,7 @@
  * yourself, `decisionMetrics()` (hook.ts) plugs into the core's `onDecision` hook instead.
  */
 import type { Decision } from "../algorithms/decision.ts";
+import { reportedRule } from "../core/identity.ts";
 import type { BoundRule, Store } from "../core/store.ts";
 import type { RateLimitOptions } from "../http/options.ts";
 import type { Limiter } from "../limiter.ts";
@@ -86,7 +87,7 @@ function passThrough<T extends object>(target: T, overrides: Record<string, unkn
 
 /** Options of `instrumentStore`. */
 export interface InstrumentStoreOptions extends MetricsOptions {
-  /** The `sluice.rule` attribute (default: the service rule a binding belongs to, else the binding id). */
+  /** The `sluice.rule` attribute (default: the service rule or limiter name, "default" for an unnamed limiter). */
   rule?: string;
 }
 
@@ -98,7 +99,8 @@ export function instrumentStore<S extends Store>(store: S, options: InstrumentSt
   const metrics = new DecisionMetrics(options.store ?? storeKind(store), options.meter);
   const bind: Store["bind"] = (binding) => {
     const bound = store.bind(binding);
-    const rule = options.rule ?? (binding.identity?.kind === "rule" ? binding.identity.name : binding.id);
+    // The hook's label (reportedRule): the identity's text would leak `name:` and a spec's JSON.
+    const rule = options.rule ?? (binding.identity === undefined ? binding.id : reportedRule(binding.identity));
     const check = (...args: Parameters<BoundRule["check"]>) => {
       if (args[3] !== "check") return bound.check(...args); // peeks and refunds are not decisions
       return measured(metrics, rule, () => bound.check(...args));

@@ -7,8 +7,8 @@
 import type { Decision } from "../algorithms/decision.ts";
 import { ManualClock } from "../core/clock.ts";
 import { isSluiceError } from "../core/errors.ts";
-import { RateLimiterService } from "../service.ts";
 import type { Store } from "../core/store.ts";
+import { RateLimiterService } from "../service.ts";
 import { scripts } from "./cases.ts";
 import { check, expectDecision, figures, show } from "./compare.ts";
 import { RuleOracle } from "./oracle.ts";

@@ -1,5 +1,6 @@
 // sluice/client against a real `sluice serve` (started in-process on port 0), a closed port
 // and a server that accepts connections but never answers.
+import { connect, type Socket } from "node:net";
 import { createLimiter, ManualClock, StoreError, UnknownRuleError } from "sluice";
 import { createClient, type SluiceClient } from "sluice/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -286,6 +287,47 @@ describe("when the service is down: RedisStore's failure policies", () => {
     expect(c.circuitOpen).toBe(true);
     const d = await c.check("api", "k");
     expect(d.failure?.error.message).toMatch(/circuit breaker is open/);
+  });
+
+  it("the open circuit half-opens after coolDownMs even under steady traffic, and closes once the service answers", async () => {
+    // A proxy in front of the real service: while `down` it drops every connection.
+    let down = true;
+    const sockets = new Set<Socket>();
+    const proxy = createServer((socket) => {
+      sockets.add(socket);
+      socket.on("close", () => sockets.delete(socket));
+      socket.on("error", () => undefined);
+      if (down) {
+        socket.destroy();
+        return;
+      }
+      const upstream = connect(Number(new URL(main.url).port), "127.0.0.1");
+      upstream.on("error", () => socket.destroy());
+      socket.pipe(upstream).pipe(socket);
+    });
+    await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", r));
+    try {
+      const coolDownMs = 100;
+      const c = open({
+        url: `http://127.0.0.1:${(proxy.address() as { port: number }).port}`,
+        breaker: { failures: 1, coolDownMs },
+      });
+      expect((await c.check("hundred", "breaker-steady")).failure).toBeDefined();
+      expect(c.circuitOpen).toBe(true);
+      down = false;
+      // Calls every coolDownMs / 2 while open: each is answered by the policy, and none may push
+      // the probe back (else a busy client never learns the service is back).
+      let d = await c.check("hundred", "breaker-steady");
+      for (let i = 0; i < 60 && d.failure !== undefined; i++) {
+        await new Promise((r) => setTimeout(r, coolDownMs / 2));
+        d = await c.check("hundred", "breaker-steady");
+      }
+      expect(d.failure).toBeUndefined();
+      expect(c.circuitOpen).toBe(false);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => proxy.close(() => r()));
+    }
   });
 
   it("a 503 from the service (its Redis down, --on-store-error throw) goes to the client's policy", async () => {

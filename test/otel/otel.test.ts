@@ -179,6 +179,19 @@ describe("sluice/otel", () => {
       ]),
     );
   });
+  test("an instrumented store labels limiters as the decisionMetrics hook does: a name, else default", async () => {
+    const store = instrumentStore(new MemoryStore(), { meter });
+    const clock = new ManualClock(Date.UTC(2026, 11, 1));
+    createLimiter(fixed(5), { store, clock, name: "uploads" }).tryAcquire("k");
+    createLimiter(fixed(5), { store, clock }).tryAcquire("k");
+    expect(await points("sluice.decisions")).toEqual(
+      expect.arrayContaining([
+        [attrs("uploads", "allowed"), 1],
+        [attrs("default", "allowed"), 1],
+      ]),
+    );
+    expect(await points("sluice.decisions")).toHaveLength(2);
+  });
 });
 
 describe("sluice/otel on Redis", () => {
