@@ -1,6 +1,6 @@
 // sluice/client against a real `sluice serve` (started in-process on port 0), a closed port
 // and a server that accepts connections but never answers.
-import { connect, type Socket } from "node:net";
+import { connect, createServer, type Socket } from "node:net";
 import { createLimiter, ManualClock, StoreError, UnknownRuleError } from "sluice";
 import { createClient, type SluiceClient } from "sluice/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
