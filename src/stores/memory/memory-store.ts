@@ -156,6 +156,12 @@ export class MemoryStore implements Store {
   #tables = new Map<string, Table>();
   /** Tables by compact index (index 0 unused). */
   #byIndex: Array<Table | undefined> = [undefined];
+  /** Compact indices of dropped tables, for new ones (a stream of rules never runs out of them). */
+  #freeIndices: number[] = [];
+  /** Unbound tables in the order they lost their last binding, dropped once quiet (see `#reap`). */
+  #released: Table[] = [];
+  /** Where `#released` starts (entries before it are done). */
+  #releasedHead = 0;
   #compact: CompactTable | undefined = undefined;
   /** Restored tables waiting for their rule to be bound (by table id). */
   #pending = new Map<string, TableSnapshot>();
@@ -258,7 +264,11 @@ export class MemoryStore implements Store {
       table = new Table(rule, id);
       table.protectedCap = this.#protectedCap;
       this.#tables.set(id, table);
-      if (this.#byIndex.length <= MAX_TABLE_INDEX) {
+      const free = this.#freeIndices.pop();
+      if (free !== undefined) {
+        table.index = free;
+        this.#byIndex[free] = table;
+      } else if (this.#byIndex.length <= MAX_TABLE_INDEX) {
         table.index = this.#byIndex.length;
         this.#byIndex.push(table);
       }
@@ -273,6 +283,7 @@ export class MemoryStore implements Store {
     table.horizonMs = Math.max(table.horizonMs, rule.horizonMs);
     table.clock = binding.clock;
     table.refs++;
+    table.quietAt = Number.POSITIVE_INFINITY;
     const bound = table;
     let released = false;
     return {
@@ -317,10 +328,40 @@ export class MemoryStore implements Store {
         // Sweeps run on the clocks of live bindings; with none left on this table's clock,
         // nothing would ever sweep it, so it goes now.
         if (--bound.refs > 0) return;
-        for (const table of this.#tables.values()) if (table.refs > 0 && table.clock === bound.clock) return;
+        for (const table of this.#tables.values()) {
+          if (table.refs > 0 && table.clock === bound.clock) {
+            // Kept until quiet, then dropped by a later release or sweep: a stream of rules added
+            // and removed (Envoy overrides) holds those of the last horizon, not of the last sweep.
+            bound.released(now(bound));
+            this.#released.push(bound);
+            this.#reap(now(bound), bound.clock);
+            return;
+          }
+        }
         if (this.#tables.get(id) === bound) this.#drop(id, bound);
       },
     };
+  }
+
+  /**
+   * Drops released tables that have become quiet by `now`, oldest release first. Only tables
+   * whose records are all in the `Map` tier: what the other tiers hold goes with the sweep.
+   */
+  #reap(now: number, clock: unknown): void {
+    const released = this.#released;
+    let i = this.#releasedHead;
+    for (; i < released.length; i++) {
+      const table = released[i] as Table;
+      if (table.refs > 0 || this.#tables.get(table.id) !== table) continue; // bound again, or gone
+      if (table.clock !== clock) continue;
+      if (!(now >= table.quietAt)) break;
+      if (table.compactSize === 0 && table.sketch === undefined && table.pins.size === 0) this.#drop(table.id, table);
+    }
+    this.#releasedHead = i;
+    if (i > 1024 && i * 2 > released.length) {
+      released.splice(0, i);
+      this.#releasedHead = 0;
+    }
   }
 
   /** Forgets a table and everything it holds in every tier. */
@@ -332,6 +373,7 @@ export class MemoryStore implements Store {
       const compact = this.#compact;
       if (compact !== undefined && table.compactSize > 0) compact.forEach(table.index, (slot) => compact.remove(slot));
       this.#byIndex[table.index] = undefined;
+      this.#freeIndices.push(table.index);
     }
   }
 
@@ -603,7 +645,7 @@ export class MemoryStore implements Store {
         this.#pinsDropped++;
       }
     }
-    table.pins.set(id, until);
+    table.pin(id, until);
     this.#pins++;
   }
 
@@ -631,7 +673,7 @@ export class MemoryStore implements Store {
       --this.#scanIn <= 0 ||
       cached === undefined ||
       cached.size < inserting.size ||
-      !this.#tables.has(cached.id)
+      this.#tables.get(cached.id) !== cached
     ) {
       this.#scanIn = 64;
       for (const table of this.#tables.values()) if (table.size > victim.size) victim = table;

@@ -21,10 +21,16 @@
 import type { CompiledRule } from "../../rule.ts";
 import type { Sketch } from "./sketch.ts";
 
+/**
+ * An empty generation, shared and never written: a table allocates a Map only when a record
+ * arrives, so an idle or unbound table (thousands of Envoy override rules) holds none.
+ */
+const EMPTY = new Map<string, unknown>();
+
 /** One segment: two generations, oldest first, with a kept cursor for O(1) shifts. */
 class Segment {
-  current = new Map<string, unknown>();
-  previous = new Map<string, unknown>();
+  current = EMPTY;
+  previous = EMPTY;
   /**
    * Where `shift` left off. A Map keeps deleted entries as holes until it is rebuilt, so asking a
    * new iterator for the first entry after many shifts walks every hole: a kept iterator
@@ -68,13 +74,22 @@ class Segment {
     return entry;
   }
 
+  /** Stores `state` for `key` in the current generation. */
+  put(key: string, state: unknown): void {
+    if (this.current === EMPTY) this.current = new Map();
+    this.current.set(key, state);
+  }
+
   /** Drops the previous generation (and the current one too when `all`). */
   rotate(all: boolean): void {
-    if (all) this.current = new Map();
-    this.previous = this.current;
-    this.current = new Map();
+    this.previous = all ? EMPTY : this.current;
+    this.current = EMPTY;
   }
 }
+
+const EMPTY_PINS = new Map<number, number>();
+/** The probation of every table that has none yet: always empty, never written (see `newcomers`). */
+const NO_PROBATION = new Segment();
 
 /** The records of one rule (one id and one shape). */
 export class Table {
@@ -100,15 +115,20 @@ export class Table {
    * Keys reset while summarised (by fingerprint): until the instant, their summary is ignored
    * (it holds what the reset forgot), so the key decides as a fresh key.
    */
-  pins = new Map<number, number>();
+  pins: Map<number, number> = EMPTY_PINS;
   /** Most records in the protected segment (Infinity: unsegmented, every record is in `main`). */
   protectedCap = Number.POSITIVE_INFINITY;
   /** Records moved from probation to the protected segment. */
   promoted = 0;
+  /**
+   * Once no binding is left (`refs` 0), when every record it holds is fresh: nothing changes an
+   * unbound table's records, so its last change was before the release.
+   */
+  quietAt = Number.POSITIVE_INFINITY;
   /** The protected segment (uncapped: every record). */
   private main = new Segment();
-  /** New keys under a cap, until used again. */
-  private probation = new Segment();
+  /** New keys under a cap, until used again (the shared empty `NO_PROBATION` until the first). */
+  private probation = NO_PROBATION;
   private rotateAt = Number.NEGATIVE_INFINITY;
 
   /** The table's key in its store (rule id and shape). */
@@ -120,6 +140,12 @@ export class Table {
     this.horizonMs = rule.horizonMs;
   }
 
+  /** Pins `id` (a fingerprint) until `until`. */
+  pin(id: number, until: number): void {
+    if (this.pins === EMPTY_PINS) this.pins = new Map();
+    this.pins.set(id, until);
+  }
+
   /** Live records (both segments, both generations). */
   get size(): number {
     return this.main.size + this.probation.size;
@@ -128,6 +154,11 @@ export class Table {
   /** Live records in the protected segment. */
   get protectedSize(): number {
     return Number.isFinite(this.protectedCap) ? this.main.size : 0;
+  }
+
+  /** Notes that the last binding went at `now`: its records are all fresh one horizon later (or when a forced record is). */
+  released(now: number): void {
+    this.quietAt = Math.max(now + this.horizonMs, this.rotateAt);
   }
 
   /** Drops generations that have become fresh by `now` (the same test every access makes). */
@@ -144,7 +175,7 @@ export class Table {
     const old = main.previous.size === 0 ? undefined : main.previous.get(key);
     if (old !== undefined) {
       main.previous.delete(key);
-      main.current.set(key, old);
+      main.put(key, old);
       return old;
     }
     const probation = this.probation;
@@ -168,9 +199,9 @@ export class Table {
    * `returning` (it came back from another tier), then in the protected segment.
    */
   add(key: string, state: unknown, returning = false): void {
-    if (!Number.isFinite(this.protectedCap)) this.main.current.set(key, state);
+    if (!Number.isFinite(this.protectedCap)) this.main.put(key, state);
     else if (returning) this.promote(key, state);
-    else this.probation.current.set(key, state);
+    else this.newcomers().put(key, state);
   }
 
   /** Replaces the record of a key the table holds, in its segment and generation. */
@@ -214,13 +245,19 @@ export class Table {
     yield* this.main.current;
   }
 
+  /** The probation segment, to write to (created at the first write). */
+  private newcomers(): Segment {
+    if (this.probation === NO_PROBATION) this.probation = new Segment();
+    return this.probation;
+  }
+
   /** Into the protected segment; past its cap, its oldest goes back to probation (newest there). */
   private promote(key: string, state: unknown): void {
     this.promoted++;
-    this.main.current.set(key, state);
+    this.main.put(key, state);
     if (this.main.size > this.protectedCap) {
       const demoted = this.main.shift();
-      if (demoted !== undefined) this.probation.current.set(demoted[0], demoted[1]);
+      if (demoted !== undefined) this.newcomers().put(demoted[0], demoted[1]);
     }
   }
 
@@ -228,7 +265,7 @@ export class Table {
     // Untouched for a whole horizon: everything current is fresh too.
     const all = now >= this.rotateAt + this.horizonMs;
     this.main.rotate(all);
-    this.probation.rotate(all);
+    if (this.probation !== NO_PROBATION) this.probation.rotate(all);
     this.rotateAt = now + this.horizonMs;
   }
 }
