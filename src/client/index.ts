@@ -2,5 +2,5 @@
  * `sluice/client`: call a central `sluice serve` from Node, with batching, keep-alive,
  * timeouts and RedisStore's failure policies.
  */
-export { type ClientCheckOptions, createClient, type SluiceClient } from "./client.ts";
+export { type ClientCheckOptions, type ClientRefundOptions, createClient, type SluiceClient } from "./client.ts";
 export type { ClientOnError, ClientOptions } from "./options.ts";

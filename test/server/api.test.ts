@@ -45,6 +45,7 @@ describe("sluice serve: the API", () => {
       retryAfterMs: 0,
       resetMs: 1000,
       delayMs: 0,
+      at: expect.any(Number), // the receipt /v1/refund takes
     });
     const batch = await post(s, [
       { rule: "pings", key: "u1" },
