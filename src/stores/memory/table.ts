@@ -45,7 +45,8 @@ class Segment {
 
   /** The record for `key` without moving it. */
   find(key: string): unknown {
-    return this.current.get(key) ?? this.previous.get(key);
+    const found = this.current.get(key);
+    return found !== undefined || this.previous.size === 0 ? found : this.previous.get(key);
   }
 
   /** Forgets `key`. */
