@@ -320,9 +320,9 @@ async function measureFlood(which, scenario) {
   }
   const seconds = (performance.now() - t0) / 1000;
   const bytes = held() - before;
-  // The key names were allocated before `before`: kept alive until now, or their collection
-  // would be counted as the contender giving memory back.
-  if (names.length !== keys) throw new Error("unreachable");
+  // The key names were allocated before `before`, and the contender's state must outlive the
+  // measure: both are used after it, or their collection would count as memory given back.
+  if (names.length !== keys || typeof check !== "function") throw new Error("unreachable");
   console.log(
     JSON.stringify({ which, perSecond: (keys * per) / seconds, heldMB: bytes / 2 ** 20, over, stats: store?.stats() }),
   );
