@@ -1,5 +1,6 @@
-// In-process benchmark: sluice's token bucket beside a bare Map token bucket (the floor),
-// rate-limiter-flexible's RateLimiterMemory and `limiter`, measured side by side in one run;
+// In-process benchmark: sluice's token bucket (uncapped, and capped at 10,000 exact keys) beside a
+// bare Map token bucket (the floor), @fastify/rate-limit's LRU store, rate-limiter-flexible's
+// RateLimiterMemory and `limiter`, measured side by side in one run;
 // then the floods of docs/semantics.md §10 beside a bare Map, @fastify/rate-limit's LRU and
 // rate-limiter-flexible (decisions/s, bytes held, keys that got past their limit) with the
 // capped store's bytes per key in each tier. BENCH_FLOOD sets the flood size.
@@ -63,6 +64,24 @@ function sluiceBucket() {
   return (key) => limiter.tryAcquire(key);
 }
 
+function sluiceCapped() {
+  // The capped store: a hot key lives in the protected segment; 100k keys churn through all three tiers.
+  const store = new MemoryStore({ maxKeys: 10_000 });
+  const limiter = createLimiter({ algorithm: "token-bucket", capacity: CAPACITY, refillPerSecond: RATE }, { store });
+  return (key) => limiter.tryAcquire(key);
+}
+
+let FastifyLocalStore;
+function fastifyLru() {
+  // @fastify/rate-limit's in-process store: a fixed window per key in an LRU of 10,000 (its default 5,000 raised to match).
+  const local = new FastifyLocalStore(false, false, 10_000);
+  return (key) => {
+    let out;
+    local.incr(key, (_e, r) => (out = r.current <= CAPACITY), 1000, CAPACITY);
+    return out;
+  };
+}
+
 function limiterPackage() {
   const buckets = new Map();
   return (key) => {
@@ -84,6 +103,8 @@ function flexible() {
 const contenders = [
   ["bare Map token bucket (floor)", bareMapBucket, false],
   ["sluice token-bucket", sluiceBucket, false],
+  ["sluice token-bucket, maxKeys 10k", sluiceCapped, false],
+  ["@fastify/rate-limit LRU 10k", fastifyLru, false],
   ["limiter (TokenBucket per key)", limiterPackage, false],
   ["rate-limiter-flexible Memory", flexible, true],
 ];
@@ -299,6 +320,9 @@ async function measureFlood(which, scenario) {
   }
   const seconds = (performance.now() - t0) / 1000;
   const bytes = held() - before;
+  // The key names were allocated before `before`, and the contender's state must outlive the
+  // measure: both are used after it, or their collection would count as memory given back.
+  if (names.length !== keys || typeof check !== "function") throw new Error("unreachable");
   console.log(
     JSON.stringify({ which, perSecond: (keys * per) / seconds, heldMB: bytes / 2 ** 20, over, stats: store?.stats() }),
   );
@@ -345,7 +369,7 @@ async function flood() {
     console.table(rows);
     if (tiers !== undefined) {
       console.log(
-        `sluice tiers: map ${tiers.keys} keys; compact ${tiers.compactKeys}/${tiers.compactCapacity} keys in ${(tiers.compactBytes / 2 ** 20).toFixed(1)} MB = ${(tiers.compactBytes / tiers.compactCapacity).toFixed(1)} bytes/key; summary ${(tiers.sketchBytes / 2 ** 20).toFixed(1)} MB (${tiers.summarised} records added, error bound ${tiers.summaryErrorBound.toFixed(3)}); approximate decisions ${tiers.approximate}, of which refused ${tiers.refused}`,
+        `sluice tiers: map ${tiers.keys} keys (${tiers.protectedKeys} protected; heap per key: the live-keys table); compact ${tiers.compactKeys}/${tiers.compactCapacity} keys in ${(tiers.compactBytes / 2 ** 20).toFixed(1)} MB = ${(tiers.compactBytes / tiers.compactCapacity).toFixed(3)} bytes/slot, ${(tiers.compactBytes / Math.max(1, tiers.compactKeys)).toFixed(2)} bytes/key held; summary ${(tiers.sketchBytes / 2 ** 20).toFixed(1)} MB (${tiers.summarised} records added, error bound ${tiers.summaryErrorBound.toFixed(3)}); approximate decisions ${tiers.approximate}, of which refused ${tiers.refused}`,
       );
     }
   }
@@ -360,6 +384,7 @@ if (process.argv[2] === "--flood") {
   process.exit(0);
 }
 
+({ default: FastifyLocalStore } = await import("@fastify/rate-limit/store/LocalStore.js"));
 console.log(
   `sluice in-process benchmark: ${DECISIONS.toLocaleString("en")} decisions per run, median of ${REPS}, node ${process.version}`,
 );

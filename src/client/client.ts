@@ -28,6 +28,12 @@ export interface ClientCheckOptions {
   tier?: string;
 }
 
+/** Per-call options of `refund`. */
+export interface ClientRefundOptions extends ClientCheckOptions {
+  /** The refunded check's `decision.at` (its receipt): only what that check took, and the algorithm still counts, comes back. */
+  at?: number;
+}
+
 /** A client of `sluice serve`. */
 export interface SluiceClient {
   /** Takes `cost` units of `rule` for `key` (the service's `POST /v1/check`). */
@@ -36,6 +42,8 @@ export interface SluiceClient {
   peek(rule: string, key: string, options?: ClientCheckOptions): Promise<Decision>;
   /** Forgets `key` under `rule` (`POST /v1/reset`); rejects with StoreError when the service cannot. */
   reset(rule: string, key: string, options?: Pick<ClientCheckOptions, "tier">): Promise<void>;
+  /** Gives `cost` units back (`POST /v1/refund`; pass the check's `at`); resolves to what a peek then says, rejects with StoreError when the service cannot. */
+  refund(rule: string, key: string, options?: ClientRefundOptions): Promise<Decision>;
   /** Waits for calls in flight, then closes the sockets; later calls reject. */
   close(): Promise<void>;
   /** True while the circuit breaker answers calls by the policy without asking the service. */
@@ -48,6 +56,7 @@ interface Item {
   key: string;
   cost?: number;
   tier?: string;
+  at?: number;
 }
 
 /** A call waiting for its answer. */
@@ -74,6 +83,7 @@ class Calls {
 const SERVICE = 0;
 
 const CALL_KEYS: ReadonlySet<string> = new Set(CHECK_OPTIONS);
+const REFUND_KEYS: ReadonlySet<string> = new Set([...CHECK_OPTIONS, "at"]);
 const RESET_KEYS: ReadonlySet<string> = new Set(["tier"] satisfies (typeof CHECK_OPTIONS)[number][]);
 
 function checkCall(rule: unknown, key: unknown, options: unknown, keys: ReadonlySet<string>): Item {
@@ -152,6 +162,29 @@ class Client implements SluiceClient {
     this.#barrier = run.catch(() => undefined);
     const reply = await run;
     if (reply.status >= 200 && reply.status < 300) return;
+    throw this.#refusalOf(reply, rule);
+  }
+
+  async refund(rule: string, key: string, options?: ClientRefundOptions): Promise<Decision> {
+    const item = checkCall(rule, key, options, REFUND_KEYS);
+    const at = options?.at;
+    if (at !== undefined) {
+      if (typeof at !== "number" || !Number.isFinite(at)) {
+        throw new ArgumentError(
+          `refund \`at\` must be a finite instant in ms (a decision's \`at\`) (got ${describeValue(at)})`,
+        );
+      }
+      item.at = at;
+    }
+    this.#open();
+    // In order with the calls around it, as reset.
+    const run = (async () => {
+      await this.#flush();
+      return this.#track(this.#transport.post("v1/refund", item, this.#options.timeoutMs));
+    })();
+    this.#barrier = run.catch(() => undefined);
+    const reply = await run;
+    if (reply.status === 200) return readDecision(reply.body);
     throw this.#refusalOf(reply, rule);
   }
 

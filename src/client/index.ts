@@ -4,5 +4,5 @@
  */
 
 export type { FallbackLimiter, FixedPolicy } from "../stores/remote/failure-policy.ts";
-export { type ClientCheckOptions, createClient, type SluiceClient } from "./client.ts";
+export { type ClientCheckOptions, type ClientRefundOptions, createClient, type SluiceClient } from "./client.ts";
 export type { ClientOnError, ClientOptions } from "./options.ts";

@@ -34,6 +34,8 @@ export function readDecision(raw: unknown): Decision {
   if (Array.isArray(r.parts)) d.parts = r.parts.map(readDecision);
   if (r.approximate === true) (d as Decision & { approximate?: true }).approximate = true;
   if (r.banned === true) (d as Decision & { banned?: true }).banned = true;
+  // The receipt for `refund`, not enumerated (as on every Decision): decisions compare as before.
+  if (typeof r.at === "number") Object.defineProperty(d, "at", { value: r.at, writable: true, configurable: true });
   const failure = r.failure as { policy?: unknown; code?: unknown } | undefined;
   if (failure !== undefined && failure !== null && typeof failure === "object") {
     const policy = failure.policy === "allow" || failure.policy === "fallback" ? failure.policy : "deny";

@@ -1,6 +1,6 @@
 /**
- * The body shared by `POST /v1/check`, `/v1/peek` and `/v1/reset`: `{ rule, key, cost?, tier? }`
- * or an array of them. Every item is validated (shape, key length, rule, tier) before any is
+ * The body shared by `POST /v1/check`, `/v1/peek`, `/v1/reset` and `/v1/refund`:
+ * `{ rule, key, cost?, tier? }` (a refund also `at?`, its receipt) or an array of them. Every item is validated (shape, key length, rule, tier) before any is
  * used, so a bad request changes no state, not even in a batch.
  */
 import type { IncomingMessage } from "node:http";
@@ -15,9 +15,12 @@ export interface CheckItem {
   key: string;
   cost?: number;
   tier?: string;
+  /** Refunds only: the refunded check's `at` (its receipt). */
+  at?: number;
 }
 
 const FIELDS = new Set(["rule", "key", "cost", "tier"]);
+const REFUND_FIELDS = new Set([...FIELDS, "at"]);
 
 /** A value as JSON for an error message, cut short: messages echo input, never all of it. */
 export function show(value: unknown): string {
@@ -43,14 +46,34 @@ export function checkKeyLength(key: string, max: number, at = "", extra: Record<
 }
 
 /** Validates one item against the running rules; `at` prefixes messages with the batch index. */
-export function validateItem(raw: unknown, ctx: ServerContext, at: string, extra: Record<string, unknown>): CheckItem {
+export function validateItem(
+  raw: unknown,
+  ctx: ServerContext,
+  at: string,
+  extra: Record<string, unknown>,
+  refund = false,
+): CheckItem {
+  const fields = refund ? REFUND_FIELDS : FIELDS;
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-    throw badRequest("invalid-check", `${at}must be an object { rule, key, cost?, tier? } (got ${show(raw)})`, extra);
+    const shape = refund ? "{ rule, key, cost?, tier?, at? }" : "{ rule, key, cost?, tier? }";
+    throw badRequest("invalid-check", `${at}must be an object ${shape} (got ${show(raw)})`, extra);
   }
   const item = raw as Record<string, unknown>;
   for (const field of Object.keys(item)) {
-    if (!FIELDS.has(field))
-      throw badRequest("invalid-check", `${at}unknown field ${show(field)} (expected rule, key, cost, tier)`, extra);
+    if (!fields.has(field))
+      throw badRequest(
+        "invalid-check",
+        `${at}unknown field ${show(field)} (expected ${[...fields].join(", ")})`,
+        extra,
+      );
+  }
+  const receipt = item.at;
+  if (receipt !== undefined && (typeof receipt !== "number" || !Number.isFinite(receipt))) {
+    throw badRequest(
+      "invalid-check",
+      `${at}\`at\` must be a finite instant in ms (a check's \`at\`) (got ${show(receipt)})`,
+      extra,
+    );
   }
   const { rule, key, cost, tier } = item;
   if (typeof rule !== "string" || rule === "")
@@ -64,7 +87,13 @@ export function validateItem(raw: unknown, ctx: ServerContext, at: string, extra
   if (tier !== undefined && typeof tier !== "string")
     throw badRequest("invalid-check", `${at}\`tier\` must be a string (got ${show(tier)})`, extra);
   return known(
-    { rule, key, ...(cost === undefined ? {} : { cost }), ...(tier === undefined ? {} : { tier }) },
+    {
+      rule,
+      key,
+      ...(cost === undefined ? {} : { cost }),
+      ...(tier === undefined ? {} : { tier }),
+      ...(receipt === undefined ? {} : { at: receipt as number }),
+    },
     ctx,
     at,
     extra,
@@ -96,10 +125,18 @@ export function optionsOf(item: CheckItem): CheckOptions {
   return o;
 }
 
+/** The service options of a refund item (its receipt too). */
+export function refundOptionsOf(item: CheckItem): CheckOptions & { at?: number } {
+  const o: CheckOptions & { at?: number } = optionsOf(item);
+  if (item.at !== undefined) o.at = item.at;
+  return o;
+}
+
 /** Reads and validates the body: the items, and whether it was a batch (an array). */
 export async function readItems(
   req: IncomingMessage,
   ctx: ServerContext,
+  refund = false,
 ): Promise<{ items: CheckItem[]; batch: boolean }> {
   const body = await readJson(req, ctx.maxBodyBytes);
   const batch = Array.isArray(body);
@@ -113,6 +150,8 @@ export async function readItems(
       `a batch may hold at most ${ctx.maxBatch} checks (got ${raw.length})`,
     );
   }
-  const items = raw.map((item, i) => validateItem(item, ctx, batch ? `[${i}]: ` : "", batch ? { index: i } : {}));
+  const items = raw.map((item, i) =>
+    validateItem(item, ctx, batch ? `[${i}]: ` : "", batch ? { index: i } : {}, refund),
+  );
   return { items, batch };
 }

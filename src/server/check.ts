@@ -1,24 +1,31 @@
 /**
- * `POST /v1/check`, `/v1/peek` and `/v1/reset`: the body of {@link readItems}, answered in order
- * with Decision JSON. Peek says what a check would say and changes nothing; reset forgets the
- * key under the rule (every tier) and answers what a peek would then say.
+ * `POST /v1/check`, `/v1/peek`, `/v1/reset` and `/v1/refund`: the body of {@link readItems},
+ * answered in order with Decision JSON. Peek says what a check would say and changes nothing;
+ * reset forgets the key under the rule (every tier) and answers what a peek would then say; a
+ * refund gives units back (with `at`, a check's receipt, only what that check took and the
+ * algorithm still counts) and answers what a peek would then say.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { STORE_FAILURE_RETRY_AFTER_SECONDS } from "../http/answer.ts";
 import { type Decision, StoreError } from "../index.ts";
-import { type CheckItem, optionsOf, readItems } from "./check-items.ts";
+import { type CheckItem, optionsOf, readItems, refundOptionsOf } from "./check-items.ts";
 import type { ServerContext } from "./context.ts";
 import { checkDeadline } from "./deadline.ts";
 import { HttpError } from "./problem.ts";
 import { sendJson } from "./respond.ts";
 
-/** Decision as JSON-ready data: the failure, when present, as its policy and error code. */
+/**
+ * Decision as JSON-ready data: the failure, when present, as its policy and error code; `at`,
+ * the instant it was decided (not enumerated on a Decision), written out as the receipt a
+ * caller hands back to `/v1/refund`.
+ */
 export function wire(d: Decision): unknown {
-  if (d.failure === undefined) return d;
+  const at = d.at;
+  if (d.failure === undefined) return at === undefined ? d : { ...d, at };
   const { failure, ...rest } = d;
   const code = (failure.error as { code?: string }).code;
   // The policy and code say what happened; the error text (hosts, ports) stays out of responses.
-  return { ...rest, failure: { policy: failure.policy, code } };
+  return { ...rest, failure: { policy: failure.policy, code }, ...(at === undefined ? {} : { at }) };
 }
 
 /** Runs `run` on the store; a StoreError (policy "throw", or a failed reset) becomes a 503 problem. */
@@ -74,6 +81,17 @@ export async function handleCheck(req: IncomingMessage, res: ServerResponse, ctx
 export async function handlePeek(req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> {
   const { items, batch } = await readItems(req, ctx);
   answer(res, batch, await decideAll(ctx, items, "peek"));
+}
+
+/** Handles `POST /v1/refund`. */
+export async function handleRefund(req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> {
+  const { items, batch } = await readItems(req, ctx, true);
+  checkDeadline(req);
+  const decisions = await onStore(ctx, () => {
+    const results = items.map((item) => ctx.service.refund(item.rule, item.key, refundOptionsOf(item)));
+    return ctx.store.store.synchronous ? (results as Decision[]) : Promise.all(results);
+  });
+  answer(res, batch, decisions);
 }
 
 /** Handles `POST /v1/reset`. */

@@ -22,6 +22,11 @@ const CHECK_BODY = {
   content: json({ oneOf: [ref("CheckRequest"), { type: "array", minItems: 1, items: ref("CheckRequest") }] }),
 };
 
+const REFUND_BODY = {
+  required: true,
+  content: json({ oneOf: [ref("RefundRequest"), { type: "array", minItems: 1, items: ref("RefundRequest") }] }),
+};
+
 const DECISIONS = {
   description: "A Decision, or an array of Decisions in request order when the body was an array.",
   content: json({ oneOf: [ref("Decision"), { type: "array", items: ref("Decision") }] }),
@@ -38,7 +43,7 @@ const BODY_ERRORS = {
   "503": problem("`store-unavailable`: Redis failed and `--on-store-error throw` is set."),
 };
 
-/** `Sluice-Deadline` on check and reset (src/server/deadline.ts). */
+/** `Sluice-Deadline` on check, reset and refund (src/server/deadline.ts). */
 const DEADLINE = {
   parameters: [
     {
@@ -100,6 +105,16 @@ export const OPENAPI = {
         summary: "Forget `key` under `rule` (its own spec and every tier); answers what a peek would then say.",
         parameters: DEADLINE.parameters,
         requestBody: CHECK_BODY,
+        responses: { "200": DECISIONS, ...BODY_ERRORS, ...DEADLINE.responses },
+      },
+    },
+    "/v1/refund": {
+      post: {
+        operationId: "refund",
+        summary:
+          "Give `cost` units back to `key` under `rule` (with `at`, a check's receipt, only what that check took and the algorithm still counts); answers what a peek would then say.",
+        parameters: DEADLINE.parameters,
+        requestBody: REFUND_BODY,
         responses: { "200": DECISIONS, ...BODY_ERRORS, ...DEADLINE.responses },
       },
     },
@@ -269,6 +284,22 @@ export const OPENAPI = {
           tier: { type: "string" },
         },
       },
+      RefundRequest: {
+        type: "object",
+        required: ["rule", "key"],
+        additionalProperties: false,
+        properties: {
+          rule: { type: "string", minLength: 1 },
+          key: { type: "string", description: "At most `--max-key-length` UTF-8 bytes (default 512)." },
+          cost: { type: "integer", minimum: 1, default: 1 },
+          tier: { type: "string" },
+          at: {
+            type: "number",
+            description:
+              "The refunded check's `at`. Without it, `cost` of the newest units the algorithm counts come back, whoever took them.",
+          },
+        },
+      },
       Decision: {
         type: "object",
         required: ["allowed", "limit", "remaining", "retryAfterMs", "resetMs", "delayMs"],
@@ -282,6 +313,10 @@ export const OPENAPI = {
           },
           resetMs: { type: "integer", description: "ms until the key is back to full capacity." },
           delayMs: { type: "integer", description: "leaky-bucket: how long the admitted request should wait." },
+          at: {
+            type: "number",
+            description: "The instant (ms, the service's clock) it was decided: the receipt `/v1/refund` takes.",
+          },
           parts: { type: "array", items: { $ref: "#/components/schemas/Decision" } },
           failure: {
             type: "object",

@@ -45,6 +45,7 @@ describe("sluice serve: the API", () => {
       retryAfterMs: 0,
       resetMs: 1000,
       delayMs: 0,
+      at: expect.any(Number), // the receipt /v1/refund takes
     });
     // One batch is decided in one pass: pings' 1-second window cannot pass between its items.
     const batch = await post(s, [

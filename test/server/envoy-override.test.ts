@@ -117,10 +117,11 @@ describe("20,000 distinct overrides against the real bin", () => {
         );
         peak = Math.max(peak, rss());
       }
-      // Issue 21 asks for < 100 MB; measured 100.5-100.9 MB here since the three-tier MemoryStore
-      // landed (93 MB before it), so the bound guards against growth without end (7.4 GB before the
-      // override pool) with that much headroom, and the gap is on the issue.
-      expect(peak - before, `RSS grew ${((peak - before) / 2 ** 20).toFixed(1)} MB`).toBeLessThan(128 * 2 ** 20);
+      // Issue 14 asks for < 100 MB. Measured 84.7-91.4 MB alone (100.5-103.7 MB before unbound tables
+      // were dropped one horizon after their release, empty tables stopped allocating Maps and
+      // override nodes shared their empty level); most of what is left is each rule's limiter
+      // and compiled algorithm, promoted to the old generation because a rule outlives its request.
+      expect(peak - before, `RSS grew ${((peak - before) / 2 ** 20).toFixed(1)} MB`).toBeLessThan(100 * 2 ** 20);
     } finally {
       c.close();
       await s.stop();

@@ -27,17 +27,24 @@ function unitOf(unit: string | number): EnvoyUnit | undefined {
   return ENVOY_UNITS.find((u) => u === lower);
 }
 
+/**
+ * An override node is a leaf outside the config tree, so every one shares one empty level and
+ * one empty `replaces`: a stream of distinct overrides allocates no Maps per rule for them.
+ */
+const LEAF: EnvoyNode["children"] = emptyLevel();
+const NO_REPLACES: string[] = [];
+
 function nodeOf(rule: string, unit: EnvoyUnit, rpu: number, spec: AlgorithmSpec | undefined): EnvoyNode {
   return {
     key: "",
     value: undefined,
     wildcard: undefined,
     path: "",
-    limit: { unit, requestsPerUnit: rpu, unlimited: false, name: "", replaces: [], spec, rule },
+    limit: { unit, requestsPerUnit: rpu, unlimited: false, name: "", replaces: NO_REPLACES, spec, rule },
     shadowMode: false,
     detailedMetric: true,
     shareThreshold: false,
-    children: emptyLevel(),
+    children: LEAF,
     file: "(override)",
   };
 }

@@ -282,6 +282,31 @@ describe("MemoryStore releases", () => {
     limiter.close();
     expect(store.size).toBe(0);
   });
+
+  it("a released table other bindings share a clock with goes one horizon after its release, not at a sweep", () => {
+    // Envoy overrides add and remove a rule per distinct limit: the removed ones must not pile up.
+    const clock = new ManualClock(Date.UTC(2026, 11, 1));
+    const store = new MemoryStore();
+    const service = new RateLimiterService({ clock, store });
+    service.addRule("kept", fixed);
+    service.check("kept", "k");
+    for (let i = 0; i < 50; i++) {
+      service.addRule(`r${i}`, fixed);
+      service.check(`r${i}`, "k");
+      service.check(`r${i}`, "k");
+      service.removeRule(`r${i}`);
+    }
+    expect(store.size).toBe(51); // removed rules keep their counts within the horizon
+    service.addRule("r0", fixed);
+    expect(service.check("r0", "k").allowed).toBe(false); // and a rule added back finds them
+    service.removeRule("r0");
+    clock.advance(1000); // one horizon (a window) after the releases: every removed count is fresh
+    service.addRule("next", fixed);
+    service.removeRule("next"); // a release drops the quiet tables released before it
+    expect(store.size).toBe(1);
+    const ids = (JSON.parse(store.snapshot()).tables as Array<{ id: string }>).map((t) => t.id);
+    expect(ids).toEqual(["rule:kept", "rule:next"]); // "next" goes one horizon after its own release
+  });
 });
 
 describe("MemoryStore sketches after a spec change within one shape", () => {

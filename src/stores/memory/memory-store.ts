@@ -4,7 +4,9 @@
  * a fresh key are dropped without timers (see `Table`).
  *
  * Past `maxKeys` the store has three tiers under one memory budget (`maxBytes`) shared by all
- * rules: (1) the exact `Map` of records, at most `maxKeys`; (2) a compact table of 24-byte slots
+ * rules: (1) the exact `Map` of records, at most `maxKeys`, a segmented LRU (table.ts: keys seen
+ * once churn through probation, keys that come back stay protected, so a flood of one-shot
+ * keys cannot push out returning ones); (2) a compact table of 24-byte slots
  * (a 48-bit key fingerprint and the state in two float64 words, src/stores/compact/) where
  * records pushed out of the `Map` stay exact; (3) per rule, an additive count-min-style summary
  * (sketch.ts) where what the compact table cannot hold ends, conservatively. A key read back
@@ -75,6 +77,15 @@ export interface MemoryStoreStats {
   maxBytes: number;
   /** Records pushed out of the `Map` tier because of `maxKeys`. */
   evicted: number;
+  /**
+   * Of `keys`, those in the protected segment: used again while held (or back from the compact
+   * tier). Evictions take the other records (probation: keys seen once) first.
+   */
+  protectedKeys: number;
+  /** Records moved into the protected segment. */
+  promoted: number;
+  /** Records read back from the compact tier into the `Map` tier (keys that came back after being pushed out). */
+  compactHits: number;
   /** Records held exactly in the compact tier. */
   compactKeys: number;
   /** Slots of the compact tier (0 until first needed). */
@@ -154,17 +165,25 @@ export class MemoryStore implements Store {
   readonly #compactBudget: number;
   readonly #summaryBudget: number;
   readonly #maxPins: number;
+  readonly #protectedCap: number;
   #seed: number;
   /** Tables by rule id and shape: a record is only ever read under the shape it was written for. */
   #tables = new Map<string, Table>();
   /** Tables by compact index (index 0 unused). */
   #byIndex: Array<Table | undefined> = [undefined];
+  /** Compact indices of dropped tables, for new ones (a stream of rules never runs out of them). */
+  #freeIndices: number[] = [];
+  /** Unbound tables in the order they lost their last binding, dropped once quiet (see `#reap`). */
+  #released: Table[] = [];
+  /** Where `#released` starts (entries before it are done). */
+  #releasedHead = 0;
   #compact: CompactTable | undefined = undefined;
   /** Restored tables waiting for their rule to be bound (by table id). */
   #pending = new Map<string, TableSnapshot>();
   #size = 0;
   #sweepIn = SWEEP_EVERY;
   #evicted = 0;
+  #compactHits = 0;
   #summarised = 0;
   #approximate = 0;
   #refused = 0;
@@ -197,6 +216,8 @@ export class MemoryStore implements Store {
     this.#compactBudget = Math.floor((this.maxBytes * 2) / 3);
     this.#summaryBudget = this.maxBytes - this.#compactBudget;
     this.#sketchWidth = Math.min(MAX_WIDTH, sketchWidth ?? MAX_WIDTH);
+    // A fifth of the Map tier stays for probation: room for new keys to prove they come back.
+    this.#protectedCap = Number.isFinite(this.maxKeys) ? Math.floor(this.maxKeys * 0.8) : Number.POSITIVE_INFINITY;
     this.#maxPins = Number.isFinite(this.maxKeys) ? Math.max(16, Math.ceil(this.maxKeys / 8)) : 0;
     this.#seed = seed ?? randomSeed();
   }
@@ -217,7 +238,11 @@ export class MemoryStore implements Store {
   stats(): MemoryStoreStats {
     let sketchBytes = 0;
     let bound = 0;
+    let protectedKeys = 0;
+    let promoted = 0;
     for (const table of this.#tables.values()) {
+      protectedKeys += table.protectedSize;
+      promoted += table.promoted;
       const sketch = table.sketch;
       if (sketch === undefined) continue;
       sketchBytes += sketch.bytes;
@@ -228,6 +253,9 @@ export class MemoryStore implements Store {
       maxKeys: this.maxKeys,
       maxBytes: this.maxBytes,
       evicted: this.#evicted,
+      protectedKeys,
+      promoted,
+      compactHits: this.#compactHits,
       compactKeys: this.#compact?.size ?? 0,
       compactCapacity: this.#compact?.capacity ?? 0,
       compactBytes: this.#compact?.bytes ?? 0,
@@ -249,8 +277,13 @@ export class MemoryStore implements Store {
     let table = this.#tables.get(id);
     if (table === undefined) {
       table = new Table(rule, id);
+      table.protectedCap = this.#protectedCap;
       this.#tables.set(id, table);
-      if (this.#byIndex.length <= MAX_TABLE_INDEX) {
+      const free = this.#freeIndices.pop();
+      if (free !== undefined) {
+        table.index = free;
+        this.#byIndex[free] = table;
+      } else if (this.#byIndex.length <= MAX_TABLE_INDEX) {
         table.index = this.#byIndex.length;
         this.#byIndex.push(table);
       }
@@ -265,6 +298,7 @@ export class MemoryStore implements Store {
     table.horizonMs = Math.max(table.horizonMs, rule.horizonMs);
     table.clock = binding.clock;
     table.refs++;
+    table.quietAt = Number.POSITIVE_INFINITY;
     const bound = table;
     let released = false;
     return {
@@ -309,10 +343,40 @@ export class MemoryStore implements Store {
         // Sweeps run on the clocks of live bindings; with none left on this table's clock,
         // nothing would ever sweep it, so it goes now.
         if (--bound.refs > 0) return;
-        for (const table of this.#tables.values()) if (table.refs > 0 && table.clock === bound.clock) return;
+        for (const table of this.#tables.values()) {
+          if (table.refs > 0 && table.clock === bound.clock) {
+            // Kept until quiet, then dropped by a later release or sweep: a stream of rules added
+            // and removed (Envoy overrides) holds those of the last horizon, not of the last sweep.
+            bound.released(now(bound));
+            this.#released.push(bound);
+            this.#reap(now(bound), bound.clock);
+            return;
+          }
+        }
         if (this.#tables.get(id) === bound) this.#drop(id, bound);
       },
     };
+  }
+
+  /**
+   * Drops released tables that have become quiet by `now`, oldest release first. Only tables
+   * whose records are all in the `Map` tier: what the other tiers hold goes with the sweep.
+   */
+  #reap(now: number, clock: unknown): void {
+    const released = this.#released;
+    let i = this.#releasedHead;
+    for (; i < released.length; i++) {
+      const table = released[i] as Table;
+      if (table.refs > 0 || this.#tables.get(table.id) !== table) continue; // bound again, or gone
+      if (table.clock !== clock) continue;
+      if (!(now >= table.quietAt)) break;
+      if (table.compactSize === 0 && table.sketch === undefined && table.pins.size === 0) this.#drop(table.id, table);
+    }
+    this.#releasedHead = i;
+    if (i > 1024 && i * 2 > released.length) {
+      released.splice(0, i);
+      this.#releasedHead = 0;
+    }
   }
 
   /** Forgets a table and everything it holds in every tier. */
@@ -324,6 +388,7 @@ export class MemoryStore implements Store {
       const compact = this.#compact;
       if (compact !== undefined && table.compactSize > 0) compact.forEach(table.index, (slot) => compact.remove(slot));
       this.#byIndex[table.index] = undefined;
+      this.#freeIndices.push(table.index);
     }
   }
 
@@ -488,7 +553,8 @@ export class MemoryStore implements Store {
         if (op === "peek" || op === "get") return decideRule(rule, record, t, cost, op);
         compact.remove(slot);
         table.compactSize--;
-        this.#insert(table, key, record, t);
+        this.#compactHits++;
+        this.#insert(table, key, record, t, true);
         return decideRule(rule, record, t, cost, op, at);
       }
     }
@@ -530,7 +596,7 @@ export class MemoryStore implements Store {
     const sketch = table.sketch;
     const present = sketch.present(approx.h1, approx.h2, t);
     if (!present && approx.settled(t)) {
-      if (op !== "peek" && op !== "get" && table.find(key) === approx) table.set(key, approx.own);
+      if (op !== "peek" && op !== "get" && table.find(key) === approx) table.replace(key, approx.own);
       return decideRule(rule, approx.own, t, cost, op, at);
     }
     const estimate = sketch.estimate(approx.own, approx.rate, present, t, (a, b) => permits(rule, a, b, t, cost));
@@ -594,16 +660,16 @@ export class MemoryStore implements Store {
         this.#pinsDropped++;
       }
     }
-    table.pins.set(id, until);
+    table.pin(id, until);
     this.#pins++;
   }
 
-  /** Stores a record in the `Map` tier, first pushing one out if it is full. */
-  #insert(table: Table, key: string, record: unknown, t: number): void {
+  /** Stores a record in the `Map` tier (`returning`: straight into the protected segment), first pushing one out if it is full. */
+  #insert(table: Table, key: string, record: unknown, t: number, returning = false): void {
     // Tables drop fresh generations on their own; count again before evicting anything.
     if (this.#size >= this.maxKeys) this.#size = this.size;
     if (this.#size >= this.maxKeys) this.#evict(table, t);
-    table.set(key, record);
+    table.add(key, record, returning);
     this.#size++;
   }
 
@@ -622,7 +688,7 @@ export class MemoryStore implements Store {
       --this.#scanIn <= 0 ||
       cached === undefined ||
       cached.size < inserting.size ||
-      !this.#tables.has(cached.id)
+      this.#tables.get(cached.id) !== cached
     ) {
       this.#scanIn = 64;
       for (const table of this.#tables.values()) if (table.size > victim.size) victim = table;

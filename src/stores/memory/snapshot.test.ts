@@ -58,7 +58,9 @@ describe("MemoryStore snapshot / restore", () => {
     const store = new MemoryStore({ maxKeys: 2 });
     const s = service(clock, store);
     for (let i = 0; i < 5; i++) s.check("fixed", "victim");
-    for (let i = 0; i < 50; i++) s.check("fixed", `flood${i}`);
+    // Flood keys used twice each: they take the protected segment the victim's reuse earned it.
+    for (let i = 0; i < 50; i++) for (let j = 0; j < 2; j++) s.check("fixed", `flood${i}`);
+    expect(store.stats().evicted).toBeGreaterThan(0);
     const restored = new MemoryStore({ maxKeys: 2 });
     restored.restore(store.snapshot());
     expect(service(clock, restored).check("fixed", "victim")).toMatchObject({ allowed: false, approximate: true });

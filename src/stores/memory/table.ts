@@ -1,7 +1,8 @@
 /**
  * One rule's records: key → the key's one record (every member's state and the ban's), kept in
  * two generations so that records which have become equivalent to a fresh key are dropped
- * wholesale, with no timer and no scan.
+ * wholesale, with no timer and no scan; and, under a cap, in two segments so that a flood of
+ * one-shot keys cannot push out the keys that come back (a segmented LRU).
  *
  * Every access moves a key into the current generation. A generation spans at least the
  * rule's horizon (the longest a record stays different from fresh after its last change), so
@@ -9,38 +10,27 @@
  * is provably fresh and dropping it changes no decision. Memory is therefore bounded by the
  * keys active within the last two horizons, and a hot key costs one `Map.get`. A composite's
  * members live in one record, so they are kept, dropped and evicted together.
+ *
+ * Segments (only when `protectedCap` is finite, i.e. the store is capped): a new key enters
+ * `probation`; a key used again while held, or coming back from the compact tier, moves to
+ * `main` (the protected segment). Evictions take probation's oldest first, so one-shot keys
+ * churn through probation while returning keys stay; `main` holds at most `protectedCap`
+ * records, its oldest going back to probation past that. Uncapped, every record lives in `main`
+ * and a hit is the same single lookup.
  */
 import type { CompiledRule } from "../../core/rule.ts";
 import type { Sketch } from "./sketch.ts";
 
-/** The records of one rule (one id and one shape). */
-export class Table {
-  /** The rule (replaced when a rule update keeps the shape, and so this table's records). */
-  rule: CompiledRule;
-  /**
-   * The longest horizon of every rule bound to this table. Rules of one shape may differ in
-   * horizon (a GCRA's burst): records written under the longer one must not be dropped by the
-   * shorter one's rotation before they are fresh.
-   */
-  horizonMs: number;
-  /** Bindings using this table; once none is left, a sweep drops it when its records are gone. */
-  refs = 0;
-  /** The clock its instants come from (undefined: the system clock). */
-  clock: unknown;
-  /** Where records pushed out under `maxKeys` are summarised (created at the first eviction). */
-  sketch: Sketch | undefined = undefined;
-  /** This table's index in the store's compact tier (0: none). */
-  index = 0;
-  /** Records of this table held in the compact tier. */
-  compactSize = 0;
-  /**
-   * Keys reset while summarised (by fingerprint): until the instant, their summary is ignored
-   * (it holds what the reset forgot), so the key decides as a fresh key.
-   */
-  pins = new Map<number, number>();
-  private current = new Map<string, unknown>();
-  private previous = new Map<string, unknown>();
-  private rotateAt = Number.NEGATIVE_INFINITY;
+/**
+ * An empty generation, shared and never written: a table allocates a Map only when a record
+ * arrives, so an idle or unbound table (thousands of Envoy override rules) holds none.
+ */
+const EMPTY = new Map<string, unknown>();
+
+/** One segment: two generations, oldest first, with a kept cursor for O(1) shifts. */
+class Segment {
+  current = EMPTY;
+  previous = EMPTY;
   /**
    * Where `shift` left off. A Map keeps deleted entries as holes until it is rebuilt, so asking a
    * new iterator for the first entry after many shifts walks every hole: a kept iterator
@@ -49,55 +39,14 @@ export class Table {
   private cursor: Iterator<[string, unknown]> | undefined = undefined;
   private cursorOf: Map<string, unknown> | undefined = undefined;
 
-  /** The table's key in its store (rule id and shape). */
-  readonly id: string;
-
-  constructor(rule: CompiledRule, id = "") {
-    this.id = id;
-    this.rule = rule;
-    this.horizonMs = rule.horizonMs;
-  }
-
-  /** Live records (current and previous generation). */
   get size(): number {
     return this.current.size + this.previous.size;
   }
 
-  /** Drops generations that have become fresh by `now` (the same test every access makes). */
-  expire(now: number): void {
-    if (now >= this.rotateAt) this.rotate(now);
-  }
-
-  /** The record for `key`, moved into the current generation, or undefined. */
-  get(key: string, now: number): unknown {
-    if (now >= this.rotateAt) this.rotate(now);
-    const state = this.current.get(key);
-    if (state !== undefined || this.previous.size === 0) return state;
-    const old = this.previous.get(key);
-    if (old !== undefined) {
-      this.previous.delete(key);
-      this.current.set(key, old);
-    }
-    return old;
-  }
-
-  /** The record for `key` without moving it (for peeks). */
+  /** The record for `key` without moving it. */
   find(key: string): unknown {
-    return this.current.get(key) ?? this.previous.get(key);
-  }
-
-  /** Stores a new record for `key` in the current generation. */
-  set(key: string, state: unknown): void {
-    this.current.set(key, state);
-  }
-
-  /**
-   * Stores a record read back from a snapshot. Its last change is unknown, so the first
-   * rotation waits until it is fresh (`freshAt`): a rotation before then would drop it.
-   */
-  adopt(key: string, state: unknown, freshAt: number): void {
-    this.current.set(key, state);
-    if (freshAt > this.rotateAt && Number.isFinite(freshAt)) this.rotateAt = freshAt;
+    const found = this.current.get(key);
+    return found !== undefined || this.previous.size === 0 ? found : this.previous.get(key);
   }
 
   /** Forgets `key`. */
@@ -126,18 +75,198 @@ export class Table {
     return entry;
   }
 
-  /** Every record (for snapshots), oldest first. */
+  /** Stores `state` for `key` in the current generation. */
+  put(key: string, state: unknown): void {
+    if (this.current === EMPTY) this.current = new Map();
+    this.current.set(key, state);
+  }
+
+  /** Drops the previous generation (and the current one too when `all`). */
+  rotate(all: boolean): void {
+    this.previous = all ? EMPTY : this.current;
+    this.current = EMPTY;
+  }
+}
+
+const EMPTY_PINS = new Map<number, number>();
+/** The probation of every table that has none yet: always empty, never written (see `newcomers`). */
+const NO_PROBATION = new Segment();
+
+/** The records of one rule (one id and one shape). */
+export class Table {
+  /** The rule (replaced when a rule update keeps the shape, and so this table's records). */
+  rule: CompiledRule;
+  /**
+   * The longest horizon of every rule bound to this table. Rules of one shape may differ in
+   * horizon (a GCRA's burst): records written under the longer one must not be dropped by the
+   * shorter one's rotation before they are fresh.
+   */
+  horizonMs: number;
+  /** Bindings using this table; once none is left, a sweep drops it when its records are gone. */
+  refs = 0;
+  /** The clock its instants come from (undefined: the system clock). */
+  clock: unknown;
+  /** Where records pushed out under `maxKeys` are summarised (created at the first eviction). */
+  sketch: Sketch | undefined = undefined;
+  /** This table's index in the store's compact tier (0: none). */
+  index = 0;
+  /** Records of this table held in the compact tier. */
+  compactSize = 0;
+  /**
+   * Keys reset while summarised (by fingerprint): until the instant, their summary is ignored
+   * (it holds what the reset forgot), so the key decides as a fresh key.
+   */
+  pins: Map<number, number> = EMPTY_PINS;
+  /** Most records in the protected segment (Infinity: unsegmented, every record is in `main`). */
+  protectedCap = Number.POSITIVE_INFINITY;
+  /** Records moved from probation to the protected segment. */
+  promoted = 0;
+  /**
+   * Once no binding is left (`refs` 0), when every record it holds is fresh: nothing changes an
+   * unbound table's records, so its last change was before the release.
+   */
+  quietAt = Number.POSITIVE_INFINITY;
+  /** The protected segment (uncapped: every record). */
+  private main = new Segment();
+  /** New keys under a cap, until used again (the shared empty `NO_PROBATION` until the first). */
+  private probation = NO_PROBATION;
+  private rotateAt = Number.NEGATIVE_INFINITY;
+
+  /** The table's key in its store (rule id and shape). */
+  readonly id: string;
+
+  constructor(rule: CompiledRule, id = "") {
+    this.id = id;
+    this.rule = rule;
+    this.horizonMs = rule.horizonMs;
+  }
+
+  /** Pins `id` (a fingerprint) until `until`. */
+  pin(id: number, until: number): void {
+    if (this.pins === EMPTY_PINS) this.pins = new Map();
+    this.pins.set(id, until);
+  }
+
+  /** Live records (both segments, both generations). */
+  get size(): number {
+    return this.main.size + this.probation.size;
+  }
+
+  /** Live records in the protected segment. */
+  get protectedSize(): number {
+    return Number.isFinite(this.protectedCap) ? this.main.size : 0;
+  }
+
+  /** Notes that the last binding went at `now`: its records are all fresh one horizon later (or when a forced record is). */
+  released(now: number): void {
+    this.quietAt = Math.max(now + this.horizonMs, this.rotateAt);
+  }
+
+  /** Drops generations that have become fresh by `now` (the same test every access makes). */
+  expire(now: number): void {
+    if (now >= this.rotateAt) this.rotate(now);
+  }
+
+  /** The record for `key`, moved into the current generation (and out of probation), or undefined. */
+  get(key: string, now: number): unknown {
+    if (now >= this.rotateAt) this.rotate(now);
+    const main = this.main;
+    const state = main.current.get(key);
+    if (state !== undefined) return state;
+    const old = main.previous.size === 0 ? undefined : main.previous.get(key);
+    if (old !== undefined) {
+      main.previous.delete(key);
+      main.put(key, old);
+      return old;
+    }
+    const probation = this.probation;
+    if (probation.size === 0) return undefined;
+    const found = probation.find(key);
+    if (found !== undefined) {
+      // Used again while held: not a one-shot key.
+      probation.delete(key);
+      this.promote(key, found);
+    }
+    return found;
+  }
+
+  /** The record for `key` without moving it (for peeks). */
+  find(key: string): unknown {
+    return this.main.find(key) ?? (this.probation.size === 0 ? undefined : this.probation.find(key));
+  }
+
+  /**
+   * Stores a record for a key the table does not hold: in probation under a cap, unless it is
+   * `returning` (it came back from another tier), then in the protected segment.
+   */
+  add(key: string, state: unknown, returning = false): void {
+    if (!Number.isFinite(this.protectedCap)) this.main.put(key, state);
+    else if (returning) this.promote(key, state);
+    else this.newcomers().put(key, state);
+  }
+
+  /** Replaces the record of a key the table holds, in its segment and generation. */
+  replace(key: string, state: unknown): void {
+    for (const segment of [this.main, this.probation]) {
+      if (segment.current.has(key)) segment.current.set(key, state);
+      else if (segment.previous.has(key)) segment.previous.set(key, state);
+      else continue;
+      return;
+    }
+    this.add(key, state);
+  }
+
+  /**
+   * Stores a record read back from a snapshot, or one whose rotation must wait (`#force`). Its
+   * last change is unknown, so the first rotation waits until it is fresh (`freshAt`): a
+   * rotation before then would drop it.
+   */
+  adopt(key: string, state: unknown, freshAt: number): void {
+    this.replace(key, state);
+    if (freshAt > this.rotateAt && Number.isFinite(freshAt)) this.rotateAt = freshAt;
+  }
+
+  /** Forgets `key`. */
+  delete(key: string): boolean {
+    const a = this.main.delete(key);
+    const b = this.probation.size > 0 && this.probation.delete(key);
+    return a || b;
+  }
+
+  /** Removes and returns the record to evict: probation's oldest, else the protected segment's. */
+  shift(): [string, unknown] | undefined {
+    return this.probation.shift() ?? this.main.shift();
+  }
+
+  /** Every record (for snapshots), oldest first within each segment. */
   *entries(): IterableIterator<[string, unknown]> {
-    yield* this.previous;
-    yield* this.current;
+    yield* this.probation.previous;
+    yield* this.probation.current;
+    yield* this.main.previous;
+    yield* this.main.current;
+  }
+
+  /** The probation segment, to write to (created at the first write). */
+  private newcomers(): Segment {
+    if (this.probation === NO_PROBATION) this.probation = new Segment();
+    return this.probation;
+  }
+
+  /** Into the protected segment; past its cap, its oldest goes back to probation (newest there). */
+  private promote(key: string, state: unknown): void {
+    this.promoted++;
+    this.main.put(key, state);
+    if (this.main.size > this.protectedCap) {
+      const demoted = this.main.shift();
+      if (demoted !== undefined) this.newcomers().put(demoted[0], demoted[1]);
+    }
   }
 
   private rotate(now: number): void {
-    const horizon = this.horizonMs;
     // Untouched for a whole horizon: everything current is fresh too.
-    if (now >= this.rotateAt + horizon) this.current = new Map();
-    this.previous = this.current;
-    this.current = new Map();
-    this.rotateAt = now + horizon;
+    const all = now >= this.rotateAt + this.horizonMs;
+    this.main.rotate(all);
+    if (this.probation !== NO_PROBATION) this.probation.rotate(all);
+    this.rotateAt = now + this.horizonMs;
   }
 }
