@@ -127,7 +127,7 @@ describe("SharedMemoryStore, one thread", () => {
     expect(summarised).toBeGreaterThan(0);
   });
 
-  it("a reset of a summarised key makes its next decision a fresh key's", () => {
+  it("a reset of a summarised key makes its next decisions a fresh key's, however many evictions follow", () => {
     const clock = new ManualClock(1_800_000_000_000);
     const store = new SharedMemoryStore({ maxKeys: 1 });
     const limiter = createLimiter(
@@ -139,6 +139,10 @@ describe("SharedMemoryStore, one thread", () => {
     expect(store.stats().evicted).toBeGreaterThan(0);
     expect(limiter.peek("victim")).toMatchObject({ allowed: false, approximate: true });
     limiter.reset("victim");
+    // However many evictions follow: the reset is pinned while the summary still holds the key.
+    const evicted = store.stats().evicted;
+    for (let i = 0; i < 2000; i++) limiter.tryAcquire(`later-${i}`);
+    expect(store.stats().evicted).toBeGreaterThan(evicted + 1000);
     expect(limiter.tryAcquire("victim")).toEqual({
       allowed: true,
       limit: 2,
@@ -147,6 +151,11 @@ describe("SharedMemoryStore, one thread", () => {
       resetMs: 60_000,
       delayMs: 0,
     });
+    // The pinned record counts exactly from then on, through more evictions.
+    for (let i = 0; i < 2000; i++) limiter.tryAcquire(`last-${i}`);
+    expect(limiter.tryAcquire("victim")).toMatchObject({ allowed: true, remaining: 0 });
+    expect(limiter.tryAcquire("victim")).toMatchObject({ allowed: false, remaining: 0 });
+    expect(store.stats().unpinned).toBe(0);
   });
 
   it("refuses a rule whose records cannot fit, naming the words it needs", () => {

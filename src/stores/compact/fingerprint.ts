@@ -43,3 +43,10 @@ export function fingerprint(seed: number, key: string, out: Uint32Array): void {
 export function randomSeed(): number {
   return globalThis.crypto.getRandomValues(new Uint32Array(1))[0] as number;
 }
+
+/** A 32-bit hash of a text (rule identities in the shared store's registry). */
+export function hashText(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return fmix32(h);
+}
