@@ -68,11 +68,15 @@ export function countEntries(u32: Uint32Array, base: number, E: number): number 
   return n;
 }
 
-/** Writes a key into entry `e` (its state words are the caller's to fill). */
-export function setKey(u32: Uint32Array, base: number, E: number, e: number, h1: number, tag: number): void {
-  const o = base + e * E;
+/**
+ * Appends a key after the `count` entries in use (its state words are the caller's to fill) and
+ * marks the new end: a bucket drafted in a recycled block holds stale entries past it.
+ */
+export function appendKey(u32: Uint32Array, base: number, E: number, count: number, h1: number, tag: number): void {
+  const o = base + count * E;
   u32[o] = h1;
   u32[o + 1] = tag;
+  if (count + 1 < BUCKET_SLOTS) u32[o + E + 1] = 0;
 }
 
 /** Removes entry `e` of a bucket holding `count`: the later entries move down (insertion order kept). */
@@ -83,10 +87,14 @@ export function removeEntry(u32: Uint32Array, base: number, E: number, e: number
   u32[end - E + 1] = 0;
 }
 
-/** Copies the `count` entries of the bucket at `src` to `dst` and marks the end (a bucket in another block). */
-export function copyBucket(u32: Uint32Array, src: number, dst: number, E: number, count: number): void {
-  for (let k = 0, n = count * E; k < n; k++) u32[dst + k] = u32[src + k] as number;
-  if (count < BUCKET_SLOTS) u32[dst + count * E + 1] = 0;
+/** Copies the entries in use of the bucket at `src` to `dst` (a bucket in another block). */
+export function copyBucket(u32: Uint32Array, src: number, dst: number, E: number): void {
+  let e = 0;
+  // A loop, not copyWithin: on shared memory the builtin's per-call cost exceeds a few words' copy.
+  for (; e < BUCKET_SLOTS && (u32[src + e * E + 1] as number) !== 0; e++) {
+    for (let k = e * E, n = k + E; k < n; k++) u32[dst + k] = u32[src + k] as number;
+  }
+  if (e < BUCKET_SLOTS) u32[dst + e * E + 1] = 0;
 }
 
 /** The float64 index of entry `e`'s state in a Float64Array over the same buffer. */

@@ -9,13 +9,13 @@
  * removed, so a slot number is only good until the next `remove` or `claim`.
  */
 import {
+  appendKey,
   BUCKET_SLOTS,
   bucketOf,
   countEntries,
   entryU32,
   findEntry,
   removeEntry,
-  setKey,
   stateAt,
   tableOfTag,
   tagOf,
@@ -130,7 +130,7 @@ export class CompactTable {
       this.evicted++;
       this.size--;
     }
-    setKey(u32, base, E, count, h[0] as number, tagOf(h[1] as number, table));
+    appendKey(u32, base, E, count, h[0] as number, tagOf(h[1] as number, table));
     this.size++;
     return base / E + count;
   }

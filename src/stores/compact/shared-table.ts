@@ -126,7 +126,7 @@ export class SharedTable {
     const dst = this.#r.blockBase + this.#spare * this.#blockU32;
     // A torn source is bounded here and never published (the word check in `publish`).
     if (this.base < 0) this.u32[dst + 1] = 0;
-    else copyBucket(this.u32, this.base, dst, this.E, countEntries(this.u32, this.base, this.E));
+    else copyBucket(this.u32, this.base, dst, this.E);
     return dst;
   }
 

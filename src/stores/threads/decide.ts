@@ -11,13 +11,13 @@ import { decideRule, type Operation, storesNewRecord } from "../../decide-rule.t
 import { StoreError } from "../../errors.ts";
 import { createRecord, type RuleRecord } from "../../rule.ts";
 import {
+  appendKey,
   BUCKET_SLOTS,
   bucketOf,
   countEntries,
   findEntry,
   PINNED,
   removeEntry,
-  setKey,
   stateAt,
   tagOf,
 } from "../compact/bucket.ts";
@@ -110,7 +110,7 @@ export function decide(
         count = made;
       }
       e = count;
-      setKey(u32, dst, E, e, h1, tag);
+      appendKey(u32, dst, E, e, h1, tag);
     }
     if (e >= 0) {
       codec.encode(record, f64, stateAt(dst, E, e));

@@ -133,9 +133,13 @@ export class SharedMemoryStore implements Store {
     const rules = this.#rules;
     const ctx = this.#ctx;
     const seed = this.#layout.seed;
+    const registry = this.#registry;
+    let view = rules.view(index);
     const run = (key: string, cost: number, now: number, op: Parameters<typeof decide>[5]) => {
+      // The compiled rule is reused until another thread publishes a new spec for it.
+      if (registry.version(index) !== view.version) view = rules.view(index);
       fingerprint(seed, key, ctx.h);
-      return decide(ctx, rules.view(index), index, cost, now, op);
+      return decide(ctx, view, index, cost, now, op);
     };
     return {
       check: (key, cost, now, op) => run(key, cost, now === undefined ? systemClock.now() : now, op) as Decision,
