@@ -87,14 +87,19 @@ export function removeEntry(u32: Uint32Array, base: number, E: number, e: number
   u32[end - E + 1] = 0;
 }
 
-/** Copies the entries in use of the bucket at `src` to `dst` (a bucket in another block). */
-export function copyBucket(u32: Uint32Array, src: number, dst: number, E: number): void {
+/**
+ * Copies the entries in use of the bucket at `src` to `dst` (a bucket in another block), through
+ * an Int32Array view of the same buffer (int32 words move as they are; uint32 ones past 2^31
+ * would go through doubles). Returns the entries copied.
+ */
+export function copyBucket(i32: Int32Array, src: number, dst: number, E: number): number {
   let e = 0;
   // A loop, not copyWithin: on shared memory the builtin's per-call cost exceeds a few words' copy.
-  for (; e < BUCKET_SLOTS && (u32[src + e * E + 1] as number) !== 0; e++) {
-    for (let k = e * E, n = k + E; k < n; k++) u32[dst + k] = u32[src + k] as number;
+  for (; e < BUCKET_SLOTS && (i32[src + e * E + 1] as number) !== 0; e++) {
+    for (let k = e * E, n = k + E; k < n; k++) i32[dst + k] = i32[src + k] as number;
   }
-  if (e < BUCKET_SLOTS) u32[dst + e * E + 1] = 0;
+  if (e < BUCKET_SLOTS) i32[dst + e * E + 1] = 0;
+  return e;
 }
 
 /** The float64 index of entry `e`'s state in a Float64Array over the same buffer. */

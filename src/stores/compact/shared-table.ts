@@ -83,6 +83,8 @@ export class SharedTable {
   #block = -1;
   /** The published bucket's first u32 (-1: empty), set by `read`. */
   base = -1;
+  /** Entries in use in the draft, set by `draft`. */
+  count = 0;
 
   /** This thread's view of the table in `r`. */
   constructor(views: SharedViews, r: SharedRegion) {
@@ -115,7 +117,7 @@ export class SharedTable {
 
   /**
    * Copies the bucket `read` saw into this thread's private block; returns the copy's first u32
-   * and its entry count, or -1 when the pool has no block left.
+   * (its entries in use are then `count`), or -1 when the pool has no block left.
    */
   draft(): number {
     if (this.#spare < 0) {
@@ -125,8 +127,10 @@ export class SharedTable {
     }
     const dst = this.#r.blockBase + this.#spare * this.#blockU32;
     // A torn source is bounded here and never published (the word check in `publish`).
-    if (this.base < 0) this.u32[dst + 1] = 0;
-    else copyBucket(this.u32, this.base, dst, this.E);
+    if (this.base < 0) {
+      this.u32[dst + 1] = 0;
+      this.count = 0;
+    } else this.count = copyBucket(this.#I, this.base, dst, this.E);
     return dst;
   }
 

@@ -14,7 +14,6 @@ import {
   appendKey,
   BUCKET_SLOTS,
   bucketOf,
-  countEntries,
   findEntry,
   PINNED,
   removeEntry,
@@ -96,7 +95,7 @@ export function decide(
     if (dst < 0) {
       throw new StoreError("SharedMemoryStore: no free block left (threads that ended without close() keep one each)");
     }
-    let count = countEntries(u32, dst, E);
+    let count = table.count;
     let evicted = 0;
     let e = found;
     if (op === "reset" && !pin) {
