@@ -117,8 +117,16 @@ describe("SharedMemoryStore, one thread", () => {
           1_800_000_000_000,
           shared,
         );
+        // Per key, until the small table first refuses what MemoryStore admits: from then on the
+        // exact key has spent units the over-counted one kept (a token bucket refused 3 tokens
+        // at a read-back balance of 2 still holds them), so a later check may pass on the small
+        // table alone without it ever admitting more in total.
+        const diverged = new Set<number>();
         capped.forEach((d, i) => {
+          const key = (checks[i] as Step).key;
+          if (diverged.has(key)) return;
           if (d?.allowed) expect(exact[i]?.allowed, `check #${i}`).toBe(true);
+          else if (exact[i]?.allowed) diverged.add(key);
         });
         summarised += shared.stats().evicted;
       }),

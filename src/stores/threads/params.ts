@@ -6,6 +6,7 @@ import { ArgumentError } from "../../errors.ts";
 import { checkOptions } from "../../options.ts";
 import { describeValue } from "../../spec.ts";
 import { MAX_TABLE_INDEX } from "../compact/bucket.ts";
+import { randomSeed } from "../compact/fingerprint.ts";
 import { DEPTH, type Params } from "./layout.ts";
 
 /** Options of {@link SharedMemoryStore}. */
@@ -88,7 +89,7 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
     summaryWidth,
     arenaBytes: ruleBytes,
     // Random by default, so no one can aim keys at one bucket; fixed in tests to replay exactly.
-    seed: seed === undefined ? (Math.random() * 0x100000000) | 0 : seed | 0,
+    seed: (seed === undefined ? randomSeed() : seed) | 0,
     maxKeys,
   };
 }
