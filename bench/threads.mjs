@@ -2,9 +2,13 @@
 // from 1, 2, 4 and 8 worker threads (total and per thread, each thread on its own keys, started
 // together), and from the main thread itself, against MemoryStore in one thread, ClusterStore
 // over IPC (one node:cluster worker, 64 in flight) and RedisStore (127.0.0.1:6379, 64 in flight).
-// Every store decides gcra over 10k keys with a limit never reached. Figures are medians over
-// BENCH_ROUNDS (default 3) rounds, rounds interleaved. The machine's core count bounds what more
-// threads can add: the line "cores" says how many there are.
+// Every store decides gcra over 10k keys per thread with a limit never reached. Figures are
+// medians over BENCH_ROUNDS (default 3) rounds, rounds interleaved. The one-thread ratio
+// (SharedMemoryStore ÷ MemoryStore time per decision, main thread) is the median of
+// BENCH_RATIO_ROUNDS (default 15) short rounds alternating the two stores, at 10k and at 100k
+// keys, each store holding just its keys (a SharedMemoryStore with maxKeys twice the keys).
+// The machine's core count bounds what more threads can add: the line "cores" says how many.
+// It also prints the shared buffer's bytes per key (stats().bytes / maxKeys).
 // Run with: npm run build && node bench/threads.mjs   (REDIS_URL selects the server)
 import cluster from "node:cluster";
 import { availableParallelism, loadavg } from "node:os";
@@ -18,6 +22,7 @@ import { SharedMemoryStore } from "../dist/stores/threads/index.js";
 const DECISIONS = Number(process.env.BENCH_DECISIONS ?? 200_000);
 const REMOTE_DECISIONS = Number(process.env.BENCH_REMOTE_DECISIONS ?? 40_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const RATIO_ROUNDS = Number(process.env.BENCH_RATIO_ROUNDS ?? 15);
 const KEYS = 10_000;
 const IN_FLIGHT = 64;
 const REDIS = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
@@ -51,6 +56,26 @@ async function threadWorker() {
   const seconds = decide(limiter, keys, DECISIONS, thread * 31);
   store.close();
   parentPort.postMessage({ seconds });
+}
+
+/** Median of `rounds` per-round ratios: SharedMemoryStore's time per decision ÷ MemoryStore's, on `n` keys. */
+function oneThreadRatio(n, rounds) {
+  const keys = Array.from({ length: n }, (_, i) => `user:${i}`);
+  const memory = createLimiter(SPEC, { store: new MemoryStore(), name: "ratio" });
+  const shared = createLimiter(SPEC, { store: new SharedMemoryStore({ maxKeys: 2 * n }), name: "ratio" });
+  decide(memory, keys, 3 * n, 0);
+  decide(shared, keys, 3 * n, 0);
+  const ratios = [];
+  const per = Math.max(50_000, n);
+  for (let r = 0; r < rounds; r++) ratios.push(decide(shared, keys, per, r) / decide(memory, keys, per, r));
+  ratios.sort((a, b) => a - b);
+  return { median: ratios[rounds >> 1], low: ratios[rounds >> 2], high: ratios[(3 * rounds) >> 2] };
+}
+
+/** Bytes of the shared buffer per key it was sized for. */
+function bytesPerKey(options) {
+  const store = new SharedMemoryStore(options);
+  return store.stats().bytes / store.maxKeys;
 }
 
 /** Runs `n` threads on one SharedMemoryStore; total decisions/s and the mean per thread. */
@@ -129,6 +154,8 @@ async function main() {
     results.cluster.push(await ask({ bench: "cluster" }));
     results.redis.push(await remote(redis, keys, REMOTE_DECISIONS));
   }
+  const ratio10k = oneThreadRatio(KEYS, RATIO_ROUNDS);
+  const ratio100k = oneThreadRatio(10 * KEYS, RATIO_ROUNDS);
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const fmt = (x) => Math.round(x).toLocaleString("en").padStart(11);
   const mem = median(results.memory);
@@ -145,6 +172,10 @@ async function main() {
   console.log(
     `SharedMemoryStore, main thread        ${fmt(main)} decisions/s   ${(mem / main).toFixed(2)}× MemoryStore's time per decision`,
   );
+  const range = (r) => `${r.median.toFixed(2)}× (quartiles ${r.low.toFixed(2)}–${r.high.toFixed(2)})`;
+  console.log(`One thread, SharedMemoryStore ÷ MemoryStore time per decision, alternating rounds:`);
+  console.log(`  10k keys  ${range(ratio10k)}`);
+  console.log(`  100k keys ${range(ratio100k)}`);
   for (const n of THREADS) {
     const rows = results[`threads${n}`];
     const total = median(rows.map((r) => r.total));
@@ -159,6 +190,13 @@ async function main() {
     `SharedMemoryStore (1 worker thread) ÷ ClusterStore: ${(median(results.threads1.map((r) => r.total)) / clusterRate).toFixed(1)}×; ` +
       `÷ RedisStore: ${(median(results.threads1.map((r) => r.total)) / redisRate).toFixed(1)}×`,
   );
+  for (const recordWords of [6, 3]) {
+    const options = { maxKeys: 100_000, recordWords };
+    console.log(
+      `SharedMemoryStore bytes per key, maxKeys 100,000, recordWords ${recordWords}${recordWords === 6 ? " (default)" : ""}: ` +
+        `${bytesPerKey(options).toFixed(1)}`,
+    );
+  }
   client.disconnect();
   child.kill();
   process.exit(0);

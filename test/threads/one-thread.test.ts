@@ -117,8 +117,16 @@ describe("SharedMemoryStore, one thread", () => {
           1_800_000_000_000,
           shared,
         );
+        // Per key, until the small table first refuses what MemoryStore admits: from then on the
+        // exact key has spent units the over-counted one kept (a token bucket refused 3 tokens
+        // at a read-back balance of 2 still holds them), so a later check may pass on the small
+        // table alone without it ever admitting more in total.
+        const diverged = new Set<number>();
         capped.forEach((d, i) => {
+          const key = (checks[i] as Step).key;
+          if (diverged.has(key)) return;
           if (d?.allowed) expect(exact[i]?.allowed, `check #${i}`).toBe(true);
+          else if (exact[i]?.allowed) diverged.add(key);
         });
         summarised += shared.stats().evicted;
       }),
@@ -127,7 +135,7 @@ describe("SharedMemoryStore, one thread", () => {
     expect(summarised).toBeGreaterThan(0);
   });
 
-  it("a reset of a summarised key makes its next decision a fresh key's", () => {
+  it("a reset of a summarised key makes its next decisions a fresh key's, however many evictions follow", () => {
     const clock = new ManualClock(1_800_000_000_000);
     const store = new SharedMemoryStore({ maxKeys: 1 });
     const limiter = createLimiter(
@@ -139,6 +147,10 @@ describe("SharedMemoryStore, one thread", () => {
     expect(store.stats().evicted).toBeGreaterThan(0);
     expect(limiter.peek("victim")).toMatchObject({ allowed: false, approximate: true });
     limiter.reset("victim");
+    // However many evictions follow: the reset is pinned while the summary still holds the key.
+    const evicted = store.stats().evicted;
+    for (let i = 0; i < 2000; i++) limiter.tryAcquire(`later-${i}`);
+    expect(store.stats().evicted).toBeGreaterThan(evicted + 1000);
     expect(limiter.tryAcquire("victim")).toEqual({
       allowed: true,
       limit: 2,
@@ -147,6 +159,11 @@ describe("SharedMemoryStore, one thread", () => {
       resetMs: 60_000,
       delayMs: 0,
     });
+    // The pinned record counts exactly from then on, through more evictions.
+    for (let i = 0; i < 2000; i++) limiter.tryAcquire(`last-${i}`);
+    expect(limiter.tryAcquire("victim")).toMatchObject({ allowed: true, remaining: 0 });
+    expect(limiter.tryAcquire("victim")).toMatchObject({ allowed: false, remaining: 0 });
+    expect(store.stats().unpinned).toBe(0);
   });
 
   it("refuses a rule whose records cannot fit, naming the words it needs", () => {

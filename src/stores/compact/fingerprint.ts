@@ -1,8 +1,8 @@
 /**
- * Key fingerprints for the capped store's compact tier and summary: three independent 32-bit
- * hashes of a key from one pass over the key. `h1` and the high 16 bits of `h2`
- * are what a compact slot stores (48 bits, independent of where the slot is), `h3` picks the
- * buckets. The summary derives its cells from `h1` and `h2` only, so a record pushed out of the
+ * Key fingerprints for the compact table (both stores) and the summaries: three 32-bit hashes
+ * of a key from one pass over the key. `h1` and the high 16 bits of `h2`
+ * are what a compact slot stores (48 bits), `h3` (mixed from all 64 bits of the pass) picks the
+ * bucket. The summary derives its cells from `h1` and `h2` only, so a record pushed out of the
  * compact tier (which no longer has its key text) lands in the same cells as its key would.
  *
  * Plain integer arithmetic on a caller's Uint32Array: usable on any thread, no allocation.
@@ -26,20 +26,28 @@ export function fmix32(h: number): number {
 export function fingerprint(seed: number, key: string, out: Uint32Array): void {
   let a = (0x811c9dc5 ^ seed) >>> 0;
   let b = (0x9e3779b9 ^ Math.imul(seed, 0x85ebca6b)) >>> 0;
-  let c = (0x27d4eb2f ^ Math.imul(seed, 0xc2b2ae35)) >>> 0;
   for (let i = 0; i < key.length; i++) {
     const k = key.charCodeAt(i);
     a = Math.imul(a ^ k, 0x01000193);
     b = Math.imul(b ^ k, 0x5bd1e995);
-    c = Math.imul((c << 5) | (c >>> 27), 0x9e3779b1) ^ k;
   }
   const n = key.length;
   out[0] = fmix32(a ^ n);
   out[1] = (fmix32(b ^ Math.imul(n, 0xcc9e2d51)) & 0xffff0000) >>> 0;
-  out[2] = fmix32(c ^ seed);
+  // From all 64 bits of (a, b), of which the stored fingerprint keeps 48: two keys with one
+  // stored fingerprint almost never share a bucket too. Two passes over the key, not three
+  // (the key is hashed on every decision of the shared store).
+  out[2] = fmix32(Math.imul(a, 0xc2b2ae35) ^ b ^ seed);
 }
 
 /** A 32-bit seed from the platform's random source (stores take an explicit `seed` for replayable tests). */
 export function randomSeed(): number {
   return globalThis.crypto.getRandomValues(new Uint32Array(1))[0] as number;
+}
+
+/** A 32-bit hash of a text (rule identities in the shared store's registry). */
+export function hashText(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return fmix32(h);
 }

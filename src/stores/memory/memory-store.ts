@@ -414,8 +414,8 @@ export class MemoryStore implements Store {
           fingerprints.push([
             h1,
             h2,
-            compact.words[slot * STATE_WORDS] as number,
-            compact.words[slot * STATE_WORDS + 1] as number,
+            compact.words[compact.stateIndex(slot)] as number,
+            compact.words[compact.stateIndex(slot) + 1] as number,
           ]);
         });
       }
@@ -549,7 +549,7 @@ export class MemoryStore implements Store {
       const slot = compact.find(table.index, h);
       if (slot >= 0) {
         // Exact in the compact tier: back into the `Map` tier (it came back: it is not a one-shot key).
-        const record = decodeRecord(rule, compact.words, slot * STATE_WORDS);
+        const record = decodeRecord(rule, compact.words, compact.stateIndex(slot));
         if (op === "peek" || op === "get") return decideRule(rule, record, t, cost, op);
         compact.remove(slot);
         table.compactSize--;
@@ -718,11 +718,11 @@ export class MemoryStore implements Store {
         if (owner !== undefined) {
           owner.compactSize--;
           const ownerNow = owner === victim ? at : now(owner);
-          const old = decodeRecord(owner.rule, compact.words, pushed.slot * STATE_WORDS);
+          const old = decodeRecord(owner.rule, compact.victimWords, 0);
           if (recordFreshAt(owner.rule, old) > ownerNow) this.#summarise(owner, pushed.h1, pushed.h2, old, ownerNow);
         }
       }
-      if (encodeRecord(victim.rule, record, compact.words, slot * STATE_WORDS)) {
+      if (encodeRecord(victim.rule, record, compact.words, compact.stateIndex(slot))) {
         victim.compactSize++;
         return;
       }

@@ -38,6 +38,55 @@ function fieldsOf(m: Algorithm): string[] {
   return Object.keys(m.create() as object);
 }
 
+/** Reads and writes one flat state: fields in the order of the algorithm's `create()`. */
+interface Flat {
+  decode(F: Float64Array, o: number): unknown;
+  encode(state: unknown, F: Float64Array, o: number): void;
+}
+
+/**
+ * The flat states of today's algorithms, by their field names (as `fieldsOf` lists them), as
+ * object literals: one hidden class per state, as the algorithms make them, where a loop over
+ * names made every decode and encode a slow keyed access (most of a decision's time). A state
+ * whose fields are not listed here takes that loop.
+ */
+const FLAT: Record<string, Flat | undefined> = {
+  "w,c": {
+    decode: (F, o) => ({ w: F[o] as number, c: F[o + 1] as number }),
+    encode: (s, F, o) => {
+      const x = s as { w: number; c: number };
+      F[o] = x.w;
+      F[o + 1] = x.c;
+    },
+  },
+  "w,p,c": {
+    decode: (F, o) => ({ w: F[o] as number, p: F[o + 1] as number, c: F[o + 2] as number }),
+    encode: (s, F, o) => {
+      const x = s as { w: number; p: number; c: number };
+      F[o] = x.w;
+      F[o + 1] = x.p;
+      F[o + 2] = x.c;
+    },
+  },
+  "b,t": {
+    decode: (F, o) => ({ b: F[o] as number, t: F[o + 1] as number }),
+    encode: (s, F, o) => {
+      const x = s as { b: number; t: number };
+      F[o] = x.b;
+      F[o + 1] = x.t;
+    },
+  },
+  "ms,ticks,den": {
+    decode: (F, o) => ({ ms: F[o] as number, ticks: F[o + 1] as number, den: F[o + 2] as number }),
+    encode: (s, F, o) => {
+      const x = s as { ms: number; ticks: number; den: number };
+      F[o] = x.ms;
+      F[o + 1] = x.ticks;
+      F[o + 2] = x.den;
+    },
+  },
+};
+
 /** The words a rule's record needs at least (for errors and docs). */
 export function recordWordsOf(rule: CompiledRule): number {
   // Sliding logs split the words they share evenly, so each needs room for the largest.
@@ -94,9 +143,12 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
     at += size;
   }
   const banAt = at;
+  const flat = fields.map((names) => FLAT[names.join()]);
   const decodeMember = (i: number, F: Float64Array, base: number): unknown => {
     const o = base + (offsets[i] as number);
     if ((members[i] as Algorithm).kind !== "sliding-log") {
+      const known = flat[i];
+      if (known !== undefined) return known.decode(F, o);
       const state: Record<string, number> = {};
       const names = fields[i] as string[];
       for (let k = 0; k < names.length; k++) state[names[k] as string] = F[o + k] as number;
@@ -112,6 +164,11 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
   const encodeMember = (i: number, state: unknown, F: Float64Array, base: number): void => {
     const o = base + (offsets[i] as number);
     if ((members[i] as Algorithm).kind !== "sliding-log") {
+      const known = flat[i];
+      if (known !== undefined) {
+        known.encode(state, F, o);
+        return;
+      }
       const names = fields[i] as string[];
       for (let k = 0; k < names.length; k++) F[o + k] = (state as Record<string, number>)[names[k] as string] as number;
       return;

@@ -1,27 +1,25 @@
 /**
  * Where everything lives in the one SharedArrayBuffer of a SharedMemoryStore. The buffer is
- * the whole store: a header of sizes and counters, the bucket words, the rule registry, the
- * summary cells, two pools of fixed-size blocks and a byte arena for rule texts. Every thread
- * derives the same offsets from the header, so the handle passed between threads is the
- * buffer alone.
+ * the whole store: a header of sizes and counters, the compact table's bucket words and blocks
+ * (src/stores/compact/shared-table.ts), the rule registry, the summary cells and blocks, and a
+ * byte arena for rule texts. Every thread derives the same offsets from the header, so the
+ * handle passed between threads is the buffer alone.
  *
  * Units: "words" are 8 bytes. `W` (BigInt64) holds the 64-bit words updated by
  * compare-and-swap (a 32-bit tag above a 32-bit block index + 1), `I` (Int32) the small
- * counters and links, `F` (Float64) the state blocks, `U` the arena.
+ * counters and links, `F` (Float64) and `U32` the blocks, `U` the arena.
  */
-import { StoreError } from "../../core/errors.ts";
 
-/** Entries per bucket: a bucket is rewritten whole, so this bounds the bytes copied per decision. */
-export const BUCKET_ENTRIES = 8;
-/** Words before an entry's record: the key's fingerprint, its rule index, the instant it is fresh again. */
-export const ENTRY_HEADER = 3;
+import { StoreError } from "../../core/errors.ts";
+import { blockBytes, initRegion, type SharedRegion } from "../compact/shared-table.ts";
+
 /** Rows of every rule's summary: a key is over-counted only if all of its cells are shared. */
 export const DEPTH = 4;
 /** Words of one summary cell block (fresh-at, the members' summary slots, a ban's three). */
 export const SUMMARY_WORDS = 16;
 
 const MAGIC = 0x51c7ead5;
-const VERSION = 1;
+const VERSION = 2;
 /** Int32 slots of the header (a multiple of 2, so the 64-bit words after it stay aligned). */
 const HEADER_INTS = 32;
 
@@ -43,6 +41,7 @@ export const H = {
   refused: 13,
   arenaCursor: 14,
   unsummarised: 15,
+  unpinned: 16,
 } as const;
 
 /** The sizes a store is built with (all in the header). */
@@ -60,15 +59,10 @@ export interface Params {
 
 /** Offsets derived from the params: W indices, I indices, F indices, U byte offset. */
 export interface Layout extends Params {
-  /** Words of one bucket block. */
-  blockWords: number;
-  /** Words of one entry (header + record). */
-  entryWords: number;
-  /** W: the free-list heads of the bucket pool and the summary pool. */
-  freeHead: number;
+  /** The compact table's region. */
+  table: SharedRegion;
+  /** W: the free-list head of the summary pool. */
   summaryFreeHead: number;
-  /** W: one word per bucket. */
-  bucketBase: number;
   /** W: the registry's identity words and spec words. */
   ruleIdBase: number;
   ruleSpecBase: number;
@@ -76,11 +70,9 @@ export interface Layout extends Params {
   cellBase: number;
   /** I: a version per rule, bumped when its spec changes. */
   ruleVersionBase: number;
-  /** I: free-list links of the two pools. */
-  nextBase: number;
+  /** I: free-list links of the summary pool. */
   summaryNextBase: number;
-  /** F: the first block of each pool. */
-  blockBase: number;
+  /** F: the first summary block. */
   summaryBase: number;
   /** U: the arena. */
   arenaBase: number;
@@ -90,8 +82,6 @@ export interface Layout extends Params {
 
 /** Computes every offset from the params (the same in every thread). */
 export function layoutOf(p: Params): Layout {
-  const entryWords = ENTRY_HEADER + p.recordWords;
-  const blockWords = 1 + BUCKET_ENTRIES * entryWords;
   let word = HEADER_INTS / 2;
   const take = (n: number) => {
     const at = word;
@@ -109,24 +99,28 @@ export function layoutOf(p: Params): Layout {
   const nextBase = ruleVersionBase + p.maxRules;
   const summaryNextBase = nextBase + p.blocks;
   word = Math.ceil((summaryNextBase + p.summaryBlocks) / 2);
-  const blockBase = take(p.blocks * blockWords);
+  const blockBase = take((p.blocks * blockBytes(p.recordWords)) / 8);
   const summaryBase = take(p.summaryBlocks * SUMMARY_WORDS);
   const arenaBase = word * 8;
   const bytes = arenaBase + p.arenaBytes;
+  const table: SharedRegion = {
+    buckets: p.buckets,
+    stateWords: p.recordWords,
+    blocks: p.blocks,
+    bucketBase,
+    freeHead,
+    nextBase,
+    blockBase: blockBase * 2,
+  };
   return {
     ...p,
-    entryWords,
-    blockWords,
-    freeHead,
+    table,
     summaryFreeHead,
-    bucketBase,
     ruleIdBase,
     ruleSpecBase,
     cellBase,
     ruleVersionBase,
-    nextBase,
     summaryNextBase,
-    blockBase,
     summaryBase,
     arenaBase,
     bytes,
@@ -138,6 +132,7 @@ export interface Views {
   W: BigInt64Array;
   I: Int32Array;
   F: Float64Array;
+  U32: Uint32Array;
   U: Uint8Array;
 }
 
@@ -147,6 +142,7 @@ export function viewsOf(buffer: SharedArrayBuffer): Views {
     W: new BigInt64Array(buffer),
     I: new Int32Array(buffer),
     F: new Float64Array(buffer),
+    U32: new Uint32Array(buffer),
     U: new Uint8Array(buffer),
   };
 }
@@ -155,7 +151,8 @@ export function viewsOf(buffer: SharedArrayBuffer): Views {
 export function createBuffer(p: Params): { buffer: SharedArrayBuffer; layout: Layout } {
   const layout = layoutOf(p);
   const buffer = new SharedArrayBuffer(layout.bytes);
-  const { W, I } = viewsOf(buffer);
+  const views = viewsOf(buffer);
+  const { W, I } = views;
   I[H.magic] = MAGIC;
   I[H.version] = VERSION;
   I[H.buckets] = p.buckets;
@@ -168,9 +165,8 @@ export function createBuffer(p: Params): { buffer: SharedArrayBuffer; layout: La
   I[H.seed] = p.seed;
   I[H.maxKeys] = p.maxKeys;
   // Free lists: each block links to the next; the head (tag 0) points at block 0.
-  for (let i = 0; i < p.blocks; i++) I[layout.nextBase + i] = i + 1 < p.blocks ? i + 1 : -1;
+  initRegion(views, layout.table);
   for (let i = 0; i < p.summaryBlocks; i++) I[layout.summaryNextBase + i] = i + 1 < p.summaryBlocks ? i + 1 : -1;
-  W[layout.freeHead] = p.blocks > 0 ? 1n : 0n;
   W[layout.summaryFreeHead] = p.summaryBlocks > 0 ? 1n : 0n;
   return { buffer, layout };
 }
@@ -199,17 +195,4 @@ export function readLayout(buffer: unknown): Layout {
     throw new StoreError("SharedMemoryStore.attach: the buffer's size does not match its header");
   }
   return layout;
-}
-
-/** The low 32 bits of a tagged word: block index + 1 (0: none). */
-const LOW = 0xffffffffn;
-
-/** The block index in a tagged word (-1: none). */
-export function indexOf(word: bigint): number {
-  return Number(word & LOW) - 1;
-}
-
-/** The word that replaces `word`: the next tag (so an old copy of the word never matches again) and `index`. */
-export function nextWord(word: bigint, index: number): bigint {
-  return BigInt.asIntN(64, ((word >> 32n) + 1n) << 32n) | BigInt(index + 1);
 }

@@ -10,7 +10,7 @@
  * leaves at most an unused run of arena bytes, or an entry whose spec the next binder writes.
  */
 import { StoreError } from "../../core/errors.ts";
-import { hashText } from "./fingerprint.ts";
+import { hashText } from "../compact/fingerprint.ts";
 import { H, type Layout, type Views } from "./layout.ts";
 
 const encoder = new TextEncoder();

@@ -8,9 +8,9 @@
  * input) and a thread that dies mid-join leaves the cell as it was.
  */
 import type { RuleRecord } from "../../core/rule.ts";
+import { type FreeList, indexOf, nextWord } from "../compact/free-list.ts";
 import type { Codec } from "./codec.ts";
-import type { FreeList } from "./free-list.ts";
-import { DEPTH, indexOf, type Layout, nextWord, SUMMARY_WORDS, type Views } from "./layout.ts";
+import { DEPTH, type Layout, SUMMARY_WORDS, type Views } from "./layout.ts";
 
 /** Reads and joins summary cells; one per store instance (it keeps a private spare block). */
 export class Summary {
@@ -27,10 +27,11 @@ export class Summary {
     this.#free = free;
   }
 
-  /** The W index of rule `rule`'s cell in `row` for a key with fingerprint (lo, hi). */
-  #cell(rule: number, row: number, lo: number, hi: number): number {
+  /** The W index of rule `rule`'s cell in `row` for a key with fingerprint (h1, h2). */
+  #cell(rule: number, row: number, h1: number, h2: number): number {
     const { cellBase, summaryWidth } = this.#layout;
-    const column = (lo + Math.imul(row, hi | 1)) & (summaryWidth - 1);
+    // Double hashing: the stride is the stored high bits of h2 (its low 16 bits are clear).
+    const column = (h1 + Math.imul(row, (h2 >>> 16) | 1)) & (summaryWidth - 1);
     return cellBase + (rule * DEPTH + row) * summaryWidth + column;
   }
 
@@ -39,11 +40,11 @@ export class Summary {
    * cell is empty or past its fresh-at: then the key was never summarised, or what was no longer
    * matters, and a fresh record is exact.
    */
-  read(rule: number, lo: number, hi: number, now: number, codec: Codec): RuleRecord[] | undefined {
+  read(rule: number, h1: number, h2: number, now: number, codec: Codec): RuleRecord[] | undefined {
     const { W, F } = this.#views;
     const scratch = this.#scratch;
     for (let row = 0; row < DEPTH; row++) {
-      const at = this.#cell(rule, row, lo, hi);
+      const at = this.#cell(rule, row, h1, h2);
       for (;;) {
         const word = Atomics.load(W, at);
         const block = indexOf(word);
@@ -62,11 +63,11 @@ export class Summary {
   }
 
   /** Joins `record` (fresh at `freshAt`) into the key's cell of every row; false when the pool ran out. */
-  join(rule: number, lo: number, hi: number, record: RuleRecord, freshAt: number, codec: Codec): boolean {
+  join(rule: number, h1: number, h2: number, record: RuleRecord, freshAt: number, codec: Codec): boolean {
     const { W, F } = this.#views;
     const base = this.#layout.summaryBase;
     for (let row = 0; row < DEPTH; row++) {
-      const at = this.#cell(rule, row, lo, hi);
+      const at = this.#cell(rule, row, h1, h2);
       for (;;) {
         if (this.#spare < 0) this.#spare = this.#free.pop();
         if (this.#spare < 0) return false;

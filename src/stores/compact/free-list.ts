@@ -3,9 +3,21 @@
  * 64-bit word: a tag that grows on every change above the top index + 1, so a thread that read
  * the head, was descheduled while other threads popped and pushed the same block back, cannot
  * succeed with its stale view (the ABA problem). A thread that dies between a pop and its use
- * leaks that block and nothing else; no step ever waits for another thread.
+ * leaks that block and nothing else; no step ever waits for another thread. Used by the shared
+ * compact table (shared-table.ts) and the threads store's summary.
  */
-import { indexOf, nextWord } from "./layout.ts";
+/** The low 32 bits of a tagged word: block index + 1 (0: none). */
+const LOW = 0xffffffffn;
+
+/** The block index in a tagged word (-1: none). */
+export function indexOf(word: bigint): number {
+  return Number(word & LOW) - 1;
+}
+
+/** The word that replaces `word`: the next tag (so an old copy of the word never matches again) and `index`. */
+export function nextWord(word: bigint, index: number): bigint {
+  return BigInt.asIntN(64, ((word >> 32n) + 1n) << 32n) | BigInt(index + 1);
+}
 
 /** One pool's free list: `head` is a W index, links live at `I[next + block]` (-1: end). */
 export class FreeList {
@@ -14,6 +26,7 @@ export class FreeList {
   readonly #head: number;
   readonly #next: number;
 
+  /** The list whose head is `W[head]`, its links at `I[next + block]`. */
   constructor(W: BigInt64Array, I: Int32Array, head: number, next: number) {
     this.#W = W;
     this.#I = I;

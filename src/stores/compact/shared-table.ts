@@ -1,0 +1,168 @@
+/**
+ * The compact table (bucket.ts) on a SharedArrayBuffer, safe under every interleaving of
+ * threads and every death (`worker.terminate()` can stop a thread between any two steps, so
+ * nothing here is ever "held"):
+ *
+ * - A bucket is ONE 64-bit word: a 32-bit tag and the index + 1 of an immutable block holding
+ *   the bucket's entries (the same entries as the in-process table's). No thread writes a
+ *   published block.
+ * - An update reads the published block, drafts the new bucket in a block the thread owns
+ *   privately, and publishes it with one compare-and-swap of the bucket word. If another thread
+ *   published first, the CAS fails and the caller decides again from the new state: no update is
+ *   lost and no thread waits for another (lock-free). One bucket per key (no second choice)
+ *   is what makes this enough: a key can never be inserted twice.
+ * - The block the CAS replaced is unreachable from then on: it becomes the winner's private
+ *   block. The tag grows with every publish, so a stale copy of the word never matches again,
+ *   even when the same block index comes back (ABA).
+ * - A read that writes nothing is validated by loading the word again: it is linearised there.
+ * - A thread that dies leaves every bucket pointing at a complete block and leaks the one block
+ *   it held privately (the pool keeps spares for that).
+ */
+import { BUCKET_SLOTS, copyBucket, countEntries, entryU32 } from "./bucket.ts";
+import { FreeList } from "./free-list.ts";
+
+/** Where a shared table lives in its buffer (indices into the views named). */
+export interface SharedRegion {
+  /** Buckets of the table. */
+  buckets: number;
+  /** Float64 words of state per entry. */
+  stateWords: number;
+  /** Blocks of the pool (one per bucket and spares). */
+  blocks: number;
+  /** BigInt64 index of the first bucket word. */
+  bucketBase: number;
+  /** BigInt64 index of the pool's free-list head. */
+  freeHead: number;
+  /** Int32 index of the pool's free-list links. */
+  nextBase: number;
+  /** Uint32 index (even) of the first block. */
+  blockBase: number;
+}
+
+/** The views a shared table works through (all over one SharedArrayBuffer). */
+export interface SharedViews {
+  W: BigInt64Array;
+  I: Int32Array;
+  F: Float64Array;
+  U32: Uint32Array;
+}
+
+/** One step of a bucket word's tag. */
+const TAG_ONE = 1n << 32n;
+
+/** Bytes of one block of `stateWords`-word entries. */
+export function blockBytes(stateWords: number): number {
+  return BUCKET_SLOTS * entryU32(stateWords) * 4;
+}
+
+/** Initialises a fresh region: every block on the free list, every bucket empty (all zero). */
+export function initRegion(views: SharedViews, r: SharedRegion): void {
+  for (let i = 0; i < r.blocks; i++) views.I[r.nextBase + i] = i + 1 < r.blocks ? i + 1 : -1;
+  views.W[r.freeHead] = r.blocks > 0 ? 1n : 0n;
+}
+
+/** A thread's handle on a shared compact table: one read-draft-publish transaction at a time. */
+export class SharedTable {
+  /** 32-bit view of the buffer (entries' fingerprints). */
+  readonly u32: Uint32Array;
+  /** Float64 view of the buffer (entries' states). */
+  readonly f64: Float64Array;
+  /** 32-bit words per entry. */
+  readonly E: number;
+  readonly #W: BigInt64Array;
+  readonly #I: Int32Array;
+  readonly #r: SharedRegion;
+  readonly #free: FreeList;
+  readonly #blockU32: number;
+  /** The block this thread owns privately (-1: none yet) and its index + 1 as a word. */
+  #spare = -1;
+  #spareWord = 0n;
+  /** Set by `read`: the bucket word's index, the word, and the published bucket's first u32 (-1: empty). */
+  #at = 0;
+  #word = 0n;
+  #block = -1;
+  /** The published bucket's first u32 (-1: empty), set by `read`. */
+  base = -1;
+  /** Entries in use in the draft, set by `draft`. */
+  count = 0;
+
+  /** This thread's view of the table in `r`. */
+  constructor(views: SharedViews, r: SharedRegion) {
+    this.u32 = views.U32;
+    this.f64 = views.F;
+    this.#W = views.W;
+    this.#I = views.I;
+    this.#r = r;
+    this.E = entryU32(r.stateWords);
+    this.#blockU32 = BUCKET_SLOTS * this.E;
+    this.#free = new FreeList(views.W, views.I, r.freeHead, r.nextBase);
+  }
+
+  /** Reads bucket `bucket`'s word: `base` is then its published entries (or -1). */
+  read(bucket: number): void {
+    const at = this.#r.bucketBase + bucket;
+    this.#at = at;
+    this.#word = Atomics.load(this.#W, at);
+    // The low half of the word as read through the Int32 view (little-endian): a newer value
+    // than `#word` is caught by `unchanged` or `publish`, which compare the whole word.
+    const block = (this.#I[2 * at] as number) - 1;
+    this.#block = block;
+    this.base = block < 0 ? -1 : this.#r.blockBase + block * this.#blockU32;
+  }
+
+  /** Whether the bucket word is still the one `read` saw (what was read from `base` is then consistent). */
+  unchanged(): boolean {
+    return Atomics.load(this.#W, this.#at) === this.#word;
+  }
+
+  /**
+   * Copies the bucket `read` saw into this thread's private block; returns the copy's first u32
+   * (its entries in use are then `count`), or -1 when the pool has no block left.
+   */
+  draft(): number {
+    if (this.#spare < 0) {
+      this.#spare = this.#free.pop();
+      if (this.#spare < 0) return -1;
+      this.#spareWord = BigInt(this.#spare + 1);
+    }
+    const dst = this.#r.blockBase + this.#spare * this.#blockU32;
+    // A torn source is bounded here and never published (the word check in `publish`).
+    if (this.base < 0) {
+      this.u32[dst + 1] = 0;
+      this.count = 0;
+    } else this.count = copyBucket(this.#I, this.base, dst, this.E);
+    return dst;
+  }
+
+  /** Publishes the draft in place of what `read` saw; false when another thread published first. */
+  publish(): boolean {
+    const word = this.#word;
+    const old = this.#block;
+    const oldWord = BigInt(old + 1);
+    // The next tag (wraps modulo 2^64, as the array stores it) and this thread's block.
+    if (Atomics.compareExchange(this.#W, this.#at, word, word - oldWord + TAG_ONE + this.#spareWord) !== word) {
+      return false;
+    }
+    // The replaced block is unreachable now: it is this thread's next private block.
+    this.#spare = old;
+    this.#spareWord = oldWord;
+    return true;
+  }
+
+  /** Entries in the table now (a walk of every bucket: for stats). */
+  keys(): number {
+    let n = 0;
+    for (let b = 0; b < this.#r.buckets; b++) {
+      this.read(b);
+      if (this.base >= 0) n += countEntries(this.u32, this.base, this.E);
+    }
+    return n;
+  }
+
+  /** Returns this thread's private block to the pool (when the thread is done with the table). */
+  close(): void {
+    if (this.#spare >= 0) this.#free.push(this.#spare);
+    this.#spare = -1;
+    this.#spareWord = 0n;
+  }
+}

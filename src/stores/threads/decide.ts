@@ -1,0 +1,155 @@
+/**
+ * One operation on one key of a SharedMemoryStore, lock-free: read the key's bucket, decode its
+ * record (or read it back from the summary, or start fresh), run `decideRule` (the one decision
+ * path of every store) on it, and, when the record changed, draft the bucket with the new
+ * record and publish it with one compare-and-swap (compact/shared-table.ts); if another thread
+ * published first, decide again from the new state. A decision that writes nothing is validated
+ * by the bucket word being unchanged, and linearised there.
+ */
+import type { Decision } from "../../algorithms/decision.ts";
+import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
+import { StoreError } from "../../core/errors.ts";
+import { createRecord, type RuleRecord } from "../../core/rule.ts";
+import {
+  appendKey,
+  BUCKET_SLOTS,
+  bucketOf,
+  findEntry,
+  PINNED,
+  removeEntry,
+  stateAt,
+  tagOf,
+} from "../compact/bucket.ts";
+import { H } from "./layout.ts";
+import { mostPermissive } from "./read-back.ts";
+import { makeRoom, mayPin, type RoomContext } from "./room.ts";
+import type { RuleView } from "./rule-view.ts";
+
+/** What a decision works on: the table, the summary, the rules, the shared counters. */
+export interface DecideContext extends RoomContext {
+  /** The header's counters. */
+  I: Int32Array;
+  /** Buckets of the table. */
+  buckets: number;
+  /** The key's fingerprint (compact/fingerprint.ts), filled by the caller. */
+  h: Uint32Array;
+}
+
+/**
+ * `op` on the key whose fingerprint is in `ctx.h`, under rule `index`. `reset` returns undefined;
+ * `receipt` is a refund's receipt (the instant its check was decided).
+ */
+export function decide(
+  ctx: DecideContext,
+  view: RuleView,
+  index: number,
+  cost: number,
+  now: number,
+  op: Operation | "reset",
+  receipt?: number,
+): Decision | undefined {
+  const { table, summary, h } = ctx;
+  const { u32, f64, E } = table;
+  const { rule, codec } = view;
+  const h1 = h[0] as number;
+  const h2 = h[1] as number;
+  const tag = tagOf(h2, index + 1);
+  const bucket = bucketOf(index + 1, h[2] as number, ctx.buckets);
+  for (;;) {
+    table.read(bucket);
+    const base = table.base;
+    const found = base < 0 ? -1 : findEntry(u32, base, E, h1, tag);
+    let record: RuleRecord;
+    let summarised = false;
+    if (found >= 0) record = codec.decode(f64, stateAt(base, E, found));
+    else {
+      const rows = summary.read(index, h1, h2, now, codec);
+      summarised = rows !== undefined;
+      record = rows === undefined ? createRecord(rule) : mostPermissive(rule, rows, now, cost);
+    }
+    let result: Decision | undefined;
+    let pin = false;
+    if (op === "reset") {
+      // The summary cannot forget one key: a key it still holds state for gets a pinned fresh record.
+      pin = summarised || (found >= 0 && summary.read(index, h1, h2, now, codec) !== undefined);
+      if (!pin && found < 0) {
+        if (table.unchanged()) return undefined;
+        continue;
+      }
+      record = createRecord(rule);
+    } else {
+      result = decideRule(rule, record, now, cost, op, receipt);
+      if (summarised) result.approximate = true;
+      let write: boolean;
+      // A get reports, like a peek; a penalty and a block always change the record.
+      if (summarised) write = op !== "peek" && op !== "get";
+      else if (found >= 0)
+        write =
+          op === "refund" ||
+          op === "penalty" ||
+          op === "block" ||
+          (op === "check" && (result.allowed || rule.ban !== undefined));
+      else write = op !== "peek" && op !== "get" && storesNewRecord(rule, op, result);
+      if (!write) {
+        if (table.unchanged()) return counted(ctx, result);
+        continue;
+      }
+    }
+    const dst = table.draft();
+    if (dst < 0) {
+      throw new StoreError("SharedMemoryStore: no free block left (threads that ended without close() keep one each)");
+    }
+    let count = table.count;
+    let evicted = 0;
+    let e = found;
+    if (op === "reset" && !pin) {
+      removeEntry(u32, dst, E, e, count); // forget: nothing shadows the key
+      e = -1;
+    } else if (e < 0) {
+      if (count === BUCKET_SLOTS) {
+        const made = makeRoom(ctx, dst, index, now);
+        if (made < 0) return unplaced(ctx, result);
+        evicted = BUCKET_SLOTS - made;
+        count = made;
+      }
+      e = count;
+      appendKey(u32, dst, E, e, h1, tag);
+    }
+    if (e >= 0) {
+      codec.encode(record, f64, stateAt(dst, E, e));
+      if (pin) {
+        const o = dst + e * E + 1;
+        // Bounded: past MAX_PINS the record is fresh but unpinned (counted, see docs/threads.md).
+        if (((u32[o] as number) & PINNED) === 0) {
+          if (mayPin(ctx, dst, count, index, now)) u32[o] = (u32[o] as number) | PINNED;
+          else Atomics.add(ctx.I, H.unpinned, 1);
+        }
+      }
+    }
+    if (table.publish()) {
+      if (evicted > 0) Atomics.add(ctx.I, H.evicted, evicted);
+      return result === undefined ? undefined : counted(ctx, result);
+    }
+  }
+}
+
+/** Counts an approximate decision in the shared counters. */
+function counted(ctx: DecideContext, result: Decision): Decision {
+  if (result.approximate === true) {
+    Atomics.add(ctx.I, H.approximate, 1);
+    if (!result.allowed) Atomics.add(ctx.I, H.refused, 1);
+  }
+  return result;
+}
+
+/**
+ * A key that could be neither stored nor summarised (the summary pool is exhausted): nothing is
+ * recorded, so an admission could not be counted and the check is denied (conservative).
+ */
+function unplaced(ctx: DecideContext, result: Decision | undefined): Decision | undefined {
+  Atomics.add(ctx.I, H.unsummarised, 1);
+  if (result === undefined || !result.allowed) return result === undefined ? undefined : counted(ctx, result);
+  const denied: Decision = { ...result, allowed: false, remaining: 0, retryAfterMs: Math.max(1, result.resetMs) };
+  denied.approximate = true;
+  return counted(ctx, denied);
+}

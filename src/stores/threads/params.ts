@@ -1,0 +1,100 @@
+/**
+ * The options of a SharedMemoryStore, checked, and the sizes of its buffer derived from them.
+ */
+
+import { ArgumentError } from "../../core/errors.ts";
+import { checkOptions } from "../../core/options.ts";
+import { describeValue } from "../../core/describe-value.ts";
+import { MAX_TABLE_INDEX } from "../compact/bucket.ts";
+import { randomSeed } from "../compact/fingerprint.ts";
+import { DEPTH, type Params } from "./layout.ts";
+
+/** Options of {@link SharedMemoryStore}. */
+export interface SharedMemoryStoreOptions {
+  /** Keys held exactly (the table is sized for it; memory is fixed at construction). */
+  maxKeys: number;
+  /**
+   * 8-byte words of each key's record (default 6). A rule needs: fixed-window 2, sliding-window
+   * 3, token-bucket 2, gcra and leaky-bucket 3, sliding-log 1 + limit, a ban 3 (composites: the
+   * sum); a rule that needs more is refused when it is bound.
+   */
+  recordWords?: number;
+  /** Distinct rules (id and shape) the store can hold (default 64). */
+  maxRules?: number;
+  /** Hash seed (default: random). Fixed in tests so that which keys share a bucket replays exactly. */
+  seed?: number;
+  /** Cells per row of each rule's summary, a power of two (default: maxKeys / 16, within 64..1024). */
+  summaryWidth?: number;
+  /** Bytes for rule identities and specs, shared by all threads (default 65536). */
+  ruleBytes?: number;
+}
+
+/** Keys per bucket of 8 the table is sized for at `maxKeys` (see `paramsOf`). */
+export const KEYS_PER_BUCKET = 3;
+
+const LIMITS = {
+  maxKeys: [1, 2 ** 26],
+  recordWords: [1, 4096],
+  // Table indices are rule index + 1 and must fit an entry's 15 bits.
+  maxRules: [1, MAX_TABLE_INDEX - 1],
+  summaryWidth: [64, 65536],
+  ruleBytes: [1024, 2 ** 30],
+} as const;
+
+/** Validates the options and sizes the buffer; ArgumentError naming the option that is wrong. */
+export function paramsOf(options: SharedMemoryStoreOptions): Params {
+  checkOptions(options, "SharedMemoryStore", [
+    "maxKeys",
+    "recordWords",
+    "maxRules",
+    "summaryWidth",
+    "ruleBytes",
+    "seed",
+  ]);
+  const { seed } = options;
+  if (seed !== undefined && (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)) {
+    throw new ArgumentError(
+      `SharedMemoryStore: \`seed\` must be an integer from 0 to 2^32 - 1 (got ${describeValue(seed)})`,
+    );
+  }
+  for (const [name, [min, max]] of Object.entries(LIMITS)) {
+    const value = (options as unknown as Record<string, unknown>)[name];
+    if (value === undefined && name !== "maxKeys") continue;
+    if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min || value > max) {
+      throw new ArgumentError(
+        `SharedMemoryStore: \`${name}\` must be an integer from ${min} to ${max} (got ${describeValue(value)})`,
+      );
+    }
+  }
+  const { maxKeys, recordWords = 6, maxRules = 64, ruleBytes = 65536 } = options;
+  const summaryWidth = options.summaryWidth ?? Math.min(1024, Math.max(64, pow2(maxKeys / 16)));
+  if (pow2(summaryWidth) !== summaryWidth) {
+    throw new ArgumentError(`SharedMemoryStore: \`summaryWidth\` must be a power of two (got ${summaryWidth})`);
+  }
+  // Three keys per bucket of 8 on average at maxKeys: a bucket overflows (and summarises a key)
+  // before then for about 1 bucket in 260 (Poisson tail P(X ≥ 9) for a mean of 3), far fewer
+  // below; every bucket holds a block, so fuller buckets would cost less memory and more of that.
+  const buckets = Math.max(16, Math.ceil(maxKeys / KEYS_PER_BUCKET));
+  // Blocks: one per bucket, one private block per thread, and what threads that died or ended
+  // without close() kept (one each).
+  const blocks = buckets + Math.max(256, buckets >> 4);
+  const cells = maxRules * DEPTH * summaryWidth;
+  const summaryBlocks = Math.min(cells, 4 * DEPTH * summaryWidth) + 256;
+  return {
+    buckets,
+    recordWords,
+    blocks,
+    summaryBlocks,
+    maxRules,
+    summaryWidth,
+    arenaBytes: ruleBytes,
+    // Random by default, so no one can aim keys at one bucket; fixed in tests to replay exactly.
+    seed: (seed === undefined ? randomSeed() : seed) | 0,
+    maxKeys,
+  };
+}
+
+/** The smallest power of two ≥ x (and ≥ 1). */
+function pow2(x: number): number {
+  return 2 ** Math.ceil(Math.log2(Math.max(1, x)));
+}

@@ -1,0 +1,97 @@
+/**
+ * Room in a full bucket, and pinned resets. Both work on a thread's private draft of a bucket
+ * (shared-table.ts), so nothing here is visible to other threads until the draft is published.
+ *
+ * A full bucket first drops this rule's records that are fresh again (nothing to keep), then
+ * gives up its oldest unpinned entry: that record is joined into its rule's summary first, so
+ * no key ever passes its limit.
+ *
+ * Pins make a reset exact even for a summarised key: the summary cannot forget one key (its
+ * cells are shared), so `reset` stores a fresh record flagged PINNED, and a pinned entry is
+ * never dropped or given up while the summary still holds live state for its key. Pins are
+ * bounded (`MAX_PINS` per bucket of 8, so a bucket always has an entry it can give up) and live
+ * in the table, so they are counted in its fixed budget.
+ */
+
+import { recordFreshAt } from "../../core/rule.ts";
+import { BUCKET_SLOTS, PINNED, removeEntry, stateAt, tableOfTag } from "../compact/bucket.ts";
+import type { SharedTable } from "../compact/shared-table.ts";
+import type { RuleView } from "./rule-view.ts";
+import type { Summary } from "./summary.ts";
+
+/** Pinned entries a bucket may hold. */
+export const MAX_PINS = BUCKET_SLOTS / 2;
+
+/** What room-making needs from its store. */
+export interface RoomContext {
+  table: SharedTable;
+  summary: Summary;
+  /** Rule `index` as currently published. */
+  view(index: number): RuleView;
+}
+
+/**
+ * Whether the entry at `o` (a u32 index) is pinned and still needs to be: for entries of rule
+ * `index` (table index − 1), while the summary holds live state for the key at `now`; entries of
+ * other rules (whose instants may come from other clocks) count as live.
+ */
+function livePin(ctx: RoomContext, o: number, index: number, now: number): boolean {
+  const u32 = ctx.table.u32;
+  const tag = u32[o + 1] as number;
+  if ((tag & PINNED) === 0) return false;
+  const rule = tableOfTag(tag) - 1;
+  if (rule !== index) return true;
+  const h1 = u32[o] as number;
+  const h2 = (tag & 0xffff0000) >>> 0;
+  if (ctx.summary.read(rule, h1, h2, now, ctx.view(rule).codec) !== undefined) return true;
+  u32[o + 1] = tag & ~PINNED; // the state it shadowed is gone: an ordinary entry from now on
+  return false;
+}
+
+/**
+ * Frees at least one entry of the full draft at `dst`. Returns the new count, or -1 when the
+ * summary had no room for the entry given up (then nothing may be dropped).
+ */
+export function makeRoom(ctx: RoomContext, dst: number, index: number, now: number): number {
+  const { u32, f64, E } = ctx.table;
+  let count = BUCKET_SLOTS;
+  const { rule, codec } = ctx.view(index);
+  for (let e = 0; e < count; ) {
+    const o = dst + e * E;
+    if (
+      tableOfTag(u32[o + 1] as number) === index + 1 &&
+      !livePin(ctx, o, index, now) &&
+      recordFreshAt(rule, codec.decode(f64, stateAt(dst, E, e))) <= now
+    ) {
+      removeEntry(u32, dst, E, e, count);
+      count--;
+    } else e++;
+  }
+  if (count < BUCKET_SLOTS) return count;
+  // The oldest entry that is not pinned (there is one: at most MAX_PINS are).
+  let victim = 0;
+  while (victim < count - 1 && livePin(ctx, dst + victim * E, index, now)) victim++;
+  const o = dst + victim * E;
+  const tag = u32[o + 1] as number;
+  const owner = tableOfTag(tag) - 1;
+  const view = ctx.view(owner);
+  const record = view.codec.decode(f64, stateAt(dst, E, victim));
+  const joined = ctx.summary.join(
+    owner,
+    u32[o] as number,
+    (tag & 0xffff0000) >>> 0,
+    record,
+    recordFreshAt(view.rule, record),
+    view.codec,
+  );
+  if (!joined) return -1;
+  removeEntry(u32, dst, E, victim, count);
+  return count - 1;
+}
+
+/** Whether the draft at `dst` (holding `count` entries) may take one more pin. */
+export function mayPin(ctx: RoomContext, dst: number, count: number, index: number, now: number): boolean {
+  let pins = 0;
+  for (let e = 0; e < count; e++) if (livePin(ctx, dst + e * ctx.table.E, index, now)) pins++;
+  return pins < MAX_PINS;
+}
