@@ -12,24 +12,12 @@ import { ClusterStore } from "sluice/cluster";
 import { storeConformance } from "sluice/testing";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { ensureBuilt, ROOT } from "../cli/helpers.ts";
-import { type KnownGaps, runCases } from "../support/conformance.ts";
+import { runCases } from "../support/conformance.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "sluice-kit-sock-"));
 const socket = join(dir, "s.sock");
 let host: ChildProcess | undefined;
 let client: ClusterStore;
-
-/**
- * The socket host validates every frame and takes an operation only as a 5-tuple
- * (src/stores/cluster/validate.ts `invalidOp`); a refund with a receipt travels as a 6-tuple
- * (protocol.ts), so the host refuses the frame and closes the connection: the refund and every
- * call batched with it are answered by the failure policy.
- */
-const RECEIPT_GAP = "the socket host refuses a refund's receipt (a 6-tuple op) and closes the connection";
-const SOCKET_GAPS: KnownGaps = {
-  "refunds with receipts: only what that check took and still counts": RECEIPT_GAP,
-  "trace: every call, refunds with receipts, penalties, limit changes (seeded)": RECEIPT_GAP,
-};
 
 /** One check through `store`, so its link is up (the host bound the socket, the client connected). */
 const warm = (store: ClusterStore) =>
@@ -54,5 +42,5 @@ describe("ClusterStore conformance, socket transport", () => {
     host?.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
   });
-  runCases(storeConformance({ name: "ClusterStore (socket)", create: () => client }), SOCKET_GAPS);
+  runCases(storeConformance({ name: "ClusterStore (socket)", create: () => client }));
 });

@@ -2,9 +2,9 @@
  * The options of a SharedMemoryStore, checked, and the sizes of its buffer derived from them.
  */
 
+import { describeValue } from "../../core/describe-value.ts";
 import { ArgumentError } from "../../core/errors.ts";
 import { checkOptions } from "../../core/options.ts";
-import { describeValue } from "../../core/describe-value.ts";
 import { MAX_TABLE_INDEX } from "../compact/bucket.ts";
 import { randomSeed } from "../compact/fingerprint.ts";
 import { DEPTH, type Params } from "./layout.ts";

@@ -17,8 +17,8 @@
 import type { Decision } from "../../algorithms/decision.ts";
 import type { Clock } from "../../core/clock.ts";
 import { systemClock } from "../../core/clock.ts";
-import { StoreError } from "../../core/errors.ts";
 import { describeValue } from "../../core/describe-value.ts";
+import { StoreError } from "../../core/errors.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import { fingerprint } from "../compact/fingerprint.ts";
 import { FreeList } from "../compact/free-list.ts";
