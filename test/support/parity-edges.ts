@@ -6,7 +6,7 @@
  */
 
 import type { Redis } from "ioredis";
-import { type AlgorithmSpec, createLimiter, ManualClock } from "sluice";
+import { type AlgorithmSpec, createLimiter, type Decision, ManualClock, MemoryStore } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { expect } from "vitest";
 import type { BanPolicy } from "../../src/ban.ts";
@@ -104,6 +104,78 @@ export const PARITY_EDGES: ParityEdge[] = [
       for (const at of [0, 400, 999, 1000, 1000, 1400, 1400]) {
         clock.set(T0 + at);
         expect(await limiter.tryAcquire("k"), `at T0+${at}`).toEqual(model.check(T0 + at, 1));
+      }
+    },
+  },
+  {
+    name: "fixed-window anchored at the first request: the window ends exactly windowMs after it",
+    async run(io) {
+      // No reference model for first-hit windows: the MemoryStore on the same clock, and literals.
+      const spec = { algorithm: "fixed-window", limit: 2, windowMs: 1000, anchor: "first" } as const;
+      const clock = new ManualClock(T0);
+      const store = new RedisStore({
+        client: io,
+        prefix: uniquePrefix("parity-edges"),
+        expiryGraceMs: 600_000,
+        denyCache: false,
+      });
+      const remote = createLimiter(spec, { clock, store });
+      const memory = createLimiter(spec, { clock, store: new MemoryStore() });
+      const steps: Array<[number, "tryAcquire" | "peek" | "refund", Partial<Decision>]> = [
+        [5, "tryAcquire", { allowed: true, remaining: 1, resetMs: 1000 }], // opens the window at T0+5
+        [6, "tryAcquire", { allowed: true, remaining: 0, resetMs: 999 }],
+        [1004, "tryAcquire", { allowed: false, remaining: 0, retryAfterMs: 1 }], // 1 ms before its end
+        [1004, "refund", { allowed: true }], // the running window's unit comes back
+        [1004, "tryAcquire", { allowed: true, remaining: 0, resetMs: 1 }],
+        [1005, "peek", { allowed: true, remaining: 1, resetMs: 1000 }], // exactly at its end: a fresh window
+        [1005, "tryAcquire", { allowed: true, remaining: 1, resetMs: 1000 }], // opens the next at T0+1005
+        [1005, "refund", { allowed: true }],
+        [2004, "tryAcquire", { allowed: true, remaining: 1, resetMs: 1 }],
+      ];
+      for (const [at, op, literal] of steps) {
+        clock.set(T0 + at);
+        const got = await remote[op]("k");
+        expect(got, `${op} at T0+${at}`).toEqual(memory[op]("k"));
+        expect(got, `${op} at T0+${at}: ${JSON.stringify(got)}`).toMatchObject(literal);
+      }
+    },
+  },
+  {
+    name: "gcra at fractional instants: an arrival time within the current ms, refunds and penalties of it",
+    async run(io) {
+      // Emission interval 1000/3 ms (ticks of 1/3 ms): arrival times fall inside a ms, and
+      // fractional instants put "now" on either side of them within the same ms.
+      const spec = { algorithm: "gcra", limit: 3, periodMs: 1000, burst: 2 } as const;
+      const clock = new ManualClock(T0);
+      const store = new RedisStore({
+        client: io,
+        prefix: uniquePrefix("parity-edges"),
+        expiryGraceMs: 600_000,
+        denyCache: false,
+      });
+      const remote = createLimiter(spec, { clock, store });
+      const memory = createLimiter(spec, { clock, store: new MemoryStore() });
+      const steps: Array<[number, "tryAcquire" | "peek" | "refund"]> = [
+        [0, "tryAcquire"], // arrival at T0 + 333.33
+        [333.2, "peek"], // same ms, just before it
+        [333.5, "peek"], // same ms, just after it
+        [333.2, "tryAcquire"],
+        [333.2, "tryAcquire"],
+        [333.2, "refund"],
+        [333.6, "refund"],
+        [333.6, "tryAcquire"],
+        [999.9, "tryAcquire"],
+        [999.95, "refund"],
+        [1000.2, "tryAcquire"],
+        [1000.2, "tryAcquire"],
+        [1000.9, "tryAcquire"],
+        [1332.9, "tryAcquire"],
+        [1333.1, "refund"],
+        [1333.7, "tryAcquire"],
+      ];
+      for (const [at, op] of steps) {
+        clock.set(T0 + at);
+        expect(await remote[op]("k"), `${op} at T0+${at}`).toEqual(memory[op]("k"));
       }
     },
   },
