@@ -34,6 +34,8 @@ export default {
   htmlReporter: { fileName: "reports/mutation/mutation.html" },
   jsonReporter: { fileName: "reports/mutation/mutation.json" },
   tempDirName: ".stryker-tmp",
+  // Another run's sandbox (a second run with --tempDirName under reports/) is no source.
+  ignorePatterns: [".stryker-tmp", "reports"],
   cleanTempDir: "always",
   thresholds: { high: 95, low: 90, break: null },
 };

@@ -179,4 +179,29 @@ export const PARITY_EDGES: ParityEdge[] = [
       }
     },
   },
+  {
+    name: "every algorithm: a key's expiry covers what still counts after one check",
+    async run(io) {
+      // No expiry grace: the TTL is exactly how long the state still matters (a shorter one
+      // would forget counted requests). [spec, ms the state matters after a check at T0]
+      const table: Array<[AlgorithmSpec, number]> = [
+        [{ algorithm: "fixed-window", limit: 2, windowMs: 100_000 }, 100_000],
+        [{ algorithm: "sliding-window", limit: 2, windowMs: 100_000 }, 200_000], // it weighs on the next window
+        [{ algorithm: "sliding-log", limit: 2, windowMs: 100_000 }, 100_000],
+        [{ algorithm: "token-bucket", capacity: 2, refillPerSecond: 0.02 }, 50_000], // full again
+        [{ algorithm: "gcra", limit: 2, periodMs: 100_000 }, 50_000], // one emission interval
+      ];
+      for (const [spec, matters] of table) {
+        const clock = new ManualClock(T0);
+        const prefix = uniquePrefix("parity-ttl");
+        const limiter = createLimiter(spec, { clock, store: new RedisStore({ client: io, prefix, denyCache: false }) });
+        expect((await limiter.tryAcquire("k")).allowed).toBe(true);
+        const keys = await io.keys(`${prefix}*`);
+        expect(keys.length).toBe(1);
+        const ttl = await io.pttl(keys[0] as string);
+        expect(ttl, `${spec.algorithm}: TTL ${ttl}`).toBeGreaterThan(matters - 10_000);
+        expect(ttl, `${spec.algorithm}: TTL ${ttl}`).toBeLessThanOrEqual(matters);
+      }
+    },
+  },
 ];
