@@ -3,11 +3,12 @@
 // arithmetic flip at a time to src/stores/redis/scripts/**/*.lua, runs the Redis parity suite
 // against it and reports which mutants the suite killed and which survived.
 //
-// The tests load the Lua from src/ (vitest resolves `sluice/redis` to src/, and
-// src/stores/redis/script.ts reads the scripts next to itself), so mutating src/ is what the
-// suite runs; no build is needed. Each mutant runs against a private redis-server started here
-// on a free port (a mutant that loops forever must never block the shared Redis), passed to the
-// suite as REDIS_URL. The original file is always restored, also on Ctrl-C.
+// The library runs the Lua embedded in src/stores/redis/lua-sources.ts, not the .lua files, and
+// starting vitest costs far more than a parity run here; so the files on disk are never
+// touched: one vitest process (test/support/lua-mutant-run.ts) runs every mutant, swapping the
+// mutated text into a freshly imported LUA_SOURCES each time, against a private redis-server
+// started here on a free port (a mutant that loops forever must never block the shared Redis).
+// If a mutant hangs Redis for good, Redis is restarted and the run resumes after it.
 //
 //   node scripts/mutate-lua.mjs [--file sliding-log.lua] [--line 16] [--limit N] [--seeds 2] [--list]
 //
@@ -94,20 +95,6 @@ function mutantsOf(file) {
   return out;
 }
 
-/** The test names a mutant of `file` is checked by (all parity tests for shared code). */
-function testFilter(file) {
-  const base = file.replace(/^.*\//, "").replace(/\.lua$/, "");
-  const related = {
-    "fixed-window": "fixed-window|composite|seed",
-    "sliding-log": "sliding-log|composite|seed",
-    "sliding-window": "sliding-window|composite",
-    "token-bucket": "token-bucket|composite",
-    gcra: "gcra|leaky|composite|token-bucket",
-    ban: "ban",
-  };
-  return related[base];
-}
-
 function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -149,18 +136,33 @@ async function startRedis() {
   throw new Error("mutate-lua: could not start redis-server");
 }
 
-/** Runs the parity suite (filtered to `filter`); resolves with true when it failed (the mutant is killed). */
-function runSuite(url, filter) {
+const HARNESS = "test/support/lua-mutant-run.ts";
+
+/** Runs the harness on `job` (a file) in a child vitest; resolves when it exits. */
+function runHarness(jobFile) {
   return new Promise((resolve) => {
-    const testArgs = ["vitest", "run", "test/redis/parity.test.ts", "--maxWorkers=1", "--bail=1"];
-    if (filter !== undefined) testArgs.push("-t", filter);
-    const child = spawn("npx", testArgs, {
+    const child = spawn(process.execPath, [fileURLToPath(import.meta.url), "--harness"], {
       cwd: ROOT,
-      stdio: "ignore",
-      env: { ...process.env, REDIS_URL: url, SLUICE_PARITY_SEEDS: seeds },
+      stdio: ["ignore", "ignore", "inherit"],
+      // NODE_NO_WARNINGS: RedisStore warns once per module load about the default client options.
+      env: { ...process.env, SLUICE_LUA_JOB: jobFile, NODE_NO_WARNINGS: "1" },
     });
-    child.on("exit", (code) => resolve(code !== 0));
+    child.on("exit", () => resolve());
   });
+}
+
+if (args.includes("--harness")) {
+  // The child: vitest on the harness alone (it is no *.test.ts file, so npm test never runs it).
+  const { startVitest } = await import("vitest/node");
+  const vitest = await startVitest("test", [HARNESS], {
+    run: true,
+    watch: false,
+    include: [HARNESS],
+    maxWorkers: 1,
+    reporters: ["dot"],
+  });
+  await vitest?.close();
+  process.exit(0);
 }
 
 const files = luaFiles(SCRIPTS).filter(
@@ -175,40 +177,72 @@ if (args.includes("--list")) {
   console.log(`${all.length} mutants`);
   process.exit(0);
 }
-const originals = new Map(files.map((f) => [f, readFileSync(f, "utf8")]));
-const restore = () => {
-  for (const [f, text] of originals) writeFileSync(f, text);
-};
-process.on("SIGINT", () => {
-  restore();
-  process.exit(130);
-});
-
-const redis = await startRedis();
-const url = `redis://127.0.0.1:${redis.port}`;
-const results = [];
 const started = Date.now();
-try {
-  for (const [i, m] of all.entries()) {
-    const lines = (originals.get(m.file) ?? "").split("\n");
-    lines[m.line - 1] = m.mutated;
-    writeFileSync(m.file, lines.join("\n"));
-    const killed = await runSuite(url, testFilter(m.file));
-    writeFileSync(m.file, originals.get(m.file) ?? "");
-    // A mutant that looped leaves a script running: stop it before the next one.
-    spawnSync("redis-cli", ["-p", String(redis.port), "SCRIPT", "KILL"], { stdio: "ignore" });
-    const where = `${relative(ROOT, m.file)}:${m.line}:${m.column}`;
-    results.push({ where, from: m.from, to: m.to, text: m.text, killed });
-    console.log(
-      `[${i + 1}/${all.length}] ${killed ? "killed  " : "SURVIVED"} ${where} ${m.from} -> ${m.to}   ${m.text}`,
-    );
-  }
-} finally {
-  restore();
+const workDir = mkdtempSync(join(tmpdir(), "sluice-mutate-lua-job-"));
+const jobFile = join(workDir, "job.json");
+const outFile = join(workDir, "out.json");
+const mutants = all.map((m, i) => {
+  const lines = readFileSync(m.file, "utf8").split("\n");
+  lines[m.line - 1] = m.mutated;
+  return {
+    ...m,
+    id: String(i),
+    key: relative(SCRIPTS, m.file),
+    where: `${relative(ROOT, m.file)}:${m.line}:${m.column}`,
+    source: lines.join("\n"),
+  };
+});
+const done = new Map();
+while (done.size < mutants.length) {
+  const todo = mutants.filter((m) => !done.has(m.id));
+  const redis = await startRedis();
+  writeFileSync(outFile, "[]");
+  writeFileSync(
+    jobFile,
+    JSON.stringify({
+      url: `redis://127.0.0.1:${redis.port}`,
+      seeds: Number(seeds),
+      out: outFile,
+      mutants: todo.map((m) => ({ id: m.id, file: m.key, text: m.source })),
+    }),
+  );
+  // Progress as the harness writes it.
+  let shown = 0;
+  const show = () => {
+    let got = [];
+    try {
+      got = JSON.parse(readFileSync(outFile, "utf8"));
+    } catch {}
+    for (const r of got.slice(shown)) {
+      const m = mutants[Number(r.id)];
+      done.set(r.id, r);
+      console.log(
+        `[${done.size}/${mutants.length}] ${r.killed ? "killed  " : "SURVIVED"} ${m.where} ${m.from} -> ${m.to}   ${m.text}${r.killed ? `  (${(r.by ?? "").slice(0, 100)})` : ""}`,
+      );
+    }
+    shown = Math.max(shown, got.length);
+  };
+  const timer = setInterval(show, 2000);
+  await runHarness(jobFile);
+  clearInterval(timer);
+  show();
   redis.child.kill("SIGKILL");
   rmSync(redis.dir, { recursive: true, force: true });
+  if (shown === 0) {
+    // The harness finished nothing: do not loop forever.
+    console.error("mutate-lua: the harness ran no mutant (see its output above)");
+    process.exit(2);
+  }
 }
-
+rmSync(workDir, { recursive: true, force: true });
+const results = mutants.map((m) => ({
+  where: m.where,
+  from: m.from,
+  to: m.to,
+  text: m.text,
+  killed: done.get(m.id).killed,
+  by: done.get(m.id).by,
+}));
 const killed = results.filter((r) => r.killed).length;
 const score = results.length === 0 ? 100 : (100 * killed) / results.length;
 console.log(

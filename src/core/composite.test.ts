@@ -7,6 +7,13 @@ import { ManualClock } from "./clock.ts";
 import { combine, unconsumed } from "./composite.ts";
 
 describe("combine", () => {
+  it("the greatest reset and delay whichever member comes last", () => {
+    // The last member has the smaller figures: taking its own would shorten them.
+    const a = decision(true, 5, 3, 0, 900, 30);
+    const b = decision(true, 9, 4, 0, 100, 10);
+    expect(combine([a, b])).toMatchObject({ allowed: true, remaining: 3, resetMs: 900, delayMs: 30 });
+  });
+
   it("takes the least remaining, the greatest retry, reset and delay", () => {
     const a = decision(true, 5, 3, 0, 400, 20);
     const b = decision(true, 9, 1, 0, 900, 10);

@@ -3,7 +3,15 @@ import { describe, expect, test } from "vitest";
 import { type Decision, decision } from "../algorithms/decision.ts";
 import { ConfigError } from "../core/errors.ts";
 import { validateSpec } from "../core/spec.ts";
-import { compilePolicies, type HeaderFormat, retryAfterSeconds, writeRateLimitHeaders } from "./headers.ts";
+import {
+  ceilSeconds,
+  compilePolicies,
+  HEADER_FORMATS,
+  type HeaderFormat,
+  partsOf,
+  retryAfterSeconds,
+  writeRateLimitHeaders,
+} from "./headers.ts";
 import { policiesFor, windowSeconds } from "./policy.ts";
 import { quotaExceeded, violatedPolicies } from "./problem.ts";
 
@@ -174,5 +182,42 @@ describe("Retry-After and problem bodies", () => {
     });
     const never = quotaExceeded(decision(false, 100, 100, Number.POSITIVE_INFINITY, 0), policies.slice(0, 1));
     expect(never.detail).toMatch(/never/);
+  });
+});
+
+// Edges the mutation run (docs/testing.md) found unchecked.
+describe("edges", () => {
+  test("the layouts, for validation messages", () => {
+    expect(HEADER_FORMATS).toEqual(["draft-11", "draft-7", "draft-6", "legacy"]);
+  });
+
+  test("ceilSeconds: nothing below zero", () => {
+    expect([-1500, -1, 0, 1, 1000, 1001].map(ceilSeconds)).toEqual([0, 0, 0, 1, 1, 2]);
+  });
+
+  test("partsOf: the parts when there is one per policy, else the decision repeated", () => {
+    const a = decision(true, 100, 3, 0, 5000);
+    const b = decision(true, 1000, 900, 0, 80_000_000);
+    const d: Decision = { ...a, parts: [a, b] };
+    expect(partsOf(d, 2)).toEqual([a, b]);
+    expect(partsOf(d, 1)).toEqual([d]);
+    expect(partsOf(a, 1)).toEqual([a]);
+    expect(partsOf(a, 3)).toEqual([a, a, a]);
+  });
+
+  test("a member that can never pass: reset is its own, not infinite", () => {
+    const never = decision(false, 100, 100, Number.POSITIVE_INFINITY, 4000);
+    expect(write("draft-11", "p", [window], never).RateLimit).toBe('"p";r=100;t=4');
+  });
+
+  test("the tightest member need not be the first", () => {
+    const parts = [decision(true, 1000, 900, 0, 80_000_000), decision(true, 100, 3, 0, 5000)];
+    const d: Decision = { ...decision(true, 100, 3, 0, 80_000_000), parts };
+    expect(write("draft-7", "p", [daily, window], d).RateLimit).toBe("limit=100, remaining=3, reset=5");
+  });
+
+  test.each(["draft-7", "draft-6", "legacy"] as const)("%s with counts false: the policy only", (format) => {
+    const h = write(format, "p", [window], decision(true, 100, 100, 0, 0), false);
+    expect(h).toEqual(format === "legacy" ? {} : { "RateLimit-Policy": "100;w=60" });
   });
 });

@@ -214,21 +214,26 @@ interface Pair {
   spec: RuleSpec;
 }
 
-/** What a trace exercised: decisions compared, of them refunds, banned decisions, spec changes and boundary instants. */
+/**
+ * What a trace exercised: decisions compared (with the other store), of them those also compared
+ * with the reference model, refunds, banned decisions, spec changes and boundary instants.
+ */
 export interface TraceSummary {
   compared: number;
+  modelled: number;
   refunded: number;
   banned: number;
   rebound: number;
   boundaries: number;
 }
 
-const EMPTY: TraceSummary = { compared: 0, refunded: 0, banned: 0, rebound: 0, boundaries: 0 };
+const EMPTY: TraceSummary = { compared: 0, modelled: 0, refunded: 0, banned: 0, rebound: 0, boundaries: 0 };
 
 /** Adds trace summaries. */
 function add(a: TraceSummary, b: TraceSummary): TraceSummary {
   return {
     compared: a.compared + b.compared,
+    modelled: a.modelled + b.modelled,
     refunded: a.refunded + b.refunded,
     banned: a.banned + b.banned,
     rebound: a.rebound + b.rebound,
@@ -332,7 +337,10 @@ export async function runParityTrace(
     decided.forEach((actual, i) => {
       const { expected, modelled, where } = batch[i] as (typeof batch)[number];
       expect(actual, where).toEqual(expected);
-      if (modelled !== undefined) expect(actual, `${where} (vs the reference model)`).toEqual(modelled);
+      if (modelled !== undefined) {
+        expect(actual, `${where} (vs the reference model)`).toEqual(modelled);
+        summary.modelled++;
+      }
       summary.compared++;
       if (where.startsWith("refund")) summary.refunded++;
       if (actual.banned === true) summary.banned++;
@@ -515,8 +523,20 @@ export async function runParitySuite(
  * banned decisions exactly when the rule has a ban, spec changes exactly when it has respecs,
  * and instants aimed at boundaries.
  */
-export function expectExercised(rule: ParityRule, summary: TraceSummary, seeds = PARITY_SEEDS, traces = 2): void {
+export function expectExercised(
+  rule: ParityRule,
+  summary: TraceSummary,
+  seeds = PARITY_SEEDS,
+  traces = 2,
+  modelTraces = 0,
+): void {
   expect(summary.compared).toBeGreaterThan(seeds * traces * PARITY_EVENTS * 0.75);
+  // Seeded traces: the same count every run. Only the model traces compare with the model.
+  if (modelTraces === 0) expect(summary.modelled, "decisions compared with the reference model").toBe(0);
+  else
+    expect(summary.modelled, "decisions compared with the reference model").toBeGreaterThan(
+      seeds * modelTraces * PARITY_EVENTS * 0.75,
+    );
   expect(summary.refunded).toBeGreaterThan(0);
   expect(summary.banned > 0, "banned decisions seen").toBe(rule.ban !== undefined);
   expect(summary.rebound > 0, "spec changes made").toBe((rule.respecs ?? []).length > 0);
