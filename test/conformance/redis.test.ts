@@ -20,13 +20,6 @@ const DENY_CACHE_GAPS: KnownGaps = {
   // A peek of another cost is answered with the cached denial's figures (remaining 0, not 1).
   "gcra: checks and peeks at fixed instants":
     "the deny cache answers a peek of cost 2 with a cached denial's remaining",
-  // Denials answered from the cache never reach the ban count, so the key is never banned.
-  "bans: repeated denials ban the key; banned answers; the ban ends":
-    "the deny cache answers denials of a rule with a ban locally, so they are not counted and the ban never starts",
-  // A denial with retryAfterMs Infinity (cost past a member's limit) is cached for good: 11 s
-  // later its stale remaining/resetMs figures are still answered.
-  "composites: all or nothing, the strictest figures, parts in spec order":
-    "the deny cache keeps a cost-past-the-limit denial (retryAfterMs Infinity) forever, answering stale figures",
 };
 
 type Client = ConstructorParameters<typeof RedisStore>[0]["client"];

@@ -159,6 +159,10 @@ export class RedisBoundRule implements BoundRule, BatchRule {
   denied(key: string, cost: number, now: number | undefined, sentAt: number, decision: Decision): void {
     const store = this.#store;
     if (store.denyCache === undefined) return;
+    // Under a ban policy every denial must reach Redis, where it counts toward the ban, and a
+    // banned answer's members recover while the ban runs: neither is kept. A denial no wait can
+    // end (a cost past a member's limit) is not kept either: its other figures move on.
+    if (this.hasBan || !Number.isFinite(decision.retryAfterMs)) return;
     if (!store.denyCache.live) {
       store.invalidation.start();
       return;
