@@ -6,21 +6,11 @@ import { createCluster } from "redis";
 import { RedisStore } from "sluice/redis";
 import { storeConformance } from "sluice/testing";
 import { afterAll, beforeAll, describe } from "vitest";
-import { type KnownGaps, runCases } from "../support/conformance.ts";
+import { runCases } from "../support/conformance.ts";
 import { startCluster, type TestCluster } from "../support/redis-cluster.ts";
 import { deadIoredis, noRedis, standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
 
 const redis = await standaloneRedis("store conformance (standalone)");
-
-/**
- * The deny cache (on by default) answers a repeated denial locally until its retryAfterMs; the
- * kit finds three ways that differs from the MemoryStore (src/stores/redis/deny-cache.ts):
- */
-const DENY_CACHE_GAPS: KnownGaps = {
-  // A peek of another cost is answered with the cached denial's figures (remaining 0, not 1).
-  "gcra: checks and peeks at fixed instants":
-    "the deny cache answers a peek of cost 2 with a cached denial's remaining",
-};
 
 type Client = ConstructorParameters<typeof RedisStore>[0]["client"];
 /** A store on `client()` with a fresh prefix; `denyCache` as users leave it (on) unless given. */
@@ -44,12 +34,8 @@ describe.skipIf(redis === undefined)("RedisStore conformance, standalone", () =>
       failing,
       dispose: disposeDead,
     }),
-    DENY_CACHE_GAPS,
   );
-  runCases(
-    storeConformance({ name: "RedisStore (node-redis)", create: storeOn(() => clients.node, "node") }),
-    DENY_CACHE_GAPS,
-  );
+  runCases(storeConformance({ name: "RedisStore (node-redis)", create: storeOn(() => clients.node, "node") }));
   // Without the deny cache every case passes.
   runCases(
     storeConformance({
@@ -81,12 +67,6 @@ describe.skipIf(cluster === undefined)("RedisStore conformance, Cluster", () => 
     await node?.close();
     await cluster?.dispose();
   });
-  runCases(
-    storeConformance({ name: "RedisStore (ioredis Cluster)", create: storeOn(() => io, "cio") }),
-    DENY_CACHE_GAPS,
-  );
-  runCases(
-    storeConformance({ name: "RedisStore (node-redis Cluster)", create: storeOn(() => node, "cnode") }),
-    DENY_CACHE_GAPS,
-  );
+  runCases(storeConformance({ name: "RedisStore (ioredis Cluster)", create: storeOn(() => io, "cio") }));
+  runCases(storeConformance({ name: "RedisStore (node-redis Cluster)", create: storeOn(() => node, "cnode") }));
 });

@@ -159,10 +159,11 @@ export class RedisBoundRule implements BoundRule, BatchRule {
   denied(key: string, cost: number, now: number | undefined, sentAt: number, decision: Decision): void {
     const store = this.#store;
     if (store.denyCache === undefined) return;
-    // Under a ban policy every denial must reach Redis, where it counts toward the ban, and a
-    // banned answer's members recover while the ban runs: neither is kept. A denial no wait can
-    // end (a cost past a member's limit) is not kept either: its other figures move on.
-    if (this.hasBan || !Number.isFinite(decision.retryAfterMs)) return;
+    // Only a denial whose every figure is known until its retryAfterMs is kept: one unit of a
+    // one-member rule without a ban, with a finite wait. Under a ban every denial must reach
+    // Redis to count toward it; a costlier denial's `remaining` can grow while it still denies;
+    // a composite's other members recover meanwhile; an endless denial's figures move on.
+    if (this.hasBan || cost !== 1 || this.limits.length > 1 || !Number.isFinite(decision.retryAfterMs)) return;
     if (!store.denyCache.live) {
       store.invalidation.start();
       return;
