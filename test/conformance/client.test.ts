@@ -1,7 +1,7 @@
 // The conformance kit (sluice/testing, serviceConformance) on sluice/client against a real
 // `sluice serve` (startServer, what the command runs, on a loopback port) deciding the case's
-// rules on the case's ManualClock. The client has check, peek and reset only: cases needing
-// refunds, updateRule or rate-limiter-flexible's calls are listed as skipped with that reason.
+// rules on the case's ManualClock. The client has check, peek, reset and refund (with receipts):
+// cases needing updateRule or rate-limiter-flexible's calls are listed as skipped with that reason.
 import { createClient, type SluiceClient } from "sluice/client";
 import { type ConformanceSubject, serviceConformance } from "sluice/testing";
 import { afterAll, describe } from "vitest";
@@ -41,8 +41,10 @@ describe("sluice/client against sluice serve: conformance", () => {
           check: (rule, key, options) => client.check(rule, key, options),
           peek: (rule, key, options) => client.peek(rule, key, options),
           reset: (rule, key) => client.reset(rule, key),
+          refund: (rule, key, options) => client.refund(rule, key, options),
         };
       },
+      supports: ["refund", "receipts"],
       async failing() {
         // A port nobody listens on: every call fails at once and the policy (deny) answers.
         const client = createClient({ url: `http://127.0.0.1:${await freePort()}`, timeoutMs: 500 });
