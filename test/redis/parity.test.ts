@@ -1,39 +1,19 @@
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, it } from "vitest";
+import { describe, it } from "vitest";
 import { PARITY_EDGES } from "../support/parity-edges.ts";
 import { expectExercised, MODEL_RULES, PARITY_RULES, runParitySuite } from "../support/redis-parity.ts";
-import {
-  connectClients,
-  findRedis,
-  noRedis,
-  type SharedRedis,
-  type StandaloneClients,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
 
-const redis: SharedRedis | undefined = await findRedis();
+const redis = await standaloneRedis("parity (standalone)");
 /** Seeds per rule: events are issued in batches, so more than the shared default fit (SLUICE_PARITY_SEEDS overrides). */
 const SEEDS = Number(process.env.SLUICE_PARITY_SEEDS ?? 8);
-if (redis === undefined) noRedis("parity (standalone)");
 
 describe.skipIf(redis === undefined)("Redis parity, standalone", () => {
-  const url = redis?.url ?? "";
-  let clients: StandaloneClients;
-  let io: StandaloneClients["io"];
-  let node: StandaloneClients["node"];
-
-  beforeAll(async () => {
-    clients = await connectClients(url);
-    ({ io, node } = clients);
-  });
-  afterAll(async () => {
-    await clients?.close();
-    await redis?.owned?.dispose();
-  });
+  const clients = useStandaloneClients(redis);
 
   const store = (client: "ioredis" | "node-redis") => () =>
     new RedisStore({
-      client: client === "ioredis" ? io : node,
+      client: client === "ioredis" ? clients.io : clients.node,
       prefix: uniquePrefix(`parity-${client}`),
       // A ManualClock runs slower than real time: keep keys past their (manual) fresh time.
       expiryGraceMs: 600_000,
@@ -60,6 +40,6 @@ describe.skipIf(redis === undefined)("Redis parity, standalone", () => {
   // Boundaries at fixed instants, where `<` and `<=` in the Lua differ; each checked against
   // literal figures and the reference model (test/support/parity-edges.ts).
   describe("boundaries at fixed instants", () => {
-    for (const edge of PARITY_EDGES) it(edge.name, () => edge.run(io));
+    for (const edge of PARITY_EDGES) it(edge.name, () => edge.run(clients.io));
   });
 });
