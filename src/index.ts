@@ -20,6 +20,7 @@ export {
   UnknownRuleError,
   WaitTimeoutError,
 } from "./core/errors.ts";
+export type { RuleIdentity } from "./core/identity.ts";
 export type { CompiledRule } from "./core/rule.ts";
 export {
   ALGORITHMS,
