@@ -5,6 +5,7 @@
  * answers come from the reference model (oracle.ts), never from the code under test.
  */
 import type { AlgorithmSpec } from "../algorithms/specs.ts";
+import { mulberry32 } from "../core/seeded-random.ts";
 import type { Script, Step } from "./script.ts";
 import type { ConformanceRule } from "./subject.ts";
 
@@ -302,25 +303,13 @@ const FLEXIBLE: Script = {
   ],
 };
 
-/** A small seeded generator (mulberry32), so a trace is the same on every run and runner. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /**
  * A seeded trace over every algorithm, a composite and a banned rule: time moves forward by
  * 0–400 ms, three keys, costs up to past the limit. `everything` adds refunds (with receipts
  * of earlier checks), penalties and limit changes of the same shape.
  */
 function trace(name: string, seed: number, length: number, everything: boolean): Script {
-  const next = random(seed);
+  const next = mulberry32(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)] as T;
   const rules: Record<string, ConformanceRule> = {
     ...rulesOf(ALL),

@@ -15,8 +15,8 @@ import {
   type Store,
 } from "sluice";
 import { expect } from "vitest";
-import { mulberry32 } from "../../src/cli/compare/traces.ts";
 import type { BanPolicy } from "../../src/core/ban.ts";
+import { mulberry32 } from "../../src/core/seeded-random.ts";
 import { RuleOracle } from "./oracle.ts";
 import { pureStore } from "./redis-pure-store.ts";
 

@@ -7,6 +7,7 @@
  *   boundary  the fixed-window exploit: `limit` requests 1 ms before a window boundary and
  *             `limit` more on it, every other window (the rate is not used)
  */
+import { mulberry32 } from "../../core/seeded-random.ts";
 
 /** The generator kinds. */
 export const TRACE_KINDS = ["uniform", "poisson", "bursty", "boundary"] as const;
@@ -24,18 +25,6 @@ export interface TraceOptions {
   /** Nominal limit and window (the boundary and bursty shapes follow them). */
   limit: number;
   windowMs: number;
-}
-
-/** A small seeded PRNG (mulberry32): the same seed gives the same trace on every machine. */
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Yields the trace's timestamps in order. */

@@ -1,0 +1,13 @@
+/** A small seeded PRNG: generated traces (compare, the conformance kit, parity) replay from their seed. */
+
+/** mulberry32: the same seed gives the same numbers in [0, 1) on every machine and runtime. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
