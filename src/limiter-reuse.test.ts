@@ -1,6 +1,7 @@
 // Two unnamed limiters with the same spec on one store share one budget (docs/stores.md): a
 // likely mistake, reported once per identity and store with the SLUICE_LIMITER_REUSE warning.
 import { describe, expect, it } from "vitest";
+import { warningsOf } from "../test/support/warnings.ts";
 import { ManualClock } from "./core/clock.ts";
 import { createLimiter } from "./limiter.ts";
 import { MemoryStore } from "./stores/memory/memory-store.ts";
@@ -8,19 +9,8 @@ import { MemoryStore } from "./stores/memory/memory-store.ts";
 const NOW = Date.UTC(2026, 11, 1);
 const SPEC = { algorithm: "fixed-window", limit: 2, windowMs: 60_000 } as const;
 
-/** Runs `fn`, returning the codes of the process warnings it emitted (reported on the next tick). */
-async function warningCodes(fn: () => void): Promise<Array<string | undefined>> {
-  const seen: Array<string | undefined> = [];
-  const on = (w: Error & { code?: string }) => seen.push(w.code);
-  process.on("warning", on);
-  try {
-    fn();
-    await new Promise((r) => setImmediate(r));
-  } finally {
-    process.off("warning", on);
-  }
-  return seen;
-}
+/** The codes of the warnings `fn` emits. */
+const warningCodes = async (fn: () => void) => (await warningsOf(fn)).map((w) => w.code);
 
 describe("SLUICE_LIMITER_REUSE", () => {
   it("warns once when unnamed limiters with one spec share a store, and they do share its budget", async () => {

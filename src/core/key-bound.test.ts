@@ -1,6 +1,7 @@
 // maxKeyBytes: one bound above every store. A key longer than it (default 1 KB of UTF-8) is
 // stored as its sha256, the first time with a warning, and the same long key keeps one state.
 import { describe, expect, it } from "vitest";
+import { warningsOf } from "../../test/support/warnings.ts";
 import type { DecisionEvent } from "../limiter.ts";
 import { createLimiter } from "../limiter.ts";
 import { RateLimiterService } from "../service.ts";
@@ -8,20 +9,6 @@ import { ManualClock } from "./clock.ts";
 import { hashedKey } from "./key-bound.ts";
 
 const SPEC = { algorithm: "fixed-window", limit: 1, windowMs: 60_000 } as const;
-
-/** Runs `fn`, returning the process warnings it emitted (emitWarning reports on the next tick). */
-async function warningsOf(fn: () => void): Promise<Array<{ code?: string | undefined; message: string }>> {
-  const seen: Array<{ code?: string | undefined; message: string }> = [];
-  const on = (w: Error & { code?: string }) => seen.push({ code: w.code, message: w.message });
-  process.on("warning", on);
-  try {
-    fn();
-    await new Promise((r) => setImmediate(r));
-  } finally {
-    process.off("warning", on);
-  }
-  return seen;
-}
 
 describe("maxKeyBytes", () => {
   it("hashes keys past 1 KB by default (bytes, not characters), warning once; the same long key keeps its state", async () => {

@@ -6,6 +6,7 @@ import { createLimiter, ManualClock, MemoryStore } from "sluice";
 import { type RedisClientLike, RedisStore } from "sluice/redis";
 import { afterAll, describe, expect, it } from "vitest";
 import { blackHole } from "../support/net.ts";
+import { warningsOf } from "../support/warnings.ts";
 
 const cleanups: Array<() => unknown> = [];
 afterAll(async () => {
@@ -13,46 +14,36 @@ afterAll(async () => {
 });
 
 /** The SLUICE_REDIS_CLIENT_OPTIONS warnings emitted while `build()` runs. */
-async function warningsOf(build: () => unknown): Promise<string[]> {
-  const seen: string[] = [];
-  const listener = (w: Error & { code?: string }) => {
-    if (w.code === "SLUICE_REDIS_CLIENT_OPTIONS") seen.push(w.message);
-  };
-  process.on("warning", listener);
-  try {
-    build();
-    // Warnings are emitted on the next tick.
-    await new Promise((r) => setImmediate(r));
-  } finally {
-    process.off("warning", listener);
-  }
-  return seen;
+async function clientOptionWarnings(build: () => unknown): Promise<string[]> {
+  return (await warningsOf(build)).filter((w) => w.code === "SLUICE_REDIS_CLIENT_OPTIONS").map((w) => w.message);
 }
 
 describe("RedisStore client options", () => {
   it("warns once per client configured so that a timed-out command could be sent late, naming the options", async () => {
     const loose = new Redis({ lazyConnect: true });
     cleanups.push(() => loose.disconnect());
-    const first = await warningsOf(() => new RedisStore({ client: loose }));
+    const first = await clientOptionWarnings(() => new RedisStore({ client: loose }));
     expect(first.length).toBe(1);
     expect(first[0]).toMatch(/enableOfflineQueue: true/);
     expect(first[0]).toMatch(/autoResendUnfulfilledCommands: true/);
-    expect(await warningsOf(() => new RedisStore({ client: loose, prefix: "other:" }))).toEqual([]);
+    expect(await clientOptionWarnings(() => new RedisStore({ client: loose, prefix: "other:" }))).toEqual([]);
 
     const cluster = new Cluster([{ host: "127.0.0.1", port: 1 }], { lazyConnect: true });
     cleanups.push(() => cluster.disconnect());
-    const clusterWarnings = await warningsOf(() => new RedisStore({ client: cluster }));
+    const clusterWarnings = await clientOptionWarnings(() => new RedisStore({ client: cluster }));
     expect(clusterWarnings.length).toBe(1);
     expect(clusterWarnings[0]).toMatch(/retryDelayOnTryAgain: 100/);
     expect(clusterWarnings[0]).toMatch(/redisOptions\.autoResendUnfulfilledCommands/);
 
     const node = createClient({ url: "redis://127.0.0.1:1" });
-    const nodeWarnings = await warningsOf(() => new RedisStore({ client: node as unknown as RedisClientLike }));
+    const nodeWarnings = await clientOptionWarnings(
+      () => new RedisStore({ client: node as unknown as RedisClientLike }),
+    );
     expect(nodeWarnings.length).toBe(1);
     expect(nodeWarnings[0]).toMatch(/disableOfflineQueue/);
 
     const nodeCluster = createCluster({ rootNodes: [{ url: "redis://127.0.0.1:1" }] });
-    const nodeClusterWarnings = await warningsOf(
+    const nodeClusterWarnings = await clientOptionWarnings(
       () => new RedisStore({ client: nodeCluster as unknown as RedisClientLike }),
     );
     expect(nodeClusterWarnings.length).toBe(1);
@@ -62,7 +53,7 @@ describe("RedisStore client options", () => {
   it("does not warn for the documented settings", async () => {
     const strict = new Redis({ lazyConnect: true, enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
     cleanups.push(() => strict.disconnect());
-    expect(await warningsOf(() => new RedisStore({ client: strict }))).toEqual([]);
+    expect(await clientOptionWarnings(() => new RedisStore({ client: strict }))).toEqual([]);
     const cluster = new Cluster([{ host: "127.0.0.1", port: 1 }], {
       lazyConnect: true,
       enableOfflineQueue: false,
@@ -70,14 +61,18 @@ describe("RedisStore client options", () => {
       redisOptions: { autoResendUnfulfilledCommands: false },
     });
     cleanups.push(() => cluster.disconnect());
-    expect(await warningsOf(() => new RedisStore({ client: cluster }))).toEqual([]);
+    expect(await clientOptionWarnings(() => new RedisStore({ client: cluster }))).toEqual([]);
     const node = createClient({ url: "redis://127.0.0.1:1", disableOfflineQueue: true });
-    expect(await warningsOf(() => new RedisStore({ client: node as unknown as RedisClientLike }))).toEqual([]);
+    expect(await clientOptionWarnings(() => new RedisStore({ client: node as unknown as RedisClientLike }))).toEqual(
+      [],
+    );
     const nodeCluster = createCluster({
       rootNodes: [{ url: "redis://127.0.0.1:1" }],
       defaults: { disableOfflineQueue: true },
     });
-    expect(await warningsOf(() => new RedisStore({ client: nodeCluster as unknown as RedisClientLike }))).toEqual([]);
+    expect(
+      await clientOptionWarnings(() => new RedisStore({ client: nodeCluster as unknown as RedisClientLike })),
+    ).toEqual([]);
   });
 });
 
