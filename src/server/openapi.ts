@@ -12,6 +12,19 @@ const problem = (description: string) => ({
   content: { "application/problem+json": { schema: ref("Problem") } },
 });
 
+/** A health endpoint (two paths answer alike): open to all, 200 or 503 with the same body. */
+const health = (operationId: string, summary: string) => ({
+  get: {
+    operationId,
+    summary,
+    security: [],
+    responses: {
+      "200": { description: "The store answers.", content: json(ref("Health")) },
+      "503": { description: "The store does not answer.", content: json(ref("Health")) },
+    },
+  },
+});
+
 /** Responses every token-protected endpoint may give. */
 const AUTH_ERRORS = {
   "401": problem("`--token` is set and the request has no valid `Authorization: Bearer` header (`unauthorized`)."),
@@ -215,28 +228,11 @@ export const OPENAPI = {
         },
       },
     },
-    "/healthz": {
-      get: {
-        operationId: "health",
-        summary: "Liveness and store health; never needs the token.",
-        security: [],
-        responses: {
-          "200": { description: "The store answers.", content: json(ref("Health")) },
-          "503": { description: "The store does not answer.", content: json(ref("Health")) },
-        },
-      },
-    },
-    "/healthcheck": {
-      get: {
-        operationId: "healthcheck",
-        summary: "The same as /healthz, at envoyproxy/ratelimit's path; never needs the token.",
-        security: [],
-        responses: {
-          "200": { description: "The store answers.", content: json(ref("Health")) },
-          "503": { description: "The store does not answer.", content: json(ref("Health")) },
-        },
-      },
-    },
+    "/healthz": health("health", "Liveness and store health; never needs the token."),
+    "/healthcheck": health(
+      "healthcheck",
+      "The same as /healthz, at envoyproxy/ratelimit's path; never needs the token.",
+    ),
     "/openapi.json": {
       get: {
         operationId: "openapi",
