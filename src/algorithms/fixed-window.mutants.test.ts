@@ -68,6 +68,12 @@ describe("fixed-window (aligned): state operations", () => {
     expect(fw.summary.read(new Float64Array([1, 1, Number.NaN, Number.NaN]), 2)).toBeUndefined();
     expect(fw.summary.read(new Float64Array([Number.NaN, Number.NaN, 5, 1]), 2)).toEqual({ w: 5, c: 1 });
   });
+
+  it("nothing counted (a fresh key, or cost 0) has nothing to reset", () => {
+    expect(fw.step(fw.create(), T + 300, 4, false)).toMatchObject({ allowed: false, retryAfterMs: INF, resetMs: 0 });
+    expect(fw.step({ w: T, c: 1 }, T + 300, 4, false)).toMatchObject({ retryAfterMs: INF, resetMs: 700 });
+    expect(fw.step(fw.create(), T + 300, 0, true)).toMatchObject({ allowed: true, remaining: 3, resetMs: 0 });
+  });
 });
 
 const first = fixedWindow({ algorithm: "fixed-window", limit: 3, windowMs: W, anchor: "first" });
@@ -118,5 +124,13 @@ describe('fixed-window (anchor: "first"): state operations', () => {
 
   it("summary: an empty cell reads as nothing", () => {
     expect(first.summary.read(new Float64Array([1, 1, Number.NaN, Number.NaN]), 2)).toBeUndefined();
+  });
+
+  it("nothing counted has nothing to reset, and cost 0 opens no window", () => {
+    expect(first.step(first.create(), S, 4, false)).toMatchObject({ allowed: false, retryAfterMs: INF, resetMs: 0 });
+    expect(first.step({ w: S, c: 1 }, S + 300, 4, false)).toMatchObject({ retryAfterMs: INF, resetMs: 700 });
+    const state = first.create();
+    expect(first.step(state, S, 0, true)).toMatchObject({ allowed: true, remaining: 3, resetMs: 0 });
+    expect(state).toEqual(first.create());
   });
 });

@@ -75,6 +75,7 @@ describe("gcra: state operations", () => {
       delayMs: 0,
     });
     expect(thirds.step({ ...far }, T, 4, true)).toMatchObject({ allowed: false, retryAfterMs: INF, resetMs: 5001 });
+    expect(thirds.step({ ...far }, T, 3, true)).toMatchObject({ allowed: false, retryAfterMs: 5001 }); // a whole burst
     expect(fifths.step({ ms: T + 5000, ticks: 0, den: 1 }, T, 2, true)).toMatchObject({
       retryAfterMs: 4400,
       resetMs: 5000,
@@ -148,5 +149,27 @@ describe("emissionInterval: rates as written", () => {
         new RangeError(`not a positive finite number: ${bad}`),
       );
     }
+  });
+
+  it("an interval too fine for τ's 52 bits is rounded up to the finest tick that fits", () => {
+    // burst·per > 2^52 ticks: den2 = ⌊(2^52 − burst)·den / (burst·per)⌋, per2 = ⌈per·den2 / den⌉.
+    expect(emissionInterval({ algorithm: "gcra", limit: 3, periodMs: 2 ** 51 - 1 })).toEqual({
+      per: 750_599_937_895_083, // ⌈(2^51 − 1)/3⌉ with den2 = ⌊(2^52 − 3)/(2^51 − 1)⌋ = 1
+      den: 1,
+      burst: 3,
+      exact: false,
+    });
+    expect(emissionInterval({ algorithm: "gcra", limit: 7, periodMs: 1e15 + 6 })).toEqual({
+      per: 571_428_571_428_575, // ⌈4·(1e15 + 6)/7⌉: 4·(1e15 + 6) is 6 mod 7
+      den: 4,
+      burst: 7,
+      exact: false,
+    });
+    expect(emissionInterval({ algorithm: "gcra", limit: 7, periodMs: 1e15 + 3 })).toEqual({
+      per: 285_714_285_714_287, // ⌈4·(1e15 + 3)/7⌉ = 571 428 571 428 574, over den 4: halved
+      den: 2,
+      burst: 7,
+      exact: false,
+    });
   });
 });

@@ -130,4 +130,19 @@ describe("sliding-log: state operations", () => {
     expect(log.summary.read(new Float64Array([1, 1, T, 5]), 2)).toEqual({ buf: [T, T, T], head: 0, n: 3 });
     expect(log.summary.read(new Float64Array([1, 1, T, 2]), 2)).toEqual({ buf: [T, T], head: 0, n: 2 });
   });
+
+  it("reset: 0 once nothing counts; a cost-0 check keeps the newest entry's reset", () => {
+    expect(log.step(state([T]), T + 2000, 4, false)).toMatchObject({ allowed: false, retryAfterMs: INF, resetMs: 0 });
+    expect(log.step(state([T]), T + 2000, 0, false)).toMatchObject({ allowed: true, remaining: 3, resetMs: 0 });
+    expect(log.step(state([T]), T + 500, 0, false)).toMatchObject({ allowed: true, remaining: 2, resetMs: 500 });
+  });
+
+  it("a denial waits for the entry whose expiry makes room, in a ring not grown to the limit", () => {
+    const ten = slidingLog({ algorithm: "sliding-log", limit: 10, windowMs: W });
+    const s = ten.create();
+    for (let i = 0; i < 5; i++) ten.step(s, T + i, 1, true); // 8 slots, 5 used
+    // 6 more need one of the 5 gone: the oldest, at T + 1000.
+    expect(ten.step(s, T + 10, 6, false)).toMatchObject({ allowed: false, remaining: 5, retryAfterMs: 990 });
+    expect(ten.step(s, T + 10, 8, false)).toMatchObject({ allowed: false, retryAfterMs: 992 });
+  });
 });

@@ -76,4 +76,18 @@ describe("sliding-window: state operations", () => {
   it("summary: an empty cell reads as nothing", () => {
     expect(sw.summary.read(new Float64Array([1, Number.NaN, Number.NaN, Number.NaN]), 1)).toBeUndefined();
   });
+
+  it("nothing counted has nothing to reset", () => {
+    expect(sw.step(sw.create(), T + 300, 5, false)).toMatchObject({ allowed: false, retryAfterMs: INF, resetMs: 0 });
+  });
+
+  it("a denial with nothing in the current window passes at the next window's start", () => {
+    // At T + 500 the previous unit weighs 500 of 1000: 4 units need it gone, at T + 1000.
+    expect(sw.step({ w: T, p: 1, c: 0 }, T + 500, 4, false)).toMatchObject({
+      allowed: false,
+      remaining: 3,
+      retryAfterMs: 500,
+      resetMs: 500,
+    });
+  });
 });

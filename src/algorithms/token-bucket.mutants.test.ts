@@ -84,4 +84,14 @@ describe("token-bucket: state operations", () => {
     tb.summary.join(cells, 0, S);
     expect(cells[0]).toBeGreaterThan(T + 2000);
   });
+
+  it("a hint the float estimate puts 5e-7 ms early is moved to the next whole ms", () => {
+    // 3 per ms; deficit 21 + 1.5e-6 thousandths: 7.0000005 ms, which ceilMs reads as 7 (noise).
+    // At +7 the balance is still 1.5e-6 short (more than the 1e-6 tolerance): the honest hint is 8.
+    const three = tokenBucket({ algorithm: "token-bucket", capacity: 1, refillPerSecond: 3 });
+    const s: TokenBucketState = { b: 1000 - 21 - 1.5e-6, t: T };
+    expect(three.step({ ...s }, T, 1, false)).toMatchObject({ allowed: false, retryAfterMs: 8 });
+    expect(three.step({ ...s }, T + 7, 1, false).allowed).toBe(false);
+    expect(three.step({ ...s }, T + 8, 1, false).allowed).toBe(true);
+  });
 });
