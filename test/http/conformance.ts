@@ -3,47 +3,18 @@
  * fetch. Each adapter's test file supplies `serve(options)` and how to read its request type.
  */
 
-import type { Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { type Decision, ManualClock } from "sluice";
 import type { RateLimitHandles } from "sluice/http";
 import { parseList, serializeList } from "structured-headers";
 import { afterEach, describe, expect, test } from "vitest";
+import type { Listening } from "../support/listening.ts";
 
-/** A running server. */
-export interface Served {
-  url: string;
-  close(): Promise<void>;
+/** A running server (the harness of test/support/listening.ts), with what the suite reads of it. */
+export interface Served extends Listening {
   /** The first `/hang` request: `started` once its handler runs, `closed` once the server saw the client leave. */
   hang?: { started: Promise<void>; closed: Promise<void> };
   /** The handles (`reset`/`peek`/`get`) of the (first) middleware: what a user's code holds. */
   handles?: RateLimitHandles | undefined;
-}
-
-/** A started Node server (Node http, Express, Koa, @hono/node-server's `serve()`). */
-type NodeServer = Pick<Server, "listening" | "once" | "address" | "close"> & { closeAllConnections?: () => void };
-
-/**
- * The harness of every adapter test: waits until `server` (started on port 0 of `host`)
- * listens, and gives its URL and a close that cuts open connections first (a `/hang` request
- * must not hold the suite).
- */
-export async function listening(server: NodeServer, host = "127.0.0.1"): Promise<Served> {
-  if (!server.listening) {
-    await new Promise<void>((resolve, reject) => {
-      server.once("listening", resolve);
-      server.once("error", reject);
-    });
-  }
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections?.();
-        server.close(() => resolve());
-      }),
-  };
 }
 
 /** Middleware options as the tests write them (`customLimited: true` asks for the adapter's onLimited). */

@@ -2,7 +2,8 @@ import express, { type Request } from "express";
 import { ManualClock } from "sluice";
 import { type RateLimitHandles, rateLimit } from "sluice/express";
 import { afterEach, describe, expect, test } from "vitest";
-import { conformance, hangSignals, listening, type Options, routeOf, type Served } from "./conformance.ts";
+import { listening } from "../support/listening.ts";
+import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
 async function serveExpress(options: Options | Options[], setup?: (app: express.Express) => void): Promise<Served> {

@@ -4,6 +4,7 @@ import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import { ManualClock } from "sluice";
 import { rateLimit, rateLimitHook } from "sluice/fastify";
 import { afterEach, describe, expect, test } from "vitest";
+import { listening } from "../support/listening.ts";
 import { conformance, hangSignals, type Options, parseRateLimit, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
@@ -43,8 +44,9 @@ function app(options: Options | Options[]) {
 const fastifyAdapter = {
   serve: async (options: Options | Options[]) => {
     const fastify = app(options);
-    const url = await fastify.listen({ port: 0, host: "127.0.0.1" });
-    return { url, close: () => fastify.close(), hang: fastify.hang, handles: fastify.rateLimit };
+    await fastify.listen({ port: 0, host: "127.0.0.1" });
+    const served = await listening(fastify.server, "127.0.0.1", () => fastify.close());
+    return { ...served, hang: fastify.hang, handles: fastify.rateLimit };
   },
   header: (request: unknown, name: string) => (request as FastifyRequest).headers[name] as string | undefined,
   path: (request: unknown) => (request as FastifyRequest).url,
@@ -131,8 +133,9 @@ describe("fastify", () => {
     fastify.get("/reset", { config: { rateLimit: strict } }, async () => "ok");
     fastify.get("/health", { config: { rateLimit: false } }, async () => "ok");
     fastify.get("/other", async () => "ok");
-    const url = await fastify.listen({ port: 0, host: "127.0.0.1" });
-    served = { url, close: () => fastify.close() };
+    await fastify.listen({ port: 0, host: "127.0.0.1" });
+    served = await listening(fastify.server, "127.0.0.1", () => fastify.close());
+    const { url } = served;
     const get = async (path: string) => (await fetch(`${url}${path}`)).status;
     expect([await get("/login"), await get("/login")]).toEqual([200, 429]);
     // Same override object on another route: still its own budget (named after the route).

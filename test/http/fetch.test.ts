@@ -5,7 +5,8 @@ import { serve } from "@hono/node-server";
 import { type Decision, ManualClock } from "sluice";
 import { rateLimitFetch } from "sluice/http";
 import { describe, expect, test } from "vitest";
-import { conformance, hangSignals, listening, type Options, routeOf, twoChunks } from "./conformance.ts";
+import { listening } from "../support/listening.ts";
+import { conformance, hangSignals, type Options, routeOf, twoChunks } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
 const fetchAdapter = {

@@ -4,15 +4,8 @@ import type { ContentfulStatusCode } from "hono/utils/http-status";
 import { ManualClock } from "sluice";
 import { type RateLimitHandles, rateLimit } from "sluice/hono";
 import { describe, expect, test } from "vitest";
-import {
-  conformance,
-  hangSignals,
-  listening,
-  type Options,
-  parseRateLimit,
-  routeOf,
-  twoChunks,
-} from "./conformance.ts";
+import { listening } from "../support/listening.ts";
+import { conformance, hangSignals, type Options, parseRateLimit, routeOf, twoChunks } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
 function app(options: Options | Options[]) {

@@ -1,12 +1,12 @@
-import type { AddressInfo } from "node:net";
 import { Readable } from "node:stream";
 import Koa, { type Context } from "koa";
 import { type Decision, ManualClock } from "sluice";
 import { type RateLimitHandles, rateLimit } from "sluice/koa";
 import { RedisStore } from "sluice/redis";
 import { afterEach, describe, expect, test } from "vitest";
+import { listening } from "../support/listening.ts";
 import { deadIoredis } from "../support/redis-server.ts";
-import { conformance, hangSignals, listening, type Options, routeOf, type Served } from "./conformance.ts";
+import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
 async function serveKoa(
@@ -139,12 +139,7 @@ describe("koa", () => {
     app.use((ctx) => {
       ctx.body = ctx.ip;
     });
-    const server = app.listen(0, "127.0.0.1");
-    await new Promise<void>((resolve) => server.once("listening", resolve));
-    served = {
-      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-    };
+    served = await listening(app.listen(0, "127.0.0.1"));
     const res = await fetch(served.url, { headers: { "x-forwarded-for": "9.9.9.9" } });
     expect(await res.text()).toBe("9.9.9.9"); // Koa trusts it…
     expect(keys).toEqual(["127.0.0.1"]); // …sluice does not

@@ -3,12 +3,13 @@
 // (legacy, no emitDecoratorMetadata: GraphQL types are given explicitly).
 import "reflect-metadata";
 import { ApolloDriver, type ApolloDriverConfig } from "@nestjs/apollo";
-import { type INestApplication, Module } from "@nestjs/common";
+import { Module } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import { GraphQLModule, Mutation, Query, Resolver } from "@nestjs/graphql";
 import { ManualClock } from "sluice";
 import { RateLimit, SkipRateLimit, SluiceModule } from "sluice/nest";
 import { afterEach, describe, expect, test } from "vitest";
+import { type Listening, listening } from "../support/listening.ts";
 import { parseRateLimit } from "./conformance.ts";
 
 const fixed = (limit: number) => ({ algorithm: "fixed-window", limit, windowMs: 60_000 }) as const;
@@ -57,16 +58,17 @@ interface GraphqlAnswer {
 }
 
 describe("nest: GraphQL resolvers", () => {
-  let app: INestApplication | undefined;
+  let served: Listening | undefined;
   afterEach(async () => {
-    await app?.close();
-    app = undefined;
+    await served?.close();
+    served = undefined;
   });
 
   const start = async () => {
-    app = await NestFactory.create(AppModule, { logger: false });
+    const app = await NestFactory.create(AppModule, { logger: false });
     await app.listen(0, "127.0.0.1");
-    const url = `${(await app.getUrl()).replace("[::1]", "127.0.0.1")}/graphql`;
+    served = await listening(app.getHttpServer(), "127.0.0.1", () => app.close());
+    const url = `${served.url}/graphql`;
     return async (query: string): Promise<GraphqlAnswer> => {
       const res = await fetch(url, {
         method: "POST",

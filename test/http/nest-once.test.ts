@@ -2,25 +2,26 @@
 // @UseGuards(SluiceGuard) (as the README suggests for a route; before, a 4/min route answered
 // 200, 200, 429 and listed two policies), or SluiceModule.forRoot in two feature modules.
 import "reflect-metadata";
-import type { AddressInfo } from "node:net";
-import { Controller, Get, type INestApplication, Module, UseGuards } from "@nestjs/common";
+import { Controller, Get, Module, UseGuards } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
 import { ManualClock } from "sluice";
 import { RateLimit, SluiceGuard, SluiceModule } from "sluice/nest";
 import { afterEach, describe, expect, test } from "vitest";
+import { type Listening, listening } from "../support/listening.ts";
 
 const fixed = (limit: number) => ({ algorithm: "fixed-window", limit, windowMs: 60_000 }) as const;
 
-let app: INestApplication | undefined;
+let served: Listening | undefined;
 afterEach(async () => {
-  await app?.close();
-  app = undefined;
+  await served?.close();
+  served = undefined;
 });
 
 async function start(module: object): Promise<string> {
-  app = await NestFactory.create(module as never, { logger: false });
+  const app = await NestFactory.create(module as never, { logger: false });
   await app.listen(0, "127.0.0.1");
-  return `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}`;
+  served = await listening(app.getHttpServer(), "127.0.0.1", () => app.close());
+  return served.url;
 }
 
 /** Statuses of `n` requests to `url`, and the last RateLimit-Policy. */

@@ -3,7 +3,6 @@
 // without emitDecoratorMetadata: injection is by explicit @Inject tokens.
 import "reflect-metadata";
 import { randomUUID } from "node:crypto";
-import type { AddressInfo } from "node:net";
 import {
   All,
   type ArgumentsHost,
@@ -35,6 +34,7 @@ import {
 } from "sluice/nest";
 import { RedisStore } from "sluice/redis";
 import { afterAll, afterEach, describe, expect, test } from "vitest";
+import { listening } from "../support/listening.ts";
 import { deadIoredis } from "../support/redis-server.ts";
 import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
@@ -86,8 +86,7 @@ function routesController(hang: ReturnType<typeof hangSignals>): Type {
 async function listen(module: Type): Promise<Served & { app: INestApplication }> {
   const app = await NestFactory.create(module, { logger: false });
   await app.listen(0, "127.0.0.1");
-  const { port } = app.getHttpServer().address() as AddressInfo;
-  return { app, url: `http://127.0.0.1:${port}`, close: () => app.close() };
+  return { app, ...(await listening(app.getHttpServer(), "127.0.0.1", () => app.close())) };
 }
 
 async function serveNest(options: Options | Options[]): Promise<Served> {

@@ -5,16 +5,9 @@ import type { AddressInfo } from "node:net";
 import { type Decision, ManualClock, MemoryStore, RateLimiterService, type Store } from "sluice";
 import { rateLimit } from "sluice/http";
 import { afterEach, describe, expect, test } from "vitest";
+import { listening } from "../support/listening.ts";
 import { canListen, skipTest } from "../support/skip.ts";
-import {
-  conformance,
-  hangSignals,
-  listening,
-  type Options,
-  parseRateLimit,
-  routeOf,
-  type Served,
-} from "./conformance.ts";
+import { conformance, hangSignals, type Options, parseRateLimit, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
 
 /** Starts `server` on a loopback port of `host` and serves it through the one adapter harness. */

@@ -1,13 +1,13 @@
 // Headers through a real Express app: sluice stacked after express-rate-limit's draft-8 headers
 // appends to its Structured Fields lists (not replacing them), and figures too large for a
 // Structured Fields Integer (15 digits) are clamped, so every value still parses.
-import type { AddressInfo } from "node:net";
 import express from "express";
 import { rateLimit as erl } from "express-rate-limit";
 import { ManualClock } from "sluice";
 import { rateLimit } from "sluice/express";
 import { parseList } from "structured-headers";
 import { afterEach, describe, expect, test } from "vitest";
+import { listening } from "../support/listening.ts";
 
 let close: (() => Promise<void>) | undefined;
 afterEach(async () => {
@@ -19,17 +19,9 @@ async function serve(app: express.Express): Promise<string> {
   app.get("/", (_req, res) => {
     res.send("ok");
   });
-  const server = app.listen(0, "127.0.0.1");
-  await new Promise<void>((resolve, reject) => {
-    server.once("listening", resolve);
-    server.once("error", reject);
-  });
-  close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const served = await listening(app.listen(0, "127.0.0.1"));
+  close = served.close;
+  return served.url;
 }
 
 /** The list's members as [name, params] (parsing must succeed). */
