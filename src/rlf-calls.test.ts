@@ -155,7 +155,6 @@ describe("SharedMemoryStore decides them as the MemoryStore does", () => {
   });
 });
 
-
 describe("MemoryStore tiers under maxKeys", () => {
   it("a penalty and a block on keys pushed out to the compact tier and the summary still count", () => {
     const clock = new ManualClock(1.8e12);

@@ -16,8 +16,8 @@
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { Decision } from "../../algorithms/decision.ts";
 import { type BanPolicy, type BanState, countDenial } from "../../core/ban.ts";
-import { systemClock } from "../../core/clock.ts";
 import { blockedAnswer, blocksBeside, costUnderBlock, underBlock } from "../../core/block.ts";
+import { systemClock } from "../../core/clock.ts";
 import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
 import { describeValue } from "../../core/describe-value.ts";
 import { ArgumentError } from "../../core/errors.ts";
@@ -367,7 +367,12 @@ export class MemoryStore implements Store {
       if (table.refs > 0 || this.#tables.get(table.id) !== table) continue; // bound again, or gone
       if (table.clock !== clock) continue;
       if (!(now >= table.quietAt)) break;
-      if (table.compactSize === 0 && table.sketch === undefined && table.pins.size === 0 && table.blocks === undefined) {
+      if (
+        table.compactSize === 0 &&
+        table.sketch === undefined &&
+        table.pins.size === 0 &&
+        table.blocks === undefined
+      ) {
         this.#drop(table.id, table);
       }
     }
