@@ -15,7 +15,9 @@
 // Run: npm run build && node bench/http.mjs
 // Env: BENCH_ROUNDS (default 10), BENCH_REQUESTS per block (default 3000), BENCH_WARMUP per
 // server (default 5000), BENCH_CONNECTIONS (default 50), BENCH_FRAMEWORKS (default
-// "express,fastify"; also koa, nest), BENCH_SERVER_FLAGS (node flags for the servers).
+// "express,fastify"; also koa, nest), BENCH_SERVER_FLAGS (node flags for the servers),
+// BENCH_FLOOR=1 (adds a middleware setting two constant headers: the floor of any limiter
+// that advertises its limit; Express and Fastify only).
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
@@ -25,6 +27,14 @@ const DENY_LIMIT = 100;
 const WINDOW_MS = 3_600_000;
 /** Requests before the measured ones (JIT warm-up; the deny runs spend their limit). */
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 5_000);
+/**
+ * The "headers" variant (BENCH_FLOOR=1): a middleware that only sets the two headers sluice
+ * sends here, as constants: what any limiter advertising its limit costs in the framework.
+ */
+const FLOOR_HEADERS = [
+  ["RateLimit-Policy", '"default";q=1000000000;w=3600'],
+  ["RateLimit", '"default";r=999999999;t=3600'],
+];
 /** Extra node flags for the server processes (e.g. BENCH_SERVER_FLAGS=--cpu-prof to profile them). */
 const SERVER_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
 
@@ -46,6 +56,11 @@ async function serve(variant) {
     } else if (limiter === "peer") {
       const { rateLimit } = await import("express-rate-limit");
       app.use(rateLimit({ windowMs: WINDOW_MS, limit, standardHeaders: "draft-8", legacyHeaders: false }));
+    } else if (limiter === "headers") {
+      app.use((_req, res, next) => {
+        for (const [name, value] of FLOOR_HEADERS) res.setHeader(name, value);
+        next();
+      });
     }
     app.get("/", (_req, res) => {
       res.send("ok");
@@ -76,6 +91,11 @@ async function serve(variant) {
     } else if (limiter === "peer") {
       const { default: fastifyRateLimit } = await import("@fastify/rate-limit");
       await app.register(fastifyRateLimit, { max: limit, timeWindow: WINDOW_MS });
+    } else if (limiter === "headers") {
+      app.addHook("onRequest", (_request, reply, done) => {
+        for (const [name, value] of FLOOR_HEADERS) reply.header(name.toLowerCase(), value);
+        done();
+      });
     }
     app.get("/", async () => "ok");
     await app.listen({ port: 0, host: "127.0.0.1" });
@@ -217,6 +237,7 @@ async function main() {
   const requests = Number(process.env.BENCH_REQUESTS ?? 3_000);
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
   const variants = ["bare", "sluice", "peer", "sluice:deny", "peer:deny"];
+  if (process.env.BENCH_FLOOR === "1") variants.push("headers");
   const peerName = {
     express: "express-rate-limit",
     fastify: "@fastify/rate-limit",
@@ -264,6 +285,7 @@ async function main() {
         [peerName[framework], "peer"],
         ["sluice, all denied", "sluice:deny"],
         [`${peerName[framework]}, all denied`, "peer:deny"],
+        ...(variants.includes("headers") ? [["two constant headers (floor)", "headers"]] : []),
       ]) {
         console.log(`  ${name.padEnd(34)} ${c(v).padStart(9)} ${pct(median(ratios[v])).padStart(7)} (${quartiles(v)})`);
       }

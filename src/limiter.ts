@@ -104,8 +104,8 @@ export interface Limiter<S extends Store = Store> {
   penalty(key: string, cost?: number): Result<S>;
   /**
    * Refuses `key` for `ms` from now (rate-limiter-flexible's `block`): answered as banned, with
-   * `retryAfterMs` the time left, replacing a running ban. Needs a rule with a `ban` policy (its
-   * record keeps the ban slot); ArgumentError otherwise.
+   * `retryAfterMs` the time left (never sooner than the limit allows), replacing a running block
+   * or ban, on any rule (see src/core/block.ts); `reset` lifts it, refunds do not.
    */
   block(key: string, ms: number): Result<S>;
   /**
@@ -322,7 +322,6 @@ export function bindLimiter(
     );
   };
   const close = () => bound.release();
-  const hasBan = ban !== undefined;
   // rate-limiter-flexible's calls: refused up front, never decided wrongly, where they cannot run.
   const flexible = (call: "penalty" | "block" | "get", ms?: unknown) => {
     if (store.flexibleCalls !== true) {
@@ -335,11 +334,6 @@ export function bindLimiter(
     if (call === "block") {
       if (typeof ms !== "number" || !Number.isSafeInteger(ms) || ms < 1) {
         throw new ArgumentError(`block \`ms\` must be a positive integer (got ${describeValue(ms)})`);
-      }
-      if (!hasBan) {
-        throw new ArgumentError(
-          `block needs a rule with a \`ban\` policy (only its record keeps a ban): give ${describeIdentity(identity)} \`ban\``,
-        );
       }
     }
   };

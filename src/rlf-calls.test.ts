@@ -178,17 +178,17 @@ describe("MemoryStore tiers under maxKeys", () => {
 });
 
 describe("arguments", () => {
-  it("refuses bad costs, bad ms and block without a ban with ArgumentError", () => {
+  it("refuses bad costs and bad ms with ArgumentError, with or without a ban", () => {
     const limiter = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 10 });
     expect(() => limiter.penalty("k", 0)).toThrow(ArgumentError);
     expect(() => limiter.penalty(7 as unknown as string)).toThrow("key must be a string");
-    expect(() => limiter.block("k", 10)).toThrow("block needs a rule with a `ban` policy");
     const banned = createLimiter(
       { algorithm: "fixed-window", limit: 1, windowMs: 10 },
       { ban: { after: 1, withinMs: 10, forMs: 10 } },
     );
     for (const ms of [0, -1, 1.5, Number.NaN, "5"]) {
       expect(() => banned.block("k", ms as number)).toThrow("block `ms` must be a positive integer");
+      expect(() => limiter.block("k", ms as number)).toThrow("block `ms` must be a positive integer");
     }
   });
 

@@ -215,7 +215,7 @@ export class RateLimiterService<S extends Store = MemoryStore> {
 
   /**
    * Refuses `key` under `rule` (and `tier`) for `ms` from now (rate-limiter-flexible's `block`):
-   * answered as banned. The rule needs a `ban` policy. `cost` is not used by a block.
+   * answered as banned, on any rule (with or without a `ban`). `cost` is not used by a block.
    */
   block(rule: string, key: string, ms: number, options?: CheckOptions): Result<S> {
     return this.#guard(() => this.#limiter(rule, options).block(key, ms)) as Result<S>;

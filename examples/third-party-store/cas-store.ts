@@ -6,7 +6,15 @@
  * in between: optimistic concurrency makes the read-decide-write atomic.
  */
 import { type BoundRule, type Decision, type RuleBinding, type Store, systemClock } from "sluice";
-import { createRecord, decideRule, recordFromText, recordToText, storesNewRecord } from "sluice/store";
+import {
+  blocksBeside,
+  createRecord,
+  decideBlocked,
+  decideRule,
+  recordFromText,
+  recordToText,
+  storesNewRecord,
+} from "sluice/store";
 import type { CasMap } from "./cas-map.ts";
 
 /** A Store keeping one record per (rule id, rule shape, key) in a CasMap. */
@@ -30,11 +38,20 @@ export class CasStore implements Store {
         const t = now ?? (clock ?? systemClock).now();
         for (;;) {
           const item = await map.get(itemKey(key));
-          const record = item === undefined ? createRecord(rule) : recordFromText(rule, item.value);
-          const decision = decideRule(rule, record, t, cost, op, at);
-          const text = recordToText(record);
+          // A block on a rule without a ban rides in front of the record's text: "B<until> <record>".
+          const [blockText, recordText] = item === undefined ? [] : splitBlock(item.value);
+          const record = recordText === undefined ? createRecord(rule) : recordFromText(rule, recordText);
+          let until = blockText === undefined ? Number.NEGATIVE_INFINITY : Number(blockText);
+          if (op === "block" && blocksBeside(rule)) until = t + cost;
+          const blocked = until > t;
+          const decision = blocked
+            ? decideBlocked(rule, record, t, cost, op, until, at)
+            : decideRule(rule, record, t, cost, op, at);
+          const text = (blocked ? `B${until} ` : "") + recordToText(record);
           // Nothing to write: a peek, a denial, or a new key the operation did not change.
-          if (item === undefined ? !storesNewRecord(rule, op, decision) : text === item.value) return decision;
+          if (item === undefined ? !(blocked || storesNewRecord(rule, op, decision)) : text === item.value) {
+            return decision;
+          }
           if (await map.compareAndSet(itemKey(key), item?.version, text)) return decision;
           // Another call wrote first: decide again on what it wrote.
         }
@@ -45,4 +62,11 @@ export class CasStore implements Store {
       release() {},
     };
   }
+}
+
+/** A stored value as [block end, record text] (no block: [undefined, text]); JSON never starts with "B". */
+function splitBlock(value: string): [string | undefined, string] {
+  if (!value.startsWith("B")) return [undefined, value];
+  const space = value.indexOf(" ");
+  return [value.slice(1, space), value.slice(space + 1)];
 }

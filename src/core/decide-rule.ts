@@ -13,7 +13,8 @@ import { banState, type CompiledRule, memberState, type RuleRecord, recordFreshA
 /**
  * What a decision does: take units, only report, or give units back; and rate-limiter-flexible's
  * calls: `penalty` takes units whether or not they fit, `block` refuses the key for `cost` ms
- * (its ban slot: rules with a `ban` policy only), `get` is a peek of one unit that also tells
+ * (in the ban slot of a rule with a `ban` policy; beside the record otherwise, kept by the
+ * store: see block.ts), `get` is a peek of one unit that also tells
  * whether the record is equivalent to a fresh one (see `isFreshAnswer`).
  */
 export type Operation = "check" | "peek" | "refund" | "penalty" | "block" | "get";
@@ -93,9 +94,8 @@ function decideCall(rule: CompiledRule, record: RuleRecord, now: number, cost: n
       m.force(memberState(rule, record, i), now, cost);
     });
   } else if (op === "block") {
-    if (ban === undefined) {
-      throw new ArgumentError("block needs a rule with a `ban` policy (only such a record keeps a ban)");
-    }
+    // A rule without a ban has no slot for it: its store keeps the block beside the record (block.ts).
+    if (ban === undefined) throw new ArgumentError("decideRule: a block without a ban slot is kept by the store");
     ban.until = now + cost;
   }
   const d =

@@ -316,7 +316,8 @@ export class Engine<Req, Res = unknown> {
       let header = set;
       let policies = verdict.policies;
       // Only when another limiter already wrote its policies (stacking) does this cost more.
-      const taken = this.format === "draft-11" && get !== undefined ? get("RateLimit-Policy") : undefined;
+      // (Asked in lower case, as Node and Fastify keep names: no new string per request.)
+      const taken = this.format === "draft-11" && get !== undefined ? get("ratelimit-policy") : undefined;
       if (taken !== undefined && get !== undefined) {
         header = stackingSetter(set, get);
         const names = listNames(taken);

@@ -20,7 +20,7 @@ import { describeValue } from "../core/describe-value.ts";
 import { ConfigError } from "../core/errors.ts";
 import { Engine, isPromise, type Verdict } from "./engine.ts";
 import { type RateLimitHandles, withHandles } from "./handles.ts";
-import { nodeReader, responseHeader, settleOnEnd } from "./node.ts";
+import { nodeReader, settleOnEnd } from "./node.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 import { tighter } from "./stack.ts";
@@ -50,6 +50,23 @@ export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest
   onLimited?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => void;
 }
 
+/** Header names in lower case, by the name the engine writes. */
+const LOWER_NAMES = new Map<string, string>();
+
+/**
+ * `name` in lower case, as Fastify stores it (`reply.header` lower-cases every name): handing it
+ * the lower-case string already made skips a new string and a string-table lookup per header
+ * per request. The engine writes a handful of fixed names, so the map stays that small.
+ */
+function lowerCase(name: string): string {
+  let lower = LOWER_NAMES.get(name);
+  if (lower === undefined) {
+    lower = name.toLowerCase();
+    if (LOWER_NAMES.size < 64) LOWER_NAMES.set(name, lower);
+  }
+  return lower;
+}
+
 /** Options Fastify itself adds to a plugin's options object (`register(plugin, { prefix })`). */
 const REGISTER_KEYS = ["prefix", "logLevel", "logSerializers"];
 
@@ -75,16 +92,12 @@ function hookFor(
   // so one slot per hook serves every request, and no closure is made per request.
   let current: FastifyReply | undefined;
   const set = (name: string, value: string): void => {
-    (current as FastifyReply).header(name, value);
+    (current as FastifyReply).header(lowerCase(name), value);
   };
+  // Fastify's getHeader reads the raw response too when the reply has no such header.
   const get = (name: string): string | undefined => {
-    const reply = current as FastifyReply;
-    const value = reply.getHeader(name);
-    return value === undefined
-      ? responseHeader(reply.raw, name)
-      : Array.isArray(value)
-        ? value.join(", ")
-        : String(value);
+    const value = (current as FastifyReply).getHeader(lowerCase(name));
+    return value === undefined ? undefined : Array.isArray(value) ? value.join(", ") : String(value);
   };
   const respond = (
     verdict: Verdict | null,

@@ -303,6 +303,35 @@ const FLEXIBLE: Script = {
   ],
 };
 
+const BLOCKS: Script = {
+  name: "block(key, ms) without a ban: every algorithm and a composite",
+  rules: {
+    ...rulesOf(ALL),
+    pair: { spec: [ALGORITHM_RULES["sliding-window"] as AlgorithmSpec, ALGORITHM_RULES.gcra as AlgorithmSpec] },
+  },
+  steps: [
+    ...[...ALL, "pair"].flatMap((rule): Step[] => [
+      { t: 0, do: "check", rule },
+      { t: 0, do: "block", rule, ms: 3000 },
+      { t: 10, do: "check", rule },
+      { t: 10, do: "check", rule, key: "other" },
+      { t: 20, do: "refund", rule },
+      { t: 20, do: "penalty", rule, cost: 2 },
+      { t: 2999, do: "get", rule },
+      { t: 2999, do: "peek", rule, cost: 2 },
+      { t: 3000, do: "get", rule },
+      { t: 3000, do: "check", rule },
+      { t: 3000, do: "block", rule, ms: 60_000 },
+      { t: 3001, do: "block", rule, ms: 5 },
+      { t: 3006, do: "check", rule },
+      { t: 3006, do: "block", rule, ms: 100 },
+      { t: 3010, do: "reset", rule },
+      { t: 3010, do: "get", rule },
+      { t: 3010, do: "check", rule },
+    ]),
+  ],
+};
+
 /**
  * A seeded trace over every algorithm, a composite and a banned rule: time moves forward by
  * 0–400 ms, three keys, costs up to past the limit. `everything` adds refunds (with receipts
@@ -340,6 +369,9 @@ function trace(name: string, seed: number, length: number, everything: boolean):
     } else if (roll < 0.9 && ["fixed-window", "sliding-log", "sliding-window"].includes(target.rule)) {
       const spec = { ...(ALGORITHM_RULES[target.rule] as AlgorithmSpec), limit: 1 + Math.floor(next() * 6) };
       steps.push({ t, rule: target.rule, do: "update", spec: spec as AlgorithmSpec });
+    } else if (roll > 0.96) {
+      // A block on any rule, with a ban or not (src/core/block.ts).
+      steps.push({ ...target, do: "block", ms: 200 * cost });
     } else {
       steps.push({ ...target, do: "check", cost });
       checks.push(t);
@@ -360,6 +392,7 @@ export function scripts(): Script[] {
     TIERS,
     SPEC_CHANGES,
     FLEXIBLE,
+    BLOCKS,
     trace("trace: checks, peeks and resets (seeded)", 20_261_201, 400, false),
     trace("trace: every call, refunds with receipts, penalties, limit changes (seeded)", 20_261_202, 400, true),
   ];

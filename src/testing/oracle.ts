@@ -451,9 +451,8 @@ export class RuleOracle {
     return this.peek(now, 1);
   }
 
-  /** rate-limiter-flexible's `block`: banned until `now + ms` (rules with a ban only). */
+  /** rate-limiter-flexible's `block`: banned until `now + ms`, on any rule (replacing a running block or ban). */
   block(now: number, ms: number): Decision {
-    if (this.#ban === undefined) throw new Error("oracle: block needs a rule with a ban");
     this.#until = now + ms;
     this.#stored = true;
     return this.peek(now, 1);
@@ -462,7 +461,7 @@ export class RuleOracle {
   /** rate-limiter-flexible's `get`: a peek of one unit, or null when the key decides like a fresh one. */
   get(now: number): Decision | null {
     const banFresh =
-      this.#ban === undefined || (this.#until <= now && (this.#n === 0 || now >= this.#since + this.#ban.withinMs));
+      this.#until <= now && (this.#ban === undefined || this.#n === 0 || now >= this.#since + this.#ban.withinMs);
     if (banFresh && this.#members.every((m) => m.fresh(now))) return null;
     return this.peek(now, 1);
   }

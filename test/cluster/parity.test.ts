@@ -78,8 +78,8 @@ async function runLocally({ specs, bans, groups }: Trace): Promise<Array<Array<D
           return "reset";
         }
         if (e.op === "refund") return limiter.refund(e.key, e.cost);
-        // rate-limiter-flexible's calls; a block only where the rule has a ban (else a penalty).
-        if (e.op === "penalty" || (e.op === "block" && !bans[e.rule])) return limiter.penalty(e.key, e.cost);
+        // rate-limiter-flexible's calls; a block on rules with a ban and without (src/core/block.ts).
+        if (e.op === "penalty") return limiter.penalty(e.key, e.cost);
         if (e.op === "block") return limiter.block(e.key, e.cost * 300);
         if (e.op === "get") return limiter.get(e.key) ?? "fresh";
         return e.op === "peek" ? limiter.peek(e.key, e.cost) : limiter.tryAcquire(e.key, e.cost);

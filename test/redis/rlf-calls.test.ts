@@ -1,6 +1,6 @@
 // rate-limiter-flexible's calls (penalty, block, get) on Redis: the Lua twin decides them as the
 // MemoryStore does. Seeded traces of checks, peeks, refunds, resets, penalties, blocks and gets
-// over every algorithm, a composite and banned rules, at an injected clock (base 0 and today's
+// over every algorithm, a composite and banned rules (blocks on rules with and without a ban), at an injected clock (base 0 and today's
 // epoch): every answer deep-equal, `null` gets included.
 import { createLimiter, type Decision, type Limiter, type LimitSpec, ManualClock, MemoryStore } from "sluice";
 import { RedisStore } from "sluice/redis";
@@ -52,7 +52,7 @@ describe.skipIf(redis === undefined)("penalty, block and get: Redis = MemoryStor
             redis: createLimiter(r.spec, { ...options, store: remote }) as Limiter,
           };
         });
-        const seen = { penalty: 0, block: 0, nullGet: 0, get: 0, deniedPenalty: 0 };
+        const seen = { penalty: 0, block: 0, plainBlock: 0, nullGet: 0, get: 0, deniedPenalty: 0 };
         for (let i = 0; i < 600; i++) {
           clock.set(clock.now() + Math.floor(random() * 250));
           const pair = pairs[Math.floor(random() * pairs.length)] as (typeof pairs)[number];
@@ -68,7 +68,7 @@ describe.skipIf(redis === undefined)("penalty, block and get: Redis = MemoryStor
               return "reset";
             }
             if (a < 0.72) return l.penalty(key, cost);
-            if (a < 0.8 && pair.ban) return l.block(key, cost * 400);
+            if (a < 0.8) return l.block(key, cost * 400);
             return l.get(key);
           };
           const expected = await run(pair.memory);
@@ -79,8 +79,10 @@ describe.skipIf(redis === undefined)("penalty, block and get: Redis = MemoryStor
           if (a >= 0.58 && a < 0.72) {
             seen.penalty++;
             if (!(expected as Decision).allowed) seen.deniedPenalty++;
-          } else if (a >= 0.72 && a < 0.8 && pair.ban) seen.block++;
-          else if (a >= 0.58) {
+          } else if (a >= 0.72 && a < 0.8) {
+            seen.block++;
+            if (!pair.ban) seen.plainBlock++;
+          } else if (a >= 0.58) {
             seen.get++;
             if (expected === null) seen.nullGet++;
           }
@@ -88,6 +90,7 @@ describe.skipIf(redis === undefined)("penalty, block and get: Redis = MemoryStor
         // The trace exercised what it is for: penalties past the limit, blocks, gets both ways.
         expect(seen.deniedPenalty).toBeGreaterThan(5);
         expect(seen.block).toBeGreaterThan(5);
+        expect(seen.plainBlock).toBeGreaterThan(5);
         expect(seen.nullGet).toBeGreaterThan(3);
         expect(seen.get - seen.nullGet).toBeGreaterThan(3);
       });
@@ -116,5 +119,36 @@ describe.skipIf(redis === undefined)("penalty, block and get: Redis = MemoryStor
     await limiter.reset("k");
     expect(await limiter.get("k")).toBeNull();
     expect(await limiter.get("never-seen")).toBeNull();
+  });
+
+  it("a block without a ban: another store sees it at once, and only a blocked key's record changes form", async () => {
+    const clock = new ManualClock(Date.UTC(2026, 11, 1));
+    const prefix = uniquePrefix("rlf-block");
+    const spec: LimitSpec = { algorithm: "gcra", limit: 5, periodMs: 1000 };
+    // Two stores on two connections, each with its deny cache: two processes' view of one Redis.
+    const a = createLimiter(spec, { clock, name: "b", store: new RedisStore({ client: clients.io, prefix }) });
+    const b = createLimiter(spec, { clock, name: "b", store: new RedisStore({ client: clients.node, prefix }) });
+    await a.tryAcquire("k");
+    await a.tryAcquire("plain");
+    const keys = async () => (await clients.io.keys(`${prefix}*`)).sort();
+    const [k, plain] = await Promise.all(["k", "plain"].map(async (x) => (await keys()).find((y) => y.endsWith(x))));
+    expect(await clients.io.type(k as string)).toBe("string");
+    expect(await a.block("k", 5000)).toMatchObject({ banned: true, retryAfterMs: 5000 });
+    expect(await clients.io.type(k as string)).toBe("hash");
+    expect(await clients.io.type(plain as string)).toBe("string");
+    expect(await b.tryAcquire("k")).toMatchObject({ allowed: false, banned: true, retryAfterMs: 5000 });
+    expect(await b.tryAcquire("plain")).toMatchObject({ allowed: true, remaining: 3 });
+    // A refund does not lift it; get reports it; the block outlasts the record's own expiry.
+    expect(await b.refund("k")).toMatchObject({ banned: true });
+    expect(await b.get("k")).toMatchObject({ banned: true, retryAfterMs: 5000 });
+    expect(await clients.io.pttl(k as string)).toBeGreaterThan(4000); // its own expiry would be ~400 ms
+    clock.set(Date.UTC(2026, 11, 1) + 5000);
+    expect(await b.tryAcquire("k")).toMatchObject({ allowed: true, remaining: 4 });
+    expect(await clients.io.type(k as string)).toBe("string");
+    // A reset clears a block at once, everywhere.
+    await a.block("k", 60_000);
+    expect(await b.tryAcquire("k")).toMatchObject({ banned: true });
+    await b.reset("k");
+    expect(await a.tryAcquire("k")).toMatchObject({ allowed: true, remaining: 4 });
   });
 });

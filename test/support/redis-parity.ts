@@ -390,21 +390,25 @@ export async function runParityTrace(
       summary.rebound++;
       continue;
     }
-    const op = action < 0.18 ? "peek" : action < 0.28 ? "refund" : "tryAcquire";
-    const expected = pair.memory[op](key, cost) as Decision;
+    const op = action < 0.075 ? "block" : action < 0.18 ? "peek" : action < 0.28 ? "refund" : "tryAcquire";
+    // A block (on rules with a ban and without, src/core/block.ts) for 250 ms per unit of cost.
+    const call = (l: Limiter) => (op === "block" ? l.block(key, 250 * cost) : l[op](key, cost));
+    const expected = call(pair.memory) as Decision;
     const now = clock.now();
     if (op === "tryAcquire" && !expected.allowed) denials.push(now);
     const m = options.model ? model(key) : undefined;
     const modelled =
       m === undefined
         ? undefined
-        : op === "peek"
-          ? m.peek(now, cost)
-          : op === "refund"
-            ? m.refund(now, cost)
-            : m.check(now, cost);
+        : op === "block"
+          ? m.block(now, 250 * cost)
+          : op === "peek"
+            ? m.peek(now, cost)
+            : op === "refund"
+              ? m.refund(now, cost)
+              : m.check(now, cost);
     inFlight.push({
-      actual: Promise.resolve(pair.remote[op](key, cost)),
+      actual: Promise.resolve(call(pair.remote)),
       expected,
       where: `${op} at ${where}`,
       ...(modelled ? { modelled } : {}),
@@ -520,7 +524,7 @@ export async function runParitySuite(
 
 /**
  * Asserts a parity run exercised what its rule is there for: most events compared, refunds,
- * banned decisions exactly when the rule has a ban, spec changes exactly when it has respecs,
+ * banned decisions (bans, and blocks on every rule), spec changes exactly when it has respecs,
  * and instants aimed at boundaries.
  */
 export function expectExercised(
@@ -538,7 +542,8 @@ export function expectExercised(
       seeds * modelTraces * PARITY_EVENTS * 0.75,
     );
   expect(summary.refunded).toBeGreaterThan(0);
-  expect(summary.banned > 0, "banned decisions seen").toBe(rule.ban !== undefined);
+  // Banned answers on every rule: blocks (src/core/block.ts) on rules with a ban and without.
+  expect(summary.banned, "banned decisions seen").toBeGreaterThan(0);
   expect(summary.rebound > 0, "spec changes made").toBe((rule.respecs ?? []).length > 0);
   expect(summary.boundaries, "boundary instants").toBeGreaterThan(seeds * traces * PARITY_EVENTS * 0.05);
 }

@@ -6,32 +6,46 @@
  * missing. Peeks and denials leave a record untouched, so decisions run on the stored records.
  */
 import type { Decision, Store } from "sluice";
-import { decideRule, storesNewRecord } from "../../src/core/decide-rule.ts";
+import { blocksBeside, decideBlocked } from "../../src/core/block.ts";
+import { decideRule, type Operation, storesNewRecord } from "../../src/core/decide-rule.ts";
 import { createRecord } from "../../src/core/rule.ts";
 
-/** Records on a Map, decided by `decideRule`. */
+/** Records on a Map, decided by `decideRule` (and blocks beside them, by `decideBlocked`). */
 export function pureStore(): Store {
   const tables = new Map<string, Map<string, unknown>>();
+  const blockTables = new Map<string, Map<string, number>>();
   return {
     synchronous: true,
+    flexibleCalls: true,
     bind({ id, rule }) {
       const tableId = `${id}\u0000${rule.shape}`;
       let records = tables.get(tableId);
       if (records === undefined) tables.set(tableId, (records = new Map()));
       const table = records;
+      // Blocks on a rule without a ban, beside the records (src/core/block.ts), never dropped.
+      let blocks = blockTables.get(tableId);
+      if (blocks === undefined) blockTables.set(tableId, (blocks = new Map<string, number>()));
+      const decide = (key: string, record: unknown, now: number, cost: number, op: Operation): Decision => {
+        if (op === "block" && blocksBeside(rule)) blocks.set(key, now + cost);
+        const until = blocks.get(key);
+        return until !== undefined && until > now
+          ? decideBlocked(rule, record, now, cost, op, until)
+          : decideRule(rule, record, now, cost, op);
+      };
       return {
         check(key, cost, now, op): Decision {
           const found = table.get(key);
-          if (found !== undefined) return decideRule(rule, found, now as number, cost, op);
+          if (found !== undefined) return decide(key, found, now as number, cost, op);
           // A new record is kept only when the operation changed it, as every store does (a
           // refund of a fresh token bucket restamps it, which must not outlive a capacity change).
           const record = createRecord(rule);
-          const result = decideRule(rule, record, now as number, cost, op);
+          const result = decide(key, record, now as number, cost, op);
           if (storesNewRecord(rule, op, result)) table.set(key, record);
           return result;
         },
         reset(key) {
           table.delete(key);
+          blocks.delete(key);
         },
         release() {},
       };

@@ -16,6 +16,7 @@
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { Decision } from "../../algorithms/decision.ts";
 import { type BanPolicy, type BanState, countDenial } from "../../core/ban.ts";
+import { blockedAnswer, blocksBeside, costUnderBlock, underBlock } from "../../core/block.ts";
 import { systemClock } from "../../core/clock.ts";
 import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
 import { describeValue } from "../../core/describe-value.ts";
@@ -305,20 +306,16 @@ export class MemoryStore implements Store {
       check: (key, cost, now, op, at) => {
         const t = now === undefined ? systemClock.now() : now;
         if (--this.#sweepIn === 0) this.#sweep(t, bound.clock);
-        if (op === "penalty" || op === "block") return this.#force(bound, key, cost, t, op);
-        if (op !== "peek" && op !== "get") {
-          // The hot path: a live key is one Map lookup and one decision.
-          const record = bound.get(key, t);
-          if (record !== undefined) {
-            if (record instanceof Approx) return this.#decideApprox(bound, key, record, cost, t, op, at);
-            return decideRule(bound.rule, record, t, cost, op, at);
-          }
+        // Blocks of a rule without a ban (core/block.ts): one field test while the rule has none.
+        if (bound.blocks !== undefined || (op === "block" && blocksBeside(bound.rule))) {
+          return this.#blockable(bound, key, cost, t, op, at);
         }
-        return this.#miss(bound, key, cost, t, op, at);
+        return this.#decide(bound, key, cost, t, op, at);
       },
       reset: (key) => {
         const t = now(bound);
         bound.expire(t); // rotate first, so a pending rotation does not drop what follows
+        if (bound.blocks?.delete(key) && bound.blocks.size === 0) bound.blocks = undefined;
         if (bound.delete(key)) this.#size--;
         if (bound.index === 0 && bound.sketch === undefined) return;
         const h = this.#hash(key);
@@ -370,7 +367,14 @@ export class MemoryStore implements Store {
       if (table.refs > 0 || this.#tables.get(table.id) !== table) continue; // bound again, or gone
       if (table.clock !== clock) continue;
       if (!(now >= table.quietAt)) break;
-      if (table.compactSize === 0 && table.sketch === undefined && table.pins.size === 0) this.#drop(table.id, table);
+      if (
+        table.compactSize === 0 &&
+        table.sketch === undefined &&
+        table.pins.size === 0 &&
+        table.blocks === undefined
+      ) {
+        this.#drop(table.id, table);
+      }
     }
     this.#releasedHead = i;
     if (i > 1024 && i * 2 > released.length) {
@@ -510,6 +514,50 @@ export class MemoryStore implements Store {
   #hash(key: string): Uint32Array {
     fingerprint(this.#seed, key, this.#h);
     return this.#h;
+  }
+
+  /** `op` on `key` through the tiers (no block beside the record to consider). */
+  #decide(table: Table, key: string, cost: number, t: number, op: Operation, at?: number): Decision {
+    if (op === "penalty" || op === "block") return this.#force(table, key, cost, t, op);
+    if (op !== "peek" && op !== "get") {
+      // The hot path: a live key is one Map lookup and one decision.
+      const record = table.get(key, t);
+      if (record !== undefined) {
+        if (record instanceof Approx) return this.#decideApprox(table, key, record, cost, t, op, at);
+        return decideRule(table.rule, record, t, cost, op, at);
+      }
+    }
+    return this.#miss(table, key, cost, t, op, at);
+  }
+
+  /**
+   * `op` on a rule that keeps blocks beside its records (core/block.ts): a block sets the key's
+   * end; a key still blocked runs what a blocked key runs (a refund or a penalty still reaches
+   * its record) and is answered as banned; an ended block is forgotten.
+   */
+  #blockable(table: Table, key: string, cost: number, t: number, op: Operation, at?: number): Decision {
+    let until = table.blocks?.get(key);
+    if (op === "block") {
+      until = t + cost;
+      table.blocks ??= new Map();
+      table.blocks.set(key, until);
+    } else if (until !== undefined && !(until > t)) {
+      const blocks = table.blocks as Map<string, number>;
+      blocks.delete(key);
+      if (blocks.size === 0) table.blocks = undefined;
+      until = undefined;
+    }
+    if (until === undefined) return this.#decide(table, key, cost, t, op, at);
+    const inner = underBlock(op);
+    return blockedAnswer(this.#decide(table, key, costUnderBlock(op, cost), t, inner, at), t, until);
+  }
+
+  /** Forgets the blocks of `table` that have ended by `now`. */
+  #unblock(table: Table, now: number): void {
+    const blocks = table.blocks;
+    if (blocks === undefined) return;
+    for (const [key, until] of blocks) if (!(until > now)) blocks.delete(key);
+    if (blocks.size === 0) table.blocks = undefined;
   }
 
   /**
@@ -781,11 +829,18 @@ export class MemoryStore implements Store {
     for (const [id, table] of this.#tables) {
       if (table.clock === clock) {
         table.expire(now);
+        this.#unblock(table, now);
         // A summary whose every cell has stopped mattering is freed (an idle rule holds nothing).
         if (table.sketch !== undefined && !(table.sketch.freshAt > now)) table.sketch = undefined;
       }
       // An unbound table whose records are all gone is dropped with its summary.
-      if (table.refs === 0 && table.size === 0 && table.compactSize === 0 && table.sketch === undefined) {
+      if (
+        table.refs === 0 &&
+        table.size === 0 &&
+        table.compactSize === 0 &&
+        table.sketch === undefined &&
+        table.blocks === undefined
+      ) {
         this.#drop(id, table);
       } else size += table.size;
     }

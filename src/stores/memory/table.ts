@@ -117,6 +117,12 @@ export class Table {
    * (it holds what the reset forgot), so the key decides as a fresh key.
    */
   pins: Map<number, number> = EMPTY_PINS;
+  /**
+   * Keys blocked by `block(key, ms)` on a rule without a ban, and when each block ends
+   * (core/block.ts); undefined while none is: checks then test this one field and nothing more.
+   * Held exactly, outside the tiers (a block is never evicted nor summarised), until it ends.
+   */
+  blocks: Map<string, number> | undefined = undefined;
   /** Most records in the protected segment (Infinity: unsegmented, every record is in `main`). */
   protectedCap = Number.POSITIVE_INFINITY;
   /** Records moved from probation to the protected segment. */

@@ -163,7 +163,16 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     // one-member rule without a ban, with a finite wait. Under a ban every denial must reach
     // Redis to count toward it; a costlier denial's `remaining` can grow while it still denies;
     // a composite's other members recover meanwhile; an endless denial's figures move on.
-    if (this.hasBan || cost !== 1 || this.limits.length > 1 || !Number.isFinite(decision.retryAfterMs)) return;
+    // A blocked answer (banned: a rule without a ban, src/core/block.ts) is no member denial to replay.
+    if (
+      this.hasBan ||
+      decision.banned === true ||
+      cost !== 1 ||
+      this.limits.length > 1 ||
+      !Number.isFinite(decision.retryAfterMs)
+    ) {
+      return;
+    }
     if (!store.denyCache.live) {
       store.invalidation.start();
       return;

@@ -3,13 +3,15 @@
  * check, 4 values per member: status (1 allowed, 0 denied, -1 the check failed; 2 allowed, on
  * a get's first member: the record is equivalent to a fresh one), remaining,
  * retryAfterMs when denied or delayMs when allowed, resetMs — the member decisions the Lua
- * `decideRule` made — then, for a rule with a ban, the ban's time left in ms (0: not banned).
+ * `decideRule` made — then, for a rule with a ban, the ban's time left in ms (0: not banned); for
+ * a rule without one, a block's time left replaces the first status (`b1/<ms>`, `b0/<ms>`).
  * Whole figures arrive as integers; the rest (`inf`, fractions) as exact `%.17g` text (the
  * script turns -0 into +0 where it encodes figures, as the Decision builder does). A failed
  * check carries its error text in place of its first `remaining`.
  */
 
 import { type Decision, decision } from "../../algorithms/decision.ts";
+import { blockedAnswer } from "../../core/block.ts";
 import { combine } from "../../core/composite.ts";
 import { bannedDecision, markFreshAnswer } from "../../core/decide-rule.ts";
 import { StoreError } from "../../core/errors.ts";
@@ -41,9 +43,18 @@ function figure(value: unknown): number {
   return parsed;
 }
 
+/**
+ * A block's time left on a rule without a ban rides on the first status as `b1/<ms>` or
+ * `b0/<ms>` (src/core/block.ts, check.lua): the member's own status, and the ms.
+ */
+function blockOf(status: unknown): [number, number] | undefined {
+  if (typeof status !== "string" || !status.startsWith("b")) return undefined;
+  return [status[1] === "1" ? 1 : 0, figure(status.slice(3))];
+}
+
 /** One member's decision from the 4 values at `at`; `limit` is known from the spec, not sent. */
 function member(reply: readonly unknown[], at: number, limit: number): Decision {
-  const status = reply[at];
+  const status = blockOf(reply[at])?.[0] ?? reply[at];
   const slot = figure(reply[at + 2]);
   if (status === 1 || status === 2) return decision(true, limit, figure(reply[at + 1]), 0, figure(reply[at + 3]), slot);
   if (status === 0) return decision(false, limit, figure(reply[at + 1]), slot, figure(reply[at + 3]));
@@ -67,7 +78,10 @@ export function decodeCheck(reply: readonly unknown[], at: number, rule: ReplyLa
   }
   // Status 2 on the first member: a get whose record is equivalent to a fresh one.
   if (reply[at] === 2) markFreshAnswer(members);
-  if (!rule.hasBan) return members;
+  if (!rule.hasBan) {
+    const block = blockOf(reply[at]);
+    return block === undefined ? members : blockedAnswer(members, 0, block[1]);
+  }
   const left = figure(reply[at + limits.length * FIELDS]);
   return left > 0 ? bannedDecision(members, left) : members;
 }

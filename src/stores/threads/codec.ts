@@ -27,6 +27,12 @@ export interface Codec {
   join(cells: Float64Array, at: number, record: RuleRecord, freshAt: number): void;
   /** The record a live summary cell stands for. */
   read(cells: Float64Array, at: number): RuleRecord;
+  /**
+   * Where a record of a rule without a ban keeps when a `block` ends (core/block.ts): a word the
+   * fixed-size record has spare anyway (records never grow for it); -1 when the rule has a ban
+   * (its ban slot keeps blocks) or no word to spare.
+   */
+  readonly blockAt: number;
 }
 
 /**
@@ -124,8 +130,10 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
       rule.shape,
     );
   }
-  // Sliding logs share what the fixed-size members and the ban leave.
-  let fixed = rule.ban === undefined ? 0 : 3;
+  // A rule without a ban keeps a block in a spare word, when its record has one to spare.
+  const blockable = rule.ban === undefined && needed < recordWords;
+  // Sliding logs share what the fixed-size members, the ban and the block word leave.
+  let fixed = rule.ban === undefined ? (blockable ? 1 : 0) : 3;
   let logs = 0;
   const fields = members.map((m) => (m.kind === "sliding-log" ? [] : fieldsOf(m)));
   members.forEach((m, i) => {
@@ -143,6 +151,7 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
     at += size;
   }
   const banAt = at;
+  const blockAt = blockable ? recordWords - 1 : -1;
   const flat = fields.map((names) => FLAT[names.join()]);
   const decodeMember = (i: number, F: Float64Array, base: number): unknown => {
     const o = base + (offsets[i] as number);
@@ -181,6 +190,7 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
     F[o] = n;
   };
   return {
+    blockAt,
     decode(F, base) {
       if (rule.bare) return decodeMember(0, F, base);
       const record: unknown[] = members.map((_, i) => decodeMember(i, F, base));

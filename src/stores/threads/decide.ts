@@ -7,9 +7,10 @@
  * by the bucket word being unchanged, and linearised there.
  */
 import type { Decision } from "../../algorithms/decision.ts";
+import { blocksBeside, decideBlocked } from "../../core/block.ts";
 import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
-import { StoreError } from "../../core/errors.ts";
-import { createRecord, type RuleRecord } from "../../core/rule.ts";
+import { ConfigError, StoreError } from "../../core/errors.ts";
+import { type CompiledRule, createRecord, type RuleRecord } from "../../core/rule.ts";
 import {
   appendKey,
   BUCKET_SLOTS,
@@ -20,6 +21,7 @@ import {
   stateAt,
   tagOf,
 } from "../compact/bucket.ts";
+import { recordWordsOf } from "./codec.ts";
 import { H } from "./layout.ts";
 import { mostPermissive } from "./read-back.ts";
 import { makeRoom, mayPin, type RoomContext } from "./room.ts";
@@ -61,8 +63,12 @@ export function decide(
     const found = base < 0 ? -1 : findEntry(u32, base, E, h1, tag);
     let record: RuleRecord;
     let summarised = false;
-    if (found >= 0) record = codec.decode(f64, stateAt(base, E, found));
-    else {
+    // When a block ends (core/block.ts; NaN or -Infinity: none), kept in a spare record word.
+    let until = Number.NEGATIVE_INFINITY;
+    if (found >= 0) {
+      record = codec.decode(f64, stateAt(base, E, found));
+      if (codec.blockAt >= 0) until = f64[stateAt(base, E, found) + codec.blockAt] as number;
+    } else {
       const rows = summary.read(index, h1, h2, now, codec);
       summarised = rows !== undefined;
       record = rows === undefined ? createRecord(rule) : mostPermissive(rule, rows, now, cost);
@@ -77,8 +83,16 @@ export function decide(
         continue;
       }
       record = createRecord(rule);
+      until = Number.NEGATIVE_INFINITY;
     } else {
-      result = decideRule(rule, record, now, cost, op, receipt);
+      if (op === "block" && blocksBeside(rule)) {
+        if (codec.blockAt < 0) throw noBlockWord(rule);
+        until = now + cost;
+      }
+      result =
+        until > now
+          ? decideBlocked(rule, record, now, cost, op, until, receipt)
+          : decideRule(rule, record, now, cost, op, receipt);
       if (summarised) result.approximate = true;
       let write: boolean;
       // A get reports, like a peek; a penalty and a block always change the record.
@@ -117,6 +131,7 @@ export function decide(
     }
     if (e >= 0) {
       codec.encode(record, f64, stateAt(dst, E, e));
+      if (codec.blockAt >= 0) f64[stateAt(dst, E, e) + codec.blockAt] = until > now ? until : Number.NEGATIVE_INFINITY;
       if (pin) {
         const o = dst + e * E + 1;
         // Bounded: past MAX_PINS the record is fresh but unpinned (counted, see docs/threads.md).
@@ -131,6 +146,17 @@ export function decide(
       return result === undefined ? undefined : counted(ctx, result);
     }
   }
+}
+
+/** A block on a rule whose records have no spare word for it (see Codec.blockAt). */
+function noBlockWord(rule: CompiledRule): ConfigError {
+  const needed = recordWordsOf(rule) + 1;
+  return new ConfigError(
+    "recordWords",
+    `SharedMemoryStore: a block on rule ${rule.shape} needs a spare word per key (${needed} words) and the ` +
+      `store holds ${needed - 1}; create the store with \`recordWords: ${needed}\` or more, or give the rule a \`ban\``,
+    needed,
+  );
 }
 
 /** Counts an approximate decision in the shared counters. */

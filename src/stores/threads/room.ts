@@ -61,6 +61,7 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
     if (
       tableOfTag(u32[o + 1] as number) === index + 1 &&
       !livePin(ctx, o, index, now) &&
+      !liveBlock(ctx, dst, e, index, now) &&
       recordFreshAt(rule, codec.decode(f64, stateAt(dst, E, e))) <= now
     ) {
       removeEntry(u32, dst, E, e, count);
@@ -70,7 +71,11 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
   if (count < BUCKET_SLOTS) return count;
   // The oldest entry that is not pinned (there is one: at most MAX_PINS are).
   let victim = 0;
-  while (victim < count - 1 && livePin(ctx, dst + victim * E, index, now)) victim++;
+  // A running block (core/block.ts) is never given up: the summary could not keep it.
+  while (victim < count && (livePin(ctx, dst + victim * E, index, now) || liveBlock(ctx, dst, victim, index, now))) {
+    victim++;
+  }
+  if (victim === count) return -1; // every entry pinned or blocked: nothing may be dropped
   const o = dst + victim * E;
   const tag = u32[o + 1] as number;
   const owner = tableOfTag(tag) - 1;
@@ -87,6 +92,19 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
   if (!joined) return -1;
   removeEntry(u32, dst, E, victim, count);
   return count - 1;
+}
+
+/**
+ * Whether entry `e` of the draft at `dst` holds a block running at `now` (for entries of rule
+ * `index`; entries of other rules, whose instants may come from other clocks, count as running).
+ */
+function liveBlock(ctx: RoomContext, dst: number, e: number, index: number, now: number): boolean {
+  const { u32, f64, E } = ctx.table;
+  const owner = tableOfTag(u32[dst + e * E + 1] as number) - 1;
+  const at = ctx.view(owner).codec.blockAt;
+  if (at < 0) return false;
+  const until = f64[stateAt(dst, E, e) + at] as number;
+  return owner === index ? until > now : until > Number.NEGATIVE_INFINITY;
 }
 
 /** Whether the draft at `dst` (holding `count` entries) may take one more pin. */

@@ -11,7 +11,8 @@
 --
 -- Reply: a flat array, per check 4 values per member (1 allowed or 0 denied, remaining,
 -- retryAfterMs when denied or delayMs when allowed, resetMs: the member decisions decideRule
--- made), then, for a rule with a ban, the ban's time left (0: not banned). Figures are
+-- made), then, for a rule with a ban, the ban's time left (0: not banned); a rule without a ban
+-- carries a block's time left on its first status instead ('b1/<ms>', 'b0/<ms>'). Figures are
 -- integers, or exact text when they are not whole (see enc). A check that failed (a foreign
 -- value at its key, say) has -1 and the error text in place of its first status and
 -- remaining, and zeros elsewhere.
@@ -41,16 +42,57 @@ local function storeRecord(R, record, key, now, op, costText)
   call('SET', key, value, 'PX', ttl(recordFreshAt(R, record), now))
 end
 
+-- A key blocked on a rule without a ban (src/core/block.ts) is a hash { s = the record's value
+-- (absent: fresh), b = when the block ends }: a never-blocked key stays the plain string the hot
+-- path GETs, so no check pays for blocks, and a blocked key's GET fails there and comes here.
+-- Returns the record's value (false: none) and the block's end (nil: never blocked).
+local function loadRaw(key)
+  local raw = redis.pcall('GET', key)
+  if type(raw) ~= 'table' then return raw, nil end
+  local v = call('HMGET', key, 's', 'b') -- a foreign type fails here, as GET would
+  local till = tonumber(v[2])
+  if not till then error('not a sluice blocked record at ' .. key) end
+  return v[1], till
+end
+
+-- Writes a blocked key's hash (see loadRaw), expiring when both the block and the record would.
+-- The record is left out only for a key that had none and still decides as a fresh one.
+local function storeBlocked(R, record, key, now, till, raw)
+  local fresh = recordFreshAt(R, record)
+  local value = nil
+  if raw or fresh > now then value = R.bare and R.first.save(R.first, record) or saveRecord(R, record) end
+  call('DEL', key)
+  if value then
+    call('HSET', key, 'b', fmt('%.17g', till), 's', value)
+  else
+    call('HSET', key, 'b', fmt('%.17g', till))
+  end
+  if fresh < till then fresh = till end
+  call('PEXPIRE', key, ttl(fresh, now))
+end
+
 -- One check: load the record, decide, write it back when the decision changed it. A stored key
 -- that lost its expiry (PERSIST, a restore) gets it back on the next denial.
 local function run(R, key, now, cost, op, costText, at)
-  local raw = call('GET', key)
+  local raw, till = loadRaw(key)
   local record = loadRecord(R, raw)
+  if op == BLOCK and not R.ban then till = now + cost end
+  if till and till > now then
+    local left = decideBlocked(R, record, now, cost, op, at, till)
+    if op == BLOCK or op == REFUND or op == PENALTY then storeBlocked(R, record, key, now, till, raw) end
+    return left, true
+  end
   local left = decideRule(R, record, now, cost, op, at)
   if op == PEEK or op == GET then return left end
   local allowed = left == nil
   for f = 1, 4 * R.count, 4 do
     if not FIG[f] then allowed = false end
+  end
+  if till then
+    -- A block that has ended stays in the hash until the key expires, as a ban's end stays in
+    -- its slot: a clock that steps back finds it again on every store.
+    if op == REFUND or op == PENALTY or allowed then storeBlocked(R, record, key, now, till, raw) end
+    return left
   end
   if not raw then
     if storesNewRecord(R, op, allowed) then storeRecord(R, record, key, now, op, costText) end
@@ -107,7 +149,7 @@ local function decide(R, op, cost, now, costText)
   end
   -- An error in one check (a foreign value at its key, say) fails that check alone: the
   -- checks before it in this batch have already counted and must be reported as decided.
-  local done, left
+  local done, left, blocked
   if op == CHECK and R.bare then
     local ok, remaining, slot, reset
     done, ok, remaining, slot, reset = pcall(bareCheck, R.first, KEYS[k], now, cost, costText)
@@ -117,8 +159,10 @@ local function decide(R, op, cost, now, costText)
       return
     end
     left = ok
-  else
-    done, left = pcall(run, R, KEYS[k], now, cost, op, costText, at)
+  end
+  -- Every other operation, and a bare check whose GET found a blocked key's hash (see loadRaw).
+  if not (op == CHECK and R.bare) or string.find(tostring(type(left) == 'table' and left.err or left), 'WRONGTYPE', 1, true) then
+    done, left, blocked = pcall(run, R, KEYS[k], now, cost, op, costText, at)
   end
   local count = R.count
   local width = 4 * count
@@ -136,7 +180,13 @@ local function decide(R, op, cost, now, costText)
   end
   -- A get of a record equivalent to a fresh one: status 2 (allowed, fresh) on its first member.
   if op == GET and GOT_FRESH then out[n + 1] = 2 end
-  if R.ban then out[n + width] = left and enc(left) or 0 end
+  if R.ban then
+    out[n + width] = left and enc(left) or 0
+  elseif blocked then
+    -- A block on a rule without a ban: its time left rides on the first status, as 'b1/<ms>'
+    -- or 'b0/<ms>' (that member allows one unit or not), so the reply keeps its width.
+    out[n + 1] = (FIG[1] and 'b1/' or 'b0/') .. fmt('%d', left)
+  end
   n = n + width
 end
 

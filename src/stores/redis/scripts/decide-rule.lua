@@ -69,7 +69,8 @@ local function decideCall(R, record, now, cost, op)
       P.force(P, memberState(R, record, i), now, cost)
     end
   elseif op == BLOCK then
-    if not ban then error('block needs a rule with a ban policy') end
+    -- A rule without a ban keeps blocks beside its record (run in check.lua, decideBlocked).
+    if not ban then error('decideRule: a block without a ban slot is kept by the store') end
     ban['until'] = now + cost
   end
   local left = nil
@@ -117,4 +118,23 @@ end
 -- the operation changed the record (a refund of a fresh key changes nothing that counts).
 local function storesNewRecord(R, op, allowed)
   return (op == CHECK and (allowed or R.ban ~= nil)) or op == PENALTY or op == BLOCK
+end
+
+-- Twin of src/core/block.ts decideBlocked: `op` on the record of a key blocked until `till`
+-- (> now) on a rule without a ban. Refunds and penalties still reach the members; everything
+-- else reads one unit; the answer is banned for the time left (returned, like a ban's).
+local function decideBlocked(R, record, now, cost, op, at, till)
+  if op == REFUND then
+    for i = 1, R.count do
+      local P = R.members[i]
+      P.refund(P, memberState(R, record, i), now, cost, at)
+    end
+  elseif op == PENALTY then
+    for i = 1, R.count do
+      local P = R.members[i]
+      P.force(P, memberState(R, record, i), now, cost)
+    end
+  end
+  GOT_FRESH = false
+  return banned(R, record, now, till)
 end

@@ -1,0 +1,157 @@
+// The summary tier's rate members and bans, and `present`'s every-row rule, at fixed instants
+// (sketch.test.ts covers fixed windows). Found open by the mutation run (docs/testing.md).
+import { describe, expect, it } from "vitest";
+import type { AlgorithmSpec } from "../../algorithms/specs.ts";
+import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
+import type { BanPolicy } from "../../core/ban.ts";
+import { type CompiledRule, compileRule, type RuleRecord } from "../../core/rule.ts";
+import { validateSpec } from "../../core/spec.ts";
+import { cellSlots, Sketch } from "./sketch.ts";
+
+const T0 = Date.UTC(2026, 11, 1);
+const rule = (specs: unknown[], ban?: BanPolicy): CompiledRule =>
+  compileRule(
+    specs.map((s) => validateSpec(s) as AlgorithmSpec),
+    ban,
+  );
+// 1 token per second: 1 thousandth per ms; full (2 tokens) is 2000 thousandths, 2000 ms to refill.
+const TB = rule([{ algorithm: "token-bucket", capacity: 2, refillPerSecond: 1 }]);
+const FRESH_TB: TokenBucketState = { b: 2000, t: Number.NEGATIVE_INFINITY };
+const never = () => false;
+
+describe("Sketch: rate-based members", () => {
+  it("a bucket's cell is the instant it is full again; a key reads back empty until then", () => {
+    const s = new Sketch(TB, 4);
+    expect(cellSlots(TB)).toBe(2);
+    s.add(1, 2, { b: 0, t: T0 }, T0);
+    expect(s.freshAt).toBe(T0 + 2000);
+    expect(s.present(1, 2, T0 + 1999)).toBe(true);
+    expect(s.present(1, 2, T0 + 2000)).toBe(false);
+    // Read back: the cell's instant is kept as the key's base, its own fresh bucket adds nothing.
+    const rate = [0, Number.NaN];
+    expect(s.present(1, 2, T0 + 500)).toBe(true);
+    const read = s.estimate(FRESH_TB, rate, true, T0 + 500, never) as TokenBucketState;
+    expect(rate[1]).toBe(T0 + 2000);
+    expect(read.b).toBe(0);
+    expect(read.t).toBeGreaterThanOrEqual(T0);
+    expect(read.t).toBeLessThan(T0 + 0.1);
+    // 1000 ms of backlog taken since the read-back: full again 1000 ms after the base.
+    const owed = s.estimate(FRESH_TB, [1000, T0 + 2000], true, T0 + 500, never) as TokenBucketState;
+    expect(owed.t).toBeGreaterThanOrEqual(T0 + 1000);
+    expect(owed.t).toBeLessThan(T0 + 1000.1);
+  });
+
+  it("a base once kept is not replaced by a later cell", () => {
+    const s = new Sketch(TB, 1);
+    s.add(1, 2, { b: 0, t: T0 }, T0);
+    const rate = [0, Number.NaN];
+    s.present(1, 2, T0);
+    s.estimate(FRESH_TB, rate, true, T0, never);
+    s.add(3, 4, { b: 0, t: T0 + 1000 }, T0 + 1000); // the shared cell moves on
+    s.present(1, 2, T0 + 1000);
+    s.estimate(FRESH_TB, rate, true, T0 + 1000, never);
+    expect(rate[1]).toBe(T0 + 2000);
+  });
+
+  it("a read-back key adds max(cell + debt, its own instant), not its backlog on top of the cell's", () => {
+    // The key's own bucket is full again at T0 + 1500, inside the cell's T0 + 2000: with no debt
+    // the cell stays at T0 + 2000 (summed backlogs would push it to T0 + 3000).
+    const s = new Sketch(TB, 4);
+    s.add(1, 2, { b: 0, t: T0 }, T0);
+    s.add(1, 2, { b: 1000, t: T0 + 500 }, T0 + 500, [0, T0 + 2000]);
+    expect(s.present(1, 2, T0 + 1999)).toBe(true);
+    expect(s.present(1, 2, T0 + 2001)).toBe(false);
+    // Without a read-back (no rate), the same record's backlog adds on top: full at T0 + 3000.
+    const summed = new Sketch(TB, 4);
+    summed.add(1, 2, { b: 0, t: T0 }, T0);
+    summed.add(1, 2, { b: 1000, t: T0 + 500 }, T0 + 500);
+    expect(summed.present(1, 2, T0 + 2999)).toBe(true);
+  });
+
+  it("in a composite only the rate member takes the read-back path", () => {
+    const mixed = rule([
+      { algorithm: "fixed-window", limit: 5, windowMs: 1000 },
+      { algorithm: "token-bucket", capacity: 2, refillPerSecond: 1 },
+    ]);
+    const s = new Sketch(mixed, 4);
+    s.add(
+      1,
+      2,
+      [
+        { w: T0, c: 2 },
+        { b: 0, t: T0 },
+      ],
+      T0,
+    );
+    s.add(
+      1,
+      2,
+      [
+        { w: T0, c: 1 },
+        { b: 1000, t: T0 + 500 },
+      ],
+      T0 + 500,
+      [0, Number.NaN, 0, T0 + 2000],
+    );
+    s.present(1, 2, T0 + 600);
+    const read = s.estimate([{ w: Number.NEGATIVE_INFINITY, c: 0 }, FRESH_TB], [], true, T0 + 600, never) as [
+      { w: number; c: number },
+      TokenBucketState,
+    ];
+    expect(read[0]).toEqual({ w: T0, c: 3 }); // counts add
+    expect(read[1].t).toBeLessThan(T0 + 0.1); // the bucket: max(cell, own), full at T0 + 2000
+  });
+});
+
+describe("Sketch: bans", () => {
+  const BANNED = rule([{ algorithm: "fixed-window", limit: 5, windowMs: 1000 }], {
+    after: 2,
+    withinMs: 1000,
+    forMs: 5000,
+  });
+
+  it("a ban keeps the cell live until it ends, and reads back with the key", () => {
+    expect(cellSlots(BANNED)).toBe(1 + 2 + 3);
+    const s = new Sketch(BANNED, 4);
+    const record: RuleRecord = [
+      { w: T0, c: 5 },
+      { since: T0, n: 2, until: T0 + 5000 },
+    ];
+    s.add(1, 2, record, T0);
+    expect(s.freshAt).toBe(T0 + 5000);
+    expect(s.present(1, 2, T0 + 4999)).toBe(true);
+    const fresh: RuleRecord = [
+      { w: Number.NEGATIVE_INFINITY, c: 0 },
+      { since: Number.NEGATIVE_INFINITY, n: 0, until: Number.NEGATIVE_INFINITY },
+    ];
+    expect(s.estimate(fresh, [], true, T0 + 100, never)).toEqual(record);
+    expect(s.present(1, 2, T0 + 5000)).toBe(false);
+  });
+
+  it("denials without a ban keep the cell live for the ban's window", () => {
+    const s = new Sketch(BANNED, 4);
+    s.add(
+      1,
+      2,
+      [
+        { w: T0, c: 0 },
+        { since: T0 + 300, n: 1, until: Number.NEGATIVE_INFINITY },
+      ],
+      T0 + 300,
+    );
+    expect(s.freshAt).toBe(T0 + 1300);
+  });
+});
+
+describe("Sketch: present", () => {
+  const FW = rule([{ algorithm: "fixed-window", limit: 5, windowMs: 1000 }]);
+
+  it("a key is present only when every row's cell is live", () => {
+    // Width 4: keys (1, 2) and (1, 5) share rows 0 and 2 only (sketch.test.ts).
+    const s = new Sketch(FW, 4);
+    s.add(1, 5, { w: T0, c: 3 }, T0);
+    expect(s.present(1, 5, T0)).toBe(true);
+    expect(s.present(1, 2, T0)).toBe(false);
+    expect(s.fill(T0)).toBe(4 / 16);
+  });
+});
