@@ -7,14 +7,9 @@ import { createLimiter, type Decision, ManualClock, StoreError } from "sluice";
 import { type OnError, RedisStore } from "sluice/redis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { blackHole } from "../support/net.ts";
-import { hasRedisServer, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { canStartRedis, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
 
-const canStart = await hasRedisServer();
-if (!canStart) {
-  const message = "Redis fault suite cannot run: no redis-server to start";
-  if (process.env.CI) throw new Error(message);
-  console.warn(`\n${"!".repeat(80)}\n!! SKIPPED: ${message}\n${"!".repeat(80)}\n`);
-}
+const canStart = await canStartRedis("faults");
 
 const TIMEOUT = 300;
 const MARGIN = 1500;
