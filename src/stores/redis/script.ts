@@ -70,6 +70,7 @@ export function checkScript(): CheckScript {
   return loaded;
 }
 
+/** The embedded text of scripts/`name`. */
 function text(name: string): string {
   const source = LUA_SOURCES[name as keyof typeof LUA_SOURCES];
   if (source === undefined) throw new Error(`scripts/${name} is not in lua-sources.ts: run node scripts/embed-lua.mjs`);
