@@ -1,14 +1,12 @@
 // The store conformance kit (sluice/testing) on RedisStore: standalone with ioredis and
 // node-redis, and a 3-master Cluster started here with both clients. Each case gets its own
 // key prefix; the failure case runs against a client for a port nobody listens on.
-import { Cluster } from "ioredis";
-import { createCluster } from "redis";
 import { RedisStore } from "sluice/redis";
 import { storeConformance } from "sluice/testing";
-import { afterAll, beforeAll, describe } from "vitest";
+import { describe } from "vitest";
 import { runCases } from "../support/conformance.ts";
-import { startCluster, type TestCluster } from "../support/redis-cluster.ts";
-import { deadIoredis, noRedis, standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
+import { deadIoredis, standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
+import { clusterRedis, useClusterClients } from "../support/redis-topologies.ts";
 
 const redis = await standaloneRedis("store conformance (standalone)");
 
@@ -45,28 +43,10 @@ describe.skipIf(redis === undefined)("RedisStore conformance, standalone", () =>
   );
 });
 
-const cluster: TestCluster | undefined = await startCluster().catch((error: unknown) => {
-  if (process.env.CI) throw error;
-  console.warn(`cluster could not start: ${String(error)}`);
-  return undefined;
-});
-if (cluster === undefined) noRedis("store conformance (cluster)");
+const cluster = await clusterRedis("store conformance (cluster)");
 
 describe.skipIf(cluster === undefined)("RedisStore conformance, Cluster", () => {
-  const ports = cluster?.ports ?? [];
-  let io: Cluster;
-  let node: ReturnType<typeof createCluster>;
-  beforeAll(async () => {
-    io = new Cluster(ports.map((port) => ({ host: "127.0.0.1", port })));
-    await io.ping();
-    node = createCluster({ rootNodes: ports.map((port) => ({ url: `redis://127.0.0.1:${port}` })) });
-    await node.connect();
-  });
-  afterAll(async () => {
-    io?.disconnect();
-    await node?.close();
-    await cluster?.dispose();
-  });
-  runCases(storeConformance({ name: "RedisStore (ioredis Cluster)", create: storeOn(() => io, "cio") }));
-  runCases(storeConformance({ name: "RedisStore (node-redis Cluster)", create: storeOn(() => node, "cnode") }));
+  const clients = useClusterClients(cluster);
+  runCases(storeConformance({ name: "RedisStore (ioredis Cluster)", create: storeOn(() => clients.io, "cio") }));
+  runCases(storeConformance({ name: "RedisStore (node-redis Cluster)", create: storeOn(() => clients.node, "cnode") }));
 });

@@ -10,22 +10,13 @@
 //   each counted once.
 import { Cluster, Redis } from "ioredis";
 import { createClient, createCluster } from "redis";
-import { createLimiter, type Decision, ManualClock, type RuleBinding, type Store } from "sluice";
+import { createLimiter, type Decision, ManualClock } from "sluice";
 import { type RedisClientLike, RedisStore } from "sluice/redis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { hashTag, slotOf, tagSeed } from "../../src/stores/redis/keys.ts";
-import { startCluster, type TestCluster } from "../support/redis-cluster.ts";
-import {
-  hasRedisServer,
-  noRedis,
-  type OwnedRedis,
-  rawCommand,
-  startOwnedRedis,
-  uniquePrefix,
-} from "../support/redis-server.ts";
+import { canStartRedis, type OwnedRedis, rawCommand, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { clusterSeeds, recordingStore, slotFor, startCluster, type TestCluster } from "../support/redis-topologies.ts";
 
-const canStart = await hasRedisServer();
-if (!canStart) noRedis("client matrix");
+const canStart = await canStartRedis("client matrix");
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {
@@ -49,8 +40,6 @@ function keep<T extends { disconnect(): void }>(value: T): T {
   return value;
 }
 
-const seeds = (ports: number[]) => ports.map((port) => ({ host: "127.0.0.1", port }));
-
 const CONFIGS: Config[] = [
   {
     name: "ioredis defaults",
@@ -60,7 +49,7 @@ const CONFIGS: Config[] = [
       return { store: new RedisStore({ client, ...options }) };
     },
     cluster: async (ports, options) => {
-      const client = keep(new Cluster(seeds(ports)));
+      const client = keep(new Cluster(clusterSeeds(ports)));
       client.on("error", () => {});
       return { store: new RedisStore({ client, ...options }) };
     },
@@ -73,7 +62,7 @@ const CONFIGS: Config[] = [
       return { store: new RedisStore({ client, ...options }) };
     },
     cluster: async (ports, options) => {
-      const client = keep(new Cluster(seeds(ports), { lazyConnect: true }));
+      const client = keep(new Cluster(clusterSeeds(ports), { lazyConnect: true }));
       client.on("error", () => {});
       return { store: new RedisStore({ client, ...options }) };
     },
@@ -86,7 +75,7 @@ const CONFIGS: Config[] = [
       return { store: new RedisStore({ client, ...options }) };
     },
     cluster: async (ports, options) => {
-      const client = keep(new Cluster(seeds(ports), { lazyConnect: true, enableOfflineQueue: false }));
+      const client = keep(new Cluster(clusterSeeds(ports), { lazyConnect: true, enableOfflineQueue: false }));
       client.on("error", () => {});
       return { store: new RedisStore({ client, ...options }) };
     },
@@ -222,23 +211,12 @@ describe.skipIf(!canStart)("Redis client matrix: standalone", () => {
   }
 });
 
-/** A store wrapper that records the rule ids bound (to compute which slot a key's check uses). */
-function recording(store: Store, ids: string[]): Store & { readonly synchronous: false } {
-  return {
-    synchronous: false,
-    bind: (rule: RuleBinding) => {
-      ids.push(rule.id);
-      return store.bind(rule);
-    },
-  };
-}
-
 describe.skipIf(!canStart)("Redis client matrix: Cluster", () => {
   let cluster: TestCluster;
   let admin: Cluster;
   beforeAll(async () => {
     cluster = (await startCluster()) as TestCluster;
-    admin = new Cluster(seeds(cluster.ports));
+    admin = new Cluster(clusterSeeds(cluster.ports));
     admin.on("error", () => {});
     await new Promise((r) => admin.once("ready", r));
   }, 60_000);
@@ -258,17 +236,16 @@ describe.skipIf(!canStart)("Redis client matrix: Cluster", () => {
       cleanups.push(() => store.close());
       const clock = new ManualClock(1_800_000_000_000);
       const ids: string[] = [];
-      const limiter = createLimiter(SPEC, { store: recording(store, ids), clock, name: "api" });
+      const limiter = createLimiter(SPEC, { store: recordingStore(store, ids), clock, name: "api" });
 
       for (let i = 0; i < 3; i++) expect(await limiter.tryAcquire("abuser")).toMatchObject({ allowed: true });
       await cacheDenial(store, () => limiter.tryAcquire("abuser"));
 
       // Two keys whose checks share one slot: one migrated to another master, one not yet.
       const id = ids[0] as string;
-      const slotFor = (key: string) => slotOf(hashTag(tagSeed(id), key));
-      const target = slotFor("m0");
+      const target = slotFor(id, "m0");
       const keys = ["m0"];
-      for (let i = 1; keys.length < 2; i++) if (slotFor(`m${i}`) === target) keys.push(`m${i}`);
+      for (let i = 1; keys.length < 2; i++) if (slotFor(id, `m${i}`) === target) keys.push(`m${i}`);
       for (const key of keys) expect(await limiter.tryAcquire(key)).toMatchObject({ allowed: true, remaining: 2 });
       const masters = admin.nodes("master");
       // The owner now (an earlier configuration may have moved this slot already).

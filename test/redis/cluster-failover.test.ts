@@ -4,55 +4,35 @@
 // check settles within timeoutMs (+ a loose margin), the killed master's keys are decided again
 // once its replica takes over, and Redis never stores more than the admissions it acknowledged.
 import { Cluster } from "ioredis";
-import { createLimiter, type Decision, ManualClock, type RuleBinding, type Store } from "sluice";
+import { createLimiter, type Decision, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hashTag, slotOf, tagSeed } from "../../src/stores/redis/keys.ts";
-import { startCluster, type TestCluster } from "../support/redis-cluster.ts";
-import { noRedis, uniquePrefix } from "../support/redis-server.ts";
+import { uniquePrefix } from "../support/redis-server.ts";
+import { clusterRedis, clusterSeeds, recordingStore, slotFor } from "../support/redis-topologies.ts";
 
-const cluster: TestCluster | undefined = await startCluster({
+const cluster = await clusterRedis("cluster failover", {
   replicas: 1,
   nodeTimeoutMs: 1000,
   extraArgs: ["--cluster-require-full-coverage", "no"],
-}).catch((error: unknown) => {
-  if (process.env.CI) throw error;
-  console.warn(`cluster could not start: ${String(error)}`);
-  return undefined;
 });
-if (cluster === undefined) noRedis("cluster failover");
 
 const TIMEOUT = 300;
 const MARGIN = 1500;
-
-function recording(store: Store, ids: string[]): Store & { readonly synchronous: false } {
-  return {
-    synchronous: false,
-    bind: (rule: RuleBinding) => {
-      ids.push(rule.id);
-      return store.bind(rule);
-    },
-  };
-}
 
 describe.skipIf(cluster === undefined)("Redis Cluster failover", () => {
   let io: Cluster;
 
   beforeAll(async () => {
-    io = new Cluster(
-      (cluster?.ports ?? []).map((port) => ({ host: "127.0.0.1", port })),
-      {
-        enableOfflineQueue: false,
-        retryDelayOnTryAgain: 0,
-        redisOptions: { autoResendUnfulfilledCommands: false },
-      },
-    );
+    io = new Cluster(clusterSeeds(cluster?.ports ?? []), {
+      enableOfflineQueue: false,
+      retryDelayOnTryAgain: 0,
+      redisOptions: { autoResendUnfulfilledCommands: false },
+    });
     io.on("error", () => {});
     await new Promise((r) => io.once("ready", r));
   });
   afterAll(async () => {
     io?.disconnect();
-    await cluster?.dispose();
   });
 
   it("a master killed mid-load: only its keys are affected, until its replica takes over", async () => {
@@ -62,12 +42,12 @@ describe.skipIf(cluster === undefined)("Redis Cluster failover", () => {
     const clock = new ManualClock(3_000_000);
     const limit = 100_000;
     const spec = { algorithm: "fixed-window", limit, windowMs: 3_600_000 } as const;
-    const limiter = createLimiter(spec, { store: recording(store, ids), clock, name: "failover" });
+    const limiter = createLimiter(spec, { store: recordingStore(store, ids), clock, name: "failover" });
     const id = ids[0] as string;
     const byNode = new Map<string, string[]>();
     for (let i = 0; [...byNode.values()].filter((k) => k.length >= 8).length < 3; i++) {
       const key = `user:${i}`;
-      const node = io.slots[slotOf(hashTag(tagSeed(id), key))]?.[0] as string;
+      const node = io.slots[slotFor(id, key)]?.[0] as string;
       const keys = byNode.get(node) ?? [];
       if (keys.length < 8) keys.push(key);
       byNode.set(node, keys);
@@ -92,10 +72,10 @@ describe.skipIf(cluster === undefined)("Redis Cluster failover", () => {
     };
     // Every node answers first through a limiter of its own (see cluster-faults.test.ts).
     const warmIds: string[] = [];
-    const warm = createLimiter(spec, { store: recording(store, warmIds), clock, name: "failover-warm" });
+    const warm = createLimiter(spec, { store: recordingStore(store, warmIds), clock, name: "failover-warm" });
     const warmKeys = new Map<string, string>();
     for (let i = 0; warmKeys.size < 3; i++) {
-      warmKeys.set(io.slots[slotOf(hashTag(tagSeed(warmIds[0] as string), `w${i}`))]?.[0] as string, `w${i}`);
+      warmKeys.set(io.slots[slotFor(warmIds[0] as string, `w${i}`)]?.[0] as string, `w${i}`);
     }
     let warmed = false;
     for (let i = 0; i < 50 && !warmed; i++) {

@@ -5,19 +5,13 @@
 // equal the counts Redis stores: nothing counted twice, nothing counted late.
 import { Cluster } from "ioredis";
 import { createCluster } from "redis";
-import { createLimiter, type Decision, ManualClock, type RuleBinding, type Store } from "sluice";
+import { createLimiter, type Decision, ManualClock } from "sluice";
 import { type RedisClientLike, RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { hashTag, slotOf, tagSeed } from "../../src/stores/redis/keys.ts";
-import { startCluster, type TestCluster } from "../support/redis-cluster.ts";
-import { noRedis, rawCommand, uniquePrefix } from "../support/redis-server.ts";
+import { rawCommand, uniquePrefix } from "../support/redis-server.ts";
+import { clusterRedis, clusterSeeds, recordingStore, slotFor } from "../support/redis-topologies.ts";
 
-const cluster: TestCluster | undefined = await startCluster().catch((error: unknown) => {
-  if (process.env.CI) throw error;
-  console.warn(`cluster could not start: ${String(error)}`);
-  return undefined;
-});
-if (cluster === undefined) noRedis("cluster faults");
+const cluster = await clusterRedis("cluster faults");
 
 const TIMEOUT = 300;
 const MARGIN = 1500;
@@ -28,22 +22,6 @@ const IOREDIS_CLUSTER_OPTIONS = {
   retryDelayOnTryAgain: 0,
   redisOptions: { autoResendUnfulfilledCommands: false },
 } as const;
-
-/** A store wrapper that records the rule ids bound (to compute which slot a key's check uses). */
-function recording(store: Store, ids: string[]): Store & { readonly synchronous: false } {
-  return {
-    synchronous: false,
-    bind: (rule: RuleBinding) => {
-      ids.push(rule.id);
-      return store.bind(rule);
-    },
-  };
-}
-
-/** The slot sluice sends `key`'s check of rule `id` to. */
-function slotFor(id: string, key: string): number {
-  return slotOf(hashTag(tagSeed(id), key));
-}
 
 async function timed(check: () => Promise<Decision>): Promise<{ d: Decision; ms: number }> {
   const started = performance.now();
@@ -56,16 +34,12 @@ describe.skipIf(cluster === undefined)("Redis Cluster faults", () => {
   let io: Cluster;
 
   beforeAll(async () => {
-    io = new Cluster(
-      ports.map((port) => ({ host: "127.0.0.1", port })),
-      IOREDIS_CLUSTER_OPTIONS,
-    );
+    io = new Cluster(clusterSeeds(ports), IOREDIS_CLUSTER_OPTIONS);
     io.on("error", () => {});
     await new Promise((r) => io.once("ready", r));
   });
   afterAll(async () => {
     io?.disconnect();
-    await cluster?.dispose();
   });
 
   for (const kind of ["ioredis", "node-redis"] as const) {
@@ -91,7 +65,7 @@ describe.skipIf(cluster === undefined)("Redis Cluster faults", () => {
       const limit = 1000;
       const limiter = createLimiter(
         { algorithm: "fixed-window", limit, windowMs: 3_600_000 },
-        { store: recording(store, ids), clock, name: "pause" },
+        { store: recordingStore(store, ids), clock, name: "pause" },
       );
       const id = ids[0] as string;
       // 8 keys per master, found by the slot map.
@@ -122,7 +96,7 @@ describe.skipIf(cluster === undefined)("Redis Cluster faults", () => {
       const warmIds: string[] = [];
       const warm = createLimiter(
         { algorithm: "fixed-window", limit, windowMs: 3_600_000 },
-        { store: recording(store, warmIds), clock, name: "pause-warm" },
+        { store: recordingStore(store, warmIds), clock, name: "pause-warm" },
       );
       const warmKeys = new Map<string, string>();
       for (let i = 0; warmKeys.size < 3; i++) {
@@ -242,7 +216,7 @@ describe.skipIf(cluster === undefined)("Redis Cluster faults", () => {
       const clock = new ManualClock(2_000_000);
       const limit = 40;
       const spec = { algorithm: "fixed-window", limit, windowMs: 3_600_000 } as const;
-      const limiter = createLimiter(spec, { store: recording(store, ids), clock, name: `migrate-${kind}` });
+      const limiter = createLimiter(spec, { store: recordingStore(store, ids), clock, name: `migrate-${kind}` });
       const id = ids[0] as string;
       // 24 keys of one slot (found by their hash tags) and 24 elsewhere.
       const target = slotFor(id, "seed-key");

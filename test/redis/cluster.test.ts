@@ -1,40 +1,19 @@
 // RedisStore on a 3-master Redis Cluster started here: parity with ioredis Cluster and
 // node-redis createCluster, and every key of one check in one slot, even for hostile user keys.
-import { Cluster } from "ioredis";
-import { createCluster } from "redis";
 import { createLimiter, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { hashedKey } from "../../src/core/key-bound.ts";
-import { startCluster, type TestCluster } from "../support/redis-cluster.ts";
 import { expectExercised, PARITY_RULES, runParitySuite } from "../support/redis-parity.ts";
-import { noRedis, uniquePrefix } from "../support/redis-server.ts";
+import { uniquePrefix } from "../support/redis-server.ts";
+import { clusterRedis, useClusterClients } from "../support/redis-topologies.ts";
 
-const cluster: TestCluster | undefined = await startCluster().catch((error: unknown) => {
-  if (process.env.CI) throw error;
-  console.warn(`cluster could not start: ${String(error)}`);
-  return undefined;
-});
-if (cluster === undefined) noRedis("cluster");
+const cluster = await clusterRedis("cluster");
 
 const HOSTILE = ["{", "}", "{}", "{a}", "}{", ":", "*", "", "a:b", "x".repeat(10_240), "{".repeat(50)];
 
 describe.skipIf(cluster === undefined)("Redis Cluster", () => {
-  const ports = cluster?.ports ?? [];
-  let io: Cluster;
-  let node: ReturnType<typeof createCluster>;
-
-  beforeAll(async () => {
-    io = new Cluster(ports.map((port) => ({ host: "127.0.0.1", port })));
-    await io.ping();
-    node = createCluster({ rootNodes: ports.map((port) => ({ url: `redis://127.0.0.1:${port}` })) });
-    await node.connect();
-  });
-  afterAll(async () => {
-    io?.disconnect();
-    await node?.close();
-    await cluster?.dispose();
-  });
+  const clients = useClusterClients(cluster);
 
   for (const client of ["ioredis", "node-redis"] as const) {
     for (const rule of PARITY_RULES) {
@@ -43,7 +22,7 @@ describe.skipIf(cluster === undefined)("Redis Cluster", () => {
           rule,
           () =>
             new RedisStore({
-              client: client === "ioredis" ? io : node,
+              client: client === "ioredis" ? clients.io : clients.node,
               prefix: uniquePrefix(`cluster-${client}`),
               expiryGraceMs: 600_000,
               denyCache: false,
@@ -56,7 +35,7 @@ describe.skipIf(cluster === undefined)("Redis Cluster", () => {
 
   it("hostile keys stay separate, one record key each, spread over the cluster", async () => {
     const prefix = uniquePrefix("hostile");
-    const store = new RedisStore({ client: io, prefix, expiryGraceMs: 600_000 });
+    const store = new RedisStore({ client: clients.io, prefix, expiryGraceMs: 600_000 });
     const clock = new ManualClock(1_000_000);
     const limiter = createLimiter(
       [
@@ -76,7 +55,7 @@ describe.skipIf(cluster === undefined)("Redis Cluster", () => {
     // Find every key sluice wrote (SCAN each master): one record per hostile key (both members'
     // states in it), no more.
     const written: string[] = [];
-    for (const master of io.nodes("master")) {
+    for (const master of clients.io.nodes("master")) {
       let cursor = "0";
       do {
         const [next, keys] = await master.scan(cursor, "MATCH", `${prefix}*`, "COUNT", 1000);
@@ -86,7 +65,7 @@ describe.skipIf(cluster === undefined)("Redis Cluster", () => {
     }
     expect(written.length).toBe(HOSTILE.length);
     // Each record is reached through its own tag's slot, as Redis itself computes it.
-    const slots = await Promise.all(written.map((k) => io.cluster("KEYSLOT", k) as Promise<number>));
+    const slots = await Promise.all(written.map((k) => clients.io.cluster("KEYSLOT", k) as Promise<number>));
     // The user keys, verbatim after the tag and the 8-character rule digest, are all there.
     const users = written.map((k) => k.replace(/^[^{]*\{[^}]*\}[A-Za-z0-9_-]{8}/, ""));
     // Keys past maxKeyBytes (1 KB by default) are stored as their digest, in a namespace of their own.

@@ -6,8 +6,8 @@ import { createLimiter, type Decision, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort } from "../support/net.ts";
-import { MASTER_NAME, startSentinel, type TestSentinel } from "../support/redis-sentinel.ts";
 import { hasRedisServer, standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
+import { MASTER_NAME, startSentinel, type TestSentinel } from "../support/redis-topologies.ts";
 
 const shared = await standaloneRedis("RedisStore.connect");
 const canStart = await hasRedisServer();

@@ -8,14 +8,9 @@ import { createLimiter, type Decision, ManualClock, MemoryStore } from "sluice";
 import { type RedisClientLike, RedisStore } from "sluice/redis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { PARITY_RULES, prng } from "../support/redis-parity.ts";
-import { hasRedisServer, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { canStartRedis, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
 
-const canStart = await hasRedisServer();
-if (!canStart) {
-  const message = "Redis deny-cache suite cannot run: no redis-server to start";
-  if (process.env.CI) throw new Error(message);
-  console.warn(`\n${"!".repeat(80)}\n!! SKIPPED: ${message}\n${"!".repeat(80)}\n`);
-}
+const canStart = await canStartRedis("deny cache");
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {

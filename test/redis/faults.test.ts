@@ -7,14 +7,9 @@ import { createLimiter, type Decision, ManualClock, StoreError } from "sluice";
 import { type OnError, RedisStore } from "sluice/redis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { blackHole } from "../support/net.ts";
-import { hasRedisServer, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { canStartRedis, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
 
-const canStart = await hasRedisServer();
-if (!canStart) {
-  const message = "Redis fault suite cannot run: no redis-server to start";
-  if (process.env.CI) throw new Error(message);
-  console.warn(`\n${"!".repeat(80)}\n!! SKIPPED: ${message}\n${"!".repeat(80)}\n`);
-}
+const canStart = await canStartRedis("faults");
 
 const TIMEOUT = 300;
 const MARGIN = 1500;
@@ -315,5 +310,35 @@ describe.skipIf(!canStart)("Redis faults", () => {
     expect(good.allowed).toBe(true);
     expect(bad.failure?.policy).toBe("deny");
     expect(bad.failure?.error.message).toMatch(/WRONGTYPE/);
+  });
+
+  it("foreign values mid-batch fail those checks alone: every check around them is decided once", async () => {
+    const server = await ownRedis();
+    const client = ioredis(server.url);
+    const prefix = uniquePrefix("foreign-mid");
+    const store = new RedisStore({ client, prefix, denyCache: false });
+    const clock = new ManualClock(Date.UTC(2026, 11, 1));
+    const limiter = createLimiter(SPEC, { store, clock });
+    // Two keys hold hashes (the script cannot read them), placed between keys it can.
+    for (const key of ["bad1", "bad2"]) {
+      await limiter.tryAcquire(key);
+      const [found] = await client.keys(`${prefix}*${key}`);
+      await client.del(found as string);
+      await client.hset(found as string, "x", "1");
+    }
+    const keys = ["a", "bad1", "b", "c", "bad2", "d"];
+    // One uniform batch (same rule, op, cost and now): the script's hot path.
+    const decisions = await Promise.all(keys.map((k) => limiter.tryAcquire(k)));
+    for (const [i, key] of keys.entries()) {
+      const d = decisions[i] as Decision;
+      if (key.startsWith("bad")) {
+        expect(d.failure?.error.message, key).toMatch(/WRONGTYPE/);
+      } else {
+        expect(d.failure, key).toBeUndefined();
+        expect(d.remaining, key).toBe(SPEC.limit - 1);
+      }
+    }
+    // Each good key was counted exactly once (a peek reports what one more unit would leave).
+    for (const key of ["a", "b", "c", "d"]) expect((await limiter.peek(key)).remaining, key).toBe(SPEC.limit - 2);
   });
 });

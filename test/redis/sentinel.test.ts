@@ -1,4 +1,4 @@
-// Redis Sentinel as a deployment, with real processes (test/support/redis-sentinel.ts): an
+// Redis Sentinel as a deployment, with real processes (test/support/redis-topologies.ts): an
 // ioredis client given the sentinels, used through RedisStore. Checks work; then the master is
 // killed with SIGKILL mid-load and the sentinels promote the replica. Asserted: every check
 // settles within timeoutMs (+ a loose margin), by policy while there is no master; checks resume
@@ -8,15 +8,10 @@ import { Redis } from "ioredis";
 import { createLimiter, type Decision } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MASTER_NAME, startSentinel, type TestSentinel } from "../support/redis-sentinel.ts";
-import { hasRedisServer, uniquePrefix } from "../support/redis-server.ts";
+import { canStartRedis, uniquePrefix } from "../support/redis-server.ts";
+import { MASTER_NAME, startSentinel, type TestSentinel } from "../support/redis-topologies.ts";
 
-const canStart = await hasRedisServer();
-if (!canStart) {
-  const message = "Redis Sentinel suite cannot run: no redis-server to start";
-  if (process.env.CI) throw new Error(message);
-  console.warn(`\n${"!".repeat(80)}\n!! SKIPPED: ${message}\n${"!".repeat(80)}\n`);
-}
+const canStart = await canStartRedis("Sentinel");
 
 const TIMEOUT = 300;
 const MARGIN = 1500;

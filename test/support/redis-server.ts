@@ -136,6 +136,16 @@ export function hasRedisServer(): Promise<boolean> {
   });
 }
 
+/**
+ * Whether a suite that starts its own servers can run (`await canStartRedis(what)` at a test
+ * file's top level): when `redis-server` cannot be run, says so loudly (a failure under CI).
+ */
+export async function canStartRedis(what: string): Promise<boolean> {
+  if (await hasRedisServer()) return true;
+  cannotRun(`Redis suite "${what}"`, "no redis-server to start");
+  return false;
+}
+
 /** Starts a private redis-server on a free port, or undefined when none can be started. */
 export async function startOwnedRedis(extraArgs: string[] = []): Promise<OwnedRedis | undefined> {
   if (!(await hasRedisServer())) return undefined;

@@ -4,6 +4,12 @@
  * one script so a single SHA covers every rule and composite, and wrapped in a deadline guard
  * (below) that is no part of the decision.
  *
+ * Redis runs a script's whole top level on every call, so every `local function` in it is
+ * made again for every batch. Each algorithm's codec and twin are therefore wrapped in a
+ * loader that runs the first time the call meets one of the algorithm's codes (`ALGO.<code>`,
+ * see prelude.lua): a batch of fixed-window checks defines fixed-window and nothing of the
+ * other four (about 40,000 fewer Redis instructions per call, measured with callgrind).
+ *
  * The guard: the first argument is a deadline on the server's clock ('' for none). A call
  * that starts executing at or after it returns `{'late', serverMs}` without touching a key.
  * That is what makes "a check that timed out is never counted afterwards" hold whatever the
@@ -15,25 +21,14 @@
 import { hex, sha1 } from "../../core/digest.ts";
 import { LUA_SOURCES } from "./lua-sources.ts";
 
-/** The script files, in the order they are concatenated (helpers first, the entry point last). */
-const FILES = [
-  "prelude.lua",
-  "codecs/record.lua",
-  "codecs/fixed-window.lua",
-  "codecs/sliding-log.lua",
-  "codecs/sliding-window.lua",
-  "codecs/token-bucket.lua",
-  "codecs/gcra.lua",
-  "fixed-window.lua",
-  "sliding-log.lua",
-  "sliding-window.lua",
-  "token-bucket.lua",
-  "gcra.lua",
-  "ban.lua",
-  "rule.lua",
-  "decide-rule.lua",
-  "check.lua",
-] as const;
+/** Files loaded on every call, before the algorithms: helpers shared by every part. */
+const HEAD = ["prelude.lua", "codecs/record.lua"] as const;
+
+/** One algorithm each: its storage codec (codecs/) and its twin, loaded together on first use. */
+const ALGORITHMS = ["fixed-window", "sliding-log", "sliding-window", "token-bucket", "gcra"] as const;
+
+/** Files loaded on every call, after the algorithms (the entry point last). */
+const TAIL = ["ban.lua", "rule.lua", "decide-rule.lua", "check.lua"] as const;
 
 /** Runs before the decision code: consumes ARGV[1] (the deadline) and refuses late calls. */
 const GUARD_HEAD = `if redis.replicate_commands then pcall(redis.replicate_commands) end
@@ -68,14 +63,34 @@ let loaded: CheckScript | undefined;
  */
 export function checkScript(): CheckScript {
   if (loaded === undefined) {
-    const body = FILES.map((name) => {
-      const text = LUA_SOURCES[name];
-      if (text === undefined)
-        throw new Error(`scripts/${name} is not in lua-sources.ts: run node scripts/embed-lua.mjs`);
-      return text;
-    }).join("\n");
-    const source = GUARD_HEAD + body + GUARD_TAIL;
+    const source =
+      GUARD_HEAD + [...HEAD.map(text), ...ALGORITHMS.map(lazyAlgorithm), ...TAIL.map(text)].join("\n") + GUARD_TAIL;
     loaded = { source, sha: hex(sha1(source)) };
   }
   return loaded;
+}
+
+/** The embedded text of scripts/`name`. */
+function text(name: string): string {
+  const source = LUA_SOURCES[name as keyof typeof LUA_SOURCES];
+  if (source === undefined) throw new Error(`scripts/${name} is not in lua-sources.ts: run node scripts/embed-lua.mjs`);
+  return source;
+}
+
+/**
+ * An algorithm's codec and twin inside a loader, registered under every code its twin defines
+ * (`ALGO.<code> = ...`, read from the file itself); the metatable of ALGO runs it on a miss.
+ */
+function lazyAlgorithm(name: (typeof ALGORITHMS)[number], index: number): string {
+  const twin = text(`${name}.lua`);
+  const codes = [...twin.matchAll(/^ALGO\.(\w+) =/gm)].map((m) => m[1] as string);
+  if (codes.length === 0) throw new Error(`scripts/${name}.lua registers no ALGO code`);
+  const loader = `sluice_load_${index}`;
+  return [
+    `local function ${loader}()`,
+    text(`codecs/${name}.lua`),
+    twin,
+    "end",
+    ...codes.map((code) => `ALGO_LOADERS.${code} = ${loader}`),
+  ].join("\n");
 }

@@ -60,4 +60,13 @@ end
 -- S equals a fresh key's state. Storage (codecs/*.lua): load(P, raw) -> state (raw false for
 -- an absent record); save(P, S) -> the value to store; write(P, S, key, now, costText) stores
 -- a bare rule's state after a committed check.
-local ALGO = {}
+-- Redis runs the whole script on every call, so defining every algorithm would cost each batch
+-- the closures of all of them: script.ts wraps each algorithm's codec and twin in a loader
+-- (ALGO_LOADERS[code]), run the first time the batch asks ALGO for one of its codes.
+local ALGO_LOADERS = {}
+local ALGO = setmetatable({}, { __index = function(algo, code)
+  local load = ALGO_LOADERS[code]
+  if load == nil then return nil end
+  load()
+  return rawget(algo, code)
+end })

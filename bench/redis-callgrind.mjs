@@ -1,0 +1,110 @@
+// Redis's instructions per decision, counted by valgrind (callgrind) on a private redis-server:
+// a figure the machine's load does not move, for comparing Redis-side changes (the script, its
+// arguments, the reply) where timings on a shared machine drown them. Per spec: 10k decisions
+// fill 10k keys (not counted), then BENCH_DECISIONS more over the same keys, 64 in flight,
+// through RedisStore and ioredis; the count covers everything the server did meanwhile
+// (parsing, the script, its commands, replies). With BASE_DIST (another build's dist/, e.g.
+// main's) both builds run against the same server and the ratio is printed.
+// Needs valgrind and redis-server. Run with:
+//   npm run build && node bench/redis-callgrind.mjs   (BASE_DIST=/path/to/other/dist, BENCH_DECISIONS)
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+
+const DECISIONS = Number(process.env.BENCH_DECISIONS ?? 10_000);
+const KEYS = 10_000;
+const IN_FLIGHT = 64;
+const SPECS = {
+  "fixed-window": { algorithm: "fixed-window", limit: 1_000_000, windowMs: 3_600_000 },
+  gcra: { algorithm: "gcra", limit: 1_000_000, periodMs: 3_600_000 },
+};
+const builds = { this: fileURLToPath(new URL("../dist", import.meta.url)) };
+if (process.env.BASE_DIST) builds.base = process.env.BASE_DIST;
+
+const port = await new Promise((resolve) => {
+  const server = createServer();
+  server.listen(0, "127.0.0.1", () => {
+    const { port } = server.address();
+    server.close(() => resolve(port));
+  });
+});
+const dir = mkdtempSync(join(tmpdir(), "sluice-callgrind-"));
+const server = spawn(
+  "valgrind",
+  [
+    "--tool=callgrind",
+    `--callgrind-out-file=${dir}/out`,
+    "redis-server",
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--save",
+    "",
+    "--appendonly",
+    "no",
+    "--dir",
+    dir,
+  ],
+  { stdio: "ignore" },
+);
+const url = `redis://127.0.0.1:${port}`;
+// Under valgrind the server takes seconds to start.
+const admin = new Redis(url, { retryStrategy: () => 200, maxRetriesPerRequest: null });
+admin.on("error", () => {});
+await admin.ping();
+
+/** Instructions the server executed while `work` ran (callgrind zeroed before, dumped after). */
+async function counted(work) {
+  execFileSync("callgrind_control", ["-z", String(server.pid)], { stdio: "ignore" });
+  await work();
+  execFileSync("callgrind_control", ["-d", String(server.pid)], { stdio: "ignore" });
+  const dumps = readdirSync(dir).filter((f) => /^out\.\d+$/.test(f));
+  const last = dumps.sort((a, b) => Number(a.split(".")[1]) - Number(b.split(".")[1])).at(-1);
+  return Number(/^summary: (\d+)/m.exec(readFileSync(join(dir, last), "utf8"))?.[1]);
+}
+
+const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
+async function decide(limiter, n) {
+  let next = 0;
+  const worker = async () => {
+    while (next < n) {
+      const i = next++;
+      const d = await limiter.tryAcquire(keys[(i * 7919) % KEYS]);
+      if (d.failure !== undefined) throw d.failure.error;
+    }
+  };
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
+}
+
+const rows = [];
+for (const [name, spec] of Object.entries(SPECS)) {
+  const row = { spec: name };
+  for (const [build, path] of Object.entries(builds)) {
+    const { createLimiter } = await import(`${path}/index.js`);
+    const { RedisStore } = await import(`${path}/stores/redis/index.js`);
+    const client = new Redis(url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
+    await new Promise((r) => client.once("ready", r));
+    const prefix = `cg-${build}-${Math.random().toString(36).slice(2, 8)}:`;
+    const store = new RedisStore({ client, prefix, timeoutMs: 60_000, denyCache: false });
+    const limiter = createLimiter(spec, { store });
+    await decide(limiter, KEYS);
+    row[`${build}: instructions/decision`] = Math.round((await counted(() => decide(limiter, DECISIONS))) / DECISIONS);
+    await store.close();
+    client.disconnect();
+  }
+  if (builds.base)
+    row["this ÷ base"] = (row["this: instructions/decision"] / row["base: instructions/decision"]).toFixed(3);
+  rows.push(row);
+}
+console.log(
+  `Redis instructions per decision (callgrind), ${DECISIONS} decisions over ${KEYS} existing keys, ${IN_FLIGHT} in flight`,
+);
+console.table(rows);
+admin.disconnect();
+server.kill("SIGKILL");
+rmSync(dir, { recursive: true, force: true });
