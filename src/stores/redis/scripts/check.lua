@@ -51,7 +51,8 @@ local function loadRaw(key)
   if type(raw) ~= 'table' then return raw, nil end
   local v = call('HMGET', key, 's', 'b') -- a foreign type fails here, as GET would
   local till = tonumber(v[2])
-  if not till then error('not a sluice blocked record at ' .. key) end
+  -- A foreign hash fails as any foreign type does, with Redis's own WRONGTYPE word.
+  if not till then error('WRONGTYPE ' .. key .. ' holds a hash that is not a sluice blocked record') end
   return v[1], till
 end
 
@@ -222,14 +223,11 @@ if ARGV[a] == '=' then
   local R, op, costText = rules[ARGV[a + 1]], ARGV[a + 2], ARGV[a + 3]
   local cost, now = tonumber(costText), parseNow(ARGV[a + 4])
   if op == CHECK and R.bare then
-    -- The hot path. A check that fails (a foreign value at its key, say) changed nothing
-    -- (bareCheck writes last, in one command): its error takes its place, the rest go on.
+    -- The hot path. A check that stops it changed nothing (bareCheck writes last, in one
+    -- command): `decide` takes that key again, the way every other check goes (a blocked key's
+    -- hash is decided there; a foreign value fails that check alone), and the rest go on.
     while k < #KEYS do
-      local done, err = pcall(bareChecks, R.first, now, cost, costText)
-      if not done then
-        k = k + 1
-        failed(R, err)
-      end
+      if not pcall(bareChecks, R.first, now, cost, costText) then decide(R, op, cost, now, costText) end
     end
   else
     for _ = 1, #KEYS do decide(R, op, cost, now, costText) end
