@@ -164,7 +164,7 @@ describe("Sketch: present", () => {
   const FW = rule([{ algorithm: "fixed-window", limit: 5, windowMs: 1000 }]);
 
   it("a key's cells empty at their own instant, whatever later keys hold", () => {
-    const s = new Sketch(FW, 16);
+    const s = new Sketch(FW, 1024); // wide: the two keys share no cell
     s.add(1, 2, { w: T0 + 1000, c: 2 }, T0 + 1000);
     s.add(3, 4, { w: T0, c: 5 }, T0 + 1000); // joined later, fresh sooner: the sketch's freshAt stays
     expect(s.freshAt).toBe(T0 + 2000);
