@@ -10,6 +10,7 @@ const ALL = [
   "src/core/decide-rule.test.ts",
   "src/core/composite.test.ts",
   "src/core/ban.test.ts",
+  "src/core/ban.edges.test.ts",
   "src/core/rule.test.ts",
   "src/limiter.test.ts",
   "src/service.test.ts",

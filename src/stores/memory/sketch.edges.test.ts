@@ -98,8 +98,25 @@ describe("Sketch: rate-based members", () => {
       { w: number; c: number },
       TokenBucketState,
     ];
+    expect(read).toHaveLength(2); // no ban slot read without a ban
     expect(read[0]).toEqual({ w: T0, c: 3 }); // counts add
     expect(read[1].t).toBeLessThan(T0 + 0.1); // the bucket: max(cell, own), full at T0 + 2000
+    // The base a read-back keeps is the rate member's own slot (after the window's two).
+    const rate = [0, Number.NaN, 0, Number.NaN];
+    s.estimate([{ w: Number.NEGATIVE_INFINITY, c: 0 }, FRESH_TB], rate, true, T0 + 600, never);
+    expect(rate[3]).toBeGreaterThanOrEqual(T0 + 2000);
+    expect(rate[3]).toBeLessThan(T0 + 2000.1);
+  });
+});
+
+describe("Sketch: rate arrays", () => {
+  it("an empty rate array (a rule with no read-back debts) joins as no rate at all", () => {
+    const a = new Sketch(TB, 4);
+    const b = new Sketch(TB, 4);
+    for (const s of [a, b]) s.add(1, 2, { b: 0, t: T0 }, T0);
+    a.add(1, 2, { b: 1000, t: T0 + 500 }, T0 + 500, []);
+    b.add(1, 2, { b: 1000, t: T0 + 500 }, T0 + 500);
+    expect(a.toBase64()).toBe(b.toBase64());
   });
 });
 
@@ -146,6 +163,16 @@ describe("Sketch: bans", () => {
 describe("Sketch: present", () => {
   const FW = rule([{ algorithm: "fixed-window", limit: 5, windowMs: 1000 }]);
 
+  it("a key's cells empty at their own instant, whatever later keys hold", () => {
+    const s = new Sketch(FW, 1024); // wide: the two keys share no cell
+    s.add(1, 2, { w: T0 + 1000, c: 2 }, T0 + 1000);
+    s.add(3, 4, { w: T0, c: 5 }, T0 + 1000); // joined later, fresh sooner: the sketch's freshAt stays
+    expect(s.freshAt).toBe(T0 + 2000);
+    expect(s.present(1, 2, T0 + 1500)).toBe(true);
+    expect(s.present(3, 4, T0 + 999)).toBe(true);
+    expect(s.present(3, 4, T0 + 1000)).toBe(false); // its own cells end now
+  });
+
   it("a key is present only when every row's cell is live", () => {
     // Width 4: keys (1, 2) and (1, 5) share rows 0 and 2 only (sketch.test.ts).
     const s = new Sketch(FW, 4);
@@ -153,5 +180,60 @@ describe("Sketch: present", () => {
     expect(s.present(1, 5, T0)).toBe(true);
     expect(s.present(1, 2, T0)).toBe(false);
     expect(s.fill(T0)).toBe(4 / 16);
+  });
+});
+
+/** A sketch's cells, decoded from its snapshot. */
+const cellsOf = (s: Sketch) => [...new Float64Array(new Uint8Array(Buffer.from(s.toBase64(), "base64")).buffer)];
+
+describe("Sketch: fold and snapshots", () => {
+  const FW = rule([{ algorithm: "fixed-window", limit: 9, windowMs: 1000 }]);
+  const BANNED = rule([{ algorithm: "token-bucket", capacity: 2, refillPerSecond: 1 }], {
+    after: 2,
+    withinMs: 1000,
+    forMs: 5000,
+  });
+  /** Records for keys h1 = 0..7 (h2 = 9). */
+  const keys = (record: (i: number) => RuleRecord) => Array.from({ length: 8 }, (_, i) => [i, 9, record(i)] as const);
+
+  it.each([
+    ["fixed windows", FW, (i: number): RuleRecord => ({ w: T0, c: 1 + (i % 3) })],
+    [
+      "a bucket with a ban",
+      BANNED,
+      (i: number): RuleRecord => [
+        { b: 100 * i, t: T0 },
+        { since: T0, n: i % 2, until: i === 3 ? T0 + 5000 : Number.NEGATIVE_INFINITY },
+      ],
+    ],
+  ] as const)("folding 8 → 4 → 2 gives the cells a sketch of that width built directly has (%s)", (_, r, record) => {
+    // A key's column at width w/2 is its column at width w masked by one bit less: cell j and
+    // j + w/2 hold exactly the keys that share cell j at the half width.
+    const folded = new Sketch(r, 8);
+    for (const [h1, h2, rec] of keys(record)) folded.add(h1, h2, rec, T0);
+    for (const width of [4, 2]) {
+      folded.fold(T0);
+      const direct = new Sketch(r, width);
+      for (const [h1, h2, rec] of keys(record)) direct.add(h1, h2, rec, T0);
+      expect(folded.width).toBe(width);
+      // Equal up to the float nudges `up()` adds on each backlog sum (far below 0.1 ms).
+      const a = cellsOf(folded);
+      const b = cellsOf(direct);
+      expect(a.length).toBe(b.length);
+      a.forEach((x, i) => {
+        if (Number.isNaN(x)) expect(b[i], `slot ${i}`).toBeNaN();
+        else expect(Math.abs(x - (b[i] as number)), `slot ${i}: ${x} vs ${b[i]}`).toBeLessThan(0.1);
+      });
+    }
+  });
+
+  it("a snapshot without extra records is the cells as they are; extra records never reach the sketch", () => {
+    const empty = new Sketch(FW, 2);
+    const nan = new Float64Array(4 * 2 * 3).fill(Number.NaN);
+    expect(empty.toBase64()).toBe(Buffer.from(nan.buffer).toString("base64"));
+    const s = new Sketch(FW, 4);
+    s.add(1, 2, { w: T0, c: 3 }, T0);
+    s.toBase64([[5, 6, { w: T0 + 1000, c: 4 }, { rate: [] }]], T0 + 1000);
+    expect(s.fill(T0 + 1000)).toBe(0); // only the first key's cells, which end at T0 + 1000
   });
 });
