@@ -18,7 +18,9 @@
 // "express,fastify"; also koa, nest), BENCH_SERVER_FLAGS (node flags for the servers),
 // BENCH_FLOOR=1 (adds a middleware setting two constant headers: the floor of any limiter
 // that advertises its limit; Express and Fastify only), BENCH_CALLGRIND=1 (instructions
-// instead of CPU time, load-independent; needs valgrind; e.g. BENCH_ROUNDS=2 BENCH_REQUESTS=1000).
+// instead of CPU time, load-independent; needs valgrind; e.g. BENCH_ROUNDS=2 BENCH_REQUESTS=1000
+// BENCH_WARMUP=8000: the optimizing compiler then runs on the main thread, and a short warm-up
+// leaves its work in the counted window — 500 requests of warm-up gave 565,000 per Fastify request).
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -207,7 +209,8 @@ function ask(child, message) {
 }
 
 /** Runs a callgrind_control command on a server (`-i on`, `-z`, `-d`). */
-const callgrind = (server, ...args) => execFileSync("callgrind_control", [...args, String(server.child.pid)]);
+const callgrind = (server, ...args) =>
+  execFileSync("callgrind_control", [...args, String(server.child.pid)], { stdio: "ignore" });
 
 /** Instructions of the server's main thread in its latest callgrind dump. */
 function dumpedInstructions(server) {
