@@ -47,8 +47,9 @@ const FLOOR_HEADERS = [
  * time: a count that other work on the machine does not move. Much slower: use a few rounds.
  */
 const CALLGRIND = process.env.BENCH_CALLGRIND === "1";
-/** Where the callgrind servers dump their counts. */
-const CALLGRIND_DIR = CALLGRIND ? mkdtempSync(join(tmpdir(), "sluice-bench-http-")) : "";
+/** Where the callgrind servers dump their counts (made by the benchmark process, not by the servers). */
+const CALLGRIND_DIR =
+  CALLGRIND && process.argv[2] !== "--serve" ? mkdtempSync(join(tmpdir(), "sluice-bench-http-")) : "";
 /** Extra node flags for the server processes (e.g. BENCH_SERVER_FLAGS=--cpu-prof to profile them). */
 const SERVER_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
 
