@@ -17,8 +17,14 @@
 // server (default 5000), BENCH_CONNECTIONS (default 50), BENCH_FRAMEWORKS (default
 // "express,fastify"; also koa, nest), BENCH_SERVER_FLAGS (node flags for the servers),
 // BENCH_FLOOR=1 (adds a middleware setting two constant headers: the floor of any limiter
-// that advertises its limit; Express and Fastify only).
-import { spawn } from "node:child_process";
+// that advertises its limit; Express and Fastify only), BENCH_CALLGRIND=1 (instructions
+// instead of CPU time, load-independent; needs valgrind; e.g. BENCH_ROUNDS=2 BENCH_REQUESTS=1000
+// BENCH_WARMUP=8000: the optimizing compiler then runs on the main thread, and a short warm-up
+// leaves its work in the counted window — 500 requests of warm-up gave 565,000 per Fastify request).
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const LIMIT = 1_000_000_000;
@@ -35,6 +41,15 @@ const FLOOR_HEADERS = [
   ["RateLimit-Policy", '"default";q=1000000000;w=3600'],
   ["RateLimit", '"default";r=999999999;t=3600'],
 ];
+/**
+ * BENCH_CALLGRIND=1: each server runs under valgrind's callgrind, and a block is measured in
+ * instructions its main thread executed (JavaScript, V8 and Node, not the kernel) instead of CPU
+ * time: a count that other work on the machine does not move. Much slower: use a few rounds.
+ */
+const CALLGRIND = process.env.BENCH_CALLGRIND === "1";
+/** Where the callgrind servers dump their counts (made by the benchmark process, not by the servers). */
+const CALLGRIND_DIR =
+  CALLGRIND && process.argv[2] !== "--serve" ? mkdtempSync(join(tmpdir(), "sluice-bench-http-")) : "";
 /** Extra node flags for the server processes (e.g. BENCH_SERVER_FLAGS=--cpu-prof to profile them). */
 const SERVER_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
 
@@ -152,10 +167,29 @@ async function serveNest(limiter, spec) {
   console.log(`PORT ${app.getHttpServer().address().port}`);
 }
 
+/** The callgrind output file of a variant's server (dumps add `.<n>-<thread>`). */
+const callgrindFile = (variant) => join(CALLGRIND_DIR, variant.replaceAll(":", "-"));
+
 function start(variant) {
-  const child = spawn(process.execPath, [...SERVER_FLAGS, fileURLToPath(import.meta.url), "--serve", variant], {
-    stdio: ["ignore", "pipe", "inherit", "ipc"],
-  });
+  const node = [...SERVER_FLAGS, fileURLToPath(import.meta.url), "--serve", variant];
+  const [command, args] = CALLGRIND
+    ? [
+        "valgrind",
+        [
+          "--tool=callgrind",
+          "--separate-threads=yes",
+          "--instr-atstart=no",
+          `--callgrind-out-file=${callgrindFile(variant)}`,
+          process.execPath,
+          // Compiling on the main thread, at the same points every run: the count then does not
+          // depend on when a starved background compiler finished.
+          "--single-threaded",
+          ...node,
+        ],
+      ]
+    : [process.execPath, node];
+  // (valgrind's own banner would fill stderr.)
+  const child = spawn(command, args, { stdio: ["ignore", "pipe", CALLGRIND ? "ignore" : "inherit", "ipc"] });
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout.on("data", (chunk) => {
@@ -175,6 +209,21 @@ function ask(child, message) {
   });
 }
 
+/** Runs a callgrind_control command on a server (`-i on`, `-z`, `-d`). */
+const callgrind = (server, ...args) =>
+  execFileSync("callgrind_control", [...args, String(server.child.pid)], { stdio: "ignore" });
+
+/** Instructions of the server's main thread in its latest callgrind dump. */
+function dumpedInstructions(server) {
+  const base = callgrindFile(server.name);
+  const prefix = `${base.slice(CALLGRIND_DIR.length + 1)}.`;
+  const dumps = readdirSync(CALLGRIND_DIR)
+    .filter((f) => f.startsWith(prefix) && f.endsWith("-01"))
+    .map((f) => Number(f.slice(prefix.length, -3)));
+  const text = readFileSync(`${base}.${Math.max(...dumps)}-01`, "utf8");
+  return Number(/^totals: (\d+)/m.exec(text)?.[1]);
+}
+
 /**
  * Server CPU (µs) of exactly `requests` requests from autocannon in this process: the server
  * reads its own process.cpuUsage() just before and after. A pass run must pass everything; a
@@ -182,10 +231,12 @@ function ask(child, message) {
  */
 async function block(server, requests, connections) {
   const { default: autocannon } = await import("autocannon");
-  await ask(server.child, "mark");
+  if (CALLGRIND) callgrind(server, "-z");
+  else await ask(server.child, "mark");
   // A long timeout: on a loaded machine a request may wait seconds for its turn.
   const result = await autocannon({ url: server.url, connections, amount: requests, timeout: 60 });
-  const { cpuUs } = await ask(server.child, "read");
+  if (CALLGRIND) callgrind(server, "-d");
+  const { cpuUs } = CALLGRIND ? { cpuUs: dumpedInstructions(server) } : await ask(server.child, "read");
   const answered = result["2xx"] + result.non2xx;
   // A few requests lost to a loaded machine (timeouts, resets) cost no answer: counted apart.
   if (answered < requests * 0.99)
@@ -258,9 +309,12 @@ async function main() {
     try {
       for (const variant of variants) {
         const { child, port } = await start(`${framework}:${variant}`);
-        servers.push({ variant, child, url: `http://127.0.0.1:${port}/` });
+        servers.push({ variant, name: `${framework}:${variant}`, child, url: `http://127.0.0.1:${port}/` });
       }
-      for (const server of servers) await autocannon({ url: server.url, connections, amount: WARMUP });
+      for (const server of servers) {
+        await autocannon({ url: server.url, connections, amount: WARMUP });
+        if (CALLGRIND) callgrind(server, "-i", "on");
+      }
       const cpus = Object.fromEntries(variants.map((v) => [v, []]));
       const ratios = Object.fromEntries(variants.map((v) => [v, []]));
       for (let round = 0; round < rounds; round++) {
@@ -272,13 +326,13 @@ async function main() {
         }
         for (const v of variants) ratios[v].push(cpu[v] / cpu.bare);
       }
-      const c = (v) => `${median(cpus[v]).toFixed(1)} µs`;
+      const c = (v) => (CALLGRIND ? `${median(cpus[v]).toFixed(0)} instr` : `${median(cpus[v]).toFixed(1)} µs`);
       const quartiles = (v) => {
         const xs = [...ratios[v]].sort((x, y) => x - y);
         return `${pct(xs[Math.floor(xs.length / 4)])}…${pct(xs[Math.ceil((xs.length * 3) / 4) - 1])}`;
       };
       console.log(
-        `\n${framework}: bare ${c("bare")} per request; medians of per-round ratios to bare (interquartile range)`,
+        `\n${framework}: bare ${c("bare")} per request; medians of per-round ratios to bare (interquartile range)${CALLGRIND ? "; callgrind, main thread" : ""}`,
       );
       for (const [name, v] of [
         ["sluice", "sluice"],
@@ -296,6 +350,7 @@ async function main() {
       }
     }
   }
+  if (CALLGRIND) rmSync(CALLGRIND_DIR, { recursive: true, force: true });
   if (lost > 0) console.log(`\n${lost} requests were not answered (timeouts or resets) and are not counted`);
 }
 
