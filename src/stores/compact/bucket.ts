@@ -94,11 +94,12 @@ export function removeEntry(u32: Uint32Array, base: number, E: number, e: number
  */
 export function copyBucket(i32: Int32Array, src: number, dst: number, E: number): number {
   let e = 0;
-  // A loop, not copyWithin: on shared memory the builtin's per-call cost exceeds a few words' copy.
-  for (; e < BUCKET_SLOTS && (i32[src + e * E + 1] as number) !== 0; e++) {
-    for (let k = e * E, n = k + E; k < n; k++) i32[dst + k] = i32[src + k] as number;
-  }
-  if (e < BUCKET_SLOTS) i32[dst + e * E + 1] = 0;
+  while (e < BUCKET_SLOTS && (i32[src + e * E + 1] as number) !== 0) e++;
+  // One flat loop over the entries in use, not copyWithin: on shared memory the builtin's
+  // per-call cost exceeds a few words' copy.
+  const n = e * E;
+  for (let k = 0; k < n; k++) i32[dst + k] = i32[src + k] as number;
+  if (e < BUCKET_SLOTS) i32[dst + n + 1] = 0;
   return e;
 }
 
