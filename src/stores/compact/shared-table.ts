@@ -52,7 +52,6 @@ export interface SharedViews {
   U32: Uint32Array;
 }
 
-
 /** Bytes of one block of `stateWords`-word entries. */
 export function blockBytes(stateWords: number): number {
   return BUCKET_SLOTS * entryU32(stateWords) * 4;
