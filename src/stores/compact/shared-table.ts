@@ -15,6 +15,11 @@
  *   block. The tag grows with every publish, so a stale copy of the word never matches again,
  *   even when the same block index comes back (ABA).
  * - A read that writes nothing is validated by loading the word again: it is linearised there.
+ * - The hot path allocates no BigInt arithmetic: a word is read as its two 32-bit halves (the
+ *   tag, atomically, first; then the block), and the 64-bit values the compare-and-swap needs
+ *   are assembled in a private 8-byte scratch. A torn pair (tag and block from two different
+ *   publishes) is harmless: the tag changes on every publish, so such a pair never equals the
+ *   word, and both `unchanged` and `publish` fail on it.
  * - A thread that dies leaves every bucket pointing at a complete block and leaks the one block
  *   it held privately (the pool keeps spares for that).
  */
@@ -47,9 +52,6 @@ export interface SharedViews {
   U32: Uint32Array;
 }
 
-/** One step of a bucket word's tag. */
-const TAG_ONE = 1n << 32n;
-
 /** Bytes of one block of `stateWords`-word entries. */
 export function blockBytes(stateWords: number): number {
   return BUCKET_SLOTS * entryU32(stateWords) * 4;
@@ -74,13 +76,15 @@ export class SharedTable {
   readonly #r: SharedRegion;
   readonly #free: FreeList;
   readonly #blockU32: number;
-  /** The block this thread owns privately (-1: none yet) and its index + 1 as a word. */
+  /** A private 64-bit scratch and its 32-bit halves (little-endian: [0] low, [1] high): builds CAS operands. */
+  readonly #scratch = new BigInt64Array(1);
+  readonly #halves = new Int32Array(this.#scratch.buffer);
+  /** The block this thread owns privately (-1: none yet). */
   #spare = -1;
-  #spareWord = 0n;
-  /** Set by `read`: the bucket word's index, the word, and the published bucket's first u32 (-1: empty). */
+  /** Set by `read`: the bucket word's Int32 index (low half), its tag (high half) and block index + 1 (low half). */
   #at = 0;
-  #word = 0n;
-  #block = -1;
+  #tag = 0;
+  #low = 0;
   /** The published bucket's first u32 (-1: empty), set by `read`. */
   base = -1;
   /** Entries in use in the draft, set by `draft`. */
@@ -100,19 +104,20 @@ export class SharedTable {
 
   /** Reads bucket `bucket`'s word: `base` is then its published entries (or -1). */
   read(bucket: number): void {
-    const at = this.#r.bucketBase + bucket;
+    const at = 2 * (this.#r.bucketBase + bucket);
     this.#at = at;
-    this.#word = Atomics.load(this.#W, at);
-    // The low half of the word as read through the Int32 view (little-endian): a newer value
-    // than `#word` is caught by `unchanged` or `publish`, which compare the whole word.
-    const block = (this.#I[2 * at] as number) - 1;
-    this.#block = block;
-    this.base = block < 0 ? -1 : this.#r.blockBase + block * this.#blockU32;
+    // The tag first and atomically: the block read after it is that publish's or a later one's,
+    // and a later one moved the tag, which `unchanged` and `publish` then see.
+    this.#tag = Atomics.load(this.#I, at + 1);
+    const low = this.#I[at] as number;
+    this.#low = low;
+    this.base = low === 0 ? -1 : this.#r.blockBase + (low - 1) * this.#blockU32;
   }
 
   /** Whether the bucket word is still the one `read` saw (what was read from `base` is then consistent). */
   unchanged(): boolean {
-    return Atomics.load(this.#W, this.#at) === this.#word;
+    // The tag moves on every publish; the block half is compared too, as the whole word was.
+    return Atomics.load(this.#I, this.#at + 1) === this.#tag && this.#I[this.#at] === this.#low;
   }
 
   /**
@@ -123,7 +128,6 @@ export class SharedTable {
     if (this.#spare < 0) {
       this.#spare = this.#free.pop();
       if (this.#spare < 0) return -1;
-      this.#spareWord = BigInt(this.#spare + 1);
     }
     const dst = this.#r.blockBase + this.#spare * this.#blockU32;
     // A torn source is bounded here and never published (the word check in `publish`).
@@ -136,16 +140,18 @@ export class SharedTable {
 
   /** Publishes the draft in place of what `read` saw; false when another thread published first. */
   publish(): boolean {
-    const word = this.#word;
-    const old = this.#block;
-    const oldWord = BigInt(old + 1);
-    // The next tag (wraps modulo 2^64, as the array stores it) and this thread's block.
-    if (Atomics.compareExchange(this.#W, this.#at, word, word - oldWord + TAG_ONE + this.#spareWord) !== word) {
+    const halves = this.#halves;
+    halves[0] = this.#low;
+    halves[1] = this.#tag;
+    const expected = this.#scratch[0] as bigint;
+    // The next tag (wrapping at 2^32) above this thread's block.
+    halves[0] = this.#spare + 1;
+    halves[1] = (this.#tag + 1) | 0;
+    if (Atomics.compareExchange(this.#W, this.#at >> 1, expected, this.#scratch[0] as bigint) !== expected) {
       return false;
     }
     // The replaced block is unreachable now: it is this thread's next private block.
-    this.#spare = old;
-    this.#spareWord = oldWord;
+    this.#spare = this.#low - 1;
     return true;
   }
 
@@ -163,6 +169,5 @@ export class SharedTable {
   close(): void {
     if (this.#spare >= 0) this.#free.push(this.#spare);
     this.#spare = -1;
-    this.#spareWord = 0n;
   }
 }

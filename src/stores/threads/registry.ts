@@ -66,6 +66,16 @@ export class Registry {
     return Atomics.load(this.#views.I, this.#layout.ruleVersionBase + index);
   }
 
+  /**
+   * Rule `index`'s spec version by a plain read: the check made on every decision, where an
+   * `Atomics` call costs more than the rest of the check. An aligned 32-bit read never tears, and
+   * a read that sees a new version goes on to `version` and the spec through `Atomics` (rule-view.ts);
+   * a stale one only makes this decision the last one under the old spec.
+   */
+  peekVersion(index: number): number {
+    return this.#views.I[this.#layout.ruleVersionBase + index] as number;
+  }
+
   /** Rule `index`'s current spec text, or undefined when none was published yet. */
   spec(index: number): string | undefined {
     const word = Atomics.load(this.#views.W, this.#layout.ruleSpecBase + index);

@@ -137,7 +137,7 @@ export class SharedMemoryStore implements Store {
     let view = rules.view(index);
     const run = (key: string, cost: number, now: number, op: Parameters<typeof decide>[5], at?: number) => {
       // The compiled rule is reused until another thread publishes a new spec for it.
-      if (registry.version(index) !== view.version) view = rules.view(index);
+      if (registry.peekVersion(index) !== view.version) view = rules.view(index);
       fingerprint(seed, key, ctx.h);
       return decide(ctx, view, index, cost, now, op, at);
     };

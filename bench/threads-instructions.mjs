@@ -1,0 +1,31 @@
+// Instructions per decision, load-independent (the machine's other work does not change them):
+// one thread deciding gcra on MemoryStore or SharedMemoryStore over KEYS keys, after a warm-up
+// of 3 × KEYS decisions. Run it twice under callgrind, with 1 and with N decisions, and divide
+// the difference of the two totals by N - 1:
+//
+//   npm run build
+//   for n in 1 300000; do valgrind --tool=callgrind --callgrind-out-file=/dev/null --cache-sim=no \
+//     node --single-threaded --random-seed=7 --hash-seed=7 bench/threads-instructions.mjs shared 10000 $n \
+//     2>&1 | grep -o 'Collected : [0-9]*'; done
+//
+// (`memory` in place of `shared` for MemoryStore). V8's flags fix its seeds and keep its
+// compiler and GC on the main thread, so repeated runs agree to a few instructions per decision.
+import { createLimiter, MemoryStore } from "../dist/index.js";
+import { SharedMemoryStore } from "../dist/stores/threads/index.js";
+
+const [mode = "shared", keyCount = "10000", decisions = "300000"] = process.argv.slice(2);
+const n = Number(keyCount);
+const spec = { algorithm: "gcra", limit: 1_000_000, periodMs: 60_000 };
+const keys = Array.from({ length: n }, (_, i) => `user:${i}`);
+const store = mode === "memory" ? new MemoryStore() : new SharedMemoryStore({ maxKeys: 2 * n, seed: 12345 });
+const limiter = createLimiter(spec, { store, name: "instructions" });
+
+/** `m` decisions over the keys, from `offset`; every one must be an admission. */
+function decide(m, offset) {
+  let allowed = 0;
+  for (let i = 0; i < m; i++) if (limiter.tryAcquire(keys[(offset + i * 7919) % n]).allowed) allowed++;
+  if (allowed !== m) throw new Error(`only ${allowed} of ${m} allowed`);
+}
+
+decide(3 * n, 0);
+decide(Number(decisions), 1);
