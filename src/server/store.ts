@@ -4,8 +4,8 @@
  * needs either installed.
  */
 import { identityText } from "../core/identity.ts";
-import { MemoryStore as Memory, type MemoryStore, type Store } from "../index.ts";
-import type { RuleKeys } from "../stores/memory/memory-store.ts";
+import { MemoryStore as Memory, type MemoryStore, type RuleKeys, type Store } from "../index.ts";
+
 import { DEFAULT_PREFIX } from "../stores/redis/defaults.ts";
 import { DEFAULT_POLICY, type FixedPolicy } from "../stores/remote/failure-policy.ts";
 import { DEFAULT_TIMEOUT_MS, withTimeout } from "../stores/remote/with-timeout.ts";
