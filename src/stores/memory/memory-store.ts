@@ -338,7 +338,16 @@ export class MemoryStore implements Store {
         if (bound.blocks !== undefined || (op === "block" && blocksBeside(bound.rule))) {
           return this.#blockable(bound, key, cost, t, op, at);
         }
-        return this.#decide(bound, key, cost, t, op, at);
+        if (op === "penalty" || op === "block") return this.#force(bound, key, cost, t, op);
+        if (op !== "peek" && op !== "get") {
+          // The hot path (as #decide has it, inline): a live key is one Map lookup and one decision.
+          const record = bound.get(key, t);
+          if (record !== undefined) {
+            if (record instanceof Approx) return this.#decideApprox(bound, key, record, cost, t, op, at);
+            return decideRule(bound.rule, record, t, cost, op, at);
+          }
+        }
+        return this.#miss(bound, key, cost, t, op, at);
       },
       reset: (key) => {
         const t = now(bound);
