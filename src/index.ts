@@ -59,4 +59,9 @@ export {
   type RuleInfo,
   type RuleOptions,
 } from "./service.ts";
-export { MemoryStore, type MemoryStoreOptions, type MemoryStoreStats } from "./stores/memory/memory-store.ts";
+export {
+  MemoryStore,
+  type MemoryStoreOptions,
+  type MemoryStoreStats,
+  type RuleKeys,
+} from "./stores/memory/memory-store.ts";

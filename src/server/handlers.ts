@@ -71,17 +71,19 @@ export function handleMetrics(_req: IncomingMessage, res: ServerResponse, ctx: S
 /**
  * `GET /v1/status`: what the status page polls: per rule its totals since start (the counters of
  * /metrics), and per tier (`byTier`, the rule's own spec first as tier null) its totals,
- * admitted / denied / failed per second over the last 5 minutes (`series`) and the keys denied
- * most right now with their denial rate (`topDenied`).
+ * admitted / denied / failed per second over the last 5 minutes (`series`), the keys denied
+ * most right now with their denial rate (`topDenied`), and the keys the store holds for it
+ * (`keys`, null where the store cannot count them; `keysSummarised`: a lower bound).
  */
 export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): void {
   const rules = [...ctx.rules.values()].map((r) => {
     const [allowed, denied, failure] = ctx.metrics.decisions.get(r.name) ?? [0, 0, 0];
     const byTier = [
-      { ...ctx.metrics.activity.view(r.name, null), summary: r.summary },
+      { ...ctx.metrics.activity.view(r.name, null), summary: r.summary, ...keysOf(ctx, r.name, undefined) },
       ...Object.entries(r.tiers).map(([tier, specs]) => ({
         ...ctx.metrics.activity.view(r.name, tier),
         summary: describeRule(specs),
+        ...keysOf(ctx, r.name, tier),
       })),
     ];
     return { name: r.name, summary: r.summary, tiers: Object.keys(r.tiers), allowed, denied, failure, byTier };
@@ -100,6 +102,15 @@ export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: Se
     rules,
     envoy: envoyView(ctx),
   });
+}
+
+/**
+ * A tier's keys as the store knows them: `keys` (null: the store cannot count them, as on Redis)
+ * and `keysSummarised` (some live only in the in-process store's summary: `keys` is a lower bound).
+ */
+function keysOf(ctx: ServerContext, rule: string, tier: string | undefined) {
+  const known = ctx.store.keysOf(rule, tier);
+  return { keys: known?.keys ?? null, keysSummarised: known?.summarised ?? false };
 }
 
 /** `GET /`: the status page (static; it polls /healthz, and /v1/status with the token if one is set). */

@@ -3,7 +3,9 @@
  * Cluster seed list) loads ioredis and `sluice/redis` lazily, so the in-process path never
  * needs either installed.
  */
-import { MemoryStore as Memory, type MemoryStore, type Store } from "../index.ts";
+import { identityText } from "../core/identity.ts";
+import { MemoryStore as Memory, type MemoryStore, type RuleKeys, type Store } from "../index.ts";
+
 import { DEFAULT_PREFIX } from "../stores/redis/defaults.ts";
 import { DEFAULT_POLICY, type FixedPolicy } from "../stores/remote/failure-policy.ts";
 import { DEFAULT_TIMEOUT_MS, withTimeout } from "../stores/remote/with-timeout.ts";
@@ -18,6 +20,12 @@ export interface ServiceStore {
   where: string;
   /** Gauges for /metrics. */
   stats(): Record<string, number>;
+  /**
+   * The keys the store holds for one service rule tier (`tier` undefined: the rule's own spec), or
+   * null where the store cannot know it cheaply (Redis: only a scan of the whole keyspace could
+   * count them, and record keys carry a digest of the rule, not its name).
+   */
+  keysOf(rule: string, tier: string | undefined): RuleKeys | null;
   /** Resolves when the store answers (Redis PING); rejects otherwise. */
   ping(): Promise<void>;
   /** Releases connections. */
@@ -88,6 +96,7 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
           sluice_store_pins: s.pins,
         };
       },
+      keysOf: (rule, tier) => memory.keysOf(identityText({ kind: "rule", name: rule, tier })),
       ping: async () => undefined,
       close: async () => {
         await saver?.stop();
@@ -156,6 +165,7 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
     kind: isCluster ? "redis-cluster" : "redis",
     where,
     stats: () => ({}),
+    keysOf: () => null,
     ping: async () => {
       // Bounded like every check: a health probe must not hang on a silent Redis.
       await withTimeout(client.ping(), store.timeoutMs, () => {

@@ -130,6 +130,11 @@ describe.skipIf(!chromiumAvailable)("the status page in headless Chromium", () =
       expect(Number(await page.textContent('#store [data-figure="sluice_store_keys"] dd'))).toBeGreaterThan(0);
       expect(await page.textContent("#store")).toContain("keys held exactly");
       expect(await page.isVisible("#failures")).toBe(false);
+      // Each tier's keys as the store counts them: `bulk` alone on search's pro tier, `scraper`
+      // alone on its own spec; pings holds mallory, eve and the polite keys.
+      const searchTiers = page.locator('section[data-rule="search"] .tier');
+      expect(await searchTiers.locator(".keys").allTextContents()).toEqual(["keys held now 1", "keys held now 1"]);
+      expect(Number(await pings.locator(".tier-keys").textContent())).toBeGreaterThanOrEqual(2);
       expect(await chartMax(page, "pings")).toBeGreaterThan(0);
       expect(await chartMax(page, "api")).toBeGreaterThan(0);
       expect(await chartMax(page, "webhooks")).toBe(0);
@@ -232,6 +237,8 @@ describe.skipIf(!chromiumAvailable)("the status page in headless Chromium", () =
       expect(band).toBeGreaterThan(0);
       // Redis holds the keys: the page says where to count them instead of showing zeros.
       expect(await page.textContent("#store")).toContain("The redis store keeps the keys");
+      // Nor per tier: Redis cannot count a rule's keys, and the page says so.
+      expect(await pings.locator(".keys").textContent()).toBe("keys held not known (this store cannot count them)");
       await page.screenshot({ path: join(ARTIFACTS, "status-page-store-failing.png"), fullPage: true });
     } finally {
       await stop();

@@ -54,6 +54,8 @@ describe("status JSON", () => {
       totals: { allowed: number; denied: number; failure: number };
       series: { start: number; allowed: number[]; denied: number[]; failed: number[] };
       topDenied: Array<{ key: string; perMinute: number }>;
+      keys: number | null;
+      keysSummarised: boolean;
     }
     const status = (await (await fetch(`${s.url}/v1/status`, { headers: auth })).json()) as {
       rules: Array<{ allowed: number; denied: number; failure: number; byTier: View[] }>;
@@ -78,6 +80,44 @@ describe("status JSON", () => {
     expect(base.topDenied.map((d) => d.key)).toEqual(["hammer", "tap"]);
     expect(base.topDenied[0]?.perMinute).toBeCloseTo((5 * 60) / span, 0);
     expect(pro.topDenied).toEqual([{ key: "hammer", perMinute: expect.closeTo((3 * 60) / span, 0) }]);
+    // The keys the store holds per tier: hammer and tap on the rule's own spec, hammer on pro.
+    expect([base.keys, base.keysSummarised, pro.keys, pro.keysSummarised]).toEqual([2, false, 1, false]);
+    await fetch(`${s.url}/v1/reset`, {
+      method: "POST",
+      headers: { ...auth, "content-type": "application/json" },
+      body: JSON.stringify({ rule: "two", key: "tap" }),
+    });
+    const after = (await (await fetch(`${s.url}/v1/status`, { headers: auth })).json()) as typeof status;
+    expect(after.rules[0]?.byTier.map((v) => v.keys)).toEqual([1, 1]);
+  });
+
+  it("on Redis, a tier's key count is null: not known (counting would scan the keyspace)", async () => {
+    const redis = await startServer({
+      config: tmp.file("redis-rules.yaml", "rules:\n  one:\n    spec: { algorithm: gcra, limit: 5, periodMs: 1s }\n"),
+      port: 0,
+      host: "127.0.0.1",
+      redis: "redis://127.0.0.1:6379",
+      prefix: `sluice-test:status-keys:${process.pid}:`,
+      connectTimeoutMs: 1000,
+      maxBodyBytes: 65536,
+      maxBatch: 1000,
+      watch: false,
+      shutdownTimeoutMs: 1000,
+      log: () => undefined,
+    });
+    try {
+      await fetch(`${redis.url}/v1/check`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ rule: "one", key: "k" }),
+      });
+      const status = (await (await fetch(`${redis.url}/v1/status`)).json()) as {
+        rules: Array<{ byTier: Array<{ keys: number | null; keysSummarised: boolean }> }>;
+      };
+      expect(status.rules[0]?.byTier).toMatchObject([{ keys: null, keysSummarised: false }]);
+    } finally {
+      await redis.close();
+    }
   });
 
   it("/favicon.ico answers an icon without the token", async () => {

@@ -115,6 +115,17 @@ export interface MemoryStoreStats {
   pinsDropped: number;
 }
 
+/** What {@link MemoryStore.keysOf} reports for one rule identity. */
+export interface RuleKeys {
+  /** Keys whose state is held exactly (the `Map` tier and the compact tier), across the rule's shapes. */
+  keys: number;
+  /**
+   * Whether some of the rule's keys were pushed into its summary, which cannot count keys (its
+   * cells are shared): `keys` is then a lower bound.
+   */
+  summarised: boolean;
+}
+
 /**
  * A key read back from a summary: the summary's estimate plus `own`, what it took since (exact,
  * started fresh), and per rate-based member the backlog (ms) its admissions added since.
@@ -271,6 +282,23 @@ export class MemoryStore implements Store {
     };
   }
 
+  /**
+   * The keys held for rule identity `id` (a binding's `id`: a limiter's or a service rule tier's),
+   * for operators (the status page's per-tier counts). Each table keeps its own sizes, so this
+   * walks the tables, not the keys. Keys whose state has just become fresh count until their
+   * table next drops fresh records (at the latest one rule horizon later).
+   */
+  keysOf(id: string): RuleKeys {
+    let keys = 0;
+    let summarised = false;
+    for (const [tableId, table] of this.#tables) {
+      if (tableId.slice(0, tableId.lastIndexOf("\u0000")) !== id) continue;
+      keys += table.size + table.compactSize;
+      if (table.sketch !== undefined) summarised = true;
+    }
+    return { keys, summarised };
+  }
+
   /** Binds a rule; it shares records with earlier bindings of the same id and shape. */
   bind(binding: RuleBinding): BoundRule {
     const { rule } = binding;
@@ -310,7 +338,16 @@ export class MemoryStore implements Store {
         if (bound.blocks !== undefined || (op === "block" && blocksBeside(bound.rule))) {
           return this.#blockable(bound, key, cost, t, op, at);
         }
-        return this.#decide(bound, key, cost, t, op, at);
+        if (op === "penalty" || op === "block") return this.#force(bound, key, cost, t, op);
+        if (op !== "peek" && op !== "get") {
+          // The hot path (as #decide has it, inline): a live key is one Map lookup and one decision.
+          const record = bound.get(key, t);
+          if (record !== undefined) {
+            if (record instanceof Approx) return this.#decideApprox(bound, key, record, cost, t, op, at);
+            return decideRule(bound.rule, record, t, cost, op, at);
+          }
+        }
+        return this.#miss(bound, key, cost, t, op, at);
       },
       reset: (key) => {
         const t = now(bound);
