@@ -3,7 +3,6 @@
 import fc from "fast-check";
 import {
   createLimiter,
-  type Decision,
   type Limiter,
   type LimitSpec,
   ManualClock,

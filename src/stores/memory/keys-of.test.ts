@@ -33,6 +33,6 @@ describe("MemoryStore.keysOf", () => {
     for (let i = 0; i < 100; i++) limiter.tryAcquire(`k${i}`);
     const stats = store.stats();
     expect(store.keysOf("name:n")).toEqual({ keys: stats.keys + stats.compactKeys, summarised: stats.summarised > 0 });
-    expect(store.keysOf("name:n").keys).toBe(100 - (stats.summarised > 0 ? stats.summarised : 0));
+    expect(store.keysOf("name:n").keys).toBe(100 - Math.max(stats.summarised, 0));
   });
 });
