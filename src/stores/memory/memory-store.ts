@@ -465,6 +465,7 @@ export class MemoryStore implements Store {
         shape: id.slice(sep + 1),
         records,
         ...(fingerprints.length > 0 ? { compact: fingerprints } : {}),
+        ...(table.blocks !== undefined ? { blocks: [...table.blocks] } : {}),
         sketch:
           table.sketch === undefined && extra.length === 0 && fingerprints.length === 0
             ? undefined
@@ -520,6 +521,13 @@ export class MemoryStore implements Store {
       return figures.every((x) => !Number.isNaN(x) && x >= 0) && d.remaining <= d.limit;
     };
     if (!snapshot.records.every(([, record]) => sane(record))) return;
+    // Blocks beside the records (rules without a ban) end at absolute instants, like records:
+    // an ended one is dropped when next seen or swept (the binding's clock may not be set yet).
+    for (const [key, until] of snapshot.blocks ?? []) {
+      if (!blocksBeside(rule)) continue;
+      table.blocks ??= new Map();
+      table.blocks.set(key, until);
+    }
     const seed = snapshot.sketch?.seed;
     const hashed = (snapshot.compact?.length ?? 0) > 0 || snapshot.sketch !== undefined;
     // Fingerprints and cells were placed with the saved seed: usable only if we can take it.

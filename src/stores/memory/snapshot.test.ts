@@ -66,6 +66,34 @@ describe("MemoryStore snapshot / restore", () => {
     expect(service(clock, restored).check("fixed", "victim")).toMatchObject({ allowed: false, approximate: true });
   });
 
+  it("keeps running blocks of rules without a ban (ended ones are not brought back); refuses malformed ones", () => {
+    const clock = new ManualClock(Date.UTC(2026, 11, 1));
+    const store = new MemoryStore();
+    const s = service(clock, store);
+    s.check("fixed", "open");
+    s.block("fixed", "short", 1_000);
+    s.block("fixed", "long", 30_000);
+    s.block("login", "long", 30_000);
+    const text = store.snapshot();
+    clock.advance(2_000);
+    for (const bindFirst of [false, true]) {
+      const restored = new MemoryStore();
+      const r = bindFirst ? service(clock, restored) : undefined;
+      restored.restore(text);
+      const after = r ?? service(clock, restored);
+      expect(after.check("fixed", "long")).toMatchObject({ allowed: false, banned: true, retryAfterMs: 28_000 });
+      expect(after.check("login", "long")).toMatchObject({ allowed: false, banned: true, retryAfterMs: 28_000 });
+      expect(after.check("fixed", "short")).toMatchObject({ allowed: true, remaining: 4 });
+      expect(after.check("fixed", "open")).toMatchObject({ allowed: true, remaining: 3 });
+    }
+    const doc = JSON.parse(text);
+    const table = doc.tables.find((t: { blocks?: unknown }) => t.blocks !== undefined);
+    for (const bad of [[["k"]], [["k", "soon"]], [[1, 5]], "k"]) {
+      table.blocks = bad;
+      expect(() => new MemoryStore().restore(JSON.stringify(doc)), JSON.stringify(bad)).toThrow(/blocks must be/);
+    }
+  });
+
   it("refuses a corrupt, foreign or newer file whole, and loads nothing", () => {
     const store = new MemoryStore();
     const clock = new ManualClock(0);
