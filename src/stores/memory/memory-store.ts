@@ -432,6 +432,7 @@ export class MemoryStore implements Store {
           table.sketch === undefined && extra.length === 0 && fingerprints.length === 0
             ? undefined
             : this.#sketchSnapshot(table, extra),
+        ...(table.blocks !== undefined ? { blocks: [...table.blocks] } : {}),
       });
     }
     return encodeSnapshot(tables, savedAt);
@@ -474,6 +475,12 @@ export class MemoryStore implements Store {
     const rule = table.rule;
     const template = createRecord(rule);
     const t = now(table);
+    // Blocks beside the records (core/block.ts), whatever the records hold; ended ones are
+    // forgotten by the key's next call or the sweep (the table's clock may not be set yet).
+    for (const [key, until] of blocksBeside(rule) ? (snapshot.blocks ?? []) : []) {
+      table.blocks ??= new Map();
+      table.blocks.set(key, until);
+    }
     // The layout first, then what the record decides: a tampered record (a negative count, a
     // buffer position past its buffer) must not poison decisions.
     const sane = (record: unknown) => {

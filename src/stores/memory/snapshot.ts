@@ -20,6 +20,8 @@ export interface TableSnapshot {
   compact?: number[][] | undefined;
   /** The sketch's cells, width and the store's hash seed (the seed places keys in cells: it must travel too). */
   sketch?: { width: number; seed: number; cells: string } | undefined;
+  /** Blocks of a rule without a ban, kept beside its records (core/block.ts): [key, until]. */
+  blocks?: Array<[string, number]> | undefined;
 }
 
 /** Widest sketch a snapshot may ask for (what `sketchWidth` allows). */
@@ -94,6 +96,16 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
       )
     ) {
       throw new ArgumentError(`${where}: compact records must be [h1, h2, word, word] numbers`);
+    }
+    const blocks = t.blocks as unknown;
+    if (
+      blocks !== undefined &&
+      !(
+        Array.isArray(blocks) &&
+        blocks.every((b) => Array.isArray(b) && typeof b[0] === "string" && Number.isFinite(b[1]))
+      )
+    ) {
+      throw new ArgumentError(`${where}: blocks must be [key, until] pairs (until a finite instant)`);
     }
     const sketch = t.sketch as Record<string, unknown> | undefined;
     if (sketch !== undefined) {
