@@ -427,9 +427,18 @@ export class RuleOracle {
   check(now: number, cost: number): Decision {
     if (this.#until > now) return this.#banned(now);
     const d = this.#evaluate(now, cost, true);
+    if (d.allowed) this.#forgetEndedBlock();
     if (d.allowed || this.#ban !== undefined) this.#stored = true;
     if (!d.allowed && this.#ban !== undefined && this.#countDenial(now)) return this.#banned(now);
     return d;
+  }
+
+  /**
+   * A rule without a ban forgets an ended block once its record is rewritten (Redis writes the
+   * plain record back over the blocked key's hash); until then a clock stepping back finds it.
+   */
+  #forgetEndedBlock(): void {
+    if (this.#ban === undefined) this.#until = -INF;
   }
 
   /** A peek: what a check would say, changing nothing. */
@@ -440,12 +449,14 @@ export class RuleOracle {
 
   /** A refund (with `at`, its receipt): every member gives back, then what a peek of one unit says (a ban stays). */
   refund(now: number, cost: number, at?: number): Decision {
+    if (!(this.#until > now)) this.#forgetEndedBlock();
     if (this.#stored) for (const m of this.#members) m.refund(now, cost, at);
     return this.peek(now, 1);
   }
 
   /** rate-limiter-flexible's `penalty`: every member takes `cost` units whether or not they fit. */
   penalty(now: number, cost: number): Decision {
+    if (!(this.#until > now)) this.#forgetEndedBlock();
     for (const m of this.#members) m.force(now, cost);
     this.#stored = true;
     return this.peek(now, 1);

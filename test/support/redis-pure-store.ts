@@ -22,15 +22,20 @@ export function pureStore(): Store {
       let records = tables.get(tableId);
       if (records === undefined) tables.set(tableId, (records = new Map()));
       const table = records;
-      // Blocks on a rule without a ban, beside the records (src/core/block.ts), never dropped.
+      // Blocks on a rule without a ban, beside the records (src/core/block.ts), dropped as Redis drops them.
       let blocks = blockTables.get(tableId);
       if (blocks === undefined) blockTables.set(tableId, (blocks = new Map<string, number>()));
       const decide = (key: string, record: unknown, now: number, cost: number, op: Operation): Decision => {
         if (op === "block" && blocksBeside(rule)) blocks.set(key, now + cost);
         const until = blocks.get(key);
-        return until !== undefined && until > now
-          ? decideBlocked(rule, record, now, cost, op, until)
-          : decideRule(rule, record, now, cost, op);
+        if (until !== undefined && until > now) return decideBlocked(rule, record, now, cost, op, until);
+        const result = decideRule(rule, record, now, cost, op);
+        // An ended block is forgotten once the record is rewritten (Redis writes it back as the
+        // plain string), as the MemoryStore forgets it; until then a clock stepping back finds it.
+        if (until !== undefined && (op === "refund" || op === "penalty" || (op === "check" && result.allowed))) {
+          blocks.delete(key);
+        }
+        return result;
       };
       return {
         check(key, cost, now, op): Decision {

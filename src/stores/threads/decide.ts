@@ -122,7 +122,15 @@ export function decide(
     } else if (e < 0) {
       if (count === BUCKET_SLOTS) {
         const made = makeRoom(ctx, dst, index, now);
-        if (made < 0) return unplaced(ctx, result);
+        if (made < 0) {
+          // A block answered but not kept would be lifted at the key's next check: say so.
+          // (Unless another thread changed the bucket meanwhile: then the copy may be torn; retry.)
+          if (op === "block" && blocksBeside(rule)) {
+            if (!table.unchanged()) continue;
+            throw noRoomForBlock(rule);
+          }
+          return unplaced(ctx, result);
+        }
         evicted = BUCKET_SLOTS - made;
         count = made;
       }
@@ -156,6 +164,13 @@ function noBlockWord(rule: CompiledRule): ConfigError {
     `SharedMemoryStore: a block on rule ${rule.shape} needs a spare word per key (${needed} words) and the ` +
       `store holds ${needed - 1}; create the store with \`recordWords: ${needed}\` or more, or give the rule a \`ban\``,
     needed,
+  );
+}
+
+/** A block whose bucket has no entry to give up (every one holds a running block or a pin). */
+function noRoomForBlock(rule: CompiledRule): StoreError {
+  return new StoreError(
+    `SharedMemoryStore: no room to keep a block on rule ${rule.shape} (every entry of the key's bucket holds a running block or a pin); create the store with a larger \`maxKeys\``,
   );
 }
 

@@ -90,9 +90,14 @@ local function run(R, key, now, cost, op, costText, at)
     if not FIG[f] then allowed = false end
   end
   if till then
-    -- A block that has ended stays in the hash until the key expires, as a ban's end stays in
-    -- its slot: a clock that steps back finds it again on every store.
-    if op == REFUND or op == PENALTY or allowed then storeBlocked(R, record, key, now, till, raw) end
+    -- The block has ended: a changed record goes back to the plain string the hot path GETs (SET
+    -- replaces the hash), as every store forgets an ended block; kept as a hash, every later
+    -- check of the key would pay the full path for as long as the key lives. Never the
+    -- member's own write: fixed-window's INCRBY would meet the hash.
+    if op == REFUND or op == PENALTY or allowed then
+      local value = R.bare and R.first.save(R.first, record) or saveRecord(R, record)
+      call('SET', key, value, 'PX', ttl(recordFreshAt(R, record), now))
+    end
     return left
   end
   if not raw then
