@@ -2,7 +2,8 @@
 // docs/testing.md): malformed dotted quads, quotes on one side only, anchored port and prefix
 // syntax, overlong zone ids, near-mapped IPv6, and the named ranges one by one.
 import { describe, expect, test } from "vitest";
-import { formatIp, inRange, parseIp, parseRanges } from "./ip-address.ts";
+import { formatIp, parseIp, parseRanges } from "./ip-address.ts";
+import { within } from "./test-support/within.ts";
 
 const text = (input: string) => {
   const bytes = parseIp(input);
@@ -41,13 +42,6 @@ describe("parseIp edges", () => {
 });
 
 describe("parseRanges edges", () => {
-  const within = (address: string, range: string) => {
-    const bytes = parseIp(address);
-    const ranges = parseRanges(range);
-    if (bytes === undefined || ranges === undefined) throw new Error(`bad input ${address} ${range}`);
-    return ranges.some((r) => inRange(bytes, r));
-  };
-
   test.each([
     ["169.254.7.7", "linklocal", true],
     ["169.255.7.7", "linklocal", false],

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "vitest";
-import { formatIp, inRange, parseIp, parseRanges } from "./ip-address.ts";
+import { formatIp, parseIp, parseRanges } from "./ip-address.ts";
+import { within } from "./test-support/within.ts";
 
 const text = (input: string) => {
   const bytes = parseIp(input);
@@ -60,12 +61,6 @@ describe("parseIp / formatIp", () => {
 });
 
 describe("ranges", () => {
-  const within = (address: string, range: string) => {
-    const bytes = parseIp(address);
-    const ranges = parseRanges(range);
-    if (bytes === undefined || ranges === undefined) throw new Error(`bad input ${address} ${range}`);
-    return ranges.some((r) => inRange(bytes, r));
-  };
   test.each([
     ["10.1.2.3", "10.0.0.0/8", true],
     ["11.1.2.3", "10.0.0.0/8", false],
