@@ -12,6 +12,14 @@ const problem = (description: string) => ({
   content: { "application/problem+json": { schema: ref("Problem") } },
 });
 
+/** What a check and a refund both name: the rule, the key, the cost and the tier. */
+const REQUEST_FIELDS = {
+  rule: { type: "string", minLength: 1 },
+  key: { type: "string", description: "At most `--max-key-length` UTF-8 bytes (default 512)." },
+  cost: { type: "integer", minimum: 1, default: 1 },
+  tier: { type: "string" },
+};
+
 /** A health endpoint (two paths answer alike): open to all, 200 or 503 with the same body. */
 const health = (operationId: string, summary: string) => ({
   get: {
@@ -273,22 +281,14 @@ export const OPENAPI = {
         type: "object",
         required: ["rule", "key"],
         additionalProperties: false,
-        properties: {
-          rule: { type: "string", minLength: 1 },
-          key: { type: "string", description: "At most `--max-key-length` UTF-8 bytes (default 512)." },
-          cost: { type: "integer", minimum: 1, default: 1 },
-          tier: { type: "string" },
-        },
+        properties: REQUEST_FIELDS,
       },
       RefundRequest: {
         type: "object",
         required: ["rule", "key"],
         additionalProperties: false,
         properties: {
-          rule: { type: "string", minLength: 1 },
-          key: { type: "string", description: "At most `--max-key-length` UTF-8 bytes (default 512)." },
-          cost: { type: "integer", minimum: 1, default: 1 },
-          tier: { type: "string" },
+          ...REQUEST_FIELDS,
           at: {
             type: "number",
             description:
