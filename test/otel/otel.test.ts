@@ -133,11 +133,18 @@ describe("sluice/otel", () => {
   });
 
   test.each([
-    ["a spec, under its policy name", () => instrumentMiddleware({ spec: fixed(1), policyName: "web" }, { meter })],
+    // A fixed clock: two requests straddling a real minute boundary would both pass.
+    [
+      "a spec, under its policy name",
+      () => instrumentMiddleware({ spec: fixed(1), policyName: "web", clock: new ManualClock(0) }, { meter }),
+    ],
     [
       "a service, under the rule's name",
       () =>
-        instrumentMiddleware({ service: new RateLimiterService().addRule("web", fixed(1)), rule: "web" }, { meter }),
+        instrumentMiddleware(
+          { service: new RateLimiterService(new ManualClock(0)).addRule("web", fixed(1)), rule: "web" },
+          { meter },
+        ),
     ],
   ])("middleware: instrumentMiddleware reports an Express app's decisions (%s)", async (_name, options) => {
     const app = express();
