@@ -170,7 +170,9 @@ describe.skipIf(!canStart)("Redis client matrix: standalone", () => {
     it(`${config.name}: the deny cache goes live; a Redis outage is answered by policy, said once, and recovered from`, async () => {
       const prefix = uniquePrefix("matrix");
       const warnings = failureWarnings(prefix);
-      const { store } = await config.standalone(server.url, { prefix, timeoutMs: 300, breaker: false });
+      // timeoutMs is a work-based bound, not a speed claim: a first check that connects a lazy
+      // client, on a machine running two test suites at once, must not be cut off by it.
+      const { store } = await config.standalone(server.url, { prefix, timeoutMs: 3_000, breaker: false });
       cleanups.push(() => store.close());
       const clock = new ManualClock(1_800_000_000_000);
       const limiter = createLimiter(SPEC, { store, clock, name: "api" });
@@ -184,8 +186,9 @@ describe.skipIf(!canStart)("Redis client matrix: standalone", () => {
 
       // The outage: every check answered by the "deny" policy, one warning for all of them.
       await server.stop();
-      const during: Decision[] = [];
-      for (let i = 0; i < 5; i++) during.push(await limiter.tryAcquire(`user-${i}`));
+      const during: Decision[] = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => limiter.tryAcquire(`user-${i}`)),
+      );
       expect(during.map((d) => [d.allowed, d.failure?.policy])).toEqual(during.map(() => [false, "deny"]));
       expect(warnings.length).toBe(1);
       expect(warnings[0]).toContain(`RedisStore (prefix "${prefix}") failed: `);

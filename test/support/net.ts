@@ -42,3 +42,30 @@ export async function blackHole(): Promise<BlackHole> {
       }),
   };
 }
+
+/** Whether a loopback TCP listener can bind `port` right now. */
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once("error", () => resolve(false));
+    probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
+  });
+}
+
+// Each process walks its own sequence (seeded by its pid), so two test runs at once rarely try
+// the same ports; 4,099 is coprime with the range's size, so the walk visits every port.
+let walked = 0;
+
+/**
+ * A loopback port for a server a test stops and restarts on the same port (a Redis "failover"),
+ * free right now, with `port + 10000` free too (a Cluster node's bus port). It lies below the
+ * kernel's ephemeral range (32768+), which `freePort()` and outgoing connections draw from: so
+ * while the server is down, another test run's `freePort()` or a client socket cannot take it.
+ */
+export async function serverPort(): Promise<number> {
+  for (let i = 0; i < 12_000; i++) {
+    const port = 10_000 + ((process.pid * 7_919 + walked++ * 4_099) % 12_000);
+    if ((await canListen(port)) && (await canListen(port + 10_000))) return port;
+  }
+  throw new Error("no free loopback port in 10000-21999 (with its +10000 bus port)");
+}

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { createClient } from "redis";
 import { afterAll, beforeAll } from "vitest";
-import { freePort } from "./net.ts";
+import { serverPort } from "./net.ts";
 import { cannotRun } from "./skip.ts";
 
 /**
@@ -105,7 +105,22 @@ export class OwnedRedis {
       { stdio: "ignore" },
     );
     this.#child = child;
-    await Promise.race([waitForPing(this.port), new Promise((_, reject) => child.once("error", reject))]);
+    const exited = new Promise<never>((_, reject) => {
+      child.once("error", reject);
+      child.once("exit", (code) =>
+        reject(new Error(`redis-server on port ${this.port} exited (code ${code}) before answering: port taken?`)),
+      );
+    });
+    exited.catch(() => {});
+    await Promise.race([waitForPing(this.port), exited]);
+    // A PING answered by another run's server on this port (ours failed to bind) would make two
+    // test runs share one server, and one's stop() the other's outage: check the answer is ours.
+    const info = (await rawCommand(this.port, "INFO server")) ?? "";
+    const pid = Number(/process_id:(\d+)/.exec(info)?.[1]);
+    if (pid !== child.pid) {
+      await this.stop();
+      throw new Error(`port ${this.port} is answered by another redis-server (pid ${pid}), not the one started here`);
+    }
     return this;
   }
 
@@ -149,7 +164,7 @@ export async function canStartRedis(what: string): Promise<boolean> {
 /** Starts a private redis-server on a free port, or undefined when none can be started. */
 export async function startOwnedRedis(extraArgs: string[] = []): Promise<OwnedRedis | undefined> {
   if (!(await hasRedisServer())) return undefined;
-  return new OwnedRedis(await freePort(), extraArgs).start();
+  return new OwnedRedis(await serverPort(), extraArgs).start();
 }
 
 /** Says loudly that a Redis suite cannot run; under CI that is a failure, not a skip. */

@@ -21,7 +21,7 @@ import { createCluster } from "redis";
 import type { RuleBinding, Store } from "sluice";
 import { afterAll, beforeAll } from "vitest";
 import { hashTag, slotOf, tagSeed } from "../../src/stores/redis/keys.ts";
-import { freePort } from "./net.ts";
+import { serverPort } from "./net.ts";
 import { hasRedisServer, noRedis, OwnedRedis, rawCommand, waitForPing } from "./redis-server.ts";
 import { isCI } from "./skip.ts";
 
@@ -66,7 +66,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<TestCl
   };
   try {
     for (let i = 0; i < 3 * (1 + replicas); i++) {
-      const port = await freePort();
+      const port = await serverPort();
       const node = new OwnedRedis(port, []);
       node.extraArgs.push("--cluster-enabled", "yes", "--cluster-config-file", `${node.dir}/nodes-${port}.conf`);
       if (options.nodeTimeoutMs !== undefined)
@@ -167,8 +167,8 @@ class SentinelProcess {
 /** Starts the deployment, or resolves undefined when redis-server is not available. */
 export async function startSentinel(): Promise<TestSentinel | undefined> {
   if (!(await hasRedisServer())) return undefined;
-  const master = new OwnedRedis(await freePort());
-  const replica = new OwnedRedis(await freePort(), []);
+  const master = new OwnedRedis(await serverPort());
+  const replica = new OwnedRedis(await serverPort(), []);
   replica.extraArgs.push("--replicaof", "127.0.0.1", String(master.port));
   const sentinels: SentinelProcess[] = [];
   const dispose = async () => {
@@ -177,7 +177,7 @@ export async function startSentinel(): Promise<TestSentinel | undefined> {
   try {
     await master.start();
     await replica.start();
-    for (let i = 0; i < 3; i++) sentinels.push(new SentinelProcess(await freePort(), master.port));
+    for (let i = 0; i < 3; i++) sentinels.push(new SentinelProcess(await serverPort(), master.port));
     await Promise.all(sentinels.map((s) => s.start()));
     const masterPort = async () => {
       for (const s of sentinels) {
