@@ -186,9 +186,8 @@ describe.skipIf(!canStart)("Redis client matrix: standalone", () => {
 
       // The outage: every check answered by the "deny" policy, one warning for all of them.
       await server.stop();
-      const during: Decision[] = await Promise.all(
-        Array.from({ length: 5 }, (_, i) => limiter.tryAcquire(`user-${i}`)),
-      );
+      const during: Decision[] = [];
+      for (let i = 0; i < 5; i++) during.push(await limiter.tryAcquire(`user-${i}`));
       expect(during.map((d) => [d.allowed, d.failure?.policy])).toEqual(during.map(() => [false, "deny"]));
       expect(warnings.length).toBe(1);
       expect(warnings[0]).toContain(`RedisStore (prefix "${prefix}") failed: `);
