@@ -30,7 +30,9 @@ export default defineConfig({
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     // Seeds every fast-check property from SLUICE_SEED (or a fixed default): a printed seed replays.
     setupFiles: ["test/support/setup-seed.ts"],
-    testTimeout: 20_000,
+    // A bound on work, not a speed claim: many tests start real processes (CLI, servers, Redis),
+    // which take seconds each when two suites share this 2-core machine with other work.
+    testTimeout: 60_000,
     hookTimeout: 60_000,
     // Redis Cluster and service suites start real processes; keep the 2-core machine unsaturated.
     maxWorkers: 2,

@@ -10,7 +10,14 @@ import { type RedisClientLike, RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PARITY_RULES, runParityTrace } from "../support/redis-parity.ts";
 import { pureStore } from "../support/redis-pure-store.ts";
-import { findRedis, noRedis, type SharedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
+import {
+  findRedis,
+  noRedis,
+  type SharedRedis,
+  startOwnedRedis,
+  uniquePrefix,
+  WORK_BOUND_MS,
+} from "../support/redis-server.ts";
 import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
 
 const redis: SharedRedis | undefined = await findRedis();
@@ -46,7 +53,11 @@ describe.skipIf(redis === undefined)("RedisStore with @upstash/redis", () => {
   it("is told apart from ioredis (it has evalsha and del too) and decides through EVALSHA over HTTP", async () => {
     const client = upstashClient(bridge);
     const clock = new ManualClock(1_800_000_000_000);
-    const store = new RedisStore({ client: asClient(client), prefix: uniquePrefix("upstash-basic") });
+    const store = new RedisStore({
+      timeoutMs: WORK_BOUND_MS,
+      client: asClient(client),
+      prefix: uniquePrefix("upstash-basic"),
+    });
     const limiter = createLimiter({ algorithm: "fixed-window", limit: 2, windowMs: 1000 }, { store, clock });
     const before = bridge.served.get("EVALSHA") ?? 0;
     expect((await limiter.tryAcquire("u")).allowed).toBe(true);
@@ -63,12 +74,12 @@ describe.skipIf(redis === undefined)("RedisStore with @upstash/redis", () => {
     const clock = new ManualClock(1_800_000_000_000);
     const spec = { algorithm: "sliding-log", limit: 3, windowMs: 10_000 } as const;
     const viaHttp = createLimiter(spec, {
-      store: new RedisStore({ client: asClient(upstashClient(bridge)), prefix }),
+      store: new RedisStore({ timeoutMs: WORK_BOUND_MS, client: asClient(upstashClient(bridge)), prefix }),
       clock,
       name: "shared",
     });
     const viaTcp = createLimiter(spec, {
-      store: new RedisStore({ client: io, prefix, denyCache: false }),
+      store: new RedisStore({ timeoutMs: WORK_BOUND_MS, client: io, prefix, denyCache: false }),
       clock,
       name: "shared",
     });
@@ -88,6 +99,7 @@ describe.skipIf(redis === undefined)("RedisStore with @upstash/redis", () => {
     const fresh = await startUpstashBridge(owned.url);
     try {
       const store = new RedisStore({
+        timeoutMs: WORK_BOUND_MS,
         client: asClient(upstashClient(fresh)),
         prefix: uniquePrefix("upstash-noscript"),
       });
@@ -109,9 +121,11 @@ describe.skipIf(redis === undefined)("RedisStore with @upstash/redis", () => {
 
   it("refuses a deny cache asked for explicitly, and keeps it off by default (no subscription over REST)", async () => {
     const client = asClient(upstashClient(bridge));
-    expect(() => new RedisStore({ client, denyCache: true })).toThrow(ArgumentError);
-    expect(() => new RedisStore({ client, denyCache: { maxEntries: 10 } })).toThrow(/denyCache.*subscribe/);
-    const store = new RedisStore({ client, prefix: uniquePrefix("upstash-nocache") });
+    expect(() => new RedisStore({ timeoutMs: WORK_BOUND_MS, client, denyCache: true })).toThrow(ArgumentError);
+    expect(() => new RedisStore({ timeoutMs: WORK_BOUND_MS, client, denyCache: { maxEntries: 10 } })).toThrow(
+      /denyCache.*subscribe/,
+    );
+    const store = new RedisStore({ timeoutMs: WORK_BOUND_MS, client, prefix: uniquePrefix("upstash-nocache") });
     const limiter = createLimiter(
       { algorithm: "fixed-window", limit: 1, windowMs: 60_000 },
       { store, clock: new ManualClock(0) },
@@ -129,10 +143,10 @@ describe.skipIf(redis === undefined)("RedisStore with @upstash/redis", () => {
     const prefix = uniquePrefix("upstash-invalidate");
     const clock = new ManualClock(1_800_000_000_000);
     const spec = { algorithm: "fixed-window", limit: 2, windowMs: 60_000 } as const;
-    const tcpStore = new RedisStore({ client: io, prefix });
+    const tcpStore = new RedisStore({ timeoutMs: WORK_BOUND_MS, client: io, prefix });
     const viaTcp = createLimiter(spec, { store: tcpStore, clock, name: "login" });
     const viaHttp = createLimiter(spec, {
-      store: new RedisStore({ client: asClient(upstashClient(bridge)), prefix }),
+      store: new RedisStore({ timeoutMs: WORK_BOUND_MS, client: asClient(upstashClient(bridge)), prefix }),
       clock,
       name: "login",
     });
@@ -158,6 +172,7 @@ describe.skipIf(redis === undefined)("RedisStore with @upstash/redis", () => {
 
   it("answers by onError when the endpoint refuses the token", async () => {
     const store = new RedisStore({
+      timeoutMs: WORK_BOUND_MS,
       client: asClient(upstashClient(bridge, "wrong-token")),
       prefix: uniquePrefix("upstash-auth"),
       onError: "throw",
@@ -175,6 +190,7 @@ describe.skipIf(redis === undefined)("RedisStore with @upstash/redis", () => {
       const client = asClient(upstashClient(bridge));
       const store = () =>
         new RedisStore({
+          timeoutMs: WORK_BOUND_MS,
           client,
           prefix: uniquePrefix("upstash-parity"),
           // A ManualClock runs slower than real time: keep keys past their (manual) fresh time.

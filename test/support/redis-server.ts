@@ -186,6 +186,13 @@ export async function findRedis(): Promise<SharedRedis | undefined> {
   return owned === undefined ? undefined : { url: owned.url, owned };
 }
 
+/**
+ * A store deadline for tests that compare decisions: far above any healthy round trip, so a
+ * machine running two suites at once on 2 cores never turns a slow answer into an onError one.
+ * Tests about deadlines set their own.
+ */
+export const WORK_BOUND_MS = 10_000;
+
 /** A prefix unique to this run, so suites sharing one Redis never touch each other's keys. */
 export function uniquePrefix(label: string): string {
   return `sluice-test:${label}:${process.pid}:${Math.random().toString(36).slice(2, 10)}:`;
