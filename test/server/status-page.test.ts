@@ -144,10 +144,25 @@ describe.skipIf(!chromiumAvailable)("the status page in headless Chromium", () =
       expect(keys.slice(0, 2)).toEqual(["mallory", "eve"]);
       expect(await page.textContent('section[data-rule="api"] aside')).toContain("none denied recently");
       // The denied area is drawn above the admitted one: both paths have area.
+      // The chart is redrawn from the page's next poll, which a loaded machine may delay: wait for
+      // it (bounded) rather than read it once.
+      const drawn = await page
+        .waitForFunction(
+          () => {
+            const paths = [...document.querySelectorAll('section[data-rule="pings"] svg.chart path')];
+            return paths.length > 0 && paths.every((p) => (p as SVGGraphicsElement).getBBox().height > 0);
+          },
+          undefined,
+          { timeout: 15_000 },
+        )
+        .then(
+          () => true,
+          () => false,
+        );
       const heights = await page.$$eval('section[data-rule="pings"] svg.chart path', (ps) =>
         ps.map((p) => (p as SVGGraphicsElement).getBBox().height),
       );
-      expect(heights.every((h) => h > 0)).toBe(true);
+      expect(drawn, `path heights ${heights.join(", ")}`).toBe(true);
       await page.screenshot({ path: join(ARTIFACTS, "status-page.png"), fullPage: true });
       // The icon the page links is served and decodes as an image (headless Chromium does not
       // fetch icons itself, so the page loads it): no 404, and no console error on any load.
