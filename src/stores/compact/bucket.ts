@@ -87,25 +87,32 @@ export function removeEntry(u32: Uint32Array, base: number, E: number, e: number
   u32[end - E + 1] = 0;
 }
 
-/** Words past which `copyBucket` hands the copy to `copyWithin` (a memmove) rather than a loop. */
-const LOOP_WORDS = 16;
+/**
+ * Looks (`h1`, `tag`) up like `findEntry` and counts the entries in use in the same pass (what a
+ * copy of the bucket then needs): returns `(entry + 1) * 16 + count` (entry -1: not found).
+ */
+export function scanBucket(u32: Uint32Array, base: number, E: number, h1: number, tag: number): number {
+  let found = -1;
+  let e = 0;
+  for (let o = base; e < BUCKET_SLOTS; e++, o += E) {
+    const t = u32[o + 1] as number;
+    if (t === 0) break;
+    if (found < 0 && (t & KEY_BITS) >>> 0 === tag && u32[o] === h1) found = e;
+  }
+  return (found + 1) * 16 + e;
+}
 
 /**
- * Copies the entries in use of the bucket at `src` to `dst` (a bucket in another block), through
- * an Int32Array view of the same buffer (int32 words move as they are; uint32 ones past 2^31
- * would go through doubles). Returns the entries copied.
+ * Copies the first `count` entries of the bucket at `src` to `dst` (a bucket in another block)
+ * and marks the copy's end, through an Int32Array view of the buffer (int32 words move as they
+ * are; uint32 ones past 2^31 would go through doubles).
  */
-export function copyBucket(i32: Int32Array, src: number, dst: number, E: number): number {
-  let e = 0;
-  while (e < BUCKET_SLOTS && (i32[src + e * E + 1] as number) !== 0) e++;
-  const n = e * E;
-  // A JS loop costs some 20 instructions a word, copyWithin a call and then a memmove: with it,
-  // a gcra decision of the shared store on 10k keys took 3820 → 3120 instructions (callgrind).
-  // The loop is kept for one small entry, where the call's fixed cost is the larger.
-  if (n > LOOP_WORDS) i32.copyWithin(dst, src, src + n);
-  else for (let k = 0; k < n; k++) i32[dst + k] = i32[src + k] as number;
-  if (e < BUCKET_SLOTS) i32[dst + n + 1] = 0;
-  return e;
+export function copyBucket(i32: Int32Array, src: number, dst: number, E: number, count: number): void {
+  // One copyWithin (a call into C++ of some 260 instructions, then a memmove) costs less than
+  // a JS loop even for one entry: V8 checks the typed arrays again on every access of a loop
+  // over a SharedArrayBuffer, some 23 instructions a word (callgrind, V8 11.3).
+  if (count > 0) i32.copyWithin(dst, src, src + count * E);
+  if (count < BUCKET_SLOTS) i32[dst + count * E + 1] = 0;
 }
 
 /** The float64 index of entry `e`'s state in a Float64Array over the same buffer. */

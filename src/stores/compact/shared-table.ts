@@ -121,10 +121,11 @@ export class SharedTable {
   }
 
   /**
-   * Copies the bucket `read` saw into this thread's private block; returns the copy's first u32
-   * (its entries in use are then `count`), or -1 when the pool has no block left.
+   * Copies the bucket `read` saw, whose first `count` entries are in use (scanBucket; counted
+   * here when not given), into this thread's private block; returns the copy's first u32, or -1
+   * when the pool has no block left.
    */
-  draft(): number {
+  draft(count?: number): number {
     if (this.#spare < 0) {
       this.#spare = this.#free.pop();
       if (this.#spare < 0) return -1;
@@ -134,7 +135,11 @@ export class SharedTable {
     if (this.base < 0) {
       this.u32[dst + 1] = 0;
       this.count = 0;
-    } else this.count = copyBucket(this.#I, this.base, dst, this.E);
+    } else {
+      const n = count ?? countEntries(this.u32, this.base, this.E);
+      copyBucket(this.#I, this.base, dst, this.E, n);
+      this.count = n;
+    }
     return dst;
   }
 

@@ -21,6 +21,11 @@ import { SUMMARY_WORDS } from "./layout.ts";
 export interface Codec {
   /** Decodes the record at `F[at]`. */
   decode(F: Float64Array, at: number): RuleRecord;
+  /**
+   * Decodes the record at `F[at]` like `decode`, into an object this codec reuses for a
+   * one-member flat rule (no allocation on a decision's hot path): valid until the next `load`.
+   */
+  load(F: Float64Array, at: number): RuleRecord;
   /** Encodes `record` at `F[at]`. */
   encode(record: RuleRecord, F: Float64Array, at: number): void;
   /** Joins `record` (fresh again at `freshAt`) into the summary cell in `cells` at `at` (NaN: empty). */
@@ -47,6 +52,8 @@ function fieldsOf(m: Algorithm): string[] {
 /** Reads and writes one flat state: fields in the order of the algorithm's `create()`. */
 interface Flat {
   decode(F: Float64Array, o: number): unknown;
+  /** Overwrites `state` (made by `decode`) with the state at `F[o]`; returns it. */
+  into(state: unknown, F: Float64Array, o: number): unknown;
   encode(state: unknown, F: Float64Array, o: number): void;
 }
 
@@ -59,6 +66,12 @@ interface Flat {
 const FLAT: Record<string, Flat | undefined> = {
   "w,c": {
     decode: (F, o) => ({ w: F[o] as number, c: F[o + 1] as number }),
+    into: (s, F, o) => {
+      const x = s as { w: number; c: number };
+      x.w = F[o] as number;
+      x.c = F[o + 1] as number;
+      return x;
+    },
     encode: (s, F, o) => {
       const x = s as { w: number; c: number };
       F[o] = x.w;
@@ -67,6 +80,13 @@ const FLAT: Record<string, Flat | undefined> = {
   },
   "w,p,c": {
     decode: (F, o) => ({ w: F[o] as number, p: F[o + 1] as number, c: F[o + 2] as number }),
+    into: (s, F, o) => {
+      const x = s as { w: number; p: number; c: number };
+      x.w = F[o] as number;
+      x.p = F[o + 1] as number;
+      x.c = F[o + 2] as number;
+      return x;
+    },
     encode: (s, F, o) => {
       const x = s as { w: number; p: number; c: number };
       F[o] = x.w;
@@ -76,6 +96,12 @@ const FLAT: Record<string, Flat | undefined> = {
   },
   "b,t": {
     decode: (F, o) => ({ b: F[o] as number, t: F[o + 1] as number }),
+    into: (s, F, o) => {
+      const x = s as { b: number; t: number };
+      x.b = F[o] as number;
+      x.t = F[o + 1] as number;
+      return x;
+    },
     encode: (s, F, o) => {
       const x = s as { b: number; t: number };
       F[o] = x.b;
@@ -84,6 +110,13 @@ const FLAT: Record<string, Flat | undefined> = {
   },
   "ms,ticks,den": {
     decode: (F, o) => ({ ms: F[o] as number, ticks: F[o + 1] as number, den: F[o + 2] as number }),
+    into: (s, F, o) => {
+      const x = s as { ms: number; ticks: number; den: number };
+      x.ms = F[o] as number;
+      x.ticks = F[o + 1] as number;
+      x.den = F[o + 2] as number;
+      return x;
+    },
     encode: (s, F, o) => {
       const x = s as { ms: number; ticks: number; den: number };
       F[o] = x.ms;
@@ -189,8 +222,47 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
     for (let k = 0; k < n; k++) F[o + 1 + k] = s.buf[(s.head + s.n - n + k) % len] as number;
     F[o] = n;
   };
+  const joinCell = (cells: Float64Array, at: number, record: RuleRecord, freshAt: number): void => {
+    // The layout of MemoryStore's sketch: fresh-at, each member's summary slots, the ban's.
+    if (!((cells[at] as number) >= freshAt)) cells[at] = freshAt;
+    let o = at + 1;
+    members.forEach((m: Algorithm, i) => {
+      m.summary.join(cells, o, memberState(rule, record, i));
+      o += m.summary.slots;
+    });
+    const ban = banState(rule, record);
+    if (ban !== undefined) joinBan(cells, o, ban);
+  };
+  const readCell = (cells: Float64Array, at: number): RuleRecord => {
+    let o = at + 1;
+    const states = members.map((m: Algorithm) => {
+      const state = m.summary.read(cells, o) ?? m.create();
+      o += m.summary.slots;
+      return state;
+    });
+    if (rule.bare) return states[0];
+    if (rule.ban !== undefined) states.push(readBan(cells, o));
+    return states;
+  };
+  // A one-member flat rule (the common case) reads and writes its words directly, into one
+  // reused state: no closure per member, no allocation per decision.
+  const only = rule.bare && rule.ban === undefined ? flat[0] : undefined;
+  if (only !== undefined) {
+    const scratch = only.decode(new Float64Array((sizes[0] as number) + 1), 0);
+    return {
+      blockAt,
+      decode: (F, base) => only.decode(F, base) as RuleRecord,
+      load: (F, base) => only.into(scratch, F, base) as RuleRecord,
+      encode: (record, F, base) => only.encode(record, F, base),
+      join: joinCell,
+      read: readCell,
+    };
+  }
   return {
     blockAt,
+    load(F, base) {
+      return this.decode(F, base);
+    },
     decode(F, base) {
       if (rule.bare) return decodeMember(0, F, base);
       const record: unknown[] = members.map((_, i) => decodeMember(i, F, base));
@@ -210,28 +282,8 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
         F[o + 2] = ban.until;
       }
     },
-    join(cells, at, record, freshAt) {
-      // The layout of MemoryStore's sketch: fresh-at, each member's summary slots, the ban's.
-      if (!((cells[at] as number) >= freshAt)) cells[at] = freshAt;
-      let o = at + 1;
-      members.forEach((m: Algorithm, i) => {
-        m.summary.join(cells, o, memberState(rule, record, i));
-        o += m.summary.slots;
-      });
-      const ban = banState(rule, record);
-      if (ban !== undefined) joinBan(cells, o, ban);
-    },
-    read(cells, at) {
-      let o = at + 1;
-      const states = members.map((m: Algorithm) => {
-        const state = m.summary.read(cells, o) ?? m.create();
-        o += m.summary.slots;
-        return state;
-      });
-      if (rule.bare) return states[0];
-      if (rule.ban !== undefined) states.push(readBan(cells, o));
-      return states;
-    },
+    join: joinCell,
+    read: readCell,
   };
 }
 

@@ -15,9 +15,9 @@ import {
   appendKey,
   BUCKET_SLOTS,
   bucketOf,
-  findEntry,
   PINNED,
   removeEntry,
+  scanBucket,
   stateAt,
   tagOf,
 } from "../compact/bucket.ts";
@@ -60,13 +60,15 @@ export function decide(
   for (;;) {
     table.read(bucket);
     const base = table.base;
-    const found = base < 0 ? -1 : findEntry(u32, base, E, h1, tag);
+    // The key's entry and the bucket's entries in use, in one pass (the draft copies those).
+    const scan = base < 0 ? 0 : scanBucket(u32, base, E, h1, tag);
+    const found = (scan >> 4) - 1;
     let record: RuleRecord;
     let summarised = false;
     // When a block ends (core/block.ts; NaN or -Infinity: none), kept in a spare record word.
     let until = Number.NEGATIVE_INFINITY;
     if (found >= 0) {
-      record = codec.decode(f64, stateAt(base, E, found));
+      record = codec.load(f64, stateAt(base, E, found));
       if (codec.blockAt >= 0) until = f64[stateAt(base, E, found) + codec.blockAt] as number;
     } else {
       const rows = summary.read(index, h1, h2, now, codec);
@@ -109,7 +111,7 @@ export function decide(
         continue;
       }
     }
-    const dst = table.draft();
+    const dst = table.draft(scan & 15);
     if (dst < 0) {
       throw new StoreError("SharedMemoryStore: no free block left (threads that ended without close() keep one each)");
     }
