@@ -84,6 +84,8 @@ test("Lua mutants against the parity suite", { timeout: 24 * 3600_000 }, async (
       (LUA_SOURCES as Record<string, string>)[m.file] = m.text;
       const { MODEL_RULES, PARITY_RULES, runParitySuite } = await import("./redis-parity.ts");
       const { PARITY_EDGES } = await import("./parity-edges.ts");
+      const { RLF_TRACES, runRlfTrace } = await import("./rlf-trace.ts");
+      const { runReceiptFixedWindowCase, runReceiptTraces } = await import("./receipt-trace.ts");
       const { RedisStore } = await import("sluice/redis");
       const { uniquePrefix } = await import("./redis-server.ts");
       const store = () =>
@@ -94,7 +96,13 @@ test("Lua mutants against the parity suite", { timeout: 24 * 3600_000 }, async (
           denyCache: false,
         });
       const run = async () => {
+        // Cheapest and most often killing first: a survivor costs every step.
         for (const edge of PARITY_EDGES) await edge.run(io);
+        await runReceiptFixedWindowCase(io);
+        // The penalty/block/get traces (every algorithm, bans), with the parity grace: the
+        // harness runs slower than the ManualClock, and expiry is the edges' business.
+        for (const { seed, base } of RLF_TRACES) await runRlfTrace(io, seed, base, 600_000);
+        await runReceiptTraces(io, true);
         for (const rule of rulesFor(m.file, MODEL_RULES)) await runParitySuite(rule, store, job.seeds, true);
         for (const rule of rulesFor(m.file, PARITY_RULES)) await runParitySuite(rule, store, job.seeds);
       };
