@@ -84,6 +84,7 @@ test("Lua mutants against the parity suite", { timeout: 24 * 3600_000 }, async (
       (LUA_SOURCES as Record<string, string>)[m.file] = m.text;
       const { MODEL_RULES, PARITY_RULES, runParitySuite } = await import("./redis-parity.ts");
       const { PARITY_EDGES } = await import("./parity-edges.ts");
+      const { LUA_EDGES } = await import("./lua-edges.ts");
       const { RLF_TRACES, runRlfTrace } = await import("./rlf-trace.ts");
       const { runReceiptFixedWindowCase, runReceiptTraces } = await import("./receipt-trace.ts");
       const { RedisStore } = await import("sluice/redis");
@@ -98,6 +99,7 @@ test("Lua mutants against the parity suite", { timeout: 24 * 3600_000 }, async (
       const run = async () => {
         // Cheapest and most often killing first: a survivor costs every step.
         for (const edge of PARITY_EDGES) await edge.run(io);
+        for (const edge of LUA_EDGES) await edge.run(io);
         await runReceiptFixedWindowCase(io);
         // The penalty/block/get traces (every algorithm, bans), with the parity grace: the
         // harness runs slower than the ManualClock, and expiry is the edges' business.
