@@ -253,4 +253,31 @@ export const LUA_EDGES: ParityEdge[] = [
       }
     },
   },
+  {
+    name: "fixed-window anchored at the first request: a refund and a penalty exactly at the window's end",
+    async run(io) {
+      const spec = { algorithm: "fixed-window", limit: 3, windowMs: 1000, anchor: "first" } as const;
+      await scenario(io, spec, [
+        [0, "c", "r", 1],
+        [10, "c", "r", 1],
+        [1000, "r", "r", 1], // the window [0, 1000) has ended: nothing comes back
+        [999, "p", "r", 1], // the clock steps back into it: both units still count
+        [0, "c", "x", 1],
+        [1000, "x", "x", 2], // opens the next window [1000, 2000) with the 2 units
+        [1000, "p", "x", 1],
+        [1500, "c", "x", 1],
+      ]);
+    },
+  },
+  {
+    name: "a gcra record whose ticks are not below its denominator is refused, not read",
+    async run(io) {
+      const { prefix, redis } = pair(io, { algorithm: "gcra", limit: 3, periodMs: 1000 });
+      await redis.tryAcquire("k");
+      const [key] = await io.keys(`${prefix}*`);
+      await io.set(key as string, `${T + 1000}+3/3`);
+      const d = await redis.tryAcquire("k");
+      expect(d.failure?.error.message, JSON.stringify(d)).toMatch(/not a sluice gcra state/);
+    },
+  },
 ];
