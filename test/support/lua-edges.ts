@@ -12,6 +12,7 @@ import { RedisStore } from "sluice/redis";
 import { expect } from "vitest";
 import type { BanPolicy } from "../../src/core/ban.ts";
 import type { ParityEdge } from "./parity-edges.ts";
+import { prng } from "./redis-parity.ts";
 import { uniquePrefix } from "./redis-server.ts";
 
 /** 2026-12-01T00:00:00Z: a multiple of every window below. */
@@ -83,6 +84,7 @@ const SPECS: Array<[string, LimitSpec | LimitSpec[], BanPolicy | undefined]> = [
 export const LUA_EDGES: ParityEdge[] = [
   {
     name: "Redis TIME: without a clock, a check is decided at the server's TIME in ms",
+    algorithms: ["sliding-log"],
     async run(io) {
       // A sliding log keeps the instant it counted: a peek at a known instant reads it back.
       const spec = { algorithm: "sliding-log", limit: 1, windowMs: 3_600_000 } as const;
@@ -231,6 +233,7 @@ export const LUA_EDGES: ParityEdge[] = [
   },
   {
     name: "fixed-window storage: a window index of 2^32 and a count of 2^21 leave the compact integer form",
+    algorithms: ["fixed-window"],
     async run(io) {
       // The compact form k * 2^21 + c holds 0 <= k < 2^32 and 0 <= c < 2^21: at either bound
       // the integer would read back as another state (2^53 + c loses c's low bit; c = 2^21
@@ -255,6 +258,7 @@ export const LUA_EDGES: ParityEdge[] = [
   },
   {
     name: "fixed-window anchored at the first request: a refund and a penalty exactly at the window's end",
+    algorithms: ["fixed-window"],
     async run(io) {
       const spec = { algorithm: "fixed-window", limit: 3, windowMs: 1000, anchor: "first" } as const;
       await scenario(io, spec, [
@@ -271,6 +275,7 @@ export const LUA_EDGES: ParityEdge[] = [
   },
   {
     name: "a gcra record whose ticks are not below its denominator is refused, not read",
+    algorithms: ["gcra"],
     async run(io) {
       const { prefix, redis } = pair(io, { algorithm: "gcra", limit: 3, periodMs: 1000 });
       await redis.tryAcquire("k");
@@ -278,6 +283,70 @@ export const LUA_EDGES: ParityEdge[] = [
       await io.set(key as string, `${T + 1000}+3/3`);
       const d = await redis.tryAcquire("k");
       expect(d.failure?.error.message, JSON.stringify(d)).toMatch(/not a sluice gcra state/);
+    },
+  },
+  {
+    name: "sliding-log: a receipt exactly one window old gives nothing back (the entry counts again on a step back)",
+    algorithms: ["sliding-log"],
+    async run(io) {
+      const spec = { algorithm: "sliding-log", limit: 2, windowMs: 1000 } as const;
+      const { clock, redis, memory } = pair(io, spec);
+      const a = await redis.tryAcquire("k");
+      memory.tryAcquire("k");
+      for (const [t, receipt] of [
+        [1000, T],
+        [999, T + 1],
+        [999, T],
+      ] as const) {
+        clock.set(T + t);
+        expect(await redis.refund("k", { cost: 1, at: receipt }), `refund of ${receipt} at T+${t}`).toEqual(
+          await memory.refund("k", { cost: 1, at: receipt }),
+        );
+        expect(await redis.peek("k"), `peek at T+${t}`).toEqual(await memory.peek("k"));
+      }
+      expect(a.at).toBe(T);
+    },
+  },
+  {
+    name: "gcra and leaky bucket at fractional instants: checks, refunds with and without receipts, penalties, gets",
+    algorithms: ["gcra"],
+    async run(io) {
+      // Instants in steps of 1/(2 den) ms and 0-3 ms apart: "now" lands on either side of, and
+      // exactly on, arrival times within the current ms; receipts name checks just made or a
+      // few ms old (partly drained).
+      const specs: LimitSpec[] = [
+        { algorithm: "gcra", limit: 3, periodMs: 1000, burst: 3 },
+        { algorithm: "gcra", limit: 7, periodMs: 10, burst: 2 },
+        { algorithm: "leaky-bucket", capacity: 3, leakPerSecond: 400 },
+      ];
+      for (const [n, spec] of specs.entries()) {
+        const name = (spec as { algorithm: string }).algorithm;
+        const { clock, redis, memory } = pair(io, spec);
+        const random = prng(100 + n);
+        const taken: number[] = [];
+        let now = T;
+        for (let i = 0; i < 250; i++) {
+          now += Math.floor(random() * 7) / 2 + Math.floor(random() * 3) / 6;
+          if (random() < 0.3)
+            now = Math.floor(now) + ([0, 1 / 3, 2 / 3, 1 / 7, 0.5][Math.floor(random() * 5)] as number);
+          clock.set(now);
+          const a = random();
+          const cost = 1 + Math.floor(random() * 2);
+          const receipt = taken[taken.length - 1 - Math.floor(random() * 3)];
+          const run = async (l: Limiter): Promise<Decision | null> => {
+            if (a < 0.4) return l.tryAcquire("k", cost);
+            if (a < 0.55) return l.refund("k", cost);
+            if (a < 0.75 && receipt !== undefined) return l.refund("k", { cost, at: receipt });
+            if (a < 0.85) return l.penalty("k", cost);
+            if (a < 0.92) return l.peek("k", cost);
+            return l.get("k");
+          };
+          const expected = await run(memory);
+          const got = await run(redis);
+          expect(got, `${name} event ${i} at T+${now - T} (${a.toFixed(2)})`).toEqual(expected);
+          if (a < 0.4 && got?.allowed === true && got.at !== undefined) taken.push(got.at);
+        }
+      }
     },
   },
 ];
