@@ -213,6 +213,12 @@ export const LUA_EDGES: ParityEdge[] = [
           await scenario(io, spec, [...first, ...at.filter((t) => t >= from).map((t): Step => [t, "g", key, 1])]);
         }
       }
+      // A sliding window's refund in the next window: the state rolls (previous 1, current 0).
+      await scenario(io, { algorithm: "sliding-window", limit: 3, windowMs: 1000 }, [
+        [0, "c", "sw", 1],
+        [1000, "r", "sw", 1],
+        ...[1500, 1999, 2000, 2001, 2999, 3000].map((t): Step => [t, "g", "sw", 1]),
+      ]);
       // A ban's count keeps a key until withinMs after its first denial; a ban that began
       // restarts the count, so the key is fresh once the ban and the window have ended.
       await scenario(
@@ -346,6 +352,75 @@ export const LUA_EDGES: ParityEdge[] = [
           expect(got, `${name} event ${i} at T+${now - T} (${a.toFixed(2)})`).toEqual(expected);
           if (a < 0.4 && got?.allowed === true && got.at !== undefined) taken.push(got.at);
         }
+      }
+    },
+  },
+  {
+    name: "sliding-log: receipts and penalties at the newest entry's instant, refunds across runs, a lowered limit",
+    algorithms: ["sliding-log"],
+    async run(io) {
+      const spec = { algorithm: "sliding-log", limit: 5, windowMs: 1000 } as const;
+      const { clock, redis, memory } = pair(io, spec);
+      type Op = [number, "c" | "x" | "r" | "p", number, number?]; // at, op, cost, receipt (ms after T)
+      const steps: Op[] = [
+        [0, "c", 1],
+        [0, "c", 1], // same instant: one run of 2
+        [0, "r", 2, 0], // a receipt takes both back
+        [0, "p", 1],
+        [10, "c", 2],
+        [10, "r", 1, 10], // part of a run
+        [10, "p", 1],
+        [10, "x", 2], // a penalty at the newest entry's instant
+        [10, "r", 3, 10],
+        [10, "p", 1],
+        [20, "c", 2],
+        [30, "c", 1],
+        [40, "r", 2], // across two runs, newest first
+        [40, "p", 1],
+        [5, "x", 1], // a step back: appended at the newest instant
+        [40, "r", 2, 30],
+        [40, "p", 1],
+      ];
+      for (const [at, op, cost, receipt] of steps) {
+        clock.set(T + at);
+        const call = (l: Limiter) =>
+          op === "c"
+            ? l.tryAcquire("k", cost)
+            : op === "x"
+              ? l.penalty("k", cost)
+              : op === "p"
+                ? l.peek("k", cost)
+                : l.refund("k", receipt === undefined ? cost : { cost, at: T + receipt });
+        expect(await call(redis), `${op} ${cost} at T+${at}`).toEqual(await call(memory));
+      }
+      // A limit lowered under a full log (the same rule name, a smaller limit, as updateRule
+      // does): the entries past the new limit are skipped, the oldest that counts decides.
+      const clock2 = new ManualClock(T);
+      const remote = new RedisStore({
+        client: io,
+        prefix: uniquePrefix("lua-edges"),
+        denyCache: false,
+        expiryGraceMs: 600_000,
+      });
+      const local = new MemoryStore();
+      const on = (limit: number, store: RedisStore | MemoryStore) =>
+        createLimiter(
+          { algorithm: "sliding-log", limit, windowMs: 1000 },
+          { clock: clock2, store, name: "low" },
+        ) as Limiter;
+      for (const [at, limit, cost] of [
+        [0, 5, 2],
+        [100, 5, 2],
+        [200, 5, 1],
+        [300, 2, 1],
+        [300, 3, 1],
+        [1050, 2, 1],
+        [1150, 2, 1],
+      ] as const) {
+        clock2.set(T + at);
+        expect(await on(limit, remote).tryAcquire("k", cost), `limit ${limit} at T+${at}`).toEqual(
+          await on(limit, local).tryAcquire("k", cost),
+        );
       }
     },
   },
