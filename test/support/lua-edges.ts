@@ -424,4 +424,26 @@ export const LUA_EDGES: ParityEdge[] = [
       }
     },
   },
+  {
+    name: "gcra: a refund when the arrival time is just behind now; a backlog just under the burst, a tick behind",
+    algorithms: ["gcra"],
+    async run(io) {
+      // Arrival time at T+1000 exactly; a refund a third of a ms later finds nothing ahead (the
+      // state stays where it was, so a get then finds the key fresh).
+      await scenario(io, { algorithm: "gcra", limit: 3, periodMs: 1000 }, [
+        [0, "c", "k", 3],
+        [1000 + 1 / 3, "r", "k", 1],
+        [1000 + 1 / 3, "g", "k", 1],
+        [1000 + 2 / 3, "c", "k", 1],
+      ]);
+      // Emission interval 1/3 ms (1 tick), burst 30 (10 ms): full at T, then a tick later the
+      // backlog is 29 ticks, 10 whole ms ahead but one unit fits.
+      await scenario(io, { algorithm: "gcra", limit: 30, periodMs: 10 }, [
+        [0, "c", "j", 30],
+        [1 / 3, "p", "j", 1],
+        [1 / 3, "c", "j", 1],
+        [1 / 3, "c", "j", 1],
+      ]);
+    },
+  },
 ];
