@@ -19,7 +19,7 @@ import { uniquePrefix } from "./redis-server.ts";
 const T = Date.UTC(2026, 11, 1);
 
 /** One step of a scenario: [ms after T, call, key, cost or block ms]. */
-type Step = [number, "c" | "p" | "r" | "x" | "b" | "g" | "reset", string, number];
+export type Step = [number, "c" | "p" | "r" | "x" | "b" | "g" | "reset", string, number];
 
 /** A Redis limiter and a MemoryStore one on one ManualClock; a store with no expiry grace when `tight`. */
 function pair(io: Redis, spec: LimitSpec | LimitSpec[], ban?: BanPolicy, tight = false) {
@@ -33,7 +33,12 @@ function pair(io: Redis, spec: LimitSpec | LimitSpec[], ban?: BanPolicy, tight =
 }
 
 /** Runs `steps` on both limiters: every answer deep-equal. */
-async function scenario(io: Redis, spec: LimitSpec | LimitSpec[], steps: Step[], ban?: BanPolicy): Promise<void> {
+export async function scenario(
+  io: Redis,
+  spec: LimitSpec | LimitSpec[],
+  steps: Step[],
+  ban?: BanPolicy,
+): Promise<void> {
   const { clock, redis, memory } = pair(io, spec, ban);
   for (const [at, op, key, cost] of steps) {
     clock.set(T + at);

@@ -91,6 +91,7 @@ test("Lua mutants against the parity suite", { timeout: 24 * 3600_000 }, async (
       const { MODEL_RULES, PARITY_RULES, runParitySuite } = await import("./redis-parity.ts");
       const { PARITY_EDGES } = await import("./parity-edges.ts");
       const { LUA_EDGES } = await import("./lua-edges.ts");
+      const { LUA_STEP_EDGES } = await import("./lua-step-edges.ts");
       const { RLF_TRACES, runRlfTrace } = await import("./rlf-trace.ts");
       const { runReceiptFixedWindowCase, runReceiptTraces } = await import("./receipt-trace.ts");
       const { RedisStore } = await import("sluice/redis");
@@ -110,7 +111,7 @@ test("Lua mutants against the parity suite", { timeout: 24 * 3600_000 }, async (
         await runReceiptFixedWindowCase(io);
         const [first, ...others] = RLF_TRACES;
         if (first !== undefined) await runRlfTrace(io, first.seed, first.base, 600_000);
-        for (const edge of LUA_EDGES) if (edgeSees(m.file, edge)) await edge.run(io);
+        for (const edge of [...LUA_EDGES, ...LUA_STEP_EDGES]) if (edgeSees(m.file, edge)) await edge.run(io);
         for (const { seed, base } of others) await runRlfTrace(io, seed, base, 600_000);
         await runReceiptTraces(io, true);
         for (const rule of rulesFor(m.file, MODEL_RULES)) await runParitySuite(rule, store, job.seeds, true);
