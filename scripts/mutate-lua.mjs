@@ -10,7 +10,13 @@
 // started here on a free port (a mutant that loops forever must never block the shared Redis).
 // If a mutant hangs Redis for good, Redis is restarted and the run resumes after it.
 //
-//   node scripts/mutate-lua.mjs [--file sliding-log.lua] [--line 16] [--limit N] [--seeds 2] [--list]
+//   node scripts/mutate-lua.mjs [--file sliding-log.lua] [--line 16[,20...]] [--limit N] [--seeds 2] [--list]
+//                               [--recheck reports/mutation/lua.json] [--out reports/mutation/lua.json]
+//
+// --recheck runs only the mutants that survived in that report (a mutant the suite killed stays
+// killed by a suite that only grew) and writes the merged result: every mutant of the report,
+// killed now or then. Mutants are matched by file, line, column and flip, so the .lua files must
+// be those the report was made from.
 //
 // Exit code 0 when every mutant was killed, 1 otherwise. Writes reports/mutation/lua.json.
 import { spawn, spawnSync } from "node:child_process";
@@ -29,9 +35,18 @@ const option = (name) => {
   return i >= 0 ? args[i + 1] : undefined;
 };
 const onlyFile = option("file");
-const onlyLine = option("line") === undefined ? undefined : Number(option("line"));
+// --line takes one line or several, comma-separated (27,83).
+const onlyLines = option("line") === undefined ? undefined : option("line").split(",").map(Number);
 const limit = option("limit") === undefined ? Number.POSITIVE_INFINITY : Number(option("limit"));
 const seeds = option("seeds") ?? "2";
+const recheck = option("recheck");
+const outPath = option("out") ?? join(ROOT, "reports/mutation/lua.json");
+/** The earlier report's results by mutant (where + flip), for --recheck. */
+const earlier = new Map(
+  recheck === undefined
+    ? []
+    : JSON.parse(readFileSync(recheck, "utf8")).results.map((r) => [`${r.where} ${r.from} ${r.to}`, r]),
+);
 
 /** Every .lua file under the scripts folder. */
 function luaFiles(dir) {
@@ -170,7 +185,12 @@ const files = luaFiles(SCRIPTS).filter(
 );
 const all = files
   .flatMap(mutantsOf)
-  .filter((m) => onlyLine === undefined || m.line === onlyLine)
+  .filter((m) => onlyLines === undefined || onlyLines.includes(m.line))
+  .filter(
+    (m) =>
+      recheck === undefined ||
+      earlier.get(`${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} ${m.to}`)?.killed === false,
+  )
   .slice(0, limit);
 if (args.includes("--list")) {
   for (const m of all) console.log(`${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} -> ${m.to}   ${m.text}`);
@@ -235,7 +255,7 @@ while (done.size < mutants.length) {
   }
 }
 rmSync(workDir, { recursive: true, force: true });
-const results = mutants.map((m) => ({
+const rechecked = mutants.map((m) => ({
   where: m.where,
   from: m.from,
   to: m.to,
@@ -243,13 +263,29 @@ const results = mutants.map((m) => ({
   killed: done.get(m.id).killed,
   by: done.get(m.id).by,
 }));
+const now = new Map(rechecked.map((r) => [`${r.where} ${r.from} ${r.to}`, r]));
+const results = recheck === undefined ? rechecked : [...earlier.entries()].map(([id, r]) => now.get(id) ?? r);
 const killed = results.filter((r) => r.killed).length;
 const score = results.length === 0 ? 100 : (100 * killed) / results.length;
+const seconds = Math.round((Date.now() - started) / 1000);
 console.log(
-  `\nLua mutants: ${results.length}, killed ${killed}, survived ${results.length - killed} (${score.toFixed(1)}%) in ${Math.round((Date.now() - started) / 1000)} s`,
+  `\nLua mutants: ${results.length}${recheck === undefined ? "" : ` (${rechecked.length} rechecked)`}, killed ${killed}, survived ${results.length - killed} (${score.toFixed(1)}%) in ${seconds} s`,
 );
+// Per file, as docs/testing.md records it.
+const perFile = new Map();
+for (const r of results) {
+  const file = r.where.replace(/^src\/stores\/redis\/scripts\//, "").replace(/:.*$/, "");
+  const f = perFile.get(file) ?? { mutants: 0, killed: 0 };
+  f.mutants++;
+  if (r.killed) f.killed++;
+  perFile.set(file, f);
+}
+for (const [file, f] of [...perFile].sort())
+  console.log(
+    `| ${file} | ${f.mutants} | ${f.killed} | ${f.mutants - f.killed} | ${((100 * f.killed) / f.mutants).toFixed(1)}% |`,
+  );
 for (const r of results.filter((r) => !r.killed))
   console.log(`  survived: ${r.where} ${r.from} -> ${r.to}   ${r.text}`);
-mkdirSync(join(ROOT, "reports/mutation"), { recursive: true });
-writeFileSync(join(ROOT, "reports/mutation/lua.json"), JSON.stringify({ score, results }, null, 2));
+mkdirSync(dirname(outPath), { recursive: true });
+writeFileSync(outPath, JSON.stringify({ score, seconds, results }, null, 2));
 process.exit(killed === results.length ? 0 : 1);

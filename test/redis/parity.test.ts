@@ -1,5 +1,7 @@
 import { RedisStore } from "sluice/redis";
 import { describe, it } from "vitest";
+import { LUA_EDGES } from "../support/lua-edges.ts";
+import { LUA_STEP_EDGES } from "../support/lua-step-edges.ts";
 import { PARITY_EDGES } from "../support/parity-edges.ts";
 import { expectExercised, MODEL_RULES, PARITY_RULES, runParitySuite } from "../support/redis-parity.ts";
 import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
@@ -41,5 +43,7 @@ describe.skipIf(redis === undefined)("Redis parity, standalone", () => {
   // literal figures and the reference model (test/support/parity-edges.ts).
   describe("boundaries at fixed instants", () => {
     for (const edge of PARITY_EDGES) it(edge.name, () => edge.run(clients.io));
+    // The Lua's less travelled paths (test/support/lua-edges.ts): Redis TIME, errors, blocks.
+    for (const edge of [...LUA_EDGES, ...LUA_STEP_EDGES]) it(edge.name, () => edge.run(clients.io));
   });
 });

@@ -2,99 +2,20 @@
 // MemoryStore does. Seeded traces of checks, peeks, refunds, resets, penalties, blocks and gets
 // over every algorithm, a composite and banned rules (blocks on rules with and without a ban), at an injected clock (base 0 and today's
 // epoch): every answer deep-equal, `null` gets included.
-import { createLimiter, type Decision, type Limiter, type LimitSpec, ManualClock, MemoryStore } from "sluice";
+import { createLimiter, type LimitSpec, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { describe, expect, it } from "vitest";
-import { prng } from "../support/redis-parity.ts";
 import { standaloneRedis, uniquePrefix, useStandaloneClients } from "../support/redis-server.ts";
+import { RLF_TRACES, runRlfTrace } from "../support/rlf-trace.ts";
 
 const redis = await standaloneRedis("rate-limiter-flexible's calls");
-
-const BAN = { after: 3, withinMs: 900, forMs: 700 };
-const RULES: Array<{ spec: LimitSpec | LimitSpec[]; ban?: typeof BAN }> = [
-  { spec: { algorithm: "fixed-window", limit: 3, windowMs: 1000 } },
-  { spec: { algorithm: "fixed-window", limit: 3, windowMs: 700, anchor: "first" } },
-  { spec: { algorithm: "sliding-log", limit: 3, windowMs: 1000 } },
-  { spec: { algorithm: "sliding-window", limit: 4, windowMs: 1000 } },
-  { spec: { algorithm: "token-bucket", capacity: 4, refillPerSecond: 3 } },
-  { spec: { algorithm: "gcra", limit: 3, periodMs: 1000 } },
-  { spec: { algorithm: "leaky-bucket", capacity: 3, leakPerSecond: 2.5 } },
-  {
-    spec: [
-      { algorithm: "sliding-log", limit: 4, windowMs: 1500 },
-      { algorithm: "token-bucket", capacity: 3, refillPerSecond: 2 },
-    ],
-  },
-  { spec: { algorithm: "fixed-window", limit: 2, windowMs: 1000 }, ban: BAN },
-  { spec: { algorithm: "gcra", limit: 2, periodMs: 1000 }, ban: BAN },
-  { spec: { algorithm: "sliding-log", limit: 2, windowMs: 800 }, ban: BAN },
-];
-
-type Answer = Decision | null | "reset";
 
 describe.skipIf(redis === undefined)("penalty, block and get: Redis = MemoryStore", () => {
   const clients = useStandaloneClients(redis);
 
-  for (const base of [0, 1.8e12]) {
-    for (const seed of [11, 2026]) {
-      it(`seed ${seed}, base ${base}: every answer deep-equal`, async () => {
-        const random = prng(seed);
-        const clock = new ManualClock(base);
-        const store = new MemoryStore();
-        // The deny cache answers repeated denials locally with the figures Redis gave then (by
-        // design); exact parity is the script's, so it is off here (tested on its own below).
-        const remote = new RedisStore({ client: clients.io, prefix: uniquePrefix("rlf"), denyCache: false });
-        const pairs = RULES.map((r, i) => {
-          const options = { clock, name: `r${i}`, ...(r.ban === undefined ? {} : { ban: r.ban }) };
-          return {
-            ban: r.ban !== undefined,
-            memory: createLimiter(r.spec, { ...options, store }) as Limiter,
-            redis: createLimiter(r.spec, { ...options, store: remote }) as Limiter,
-          };
-        });
-        const seen = { penalty: 0, block: 0, plainBlock: 0, nullGet: 0, get: 0, deniedPenalty: 0 };
-        for (let i = 0; i < 600; i++) {
-          clock.set(clock.now() + Math.floor(random() * 250));
-          const pair = pairs[Math.floor(random() * pairs.length)] as (typeof pairs)[number];
-          const key = `k${Math.floor(random() * 3)}`;
-          const cost = 1 + Math.floor(random() * 3);
-          const a = random();
-          const run = async (l: Limiter): Promise<Answer> => {
-            if (a < 0.4) return l.tryAcquire(key, cost);
-            if (a < 0.5) return l.peek(key, cost);
-            if (a < 0.55) return l.refund(key, cost);
-            if (a < 0.58) {
-              await l.reset(key);
-              return "reset";
-            }
-            if (a < 0.72) return l.penalty(key, cost);
-            if (a < 0.8) return l.block(key, cost * 400);
-            return l.get(key);
-          };
-          const expected = await run(pair.memory);
-          const actual = await run(pair.redis);
-          expect(actual, `seed ${seed}, event ${i}, t=${clock.now()}, rule ${pairs.indexOf(pair)}, ${key}`).toEqual(
-            expected,
-          );
-          if (a >= 0.58 && a < 0.72) {
-            seen.penalty++;
-            if (!(expected as Decision).allowed) seen.deniedPenalty++;
-          } else if (a >= 0.72 && a < 0.8) {
-            seen.block++;
-            if (!pair.ban) seen.plainBlock++;
-          } else if (a >= 0.58) {
-            seen.get++;
-            if (expected === null) seen.nullGet++;
-          }
-        }
-        // The trace exercised what it is for: penalties past the limit, blocks, gets both ways.
-        expect(seen.deniedPenalty).toBeGreaterThan(5);
-        expect(seen.block).toBeGreaterThan(5);
-        expect(seen.plainBlock).toBeGreaterThan(5);
-        expect(seen.nullGet).toBeGreaterThan(3);
-        expect(seen.get - seen.nullGet).toBeGreaterThan(3);
-      });
-    }
+  // The traces live in test/support/rlf-trace.ts (the Lua mutation run reruns them).
+  for (const { seed, base } of RLF_TRACES) {
+    it(`seed ${seed}, base ${base}: every answer deep-equal`, () => runRlfTrace(clients.io, seed, base));
   }
 
   it("with the deny cache on, penalty, block and get still reach Redis", async () => {

@@ -59,6 +59,12 @@ function rulesFor(file: string, rules: ParityRule[]): ParityRule[] {
   return rules;
 }
 
+/** Whether `edge` can see a mutant of `file`: it loads that algorithm's code (or the file is shared). */
+function edgeSees(file: string, edge: { algorithms?: string[] }): boolean {
+  const base = file.replace(/^.*\//, "").replace(/\.lua$/, "");
+  return edge.algorithms === undefined || !ALGORITHM_FILES.includes(base) || edge.algorithms.includes(base);
+}
+
 /** Runs `work`, failing if it takes longer than `ms` (a mutant that loops in Lua never replies). */
 function within<T>(ms: number, work: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -84,6 +90,10 @@ test("Lua mutants against the parity suite", { timeout: 24 * 3600_000 }, async (
       (LUA_SOURCES as Record<string, string>)[m.file] = m.text;
       const { MODEL_RULES, PARITY_RULES, runParitySuite } = await import("./redis-parity.ts");
       const { PARITY_EDGES } = await import("./parity-edges.ts");
+      const { LUA_EDGES } = await import("./lua-edges.ts");
+      const { LUA_STEP_EDGES } = await import("./lua-step-edges.ts");
+      const { RLF_TRACES, runRlfTrace } = await import("./rlf-trace.ts");
+      const { runReceiptFixedWindowCase, runReceiptTraces } = await import("./receipt-trace.ts");
       const { RedisStore } = await import("sluice/redis");
       const { uniquePrefix } = await import("./redis-server.ts");
       const store = () =>
@@ -94,7 +104,16 @@ test("Lua mutants against the parity suite", { timeout: 24 * 3600_000 }, async (
           denyCache: false,
         });
       const run = async () => {
-        for (const edge of PARITY_EDGES) await edge.run(io);
+        // Cheapest and most often killing first (a survivor costs every step): the fixed-instant
+        // edges, one penalty/block/get trace, the Lua edges, the other traces (with the parity
+        // grace: the harness runs slower than the ManualClock, and expiry is the edges' business).
+        for (const edge of PARITY_EDGES) if (edgeSees(m.file, edge)) await edge.run(io);
+        await runReceiptFixedWindowCase(io);
+        const [first, ...others] = RLF_TRACES;
+        if (first !== undefined) await runRlfTrace(io, first.seed, first.base, 600_000);
+        for (const edge of [...LUA_EDGES, ...LUA_STEP_EDGES]) if (edgeSees(m.file, edge)) await edge.run(io);
+        for (const { seed, base } of others) await runRlfTrace(io, seed, base, 600_000);
+        await runReceiptTraces(io, true);
         for (const rule of rulesFor(m.file, MODEL_RULES)) await runParitySuite(rule, store, job.seeds, true);
         for (const rule of rulesFor(m.file, PARITY_RULES)) await runParitySuite(rule, store, job.seeds);
       };

@@ -19,6 +19,12 @@ const T0 = 1_800_000_000_000;
 /** One fixed-instant edge: what it pins, and the run against an ioredis client. */
 export interface ParityEdge {
   name: string;
+  /**
+   * The algorithm files (scripts/<name>.lua and codecs/<name>.lua) the edge runs, when it runs
+   * only these: the Lua mutation run skips it for mutants of the other algorithms' files, whose
+   * code it never loads. Undefined: every algorithm or several.
+   */
+  algorithms?: string[];
   run(io: Redis): Promise<void>;
 }
 
@@ -40,6 +46,7 @@ function bound(io: Redis, spec: AlgorithmSpec, ban?: BanPolicy) {
 export const PARITY_EDGES: ParityEdge[] = [
   {
     name: "ban: denials exactly withinMs apart are in different spans; 1 ms less apart, in one",
+    algorithms: ["fixed-window"],
     async run(io) {
       const { clock, limiter, model } = bound(
         io,
@@ -64,6 +71,7 @@ export const PARITY_EDGES: ParityEdge[] = [
   },
   {
     name: "a key's expiry covers its ban count: one denial keeps the key until withinMs after it",
+    algorithms: ["fixed-window"],
     async run(io) {
       // No expiry grace: the key's TTL is exactly how long its state still matters. The denial
       // count matters until since + withinMs (100 s), long after the 1 s window.
@@ -85,6 +93,7 @@ export const PARITY_EDGES: ParityEdge[] = [
   },
   {
     name: "sliding-log: a refund exactly one window after its check returns nothing",
+    algorithms: ["sliding-log"],
     async run(io) {
       const { clock, limiter, model } = bound(io, { algorithm: "sliding-log", limit: 1, windowMs: 1000 });
       expect((await limiter.tryAcquire("k")).allowed).toBe(model.check(T0, 1).allowed);
@@ -99,6 +108,7 @@ export const PARITY_EDGES: ParityEdge[] = [
   },
   {
     name: "sliding-log: an entry exactly one window old no longer counts",
+    algorithms: ["sliding-log"],
     async run(io) {
       const { clock, limiter, model } = bound(io, { algorithm: "sliding-log", limit: 2, windowMs: 1000 });
       for (const at of [0, 400, 999, 1000, 1000, 1400, 1400]) {
@@ -109,6 +119,7 @@ export const PARITY_EDGES: ParityEdge[] = [
   },
   {
     name: "fixed-window anchored at the first request: the window ends exactly windowMs after it",
+    algorithms: ["fixed-window"],
     async run(io) {
       // No reference model for first-hit windows: the MemoryStore on the same clock, and literals.
       const spec = { algorithm: "fixed-window", limit: 2, windowMs: 1000, anchor: "first" } as const;
@@ -142,6 +153,7 @@ export const PARITY_EDGES: ParityEdge[] = [
   },
   {
     name: "gcra at fractional instants: an arrival time within the current ms, refunds and penalties of it",
+    algorithms: ["gcra"],
     async run(io) {
       // Emission interval 1000/3 ms (ticks of 1/3 ms): arrival times fall inside a ms, and
       // fractional instants put "now" on either side of them within the same ms.

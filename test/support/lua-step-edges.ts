@@ -1,0 +1,98 @@
+/**
+ * Edges for the algorithm twins' steps at instants the other edges and traces do not land on
+ * exactly: gcra at binary fractions of a ms (exact at epoch magnitudes, where a third of a ms is
+ * not), and a sliding window's penalty in the window after the stored one. Each compares the
+ * RedisStore's answers with the MemoryStore's at fixed instants (2026-12-01 epoch). Shared by
+ * test/redis/parity.test.ts and the Lua mutation run (scripts/mutate-lua.mjs).
+ */
+import { createLimiter, type Limiter, ManualClock, MemoryStore } from "sluice";
+import { RedisStore } from "sluice/redis";
+import { expect } from "vitest";
+import { type Step, scenario } from "./lua-edges.ts";
+import type { ParityEdge } from "./parity-edges.ts";
+import { uniquePrefix } from "./redis-server.ts";
+
+/** 2026-12-01T00:00:00Z. */
+const T = Date.UTC(2026, 11, 1);
+
+/** The edges, in the order they run. */
+export const LUA_STEP_EDGES: ParityEdge[] = [
+  {
+    name: "gcra at quarter ms: a refund a tick after the arrival time, a backlog a tick under the burst 10 ms ahead",
+    algorithms: ["gcra"],
+    async run(io) {
+      // Emission interval 250.25 ms (4 ticks a ms). 4 units at T: arrival time T+1001 exactly.
+      // A quarter ms later a refund finds nothing ahead: the state stays, a get finds it fresh.
+      await scenario(io, { algorithm: "gcra", limit: 4, periodMs: 1001 }, [
+        [0, "c", "k", 4],
+        [1001.25, "r", "k", 1],
+        [1001.25, "g", "k", 1],
+        [1001.5, "x", "k", 1],
+        [1001.5, "g", "k", 1],
+        [1001.75, "c", "k", 1],
+      ]);
+      // Emission interval 1/4 ms (1 tick), burst 40 (10 ms): full at T, then a tick later the
+      // backlog is 39 ticks, 10 whole ms ahead, and one unit fits.
+      await scenario(io, { algorithm: "gcra", limit: 40, periodMs: 10 }, [
+        [0, "c", "j", 40],
+        [0.25, "p", "j", 1],
+        [0.25, "c", "j", 1],
+        [0.25, "c", "j", 1],
+        [0.5, "c", "j", 1],
+      ]);
+    },
+  },
+  {
+    name: "sliding window: a penalty in the window after the stored one keeps that window as the previous",
+    algorithms: ["sliding-window"],
+    async run(io) {
+      await scenario(io, { algorithm: "sliding-window", limit: 4, windowMs: 1000 }, [
+        [0, "c", "k", 2],
+        [1500, "x", "k", 1],
+        [1500, "p", "k", 1],
+        [1600, "c", "k", 1],
+        [2500, "x", "k", 1],
+        [2500, "g", "k", 1],
+      ]);
+      // A refund that empties the current window while the previous still weighs: the state
+      // (previous 1, current 0) is fresh one window after its start, not two.
+      await scenario(io, { algorithm: "sliding-window", limit: 4, windowMs: 1000 }, [
+        [0, "c", "j", 1],
+        [1100, "c", "j", 1],
+        [1500, "r", "j", 1],
+        ...[1600, 1999, 2000, 2001].map((t): Step => [t, "g", "j", 1]),
+      ]);
+    },
+  },
+  {
+    name: "sliding-log under a lowered limit: a request of 2 finds the oldest unit that still counts past the skipped ones",
+    algorithms: ["sliding-log"],
+    async run(io) {
+      // Runs of 2 at 0, 100 and 200 under limit 6, then limit 3 (as updateRule does): 3 units
+      // are skipped, one of them inside the run at 100; a request of 2 waits for the run at 200.
+      const clock = new ManualClock(T);
+      const remote = new RedisStore({
+        client: io,
+        prefix: uniquePrefix("lua-step-edges"),
+        denyCache: false,
+        expiryGraceMs: 600_000,
+      });
+      const local = new MemoryStore();
+      const on = (limit: number, store: RedisStore | MemoryStore) =>
+        createLimiter({ algorithm: "sliding-log", limit, windowMs: 1000 }, { clock, store, name: "low" }) as Limiter;
+      for (const [at, limit, cost] of [
+        [0, 6, 2],
+        [100, 6, 2],
+        [200, 6, 2],
+        [300, 3, 2],
+        [300, 3, 1],
+        [1150, 3, 1],
+      ] as const) {
+        clock.set(T + at);
+        expect(await on(limit, remote).tryAcquire("k", cost), `limit ${limit}, ${cost} at T+${at}`).toEqual(
+          await on(limit, local).tryAcquire("k", cost),
+        );
+      }
+    },
+  },
+];
