@@ -1,6 +1,7 @@
 // The deadline guard wrapped around the check script: a call that starts in Redis after its
 // deadline (server clock) does nothing and answers {'late', serverMs}; any other call's reply
-// ends with the server time. Checked on the script itself, against the shared Redis.
+// is {figures, serverMs}: the figures as one JSON text, then the server time. Checked on the
+// script itself, against the shared Redis.
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkScript } from "../../src/stores/redis/script.ts";
@@ -47,8 +48,9 @@ describe.skipIf(redis === undefined)("the deadline guard", () => {
     expect(late[1]).toBeGreaterThanOrEqual(serverMs);
     expect(await client.exists(key)).toBe(0);
     const ran = (await client.eval(source, 1, key, ...args(String(serverMs + 60_000)))) as unknown[];
-    expect(ran.slice(0, 4)).toEqual([1, 4, 0, 59_000]);
-    expect(ran[4]).toBeGreaterThanOrEqual(serverMs);
+    // The figures as one JSON text (see reply.ts), then the server time.
+    expect(JSON.parse(ran[0] as string)).toEqual([1, 4, 0, 59_000]);
+    expect(ran[1]).toBeGreaterThanOrEqual(serverMs);
     expect(await client.exists(key)).toBe(1);
     await client.del(key);
   });

@@ -29,7 +29,7 @@ import { localMs } from "../remote/with-timeout.ts";
 import { Batch, type BatchRule, type Pending } from "./batch.ts";
 import type { RedisCommands } from "./client.ts";
 import type { NodeState } from "./nodes.ts";
-import { decodeCheck } from "./reply.ts";
+import { decodeCheck, replyFigures } from "./reply.ts";
 import type { CheckScript } from "./script.ts";
 
 /**
@@ -201,12 +201,14 @@ export class Batcher {
   }
 
   /** Decodes the reply and settles every check, or returns the error for a malformed reply (settling none). */
-  #deliver(batch: Batch, reply: unknown, sentAt: number): StoreError | undefined {
+  #deliver(batch: Batch, text: unknown, sentAt: number): StoreError | undefined {
     const pending = batch.pending;
     let expected = 0;
     for (const p of pending) expected += p.rule.width;
-    if (!Array.isArray(reply) || reply.length !== expected) {
-      const got = Array.isArray(reply) ? `an array of ${reply.length}` : typeof reply;
+    const reply = replyFigures(text);
+    if (reply === undefined || reply.length !== expected) {
+      const got =
+        reply !== undefined ? `an array of ${reply.length}` : Array.isArray(text) ? "no figures" : typeof text;
       return new StoreError(`unexpected reply from the sluice script: expected ${expected} values, got ${got}`);
     }
     const decisions: Array<Decision | StoreError> = [];

@@ -15,8 +15,9 @@
  * That is what makes "a check that timed out is never counted afterwards" hold whatever the
  * client does: a command held in a paused server's input buffer, re-sent after a reconnect or
  * retried by a Cluster client after TRYAGAIN arrives too late and is refused by Redis itself.
- * Every other reply gets the server time (ms) appended, from which the client learns a lower
- * bound of the server's clock offset (see nodes.ts).
+ * Every other reply is `{figures, serverMs}`: the decisions' figures (one JSON text, see
+ * reply.ts) and the server time, from which the client learns a lower bound of the server's
+ * clock offset (see nodes.ts).
  */
 import { hex, sha1 } from "../../core/digest.ts";
 import { LUA_SOURCES } from "./lua-sources.ts";
@@ -40,12 +41,10 @@ if sluice_deadline ~= '' and sluice_ms >= tonumber(sluice_deadline) then return 
 local function sluice_decide()
 `;
 
-/** Runs after it: the decision code's reply, with the server time appended. */
+/** Runs after it: the decision code's reply (one JSON text, see reply.ts) and the server time. */
 const GUARD_TAIL = `
 end
-local sluice_out = sluice_decide()
-sluice_out[#sluice_out + 1] = sluice_ms
-return sluice_out
+return {sluice_decide(), sluice_ms}
 `;
 
 /** The source of the check script and its SHA-1 (what EVALSHA names it by). */

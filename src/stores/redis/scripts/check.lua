@@ -9,13 +9,13 @@
 -- now ('' = Redis TIME) — or, when those 4 are the same for every check, '=' and the 4 once.
 -- KEYS: the record key of each check in turn.
 --
--- Reply: a flat array, per check 4 values per member (1 allowed or 0 denied, remaining,
--- retryAfterMs when denied or delayMs when allowed, resetMs: the member decisions decideRule
--- made), then, for a rule with a ban, the ban's time left (0: not banned); a rule without a ban
--- carries a block's time left on its first status instead ('b1/<ms>', 'b0/<ms>'). Figures are
--- integers, or exact text when they are not whole (see enc). A check that failed (a foreign
--- value at its key, say) has -1 and the error text in place of its first status and
--- remaining, and zeros elsewhere.
+-- Reply: the text of one JSON array (see enc in prelude.lua), per check 4 values per member
+-- (1 allowed or 0 denied, remaining, retryAfterMs when denied or delayMs when allowed, resetMs:
+-- the member decisions decideRule made), then, for a rule with a ban, the ban's time left (0:
+-- not banned); a rule without a ban carries a block's time left on its first status instead
+-- ("b1/<ms>", "b0/<ms>"). Figures are integers, or exact %.17g when they are not whole (see
+-- enc). A check that failed (a foreign value at its key, say) has -1 and the error text in
+-- place of its first status and remaining, and zeros elsewhere.
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
 local server_now = nil
@@ -150,8 +150,8 @@ local function failed(R, err)
   local width = 4 * R.count
   if R.ban then width = width + 1 end
   if type(err) == 'table' then err = err.err end
-  out[n + 1], out[n + 2] = -1, 'error: ' .. tostring(err)
-  for j = n + 3, n + width do out[j] = 0 end
+  out[n + 1], out[n + 2] = '-1', cjson.encode('error: ' .. tostring(err))
+  for j = n + 3, n + width do out[j] = '0' end
   n = n + width
 end
 
@@ -171,7 +171,7 @@ local function decide(R, op, cost, now, costText)
     local ok, remaining, slot, reset
     done, ok, remaining, slot, reset = pcall(bareCheck, R.first, KEYS[k], now, cost, costText)
     if done then
-      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = ok and 1 or 0, enc(remaining), enc(slot), enc(reset)
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = ok and '1' or '0', enc(remaining), enc(slot), enc(reset)
       n = n + 4
       return
     end
@@ -189,17 +189,17 @@ local function decide(R, op, cost, now, costText)
   local width = 4 * count
   if R.ban then width = width + 1 end
   for f = 1, 4 * count, 4 do
-    out[n + f] = FIG[f] and 1 or 0
+    out[n + f] = FIG[f] and '1' or '0'
     out[n + f + 1], out[n + f + 2], out[n + f + 3] = enc(FIG[f + 1]), enc(FIG[f + 2]), enc(FIG[f + 3])
   end
   -- A get of a record equivalent to a fresh one: status 2 (allowed, fresh) on its first member.
-  if op == GET and GOT_FRESH then out[n + 1] = 2 end
+  if op == GET and GOT_FRESH then out[n + 1] = '2' end
   if R.ban then
-    out[n + width] = left and enc(left) or 0
+    out[n + width] = left and enc(left) or '0'
   elseif blocked then
     -- A block on a rule without a ban: its time left rides on the first status, as 'b1/<ms>'
     -- or 'b0/<ms>' (that member allows one unit or not), so the reply keeps its width.
-    out[n + 1] = (FIG[1] and 'b1/' or 'b0/') .. fmt('%d', left)
+    out[n + 1] = (FIG[1] and '"b1/' or '"b0/') .. fmt('%d', left) .. '"'
   end
   n = n + width
 end
@@ -211,7 +211,7 @@ local function bareChecks(P, now, cost, costText)
   for i = k + 1, #KEYS do
     local ok, remaining, slot, reset = bareCheck(P, KEYS[i], now, cost, costText)
     k = i
-    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = ok and 1 or 0, enc(remaining), enc(slot), enc(reset)
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = ok and '1' or '0', enc(remaining), enc(slot), enc(reset)
     n = n + 4
   end
 end
@@ -243,4 +243,4 @@ else
     decide(rules[ARGV[c]], ARGV[c + 1], tonumber(costText), parseNow(ARGV[c + 3]), costText)
   end
 end
-return out
+return '[' .. table.concat(out, ',') .. ']'

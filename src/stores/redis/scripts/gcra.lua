@@ -99,7 +99,7 @@ local function emission(delays)
   return function(per, den, burst)
     local tau = burst * per
     return {
-      per = per, den = den, burst = burst, tau = tau, nearMs = ceil(tau / den) + 1, delays = delays, S = {},
+      per = per, den = den, burst = burst, tau = tau, nearMs = ceil(tau / den) + 1, delays = delays, S = {}, tails = {},
       step = em_step, refund = em_refund, fresh = em_fresh, force = em_force,
       load = em_load, save = em_save, write = setState,
     }

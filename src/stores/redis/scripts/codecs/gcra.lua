@@ -28,7 +28,20 @@ local function em_ms(ms)
   return fmt('%.17g', ms)
 end
 
+-- The '+ticks/den' tail of a value, made once per call for each ticks value of this member's
+-- den (P.tails, new in every call): a save then formats only the ms, one string.format where
+-- it took three (each ~1,200 Redis instructions, callgrind).
+local function em_tail(P, ticks, den)
+  if den ~= P.den then return '+' .. fmt('%d', ticks) .. '/' .. fmt('%d', den) end
+  local tail = P.tails[ticks]
+  if not tail then
+    tail = '+' .. fmt('%d', ticks) .. '/' .. fmt('%d', den)
+    P.tails[ticks] = tail
+  end
+  return tail
+end
+
 local function em_save(P, S)
   if S.ticks == 0 then return em_ms(S.ms) end
-  return em_ms(S.ms) .. '+' .. fmt('%d', S.ticks) .. '/' .. fmt('%d', S.den)
+  return em_ms(S.ms) .. em_tail(P, S.ticks, S.den)
 end
