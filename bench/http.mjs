@@ -21,6 +21,8 @@
 // instead of CPU time, load-independent; needs valgrind; e.g. BENCH_ROUNDS=2 BENCH_REQUESTS=1000
 // BENCH_WARMUP=8000: the optimizing compiler then runs on the main thread, and a short warm-up
 // leaves its work in the counted window — 500 requests of warm-up gave 565,000 per Fastify request),
+// (Keep 50 connections with callgrind: with 10, Node serves fewer requests per event-loop turn,
+// how many depends on timing, and a build was once counted 12% below the bare app.)
 // BENCH_BASE_DIST=<dir> (adds "base": sluice's middleware from another build's dist directory,
 // e.g. a copy of dist/ made before a change, measured side by side with this build's),
 // BENCH_VARIANTS (a comma list of the variants to run, default all: bare, sluice, peer,
