@@ -20,12 +20,18 @@
 // that advertises its limit; Express and Fastify only), BENCH_CALLGRIND=1 (instructions
 // instead of CPU time, load-independent; needs valgrind; e.g. BENCH_ROUNDS=2 BENCH_REQUESTS=1000
 // BENCH_WARMUP=8000: the optimizing compiler then runs on the main thread, and a short warm-up
-// leaves its work in the counted window — 500 requests of warm-up gave 565,000 per Fastify request).
+// leaves its work in the counted window — 500 requests of warm-up gave 565,000 per Fastify request),
+// (Keep 50 connections with callgrind: with 10, Node serves fewer requests per event-loop turn,
+// how many depends on timing, and a build was once counted 12% below the bare app.)
+// BENCH_BASE_DIST=<dir> (adds "base": sluice's middleware from another build's dist directory,
+// e.g. a copy of dist/ made before a change, measured side by side with this build's),
+// BENCH_VARIANTS (a comma list of the variants to run, default all: bare, sluice, peer,
+// sluice:deny, peer:deny, headers with BENCH_FLOOR=1, base with BENCH_BASE_DIST).
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const LIMIT = 1_000_000_000;
 /** The deny runs' limit: spent in the warm-up, so every measured request is refused. */
@@ -53,6 +59,12 @@ const CALLGRIND_DIR =
 /** Extra node flags for the server processes (e.g. BENCH_SERVER_FLAGS=--cpu-prof to profile them). */
 const SERVER_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
 
+/** Where a sluice variant's middleware comes from: this build, or BENCH_BASE_DIST for "base". */
+const sluiceModule = (limiter, file) =>
+  limiter === "base"
+    ? pathToFileURL(join(process.env.BENCH_BASE_DIST ?? "", file)).href
+    : new URL(`../dist/${file}`, import.meta.url).href;
+
 /** The limit of a run: never reached ("pass"), or reached at once so nearly every request is denied ("deny"). */
 const limitOf = (mode) => (mode === "deny" ? DENY_LIMIT : LIMIT);
 
@@ -65,8 +77,8 @@ async function serve(variant) {
     const { default: express } = await import("express");
     const app = express();
     app.disable("x-powered-by");
-    if (limiter === "sluice") {
-      const { rateLimit } = await import("../dist/http/express.js");
+    if (limiter === "sluice" || limiter === "base") {
+      const { rateLimit } = await import(sluiceModule(limiter, "http/express.js"));
       app.use(rateLimit({ spec }));
     } else if (limiter === "peer") {
       const { rateLimit } = await import("express-rate-limit");
@@ -100,8 +112,8 @@ async function serve(variant) {
   } else {
     const { default: Fastify } = await import("fastify");
     const app = Fastify();
-    if (limiter === "sluice") {
-      const { rateLimit } = await import("../dist/http/fastify.js");
+    if (limiter === "sluice" || limiter === "base") {
+      const { rateLimit } = await import(sluiceModule(limiter, "http/fastify.js"));
       await app.register(rateLimit, { spec });
     } else if (limiter === "peer") {
       const { default: fastifyRateLimit } = await import("@fastify/rate-limit");
@@ -287,8 +299,14 @@ async function main() {
   const rounds = Number(process.env.BENCH_ROUNDS ?? 10);
   const requests = Number(process.env.BENCH_REQUESTS ?? 3_000);
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
-  const variants = ["bare", "sluice", "peer", "sluice:deny", "peer:deny"];
+  let variants = ["bare", "sluice", "peer", "sluice:deny", "peer:deny"];
   if (process.env.BENCH_FLOOR === "1") variants.push("headers");
+  if (process.env.BENCH_BASE_DIST) variants.push("base");
+  if (process.env.BENCH_VARIANTS) {
+    const chosen = process.env.BENCH_VARIANTS.split(",");
+    // The ratios are to the bare app's blocks: it always runs.
+    variants = variants.filter((v) => v === "bare" || chosen.includes(v));
+  }
   const peerName = {
     express: "express-rate-limit",
     fastify: "@fastify/rate-limit",
@@ -339,8 +357,10 @@ async function main() {
         [peerName[framework], "peer"],
         ["sluice, all denied", "sluice:deny"],
         [`${peerName[framework]}, all denied`, "peer:deny"],
-        ...(variants.includes("headers") ? [["two constant headers (floor)", "headers"]] : []),
+        ["two constant headers (floor)", "headers"],
+        ["sluice, BENCH_BASE_DIST build", "base"],
       ]) {
+        if (!variants.includes(v)) continue;
         console.log(`  ${name.padEnd(34)} ${c(v).padStart(9)} ${pct(median(ratios[v])).padStart(7)} (${quartiles(v)})`);
       }
     } finally {

@@ -19,6 +19,7 @@ import type { Decision } from "../algorithms/decision.ts";
 import { describeValue } from "../core/describe-value.ts";
 import { ConfigError } from "../core/errors.ts";
 import { Engine, isPromise, type Verdict } from "./engine.ts";
+import { ReplyHeaderWriter } from "./fastify-headers.ts";
 import { type RateLimitHandles, withHandles } from "./handles.ts";
 import { nodeReader, settleOnEnd } from "./node.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
@@ -50,23 +51,6 @@ export interface FastifyRateLimitOptions extends RateLimitOptions<FastifyRequest
   onLimited?: (request: FastifyRequest, reply: FastifyReply, decision: Decision) => void;
 }
 
-/** Header names in lower case, by the name the engine writes. */
-const LOWER_NAMES = new Map<string, string>();
-
-/**
- * `name` in lower case, as Fastify stores it (`reply.header` lower-cases every name): handing it
- * the lower-case string already made skips a new string and a string-table lookup per header
- * per request. The engine writes a handful of fixed names, so the map stays that small.
- */
-function lowerCase(name: string): string {
-  let lower = LOWER_NAMES.get(name);
-  if (lower === undefined) {
-    lower = name.toLowerCase();
-    if (LOWER_NAMES.size < 64) LOWER_NAMES.set(name, lower);
-  }
-  return lower;
-}
-
 /** Options Fastify itself adds to a plugin's options object (`register(plugin, { prefix })`). */
 const REGISTER_KEYS = ["prefix", "logLevel", "logSerializers"];
 
@@ -88,17 +72,9 @@ function hookFor(
     adapterKeys,
   );
   const onLimited = options.onLimited;
-  // The reply whose headers are being written: `writeHeaders` calls `set`/`get` synchronously,
-  // so one slot per hook serves every request, and no closure is made per request.
-  let current: FastifyReply | undefined;
-  const set = (name: string, value: string): void => {
-    (current as FastifyReply).header(lowerCase(name), value);
-  };
-  // Fastify's getHeader reads the raw response too when the reply has no such header.
-  const get = (name: string): string | undefined => {
-    const value = (current as FastifyReply).getHeader(lowerCase(name));
-    return value === undefined ? undefined : Array.isArray(value) ? value.join(", ") : String(value);
-  };
+  // Writes the headers of one reply at a time: `writeHeaders` calls `set`/`get` synchronously,
+  // so one writer per hook serves every request, and no closure is made per request.
+  const writer = new ReplyHeaderWriter();
   const respond = (
     verdict: Verdict | null,
     request: FastifyRequest,
@@ -110,12 +86,11 @@ function hookFor(
       return;
     }
     if (verdict.decision !== undefined) request.rateLimit = tighter(request.rateLimit, verdict.decision);
-    const previous = current;
-    current = reply;
+    writer.begin(reply);
     try {
-      engine.writeHeaders(verdict, set, get);
+      engine.writeHeaders(verdict, writer.set, writer.get);
     } finally {
-      current = previous;
+      writer.end();
     }
     if (verdict.status === 200) {
       // The raw response's events, not an onResponse hook: they also tell an aborted request

@@ -1,4 +1,5 @@
 // sluice/fastify: a real Fastify 5 server over loopback, inject(), and plugin encapsulation.
+import { get } from "node:http";
 import { Readable } from "node:stream";
 import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import { ManualClock } from "sluice";
@@ -77,6 +78,53 @@ describe("fastify", () => {
     const other = await fastify.inject({ url: "/x", remoteAddress: "192.0.2.1" });
     expect(other.statusCode).toBe(200);
     await fastify.close();
+  });
+
+  test("headers on the wire: the same names, values and order on every request, with or without a header set before", async () => {
+    // The adapter writes the draft-11 pair into the reply's headers object directly once it has
+    // seen where reply.header() puts it (after the first request): what a client gets must not change.
+    const fastify = Fastify();
+    fastify.addHook("onRequest", (request, reply, done) => {
+      if (request.url === "/before") reply.header("X-Before", "1");
+      done();
+    });
+    fastify.register(rateLimit, {
+      spec: { algorithm: "fixed-window", limit: 4, windowMs: 60_000 },
+      clock: new ManualClock(0),
+    });
+    fastify.get("/*", async () => "ok");
+    await fastify.listen({ port: 0, host: "127.0.0.1" });
+    served = await listening(fastify.server, "127.0.0.1", () => fastify.close());
+    const seen: string[][] = [];
+    for (const path of ["/a", "/before", "/a", "/before", "/a"]) {
+      const raw = await new Promise<string[]>((resolve, reject) => {
+        get(new URL(path, served?.url), (response) => {
+          response.resume();
+          response.on("end", () => resolve(response.rawHeaders));
+        }).on("error", reject);
+      });
+      const pairs: string[] = [];
+      for (let i = 0; i < raw.length; i += 2) {
+        const name = (raw[i] as string).toLowerCase();
+        if (name !== "date" && name !== "connection" && name !== "keep-alive") pairs.push(`${name}: ${raw[i + 1]}`);
+      }
+      seen.push(pairs);
+    }
+    const policy = 'ratelimit-policy: "default";q=4;w=60';
+    const ok = ["content-type: text/plain; charset=utf-8", "content-length: 2"];
+    expect(seen).toEqual([
+      [policy, 'ratelimit: "default";r=3;t=60', ...ok],
+      ["x-before: 1", policy, 'ratelimit: "default";r=2;t=60', ...ok],
+      [policy, 'ratelimit: "default";r=1;t=60', ...ok],
+      ["x-before: 1", policy, 'ratelimit: "default";r=0;t=60', ...ok],
+      [
+        policy,
+        'ratelimit: "default";r=0;t=60',
+        "retry-after: 60",
+        "content-type: application/problem+json; charset=utf-8",
+        expect.stringMatching(/^content-length: \d+$/),
+      ],
+    ]);
   });
 
   test("registered in an encapsulated plugin, it limits only that plugin's routes", async () => {
