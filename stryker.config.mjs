@@ -2,6 +2,9 @@
 // Not part of CI: a full run takes tens of minutes on one core.
 // One file or group at a time fits a session on this shared machine (docs/testing.md):
 //   SLUICE_MUTATE_TESTS=<test globs> npx stryker run --mutate <files>
+// SLUICE_MUTATE_NAME names a run's sandbox and reports, so two runs can go side by side.
+const name = process.env.SLUICE_MUTATE_NAME || "mutation";
+
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   testRunner: "vitest",
@@ -31,11 +34,11 @@ export default {
   // A mutant that loops (a retry search that never ends) is cut off soon after the test's own time.
   timeoutMS: 5000,
   reporters: ["clear-text", "progress-append-only", "html", "json"],
-  htmlReporter: { fileName: "reports/mutation/mutation.html" },
-  jsonReporter: { fileName: "reports/mutation/mutation.json" },
-  tempDirName: ".stryker-tmp",
+  htmlReporter: { fileName: `reports/mutation/${name}.html` },
+  jsonReporter: { fileName: `reports/mutation/${name}.json` },
+  tempDirName: name === "mutation" ? ".stryker-tmp" : `.stryker-tmp-${name}`,
   // Another run's sandbox (a second run with --tempDirName under reports/) is no source.
-  ignorePatterns: [".stryker-tmp", "reports"],
+  ignorePatterns: [".stryker-tmp*", "reports"],
   cleanTempDir: "always",
   thresholds: { high: 95, low: 90, break: null },
 };

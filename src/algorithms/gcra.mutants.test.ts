@@ -173,3 +173,52 @@ describe("emissionInterval: rates as written", () => {
     });
   });
 });
+
+describe("gcra: ticks within a ms (den 3) and a fractional clock", () => {
+  it("refund: the backlog adds the state's ticks (1001 ticks > 1000 given back: one tick stays)", () => {
+    const s: GcraState = { ms: T + 333, ticks: 2, den: 3 };
+    thirds.refund(s, T, 1);
+    expect(s).toEqual({ ms: T, ticks: 1, den: 3 });
+  });
+
+  it.each([
+    // [state, state after a force of 1 at T]
+    [
+      { ms: T, ticks: 2, den: 3 },
+      { ms: T + 334, ticks: 0, den: 3 },
+    ], // ahead by 2 ticks within this ms
+    [
+      { ms: T - 10, ticks: 2, den: 3 },
+      { ms: T + 333, ticks: 1, den: 3 },
+    ], // behind: from now
+  ] as Array<[GcraState, GcraState]>)("force from %o", (before, after) => {
+    const s = { ...before };
+    thirds.force?.(s, T, 1);
+    expect(s).toEqual(after);
+  });
+
+  it.each([
+    // [state, now, resetMs, remaining]: T + 0.5 is 1 tick into the ms
+    [{ ms: T, ticks: 0, den: 3 }, T + 0.5, 334, 2], // arrival time a tick in the past: no backlog
+    [{ ms: T + 1, ticks: 0, den: 3 }, T + 0.5, 334, 1], // 2 ticks ahead: 1002 ticks after, ⌈334⌉
+  ] as Array<[GcraState, number, number, number]>)("step from %o at %d", (state, now, resetMs, remaining) => {
+    expect(thirds.step({ ...state }, now, 1, false)).toMatchObject({ allowed: true, remaining, resetMs });
+  });
+});
+
+describe("gcra: an interval exactly at the tick limits is still exact", () => {
+  it.each([
+    // τ = burst·per = 2^52 ticks exactly (limit 3 per 2^52 ms, burst 1)
+    [
+      { algorithm: "gcra", limit: 3, periodMs: 2 ** 52, burst: 1 },
+      { per: 2 ** 52, den: 3, burst: 1, exact: true },
+    ],
+    // den = 2^50 exactly (2^50 per ms)
+    [
+      { algorithm: "gcra", limit: 2 ** 50, periodMs: 1, burst: 1 },
+      { per: 1, den: 2 ** 50, burst: 1, exact: true },
+    ],
+  ] as const)("%o", (spec, interval) => {
+    expect(emissionInterval(spec)).toEqual(interval);
+  });
+});

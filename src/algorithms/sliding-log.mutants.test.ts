@@ -145,4 +145,29 @@ describe("sliding-log: state operations", () => {
     expect(ten.step(s, T + 10, 6, false)).toMatchObject({ allowed: false, remaining: 5, retryAfterMs: 990 });
     expect(ten.step(s, T + 10, 8, false)).toMatchObject({ allowed: false, retryAfterMs: 992 });
   });
+
+  it("refund without a receipt: a clock stepped back counts from the newest entry, not `now`", () => {
+    // Newest T + 1000, clock back at T + 500: entries after T (newest − W) still count, so T stays.
+    const s = state([T, T + 400, T + 1000]);
+    log.refund(s, T + 500, 3);
+    expect(entries(s)).toEqual([T]);
+  });
+
+  it("refund without a receipt stops at the oldest kept entry, not at one dropped before the head", () => {
+    // T + 100 sits before the head (dropped when a lower limit trimmed the log, still recent).
+    const s = state([T + 100, T + 200, T + 300]);
+    s.head = 1;
+    s.n = 2;
+    log.refund(s, T + 400, 5);
+    expect(s.n).toBe(0);
+    expect(entries(s)).toEqual([]);
+  });
+
+  it("summary: a full ring buffer joins its newest entry, wherever the head is", () => {
+    for (const head of [0, 1, 2]) {
+      const cells = new Float64Array([Number.NaN, Number.NaN]);
+      log.summary.join(cells, 0, state([T, T + 100, T + 200], head));
+      expect([...cells]).toEqual([T + 200, 3]);
+    }
+  });
 });

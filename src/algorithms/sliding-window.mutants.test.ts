@@ -38,6 +38,8 @@ describe("sliding-window: state operations", () => {
     [T + 1500, 5, T + 100, { w: T, p: 2, c: 0 }],
     [T + 1500, 1, T + 1200, S], // counted in a window the state never stored
     [T + 2500, 1, T + 100, S],
+    // A receipt from the previous window (T + 1000) while the state's is two back: nothing of it stored.
+    [T + 2500, 1, T + 1200, S],
   ];
   it.each(refunds)("refund at %d, cost %d, receipt %s", (now, cost, at, after) => {
     const state = { ...S };

@@ -94,4 +94,21 @@ describe("token-bucket: state operations", () => {
     expect(three.step({ ...s }, T + 7, 1, false).allowed).toBe(false);
     expect(three.step({ ...s }, T + 8, 1, false).allowed).toBe(true);
   });
+
+  it("the float tolerance admits a sum that lands exactly on the need (tiny rate, at the epoch)", () => {
+    // 1e-7 per ms: at +19,999,999,999 ms the balance is 1999.9999999 thousandths, and adding the
+    // tolerance (eps = the rate, 1e-7) gives exactly 2000: 1 ms early, inside SPEC §5's bound.
+    const slow = tokenBucket({ algorithm: "token-bucket", capacity: 2, refillPerSecond: 1e-7 });
+    const s: TokenBucketState = { b: 0, t: T };
+    expect(slow.step({ ...s }, T + 19_999_999_999, 2, false)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(slow.step({ ...s }, T + 19_999_999_998, 2, false).allowed).toBe(false);
+  });
+
+  it("a hint past 2^53 ms is returned as it is (the honesty loop cannot count there)", () => {
+    // 2e-14 per ms: 5e16 ms to refill one token. At that magnitude instants are 8 ms apart, so the
+    // balance at now + hint reads short of the need, and retry + 1 === retry: the loop must stop.
+    const glacial = tokenBucket({ algorithm: "token-bucket", capacity: 1, refillPerSecond: 2e-14 });
+    const d = glacial.step({ b: 0, t: T }, T + 3, 1, false);
+    expect(d).toMatchObject({ allowed: false, remaining: 0, retryAfterMs: 49_999_999_999_999_990 });
+  });
 });

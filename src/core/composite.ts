@@ -27,9 +27,9 @@ export function combine(parts: Decision[]): Decision {
   for (const part of parts) {
     if (!part.allowed) allowed = false;
     if (part.remaining < tightest.remaining) tightest = part;
-    if (part.retryAfterMs > retryAfterMs) retryAfterMs = part.retryAfterMs;
-    if (part.resetMs > resetMs) resetMs = part.resetMs;
-    if (part.delayMs > delayMs) delayMs = part.delayMs;
+    retryAfterMs = Math.max(retryAfterMs, part.retryAfterMs);
+    resetMs = Math.max(resetMs, part.resetMs);
+    delayMs = Math.max(delayMs, part.delayMs);
   }
   return {
     allowed,

@@ -227,6 +227,36 @@ describe("Sketch: fold and snapshots", () => {
     }
   });
 
+  it("a fold drops a cell that stops mattering at the fold's instant, whichever side it is on", () => {
+    // Width 2: a key's column alternates by row with its h1's parity (the stride is odd), so
+    // keys 0 and 1 share no cell, and key 0 is on the absorbing side (j) in rows 0 and 2, the
+    // absorbed side (j + 1) in rows 1 and 3. Key 1 stops mattering exactly at T0 + 1000 (its
+    // window and its denials' span both end then). Joined, its denial span (from T0) overlaps
+    // the live key's (from T0 + 500) and would add its 2 denials to the live key's 1.
+    const r = rule([{ algorithm: "fixed-window", limit: 5, windowMs: 1000 }], {
+      after: 3,
+      withinMs: 1000,
+      forMs: 5000,
+    });
+    const live: RuleRecord = [
+      { w: T0 + 1000, c: 1 },
+      { since: T0 + 500, n: 1, until: Number.NEGATIVE_INFINITY },
+    ];
+    const dead: RuleRecord = [
+      { w: T0, c: 2 },
+      { since: T0, n: 2, until: Number.NEGATIVE_INFINITY },
+    ];
+    const folded = new Sketch(r, 2);
+    folded.add(0, 9, live, T0 + 1000);
+    folded.add(1, 9, dead, T0);
+    expect(folded.present(1, 9, T0 + 999)).toBe(true);
+    folded.fold(T0 + 1000);
+    const direct = new Sketch(r, 1);
+    direct.add(0, 9, live, T0 + 1000);
+    expect(cellsOf(folded)).toEqual(cellsOf(direct));
+    expect(cellsOf(direct).slice(0, 6)).toEqual([T0 + 2000, T0 + 1000, 1, T0 + 500, 1, Number.NaN]);
+  });
+
   it("a snapshot without extra records is the cells as they are; extra records never reach the sketch", () => {
     const empty = new Sketch(FW, 2);
     const nan = new Float64Array(4 * 2 * 3).fill(Number.NaN);
