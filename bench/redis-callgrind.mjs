@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
+import { decideMany } from "./decide-loop.mjs";
 
 const DECISIONS = Number(process.env.BENCH_DECISIONS ?? 10_000);
 const KEYS = 10_000;
@@ -69,17 +70,7 @@ async function counted(work) {
 }
 
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
-async function decide(limiter, n) {
-  let next = 0;
-  const worker = async () => {
-    while (next < n) {
-      const i = next++;
-      const d = await limiter.tryAcquire(keys[(i * 7919) % KEYS]);
-      if (d.failure !== undefined) throw d.failure.error;
-    }
-  };
-  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-}
+const decide = (limiter, n) => decideMany(limiter, keys, n, IN_FLIGHT);
 
 const rows = [];
 for (const [name, spec] of Object.entries(SPECS)) {

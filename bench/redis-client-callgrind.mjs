@@ -10,6 +10,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
+import { decideMany } from "./decide-loop.mjs";
 
 const DIST = process.env.DIST ?? fileURLToPath(new URL("../dist", import.meta.url));
 const N = Number(process.env.BENCH_DECISIONS ?? 5000);
@@ -32,17 +33,7 @@ const store = new RedisStore({ client, prefix, timeoutMs: 600_000, denyCache: fa
 const limiter = createLimiter(spec, { store });
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
 
-async function decide(n) {
-  let next = 0;
-  const worker = async () => {
-    while (next < n) {
-      const i = next++;
-      const d = await limiter.tryAcquire(keys[(i * 7919) % KEYS]);
-      if (d.failure !== undefined) throw d.failure.error;
-    }
-  };
-  await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
-}
+const decide = (n) => decideMany(limiter, keys, n, IN_FLIGHT);
 
 /** Runs callgrind_control on this process (asynchronously: valgrind must keep running it). */
 const control = (flag) =>
