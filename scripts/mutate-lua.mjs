@@ -12,13 +12,21 @@
 //
 //   node scripts/mutate-lua.mjs [--file sliding-log.lua] [--line 16[,20...]] [--limit N] [--seeds 2] [--list]
 //                               [--recheck reports/mutation/lua.json] [--out reports/mutation/lua.json]
+//                               [--equivalents scripts/lua-equivalents.json]
 //
 // --recheck runs only the mutants that survived in that report (a mutant the suite killed stays
 // killed by a suite that only grew) and writes the merged result: every mutant of the report,
 // killed now or then. Mutants are matched by file, line, column and flip, so the .lua files must
 // be those the report was made from.
 //
-// Exit code 0 when every mutant was killed, 1 otherwise. Writes reports/mutation/lua.json.
+// Mutants argued equivalent are listed in scripts/lua-equivalents.json ({ file, line, from, to,
+// reason }, plus column where a line has the same flip twice), so the claim is checked here rather
+// than in prose: every entry must match exactly one mutant of the .lua files (else exit 2), a
+// listed mutant that gets killed is reported (drop it from the list), and the score leaves listed
+// mutants out, as Stryker leaves out ignored ones (the raw score is printed beside it).
+//
+// Exit code 0 when every mutant not listed as equivalent was killed, 1 when one survived, 2 on a
+// bad list or a harness failure. Writes reports/mutation/lua.json.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
@@ -41,6 +49,7 @@ const limit = option("limit") === undefined ? Number.POSITIVE_INFINITY : Number(
 const seeds = option("seeds") ?? "2";
 const recheck = option("recheck");
 const outPath = option("out") ?? join(ROOT, "reports/mutation/lua.json");
+const equivalentsPath = option("equivalents") ?? join(ROOT, "scripts/lua-equivalents.json");
 /** The earlier report's results by mutant (where + flip), for --recheck. */
 const earlier = new Map(
   recheck === undefined
@@ -180,6 +189,42 @@ if (args.includes("--harness")) {
   process.exit(0);
 }
 
+/**
+ * The listed equivalents matched against every mutant of the .lua files (not only those this run
+ * selects): a map from mutant id (where + flip) to its entry. Exits 2 when an entry matches no
+ * mutant or several, or two entries match one mutant.
+ */
+function listedEquivalents() {
+  const entries = JSON.parse(readFileSync(equivalentsPath, "utf8"));
+  const every = luaFiles(SCRIPTS).flatMap(mutantsOf);
+  const byId = new Map();
+  const errors = [];
+  for (const e of entries) {
+    const hits = every.filter(
+      (m) =>
+        relative(SCRIPTS, m.file) === e.file &&
+        m.line === e.line &&
+        m.from === e.from &&
+        m.to === e.to &&
+        (e.column === undefined || m.column === e.column),
+    );
+    const name = `${e.file}:${e.line}${e.column === undefined ? "" : `:${e.column}`} ${e.from} -> ${e.to}`;
+    if (typeof e.reason !== "string" || e.reason === "") errors.push(`${name}: no reason`);
+    if (hits.length !== 1) errors.push(`${name}: matches ${hits.length} mutants (give a column, or fix the line)`);
+    for (const m of hits) {
+      const id = `${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} ${m.to}`;
+      if (byId.has(id)) errors.push(`${name}: listed twice`);
+      byId.set(id, e);
+    }
+  }
+  if (errors.length > 0) {
+    console.error(`mutate-lua: ${relative(ROOT, equivalentsPath)}:\n  ${errors.join("\n  ")}`);
+    process.exit(2);
+  }
+  return byId;
+}
+const equivalents = listedEquivalents();
+
 const files = luaFiles(SCRIPTS).filter(
   (f) => onlyFile === undefined || relative(SCRIPTS, f) === onlyFile || f.endsWith(`/${onlyFile}`),
 );
@@ -193,8 +238,17 @@ const all = files
   )
   .slice(0, limit);
 if (args.includes("--list")) {
-  for (const m of all) console.log(`${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} -> ${m.to}   ${m.text}`);
-  console.log(`${all.length} mutants`);
+  let listed = 0;
+  for (const m of all) {
+    const equivalent = equivalents.has(`${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} ${m.to}`);
+    if (equivalent) listed++;
+    console.log(
+      `${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} -> ${m.to}   ${m.text}${equivalent ? "   [listed equivalent]" : ""}`,
+    );
+  }
+  console.log(
+    `${all.length} mutants, ${listed} listed equivalent (${equivalents.size} entries, each matching one mutant)`,
+  );
   process.exit(0);
 }
 const started = Date.now();
@@ -265,27 +319,45 @@ const rechecked = mutants.map((m) => ({
 }));
 const now = new Map(rechecked.map((r) => [`${r.where} ${r.from} ${r.to}`, r]));
 const results = recheck === undefined ? rechecked : [...earlier.entries()].map(([id, r]) => now.get(id) ?? r);
+const idOf = (r) => `${r.where} ${r.from} ${r.to}`;
+for (const r of results) r.equivalent = equivalents.has(idOf(r));
 const killed = results.filter((r) => r.killed).length;
-const score = results.length === 0 ? 100 : (100 * killed) / results.length;
+const counted = results.filter((r) => !r.equivalent);
+const countedKilled = counted.filter((r) => r.killed).length;
+const unexplained = counted.filter((r) => !r.killed);
+const listedSurvived = results.filter((r) => r.equivalent && !r.killed);
+const listedKilled = results.filter((r) => r.equivalent && r.killed);
+const percent = (n, of) => (of === 0 ? 100 : (100 * n) / of);
+const score = percent(countedKilled, counted.length);
+const rawScore = percent(killed, results.length);
 const seconds = Math.round((Date.now() - started) / 1000);
 console.log(
-  `\nLua mutants: ${results.length}${recheck === undefined ? "" : ` (${rechecked.length} rechecked)`}, killed ${killed}, survived ${results.length - killed} (${score.toFixed(1)}%) in ${seconds} s`,
+  `\nLua mutants: ${results.length}${recheck === undefined ? "" : ` (${rechecked.length} rechecked)`}, killed ${killed}, survived ${results.length - killed}: ${listedSurvived.length} listed equivalent, ${unexplained.length} unexplained; in ${seconds} s`,
+);
+console.log(`  raw score ${killed}/${results.length} = ${rawScore.toFixed(1)}%`);
+console.log(
+  `  score without listed equivalents ${countedKilled}/${counted.length} = ${score.toFixed(1)}% (${results.length - counted.length} listed left out)`,
 );
 // Per file, as docs/testing.md records it.
 const perFile = new Map();
 for (const r of results) {
   const file = r.where.replace(/^src\/stores\/redis\/scripts\//, "").replace(/:.*$/, "");
-  const f = perFile.get(file) ?? { mutants: 0, killed: 0 };
+  const f = perFile.get(file) ?? { mutants: 0, killed: 0, equivalent: 0 };
   f.mutants++;
   if (r.killed) f.killed++;
+  else if (r.equivalent) f.equivalent++;
   perFile.set(file, f);
 }
+console.log("| file | mutants | killed | survived, listed equivalent | survived, unexplained | raw score |");
 for (const [file, f] of [...perFile].sort())
   console.log(
-    `| ${file} | ${f.mutants} | ${f.killed} | ${f.mutants - f.killed} | ${((100 * f.killed) / f.mutants).toFixed(1)}% |`,
+    `| ${file} | ${f.mutants} | ${f.killed} | ${f.equivalent} | ${f.mutants - f.killed - f.equivalent} | ${percent(f.killed, f.mutants).toFixed(1)}% |`,
   );
-for (const r of results.filter((r) => !r.killed))
-  console.log(`  survived: ${r.where} ${r.from} -> ${r.to}   ${r.text}`);
+for (const r of listedKilled)
+  console.log(
+    `  WARNING listed equivalent but killed (drop it from the list): ${r.where} ${r.from} -> ${r.to}   ${r.text}`,
+  );
+for (const r of unexplained) console.log(`  survived, unexplained: ${r.where} ${r.from} -> ${r.to}   ${r.text}`);
 mkdirSync(dirname(outPath), { recursive: true });
-writeFileSync(outPath, JSON.stringify({ score, seconds, results }, null, 2));
-process.exit(killed === results.length ? 0 : 1);
+writeFileSync(outPath, JSON.stringify({ score, rawScore, seconds, results }, null, 2));
+process.exit(unexplained.length === 0 ? 0 : 1);

@@ -1,7 +1,8 @@
 /**
  * Edges for the algorithm twins' steps at instants the other edges and traces do not land on
  * exactly: gcra at binary fractions of a ms (exact at epoch magnitudes, where a third of a ms is
- * not), and a sliding window's penalty in the window after the stored one. Each compares the
+ * not), token buckets at rates where float rounding decides admission and the retry hint, and a
+ * sliding window's penalty in the window after the stored one. Each compares the
  * RedisStore's answers with the MemoryStore's at fixed instants (2026-12-01 epoch). Shared by
  * test/redis/parity.test.ts and the Lua mutation run (scripts/mutate-lua.mjs).
  */
@@ -61,6 +62,38 @@ export const LUA_STEP_EDGES: ParityEdge[] = [
         [1100, "c", "j", 1],
         [1500, "r", "j", 1],
         ...[1600, 1999, 2000, 2001].map((t): Step => [t, "g", "j", 1]),
+      ]);
+    },
+  },
+  {
+    name: "token bucket where float rounding decides: a balance exactly at need, a retry hint one ms early or one ms late",
+    algorithms: ["token-bucket"],
+    async run(io) {
+      // 499.9999995 tokens/s, 1 spent at T: at T+2 the balance is 999.999999 thousandths, and
+      // + EPSILON (1e-6) it is exactly 1000 in doubles: admitted (`>=`, not `>`). At T+1 the
+      // hint is 1 ms and the balance then lands on that same tie: the retry stays 1 ms.
+      const tie = { algorithm: "token-bucket", capacity: 1, refillPerSecond: 499.9999995 } as const;
+      await scenario(io, tie, [
+        [0, "c", "k", 1],
+        [2, "c", "k", 1],
+      ]);
+      await scenario(io, tie, [
+        [0, "c", "j", 1],
+        [1, "c", "j", 1],
+      ]);
+      // 499.999999 tokens/s: at T+1 the hint rounds (1.000000004 - EPSILON) up to 1 ms, but then
+      // the balance is 1e-6 short: the correction loop runs once and answers 2 ms.
+      await scenario(io, { algorithm: "token-bucket", capacity: 1, refillPerSecond: 499.999999 }, [
+        [0, "c", "k", 1],
+        [1, "c", "k", 1],
+        [1, "p", "k", 1],
+      ]);
+      // 1 token in 1,000 s (eps/r = 1e-3 ms): 4,095/4,096 ms past a whole ms, 5.000244 ms of
+      // refill are missing; the hint is 6 ms although 5 ms would pass (EPSILON absorbs the rest),
+      // and both stores answer 6.
+      await scenario(io, { algorithm: "token-bucket", capacity: 1, refillPerSecond: 0.001 }, [
+        [0, "c", "k", 1],
+        [999_994 + 4095 / 4096, "c", "k", 1],
       ]);
     },
   },
