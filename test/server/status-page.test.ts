@@ -246,10 +246,25 @@ describe.skipIf(!chromiumAvailable)("the status page in headless Chromium", () =
         /^total since start 0 admitted · 0 denied · [\d,]+ answered while the store failed$/,
       );
       expect(await pings.locator("aside").textContent()).toContain("none denied recently");
+      // The band is drawn from the page's next poll, which a loaded machine may delay: wait for
+      // it (bounded) rather than read it once.
+      const banded = await page
+        .waitForFunction(
+          () => {
+            const band = document.querySelector('section[data-rule="pings"] .tier.base svg.chart path.area-failed');
+            return band !== null && (band as SVGGraphicsElement).getBBox().height > 0;
+          },
+          undefined,
+          { timeout: 15_000 },
+        )
+        .then(
+          () => true,
+          () => false,
+        );
       const band = await pings
         .locator("svg.chart path.area-failed")
         .evaluate((p) => (p as SVGGraphicsElement).getBBox().height);
-      expect(band).toBeGreaterThan(0);
+      expect(banded, `band height ${band}`).toBe(true);
       // Redis holds the keys: the page says where to count them instead of showing zeros.
       expect(await page.textContent("#store")).toContain("The redis store keeps the keys");
       // Nor per tier: Redis cannot count a rule's keys, and the page says so.
