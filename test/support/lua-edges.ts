@@ -297,6 +297,31 @@ export const LUA_EDGES: ParityEdge[] = [
     },
   },
   {
+    name: "gcra: states written under other intervals keep their own denominators when one batch rewrites them",
+    algorithms: ["gcra"],
+    async run(io) {
+      // A refund that finds nothing ahead rewrites the state as loaded. Two keys of one rule,
+      // written under two other intervals (1/3 and 1/7 ms ticks, as after an updateRule) with
+      // the same tick count, rewritten in one script call: each keeps its own tail (a tail
+      // cache keyed by ticks alone would give the second key the first one's '/3').
+      const { prefix, redis } = pair(io, { algorithm: "gcra", limit: 1, periodMs: 1000 });
+      await Promise.all([redis.tryAcquire("a"), redis.tryAcquire("b")]);
+      const stored = {
+        a: `${T - 5000}+1/3`,
+        b: `${T - 5000}+1/7`,
+      };
+      for (const [k, value] of Object.entries(stored)) {
+        const [key] = await io.keys(`${prefix}*${k}`);
+        await io.set(key as string, value);
+      }
+      await Promise.all([redis.refund("a"), redis.refund("b")]);
+      for (const [k, value] of Object.entries(stored)) {
+        const [key] = await io.keys(`${prefix}*${k}`);
+        expect(await io.get(key as string), k).toBe(value);
+      }
+    },
+  },
+  {
     name: "sliding-log: a receipt exactly one window old gives nothing back (the entry counts again on a step back)",
     algorithms: ["sliding-log"],
     async run(io) {
