@@ -476,4 +476,94 @@ export const LUA_EDGES: ParityEdge[] = [
       ]);
     },
   },
+  {
+    name: "sliding-log: a penalty keeps only the newest `limit` units, within a run and across runs (a raised limit shows them)",
+    algorithms: ["sliding-log"],
+    async run(io) {
+      // A penalty drops the oldest units down to limit - take before appending its own: part of
+      // one run (a cost-3 check), or whole runs. Decisions under the same limit cannot tell how
+      // many were kept (only the newest `limit` count); a limit raised afterwards (the same rule
+      // name, as updateRule does) counts every unit kept.
+      const clock = new ManualClock(T);
+      const remote = new RedisStore({
+        client: io,
+        prefix: uniquePrefix("lua-edges"),
+        denyCache: false,
+        expiryGraceMs: 600_000,
+      });
+      const local = new MemoryStore();
+      const on = (limit: number, store: RedisStore | MemoryStore) =>
+        createLimiter({ algorithm: "sliding-log", limit, windowMs: 1000 }, { clock, store, name: "raised" }) as Limiter;
+      type Op = [number, number, "c" | "x" | "p", string, number]; // ms after T, limit, op, key, cost
+      const steps: Op[] = [
+        [0, 3, "c", "run", 3],
+        [10, 3, "x", "run", 1],
+        [20, 5, "p", "run", 1],
+        [20, 5, "c", "run", 2],
+        [30, 5, "p", "run", 1],
+        [0, 3, "c", "runs", 1],
+        [1, 3, "c", "runs", 1],
+        [2, 3, "c", "runs", 1],
+        [10, 3, "x", "runs", 2],
+        [20, 6, "p", "runs", 1],
+        [20, 6, "c", "runs", 3],
+        [30, 6, "p", "runs", 1],
+      ];
+      for (const [at, limit, op, key, cost] of steps) {
+        clock.set(T + at);
+        const call = (l: Limiter) =>
+          op === "c" ? l.tryAcquire(key, cost) : op === "x" ? l.penalty(key, cost) : l.peek(key, cost);
+        expect(await call(on(limit, remote)), `${op} ${key} ${cost} at T+${at}, limit ${limit}`).toEqual(
+          await call(on(limit, local)),
+        );
+      }
+    },
+  },
+  {
+    name: "gcra: a refund that gives nothing back keeps a state written under another interval exactly",
+    algorithms: ["gcra"],
+    async run(io) {
+      // GCRA state carries over when the interval changes (same shape): read under another
+      // interval it is rounded up to the next ms. A refund that gives nothing back (the state is
+      // not ahead of now in this rule's ticks, or a receipt's units have drained) must keep it
+      // as written, not store the rounded instant: back under its own interval, with the clock
+      // stepped back or a little later, the exact instant is not ahead where the rounded one is.
+      const clock = new ManualClock(T);
+      const remote = new RedisStore({
+        client: io,
+        prefix: uniquePrefix("lua-edges"),
+        denyCache: false,
+        expiryGraceMs: 600_000,
+      });
+      const local = new MemoryStore();
+      const specs = {
+        thirds: { algorithm: "gcra", limit: 3, periodMs: 1000 }, // 1/3 ms ticks
+        ms: { algorithm: "gcra", limit: 1, periodMs: 1000 }, // whole ms
+        fast: { algorithm: "gcra", limit: 10, periodMs: 10 }, // 1 ms per emission
+      } as const;
+      const on = (spec: keyof typeof specs, store: RedisStore | MemoryStore) =>
+        createLimiter(specs[spec], { clock, store, name: "interval" }) as Limiter;
+      type Op = [number, keyof typeof specs, "c" | "r" | "p", string, number, number?]; // ms after T, spec, op, key, cost, receipt
+      const steps: Op[] = [
+        [0, "thirds", "c", "a", 1], // arrival T+333 1/3
+        [334, "ms", "r", "a", 1], // read as T+334 = now: nothing ahead
+        [333.5, "thirds", "p", "a", 1],
+        [0, "thirds", "c", "b", 2], // arrival T+666 2/3
+        [1, "fast", "r", "b", 1, 0], // the receipt's 1 ms has drained: nothing back
+        [666.8, "thirds", "p", "b", 1],
+      ];
+      for (const [at, spec, op, key, cost, receipt] of steps) {
+        clock.set(T + at);
+        const call = (l: Limiter) =>
+          op === "c"
+            ? l.tryAcquire(key, cost)
+            : op === "p"
+              ? l.peek(key, cost)
+              : l.refund(key, receipt === undefined ? cost : { cost, at: T + receipt });
+        expect(await call(on(spec, remote)), `${op} ${key} ${cost} at T+${at} (${spec})`).toEqual(
+          await call(on(spec, local)),
+        );
+      }
+    },
+  },
 ];

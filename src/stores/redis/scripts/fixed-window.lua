@@ -47,9 +47,9 @@ local function fw_step(P, S, now, cost, commit)
     S.w = s
     S.c = c
   end
-  -- c is 0 only for cost 0 (a composite restating an unconsumed member): then nothing to reset.
+  -- c is 0 only for cost 0 (a composite restating an unconsumed member): then nothing is held.
   if c > 0 then return true, limit - c, 0, e end
-  return true, limit - c, 0, 0
+  return true, limit, 0, 0
 end
 
 ALGO.f = function(limit, W)
@@ -102,7 +102,7 @@ local function ff_step(P, S, now, cost, commit)
     S.c = c
   end
   if c > 0 then return true, limit - c, 0, e end
-  return true, limit - c, 0, 0
+  return true, limit, 0, 0
 end
 
 ALGO.F = function(limit, W)

@@ -73,8 +73,8 @@ local function sl_force(P, S, now, cost)
   if last >= S.h and ts[last] == t then
     cs[last] = cs[last] + take
   else
+    -- Lands at or past h: every state has h <= last + 1, and the drop moves h at most that far.
     last = last + 1
-    if last < S.h then last = S.h end
     S.last = last
     ts[last] = t
     cs[last] = take

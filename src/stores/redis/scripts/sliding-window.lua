@@ -42,21 +42,21 @@ local function sw_refund(P, S, now, cost, at)
   end
 end
 
--- The first whole ms at which prev*(W - el) + (cur + cost)*W <= L*W holds, state unchanged.
+-- The first whole ms at which prev*(W - el) + (cur + cost)*W <= L*W holds, state unchanged,
+-- for a check sw_step denied with cost <= L. The TS passesAt clamps elMin to [0, W] and tests
+-- prev > 0 and cur > 0; after such a denial none of these can fire (doubles round monotonically,
+-- and every product below is exact): the denial means prev*(W - el) > room*W with el >= 0, so
+-- with room >= 0, prev > room >= 0 and elMin is in [0, W] (at W, the next window's start, as the
+-- TS answers too); with room < 0, cur > L - cost >= 0 and the next window's elMin is >= 0.
 local function passesAt(L, W, s, prev, cur, cost)
   local room = L - cur - cost
-  if room >= 0 and prev > 0 then
+  if room >= 0 then
     -- Within this window: need W - el <= room*W / prev.
     local elMin = W - floor((room * W) / prev)
-    if elMin < W then
-      if elMin < 0 then elMin = 0 end
-      return s + elMin
-    end
+    return s + elMin
   end
   -- In the next window `cur` becomes the previous count and the current one starts at 0.
-  if cur == 0 then return s + W end
   local elMin = W - floor(((L - cost) * W) / cur)
-  if elMin < 0 then elMin = 0 end
   return s + W + elMin
 end
 
