@@ -10,7 +10,7 @@ import { createLimiter, type Decision, type Limiter, type LimitSpec, ManualClock
 import { RedisStore } from "sluice/redis";
 import { expect } from "vitest";
 import { prng } from "./redis-parity.ts";
-import { uniquePrefix } from "./redis-server.ts";
+import { uniquePrefix, WORK_BOUND_MS } from "./redis-server.ts";
 
 const BAN = { after: 3, withinMs: 900, forMs: 700 };
 
@@ -54,6 +54,8 @@ export async function runRlfTrace(io: Redis, seed: number, base: number, expiryG
     client: io,
     prefix: uniquePrefix("rlf"),
     denyCache: false,
+    // A starved machine's slow answer must not become an onError answer.
+    timeoutMs: WORK_BOUND_MS,
     ...(expiryGraceMs === undefined ? {} : { expiryGraceMs }),
   });
   const pairs = RLF_RULES.map((r, i) => {
