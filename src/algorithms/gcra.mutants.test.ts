@@ -222,3 +222,54 @@ describe("gcra: an interval exactly at the tick limits is still exact", () => {
     expect(emissionInterval(spec)).toEqual(interval);
   });
 });
+
+describe("gcra: a state behind a fractional clock, and a backlog past 2^53 ticks", () => {
+  it("refund: an arrival time at or a few ticks behind a fractional now stays where it is", () => {
+    // T + 500.9 is tick 2 of its ms; the state is at tick 0 (or 1) of it: nothing to give back.
+    for (const before of [
+      { ms: T + 500, ticks: 0, den: 3 },
+      { ms: T + 500, ticks: 1, den: 3 },
+    ]) {
+      const s = { ...before };
+      thirds.refund(s, T + 500.9, 1);
+      expect(s).toEqual(before);
+    }
+    // Exactly at now, written under 1/7-ms ticks: left as written, not rewritten in this rule's.
+    const s: GcraState = { ms: T + 500, ticks: 0, den: 7 };
+    thirds.refund(s, T + 500, 1);
+    expect(s).toEqual({ ms: T + 500, ticks: 0, den: 7 });
+  });
+
+  it("refund with a receipt: exactly one emission drained since leaves the state as written", () => {
+    // Checked at T, refunded at T + 333.2: ⌈333.2·3⌉ = 1000 ticks drained, the unit's 1000 given.
+    // Written under 1/7-ms ticks (read as T + 501), it is not rewritten in this rule's ticks.
+    const s: GcraState = { ms: T + 500, ticks: 1, den: 7 };
+    thirds.refund(s, T + 333.2, 1, T);
+    expect(s).toEqual({ ms: T + 500, ticks: 1, den: 7 });
+  });
+
+  it("far ahead at 2^50 ticks per ms: the tick past whole ms is not lost", () => {
+    // τ = 1 tick; the state is 100 ms and 1 tick ahead. Formed as 100·2^50 + 1 ticks, the
+    // backlog would round to 100·2^50 (past 2^53) and both figures would read 100.
+    const fine = gcra({ algorithm: "gcra", limit: 2 ** 50, periodMs: 1, burst: 1 });
+    expect(fine.step({ ms: T + 100, ticks: 1, den: 2 ** 50 }, T, 1, false)).toEqual({
+      allowed: false,
+      limit: 1,
+      remaining: 0,
+      retryAfterMs: 101,
+      resetMs: 101,
+      delayMs: 0,
+    });
+  });
+
+  it("a backlog under τ one ms ahead is admitted (the near formula, 10 ticks per ms)", () => {
+    // T per emission 1/10 ms, τ = 1 ms. The state is 1 ms ahead of a clock at tick 9: a backlog
+    // of 1 tick, so a unit passes.
+    const tenths = gcra({ algorithm: "gcra", limit: 10, periodMs: 1 });
+    expect(tenths.step({ ms: T + 1, ticks: 0, den: 10 }, T + 0.95, 1, false)).toMatchObject({
+      allowed: true,
+      remaining: 8,
+      resetMs: 1,
+    });
+  });
+});

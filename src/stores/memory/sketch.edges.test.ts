@@ -106,6 +106,8 @@ describe("Sketch: rate-based members", () => {
     s.estimate([{ w: Number.NEGATIVE_INFINITY, c: 0 }, FRESH_TB], rate, true, T0 + 600, never);
     expect(rate[3]).toBeGreaterThanOrEqual(T0 + 2000);
     expect(rate[3]).toBeLessThan(T0 + 2000.1);
+    // The window is no rate member: it keeps no base (its slot stays NaN, its debt 0).
+    expect(rate.slice(0, 3)).toEqual([0, Number.NaN, 0]);
   });
 });
 
