@@ -16,18 +16,11 @@
 -- ("b1/<ms>", "b0/<ms>"). Figures are integers, or exact %.17g when they are not whole (see
 -- enc). A check that failed (a foreign value at its key, say) has -1 and the error text in
 -- place of its first status and remaining, and zeros elsewhere.
-if redis.replicate_commands then pcall(redis.replicate_commands) end
 
-local server_now = nil
-
--- Redis TIME as epoch ms, read at most once per script call.
-local function redis_now()
-  if not server_now then
-    local t = call('TIME')
-    server_now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-  end
-  return server_now
-end
+-- Effects replication and the server's clock are the deadline guard's (script.ts): it asks for
+-- the first and reads Redis TIME as epoch ms once, as the call begins (sluice_ms), before this
+-- code runs. A check without an injected now is decided at that reading, so a call reads the
+-- clock once (a second TIME here cost each call another command, callgrind).
 
 -- Writes a changed record with its expiry at the record's freshAt (a bare rule's member may
 -- write its own way after a check: see fw_write).
@@ -216,9 +209,9 @@ local function bareChecks(P, now, cost, costText)
   end
 end
 
--- A check's now: injected, or Redis TIME.
+-- A check's now: injected, or Redis TIME (the guard's reading).
 local function parseNow(nowText)
-  if nowText == '' then return redis_now() end
+  if nowText == '' then return sluice_ms end
   return tonumber(nowText)
 end
 
