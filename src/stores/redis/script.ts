@@ -31,7 +31,10 @@ const ALGORITHMS = ["fixed-window", "sliding-log", "sliding-window", "token-buck
 /** Files loaded on every call, after the algorithms (the entry point last). */
 const TAIL = ["ban.lua", "rule.lua", "decide-rule.lua", "check.lua"] as const;
 
-/** Runs before the decision code: consumes ARGV[1] (the deadline) and refuses late calls. */
+/**
+ * Runs before the decision code: consumes ARGV[1] (the deadline) and refuses late calls. Its
+ * TIME reading (sluice_ms) is also the now of every check without an injected one (check.lua).
+ */
 const GUARD_HEAD = `if redis.replicate_commands then pcall(redis.replicate_commands) end
 local sluice_deadline = ARGV[1]
 table.remove(ARGV, 1)

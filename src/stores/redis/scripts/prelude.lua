@@ -57,14 +57,14 @@ local grace = tonumber(ARGV[1])
 local MAX_TTL = TWO_POW_53
 
 -- Milliseconds until a record fresh at `fresh` is equivalent to an absent key: the key's expiry
--- (at least 1 ms), as '%d' text (Redis would format a number argument with the far slower
--- '%.17g', and newer versions write some whole numbers in exponent form, which PX refuses).
+-- (at least 1 ms), as '%d' text, TXT's when enc made it (as a number, Redis would format it with
+-- the far slower '%.17g', and newer versions some whole numbers in exponent form PX refuses).
 local function ttl(fresh, now)
   local ms = ceil(fresh - now)
   if not (ms >= 1) then ms = 1 end
   ms = ms + grace
   if ms > MAX_TTL then ms = MAX_TTL end
-  return fmt('%d', ms)
+  return TXT[ms] or fmt('%d', ms)
 end
 
 -- Every algorithm registers a constructor under its one-letter code: called once per rule per
