@@ -81,8 +81,8 @@ describe("fastify", () => {
   });
 
   test("a RateLimit-Policy set on the raw response before it is appended to, not replaced", async () => {
-    // The adapter reads the raw response only when it has headers at all (getHeaderNames):
-    // a policy another hook wrote there must still be found and extended, on every request.
+    // The adapter writes into Fastify's own headers object, and reads the raw response for what
+    // was set there: a policy another hook wrote on reply.raw must still be found and extended.
     const fastify = Fastify();
     fastify.addHook("onRequest", (request, reply, done) => {
       if (request.url === "/raw") reply.raw.setHeader("RateLimit-Policy", '"other";q=5;w=60');
