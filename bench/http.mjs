@@ -23,6 +23,8 @@
 // leaves its work in the counted window — 500 requests of warm-up gave 565,000 per Fastify request),
 // (Keep 50 connections with callgrind: with 10, Node serves fewer requests per event-loop turn,
 // how many depends on timing, and a build was once counted 12% below the bare app.)
+// BENCH_CALLGRIND_KEEP=<dir> (keeps the callgrind dumps in a new directory under <dir>, for
+// callgrind_annotate; with BENCH_SERVER_FLAGS=--perf-basic-prof, /tmp/perf-<pid>.map names the JIT's code),
 // BENCH_BASE_DIST=<dir> (adds "base": sluice's middleware from another build's dist directory,
 // e.g. a copy of dist/ made before a change, measured side by side with this build's),
 // BENCH_VARIANTS (a comma list of the variants to run, default all: bare, sluice, peer,
@@ -55,7 +57,9 @@ const FLOOR_HEADERS = [
 const CALLGRIND = process.env.BENCH_CALLGRIND === "1";
 /** Where the callgrind servers dump their counts (made by the benchmark process, not by the servers). */
 const CALLGRIND_DIR =
-  CALLGRIND && process.argv[2] !== "--serve" ? mkdtempSync(join(tmpdir(), "sluice-bench-http-")) : "";
+  CALLGRIND && process.argv[2] !== "--serve"
+    ? mkdtempSync(join(process.env.BENCH_CALLGRIND_KEEP ?? tmpdir(), "sluice-bench-http-"))
+    : "";
 /** Extra node flags for the server processes (e.g. BENCH_SERVER_FLAGS=--cpu-prof to profile them). */
 const SERVER_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
 
@@ -370,7 +374,9 @@ async function main() {
       }
     }
   }
-  if (CALLGRIND) rmSync(CALLGRIND_DIR, { recursive: true, force: true });
+  if (CALLGRIND && process.env.BENCH_CALLGRIND_KEEP === undefined)
+    rmSync(CALLGRIND_DIR, { recursive: true, force: true });
+  else if (CALLGRIND) console.log(`callgrind dumps kept in ${CALLGRIND_DIR}`);
   if (lost > 0) console.log(`\n${lost} requests were not answered (timeouts or resets) and are not counted`);
 }
 

@@ -80,6 +80,27 @@ describe("fastify", () => {
     await fastify.close();
   });
 
+  test("a RateLimit-Policy set on the raw response before it is appended to, not replaced", async () => {
+    // The adapter writes into Fastify's own headers object, and reads the raw response for what
+    // was set there: a policy another hook wrote on reply.raw must still be found and extended.
+    const fastify = Fastify();
+    fastify.addHook("onRequest", (request, reply, done) => {
+      if (request.url === "/raw") reply.raw.setHeader("RateLimit-Policy", '"other";q=5;w=60');
+      else if (request.url === "/unrelated") reply.raw.setHeader("X-Unrelated", "1");
+      done();
+    });
+    fastify.register(rateLimit, { spec: { algorithm: "fixed-window", limit: 4, windowMs: 60_000 } });
+    fastify.get("/*", async () => "ok");
+    const ours = '"default";q=4;w=60';
+    for (const url of ["/a", "/raw", "/unrelated", "/raw"]) {
+      const response = await fastify.inject({ url });
+      expect(response.statusCode).toBe(200);
+      expect(response.headers["ratelimit-policy"]).toBe(url === "/raw" ? `"other";q=5;w=60, ${ours}` : ours);
+      if (url === "/unrelated") expect(response.headers["x-unrelated"]).toBe("1");
+    }
+    await fastify.close();
+  });
+
   test("headers on the wire: the same names, values and order on every request, with or without a header set before", async () => {
     // The adapter writes the draft-11 pair into the reply's headers object directly once it has
     // seen where reply.header() puts it (after the first request): what a client gets must not change.
