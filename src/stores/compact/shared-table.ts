@@ -67,6 +67,8 @@ export function initRegion(views: SharedViews, r: SharedRegion): void {
 export class SharedTable {
   /** 32-bit view of the buffer (entries' fingerprints). */
   readonly u32: Uint32Array;
+  /** Int32 view of the buffer (entries' words as int32 bit patterns: scanBucket). */
+  readonly i32: Int32Array;
   /** Float64 view of the buffer (entries' states). */
   readonly f64: Float64Array;
   /** 32-bit words per entry. */
@@ -94,6 +96,7 @@ export class SharedTable {
   constructor(views: SharedViews, r: SharedRegion) {
     this.u32 = views.U32;
     this.f64 = views.F;
+    this.i32 = views.I;
     this.#W = views.W;
     this.#I = views.I;
     this.#r = r;

@@ -61,7 +61,7 @@ export function decide(
     table.read(bucket);
     const base = table.base;
     // The key's entry and the bucket's entries in use, in one pass (the draft copies those).
-    const scan = base < 0 ? 0 : scanBucket(u32, base, E, h1, tag);
+    const scan = base < 0 ? 0 : scanBucket(table.i32, base, E, h1, tag);
     const found = (scan >> 4) - 1;
     let record: RuleRecord;
     let summarised = false;

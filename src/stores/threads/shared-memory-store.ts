@@ -20,7 +20,7 @@ import { systemClock } from "../../core/clock.ts";
 import { describeValue } from "../../core/describe-value.ts";
 import { StoreError } from "../../core/errors.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
-import { fingerprint } from "../compact/fingerprint.ts";
+import { FingerprintCache } from "../compact/fingerprint-cache.ts";
 import { FreeList } from "../compact/free-list.ts";
 import { SharedTable } from "../compact/shared-table.ts";
 import { codecFor } from "./codec.ts";
@@ -30,6 +30,12 @@ import { paramsOf, type SharedMemoryStoreOptions } from "./params.ts";
 import { Registry } from "./registry.ts";
 import { RuleViews } from "./rule-view.ts";
 import { Summary } from "./summary.ts";
+
+/**
+ * Keys whose fingerprints each thread memoises at most (fewer when `maxKeys` is smaller): a few
+ * MB of heap per thread at most (the key texts, at most 64 characters each, and the Map).
+ */
+const FINGERPRINT_MEMO = 1 << 17;
 
 export type { SharedMemoryStoreOptions } from "./params.ts";
 
@@ -83,6 +89,8 @@ export class SharedMemoryStore implements Store {
   readonly #registry: Registry;
   readonly #rules: RuleViews;
   readonly #ctx: DecideContext;
+  /** This thread's memo of key fingerprints (compact/fingerprint-cache.ts). */
+  readonly #fingerprints: FingerprintCache;
 
   /** Creates a store (and its memory) in this thread. */
   constructor(options: SharedMemoryStoreOptions);
@@ -98,6 +106,7 @@ export class SharedMemoryStore implements Store {
     this.#rules = new RuleViews(this.#registry, layout.recordWords);
     const summaryFree = new FreeList(views.W, views.I, layout.summaryFreeHead, layout.summaryNextBase);
     const rules = this.#rules;
+    this.#fingerprints = new FingerprintCache(layout.seed, Math.min(layout.maxKeys, FINGERPRINT_MEMO));
     this.#ctx = {
       table: new SharedTable(views, layout.table),
       summary: new Summary(views, layout, summaryFree),
@@ -132,13 +141,13 @@ export class SharedMemoryStore implements Store {
     const clock: Clock | undefined = binding.clock;
     const rules = this.#rules;
     const ctx = this.#ctx;
-    const seed = this.#layout.seed;
+    const fingerprints = this.#fingerprints;
     const registry = this.#registry;
     let view = rules.view(index);
     const run = (key: string, cost: number, now: number, op: Parameters<typeof decide>[5], at?: number) => {
       // The compiled rule is reused until another thread publishes a new spec for it.
       if (registry.peekVersion(index) !== view.version) view = rules.view(index);
-      fingerprint(seed, key, ctx.h);
+      fingerprints.into(key, ctx.h);
       return decide(ctx, view, index, cost, now, op, at);
     };
     return {
