@@ -540,10 +540,11 @@ export const LUA_EDGES: ParityEdge[] = [
         thirds: { algorithm: "gcra", limit: 3, periodMs: 1000 }, // 1/3 ms ticks
         ms: { algorithm: "gcra", limit: 1, periodMs: 1000 }, // whole ms
         fast: { algorithm: "gcra", limit: 10, periodMs: 10 }, // 1 ms per emission
+        sevenths: { algorithm: "gcra", limit: 7, periodMs: 1000 }, // 1/7 ms ticks
       } as const;
       const on = (spec: keyof typeof specs, store: RedisStore | MemoryStore) =>
         createLimiter(specs[spec], { clock, store, name: "interval" }) as Limiter;
-      type Op = [number, keyof typeof specs, "c" | "r" | "p", string, number, number?]; // ms after T, spec, op, key, cost, receipt
+      type Op = [number, keyof typeof specs, "c" | "r" | "p" | "x", string, number, number?]; // ms after T, spec, op, key, cost, receipt
       const steps: Op[] = [
         [0, "thirds", "c", "a", 1], // arrival T+333 1/3
         [334, "ms", "r", "a", 1], // read as T+334 = now: nothing ahead
@@ -551,6 +552,12 @@ export const LUA_EDGES: ParityEdge[] = [
         [0, "thirds", "c", "b", 2], // arrival T+666 2/3
         [1, "fast", "r", "b", 1, 0], // the receipt's 1 ms has drained: nothing back
         [666.8, "thirds", "p", "b", 1],
+        // A penalty also reads the state rounded up: T+333 1/3 in sevenths is T+334, and the
+        // penalty's emission lands at T+476 6/7 (reset 477), where the unrounded ticks would
+        // land at T+476 (reset 476).
+        [0, "thirds", "c", "c", 1],
+        [0, "sevenths", "x", "c", 1],
+        [0, "sevenths", "p", "c", 1],
       ];
       for (const [at, spec, op, key, cost, receipt] of steps) {
         clock.set(T + at);
@@ -559,7 +566,9 @@ export const LUA_EDGES: ParityEdge[] = [
             ? l.tryAcquire(key, cost)
             : op === "p"
               ? l.peek(key, cost)
-              : l.refund(key, receipt === undefined ? cost : { cost, at: T + receipt });
+              : op === "x"
+                ? l.penalty(key, cost)
+                : l.refund(key, receipt === undefined ? cost : { cost, at: T + receipt });
         expect(await call(on(spec, remote)), `${op} ${key} ${cost} at T+${at} (${spec})`).toEqual(
           await call(on(spec, local)),
         );
