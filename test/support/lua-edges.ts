@@ -32,6 +32,48 @@ function pair(io: Redis, spec: LimitSpec | LimitSpec[], ban?: BanPolicy, tight =
   return { clock, prefix, redis, memory };
 }
 
+/** gcra specs whose intervals tick in different fractions of a ms (one rule name, respecified). */
+const INTERVALS = {
+  thirds: { algorithm: "gcra", limit: 3, periodMs: 1000 }, // 1/3 ms ticks
+  ms: { algorithm: "gcra", limit: 1, periodMs: 1000 }, // whole ms
+  fast: { algorithm: "gcra", limit: 10, periodMs: 10 }, // 1 ms per emission
+  sevenths: { algorithm: "gcra", limit: 7, periodMs: 1000 }, // 1/7 ms ticks
+} as const;
+
+/** A step on a rule respecified between steps: [ms after T, spec argument, op, key, cost, receipt's ms after T]. */
+type Respecified<A> = [number, A, "c" | "p" | "r" | "x", string, number, number?];
+
+/**
+ * Runs `steps` on Redis and on a MemoryStore under one rule name whose spec `specOf(arg)` may
+ * change between steps (as updateRule does): every answer deep-equal.
+ */
+async function respecified<A>(io: Redis, specOf: (arg: A) => LimitSpec, steps: Array<Respecified<A>>): Promise<void> {
+  const clock = new ManualClock(T);
+  const remote = new RedisStore({
+    client: io,
+    prefix: uniquePrefix("lua-edges"),
+    denyCache: false,
+    expiryGraceMs: 600_000,
+  });
+  const local = new MemoryStore();
+  const on = (arg: A, store: RedisStore | MemoryStore) =>
+    createLimiter(specOf(arg), { clock, store, name: "respecified" }) as Limiter;
+  for (const [at, arg, op, key, cost, receipt] of steps) {
+    clock.set(T + at);
+    const call = (l: Limiter) =>
+      op === "c"
+        ? l.tryAcquire(key, cost)
+        : op === "p"
+          ? l.peek(key, cost)
+          : op === "x"
+            ? l.penalty(key, cost)
+            : l.refund(key, receipt === undefined ? cost : { cost, at: T + receipt });
+    expect(await call(on(arg, remote)), `${op} ${key} ${cost} at T+${at} (${String(arg)})`).toEqual(
+      await call(on(arg, local)),
+    );
+  }
+}
+
 /** Runs `steps` on both limiters: every answer deep-equal. */
 export async function scenario(
   io: Redis,
@@ -425,33 +467,15 @@ export const LUA_EDGES: ParityEdge[] = [
       }
       // A limit lowered under a full log (the same rule name, a smaller limit, as updateRule
       // does): the entries past the new limit are skipped, the oldest that counts decides.
-      const clock2 = new ManualClock(T);
-      const remote = new RedisStore({
-        client: io,
-        prefix: uniquePrefix("lua-edges"),
-        denyCache: false,
-        expiryGraceMs: 600_000,
-      });
-      const local = new MemoryStore();
-      const on = (limit: number, store: RedisStore | MemoryStore) =>
-        createLimiter(
-          { algorithm: "sliding-log", limit, windowMs: 1000 },
-          { clock: clock2, store, name: "low" },
-        ) as Limiter;
-      for (const [at, limit, cost] of [
-        [0, 5, 2],
-        [100, 5, 2],
-        [200, 5, 1],
-        [300, 2, 1],
-        [300, 3, 1],
-        [1050, 2, 1],
-        [1150, 2, 1],
-      ] as const) {
-        clock2.set(T + at);
-        expect(await on(limit, remote).tryAcquire("k", cost), `limit ${limit} at T+${at}`).toEqual(
-          await on(limit, local).tryAcquire("k", cost),
-        );
-      }
+      await respecified(io, (limit: number) => ({ algorithm: "sliding-log", limit, windowMs: 1000 }), [
+        [0, 5, "c", "k", 2],
+        [100, 5, "c", "k", 2],
+        [200, 5, "c", "k", 1],
+        [300, 2, "c", "k", 1],
+        [300, 3, "c", "k", 1],
+        [1050, 2, "c", "k", 1],
+        [1150, 2, "c", "k", 1],
+      ]);
     },
   },
   {
@@ -479,23 +503,12 @@ export const LUA_EDGES: ParityEdge[] = [
   {
     name: "sliding-log: a penalty keeps only the newest `limit` units, within a run and across runs (a raised limit shows them)",
     algorithms: ["sliding-log"],
-    async run(io) {
+    run: (io) =>
       // A penalty drops the oldest units down to limit - take before appending its own: part of
       // one run (a cost-3 check), or whole runs. Decisions under the same limit cannot tell how
       // many were kept (only the newest `limit` count); a limit raised afterwards (the same rule
       // name, as updateRule does) counts every unit kept.
-      const clock = new ManualClock(T);
-      const remote = new RedisStore({
-        client: io,
-        prefix: uniquePrefix("lua-edges"),
-        denyCache: false,
-        expiryGraceMs: 600_000,
-      });
-      const local = new MemoryStore();
-      const on = (limit: number, store: RedisStore | MemoryStore) =>
-        createLimiter({ algorithm: "sliding-log", limit, windowMs: 1000 }, { clock, store, name: "raised" }) as Limiter;
-      type Op = [number, number, "c" | "x" | "p", string, number]; // ms after T, limit, op, key, cost
-      const steps: Op[] = [
+      respecified(io, (limit: number) => ({ algorithm: "sliding-log", limit, windowMs: 1000 }), [
         [0, 3, "c", "run", 3],
         [10, 3, "x", "run", 1],
         [20, 5, "p", "run", 1],
@@ -508,44 +521,18 @@ export const LUA_EDGES: ParityEdge[] = [
         [20, 6, "p", "runs", 1],
         [20, 6, "c", "runs", 3],
         [30, 6, "p", "runs", 1],
-      ];
-      for (const [at, limit, op, key, cost] of steps) {
-        clock.set(T + at);
-        const call = (l: Limiter) =>
-          op === "c" ? l.tryAcquire(key, cost) : op === "x" ? l.penalty(key, cost) : l.peek(key, cost);
-        expect(await call(on(limit, remote)), `${op} ${key} ${cost} at T+${at}, limit ${limit}`).toEqual(
-          await call(on(limit, local)),
-        );
-      }
-    },
+      ]),
   },
   {
     name: "gcra: a refund that gives nothing back keeps a state written under another interval exactly",
     algorithms: ["gcra"],
-    async run(io) {
+    run: (io) =>
       // GCRA state carries over when the interval changes (same shape): read under another
       // interval it is rounded up to the next ms. A refund that gives nothing back (the state is
       // not ahead of now in this rule's ticks, or a receipt's units have drained) must keep it
       // as written, not store the rounded instant: back under its own interval, with the clock
       // stepped back or a little later, the exact instant is not ahead where the rounded one is.
-      const clock = new ManualClock(T);
-      const remote = new RedisStore({
-        client: io,
-        prefix: uniquePrefix("lua-edges"),
-        denyCache: false,
-        expiryGraceMs: 600_000,
-      });
-      const local = new MemoryStore();
-      const specs = {
-        thirds: { algorithm: "gcra", limit: 3, periodMs: 1000 }, // 1/3 ms ticks
-        ms: { algorithm: "gcra", limit: 1, periodMs: 1000 }, // whole ms
-        fast: { algorithm: "gcra", limit: 10, periodMs: 10 }, // 1 ms per emission
-        sevenths: { algorithm: "gcra", limit: 7, periodMs: 1000 }, // 1/7 ms ticks
-      } as const;
-      const on = (spec: keyof typeof specs, store: RedisStore | MemoryStore) =>
-        createLimiter(specs[spec], { clock, store, name: "interval" }) as Limiter;
-      type Op = [number, keyof typeof specs, "c" | "r" | "p" | "x", string, number, number?]; // ms after T, spec, op, key, cost, receipt
-      const steps: Op[] = [
+      respecified(io, (name: keyof typeof INTERVALS) => INTERVALS[name], [
         [0, "thirds", "c", "a", 1], // arrival T+333 1/3
         [334, "ms", "r", "a", 1], // read as T+334 = now: nothing ahead
         [333.5, "thirds", "p", "a", 1],
@@ -558,21 +545,6 @@ export const LUA_EDGES: ParityEdge[] = [
         [0, "thirds", "c", "c", 1],
         [0, "sevenths", "x", "c", 1],
         [0, "sevenths", "p", "c", 1],
-      ];
-      for (const [at, spec, op, key, cost, receipt] of steps) {
-        clock.set(T + at);
-        const call = (l: Limiter) =>
-          op === "c"
-            ? l.tryAcquire(key, cost)
-            : op === "p"
-              ? l.peek(key, cost)
-              : op === "x"
-                ? l.penalty(key, cost)
-                : l.refund(key, receipt === undefined ? cost : { cost, at: T + receipt });
-        expect(await call(on(spec, remote)), `${op} ${key} ${cost} at T+${at} (${spec})`).toEqual(
-          await call(on(spec, local)),
-        );
-      }
-    },
+      ]),
   },
 ];
