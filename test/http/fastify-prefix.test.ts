@@ -5,7 +5,8 @@ import Fastify from "fastify";
 import { rateLimit } from "sluice/fastify";
 import { describe, expect, test } from "vitest";
 
-const SPEC = { algorithm: "fixed-window", limit: 1, windowMs: 60_000 } as const;
+// Anchored at the first hit: a clock-aligned minute could roll over between two requests.
+const SPEC = { algorithm: "fixed-window", limit: 1, windowMs: 60_000, anchor: "first" } as const;
 
 async function statuses(app: ReturnType<typeof Fastify>, urls: string[]): Promise<number[]> {
   const out: number[] = [];

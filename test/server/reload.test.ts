@@ -6,10 +6,12 @@ const tmp = tempDir();
 beforeAll(ensureBuilt);
 afterAll(tmp.cleanup);
 
-const V1 = "rules:\n  a: { algorithm: fixed-window, limit: 2, windowMs: 1h }\n";
+// The window starts at the first hit (anchor: first): a clock-aligned hour could roll over
+// between two checks (it did once, at 07:00:00) and reset the count the test reads.
+const V1 = "rules:\n  a: { algorithm: fixed-window, limit: 2, windowMs: 1h, anchor: first }\n";
 const V2 =
-  "rules:\n  a: { algorithm: fixed-window, limit: 3, windowMs: 1h }\n  b: { algorithm: gcra, limit: 5, periodMs: 1s }\n";
-const BAD = "rules:\n  a: { algorithm: fixed-window, limit: 0, windowMs: 1h }\n";
+  "rules:\n  a: { algorithm: fixed-window, limit: 3, windowMs: 1h, anchor: first }\n  b: { algorithm: gcra, limit: 5, periodMs: 1s }\n";
+const BAD = "rules:\n  a: { algorithm: fixed-window, limit: 0, windowMs: 1h, anchor: first }\n";
 
 const check = async (url: string, rule: string) =>
   (await (

@@ -47,12 +47,17 @@ export function nodeRedisCommands(c: Record<string, unknown>): RedisCommands {
       const sub = (c.duplicate as () => Record<string, unknown>)();
       const events = sub as unknown as Emitter;
       let stop = () => {};
+      let subscribed = false;
       if (!cluster) {
-        // A reconnecting client re-subscribes by itself before it is ready again.
+        // A reconnecting client re-subscribes by itself before it is ready again. The first
+        // "ready" comes before our SUBSCRIBE is confirmed: the caller reports that one live
+        // itself once it is, so a cache never answers before messages can reach it.
         events.on("error", () => onLink(false));
         events.on("reconnecting", () => onLink(false));
         events.on("end", () => onLink(false));
-        events.on("ready", () => onLink(true));
+        events.on("ready", () => {
+          if (subscribed) onLink(true);
+        });
       } else {
         type Listen = (ch: string, l: (m: string) => void) => Promise<unknown>;
         stop = relinkOn(
@@ -73,6 +78,7 @@ export function nodeRedisCommands(c: Record<string, unknown>): RedisCommands {
       try {
         await (sub.connect as () => Promise<unknown>)();
         await (sub.subscribe as (ch: string, l: (m: string) => void) => Promise<unknown>)(channel, onMessage);
+        subscribed = true;
       } catch (error) {
         await close();
         throw error;
