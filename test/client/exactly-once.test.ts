@@ -6,6 +6,7 @@
 import { createServer, type Server, Socket } from "node:net";
 import { createClient } from "sluice/client";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { systemClock } from "../../src/core/clock.ts";
 import { type RunningServer, startServer } from "../../src/server/server.ts";
 import { tempDir } from "../cli/helpers.ts";
 
@@ -149,7 +150,9 @@ describe("sluice/client: exactly once, within timeoutMs, in order", () => {
     const timeoutMs = 300;
     const client = createClient({ url: `http://127.0.0.1:${port}`, timeoutMs, onError: "allow" });
     closers.push(() => client.close());
-    const calledAt = Date.now();
+    // The client's clock (epoch-anchored performance.now(), as the deadline header is made),
+    // not Date.now(): the two drift apart by milliseconds in a long-lived process.
+    const calledAt = systemClock.now();
     const d = await client.check("five", "k");
     expect(d.failure?.policy).toBe("allow");
     expect((d.failure?.error as { code?: string } | undefined)?.code).toBe("ERR_STORE_TIMEOUT");

@@ -49,7 +49,9 @@ describe.skipIf(redis === undefined)("penalty, block and get: Redis = MemoryStor
   it("a block without a ban: another store sees it at once, and only a blocked key's record changes form", async () => {
     const clock = new ManualClock(Date.UTC(2026, 11, 1));
     const prefix = uniquePrefix("rlf-block");
-    const spec: LimitSpec = { algorithm: "gcra", limit: 5, periodMs: 1000 };
+    // One emission every 2.4 s: a record lives that long in real time (no expiry grace here),
+    // longer than a loaded machine stalls between two of these steps.
+    const spec: LimitSpec = { algorithm: "gcra", limit: 5, periodMs: 12_000 };
     // Two stores on two connections, each with its deny cache: two processes' view of one Redis.
     const a = createLimiter(spec, { clock, name: "b", store: new RedisStore({ client: clients.io, prefix }) });
     const b = createLimiter(spec, { clock, name: "b", store: new RedisStore({ client: clients.node, prefix }) });
@@ -59,19 +61,19 @@ describe.skipIf(redis === undefined)("penalty, block and get: Redis = MemoryStor
     const [k, plain] = await Promise.all(["k", "plain"].map(async (x) => (await keys()).find((y) => y.endsWith(x))));
     expect(await clients.io.type(k as string)).toBe("string");
     const blockedAt = performance.now();
-    expect(await a.block("k", 5000)).toMatchObject({ banned: true, retryAfterMs: 5000 });
+    expect(await a.block("k", 60_000)).toMatchObject({ banned: true, retryAfterMs: 60_000 });
     expect(await clients.io.type(k as string)).toBe("hash");
     expect(await clients.io.type(plain as string)).toBe("string");
-    expect(await b.tryAcquire("k")).toMatchObject({ allowed: false, banned: true, retryAfterMs: 5000 });
+    expect(await b.tryAcquire("k")).toMatchObject({ allowed: false, banned: true, retryAfterMs: 60_000 });
     expect(await b.tryAcquire("plain")).toMatchObject({ allowed: true, remaining: 3 });
     // A refund does not lift it; get reports it; the block outlasts the record's own expiry.
     expect(await b.refund("k")).toMatchObject({ banned: true });
-    expect(await b.get("k")).toMatchObject({ banned: true, retryAfterMs: 5000 });
-    // Its own expiry would be ~400 ms; the block's real-time TTL is 5 s less the real time spent
+    expect(await b.get("k")).toMatchObject({ banned: true, retryAfterMs: 60_000 });
+    // Its own expiry would be ~2.4 s; the block's real-time TTL is 60 s less the real time spent
     // since (a loaded machine may spend seconds here: the bound follows it).
     const ttl = await clients.io.pttl(k as string);
-    expect(ttl).toBeGreaterThan(Math.min(4000, 5000 - (performance.now() - blockedAt) - 10));
-    clock.set(Date.UTC(2026, 11, 1) + 5000);
+    expect(ttl).toBeGreaterThan(Math.min(50_000, 60_000 - (performance.now() - blockedAt) - 10));
+    clock.set(Date.UTC(2026, 11, 1) + 60_000);
     expect(await b.tryAcquire("k")).toMatchObject({ allowed: true, remaining: 4 });
     expect(await clients.io.type(k as string)).toBe("string");
     // A reset clears a block at once, everywhere.
