@@ -27,6 +27,7 @@
 // callgrind_annotate; with BENCH_SERVER_FLAGS=--perf-basic-prof, /tmp/perf-<pid>.map names the JIT's code),
 // BENCH_BASE_DIST=<dir> (adds "base": sluice's middleware from another build's dist directory,
 // e.g. a copy of dist/ made before a change, measured side by side with this build's),
+// BENCH_REWARM (unmeasured requests before each block; default 1000 with callgrind, else 0),
 // BENCH_VARIANTS (a comma list of the variants to run, default all: bare, sluice, peer,
 // sluice:deny, peer:deny, headers with BENCH_FLOOR=1, base with BENCH_BASE_DIST).
 import { execFileSync, spawn } from "node:child_process";
@@ -60,6 +61,14 @@ const CALLGRIND_DIR =
   CALLGRIND && process.argv[2] !== "--serve"
     ? mkdtempSync(join(process.env.BENCH_CALLGRIND_KEEP ?? tmpdir(), "sluice-bench-http-"))
     : "";
+/**
+ * Requests sent to a server just before each of its measured blocks, not counted
+ * (BENCH_REWARM; default 1,000 with callgrind, else 0). Under callgrind a round takes minutes,
+ * and a server measured after the others had sat idle that long: its first block then ran
+ * partly in V8's runtime (map migrations, property definitions through the runtime, recompiling),
+ * which made the third and fourth variants of a round count up to twice the first's.
+ */
+const REWARM = Number(process.env.BENCH_REWARM ?? (CALLGRIND ? 1_000 : 0));
 /** Extra node flags for the server processes (e.g. BENCH_SERVER_FLAGS=--cpu-prof to profile them). */
 const SERVER_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
 
@@ -247,6 +256,9 @@ function dumpedInstructions(server) {
  */
 async function block(server, requests, connections) {
   const { default: autocannon } = await import("autocannon");
+  // Unmeasured requests first: a server idle while the others were measured may have lost
+  // compiled code and inline caches to V8's idle-time collection.
+  if (REWARM > 0) await autocannon({ url: server.url, connections, amount: REWARM, timeout: 60 });
   if (CALLGRIND) callgrind(server, "-z");
   else await ask(server.child, "mark");
   // A long timeout: on a loaded machine a request may wait seconds for its turn.

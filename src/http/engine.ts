@@ -40,9 +40,10 @@ import {
 import { type AddressList, compileList } from "./lists.ts";
 import { andThen, isPromise } from "./maybe-promise.ts";
 import type { CountMode, CountOn, DecisionInfo, MaybePromise, RateLimitOptions, UnknownTierPolicy } from "./options.ts";
+import { PendingCheck } from "./pending-check.ts";
 import * as problems from "./problem.ts";
 import { distinctFrom, type GetHeader, listNames, stackingSetter } from "./stack.ts";
-import { isProblem, type Target, targetOf } from "./target.ts";
+import { type Continue, isProblem, type Target, targetOf } from "./target.ts";
 
 export type { RequestReader } from "./client-address.ts";
 
@@ -71,6 +72,13 @@ export interface RefusedVerdict {
 /** What the middleware does with a request. */
 export type Verdict = CheckedVerdict | RefusedVerdict;
 
+/** What a check answered asynchronously, before it became a verdict. */
+interface Checked {
+  readonly decision: Decision;
+  readonly policies: PolicySet;
+  readonly tier: string | undefined;
+}
+
 /** The shared middleware logic; one per `rateLimit(...)` call. */
 export class Engine<Req, Res = unknown> {
   readonly #options: RateLimitOptions<Req, Res>;
@@ -94,6 +102,10 @@ export class Engine<Req, Res = unknown> {
   readonly #plain: boolean;
   /** The clock as the `legacy` headers read it, bound once rather than per request. */
   readonly #now: () => number;
+  /** The request whose check is in its synchronous part (see `#continue`). */
+  readonly #pending = new PendingCheck();
+  /** The charge of the last check (see `#checked`). */
+  #lastCharge: Charge = { key: "", cost: Number.NaN, tier: undefined };
 
   /** `adapterKeys`: the options the adapter reads itself; any other unknown key is refused. */
   constructor(options: RateLimitOptions<Req, Res>, reader: RequestReader<Req>, adapterKeys: readonly string[] = []) {
@@ -250,16 +262,62 @@ export class Engine<Req, Res = unknown> {
     tier: string | undefined,
   ): MaybePromise<Verdict> {
     const shape = target === this.#target ? undefined : target;
-    const checked = target.check(stored, cost, tier, (decision, policies, used) =>
-      this.#verdict(
-        request,
-        decision,
-        policies,
-        shape === undefined ? { key: stored, cost, tier: used } : { key: stored, cost, tier: used, shape },
-        shown,
-      ),
+    const pending = this.#pending;
+    if (pending.active) {
+      // A check started inside another's synchronous part (re-entered): its own closure.
+      const checked = target.check(stored, cost, tier, (decision, policies, used) =>
+        this.#checked(request, shown, stored, cost, shape, decision, policies, used),
+      );
+      return isProblem(checked) ? { status: 400, decision: undefined, problem: checked } : checked;
+    }
+    pending.begin(request, shown, stored, cost, shape);
+    let checked: MaybePromise<Verdict | Checked> | problems.ProblemDetails;
+    let sync: boolean;
+    try {
+      checked = target.check(stored, cost, tier, this.#continue);
+    } finally {
+      // Still active: the target continues later (a store round trip), with a plain Checked.
+      sync = !pending.active;
+      pending.end();
+    }
+    if (isProblem(checked)) return { status: 400, decision: undefined, problem: checked };
+    if (sync) return checked as MaybePromise<Verdict>;
+    return (checked as Promise<Checked>).then((c) =>
+      this.#checked(request, shown, stored, cost, shape, c.decision, c.policies, c.tier),
     );
-    return isProblem(checked) ? { status: 400, decision: undefined, problem: checked } : checked;
+  }
+
+  /**
+   * The continuation of every check (made once, not per request). Called while the check is
+   * still synchronous, it reads the request from `#pending` and answers the verdict; called
+   * later (the store answered asynchronously), `#checkOn`'s own closure finishes from what it returns.
+   */
+  readonly #continue: Continue<Verdict | Checked> = (decision, policies, used) => {
+    const pending = this.#pending;
+    if (!pending.active) return { decision, policies, tier: used };
+    const { request, shown, stored, cost, shape } = pending;
+    pending.end();
+    return this.#checked(request as Req, shown, stored, cost, shape, decision, policies, used);
+  };
+
+  /** The verdict of a check of `stored` that answered `decision` under `policies` with tier `used`. */
+  #checked(
+    request: Req,
+    shown: string,
+    stored: string,
+    cost: number,
+    shape: object | undefined,
+    decision: Decision,
+    policies: PolicySet,
+    used: string | undefined,
+  ): MaybePromise<Verdict> {
+    // A charge is immutable: a client's next request (same key, cost and tier) reuses the last.
+    let charge = this.#lastCharge;
+    if (charge.key !== stored || charge.cost !== cost || charge.tier !== used || charge.shape !== shape) {
+      charge = shape === undefined ? { key: stored, cost, tier: used } : { key: stored, cost, tier: used, shape };
+      this.#lastCharge = charge;
+    }
+    return this.#verdict(request, decision, policies, charge, shown);
   }
 
   /** Forgets a key's state: what the `key` option returns, or a client address (see handles.ts). */

@@ -37,6 +37,19 @@ export interface PolicySet {
   readonly policy7: string;
   /** Each policy's name as a serialised String (`"name"`), so requests do not re-escape it. */
   readonly quoted: readonly string[];
+  /** Each draft-11 `RateLimit` member up to its remaining count (`"name";r=`, after `, ` but the first). */
+  readonly members: readonly string[];
+  /**
+   * Per member, the last `;t=<seconds>` written and its seconds: a reset changes about once a
+   * second, so most requests reuse the string instead of converting and joining it again.
+   */
+  readonly resets: ResetCache;
+}
+
+/** The last reset suffix of each member (see {@link PolicySet.resets}). */
+interface ResetCache {
+  readonly seconds: number[];
+  readonly text: string[];
 }
 
 /** Serialises a Structured Fields String (the name is already checked to be printable ASCII). */
@@ -53,7 +66,18 @@ export function compilePolicies(policies: readonly Policy[]): PolicySet {
       .join(", "),
     policy7: policies.map((p) => `${sfInteger(p.quota)};w=${sfInteger(p.windowSeconds)}`).join(", "),
     quoted: policies.map((p) => sfString(p.name)),
+    members: policies.map((p, i) => `${i === 0 ? "" : ", "}${sfString(p.name)};r=`),
+    resets: { seconds: policies.map(() => Number.NaN), text: policies.map(() => "") },
   };
+}
+
+/** `;t=<seconds>` of member `i`, reused while its seconds stay the same. */
+function resetText(resets: ResetCache, i: number, seconds: number): string {
+  if (resets.seconds[i] === seconds) return resets.text[i] as string;
+  const text = `;t=${sfInteger(seconds)}`;
+  resets.seconds[i] = seconds;
+  resets.text[i] = text;
+  return text;
 }
 
 /** Whole seconds rounded up; a finite ms figure never rounds to an earlier second. */
@@ -113,7 +137,7 @@ export function writeRateLimitHeaders(
     let value = "";
     for (let i = 0; i < count; i++) {
       const p = partAt(decision, count, i);
-      value += `${i === 0 ? "" : ", "}${set.quoted[i]};r=${sfInteger(p.remaining)};t=${sfInteger(resetSeconds(p))}`;
+      value += (set.members[i] as string) + sfInteger(p.remaining) + resetText(set.resets, i, resetSeconds(p));
     }
     header("RateLimit", value);
     return;
