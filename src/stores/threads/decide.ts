@@ -15,6 +15,7 @@ import {
   appendKey,
   BUCKET_SLOTS,
   bucketOf,
+  copyKey,
   PINNED,
   removeEntry,
   scanBucket,
@@ -111,17 +112,22 @@ export function decide(
         continue;
       }
     }
-    const dst = table.draft(scan & 15);
+    // A key alone in its bucket (the common write): its state words are written below, so the
+    // draft is its key words alone, not a copy of the bucket (a call into copyWithin).
+    const alone = found === 0 && (scan & 15) === 1;
+    const dst = table.draft(alone ? 0 : scan & 15);
     if (dst < 0) {
       throw new StoreError("SharedMemoryStore: no free block left (threads that ended without close() keep one each)");
     }
-    let count = table.count;
+    let count = alone ? 1 : table.count;
     let evicted = 0;
     let e = found;
     if (op === "reset" && !pin) {
-      removeEntry(u32, dst, E, e, count); // forget: nothing shadows the key
+      // forget: nothing shadows the key (a key alone: the draft is empty already)
+      if (!alone) removeEntry(u32, dst, E, e, count);
       e = -1;
-    } else if (e < 0) {
+    } else if (alone) copyKey(table.i32, base, dst, E);
+    else if (e < 0) {
       if (count === BUCKET_SLOTS) {
         const made = makeRoom(ctx, dst, index, now);
         if (made < 0) {
