@@ -37,10 +37,10 @@ export interface PolicySet {
   readonly policy7: string;
   /** Each policy's name as a serialised String (`"name"`), so requests do not re-escape it. */
   readonly quoted: readonly string[];
-  /** Each draft-11 `RateLimit` member up to its remaining count (`"name";r=`, after `, ` but the first). */
+  /** @internal Each draft-11 `RateLimit` member up to its remaining count (`"name";r=`, after `, ` but the first). */
   readonly members: readonly string[];
   /**
-   * Per member, the last `;t=<seconds>` written and its seconds: a reset changes about once a
+   * @internal Per member, the last `;t=<seconds>` written and its seconds: a reset changes about once a
    * second, so most requests reuse the string instead of converting and joining it again.
    */
   readonly resets: ResetCache;
