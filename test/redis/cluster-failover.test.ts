@@ -16,7 +16,11 @@ const cluster = await clusterRedis("cluster failover", {
   extraArgs: ["--cluster-require-full-coverage", "no"],
 });
 
-const TIMEOUT = 300;
+// The deadline a healthy master's check must meet. 1 s, not less: on a loaded 2-core machine
+// (two suites, six redis-servers) the event loop once stalled past 300 ms for whole rounds and
+// every in-flight check, healthy or not, was answered by its deadline timer. A check queued behind
+// the dead master would still miss 1 s: cluster-node-timeout is 1 s and the takeover takes longer.
+const TIMEOUT = 1000;
 const MARGIN = 1500;
 
 describe.skipIf(cluster === undefined)("Redis Cluster failover", () => {
@@ -90,6 +94,7 @@ describe.skipIf(cluster === undefined)("Redis Cluster failover", () => {
     let failedChecks = 0;
     let healthyDecided = 0;
     let healthyFailed = 0;
+    const healthyErrors = new Set<string>();
     let recoveredRounds = 0;
     for (let r = 0; r < 1000 && recoveredRounds < 5; r++) {
       let killedKeysOk = true;
@@ -105,13 +110,14 @@ describe.skipIf(cluster === undefined)("Redis Cluster failover", () => {
           healthyDecided++;
         } else {
           healthyFailed++;
+          healthyErrors.add(d.failure.error.message);
         }
       }
       recoveredRounds = killedKeysOk ? recoveredRounds + 1 : 0;
       if (!killedKeysOk) await new Promise((r) => setTimeout(r, 20));
     }
     expect(recoveredRounds).toBe(5);
-    expect(healthyFailed).toBe(0);
+    expect(healthyFailed, `healthy checks failed with ${[...healthyErrors].join(", ")}`).toBe(0);
     expect(healthyDecided).toBeGreaterThan(0);
     expect(slowest).toBeLessThan(TIMEOUT + MARGIN);
     // Counts: exact on the healthy masters; on the failed-over keys Redis may have lost the last
