@@ -120,3 +120,29 @@ describe("capped MemoryStore (issue 14)", () => {
     expect(() => new MemoryStore({ seed: -1 })).toThrow(/seed/);
   });
 });
+
+describe("blocks under maxKeys", () => {
+  it("a flood of distinct blocked keys holds at most maxKeys blocks: ended ones make room, then a typed error, nothing lifted", () => {
+    const clock = new ManualClock(Date.UTC(2026, 11, 2));
+    const store = new MemoryStore({ maxKeys: 50, seed: 14 });
+    const s = new RateLimiterService({ clock, store });
+    s.addRule("r", { algorithm: "fixed-window", limit: 5, windowMs: 60_000 });
+    s.addRule("q", { algorithm: "gcra", limit: 5, periodMs: 60_000 });
+    for (let i = 0; i < 30; i++) s.block("r", `short${i}`, 1000);
+    for (let i = 0; i < 20; i++) s.block("q", `long${i}`, 3_600_000);
+    // Full (across both rules): the 51st block is refused and names the cap.
+    expect(() => s.block("r", "one-more", 3_600_000)).toThrow(/50 keys are blocked already \(`maxKeys`/);
+    // Blocking a key blocked already takes no room.
+    expect(s.block("q", "long3", 7_200_000)).toMatchObject({ banned: true, retryAfterMs: 7_200_000 });
+    clock.advance(1000); // the 30 short blocks have ended: room for 30 more
+    for (let i = 0; i < 30; i++) expect(s.block("r", `next${i}`, 3_600_000)).toMatchObject({ banned: true });
+    expect(() => s.block("r", "one-more", 3_600_000)).toThrow(expect.objectContaining({ name: "StoreError" }));
+    // Every block kept is still in force; the refused key was never blocked.
+    for (let i = 0; i < 20; i++) expect((s.check("q", `long${i}`) as Decision).banned).toBe(true);
+    for (let i = 0; i < 30; i++) expect((s.check("r", `next${i}`) as Decision).banned).toBe(true);
+    expect((s.check("r", "one-more") as Decision).allowed).toBe(true);
+    // A reset lifts a block and frees its room.
+    s.reset("r", "next0");
+    expect(s.block("r", "one-more", 1000)).toMatchObject({ banned: true });
+  });
+});

@@ -20,7 +20,7 @@ import { blockedAnswer, blocksBeside, costUnderBlock, underBlock } from "../../c
 import { systemClock } from "../../core/clock.ts";
 import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
 import { describeValue } from "../../core/describe-value.ts";
-import { ArgumentError } from "../../core/errors.ts";
+import { ArgumentError, StoreError } from "../../core/errors.ts";
 import { checkOptions } from "../../core/options.ts";
 import {
   banState,
@@ -583,6 +583,7 @@ export class MemoryStore implements Store {
   #blockable(table: Table, key: string, cost: number, t: number, op: Operation, at?: number): Decision {
     let until = table.blocks?.get(key);
     if (op === "block") {
+      if (until === undefined) this.#roomForBlock(table, t);
       until = t + cost;
       table.blocks ??= new Map();
       table.blocks.set(key, until);
@@ -595,6 +596,29 @@ export class MemoryStore implements Store {
     if (until === undefined) return this.#decide(table, key, cost, t, op, at);
     const inner = underBlock(op);
     return blockedAnswer(this.#decide(table, key, costUnderBlock(op, cost), t, inner, at), t, until);
+  }
+
+  /**
+   * Makes sure one more key can be blocked: under `maxKeys`, blocks (kept until they end, never
+   * evicted nor summarised) count against it, across all rules, so a flood of distinct blocked
+   * keys holds bounded memory. When full, the blocks of `table` that have ended go first; if none
+   * has, the block is refused with a StoreError (dropping another key's block would lift it
+   * silently), as the SharedMemoryStore does when a bucket has no room for one.
+   */
+  #roomForBlock(table: Table, t: number): void {
+    if (!Number.isFinite(this.maxKeys) || this.#blockCount() < this.maxKeys) return;
+    this.#unblock(table, t);
+    if (this.#blockCount() < this.maxKeys) return;
+    throw new StoreError(
+      `MemoryStore: ${this.maxKeys} keys are blocked already (\`maxKeys\`; blocks count against it until they end); create the store with a larger \`maxKeys\`, or give the rule a \`ban\``,
+    );
+  }
+
+  /** Keys blocked beside their records now, across all rules (blocks are rare: a walk of the rules). */
+  #blockCount(): number {
+    let n = 0;
+    for (const table of this.#tables.values()) n += table.blocks?.size ?? 0;
+    return n;
   }
 
   /** Forgets the blocks of `table` that have ended by `now`. */
