@@ -29,7 +29,9 @@
 // e.g. a copy of dist/ made before a change, measured side by side with this build's),
 // BENCH_REWARM (unmeasured requests before each block; default 1000 with callgrind, else 0),
 // BENCH_VARIANTS (a comma list of the variants to run, default all: bare, sluice, peer,
-// sluice:deny, peer:deny, headers with BENCH_FLOOR=1, base with BENCH_BASE_DIST).
+// sluice:deny, peer:deny, headers with BENCH_FLOOR=1, base with BENCH_BASE_DIST),
+// BENCH_STEPS (Fastify only: adds the bisection steps of bench/fastify-steps.mjs, e.g.
+// BENCH_STEPS=s0,s1,s2,s3,s4,s5; list them in BENCH_VARIANTS too when that is set).
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -131,6 +133,9 @@ async function serve(variant) {
     } else if (limiter === "peer") {
       const { default: fastifyRateLimit } = await import("@fastify/rate-limit");
       await app.register(fastifyRateLimit, { max: limit, timeWindow: WINDOW_MS });
+    } else if (/^s\d\w?$/.test(limiter)) {
+      const { addStep } = await import("./fastify-steps.mjs");
+      addStep(app, limiter, spec);
     } else if (limiter === "headers") {
       app.addHook("onRequest", (_request, reply, done) => {
         for (const [name, value] of FLOOR_HEADERS) reply.header(name.toLowerCase(), value);
@@ -318,6 +323,7 @@ async function main() {
   let variants = ["bare", "sluice", "peer", "sluice:deny", "peer:deny"];
   if (process.env.BENCH_FLOOR === "1") variants.push("headers");
   if (process.env.BENCH_BASE_DIST) variants.push("base");
+  if (process.env.BENCH_STEPS) variants.push(...process.env.BENCH_STEPS.split(","));
   if (process.env.BENCH_VARIANTS) {
     const chosen = process.env.BENCH_VARIANTS.split(",");
     // The ratios are to the bare app's blocks: it always runs.
@@ -375,6 +381,10 @@ async function main() {
         [`${peerName[framework]}, all denied`, "peer:deny"],
         ["two constant headers (floor)", "headers"],
         ["sluice, BENCH_BASE_DIST build", "base"],
+        ...(process.env.BENCH_STEPS ?? "")
+          .split(",")
+          .filter(Boolean)
+          .map((s) => [`step ${s}`, s]),
       ]) {
         if (!variants.includes(v)) continue;
         console.log(`  ${name.padEnd(34)} ${c(v).padStart(9)} ${pct(median(ratios[v])).padStart(7)} (${quartiles(v)})`);
