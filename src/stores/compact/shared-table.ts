@@ -129,11 +129,8 @@ export class SharedTable {
    * when the pool has no block left.
    */
   draft(count?: number): number {
-    if (this.#spare < 0) {
-      this.#spare = this.#free.pop();
-      if (this.#spare < 0) return -1;
-    }
-    const dst = this.#r.blockBase + this.#spare * this.#blockU32;
+    const dst = this.target();
+    if (dst < 0) return -1;
     // A torn source is bounded here and never published (the word check in `publish`).
     if (this.base < 0) {
       this.u32[dst + 1] = 0;
@@ -144,6 +141,19 @@ export class SharedTable {
       this.count = n;
     }
     return dst;
+  }
+
+  /**
+   * The first u32 of this thread's private block, where the next draft goes (taken from the pool
+   * on first use), or -1 when the pool has no block left. `draft` copies into it; a caller that
+   * writes the whole draft itself (the lone key of decide.ts) copies nothing.
+   */
+  target(): number {
+    if (this.#spare < 0) {
+      this.#spare = this.#free.pop();
+      if (this.#spare < 0) return -1;
+    }
+    return this.#r.blockBase + this.#spare * this.#blockU32;
   }
 
   /** Publishes the draft in place of what `read` saw; false when another thread published first. */
