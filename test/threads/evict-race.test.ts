@@ -20,9 +20,11 @@ const SLOW = 90_000;
 const NOW = 1_800_000_000_333;
 const HOUR = 3_600_000;
 const KEYS = Array.from({ length: 1000 }, (_, i) => `k${i}`);
-const ROUNDS = 2;
+/** Keys walked together: each chunk's entries overflow the table, and each key comes back `PASSES` times. */
+const CHUNK = 48;
+const PASSES = 3;
 /** Decisions per rule per key per visit. */
-const CHECKS = 2;
+const CHECKS = 1;
 /** Every MIX_EVERY-th key also gets refunds, resets and blocks from the mixing thread. */
 const MIX_EVERY = 4;
 
@@ -95,7 +97,8 @@ async function run(
       control: control.buffer as SharedArrayBuffer,
       now: NOW,
       keys: KEYS,
-      rounds: ROUNDS,
+      chunk: CHUNK,
+      passes: PASSES,
       checks: CHECKS,
       // Close together, one walking backwards: the same keys and buckets, at slightly different times.
       offset: 2 * t,
@@ -120,7 +123,7 @@ describe("evictions into the summary race lean-path checks: 4 threads, 1000 keys
         const sum = (pick: (c: Counts) => number[], at: number) =>
           results.reduce((n, c) => n + (pick(c)[at] as number), 0);
         const limits = reference(rules, 100);
-        const plain = reference(rules, THREADS * ROUNDS * CHECKS);
+        const plain = reference(rules, THREADS * PASSES * CHECKS);
         const over: string[] = [];
         let admitted = 0;
         rules.forEach((rule, r) => {
