@@ -121,7 +121,7 @@ if (task.kind === "flood") {
             } else if (x < 0.3) {
               limiter.reset(key);
               resets[r * K + i]++;
-            } else if (x < 0.33) {
+            } else if (x < 0.305) {
               try {
                 limiter.block(key, 3_600_000);
                 blocked++;
