@@ -76,4 +76,69 @@ if (task.kind === "flood") {
   }
   store.close();
   parentPort.postMessage({ done: true });
+} else if (task.kind === "evict") {
+  // Every thread starts together, then walks the keys in chunks of `chunk`, each chunk `passes`
+  // times from the thread's own offset in it (backwards with `reverse`), making `checks`
+  // decisions per rule per key on each visit. With `mixer`, a key
+  // i with i % mixEvery === 0 gets, instead of some checks, a refund, a reset or a block
+  // (seeded): the counts of each, per rule and key (index r · keys + i), bound what it may admit.
+  Atomics.add(control, 1, 1);
+  Atomics.notify(control, 1);
+  waitFor(0, 1);
+  const K = task.keys.length;
+  const counts = () => new Array(limiters.length * K).fill(0);
+  const allowed = counts();
+  const refunds = counts();
+  const resets = counts();
+  let approximate = 0;
+  let blocked = 0;
+  let unkept = 0;
+  let seed = task.seed >>> 0;
+  /** mulberry32: the mixer's choices replay from the seed (the interleaving does not). */
+  const random = () => {
+    seed = (seed + 0x6d2b79f5) >>> 0;
+    let t = seed;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  // Chunk by chunk, so that a key is checked again while its bucket overflows around it.
+  const size = task.chunk;
+  for (let first = 0; first < K; first += size) {
+    const n = Math.min(size, K - first);
+    for (let pass = 0; pass < task.passes; pass++) {
+      for (let j = 0; j < n; j++) {
+        const i = first + (((task.reverse ? n - 1 - j : j) + task.offset) % n);
+        const key = task.keys[i];
+        const mixed = task.mixer === true && i % task.mixEvery === 0;
+        for (let r = 0; r < limiters.length; r++) {
+          const limiter = limiters[r];
+          for (let c = 0; c < task.checks; c++) {
+            const x = mixed ? random() : 1;
+            if (x < 0.2) {
+              limiter.refund(key, 1);
+              refunds[r * K + i]++;
+            } else if (x < 0.3) {
+              limiter.reset(key);
+              resets[r * K + i]++;
+            } else if (x < 0.305) {
+              try {
+                limiter.block(key, 3_600_000);
+                blocked++;
+              } catch (error) {
+                if (error?.code !== "ERR_STORE") throw error;
+                unkept++;
+              }
+            } else {
+              const d = limiter.tryAcquire(key);
+              if (d.allowed) allowed[r * K + i]++;
+              if (d.approximate === true) approximate++;
+            }
+          }
+        }
+      }
+    }
+  }
+  store.close();
+  parentPort.postMessage({ allowed, refunds, resets, approximate, blocked, unkept });
 }

@@ -165,26 +165,47 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
   }
   // A rule without a ban keeps a block in a spare word, when its record has one to spare.
   const blockable = rule.ban === undefined && needed < recordWords;
-  // Sliding logs share what the fixed-size members, the ban and the block word leave.
-  let fixed = rule.ban === undefined ? (blockable ? 1 : 0) : 3;
+  // The layout depends on the shape alone, never on limits (updateRule changes those, and with
+  // them `blockable`): fixed-size members first, then the ban, then the sliding logs sharing
+  // what is left. When the block word was taken from the logs, lowering a log's limit (which
+  // makes the word spare) shrank the log and moved the members after it: a full log no longer
+  // fit and was read as empty, admitting a whole new limit. The block word is the last word,
+  // which only a log holding more than its limit would reach (encodeMember keeps it clear).
+  const fixed = rule.ban === undefined ? 0 : 3;
+  let fixedWords = fixed;
   let logs = 0;
   const fields = members.map((m) => (m.kind === "sliding-log" ? [] : fieldsOf(m)));
   members.forEach((m, i) => {
     if (m.kind === "sliding-log") logs++;
-    else fixed += (fields[i] as string[]).length;
+    else fixedWords += (fields[i] as string[]).length;
   });
-  const logWords = logs === 0 ? 0 : Math.floor((recordWords - fixed) / logs);
-  const offsets: number[] = [];
-  const sizes: number[] = [];
+  const logWords = logs === 0 ? 0 : Math.floor((recordWords - fixedWords) / logs);
+  const offsets: number[] = new Array(members.length).fill(0);
+  const sizes: number[] = new Array(members.length).fill(0);
   let at = 0;
   for (const [i, m] of members.entries()) {
-    const size = m.kind === "sliding-log" ? logWords : (fields[i] as string[]).length;
-    offsets.push(at);
-    sizes.push(size);
-    at += size;
+    if (m.kind === "sliding-log") continue;
+    offsets[i] = at;
+    sizes[i] = (fields[i] as string[]).length;
+    at += sizes[i] as number;
   }
   const banAt = at;
+  at += fixed;
+  for (const [i, m] of members.entries()) {
+    if (m.kind !== "sliding-log") continue;
+    offsets[i] = at;
+    sizes[i] = logWords;
+    at += logWords;
+  }
   const blockAt = blockable ? recordWords - 1 : -1;
+  // Timestamps a log may write: all its words but the count, and never the block word (a log
+  // reaches it only holding more than its limit, after updateRule lowered it: its newest
+  // `limit`, the only ones that count, are kept).
+  const room = members.map((_, i) =>
+    blockable && (offsets[i] as number) + (sizes[i] as number) > blockAt
+      ? blockAt - (offsets[i] as number) - 1
+      : (sizes[i] as number) - 1,
+  );
   const flat = fields.map((names) => FLAT[names.join()]);
   const decodeMember = (i: number, F: Float64Array, base: number): unknown => {
     const o = base + (offsets[i] as number);
@@ -216,8 +237,8 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
       return;
     }
     const s = state as SlidingLogState;
-    // Never more than the largest limit bound under this shape, which the bind check fits.
-    const n = Math.min(s.n, (sizes[i] as number) - 1);
+    // Never more than fits (the bind check fits the limit): the newest are kept.
+    const n = Math.min(s.n, room[i] as number);
     const len = s.buf.length;
     for (let k = 0; k < n; k++) F[o + 1 + k] = s.buf[(s.head + s.n - n + k) % len] as number;
     F[o] = n;
