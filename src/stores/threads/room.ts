@@ -88,6 +88,7 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
     record,
     recordFreshAt(view.rule, record),
     view.codec,
+    now,
   );
   if (!joined) return -1;
   removeEntry(u32, dst, E, victim, count);

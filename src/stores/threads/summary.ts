@@ -6,11 +6,33 @@
  * summary pool: a join copies the cell, joins into the copy and swaps the word by
  * compare-and-swap, retrying on a race, so concurrent joins all land (max-joins never lose an
  * input) and a thread that dies mid-join leaves the cell as it was.
+ *
+ * The pool backs only some rules' cells at once (layout sizing), so blocks of cells that no
+ * longer matter come back: when the pool is empty, a join first empties cells whose fresh-at has
+ * passed (a reader already treats those as empty) and returns their blocks, a batch at a time,
+ * round-robin over every cell, and after a full turn that found none, not again for a while: a
+ * pool full of live cells costs a flood's checks the `unplaced` count, never a scan each.
+ * Without this, a store past four busy rules ran out of blocks for good and denied every new
+ * key from then on.
  */
 import type { RuleRecord } from "../../core/rule.ts";
 import { type FreeList, indexOf, nextWord } from "../compact/free-list.ts";
 import type { Codec } from "./codec.ts";
 import { DEPTH, type Layout, SUMMARY_WORDS, type Views } from "./layout.ts";
+
+/** Blocks a reclaim takes back before it stops (the rest wait for the pool's next empty turn). */
+const RECLAIM_BATCH = 256;
+/**
+ * How long past its fresh-at a cell is kept before its block is taken back: threads read their
+ * own clocks (a worker's `performance.timeOrigin` differs by a little), and a thread whose clock
+ * is behind must not find a cell emptied that it still reads as live.
+ */
+const RECLAIM_MARGIN_MS = 1000;
+/**
+ * After a reclaim that found nothing to take back, how long this thread waits before scanning
+ * again: under a flood with every cell live, each unplaced check would otherwise pay a scan.
+ */
+const RECLAIM_BACKOFF_MS = 100;
 
 /** Reads and joins summary cells; one per store instance (it keeps a private spare block). */
 export class Summary {
@@ -20,6 +42,10 @@ export class Summary {
   readonly #scratch = new Float64Array(SUMMARY_WORDS * DEPTH);
   /** A block this thread took from the pool and has not published (reused on the next join). */
   #spare = -1;
+  /** The cell (relative to the first) this thread's next reclaim starts at. */
+  #cursor = 0;
+  /** Before this instant this thread does not scan again (its last turn found nothing). */
+  #quietUntil = Number.NEGATIVE_INFINITY;
 
   constructor(views: Views, layout: Layout, free: FreeList) {
     this.#views = views;
@@ -62,14 +88,18 @@ export class Summary {
     return records;
   }
 
-  /** Joins `record` (fresh at `freshAt`) into the key's cell of every row; false when the pool ran out. */
-  join(rule: number, h1: number, h2: number, record: RuleRecord, freshAt: number, codec: Codec): boolean {
+  /**
+   * Joins `record` (fresh at `freshAt`) into the key's cell of every row, at `now`; false when the
+   * pool ran out (after taking back what cells stale at `now` held).
+   */
+  join(rule: number, h1: number, h2: number, record: RuleRecord, freshAt: number, codec: Codec, now: number): boolean {
     const { W, F } = this.#views;
     const base = this.#layout.summaryBase;
     for (let row = 0; row < DEPTH; row++) {
       const at = this.#cell(rule, row, h1, h2);
       for (;;) {
         if (this.#spare < 0) this.#spare = this.#free.pop();
+        if (this.#spare < 0 && this.#reclaim(now) > 0) this.#spare = this.#free.pop();
         if (this.#spare < 0) return false;
         const word = Atomics.load(W, at);
         const block = indexOf(word);
@@ -86,6 +116,37 @@ export class Summary {
       }
     }
     return true;
+  }
+
+  /**
+   * Empties cells (of every rule, round-robin from this thread's cursor, until RECLAIM_BATCH or a
+   * full turn) whose fresh-at is RECLAIM_MARGIN_MS or more before `now`, and returns their blocks
+   * to the pool; returns how many (0 without scanning within RECLAIM_BACKOFF_MS of a turn that
+   * found none). Safe beside every other step: a cell is emptied by compare-and-swap of the word
+   * that was read (its tag moves, so a join that copied the block fails its swap and a read that
+   * copied it reads again), and the block pushed is then unreachable from every cell.
+   */
+  #reclaim(now: number): number {
+    if (now < this.#quietUntil) return 0;
+    const { W, F } = this.#views;
+    const { cellBase, summaryBase, maxRules, summaryWidth } = this.#layout;
+    const cells = maxRules * DEPTH * summaryWidth;
+    let freed = 0;
+    for (let i = cells; i > 0 && freed < RECLAIM_BATCH; i--) {
+      const at = cellBase + this.#cursor;
+      this.#cursor = this.#cursor + 1 === cells ? 0 : this.#cursor + 1;
+      const word = Atomics.load(W, at);
+      const block = indexOf(word);
+      if (block < 0) continue;
+      const freshAt = F[summaryBase + block * SUMMARY_WORDS] as number;
+      // Read from the block the word still names (published blocks are never written), or skipped.
+      if (Atomics.load(W, at) !== word || !(freshAt + RECLAIM_MARGIN_MS <= now)) continue;
+      if (Atomics.compareExchange(W, at, word, nextWord(word, -1)) !== word) continue;
+      this.#free.push(block);
+      freed++;
+    }
+    if (freed === 0) this.#quietUntil = now + RECLAIM_BACKOFF_MS;
+    return freed;
   }
 
   /** Gives the private spare back to the pool (when this thread is done with the store). */
