@@ -29,12 +29,14 @@ if (task.kind === "flood") {
   Atomics.add(control, 1, 1);
   Atomics.notify(control, 1);
   waitFor(0, 1);
-  // Admissions per key, or per rule with `perRule`.
-  const allowed = new Array(task.perRule ? limiters.length : task.keys.length).fill(0);
+  // Admissions per key, or per rule with `perRule`, or per rule and key (index r · keys + i) with `perKeyRule`.
+  const K = task.keys.length;
+  const allowed = new Array(task.perKeyRule ? limiters.length * K : task.perRule ? limiters.length : K).fill(0);
+  const slot = (r, i) => (task.perKeyRule ? r * K + i : task.perRule ? r : i);
   for (let round = 0; round < task.rounds; round++) {
     for (let i = 0; i < task.keys.length; i++) {
       for (let r = 0; r < limiters.length; r++) {
-        if (limiters[r].tryAcquire(task.keys[i], task.cost ?? 1).allowed) allowed[task.perRule ? r : i]++;
+        if (limiters[r].tryAcquire(task.keys[i], task.cost ?? 1).allowed) allowed[slot(r, i)]++;
       }
     }
   }
