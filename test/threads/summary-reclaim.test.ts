@@ -43,3 +43,27 @@ describe("SharedMemoryStore summary pool", () => {
     }
   });
 });
+
+// Rules of one store may run on different clocks (room.ts counts other rules' instants as live
+// for that reason): a join decided on one rule's clock must not empty another rule's cells by it.
+describe("SharedMemoryStore summary pool, rules on different clocks", () => {
+  it("rules whose clock is a day ahead never take back another rule's live cells", () => {
+    const behind = new ManualClock(T0);
+    const ahead = new ManualClock(T0 + 86_400_000);
+    const store = new SharedMemoryStore({ maxKeys: 48, seed: 1 });
+    const victim = createLimiter(WINDOW, { store, clock: behind, name: "r0" });
+    const others = Array.from({ length: 7 }, (_, r) =>
+      createLimiter(WINDOW, { store, clock: ahead, name: `r${r + 1}` }),
+    );
+    for (let k = 0; k < 4; k++) expect(victim.tryAcquire("victim").allowed).toBe(true);
+    // "victim" pushed out into r0's cells, live until T0 + 60 s on r0's clock.
+    for (let i = 0; i < 2000; i++) victim.tryAcquire(`k${i}`);
+    // The other rules run the pool dry on their clock, a day ahead (stopping early if r0's
+    // cells were emptied, while the blocks they gave back are still free to place "victim").
+    for (let i = 0; i < 2000 && !victim.peek("victim").allowed; i++) for (const l of others) l.tryAcquire(`k${i}`);
+    expect(victim.peek("victim").allowed).toBe(false);
+    expect(store.stats().unplaced).toBeGreaterThan(0);
+    behind.advance(30_000);
+    for (let k = 0; k < 8; k++) expect(victim.tryAcquire("victim").allowed).toBe(false);
+  });
+});
