@@ -35,7 +35,8 @@ if (task.kind === "flood") {
   const slot = (r, i) => (task.perKeyRule ? r * K + i : task.perRule ? r : i);
   for (let round = 0; round < task.rounds; round++) {
     for (let i = 0; i < task.keys.length; i++) {
-      for (let r = 0; r < limiters.length; r++) {
+      // The first `checked` rules only (default all): the others are bound, not checked.
+      for (let r = 0; r < (task.checked ?? limiters.length); r++) {
         if (limiters[r].tryAcquire(task.keys[i], task.cost ?? 1).allowed) allowed[slot(r, i)]++;
       }
     }

@@ -89,6 +89,7 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
     recordFreshAt(view.rule, record),
     view.codec,
     now,
+    index,
   );
   if (!joined) return -1;
   removeEntry(u32, dst, E, victim, count);

@@ -139,6 +139,8 @@ export class SharedMemoryStore implements Store {
       JSON.stringify({ specs: rule.members.map((m) => m.spec), ban: rule.ban === undefined ? null : rule.ban }),
     );
     const clock: Clock | undefined = binding.clock;
+    // Instants of this rule compare with another rule's only when both read the same clock (summary.ts reclaim).
+    this.#ctx.summary.bound(index, clock ?? systemClock);
     const rules = this.#rules;
     const ctx = this.#ctx;
     const fingerprints = this.#fingerprints;

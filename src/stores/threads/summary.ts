@@ -11,7 +11,12 @@
  * longer matter come back: when the pool is empty, a join first empties cells whose fresh-at has
  * passed (a reader already treats those as empty) and returns their blocks, a batch at a time,
  * round-robin over every cell, and after a full turn that found none, not again for a while: a
- * pool full of live cells costs a flood's checks the `unplaced` count, never a scan each.
+ * pool full of live cells costs a flood's checks the `unplaced` count, never a scan each. A cell
+ * is judged only by an instant of its own rule's clock (rules may run on different clocks, and
+ * only instants of one clock compare: core/store.ts `RuleBinding.clock`): the instant of the
+ * join when its rule has the same clock in this thread, else the latest instant this thread
+ * decided its rule at. Judged by a clock a day ahead, a live cell would be emptied, and its keys
+ * would start over within their window.
  * Without this, a store past four busy rules ran out of blocks for good and denied every new
  * key from then on.
  */
@@ -33,6 +38,8 @@ const RECLAIM_MARGIN_MS = 1000;
  * again: under a flood with every cell live, each unplaced check would otherwise pay a scan.
  */
 const RECLAIM_BACKOFF_MS = 100;
+/** A rule bound to more than one clock in this thread: no other rule's instant compares with it. */
+const MIXED = Symbol("mixed clocks");
 
 /** Reads and joins summary cells; one per store instance (it keeps a private spare block). */
 export class Summary {
@@ -44,13 +51,26 @@ export class Summary {
   #spare = -1;
   /** The cell (relative to the first) this thread's next reclaim starts at. */
   #cursor = 0;
-  /** Before this instant this thread does not scan again (its last turn found nothing). */
-  #quietUntil = Number.NEGATIVE_INFINITY;
+  /** Per rule, the clock it is bound to in this thread (undefined: not bound here; MIXED: more than one). */
+  readonly #clocks: unknown[];
+  /** Per rule, the latest instant this thread decided it at (on that rule's clock; -Infinity: never). */
+  readonly #seen: Float64Array;
+  /** Per rule, before this instant (its clock) this thread does not scan again for it (its last turn found nothing). */
+  readonly #quietUntil: Float64Array;
 
   constructor(views: Views, layout: Layout, free: FreeList) {
     this.#views = views;
     this.#layout = layout;
     this.#free = free;
+    this.#clocks = new Array<unknown>(layout.maxRules).fill(undefined);
+    this.#seen = new Float64Array(layout.maxRules).fill(Number.NEGATIVE_INFINITY);
+    this.#quietUntil = new Float64Array(layout.maxRules).fill(Number.NEGATIVE_INFINITY);
+  }
+
+  /** Notes that rule `rule` reads its instants from `clock` in this thread. */
+  bound(rule: number, clock: object): void {
+    const known = this.#clocks[rule];
+    this.#clocks[rule] = known === undefined || known === clock ? clock : MIXED;
   }
 
   /** The W index of rule `rule`'s cell in `row` for a key with fingerprint (h1, h2). */
@@ -89,17 +109,28 @@ export class Summary {
   }
 
   /**
-   * Joins `record` (fresh at `freshAt`) into the key's cell of every row, at `now`; false when the
-   * pool ran out (after taking back what cells stale at `now` held).
+   * Joins `record` (fresh at `freshAt`) into the key's cell of every row, at `now` on rule
+   * `clockRule`'s clock (the rule being decided: `rule`'s own or another's); false when the pool
+   * ran out (after taking back what stale cells held).
    */
-  join(rule: number, h1: number, h2: number, record: RuleRecord, freshAt: number, codec: Codec, now: number): boolean {
+  join(
+    rule: number,
+    h1: number,
+    h2: number,
+    record: RuleRecord,
+    freshAt: number,
+    codec: Codec,
+    now: number,
+    clockRule: number,
+  ): boolean {
     const { W, F } = this.#views;
     const base = this.#layout.summaryBase;
+    if (now > (this.#seen[clockRule] as number)) this.#seen[clockRule] = now;
     for (let row = 0; row < DEPTH; row++) {
       const at = this.#cell(rule, row, h1, h2);
       for (;;) {
         if (this.#spare < 0) this.#spare = this.#free.pop();
-        if (this.#spare < 0 && this.#reclaim(now) > 0) this.#spare = this.#free.pop();
+        if (this.#spare < 0 && this.#reclaim(now, clockRule) > 0) this.#spare = this.#free.pop();
         if (this.#spare < 0) return false;
         const word = Atomics.load(W, at);
         const block = indexOf(word);
@@ -120,32 +151,40 @@ export class Summary {
 
   /**
    * Empties cells (of every rule, round-robin from this thread's cursor, until RECLAIM_BATCH or a
-   * full turn) whose fresh-at is RECLAIM_MARGIN_MS or more before `now`, and returns their blocks
-   * to the pool; returns how many (0 without scanning within RECLAIM_BACKOFF_MS of a turn that
+   * full turn) whose fresh-at is RECLAIM_MARGIN_MS or more before an instant of their rule's clock
+   * (`now` when their rule shares `clockRule`'s clock, else the latest this thread decided their
+   * rule at), and returns their blocks to the pool; returns how many (0 without
+   * scanning within RECLAIM_BACKOFF_MS, on `clockRule`'s clock at `now`, of a turn for it that
    * found none). Safe beside every other step: a cell is emptied by compare-and-swap of the word
    * that was read (its tag moves, so a join that copied the block fails its swap and a read that
    * copied it reads again), and the block pushed is then unreachable from every cell.
    */
-  #reclaim(now: number): number {
-    if (now < this.#quietUntil) return 0;
+  #reclaim(now: number, clockRule: number): number {
+    if (now < (this.#quietUntil[clockRule] as number)) return 0;
     const { W, F } = this.#views;
     const { cellBase, summaryBase, maxRules, summaryWidth } = this.#layout;
-    const cells = maxRules * DEPTH * summaryWidth;
+    const perRule = DEPTH * summaryWidth;
+    const cells = maxRules * perRule;
+    const clock = this.#clocks[clockRule];
+    const shared = clock !== undefined && clock !== MIXED;
     let freed = 0;
     for (let i = cells; i > 0 && freed < RECLAIM_BATCH; i--) {
       const at = cellBase + this.#cursor;
+      // Judged by its own rule's clock: a rule a day ahead must not find another rule's live cells stale.
+      const rule = Math.floor(this.#cursor / perRule);
+      const seen = shared && this.#clocks[rule] === clock ? now : (this.#seen[rule] as number);
       this.#cursor = this.#cursor + 1 === cells ? 0 : this.#cursor + 1;
       const word = Atomics.load(W, at);
       const block = indexOf(word);
       if (block < 0) continue;
       const freshAt = F[summaryBase + block * SUMMARY_WORDS] as number;
       // Read from the block the word still names (published blocks are never written), or skipped.
-      if (Atomics.load(W, at) !== word || !(freshAt + RECLAIM_MARGIN_MS <= now)) continue;
+      if (Atomics.load(W, at) !== word || !(freshAt + RECLAIM_MARGIN_MS <= seen)) continue;
       if (Atomics.compareExchange(W, at, word, nextWord(word, -1)) !== word) continue;
       this.#free.push(block);
       freed++;
     }
-    if (freed === 0) this.#quietUntil = now + RECLAIM_BACKOFF_MS;
+    if (freed === 0) this.#quietUntil[clockRule] = now + RECLAIM_BACKOFF_MS;
     return freed;
   }
 
