@@ -8,6 +8,7 @@
 // flood, with the pool still full of its stale cells, one rule's new keys are all placed again.
 import { SharedMemoryStore } from "sluice/threads";
 import { beforeAll, describe, expect, it } from "vitest";
+import { mulberry32 } from "../../src/core/seeded-random.ts";
 import { ensureBuilt, type RuleDef, reached, spawnWorker } from "./support.ts";
 
 beforeAll(() => ensureBuilt(), 180_000);
@@ -29,18 +30,6 @@ const KEYS = 300;
 /** Each thread walks its keys this many times, so every key comes back long after it was pushed out. */
 const ROUNDS = 2;
 const SEED = Number(process.env.SLUICE_SEED ?? 0x5eed_1234);
-
-/** mulberry32. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** 0..n−1 shuffled (Fisher–Yates). */
 function permutation(n: number, random: () => number): number[] {
@@ -100,7 +89,7 @@ describe("the summary pool runs dry across threads while time moves on", () => {
   it(
     `no key passes its limit within its window, and new keys are placed once the flood is stale (seed ${SEED})`,
     async () => {
-      const random = rng(SEED);
+      const random = mulberry32(SEED);
       const store = new SharedMemoryStore({ maxKeys: 48, seed: SEED });
       const over: string[] = [];
       let admitted = 0;
