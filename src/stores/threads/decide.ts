@@ -92,8 +92,8 @@ function checkStored(
     if (codec.blockAt >= 0 && (f64[at + codec.blockAt] as number) > now) return undefined;
     const record = codec.load(f64, at);
     const result = decideRule(rule, record, now, cost, "check");
-    // A denial changes the record only when it counts toward a ban.
-    if (!result.allowed && rule.ban === undefined) {
+    // A denial changes the record only when it counts toward a ban (decideAny's rule, the same call).
+    if (!storesNewRecord(rule, "check", result)) {
       if (table.unchanged()) return result;
       continue;
     }
@@ -170,12 +170,8 @@ function decideAny(
       let write: boolean;
       // A get reports, like a peek; a penalty and a block always change the record.
       if (summarised) write = op !== "peek" && op !== "get";
-      else if (found >= 0)
-        write =
-          op === "refund" ||
-          op === "penalty" ||
-          op === "block" ||
-          (op === "check" && (result.allowed || rule.ban !== undefined));
+      // A stored record changes when a fresh one would be stored, and on every refund.
+      else if (found >= 0) write = op === "refund" || storesNewRecord(rule, op, result);
       else write = op !== "peek" && op !== "get" && storesNewRecord(rule, op, result);
       if (!write) {
         if (table.unchanged()) return counted(ctx, result);
