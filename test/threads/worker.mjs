@@ -3,6 +3,7 @@
 // src/ is newer). All tasks decide at instants they are given, never the system clock, so the
 // expected totals do not depend on when the threads happen to run.
 import { parentPort, workerData } from "node:worker_threads";
+import { mulberry32 } from "../../dist/core/seeded-random.js";
 import { createLimiter } from "../../dist/limiter.js";
 import { SharedMemoryStore } from "../../dist/stores/threads/index.js";
 
@@ -96,15 +97,8 @@ if (task.kind === "flood") {
   let approximate = 0;
   let blocked = 0;
   let unkept = 0;
-  let seed = task.seed >>> 0;
-  /** mulberry32: the mixer's choices replay from the seed (the interleaving does not). */
-  const random = () => {
-    seed = (seed + 0x6d2b79f5) >>> 0;
-    let t = seed;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  // The mixer's choices replay from the seed (the interleaving does not).
+  const random = mulberry32(task.seed);
   // Chunk by chunk, so that a key is checked again while its bucket overflows around it.
   const size = task.chunk;
   for (let first = 0; first < K; first += size) {
