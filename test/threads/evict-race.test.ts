@@ -10,7 +10,7 @@
 import { createLimiter, MemoryStore } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, type RuleDef, reached, spawnWorker } from "./support.ts";
+import { ensureBuilt, type RuleDef, spawnWorker, startTogether } from "./support.ts";
 
 beforeAll(() => ensureBuilt(), 180_000);
 
@@ -108,10 +108,7 @@ async function run(
       seed: seed ^ 0x5eed,
     }),
   );
-  await reached(control, 1, THREADS);
-  Atomics.store(control, 0, 1);
-  Atomics.notify(control, 0);
-  return { store, results: await Promise.all(workers.map((w) => w.result)) };
+  return { store, results: await startTogether(control, workers) };
 }
 
 describe("evictions into the summary race lean-path checks: 4 threads, 1000 keys, a table of 48", () => {

@@ -3,7 +3,7 @@
 // one fixed instant, so "exact" does not depend on how the threads were scheduled.
 import { SharedMemoryStore } from "sluice/threads";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, type RuleDef, reached, spawnWorker } from "./support.ts";
+import { ensureBuilt, type RuleDef, spawnWorker, startTogether } from "./support.ts";
 
 const THREADS = 8;
 /** Worker start-up dominates on a busy 2-core machine: well above vitest's default 20 s. */
@@ -25,10 +25,7 @@ async function flood(store: SharedMemoryStore, rules: RuleDef[], keysOf: (t: num
       rounds,
     }),
   );
-  await reached(control, 1, THREADS); // every thread attached and waiting
-  Atomics.store(control, 0, 1);
-  Atomics.notify(control, 0);
-  return Promise.all(workers.map((w) => w.result));
+  return startTogether(control, workers);
 }
 
 const ONE_KEY: Array<[string, unknown]> = [

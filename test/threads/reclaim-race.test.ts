@@ -9,7 +9,7 @@
 import { SharedMemoryStore } from "sluice/threads";
 import { beforeAll, describe, expect, it } from "vitest";
 import { mulberry32 } from "../../src/core/seeded-random.ts";
-import { ensureBuilt, type RuleDef, reached, spawnWorker } from "./support.ts";
+import { ensureBuilt, type RuleDef, spawnWorker, startTogether } from "./support.ts";
 
 beforeAll(() => ensureBuilt(), 180_000);
 
@@ -68,10 +68,7 @@ async function phase(
       perKeyRule: true,
     }),
   );
-  await reached(control, 1, THREADS);
-  Atomics.store(control, 0, 1);
-  Atomics.notify(control, 0);
-  const results = await Promise.all(workers.map((w) => w.result));
+  const results = await startTogether(control, workers);
   const total = new Array<number>(rules.length * keys.length).fill(0);
   results.forEach(({ allowed }, t) => {
     const order = orders[t] as number[];

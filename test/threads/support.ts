@@ -54,3 +54,14 @@ export async function reached(control: Int32Array, at: number, value: number): P
     if (async) await wait;
   }
 }
+
+/**
+ * Waits until every one of `workers` is attached and waiting on `control` (slot 1 counts them),
+ * starts them all at once (slot 0), and resolves with their answers in order.
+ */
+export async function startTogether<T>(control: Int32Array, workers: { result: Promise<T> }[]): Promise<T[]> {
+  await reached(control, 1, workers.length);
+  Atomics.store(control, 0, 1);
+  Atomics.notify(control, 0);
+  return Promise.all(workers.map((w) => w.result));
+}

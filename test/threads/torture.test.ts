@@ -6,7 +6,7 @@
 import { createLimiter, type Decision } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, type RuleDef, reached, spawnWorker } from "./support.ts";
+import { ensureBuilt, type RuleDef, spawnWorker, startTogether } from "./support.ts";
 
 beforeAll(() => ensureBuilt(), 180_000);
 
@@ -29,10 +29,7 @@ async function hammer(store: SharedMemoryStore, rules: RuleDef[], rounds: number
       perRule: true,
     }),
   );
-  await reached(control, 1, THREADS);
-  Atomics.store(control, 0, 1);
-  Atomics.notify(control, 0);
-  const results = await Promise.all(workers.map((w) => w.result));
+  const results = await startTogether(control, workers);
   return rules.map((_, r) => results.reduce((n, res) => n + (res.allowed[r] as number), 0));
 }
 
