@@ -6,9 +6,12 @@ import { chmodSync, cpSync, existsSync, readdirSync, renameSync, rmSync, statSyn
 import { join, relative } from "node:path";
 
 const tmp = `dist.tmp-${process.pid}`;
-// The Lua files' text as a module first (the Redis store reads no files at run time).
-const embed = spawnSync(process.execPath, ["scripts/embed-lua.mjs"], { stdio: "inherit" });
-if (embed.status !== 0) process.exit(embed.status || 1);
+// The Lua files' text and the WebAssembly module's bytes as modules first (the stores read no
+// files at run time).
+for (const script of ["scripts/embed-lua.mjs", "scripts/embed-wasm.mjs"]) {
+  const embed = spawnSync(process.execPath, [script], { stdio: "inherit" });
+  if (embed.status !== 0) process.exit(embed.status || 1);
+}
 const tsc = spawnSync(
   process.execPath,
   ["node_modules/typescript/bin/tsc", "-p", "tsconfig.build.json", "--outDir", tmp],

@@ -5,6 +5,7 @@
 import fc from "fast-check";
 import {
   type AlgorithmSpec,
+  ArgumentError,
   ConfigError,
   createLimiter,
   type Decision,
@@ -188,9 +189,17 @@ describe("SharedMemoryStore, one thread", () => {
     expect(() => new SharedMemoryStore({ maxKeys: 10, summaryWidth: 100 })).toThrow(/power of two/);
     expect(() => new SharedMemoryStore({ maxKeys: 10, bogus: 1 } as never)).toThrow(/unknown option `bogus`/);
     expect(() => SharedMemoryStore.attach({} as never)).toThrow(StoreError);
+    // A handle of an earlier version (a bare SharedArrayBuffer, no memory) and a memory that is not a store.
     expect(() =>
       SharedMemoryStore.attach({ kind: "sluice/threads", buffer: new SharedArrayBuffer(4096) } as never),
-    ).toThrow(/not a SharedMemoryStore/);
+    ).toThrow(/holds no SharedMemoryStore memory/);
+    const memory = new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true });
+    expect(() => SharedMemoryStore.attach({ kind: "sluice/threads", memory } as never)).toThrow(
+      /not a SharedMemoryStore/,
+    );
+    // One store is one 32-bit WebAssembly memory: past 4 GiB the options are refused, naming them.
+    expect(() => new SharedMemoryStore({ maxKeys: 2 ** 26 })).toThrow(/maxKeys: 67108864.*recordWords: 6.*4 GiB/);
+    expect(() => new SharedMemoryStore({ maxKeys: 2 ** 26 })).toThrow(ArgumentError);
   });
 
   it("instances attached to one buffer share records, rules and counters", () => {

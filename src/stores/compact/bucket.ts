@@ -107,22 +107,9 @@ export function scanBucket(i32: Int32Array, base: number, E: number, h1: number,
 }
 
 /**
- * Copies the first `count` entries of the bucket at `src` to `dst` (a bucket in another block)
- * and marks the copy's end, through an Int32Array view of the buffer (int32 words move as they
- * are; uint32 ones past 2^31 would go through doubles).
- */
-export function copyBucket(i32: Int32Array, src: number, dst: number, E: number, count: number): void {
-  // One copyWithin (a call into C++ of some 260 instructions, then a memmove) costs less than
-  // a JS loop even for one entry: V8 checks the typed arrays again on every access of a loop
-  // over a SharedArrayBuffer, some 23 instructions a word (callgrind, V8 11.3).
-  if (count > 0) i32.copyWithin(dst, src, src + count * E);
-  if (count < BUCKET_SLOTS) i32[dst + count * E + 1] = 0;
-}
-
-/**
  * Copies the key words (fingerprint, tag with its pin bit) of the only entry of the bucket at
  * `src` to `dst` and marks the copy's end, leaving its state words for the caller to write:
- * a bucket of one key, updated, costs no call into copyWithin.
+ * a bucket of one key, updated, costs no call into the bulk copy.
  */
 export function copyKey(i32: Int32Array, src: number, dst: number, E: number): void {
   i32[dst] = i32[src] as number;

@@ -1,16 +1,17 @@
-// The shared table's compare-and-swap on its own, one thread playing several: a bucket word is
-// read as two 32-bit halves and the CAS operands are assembled from them (no BigInt
-// arithmetic), so these pin what that must keep: a stale read never publishes (also when the
+// The shared table's compare-and-swap on its own, one thread playing several (each handle with
+// its own WebAssembly instance, as each thread has): a bucket word is read as two 32-bit halves
+// and the CAS operands are assembled from them (shared-word.wat), so these pin what that must keep: a stale read never publishes (also when the
 // same block comes back: ABA), the tag wraps at 2^32 (through negative Int32 values), and a
 // published draft is what every handle then reads.
 import { describe, expect, it } from "vitest";
 import { appendKey, entryU32, findEntry, stateAt } from "./bucket.ts";
 import { blockBytes, initRegion, type SharedRegion, SharedTable, type SharedViews } from "./shared-table.ts";
+import { bufferOf, sharedMemory, sharedWord } from "./shared-word.ts";
 
 const STATE_WORDS = 2;
 
 /** A region of 4 buckets and 8 blocks: W[0] free head, W[1..4] buckets, links at I[10..], blocks from u32 32. */
-function region(): { views: SharedViews; r: SharedRegion } {
+function region(): { views: SharedViews; r: SharedRegion; memory: WebAssembly.Memory } {
   const r: SharedRegion = {
     buckets: 4,
     stateWords: STATE_WORDS,
@@ -20,7 +21,8 @@ function region(): { views: SharedViews; r: SharedRegion } {
     nextBase: 10,
     blockBase: 32,
   };
-  const buffer = new SharedArrayBuffer(32 * 4 + r.blocks * blockBytes(STATE_WORDS));
+  const memory = sharedMemory(32 * 4 + r.blocks * blockBytes(STATE_WORDS));
+  const buffer = bufferOf(memory);
   const views = {
     W: new BigInt64Array(buffer),
     I: new Int32Array(buffer),
@@ -28,7 +30,7 @@ function region(): { views: SharedViews; r: SharedRegion } {
     U32: new Uint32Array(buffer),
   };
   initRegion(views, r);
-  return { views, r };
+  return { views, r, memory };
 }
 
 const E = entryU32(STATE_WORDS);
@@ -55,9 +57,9 @@ function value(t: SharedTable, b: number, h1: number, tag: number): number | und
 
 describe("SharedTable: compare-and-swap on 32-bit halves", () => {
   it("publishes a draft that every handle then reads, and bumps the tag once per publish", () => {
-    const { views, r } = region();
-    const a = new SharedTable(views, r);
-    const b = new SharedTable(views, r);
+    const { views, r, memory } = region();
+    const a = new SharedTable(views, r, sharedWord(memory));
+    const b = new SharedTable(views, r, sharedWord(memory));
     expect(write(a, 2, 7, 0x10001, 1.5)).toBe(true);
     expect(write(a, 2, 8, 0x10001, 2.5)).toBe(true);
     expect(value(b, 2, 7, 0x10001)).toBe(1.5);
@@ -67,9 +69,9 @@ describe("SharedTable: compare-and-swap on 32-bit halves", () => {
   });
 
   it("a read made stale by another handle's publish neither validates nor publishes", () => {
-    const { views, r } = region();
-    const a = new SharedTable(views, r);
-    const b = new SharedTable(views, r);
+    const { views, r, memory } = region();
+    const a = new SharedTable(views, r, sharedWord(memory));
+    const b = new SharedTable(views, r, sharedWord(memory));
     write(a, 0, 7, 0x10001, 1);
     a.read(0);
     expect(a.unchanged()).toBe(true);
@@ -84,9 +86,9 @@ describe("SharedTable: compare-and-swap on 32-bit halves", () => {
   });
 
   it("a stale read fails even when the same block is published in the bucket again (ABA)", () => {
-    const { views, r } = region();
-    const a = new SharedTable(views, r);
-    const b = new SharedTable(views, r);
+    const { views, r, memory } = region();
+    const a = new SharedTable(views, r, sharedWord(memory));
+    const b = new SharedTable(views, r, sharedWord(memory));
     write(b, 3, 7, 0x10001, 1);
     a.read(3);
     const block = views.I[2 * (r.bucketBase + 3)];
@@ -104,9 +106,9 @@ describe("SharedTable: compare-and-swap on 32-bit halves", () => {
     [0x7fffffff, -0x80000000],
     [-1, 0],
   ])("the tag %i is followed by %i (wrapping at 2^32), and a read of the old tag is stale", (tag, next) => {
-    const { views, r } = region();
-    const a = new SharedTable(views, r);
-    const b = new SharedTable(views, r);
+    const { views, r, memory } = region();
+    const a = new SharedTable(views, r, sharedWord(memory));
+    const b = new SharedTable(views, r, sharedWord(memory));
     const high = 2 * (r.bucketBase + 1) + 1;
     views.I[high] = tag;
     a.read(1);

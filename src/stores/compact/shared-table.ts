@@ -15,16 +15,17 @@
  *   block. The tag grows with every publish, so a stale copy of the word never matches again,
  *   even when the same block index comes back (ABA).
  * - A read that writes nothing is validated by loading the word again: it is linearised there.
- * - The hot path allocates no BigInt arithmetic: a word is read as its two 32-bit halves (the
- *   tag, atomically, first; then the block), and the 64-bit values the compare-and-swap needs
- *   are assembled in a private 8-byte scratch. A torn pair (tag and block from two different
- *   publishes) is harmless: the tag changes on every publish, so such a pair never equals the
- *   word, and both `unchanged` and `publish` fail on it.
+ * - The word's atomics run in WebAssembly (shared-word.wat), where they are machine
+ *   instructions, not calls into the runtime with BigInt operands. A word is read as its two
+ *   32-bit halves (the tag, atomically, first; then the block). A torn pair (tag and block from
+ *   two different publishes) is harmless: the tag changes on every publish, so such a pair never
+ *   equals the word, and both `unchanged` and `publish` fail on it.
  * - A thread that dies leaves every bucket pointing at a complete block and leaks the one block
  *   it held privately (the pool keeps spares for that).
  */
-import { BUCKET_SLOTS, copyBucket, countEntries, entryU32 } from "./bucket.ts";
+import { BUCKET_SLOTS, countEntries, entryU32 } from "./bucket.ts";
 import { FreeList } from "./free-list.ts";
+import type { SharedWord } from "./shared-word.ts";
 
 /** Where a shared table lives in its buffer (indices into the views named). */
 export interface SharedRegion {
@@ -73,19 +74,14 @@ export class SharedTable {
   readonly f64: Float64Array;
   /** 32-bit words per entry. */
   readonly E: number;
-  readonly #W: BigInt64Array;
-  readonly #I: Int32Array;
   readonly #r: SharedRegion;
+  /** This thread's word operations (shared-word.ts). */
+  readonly #word: SharedWord;
   readonly #free: FreeList;
   readonly #blockU32: number;
-  /** A private 64-bit scratch and its 32-bit halves (little-endian: [0] low, [1] high): builds CAS operands. */
-  readonly #scratch = new BigInt64Array(1);
-  readonly #halves = new Int32Array(this.#scratch.buffer);
   /** The block this thread owns privately (-1: none yet). */
   #spare = -1;
-  /** Set by `read`: the bucket word's Int32 index (low half), its tag (high half) and block index + 1 (low half). */
-  #at = 0;
-  #tag = 0;
+  /** Set by `read`: the bucket word's block index + 1 (its low half; the tag is the word's to keep). */
   #low = 0;
   /** The published bucket's first u32 (-1: empty), set by `read`. */
   base = -1;
@@ -93,12 +89,11 @@ export class SharedTable {
   count = 0;
 
   /** This thread's view of the table in `r`. */
-  constructor(views: SharedViews, r: SharedRegion) {
+  constructor(views: SharedViews, r: SharedRegion, word: SharedWord) {
     this.u32 = views.U32;
     this.f64 = views.F;
     this.i32 = views.I;
-    this.#W = views.W;
-    this.#I = views.I;
+    this.#word = word;
     this.#r = r;
     this.E = entryU32(r.stateWords);
     this.#blockU32 = BUCKET_SLOTS * this.E;
@@ -107,12 +102,9 @@ export class SharedTable {
 
   /** Reads bucket `bucket`'s word: `base` is then its published entries (or -1). */
   read(bucket: number): void {
-    const at = 2 * (this.#r.bucketBase + bucket);
-    this.#at = at;
-    // The tag first and atomically: the block read after it is that publish's or a later one's,
-    // and a later one moved the tag, which `unchanged` and `publish` then see.
-    this.#tag = Atomics.load(this.#I, at + 1);
-    const low = this.#I[at] as number;
+    // The tag first and atomically (shared-word.wat): the block read after it is that publish's
+    // or a later one's, and a later one moved the tag, which `unchanged` and `publish` then see.
+    const low = this.#word.read(2 * (this.#r.bucketBase + bucket));
     this.#low = low;
     this.base = low === 0 ? -1 : this.#r.blockBase + (low - 1) * this.#blockU32;
   }
@@ -120,7 +112,7 @@ export class SharedTable {
   /** Whether the bucket word is still the one `read` saw (what was read from `base` is then consistent). */
   unchanged(): boolean {
     // The tag moves on every publish; the block half is compared too, as the whole word was.
-    return Atomics.load(this.#I, this.#at + 1) === this.#tag && this.#I[this.#at] === this.#low;
+    return this.#word.unchanged() === 1;
   }
 
   /**
@@ -137,7 +129,7 @@ export class SharedTable {
       this.count = 0;
     } else {
       const n = count ?? countEntries(this.u32, this.base, this.E);
-      copyBucket(this.#I, this.base, dst, this.E, n);
+      this.copy(dst, n);
       this.count = n;
     }
     return dst;
@@ -156,18 +148,21 @@ export class SharedTable {
     return this.#r.blockBase + this.#spare * this.#blockU32;
   }
 
+  /**
+   * Copies the first `count` entries of the bucket `read` saw to `dst` (a draft) and marks the
+   * copy's end. A torn source is bounded here and never published (the word check in `publish`).
+   */
+  copy(dst: number, count: number): void {
+    // One call into WebAssembly's memory.copy: a JavaScript loop over a SharedArrayBuffer pays
+    // some 23 instructions a word (V8 checks the typed array on every access), copyWithin some 280 a call.
+    if (count > 0) this.#word.copy(dst, this.base, count * this.E);
+    if (count < BUCKET_SLOTS) this.i32[dst + count * this.E + 1] = 0;
+  }
+
   /** Publishes the draft in place of what `read` saw; false when another thread published first. */
   publish(): boolean {
-    const halves = this.#halves;
-    halves[0] = this.#low;
-    halves[1] = this.#tag;
-    const expected = this.#scratch[0] as bigint;
     // The next tag (wrapping at 2^32) above this thread's block.
-    halves[0] = this.#spare + 1;
-    halves[1] = (this.#tag + 1) | 0;
-    if (Atomics.compareExchange(this.#W, this.#at >> 1, expected, this.#scratch[0] as bigint) !== expected) {
-      return false;
-    }
+    if (this.#word.publish(this.#spare + 1) === 0) return false;
     // The replaced block is unreachable now: it is this thread's next private block.
     this.#spare = this.#low - 1;
     return true;

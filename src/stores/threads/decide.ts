@@ -15,7 +15,6 @@ import {
   appendKey,
   BUCKET_SLOTS,
   bucketOf,
-  copyBucket,
   copyKey,
   PINNED,
   removeEntry,
@@ -103,7 +102,7 @@ function checkStored(
     const dst = table.target();
     if (dst < 0) throw noFreeBlock();
     if (count === 1) copyKey(table.i32, base, dst, E);
-    else copyBucket(table.i32, base, dst, E, count);
+    else table.copy(dst, count);
     const to = stateAt(dst, E, found);
     codec.encode(record, f64, to);
     if (codec.blockAt >= 0) f64[to + codec.blockAt] = Number.NEGATIVE_INFINITY;

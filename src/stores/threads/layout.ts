@@ -1,6 +1,7 @@
 /**
- * Where everything lives in the one SharedArrayBuffer of a SharedMemoryStore. The buffer is
- * the whole store: a header of sizes and counters, the compact table's bucket words and blocks
+ * Where everything lives in the one shared memory of a SharedMemoryStore (a shared
+ * `WebAssembly.Memory`, so the bucket words' atomics run in WebAssembly: compact/shared-word.ts;
+ * its buffer is the SharedArrayBuffer the views read). The memory is the whole store: a header of sizes and counters, the compact table's bucket words and blocks
  * (src/stores/compact/shared-table.ts), the rule registry, the summary cells and blocks, and a
  * byte arena for rule texts. Every thread derives the same offsets from the header, so the
  * handle passed between threads is the buffer alone.
@@ -12,6 +13,7 @@
 
 import { StoreError } from "../../core/errors.ts";
 import { blockBytes, initRegion, type SharedRegion } from "../compact/shared-table.ts";
+import { bufferOf, PAGE_BYTES, sharedMemory } from "../compact/shared-word.ts";
 
 /** Rows of every rule's summary: a key is over-counted only if all of its cells are shared. */
 export const DEPTH = 4;
@@ -19,7 +21,8 @@ export const DEPTH = 4;
 export const SUMMARY_WORDS = 16;
 
 const MAGIC = 0x51c7ead5;
-const VERSION = 2;
+// 3: the memory became a shared WebAssembly.Memory (whole pages).
+const VERSION = 3;
 /** Int32 slots of the header (a multiple of 2, so the 64-bit words after it stay aligned). */
 const HEADER_INTS = 32;
 
@@ -147,10 +150,11 @@ export function viewsOf(buffer: SharedArrayBuffer): Views {
   };
 }
 
-/** Allocates and initialises a buffer for `p`: header written, both free lists full. */
-export function createBuffer(p: Params): { buffer: SharedArrayBuffer; layout: Layout } {
+/** Allocates and initialises a memory for `p`: header written, both free lists full. */
+export function createMemory(p: Params): { memory: WebAssembly.Memory; buffer: SharedArrayBuffer; layout: Layout } {
   const layout = layoutOf(p);
-  const buffer = new SharedArrayBuffer(layout.bytes);
+  const memory = sharedMemory(layout.bytes);
+  const buffer = bufferOf(memory);
   const views = viewsOf(buffer);
   const { W, I } = views;
   I[H.magic] = MAGIC;
@@ -168,13 +172,14 @@ export function createBuffer(p: Params): { buffer: SharedArrayBuffer; layout: La
   initRegion(views, layout.table);
   for (let i = 0; i < p.summaryBlocks; i++) I[layout.summaryNextBase + i] = i + 1 < p.summaryBlocks ? i + 1 : -1;
   W[layout.summaryFreeHead] = p.summaryBlocks > 0 ? 1n : 0n;
-  return { buffer, layout };
+  return { memory, buffer, layout };
 }
 
-/** Reads the layout of a buffer made by `createBuffer` (in another thread); StoreError if it is not one. */
-export function readLayout(buffer: unknown): Layout {
+/** Reads the layout of a memory made by `createMemory` (in another thread); StoreError if it is not one. */
+export function readLayout(memory: unknown): Layout {
+  const buffer: unknown = memory instanceof WebAssembly.Memory ? bufferOf(memory) : undefined;
   if (!(buffer instanceof SharedArrayBuffer) || buffer.byteLength < HEADER_INTS * 4) {
-    throw new StoreError("SharedMemoryStore.attach: the handle holds no SharedMemoryStore buffer");
+    throw new StoreError("SharedMemoryStore.attach: the handle holds no SharedMemoryStore memory");
   }
   const I = new Int32Array(buffer, 0, HEADER_INTS);
   if (I[H.magic] !== MAGIC || I[H.version] !== VERSION) {
@@ -191,8 +196,8 @@ export function readLayout(buffer: unknown): Layout {
     seed: I[H.seed] as number,
     maxKeys: I[H.maxKeys] as number,
   });
-  if (layout.bytes !== buffer.byteLength) {
-    throw new StoreError("SharedMemoryStore.attach: the buffer's size does not match its header");
+  if (Math.ceil(layout.bytes / PAGE_BYTES) * PAGE_BYTES !== buffer.byteLength) {
+    throw new StoreError("SharedMemoryStore.attach: the memory's size does not match its header");
   }
   return layout;
 }

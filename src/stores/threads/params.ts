@@ -7,7 +7,8 @@ import { ArgumentError } from "../../core/errors.ts";
 import { checkOptions } from "../../core/options.ts";
 import { MAX_TABLE_INDEX } from "../compact/bucket.ts";
 import { randomSeed } from "../compact/fingerprint.ts";
-import { DEPTH, type Params } from "./layout.ts";
+import { MAX_MEMORY_BYTES } from "../compact/shared-word.ts";
+import { DEPTH, layoutOf, type Params } from "./layout.ts";
 
 /** Options of {@link SharedMemoryStore}. */
 export interface SharedMemoryStoreOptions {
@@ -80,7 +81,7 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
   const blocks = buckets + Math.max(256, buckets >> 4);
   const cells = maxRules * DEPTH * summaryWidth;
   const summaryBlocks = Math.min(cells, 4 * DEPTH * summaryWidth) + 256;
-  return {
+  const params: Params = {
     buckets,
     recordWords,
     blocks,
@@ -92,6 +93,15 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
     seed: (seed === undefined ? randomSeed() : seed) | 0,
     maxKeys,
   };
+  const { bytes } = layoutOf(params);
+  if (bytes > MAX_MEMORY_BYTES) {
+    throw new ArgumentError(
+      `SharedMemoryStore: { maxKeys: ${maxKeys}, recordWords: ${recordWords}, maxRules: ${maxRules} } needs ` +
+        `${bytes} bytes and one store holds at most 4 GiB (one 32-bit WebAssembly memory, where its atomics run); ` +
+        "lower maxKeys or recordWords, or split the keys over several stores",
+    );
+  }
+  return params;
 }
 
 /** The smallest power of two ≥ x (and ≥ 1). */

@@ -23,9 +23,10 @@ import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import { FingerprintCache } from "../compact/fingerprint-cache.ts";
 import { FreeList } from "../compact/free-list.ts";
 import { SharedTable } from "../compact/shared-table.ts";
+import { bufferOf, sharedWord } from "../compact/shared-word.ts";
 import { codecFor } from "./codec.ts";
 import { type DecideContext, decide } from "./decide.ts";
-import { createBuffer, H, type Layout, readLayout, viewsOf } from "./layout.ts";
+import { createMemory, H, type Layout, readLayout, viewsOf } from "./layout.ts";
 import { paramsOf, type SharedMemoryStoreOptions } from "./params.ts";
 import { Registry } from "./registry.ts";
 import { RuleViews } from "./rule-view.ts";
@@ -43,7 +44,9 @@ export type { SharedMemoryStoreOptions } from "./params.ts";
 export interface SharedMemoryStoreHandle {
   /** What this is (checked by `attach`). */
   readonly kind: "sluice/threads";
-  /** The whole store. */
+  /** The whole store: a shared WebAssembly.Memory (its atomics run in WebAssembly). */
+  readonly memory: WebAssembly.Memory;
+  /** The memory's SharedArrayBuffer. */
   readonly buffer: SharedArrayBuffer;
 }
 
@@ -95,20 +98,22 @@ export class SharedMemoryStore implements Store {
   /** Creates a store (and its memory) in this thread. */
   constructor(options: SharedMemoryStoreOptions);
   /** @internal Used by `attach`. */
-  constructor(options: SharedMemoryStoreOptions, attached: { buffer: SharedArrayBuffer; layout: Layout });
-  constructor(options: SharedMemoryStoreOptions, attached?: { buffer: SharedArrayBuffer; layout: Layout }) {
-    const { buffer, layout } = attached ?? createBuffer(paramsOf(options));
+  constructor(options: SharedMemoryStoreOptions, attached: { memory: WebAssembly.Memory; layout: Layout });
+  constructor(options: SharedMemoryStoreOptions, attached?: { memory: WebAssembly.Memory; layout: Layout }) {
+    const { memory, layout } = attached ?? createMemory(paramsOf(options));
+    // The memory's own buffer (a structured clone of the handle's may be another object over it).
+    const buffer = bufferOf(memory);
     const views = viewsOf(buffer);
     this.#layout = layout;
     this.maxKeys = layout.maxKeys;
-    this.handle = Object.freeze({ kind: "sluice/threads", buffer });
+    this.handle = Object.freeze({ kind: "sluice/threads", memory, buffer });
     this.#registry = new Registry(views, layout);
     this.#rules = new RuleViews(this.#registry, layout.recordWords);
     const summaryFree = new FreeList(views.W, views.I, layout.summaryFreeHead, layout.summaryNextBase);
     const rules = this.#rules;
     this.#fingerprints = new FingerprintCache(layout.seed, Math.min(layout.maxKeys, FINGERPRINT_MEMO));
     this.#ctx = {
-      table: new SharedTable(views, layout.table),
+      table: new SharedTable(views, layout.table, sharedWord(memory)),
       summary: new Summary(views, layout, summaryFree),
       view: (index) => rules.view(index),
       I: views.I,
@@ -124,8 +129,8 @@ export class SharedMemoryStore implements Store {
         `SharedMemoryStore.attach expects a SharedMemoryStore's \`handle\` (got ${describeValue(handle)})`,
       );
     }
-    const layout = readLayout(handle.buffer);
-    return new SharedMemoryStore({ maxKeys: layout.maxKeys }, { buffer: handle.buffer, layout });
+    const layout = readLayout(handle.memory);
+    return new SharedMemoryStore({ maxKeys: layout.maxKeys }, { memory: handle.memory, layout });
   }
 
   /** Binds a rule: registers it (or finds it) in the shared registry and publishes its spec. */
