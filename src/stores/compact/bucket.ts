@@ -88,25 +88,6 @@ export function removeEntry(u32: Uint32Array, base: number, E: number, e: number
 }
 
 /**
- * Looks (`h1`, `tag`) up like `findEntry` and counts the entries in use in the same pass (what a
- * copy of the bucket then needs): returns `(entry + 1) * 16 + count` (entry -1: not found).
- * Reads an Int32Array view and compares bit patterns as int32: uint32 words past 2^31 would be
- * doubles in V8's optimised code (the shared store's hot path).
- */
-export function scanBucket(i32: Int32Array, base: number, E: number, h1: number, tag: number): number {
-  const h = h1 | 0;
-  const k = tag | 0;
-  let found = -1;
-  let e = 0;
-  for (let o = base; e < BUCKET_SLOTS; e++, o += E) {
-    const t = i32[o + 1] as number;
-    if (t === 0) break;
-    if (found < 0 && (t & KEY_BITS) === k && i32[o] === h) found = e;
-  }
-  return (found + 1) * 16 + e;
-}
-
-/**
  * Copies the key words (fingerprint, tag with its pin bit) of the only entry of the bucket at
  * `src` to `dst` and marks the copy's end, leaving its state words for the caller to write:
  * a bucket of one key, updated, costs no call into the bulk copy.

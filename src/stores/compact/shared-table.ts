@@ -23,9 +23,13 @@
  * - A thread that dies leaves every bucket pointing at a complete block and leaks the one block
  *   it held privately (the pool keeps spares for that).
  */
+import { StoreError } from "../../core/errors.ts";
 import { BUCKET_SLOTS, countEntries, entryU32 } from "./bucket.ts";
 import { FreeList } from "./free-list.ts";
 import type { SharedWord } from "./shared-word.ts";
+
+/** What a draft without a block left in the pool throws. */
+export const NO_FREE_BLOCK = "SharedMemoryStore: no free block left (threads that ended without close() keep one each)";
 
 /** Where a shared table lives in its buffer (indices into the views named). */
 export interface SharedRegion {
@@ -68,25 +72,24 @@ export function initRegion(views: SharedViews, r: SharedRegion): void {
 export class SharedTable {
   /** 32-bit view of the buffer (entries' fingerprints). */
   readonly u32: Uint32Array;
-  /** Int32 view of the buffer (entries' words as int32 bit patterns: scanBucket). */
+  /** Int32 view of the buffer (entries' words as int32 bit patterns). */
   readonly i32: Int32Array;
   /** Float64 view of the buffer (entries' states). */
   readonly f64: Float64Array;
   /** 32-bit words per entry. */
   readonly E: number;
   readonly #r: SharedRegion;
-  /** This thread's word operations (shared-word.ts). */
+  /** This thread's transaction (shared-word.wat): the word read, the bucket scanned, the private block. */
   readonly #word: SharedWord;
   readonly #free: FreeList;
-  readonly #blockU32: number;
-  /** The block this thread owns privately (-1: none yet). */
-  #spare = -1;
-  /** Set by `read`: the bucket word's block index + 1 (its low half; the tag is the word's to keep). */
-  #low = 0;
-  /** The published bucket's first u32 (-1: empty), set by `read`. */
+  /** The published bucket's first u32 (-1: empty), set by `read` and `find`. */
   base = -1;
   /** Entries in use in the draft, set by `draft`. */
   count = 0;
+  /** The key's entry in the bucket `lookup` read (-1: none). */
+  entry = -1;
+  /** Entries in use in the bucket `lookup` read. */
+  entries = 0;
 
   /** This thread's view of the table in `r`. */
   constructor(views: SharedViews, r: SharedRegion, word: SharedWord) {
@@ -96,7 +99,7 @@ export class SharedTable {
     this.#word = word;
     this.#r = r;
     this.E = entryU32(r.stateWords);
-    this.#blockU32 = BUCKET_SLOTS * this.E;
+    word.init(r.blockBase, BUCKET_SLOTS * this.E, this.E);
     this.#free = new FreeList(views.W, views.I, r.freeHead, r.nextBase);
   }
 
@@ -104,9 +107,25 @@ export class SharedTable {
   read(bucket: number): void {
     // The tag first and atomically (shared-word.wat): the block read after it is that publish's
     // or a later one's, and a later one moved the tag, which `unchanged` and `publish` then see.
-    const low = this.#word.read(2 * (this.#r.bucketBase + bucket));
-    this.#low = low;
-    this.base = low === 0 ? -1 : this.#r.blockBase + (low - 1) * this.#blockU32;
+    this.base = this.#word.read(2 * (this.#r.bucketBase + bucket));
+  }
+
+  /**
+   * `read`, then the key (`h1`, `tag`) looked up in the bucket and its entries in use counted,
+   * in one call: the Float64 index of the key's state, or -1 when it is not there. Sets nothing
+   * here (the lean path of threads/decide.ts needs no more); `lookup` sets the rest.
+   */
+  find(bucket: number, h1: number, tag: number): number {
+    return this.#word.take(2 * (this.#r.bucketBase + bucket), h1, tag, 0);
+  }
+
+  /** `find`, then `base`, `entry` (the key's entry, -1: none) and `entries` (in use) set. */
+  lookup(bucket: number, h1: number, tag: number): number {
+    const at = this.#word.take(2 * (this.#r.bucketBase + bucket), h1, tag, 0);
+    this.base = this.#word.base();
+    this.entry = this.#word.found();
+    this.entries = this.#word.count();
+    return at;
   }
 
   /** Whether the bucket word is still the one `read` saw (what was read from `base` is then consistent). */
@@ -116,56 +135,53 @@ export class SharedTable {
   }
 
   /**
-   * Copies the bucket `read` saw, whose first `count` entries are in use (scanBucket; counted
-   * here when not given), into this thread's private block; returns the copy's first u32, or -1
-   * when the pool has no block left.
+   * Copies the bucket `read` saw, whose first `count` entries are in use (counted here when not
+   * given), into this thread's private block; returns the copy's first u32, or -1 when the pool
+   * has no block left. A torn source is bounded and never published (the word check in `publish`).
    */
   draft(count?: number): number {
     const dst = this.target();
     if (dst < 0) return -1;
-    // A torn source is bounded here and never published (the word check in `publish`).
-    if (this.base < 0) {
-      this.u32[dst + 1] = 0;
-      this.count = 0;
-    } else {
-      const n = count ?? countEntries(this.u32, this.base, this.E);
-      this.copy(dst, n);
-      this.count = n;
-    }
+    const n = this.base < 0 ? 0 : (count ?? countEntries(this.u32, this.base, this.E));
+    // One call: a JavaScript loop over a SharedArrayBuffer pays some 23 instructions a word (V8
+    // checks the typed array on every access), copyWithin some 280 a call.
+    this.#word.draft(n);
+    this.count = n;
     return dst;
   }
 
   /**
    * The first u32 of this thread's private block, where the next draft goes (taken from the pool
-   * on first use), or -1 when the pool has no block left. `draft` copies into it; a caller that
-   * writes the whole draft itself (the lone key of decide.ts) copies nothing.
+   * on first use), or -1 when the pool has no block left.
    */
   target(): number {
-    if (this.#spare < 0) {
-      this.#spare = this.#free.pop();
-      if (this.#spare < 0) return -1;
+    if (this.#word.spare() < 0) {
+      const block = this.#free.pop();
+      if (block < 0) return -1;
+      this.#word.setSpare(block);
     }
-    return this.#r.blockBase + this.#spare * this.#blockU32;
+    return this.#word.target();
   }
 
   /**
-   * Copies the first `count` entries of the bucket `read` saw to `dst` (a draft) and marks the
-   * copy's end. A torn source is bounded here and never published (the word check in `publish`).
+   * `find`, then, when the key is there, its bucket drafted into the private block, in one call:
+   * the Float64 index of the key's state in the draft, where the caller reads it, decides, writes
+   * the new state and `publish`es (or, writing nothing, checks `unchanged`); -1 when the key is
+   * not there (nothing drafted). A torn read drafts garbage that neither of those lets through.
    */
-  copy(dst: number, count: number): void {
-    // One call into WebAssembly's memory.copy: a JavaScript loop over a SharedArrayBuffer pays
-    // some 23 instructions a word (V8 checks the typed array on every access), copyWithin some 280 a call.
-    if (count > 0) this.#word.copy(dst, this.base, count * this.E);
-    if (count < BUCKET_SLOTS) this.i32[dst + count * this.E + 1] = 0;
+  take(bucket: number, h1: number, tag: number): number {
+    const at = this.#word.take(2 * (this.#r.bucketBase + bucket), h1, tag, 1);
+    if (at !== -2) return at;
+    // No private block yet (the first write of this thread): one from the pool, then again.
+    if (this.target() < 0) throw new StoreError(NO_FREE_BLOCK);
+    return this.#word.take(2 * (this.#r.bucketBase + bucket), h1, tag, 1);
   }
 
   /** Publishes the draft in place of what `read` saw; false when another thread published first. */
   publish(): boolean {
-    // The next tag (wrapping at 2^32) above this thread's block.
-    if (this.#word.publish(this.#spare + 1) === 0) return false;
-    // The replaced block is unreachable now: it is this thread's next private block.
-    this.#spare = this.#low - 1;
-    return true;
+    // The next tag (wrapping at 2^32) above this thread's block, which the replaced block,
+    // unreachable now, then replaces (shared-word.wat).
+    return this.#word.publish() === 1;
   }
 
   /** Entries in the table now (a walk of every bucket: for stats). */
@@ -180,7 +196,8 @@ export class SharedTable {
 
   /** Returns this thread's private block to the pool (when the thread is done with the table). */
   close(): void {
-    if (this.#spare >= 0) this.#free.push(this.#spare);
-    this.#spare = -1;
+    const spare = this.#word.spare();
+    if (spare >= 0) this.#free.push(spare);
+    this.#word.setSpare(-1);
   }
 }

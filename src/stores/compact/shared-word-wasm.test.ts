@@ -16,34 +16,69 @@ describe("shared-word.wat", () => {
     const I = new Int32Array(bufferOf(memory));
     const a = sharedWord(memory);
     const b = sharedWord(memory);
-    I[2] = 5; // block half
+    // Blocks of 2 entries of 4 words from Int32 index 64: a's private block is 3, b's 4.
+    for (const w of [a, b]) w.init(64, 8, 4);
+    a.setSpare(3);
+    b.setSpare(4);
+    I[2] = 5; // block half: block 4 + 1
     I[3] = -1; // tag half: 2^32 - 1, the next publish wraps it to 0
-    expect(a.read(2)).toBe(5);
-    expect(b.read(2)).toBe(5);
+    expect(a.read(2)).toBe(64 + 4 * 8);
+    expect(b.read(2)).toBe(64 + 4 * 8);
     expect(a.unchanged()).toBe(1);
-    expect(a.publish(9)).toBe(1);
-    expect([I[2], I[3]]).toEqual([9, 0]);
+    expect(a.publish()).toBe(1);
+    expect([I[2], I[3]]).toEqual([4, 0]);
+    // The replaced block (4) is a's private block now.
+    expect(a.spare()).toBe(4);
     // b read the old word: its validation and its publish both fail, and change nothing.
     expect(b.unchanged()).toBe(0);
-    expect(b.publish(7)).toBe(0);
-    expect([I[2], I[3]]).toEqual([9, 0]);
+    expect(b.publish()).toBe(0);
+    expect([I[2], I[3]]).toEqual([4, 0]);
+    expect(b.spare()).toBe(4);
     // A change of the block half alone fails them too.
-    expect(b.read(2)).toBe(9);
+    b.setSpare(6);
+    b.read(2);
     I[2] = 8;
     expect(b.unchanged()).toBe(0);
-    expect(b.publish(7)).toBe(0);
-    I[2] = 9;
-    expect(b.publish(7)).toBe(1);
+    expect(b.publish()).toBe(0);
+    I[2] = 4;
+    expect(b.publish()).toBe(1);
     expect([I[2], I[3]]).toEqual([7, 1]);
   });
 
-  it("copies whole Int32 words, overlapping or not", () => {
+  it("takes a key: finds it past the pin bit, drafts the entries in use and marks the end", () => {
     const memory = sharedMemory(1);
     const I = new Int32Array(bufferOf(memory));
-    for (let i = 0; i < 16; i++) I[i] = i + 1;
-    sharedWord(memory).copy(100, 3, 5);
-    expect([...I.subarray(99, 106)]).toEqual([0, 4, 5, 6, 7, 8, 0]);
-    sharedWord(memory).copy(1, 0, 4);
-    expect([...I.subarray(0, 6)]).toEqual([1, 1, 2, 3, 4, 6]);
+    const E = 4;
+    const w = sharedWord(memory);
+    w.init(64, 8 * E, E);
+    const bucket = (block: number) => 64 + block * 8 * E;
+    // Block 0 holds 3 entries: (h1 11, tag 0x10001), (h1 12, tag 0x20001 | pin), (h1 13, tag 0x30001).
+    const src = bucket(0);
+    [11, 0x10001, 1, 2, 12, 0x28001, 3, 4, 13, 0x30001, 5, 6].forEach((v, i) => {
+      I[src + i] = v;
+    });
+    I[src + 3 * E + 1] = 0;
+    I[2] = 1; // bucket word: block 0
+    // Absent keys: -1, nothing drafted (the private block untouched).
+    w.setSpare(1);
+    I[bucket(1) + 1] = 99;
+    expect(w.take(2, 12, 0x10001, 1)).toBe(-1);
+    expect(w.take(2, 14, 0x20001, 1)).toBe(-1);
+    expect(I[bucket(1) + 1]).toBe(99);
+    // Found without a draft: the state in the published bucket.
+    expect(w.take(2, 12, 0x20001, 0)).toBe((src + E + 2) / 2);
+    expect([w.base(), w.found(), w.count()]).toEqual([src, 1, 3]);
+    // Found with a draft: the state in the private block, every entry copied, the end marked.
+    I[bucket(1) + 3 * E + 1] = 77;
+    expect(w.take(2, 12, 0x20001, 1)).toBe((bucket(1) + E + 2) / 2);
+    expect([...I.subarray(bucket(1), bucket(1) + 3 * E)]).toEqual([...I.subarray(src, src + 3 * E)]);
+    expect(I[bucket(1) + 3 * E + 1]).toBe(0);
+    // No private block: -2.
+    w.setSpare(-1);
+    expect(w.take(2, 12, 0x20001, 1)).toBe(-2);
+    // An empty bucket: -1.
+    I[4] = 0;
+    expect(w.take(4, 12, 0x20001, 1)).toBe(-1);
+    expect(w.base()).toBe(-1);
   });
 });

@@ -13,16 +13,38 @@ export const PAGE_BYTES = 65536;
 /** The most bytes one shared memory holds (a 32-bit WebAssembly memory: 4 GiB). */
 export const MAX_MEMORY_BYTES = 65536 * PAGE_BYTES;
 
-/** One thread's operations on bucket words (Int32 indices into the memory). */
+/**
+ * One thread's transaction on bucket words (shared-word.wat says what each does). Indices are
+ * Int32 indices into the memory, blocks are numbered from 0; 1 and 0 stand for true and false.
+ */
 export interface SharedWord {
-  /** Reads the 64-bit word whose low half is at Int32 index `at` (the tag atomically, first); returns the low half. */
+  /** Sets the table's geometry: its first block, Int32 words per block and per entry. */
+  init(blockBase: number, blockWords: number, E: number): void;
+  /** Reads the word whose low half is at `at` (the tag atomically, first): the bucket's index, or -1 (empty). */
   read(at: number): number;
-  /** 1 when the word `read` saw is unchanged, else 0. */
+  /** The bucket `take` read (-1: empty). */
+  base(): number;
+  /** The key's entry `take` found (-1: none). */
+  found(): number;
+  /** The entries in use `take` counted. */
+  count(): number;
+  /** The private block (-1: none). */
+  spare(): number;
+  /** Gives the transaction its private block (-1: none). */
+  setSpare(block: number): void;
+  /** The private block's Int32 index (-1: none). */
+  target(): number;
+  /**
+   * `read`, the key looked up and the entries counted, then (`draft` 1, the key there) the bucket
+   * drafted: the Float64 index of the key's state, in the draft when drafted (-1: not there; -2: no private block).
+   */
+  take(at: number, h1: number, tag: number, draft: number): number;
+  /** Copies the first `count` entries of the bucket `read` saw into the private block, and marks the end. */
+  draft(count: number): void;
+  /** Replaces the word `read` saw by (its tag + 1, the private block); the replaced block becomes the private one. */
+  publish(): number;
+  /** 1 when the word `read` saw is unchanged. */
   unchanged(): number;
-  /** Replaces the word `read` saw with (its tag + 1, `low`) by compare-and-swap: 1 on success, else 0. */
-  publish(low: number): number;
-  /** Copies `n` Int32 words from `src` to `dst`. */
-  copy(dst: number, src: number, n: number): void;
 }
 
 let compiled: WebAssembly.Module | undefined;

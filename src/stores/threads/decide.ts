@@ -11,17 +11,8 @@ import { blocksBeside, decideBlocked } from "../../core/block.ts";
 import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
 import { ConfigError, StoreError } from "../../core/errors.ts";
 import { type CompiledRule, createRecord, type RuleRecord } from "../../core/rule.ts";
-import {
-  appendKey,
-  BUCKET_SLOTS,
-  bucketOf,
-  copyKey,
-  PINNED,
-  removeEntry,
-  scanBucket,
-  stateAt,
-  tagOf,
-} from "../compact/bucket.ts";
+import { appendKey, BUCKET_SLOTS, bucketOf, copyKey, PINNED, removeEntry, stateAt, tagOf } from "../compact/bucket.ts";
+import { NO_FREE_BLOCK } from "../compact/shared-table.ts";
 import { recordWordsOf } from "./codec.ts";
 import { H } from "./layout.ts";
 import { mostPermissive } from "./read-back.ts";
@@ -74,19 +65,15 @@ function checkStored(
 ): Decision | undefined {
   const { table, h } = ctx;
   const { rule, codec } = view;
-  const E = table.E;
   const h1 = h[0] as number;
   const tag = tagOf(h[1] as number, index + 1);
   const bucket = bucketOf(index + 1, h[2] as number, ctx.buckets);
+  const f64 = table.f64;
   for (;;) {
-    table.read(bucket);
-    const base = table.base;
-    if (base < 0) return undefined;
-    const scan = scanBucket(table.i32, base, E, h1, tag);
-    const found = (scan >> 4) - 1;
-    if (found < 0) return undefined;
-    const f64 = table.f64;
-    const at = stateAt(base, E, found);
+    // The bucket word read, the key looked up and its bucket drafted (shared-word.wat): the
+    // Float64 index of its state in this thread's draft, decided on and updated in place there.
+    const at = table.take(bucket, h1, tag);
+    if (at < 0) return undefined;
     // A running block (core/block.ts) decides elsewhere; NaN (a torn read) is no block here either.
     if (codec.blockAt >= 0 && (f64[at + codec.blockAt] as number) > now) return undefined;
     const record = codec.load(f64, at);
@@ -96,16 +83,8 @@ function checkStored(
       if (table.unchanged()) return result;
       continue;
     }
-    const count = scan & 15;
-    // The draft, written here (not by `draft`: a smaller call V8 inlines). A key alone in its
-    // bucket: its key words alone (no call into copyWithin); its state is written below.
-    const dst = table.target();
-    if (dst < 0) throw noFreeBlock();
-    if (count === 1) copyKey(table.i32, base, dst, E);
-    else table.copy(dst, count);
-    const to = stateAt(dst, E, found);
-    codec.encode(record, f64, to);
-    if (codec.blockAt >= 0) f64[to + codec.blockAt] = Number.NEGATIVE_INFINITY;
+    codec.encode(record, f64, at);
+    if (codec.blockAt >= 0) f64[at + codec.blockAt] = Number.NEGATIVE_INFINITY;
     if (table.publish()) return result;
   }
 }
@@ -128,18 +107,18 @@ function decideAny(
   const tag = tagOf(h2, index + 1);
   const bucket = bucketOf(index + 1, h[2] as number, ctx.buckets);
   for (;;) {
-    table.read(bucket);
-    const base = table.base;
     // The key's entry and the bucket's entries in use, in one pass (the draft copies those).
-    const scan = base < 0 ? 0 : scanBucket(table.i32, base, E, h1, tag);
-    const found = (scan >> 4) - 1;
+    const at = table.lookup(bucket, h1, tag);
+    const base = table.base;
+    const found = table.entry;
+    const inUse = table.entries;
     let record: RuleRecord;
     let summarised = false;
     // When a block ends (core/block.ts; NaN or -Infinity: none), kept in a spare record word.
     let until = Number.NEGATIVE_INFINITY;
-    if (found >= 0) {
-      record = codec.load(f64, stateAt(base, E, found));
-      if (codec.blockAt >= 0) until = f64[stateAt(base, E, found) + codec.blockAt] as number;
+    if (at >= 0) {
+      record = codec.load(f64, at);
+      if (codec.blockAt >= 0) until = f64[at + codec.blockAt] as number;
     } else {
       const rows = summary.read(index, h1, h2, now, codec);
       summarised = rows !== undefined;
@@ -179,8 +158,8 @@ function decideAny(
     }
     // A key alone in its bucket (the common write): its state words are written below, so the
     // draft is its key words alone, not a copy of the bucket (a call into copyWithin).
-    const alone = found === 0 && (scan & 15) === 1;
-    const dst = table.draft(alone ? 0 : scan & 15);
+    const alone = found === 0 && inUse === 1;
+    const dst = table.draft(alone ? 0 : inUse);
     if (dst < 0) throw noFreeBlock();
     let count = alone ? 1 : table.count;
     let evicted = 0;
@@ -229,7 +208,7 @@ function decideAny(
 
 /** The block pool is exhausted. */
 function noFreeBlock(): StoreError {
-  return new StoreError("SharedMemoryStore: no free block left (threads that ended without close() keep one each)");
+  return new StoreError(NO_FREE_BLOCK);
 }
 
 /** A block on a rule whose records have no spare word for it (see Codec.blockAt). */
