@@ -170,7 +170,8 @@ async function main() {
   );
   console.log(`MemoryStore, 1 thread                 ${fmt(mem)} decisions/s`);
   console.log(
-    `SharedMemoryStore, main thread        ${fmt(main)} decisions/s   ${(mem / main).toFixed(2)}× MemoryStore's time per decision`,
+    `SharedMemoryStore, main thread        ${fmt(main)} decisions/s   ${(mem / main).toFixed(2)}× MemoryStore's time per decision ` +
+      `(on the threads' store: maxKeys ${(8 * 8 * KEYS + KEYS).toLocaleString("en")}, mostly cold; the ratios below compare like with like)`,
   );
   const range = (r) => `${r.median.toFixed(2)}× (quartiles ${r.low.toFixed(2)}–${r.high.toFixed(2)})`;
   console.log(`One thread, SharedMemoryStore ÷ MemoryStore time per decision, alternating rounds:`);

@@ -1,7 +1,8 @@
 // The built package under Bun and Deno: the core (every algorithm, a composite, first-hit
-// windows, the service, replay) decides a seeded trace exactly as under Node, and RedisStore
+// windows, the service, replay) decides a seeded trace exactly as under Node, RedisStore
 // over @upstash/redis, the edge runtimes' Redis client, decides it as the memory store does,
-// through the local Upstash REST bridge to a real Redis. A runtime whose binary cannot start
+// through the local Upstash REST bridge to a real Redis, and sluice/threads holds one exact
+// limit across worker threads. A runtime whose binary cannot start
 // is skipped with a visible notice, and under CI that is a failure.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
@@ -11,6 +12,7 @@ import { findRedis, type SharedRedis, uniquePrefix } from "../support/redis-serv
 import { startUpstashBridge, type UpstashBridge } from "./upstash-bridge.ts";
 
 const FIXTURE = join(ROOT, "test/edge/fixtures/core-trace.mjs");
+const THREADS_FIXTURE = join(ROOT, "test/edge/fixtures/threads.mjs");
 
 interface Run {
   status: number | null;
@@ -113,6 +115,24 @@ describe("the core under Bun and Deno", () => {
           // Denials were among them: the trace reached past the limits, through Redis.
           expect(JSON.stringify(upstash)).toContain('"allowed":false');
         }
+      },
+    );
+  }
+});
+
+describe("sluice/threads under Node, Bun and Deno", () => {
+  // Four worker threads on one SharedMemoryStore (its memory a shared WebAssembly.Memory, its
+  // handle passed in workerData and by postMessage): one exact limit, per key, on every runtime.
+  for (const name of ["node", "bun", "deno"] as const) {
+    const bin = name === "node" ? process.execPath : bins[name];
+    it.skipIf(bin === undefined)(
+      `${name}: 4 threads admit exactly the limit, on one key and on each of 50`,
+      async () => {
+        const args = name === "node" ? [THREADS_FIXTURE] : RUNTIMES[name].args(THREADS_FIXTURE);
+        const run = await exec(bin as string, args);
+        expect(run.status, run.stderr).toBe(0);
+        const report = JSON.parse(run.stdout.trim().split("\n").pop() ?? "") as Record<string, unknown>;
+        expect(report).toEqual({ runtime: name, shared: 100, fewest: 3, most: 3 });
       },
     );
   }
