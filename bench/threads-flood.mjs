@@ -1,0 +1,53 @@
+// The floods of SPEC §10 ("honest clients pass") against SharedMemoryStore beside MemoryStore,
+// both with maxKeys 10,000 and default settings, gcra 10 per minute, on a ManualClock: 1,000
+// well-behaved keys send one request in each of 5 rounds, 200 brand-new keys send their first
+// request in each round, and between rounds a flood of new keys arrives: FLOOD keys in all,
+// each spending its whole limit (`spend`, 200,000 keys) or sending one request (`one`,
+// 1,000,000 keys). Prints the refusals of well-behaved and brand-new requests (§10 allows ≤ 1%
+// of each) and the store's counters. Seeded stores: every run decides the same.
+// BENCH_MAX_KEYS sets the SharedMemoryStore's maxKeys (default 10,000, as MemoryStore's).
+// Run with: npm run build && node bench/threads-flood.mjs
+import { createLimiter, ManualClock, MemoryStore } from "../dist/index.js";
+import { SharedMemoryStore } from "../dist/stores/threads/index.js";
+
+const SPEC = { algorithm: "gcra", limit: 10, periodMs: 60_000 };
+const GOOD = 1000;
+const FRESH = 200;
+const ROUNDS = 5;
+const SHARED_MAX_KEYS = Number(process.env.BENCH_MAX_KEYS ?? 10_000);
+
+/** One flood through one store; the refusals and the store's counters. */
+function run(store, keys, each) {
+  const clock = new ManualClock(1_800_000_000_000);
+  const limiter = createLimiter(SPEC, { clock, store });
+  let good = 0;
+  let fresh = 0;
+  let flood = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    for (let g = 0; g < GOOD; g++) {
+      clock.advance(1);
+      if (!limiter.tryAcquire(`good${g}`).allowed) good++;
+    }
+    for (let f = 0; f < FRESH; f++) if (!limiter.tryAcquire(`fresh${round}:${f}`).allowed) fresh++;
+    for (let f = 0; f < keys / ROUNDS; f++) {
+      const key = `flood${flood++}`;
+      for (let e = 0; e < each; e++) limiter.tryAcquire(key);
+    }
+  }
+  const pct = (n, of) => `${n} of ${of} (${((100 * n) / of).toFixed(1)}%)`;
+  return `well-behaved refused ${pct(good, GOOD * ROUNDS)}, brand-new refused ${pct(fresh, FRESH * ROUNDS)}`;
+}
+
+for (const [name, keys, each] of [
+  ["200,000 keys spending their whole limit", 200_000, 10],
+  ["1,000,000 keys sending one request", 1_000_000, 1],
+]) {
+  console.log(`flood of ${name}:`);
+  console.log(`  MemoryStore        ${run(new MemoryStore({ maxKeys: 10_000, seed: 1 }), keys, each)}`);
+  const shared = new SharedMemoryStore({ maxKeys: SHARED_MAX_KEYS, seed: 1 });
+  const line = run(shared, keys, each);
+  const s = shared.stats();
+  console.log(
+    `  SharedMemoryStore  (maxKeys ${SHARED_MAX_KEYS.toLocaleString("en")}) ${line}; evicted ${s.evicted}, approximate ${s.approximate}, bytes ${s.bytes}`,
+  );
+}
