@@ -157,7 +157,7 @@ function decideAny(
       }
     }
     // A key alone in its bucket (the common write): its state words are written below, so the
-    // draft is its key words alone, not a copy of the bucket (a call into copyWithin).
+    // draft is its key words alone, not a copy of the bucket.
     const alone = found === 0 && inUse === 1;
     const dst = table.draft(alone ? 0 : inUse);
     if (dst < 0) throw noFreeBlock();
