@@ -6,6 +6,8 @@
 // 1,000,000 keys). Prints the refusals of well-behaved and brand-new requests (§10 allows ≤ 1%
 // of each) and the store's counters. Seeded stores: every run decides the same.
 // BENCH_MAX_KEYS sets the SharedMemoryStore's maxKeys (default 10,000, as MemoryStore's).
+// Last, what a never-seen key has left (a peek) after every 50,000 of 200,000 one-request keys:
+// how far the shared store's summary has climbed.
 // Run with: npm run build && node bench/threads-flood.mjs
 import { createLimiter, ManualClock, MemoryStore } from "../dist/index.js";
 import { SharedMemoryStore } from "../dist/stores/threads/index.js";
@@ -50,4 +52,19 @@ for (const [name, keys, each] of [
   console.log(
     `  SharedMemoryStore  (maxKeys ${SHARED_MAX_KEYS.toLocaleString("en")}) ${line}; evicted ${s.evicted}, approximate ${s.approximate}, bytes ${s.bytes}`,
   );
+}
+
+// The climb: a key read back from the summary keeps the summary's estimate in its record, and
+// that estimate goes back into the cells, with the key's own request on top, when it is pushed
+// out again.
+{
+  const clock = new ManualClock(1_800_000_000_000);
+  const store = new SharedMemoryStore({ maxKeys: SHARED_MAX_KEYS, seed: 1 });
+  const limiter = createLimiter(SPEC, { clock, store });
+  const left = [];
+  for (let n = 0; n <= 200_000; n++) {
+    if (n % 50_000 === 0) left.push(`${n.toLocaleString("en")}: ${limiter.peek(`never-seen${n}`).remaining}`);
+    limiter.tryAcquire(`one${n}`);
+  }
+  console.log(`SharedMemoryStore: a never-seen key's remaining (of 10) after n one-request keys: ${left.join(", ")}`);
 }
