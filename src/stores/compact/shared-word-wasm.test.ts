@@ -4,6 +4,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { OUT, render } from "../../../scripts/embed-wasm.mjs";
+import { mulberry32 } from "../../core/seeded-random.ts";
+import { countEntries, findEntry, PINNED, stateAt } from "./bucket.ts";
 import { bufferOf, sharedMemory, sharedWord } from "./shared-word.ts";
 
 describe("shared-word.wat", () => {
@@ -80,5 +82,44 @@ describe("shared-word.wat", () => {
     I[4] = 0;
     expect(w.take(4, 12, 0x20001, 1)).toBe(-1);
     expect(w.base()).toBe(-1);
+  });
+
+  it("finds and counts as the in-process table does (findEntry, countEntries), over seeded random buckets", () => {
+    const SEED = 20261202;
+    const random = mulberry32(SEED);
+    const word = () => (random() * 0x100000000) >>> 0;
+    const memory = sharedMemory(1);
+    const U = new Uint32Array(bufferOf(memory));
+    const E = 6;
+    const w = sharedWord(memory);
+    w.init(64, 8 * E, E);
+    w.setSpare(1);
+    const src = 64;
+    for (let round = 0; round < 2000; round++) {
+      // 0..8 entries with tags that may carry the pin bit and bit 31, fingerprints of any 32 bits;
+      // some keys repeat with and without the pin bit (the scan must take the first).
+      const count = Math.floor(random() * 9);
+      const keys: [number, number][] = [];
+      for (let e = 0; e < count; e++) {
+        const reuse = keys.length > 0 && random() < 0.2;
+        const [h1, tag] = reuse
+          ? (keys[Math.floor(random() * keys.length)] as [number, number])
+          : [word(), ((word() & 0xffff0000) | (1 + Math.floor(random() * 0x7ffe))) >>> 0];
+        keys.push([h1, tag]);
+        U[src + e * E] = h1;
+        U[src + e * E + 1] = (random() < 0.3 ? tag | PINNED : tag) >>> 0;
+      }
+      if (count < 8) U[src + count * E + 1] = 0;
+      U[2] = 1; // the bucket word names block 0
+      // A key of the bucket, or one that is not in it.
+      const [h1, tag] =
+        count > 0 && random() < 0.7 ? (keys[Math.floor(random() * count)] as [number, number]) : [word(), 0x10001];
+      const expected = findEntry(U, src, E, h1, tag);
+      const at = w.take(2, h1, tag, 0);
+      const message = `seed ${SEED}, round ${round}`;
+      expect(at, message).toBe(expected < 0 ? -1 : stateAt(src, E, expected));
+      expect(w.found(), message).toBe(expected);
+      expect(w.count(), message).toBe(countEntries(U, src, E));
+    }
   });
 });
