@@ -1,6 +1,7 @@
-// A key alone in its bucket is updated without copying the bucket (threads/decide.ts drafts its
-// key words only): the draft must keep the entry's pin bit and mark the bucket's end, or a
-// pinned reset would be pushed out again and a recycled block's stale entries would come back.
+// A key alone in its bucket, updated over and over, each update drafting its bucket into a
+// recycled block (shared-word.wat): the draft must keep the entry's pin bit and mark the
+// bucket's end, or a pinned reset would be pushed out again and a recycled block's stale entries
+// would come back.
 import { createLimiter, ManualClock } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { expect, it } from "vitest";

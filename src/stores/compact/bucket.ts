@@ -87,17 +87,6 @@ export function removeEntry(u32: Uint32Array, base: number, E: number, e: number
   u32[end - E + 1] = 0;
 }
 
-/**
- * Copies the key words (fingerprint, tag with its pin bit) of the only entry of the bucket at
- * `src` to `dst` and marks the copy's end, leaving its state words for the caller to write:
- * a bucket of one key, updated, costs no call into the bulk copy.
- */
-export function copyKey(i32: Int32Array, src: number, dst: number, E: number): void {
-  i32[dst] = i32[src] as number;
-  i32[dst + 1] = i32[src + 1] as number;
-  i32[dst + E + 1] = 0; // the end: entry 1 exists (BUCKET_SLOTS > 1)
-}
-
 /** The float64 index of entry `e`'s state in a Float64Array over the same buffer. */
 export function stateAt(base: number, E: number, e: number): number {
   return (base + e * E + 2) >> 1;

@@ -82,7 +82,7 @@ export class SharedTable {
   /** This thread's transaction (shared-word.wat): the word read, the bucket scanned, the private block. */
   readonly #word: SharedWord;
   readonly #free: FreeList;
-  /** The published bucket's first u32 (-1: empty), set by `read` and `find`. */
+  /** The published bucket's first u32 (-1: empty), set by `read` and `lookup`. */
   base = -1;
   /** Entries in use in the draft, set by `draft`. */
   count = 0;
@@ -107,21 +107,16 @@ export class SharedTable {
   read(bucket: number): void {
     // The tag first and atomically (shared-word.wat): the block read after it is that publish's
     // or a later one's, and a later one moved the tag, which `unchanged` and `publish` then see.
-    this.base = this.#word.read(2 * (this.#r.bucketBase + bucket));
+    this.base = this.#word.read(this.#wordAt(bucket));
   }
 
   /**
-   * `read`, then the key (`h1`, `tag`) looked up in the bucket and its entries in use counted,
-   * in one call: the Float64 index of the key's state, or -1 when it is not there. Sets nothing
-   * here (the lean path of threads/decide.ts needs no more); `lookup` sets the rest.
+   * `read`, then the key (`h1`, `tag`) looked up in the bucket and its entries in use counted, in
+   * one call: the Float64 index of the key's state, or -1 when it is not there; `base`, `entry`
+   * (the key's entry, -1: none) and `entries` (in use) are set.
    */
-  find(bucket: number, h1: number, tag: number): number {
-    return this.#word.take(2 * (this.#r.bucketBase + bucket), h1, tag, 0);
-  }
-
-  /** `find`, then `base`, `entry` (the key's entry, -1: none) and `entries` (in use) set. */
   lookup(bucket: number, h1: number, tag: number): number {
-    const at = this.#word.take(2 * (this.#r.bucketBase + bucket), h1, tag, 0);
+    const at = this.#word.take(this.#wordAt(bucket), h1, tag, 0);
     this.base = this.#word.base();
     this.entry = this.#word.found();
     this.entries = this.#word.count();
@@ -164,17 +159,22 @@ export class SharedTable {
   }
 
   /**
-   * `find`, then, when the key is there, its bucket drafted into the private block, in one call:
+   * `lookup`'s search, then, when the key is there, its bucket drafted into the private block, in one call:
    * the Float64 index of the key's state in the draft, where the caller reads it, decides, writes
    * the new state and `publish`es (or, writing nothing, checks `unchanged`); -1 when the key is
    * not there (nothing drafted). A torn read drafts garbage that neither of those lets through.
    */
   take(bucket: number, h1: number, tag: number): number {
-    const at = this.#word.take(2 * (this.#r.bucketBase + bucket), h1, tag, 1);
+    const at = this.#word.take(this.#wordAt(bucket), h1, tag, 1);
     if (at !== -2) return at;
     // No private block yet (the first write of this thread): one from the pool, then again.
     if (this.target() < 0) throw new StoreError(NO_FREE_BLOCK);
-    return this.#word.take(2 * (this.#r.bucketBase + bucket), h1, tag, 1);
+    return this.#word.take(this.#wordAt(bucket), h1, tag, 1);
+  }
+
+  /** The Int32 index of bucket `bucket`'s word (its low half). */
+  #wordAt(bucket: number): number {
+    return 2 * (this.#r.bucketBase + bucket);
   }
 
   /** Publishes the draft in place of what `read` saw; false when another thread published first. */

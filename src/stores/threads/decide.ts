@@ -11,7 +11,7 @@ import { blocksBeside, decideBlocked } from "../../core/block.ts";
 import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
 import { ConfigError, StoreError } from "../../core/errors.ts";
 import { type CompiledRule, createRecord, type RuleRecord } from "../../core/rule.ts";
-import { appendKey, BUCKET_SLOTS, bucketOf, copyKey, PINNED, removeEntry, stateAt, tagOf } from "../compact/bucket.ts";
+import { appendKey, BUCKET_SLOTS, bucketOf, PINNED, removeEntry, stateAt, tagOf } from "../compact/bucket.ts";
 import { NO_FREE_BLOCK } from "../compact/shared-table.ts";
 import { recordWordsOf } from "./codec.ts";
 import { H } from "./layout.ts";
@@ -109,7 +109,6 @@ function decideAny(
   for (;;) {
     // The key's entry and the bucket's entries in use, in one pass (the draft copies those).
     const at = table.lookup(bucket, h1, tag);
-    const base = table.base;
     const found = table.entry;
     const inUse = table.entries;
     let record: RuleRecord;
@@ -156,20 +155,16 @@ function decideAny(
         continue;
       }
     }
-    // A key alone in its bucket (the common write): its state words are written below, so the
-    // draft is its key words alone, not a copy of the bucket.
-    const alone = found === 0 && inUse === 1;
-    const dst = table.draft(alone ? 0 : inUse);
+    const dst = table.draft(inUse);
     if (dst < 0) throw noFreeBlock();
-    let count = alone ? 1 : table.count;
+    let count = table.count;
     let evicted = 0;
     let e = found;
     if (op === "reset" && !pin) {
-      // forget: nothing shadows the key (a key alone: the draft is empty already)
-      if (!alone) removeEntry(u32, dst, E, e, count);
+      // forget: nothing shadows the key
+      removeEntry(u32, dst, E, e, count);
       e = -1;
-    } else if (alone) copyKey(table.i32, base, dst, E);
-    else if (e < 0) {
+    } else if (e < 0) {
       if (count === BUCKET_SLOTS) {
         const made = makeRoom(ctx, dst, index, now);
         if (made < 0) {
