@@ -1,10 +1,11 @@
 /**
  * Where everything lives in the one shared memory of a SharedMemoryStore (a shared
  * `WebAssembly.Memory`, so the bucket words' atomics run in WebAssembly: compact/shared-word.ts;
- * its buffer is the SharedArrayBuffer the views read). The memory is the whole store: a header of sizes and counters, the compact table's bucket words and blocks
+ * its buffer is the SharedArrayBuffer the views read). The memory is the whole store: a header
+ * of sizes and counters, the compact table's bucket words and blocks
  * (src/stores/compact/shared-table.ts), the rule registry, the summary cells and blocks, and a
  * byte arena for rule texts. Every thread derives the same offsets from the header, so the
- * handle passed between threads is the buffer alone.
+ * handle passed between threads is the memory alone.
  *
  * Units: "words" are 8 bytes. `W` (BigInt64) holds the 64-bit words updated by
  * compare-and-swap (a 32-bit tag above a 32-bit block index + 1), `I` (Int32) the small
@@ -151,7 +152,7 @@ export function viewsOf(buffer: SharedArrayBuffer): Views {
 }
 
 /** Allocates and initialises a memory for `p`: header written, both free lists full. */
-export function createMemory(p: Params): { memory: WebAssembly.Memory; buffer: SharedArrayBuffer; layout: Layout } {
+export function createMemory(p: Params): { memory: WebAssembly.Memory; layout: Layout } {
   const layout = layoutOf(p);
   const memory = sharedMemory(layout.bytes);
   const buffer = bufferOf(memory);
@@ -172,7 +173,7 @@ export function createMemory(p: Params): { memory: WebAssembly.Memory; buffer: S
   initRegion(views, layout.table);
   for (let i = 0; i < p.summaryBlocks; i++) I[layout.summaryNextBase + i] = i + 1 < p.summaryBlocks ? i + 1 : -1;
   W[layout.summaryFreeHead] = p.summaryBlocks > 0 ? 1n : 0n;
-  return { memory, buffer, layout };
+  return { memory, layout };
 }
 
 /** Reads the layout of a memory made by `createMemory` (in another thread); StoreError if it is not one. */
