@@ -4,20 +4,28 @@
  * SharedArrayBuffer) both run, so the two stores are one design.
  *
  * A bucket is `BUCKET_SLOTS` entries of `entryU32(stateWords)` 32-bit words each: the key's
- * fingerprint `h1`, its tag (the high 16 bits of `h2`, a pin bit and a 15-bit table index;
- * 0 means empty), then `stateWords` float64 words of state. Entries in use are a prefix, in
- * the order they were inserted: the first is the oldest, so a full bucket gives up its first
- * unpinned entry (FIFO), and a removal shifts the later entries down to keep the order.
+ * fingerprint `h1`, its tag (the high 16 bits of `h2`, a pin bit, a returning bit and a 14-bit
+ * table index; 0 means empty), then `stateWords` float64 words of state. Entries in use are a
+ * prefix, in the order they were inserted: the first is the oldest, so a full bucket gives up
+ * its first entry that may go (FIFO), and a removal shifts the later entries down to keep the
+ * order.
  */
 
 /** Entries per bucket. */
 export const BUCKET_SLOTS = 8;
 /** The largest table (rule) index an entry can name. */
-export const MAX_TABLE_INDEX = 0x7fff;
-/** Tag bit of an entry pinned by a reset (the shared store; see threads/pins.ts). */
+export const MAX_TABLE_INDEX = 0x3fff;
+/** Tag bit of an entry pinned by a reset (the shared store; see threads/room.ts). */
 export const PINNED = 0x8000;
-/** Tag bits that identify the key (fingerprint and table index, without the pin bit). */
-const KEY_BITS = ~PINNED;
+/**
+ * Tag bit of an entry whose key came back after another key arrived in its bucket (the shared
+ * store sets it when it updates such an entry: shared-word.wat `take`): a full bucket gives up
+ * entries without it first, so a flood of one-shot keys cannot push out the keys that return
+ * (threads/room.ts).
+ */
+export const RETURNING = 0x4000;
+/** Tag bits that identify the key (fingerprint and table index, without the pin and returning bits). */
+const KEY_BITS = ~(PINNED | RETURNING);
 
 /** 32-bit words of one entry holding `stateWords` float64 words of state. */
 export function entryU32(stateWords: number): number {
@@ -51,7 +59,7 @@ export function bucketOf(table: number, h3: number, buckets: number): number {
   return Math.floor((x * buckets) / 0x100000000);
 }
 
-/** The entry of (`h1`, `tag`) in the bucket at `u32[base]`, or -1 (the pin bit is ignored). */
+/** The entry of (`h1`, `tag`) in the bucket at `u32[base]`, or -1 (the pin and returning bits are ignored). */
 export function findEntry(u32: Uint32Array, base: number, E: number, h1: number, tag: number): number {
   for (let e = 0, o = base; e < BUCKET_SLOTS; e++, o += E) {
     const t = u32[o + 1] as number;

@@ -5,7 +5,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { OUT, render } from "../../../scripts/embed-wasm.mjs";
 import { mulberry32 } from "../../core/seeded-random.ts";
-import { countEntries, findEntry, PINNED, stateAt } from "./bucket.ts";
+import { countEntries, findEntry, PINNED, RETURNING, stateAt } from "./bucket.ts";
 import { bufferOf, sharedMemory, sharedWord } from "./shared-word.ts";
 
 describe("shared-word.wat", () => {
@@ -47,7 +47,7 @@ describe("shared-word.wat", () => {
     expect([I[2], I[3]]).toEqual([7, 1]);
   });
 
-  it("takes a key: finds it past the pin bit, drafts the entries in use and marks the end", () => {
+  it("takes a key: finds it past the pin bit, drafts the entries in use, marks the end, and marks the key returning unless it is the newest", () => {
     const memory = sharedMemory(1);
     const I = new Int32Array(bufferOf(memory));
     const E = 4;
@@ -73,8 +73,17 @@ describe("shared-word.wat", () => {
     // Found with a draft: the state in the private block, every entry copied, the end marked.
     I[bucket(1) + 3 * E + 1] = 77;
     expect(w.take(2, 12, 0x20001, 1)).toBe((bucket(1) + E + 2) / 2);
-    expect([...I.subarray(bucket(1), bucket(1) + 3 * E)]).toEqual([...I.subarray(src, src + 3 * E)]);
+    const copied = [...I.subarray(src, src + 3 * E)];
+    copied[E + 1] = ((copied[E + 1] as number) | RETURNING) >> 0; // entry 1 came back after entry 2 arrived
+    expect([...I.subarray(bucket(1), bucket(1) + 3 * E)]).toEqual(copied);
     expect(I[bucket(1) + 3 * E + 1]).toBe(0);
+    // The published bucket is not written, and the newest entry is drafted as it was.
+    expect(I[src + E + 1]).toBe(0x20001 | PINNED);
+    expect(w.take(2, 13, 0x30001, 1)).toBe((bucket(1) + 2 * E + 2) / 2);
+    expect([...I.subarray(bucket(1), bucket(1) + 3 * E)]).toEqual([...I.subarray(src, src + 3 * E)]);
+    // A returning entry is found (the bit is not part of the key).
+    I[src + 1] = 0x10001 | RETURNING;
+    expect(w.take(2, 11, 0x10001, 0)).toBe((src + 2) / 2);
     // No private block: -2.
     w.setSpare(-1);
     expect(w.take(2, 12, 0x20001, 1)).toBe(-2);
@@ -104,10 +113,10 @@ describe("shared-word.wat", () => {
         const reuse = keys.length > 0 && random() < 0.2;
         const [h1, tag] = reuse
           ? (keys[Math.floor(random() * keys.length)] as [number, number])
-          : [word(), ((word() & 0xffff0000) | (1 + Math.floor(random() * 0x7ffe))) >>> 0];
+          : [word(), ((word() & 0xffff0000) | (1 + Math.floor(random() * 0x3ffe))) >>> 0];
         keys.push([h1, tag]);
         U[src + e * E] = h1;
-        U[src + e * E + 1] = (random() < 0.3 ? tag | PINNED : tag) >>> 0;
+        U[src + e * E + 1] = (tag | (random() < 0.3 ? PINNED : 0) | (random() < 0.3 ? RETURNING : 0)) >>> 0;
       }
       if (count < 8) U[src + count * E + 1] = 0;
       U[2] = 1; // the bucket word names block 0
@@ -120,6 +129,14 @@ describe("shared-word.wat", () => {
       expect(at, message).toBe(expected < 0 ? -1 : stateAt(src, E, expected));
       expect(w.found(), message).toBe(expected);
       expect(w.count(), message).toBe(countEntries(U, src, E));
+      if (expected < 0) continue;
+      // Drafted: the key's entry is returning when it was, or when a later entry is in use.
+      const drafted = w.take(2, h1, tag, 1);
+      const dst = 64 + 8 * E;
+      expect(drafted, message).toBe(stateAt(dst, E, expected));
+      const was = U[src + expected * E + 1] as number;
+      const returning = (was & RETURNING) !== 0 || expected + 1 < count;
+      expect(U[dst + expected * E + 1], message).toBe((returning ? was | RETURNING : was) >>> 0);
     }
   });
 });

@@ -9,8 +9,8 @@
 ;; block its next draft goes to, taken from the pool by shared-table.ts). Indices are Int32
 ;; indices into the memory (the units of the JavaScript views), blocks are numbered from 0.
 ;;
-;; An entry is `E` Int32 words: the key's fingerprint, its tag (bit 15: the pin bit, ignored by
-;; the scan; 0: no entry), then its state (float64 words). Entries in use are a prefix of the
+;; An entry is `E` Int32 words: the key's fingerprint, its tag (bit 15: the pin bit, bit 14: the
+;; returning bit, both ignored by the scan; 0: no entry), then its state (float64 words). Entries in use are a prefix of the
 ;; bucket's `SLOTS` (8), and a bucket with fewer ends with an entry whose tag is 0 (bucket.ts).
 (module
   (import "sluice" "memory" (memory 0 65536 shared))
@@ -50,7 +50,7 @@
 
   ;; `read`, then the key (`h1`, `key`: its tag) looked up in the bucket and the entries in use
   ;; counted, in one pass; with `draft` 1, when the key is there, the bucket is then drafted into
-  ;; the private block (as `draft` does). Returns the Float64 index of the key's state (in the
+  ;; the private block (as `draft` does, and the key's entry marked returning when it is not the newest). Returns the Float64 index of the key's state (in the
   ;; draft when drafted), or -1 when the key is not there (nothing drafted), or -2 when it is and
   ;; a draft was asked for without a private block. One flat function that repeats what `$read`
   ;; and `$draft` do: calls between WebAssembly functions are not inlined here, and calling those
@@ -78,7 +78,7 @@
             (local.set $t (i32.load offset=4 (local.get $o)))
             (br_if $end (i32.eqz (local.get $t)))
             (if (i32.and
-                  (i32.eq (i32.and (local.get $t) (i32.const 0xffff7fff)) (local.get $key))
+                  (i32.eq (i32.and (local.get $t) (i32.const 0xffff3fff)) (local.get $key))
                   (i32.eq (i32.load (local.get $o)) (local.get $h1)))
               (then (if (i32.lt_s (local.get $found) (i32.const 0)) (then (local.set $found (local.get $e))))))
             (local.set $e (i32.add (local.get $e) (i32.const 1)))
@@ -107,6 +107,13 @@
         (br $copy)))
     (if (i32.lt_u (local.get $e) (i32.const 8))
       (then (i32.store offset=4 (local.get $d) (i32.const 0))))
+    ;; The key came back after another key arrived in its bucket: its draft entry gets the
+    ;; returning bit (bucket.ts RETURNING), which a full bucket protects (threads/room.ts). A key
+    ;; using its limit in one burst stays the newest entry and does not get it.
+    (local.set $d (i32.shl (i32.add (local.get $dst) (i32.mul (local.get $found) (local.get $E))) (i32.const 2)))
+    (if (i32.lt_u (i32.add (local.get $found) (i32.const 1)) (local.get $e))
+      (then (i32.store offset=4 (local.get $d)
+              (i32.or (i32.load offset=4 (local.get $d)) (i32.const 0x4000)))))
     (i32.shr_u
       (i32.add (i32.add (local.get $dst) (i32.mul (local.get $found) (local.get $E))) (i32.const 2))
       (i32.const 1)))

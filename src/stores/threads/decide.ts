@@ -166,14 +166,14 @@ function decideAny(
       e = -1;
     } else if (e < 0) {
       if (count === BUCKET_SLOTS) {
+        // Room-making reads every entry of the draft (which rule, pinned, returning): the copy
+        // is whole only if no thread published meanwhile (a block is recycled only after the
+        // word that named it moved), so a torn copy is never read as entries.
+        if (!table.unchanged()) continue;
         const made = makeRoom(ctx, dst, index, now);
         if (made < 0) {
           // A block answered but not kept would be lifted at the key's next check: say so.
-          // (Unless another thread changed the bucket meanwhile: then the copy may be torn; retry.)
-          if (op === "block" && blocksBeside(rule)) {
-            if (!table.unchanged()) continue;
-            throw noRoomForBlock(rule);
-          }
+          if (op === "block" && blocksBeside(rule)) throw noRoomForBlock(rule);
           return unplaced(ctx, result);
         }
         evicted = BUCKET_SLOTS - made;

@@ -22,8 +22,9 @@ export const DEPTH = 4;
 export const SUMMARY_WORDS = 16;
 
 const MAGIC = 0x51c7ead5;
-// 3: the memory became a shared WebAssembly.Memory (whole pages).
-const VERSION = 3;
+// 3: the memory became a shared WebAssembly.Memory (whole pages). 4: an entry's tag holds the
+// returning bit (bucket.ts RETURNING) and a 14-bit table index.
+const VERSION = 4;
 /** Int32 slots of the header (a multiple of 2, so the 64-bit words after it stay aligned). */
 const HEADER_INTS = 32;
 

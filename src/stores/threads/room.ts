@@ -3,8 +3,13 @@
  * (shared-table.ts), so nothing here is visible to other threads until the draft is published.
  *
  * A full bucket first drops this rule's records that are fresh again (nothing to keep), then
- * gives up its oldest unpinned entry: that record is joined into its rule's summary first, so
- * no key ever passes its limit.
+ * gives up one entry: that record is joined into its rule's summary first, so no key ever
+ * passes its limit. The entry given up is the oldest that is not returning (bucket.ts
+ * RETURNING: its key came back after another key arrived in the bucket), so a flood of keys
+ * that come once, or spend their limit in one burst and leave, churns through the entries
+ * without returning keys while those stay exact (a segmented FIFO, per bucket, like
+ * MemoryStore's segmented tiers). Returning entries are protected up to `MAX_RETURNING` of the
+ * bucket; past that, or when every entry is returning, the oldest returning entry goes.
  *
  * Pins make a reset exact even for a summarised key: the summary cannot forget one key (its
  * cells are shared), so `reset` stores a fresh record flagged PINNED, and a pinned entry is
@@ -14,13 +19,18 @@
  */
 
 import { recordFreshAt } from "../../core/rule.ts";
-import { BUCKET_SLOTS, PINNED, removeEntry, stateAt, tableOfTag } from "../compact/bucket.ts";
+import { BUCKET_SLOTS, PINNED, RETURNING, removeEntry, stateAt, tableOfTag } from "../compact/bucket.ts";
 import type { SharedTable } from "../compact/shared-table.ts";
 import type { RuleView } from "./rule-view.ts";
 import type { Summary } from "./summary.ts";
 
 /** Pinned entries a bucket may hold. */
 export const MAX_PINS = BUCKET_SLOTS / 2;
+/**
+ * Returning entries a full bucket protects: the rest of the bucket is where new keys wait to
+ * come back (two entries, so a new key survives one other new key's arrival).
+ */
+export const MAX_RETURNING = BUCKET_SLOTS - 2;
 
 /** What room-making needs from its store. */
 export interface RoomContext {
@@ -69,13 +79,8 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
     } else e++;
   }
   if (count < BUCKET_SLOTS) return count;
-  // The oldest entry that is not pinned (there is one: at most MAX_PINS are).
-  let victim = 0;
-  // A running block (core/block.ts) is never given up: the summary could not keep it.
-  while (victim < count && (livePin(ctx, dst + victim * E, index, now) || liveBlock(ctx, dst, victim, index, now))) {
-    victim++;
-  }
-  if (victim === count) return -1; // every entry pinned or blocked: nothing may be dropped
+  const victim = victimOf(ctx, dst, count, index, now);
+  if (victim < 0) return -1; // every entry pinned or blocked: nothing may be dropped
   const o = dst + victim * E;
   const tag = u32[o + 1] as number;
   const owner = tableOfTag(tag) - 1;
@@ -94,6 +99,30 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
   if (!joined) return -1;
   removeEntry(u32, dst, E, victim, count);
   return count - 1;
+}
+
+/**
+ * The entry of the full draft at `dst` to give up: the oldest that may go (neither pinned nor
+ * holding a running block, which the summary could not keep) and is not returning, unless more
+ * than MAX_RETURNING that may go are returning or none is not: then the oldest returning. -1
+ * when no entry may go.
+ */
+function victimOf(ctx: RoomContext, dst: number, count: number, index: number, now: number): number {
+  const { u32, E } = ctx.table;
+  let probation = -1;
+  let returning = -1;
+  let returned = 0;
+  for (let e = 0; e < count; e++) {
+    const o = dst + e * E;
+    if (livePin(ctx, o, index, now) || liveBlock(ctx, dst, e, index, now)) continue;
+    if (((u32[o + 1] as number) & RETURNING) === 0) {
+      if (probation < 0) probation = e;
+    } else {
+      returned++;
+      if (returning < 0) returning = e;
+    }
+  }
+  return probation < 0 || returned > MAX_RETURNING ? returning : probation;
 }
 
 /**
