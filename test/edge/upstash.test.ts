@@ -8,6 +8,7 @@ import { Redis } from "ioredis";
 import { ArgumentError, createLimiter, ManualClock, StoreError } from "sluice";
 import { type RedisClientLike, RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { within } from "../support/poll.ts";
 import { PARITY_RULES, runParityTrace } from "../support/redis-parity.ts";
 import { pureStore } from "../support/redis-pure-store.ts";
 import {
@@ -153,7 +154,7 @@ describe.skipIf(redis === undefined)("RedisStore with @upstash/redis", () => {
     try {
       expect((await viaHttp.tryAcquire("victim", 2)).allowed).toBe(true);
       // Deny through the TCP store until its cache (subscribed on the first denial) holds the denial.
-      for (let i = 0; i < 200 && tcpStore.cachedDenials === 0; i++) {
+      for (const waiting = within(); waiting() && tcpStore.cachedDenials === 0; ) {
         expect((await viaTcp.tryAcquire("victim")).allowed).toBe(false);
         if (tcpStore.cachedDenials === 0) await new Promise((r) => setTimeout(r, 5));
       }
@@ -162,7 +163,8 @@ describe.skipIf(redis === undefined)("RedisStore with @upstash/redis", () => {
       await viaHttp.reset("victim");
       expect(bridge.served.get("PUBLISH")).toBe(publishes + 1);
       // Bounded wait on real time for the pub/sub delivery (not rate-limit time).
-      for (let i = 0; i < 400 && tcpStore.cachedDenials > 0; i++) await new Promise((r) => setTimeout(r, 5));
+      for (const waiting = within(); waiting() && tcpStore.cachedDenials > 0; )
+        await new Promise((r) => setTimeout(r, 5));
       expect(tcpStore.cachedDenials).toBe(0);
       expect(await viaTcp.tryAcquire("victim")).toMatchObject({ allowed: true, remaining: 1 });
     } finally {

@@ -13,6 +13,7 @@ import { createClient, createCluster } from "redis";
 import { createLimiter, type Decision, ManualClock } from "sluice";
 import { type RedisClientLike, RedisStore } from "sluice/redis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { within } from "../support/poll.ts";
 import { canStartRedis, type OwnedRedis, rawCommand, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
 import { clusterSeeds, recordingStore, slotFor, startCluster, type TestCluster } from "../support/redis-topologies.ts";
 
@@ -136,7 +137,7 @@ async function scriptCalls(port: number): Promise<number> {
 
 /** Repeats `check` (bounded) until the store's deny cache holds a denial: it went live. */
 async function cacheDenial(store: RedisStore, check: () => Promise<Decision>): Promise<void> {
-  for (let i = 0; i < 400 && store.cachedDenials === 0; i++) {
+  for (const waiting = within(); waiting() && store.cachedDenials === 0; ) {
     const d = await check();
     expect(d.allowed).toBe(false);
     if (store.cachedDenials === 0) await new Promise((r) => setTimeout(r, 10));

@@ -7,6 +7,7 @@ import { createClient } from "redis";
 import { createLimiter, type Decision, ManualClock, MemoryStore } from "sluice";
 import { type RedisClientLike, RedisStore } from "sluice/redis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { within } from "../support/poll.ts";
 import { PARITY_RULES, prng } from "../support/redis-parity.ts";
 import { canStartRedis, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
 
@@ -57,7 +58,7 @@ async function scriptCalls(admin: Redis): Promise<number> {
 
 /** Waits (bounded, on real time; not rate-limit time) until `condition()` holds. */
 async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 400 && !condition(); i++) await new Promise((r) => setTimeout(r, 5));
+  for (const waiting = within(); waiting() && !condition(); ) await new Promise((r) => setTimeout(r, 5));
   if (!condition()) throw new Error(`timed out waiting for ${what}`);
 }
 
@@ -66,7 +67,7 @@ async function until(condition: () => boolean, what: string): Promise<void> {
  * already does: a retried burst comes back here with the denial still cached).
  */
 async function cacheDenial(s: RedisStore, check: () => Promise<Decision>): Promise<void> {
-  for (let i = 0; i < 200 && s.cachedDenials === 0; i++) {
+  for (const waiting = within(); waiting() && s.cachedDenials === 0; ) {
     expect((await check()).allowed).toBe(false);
     if (s.cachedDenials === 0) await new Promise((r) => setTimeout(r, 5));
   }

@@ -7,6 +7,7 @@ import { createLimiter, type Decision, ManualClock, StoreError } from "sluice";
 import { type OnError, RedisStore } from "sluice/redis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { blackHole } from "../support/net.ts";
+import { within } from "../support/poll.ts";
 import { canStartRedis, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
 
 const canStart = await canStartRedis("faults");
@@ -113,7 +114,7 @@ describe.skipIf(!canStart)("Redis faults", () => {
     // Recovery: poll until checks are decided by Redis again (bounded), counting what it admits.
     let admitted = 0;
     let decided = 0;
-    for (let i = 0; i < 200 && decided < 30; i++) {
+    for (const waiting = within(); waiting() && decided < 30; ) {
       const d = await limiter.tryAcquire("k");
       if (d.failure !== undefined) {
         await new Promise((r) => setTimeout(r, 25));
