@@ -262,15 +262,22 @@ describe.skipIf(!canStart)("Redis faults", () => {
     const prefix = uniquePrefix("ttl");
     // One prefix per limiter, so each one's key can be told apart.
     const store = (name: string) => new RedisStore({ client, prefix: `${prefix}${name}:` });
-    const clock = new ManualClock(1_000_250);
-    const fixed = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 1000 }, { store: store("f"), clock });
+    // Expiries are tens of seconds of real time (Redis counts them on its own clock), each apart
+    // from its window and from the others: sub-second ones (750 ms, 250 ms) could pass on a loaded
+    // machine before the keys are read, and the key would be gone, not wrong. Every bound below
+    // allows 10 s of real time between the write and the read, as the log's always has.
+    const clock = new ManualClock(1_035_000);
+    const fixed = createLimiter(
+      { algorithm: "fixed-window", limit: 1, windowMs: 60_000 },
+      { store: store("f"), clock },
+    );
     const bucket = createLimiter(
-      { algorithm: "token-bucket", capacity: 2, refillPerSecond: 4 },
+      { algorithm: "token-bucket", capacity: 2, refillPerSecond: 0.04 },
       { store: store("t"), clock },
     );
     const log = createLimiter({ algorithm: "sliding-log", limit: 3, windowMs: 90_000 }, { store: store("l"), clock });
-    await fixed.tryAcquire("a"); // window 1_000_000 + 1000: fresh in 750 ms
-    await bucket.tryAcquire("a"); // 1 token short at 4/s: full again in 250 ms
+    await fixed.tryAcquire("a"); // window 1_020_000 + 60 s: fresh in 45 s (not the window's 60 s)
+    await bucket.tryAcquire("a"); // 1 token short at 0.04/s: full again in 25 s (not 2 tokens' 50 s)
     await log.tryAcquire("a"); // newest entry + 90 s
     const keys = await client.keys(`${prefix}*`);
     expect(keys.length).toBe(3);
@@ -279,10 +286,10 @@ describe.skipIf(!canStart)("Redis faults", () => {
     const f = await ttl("f");
     const t = await ttl("t");
     const l = await ttl("l");
-    expect(f).toBeGreaterThan(0);
-    expect(f).toBeLessThanOrEqual(750);
-    expect(t).toBeGreaterThan(0);
-    expect(t).toBeLessThanOrEqual(250);
+    expect(f).toBeGreaterThan(35_000);
+    expect(f).toBeLessThanOrEqual(45_000);
+    expect(t).toBeGreaterThan(15_000);
+    expect(t).toBeLessThanOrEqual(25_000);
     expect(l).toBeGreaterThan(80_000);
     expect(l).toBeLessThanOrEqual(90_000);
     // Someone removes the expiry; the next (denied) check puts it back.
@@ -291,8 +298,8 @@ describe.skipIf(!canStart)("Redis faults", () => {
     expect(await client.pttl(fixedKey)).toBe(-1);
     expect((await fixed.tryAcquire("a")).allowed).toBe(false);
     const repaired = await client.pttl(fixedKey);
-    expect(repaired).toBeGreaterThan(0);
-    expect(repaired).toBeLessThanOrEqual(750);
+    expect(repaired).toBeGreaterThan(35_000);
+    expect(repaired).toBeLessThanOrEqual(45_000);
   });
 
   it("a foreign value at a key fails that check alone, by policy, not the batch", async () => {
