@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, type Served, serve, tempDir } from "../cli/helpers.ts";
+import { leastSecondsLeft, stopwatch } from "../support/elapsed.ts";
 
 const tmp = tempDir();
 // Rolling windows of an hour: nothing is restored while the test runs, whatever the clock says.
@@ -47,18 +48,26 @@ const post = (base: Served, path: string, body: unknown) =>
 
 describe("GET /v1/forward-auth", () => {
   it("answers 200 with RateLimit headers, then 429 with Retry-After and a problem body", async () => {
+    const sinceFirst = stopwatch();
     const first = await auth(plain, "rule=fa&key=alice");
     expect(first.status).toBe(200);
     expect(await first.text()).toBe("");
     expect(first.headers.get("ratelimit-policy")).toBe('"fa";q=2;w=3600');
     expect(first.headers.get("ratelimit")).toBe('"fa";r=1;t=3600');
     expect(first.headers.get("retry-after")).toBeNull();
+    const sinceSecond = stopwatch();
     expect((await auth(plain, "rule=fa&key=alice")).status).toBe(200);
     const denied = await auth(plain, "rule=fa&key=alice");
+    const [first2denied, second2denied] = [sinceFirst(), sinceSecond()];
     expect(denied.status).toBe(429);
-    expect(denied.headers.get("ratelimit")).toBe('"fa";r=0;t=3600');
-    expect(Number(denied.headers.get("retry-after"))).toBeGreaterThan(3590);
-    expect(Number(denied.headers.get("retry-after"))).toBeLessThanOrEqual(3600);
+    // t= counts down from the newest entry (the second request), Retry-After from the oldest
+    // (the first): exactly 3600 on a fast run, less by the seconds a loaded machine spent since.
+    const t = Number(/^"fa";r=0;t=(\d+)$/.exec(denied.headers.get("ratelimit") ?? "")?.[1]);
+    expect(t, denied.headers.get("ratelimit") ?? "").toBeGreaterThanOrEqual(leastSecondsLeft(3_600_000, second2denied));
+    expect(t).toBeLessThanOrEqual(3600);
+    const retry = Number(denied.headers.get("retry-after"));
+    expect(retry).toBeGreaterThanOrEqual(leastSecondsLeft(3_600_000, first2denied));
+    expect(retry).toBeLessThanOrEqual(3600);
     expect(denied.headers.get("content-type")).toBe("application/problem+json");
     expect(await denied.json()).toMatchObject({ status: 429, "violated-policies": ["fa"] });
     // The JSON API sees the same state: forward-auth is a check like any other.
