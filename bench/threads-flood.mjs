@@ -7,7 +7,8 @@
 // of each) and the store's counters. Seeded stores: every run decides the same.
 // BENCH_MAX_KEYS sets the SharedMemoryStore's maxKeys (default 10,000, as MemoryStore's).
 // Last, what a never-seen key has left (a peek) after every 50,000 of 200,000 one-request keys:
-// how far the shared store's summary has climbed.
+// the summary filter answers for it, so it is read back from the summary (and finds it climbed)
+// only as one of the filter's false positives, which grow past its capacity.
 // Run with: npm run build && node bench/threads-flood.mjs
 import { createLimiter, ManualClock, MemoryStore } from "../dist/index.js";
 import { SharedMemoryStore } from "../dist/stores/threads/index.js";
@@ -56,7 +57,7 @@ for (const [name, keys, each] of [
 
 // The climb: a key read back from the summary keeps the summary's estimate in its record, and
 // that estimate goes back into the cells, with the key's own request on top, when it is pushed
-// out again.
+// out again; a never-seen key sees it when the filter lets it through to its cells.
 {
   const clock = new ManualClock(1_800_000_000_000);
   const store = new SharedMemoryStore({ maxKeys: SHARED_MAX_KEYS, seed: 1 });

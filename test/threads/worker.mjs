@@ -65,6 +65,37 @@ if (task.kind === "flood") {
   }
   store.close();
   parentPort.postMessage({ decisions });
+} else if (task.kind === "rounds") {
+  // Rounds in lockstep at advancing instants: round r runs at task.now + r · task.stepMs, and no
+  // thread starts it before every thread ended the one before (control[2] counts rounds ended).
+  // Each round checks every key `checks` times per rule, from the thread's own offset; the
+  // admissions are counted per round and key (index r · keys + i, rule 0 only).
+  Atomics.add(control, 1, 1);
+  Atomics.notify(control, 1);
+  waitFor(0, 1);
+  const K = task.keys.length;
+  const allowed = new Array(task.rounds * K).fill(0);
+  let approximate = 0;
+  for (let round = 0; round < task.rounds; round++) {
+    now = task.now + round * task.stepMs;
+    for (let j = 0; j < K; j++) {
+      const i = (j + task.offset) % K;
+      for (let c = 0; c < task.checks; c++) {
+        const d = limiters[0].tryAcquire(task.keys[i]);
+        if (d.allowed) allowed[round * K + i]++;
+        if (d.approximate === true) approximate++;
+      }
+    }
+    Atomics.add(control, 2, 1);
+    Atomics.notify(control, 2);
+    for (;;) {
+      const ended = Atomics.load(control, 2);
+      if (ended >= task.threads * (round + 1)) break;
+      Atomics.wait(control, 2, ended, 1000);
+    }
+  }
+  store.close();
+  parentPort.postMessage({ allowed, approximate });
 } else if (task.kind === "chaos") {
   // Checks every rule until the main thread says stop (control[0] === 1) or the thread is
   // terminated. Per slot, from control[2 + slot · (2 + rules)]: decisions made, 1 while one is

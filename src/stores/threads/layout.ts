@@ -3,8 +3,8 @@
  * `WebAssembly.Memory`, so the bucket words' atomics run in WebAssembly: compact/shared-word.ts;
  * its buffer is the SharedArrayBuffer the views read). The memory is the whole store: a header
  * of sizes and counters, the compact table's bucket words and blocks
- * (src/stores/compact/shared-table.ts), the rule registry, the summary cells and blocks, and a
- * byte arena for rule texts. Every thread derives the same offsets from the header, so the
+ * (src/stores/compact/shared-table.ts), the rule registry, the summary cells and blocks, the
+ * summary filter (summary-filter.ts), and a byte arena for rule texts. Every thread derives the same offsets from the header, so the
  * handle passed between threads is the memory alone.
  *
  * Units: "words" are 8 bytes. `W` (BigInt64) holds the 64-bit words updated by
@@ -21,9 +21,17 @@ export const DEPTH = 4;
 /** Words of one summary cell block (fresh-at, the members' summary slots, a ban's three). */
 export const SUMMARY_WORDS = 16;
 
+/** A rule's fresh-at in a filter generation that holds none of its keys (summary-filter.ts). */
+export const FILTER_NONE = -(2n ** 62n);
+
+/** Bits of each summary filter generation for a store of `maxKeys` keys: 16 per key in whole Int32 words, at least 2^13. */
+export function filterBitsFor(maxKeys: number): number {
+  return 32 * Math.max(256, Math.ceil((16 * maxKeys) / 32));
+}
+
 const MAGIC = 0x51c7ead5;
 // 3: the memory became a shared WebAssembly.Memory (whole pages). 4: an entry's tag holds the
-// returning bit (bucket.ts RETURNING) and a 14-bit table index.
+// returning bit (bucket.ts RETURNING) and a 14-bit table index; the summary filter.
 const VERSION = 4;
 /** Int32 slots of the header (a multiple of 2, so the 64-bit words after it stay aligned). */
 const HEADER_INTS = 32;
@@ -47,6 +55,12 @@ export const H = {
   arenaCursor: 14,
   unsummarised: 15,
   unpinned: 16,
+  /** The summary filter's rotations so far (its low bit: the current generation). */
+  filterEpoch: 17,
+  /** 1 while a thread rotates the filter. */
+  filterBusy: 18,
+  /** Joins into the filter's generation 0 (and, next slot, 1) since it was last emptied. */
+  filterJoins0: 19,
 } as const;
 
 /** The sizes a store is built with (all in the header). */
@@ -79,6 +93,12 @@ export interface Layout extends Params {
   summaryNextBase: number;
   /** F: the first summary block. */
   summaryBase: number;
+  /** Bits of each generation of the summary filter (summary-filter.ts). */
+  filterBits: number;
+  /** I: the summary filter's two generations of bits. */
+  filterBase: number;
+  /** W: per generation and rule, the latest fresh-at joined (summary-filter.ts). */
+  filterFreshBase: number;
   /** U: the arena. */
   arenaBase: number;
   /** Total bytes. */
@@ -99,11 +119,14 @@ export function layoutOf(p: Params): Layout {
   const ruleIdBase = take(p.maxRules);
   const ruleSpecBase = take(p.maxRules);
   const cellBase = take(p.maxRules * DEPTH * p.summaryWidth);
+  const filterFreshBase = take(2 * p.maxRules);
+  const filterBits = filterBitsFor(p.maxKeys);
   // Int32 regions: two per word.
   const ruleVersionBase = word * 2;
   const nextBase = ruleVersionBase + p.maxRules;
   const summaryNextBase = nextBase + p.blocks;
-  word = Math.ceil((summaryNextBase + p.summaryBlocks) / 2);
+  const filterBase = summaryNextBase + p.summaryBlocks;
+  word = Math.ceil((filterBase + 2 * (filterBits / 32)) / 2);
   const blockBase = take((p.blocks * blockBytes(p.recordWords)) / 8);
   const summaryBase = take(p.summaryBlocks * SUMMARY_WORDS);
   const arenaBase = word * 8;
@@ -127,6 +150,9 @@ export function layoutOf(p: Params): Layout {
     ruleVersionBase,
     summaryNextBase,
     summaryBase,
+    filterBits,
+    filterBase,
+    filterFreshBase,
     arenaBase,
     bytes,
   };
@@ -174,6 +200,8 @@ export function createMemory(p: Params): { memory: WebAssembly.Memory; layout: L
   initRegion(views, layout.table);
   for (let i = 0; i < p.summaryBlocks; i++) I[layout.summaryNextBase + i] = i + 1 < p.summaryBlocks ? i + 1 : -1;
   W[layout.summaryFreeHead] = p.summaryBlocks > 0 ? 1n : 0n;
+  // The filter's generations hold no rule's keys yet (summary-filter.ts).
+  W.fill(FILTER_NONE, layout.filterFreshBase, layout.filterFreshBase + 2 * p.maxRules);
   return { memory, layout };
 }
 

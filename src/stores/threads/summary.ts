@@ -24,6 +24,7 @@ import type { RuleRecord } from "../../core/rule.ts";
 import { type FreeList, indexOf, nextWord } from "../compact/free-list.ts";
 import type { Codec } from "./codec.ts";
 import { DEPTH, type Layout, SUMMARY_WORDS, type Views } from "./layout.ts";
+import { SummaryFilter } from "./summary-filter.ts";
 
 /** Blocks a reclaim takes back before it stops (the rest wait for the pool's next empty turn). */
 const RECLAIM_BATCH = 256;
@@ -46,6 +47,8 @@ export class Summary {
   readonly #views: Views;
   readonly #layout: Layout;
   readonly #free: FreeList;
+  /** Which keys the cells may hold state of: others are read as never summarised, without their cells. */
+  readonly #filter: SummaryFilter;
   readonly #scratch = new Float64Array(SUMMARY_WORDS * DEPTH);
   /** A block this thread took from the pool and has not published (reused on the next join). */
   #spare = -1;
@@ -62,6 +65,7 @@ export class Summary {
     this.#views = views;
     this.#layout = layout;
     this.#free = free;
+    this.#filter = new SummaryFilter(views, layout);
     this.#clocks = new Array<unknown>(layout.maxRules).fill(undefined);
     this.#seen = new Float64Array(layout.maxRules).fill(Number.NEGATIVE_INFINITY);
     this.#quietUntil = new Float64Array(layout.maxRules).fill(Number.NEGATIVE_INFINITY);
@@ -82,11 +86,12 @@ export class Summary {
   }
 
   /**
-   * The records the rows hold for the key at `now` (one per row), or undefined when some row's
-   * cell is empty or past its fresh-at: then the key was never summarised, or what was no longer
-   * matters, and a fresh record is exact.
+   * The records the rows hold for the key at `now` (one per row), or undefined when the filter
+   * does not hold the key or some row's cell is empty or past its fresh-at: then the key was
+   * never summarised, or what was no longer matters, and a fresh record is exact.
    */
   read(rule: number, h1: number, h2: number, now: number, codec: Codec): RuleRecord[] | undefined {
+    if (!this.#filter.mayHold(rule, h1, h2)) return undefined;
     const { W, F } = this.#views;
     const scratch = this.#scratch;
     for (let row = 0; row < DEPTH; row++) {
@@ -146,7 +151,21 @@ export class Summary {
         }
       }
     }
+    if (this.#filter.add(rule, h1, h2, freshAt)) {
+      this.#filter.rotate((r, at) => at + RECLAIM_MARGIN_MS <= this.#instantOf(r, now, clockRule));
+    }
     return true;
+  }
+
+  /**
+   * The latest instant of rule `rule`'s clock this thread knows, at `now` on rule `clockRule`'s
+   * clock: `now` when both rules read the same clock here, else the latest instant this thread
+   * decided `rule` at (-Infinity: never). Instants of different clocks never compare.
+   */
+  #instantOf(rule: number, now: number, clockRule: number): number {
+    const clock = this.#clocks[clockRule];
+    const shared = clock !== undefined && clock !== MIXED;
+    return shared && this.#clocks[rule] === clock ? now : (this.#seen[rule] as number);
   }
 
   /**
@@ -165,14 +184,12 @@ export class Summary {
     const { cellBase, summaryBase, maxRules, summaryWidth } = this.#layout;
     const perRule = DEPTH * summaryWidth;
     const cells = maxRules * perRule;
-    const clock = this.#clocks[clockRule];
-    const shared = clock !== undefined && clock !== MIXED;
     let freed = 0;
     for (let i = cells; i > 0 && freed < RECLAIM_BATCH; i--) {
       const at = cellBase + this.#cursor;
       // Judged by its own rule's clock: a rule a day ahead must not find another rule's live cells stale.
       const rule = Math.floor(this.#cursor / perRule);
-      const seen = shared && this.#clocks[rule] === clock ? now : (this.#seen[rule] as number);
+      const seen = this.#instantOf(rule, now, clockRule);
       this.#cursor = this.#cursor + 1 === cells ? 0 : this.#cursor + 1;
       const word = Atomics.load(W, at);
       const block = indexOf(word);

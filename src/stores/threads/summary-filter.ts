@@ -1,0 +1,146 @@
+/**
+ * Which keys a SharedMemoryStore's summary may hold: a Bloom filter of the keys pushed out of the
+ * table into it, in two generations. A key the filter does not hold was never summarised (since
+ * the filter last forgot anything, which it does only for state that no longer matters), so its
+ * fresh record is exact: the summary is read only for keys the filter holds (and those a false
+ * positive lets through, which read their cells as before).
+ *
+ * Why: a key's own cells are shared with other keys (summary.ts), so once enough keys were pushed
+ * out, every never-seen key finds all of its cells live and is read back over-counted; a flood
+ * of keys spending their whole limit then refused most brand-new keys (18.5% of them with
+ * `maxKeys: 100_000` under 200,000 such keys). Bits are far cheaper than cells: 16 bits per key
+ * of `maxKeys` in each generation (4 bytes a key in all), 4 set per key.
+ *
+ * Never a false negative while it matters (a key the summary holds live state for, read as never
+ * summarised, would start over: over-admitted):
+ * - A join sets the key's bits in the current generation before the bucket that no longer holds
+ *   the key is published, so a thread that misses the key in the table finds its bits.
+ * - A generation is emptied only when it is the older one, and every rule's latest fresh-at
+ *   joined into it (kept per generation, raised by compare-and-swap before the bits are set) is
+ *   past, by `RECLAIM_MARGIN_MS`, on that rule's clock as this thread knows it (summary.ts).
+ * - A join that saw another generation current than the one it set its bits in (a rotation ran
+ *   meanwhile, and may have emptied that one) sets them again in the current one, until the
+ *   generation it started in is still current after it: every interleaving with a rotation leaves
+ *   the bits where the next emptying checks the key's fresh-at first.
+ * - One thread rotates at a time (a busy word taken by compare-and-swap). A thread that dies
+ *   while rotating leaves it taken: the filter then fills up and lets more keys through to
+ *   their cells (as before it existed), never fewer.
+ */
+
+import { fmix32 } from "../compact/fingerprint.ts";
+import { H, type Layout, FILTER_NONE as NONE, type Views } from "./layout.ts";
+
+/** Bits a key sets (and a lookup tests) in a generation. */
+const PROBES = 4;
+/** The latest instant a fresh-at is kept as (a later one, or Infinity, is kept as this). */
+const FOREVER = 2 ** 62;
+
+/** A thread's view of the shared filter. */
+export class SummaryFilter {
+  readonly #I: Int32Array;
+  readonly #W: BigInt64Array;
+  readonly #layout: Layout;
+  /** Int32 words of one generation. */
+  readonly #words: number;
+  readonly #bits: number;
+  /** Joins a generation takes before it is rotated (when the older one can be emptied). */
+  readonly #capacity: number;
+  /** The probes of the last key hashed (bit indices). */
+  readonly #probes = new Int32Array(PROBES);
+
+  constructor(views: Views, layout: Layout) {
+    this.#I = views.I;
+    this.#W = views.W;
+    this.#layout = layout;
+    this.#words = layout.filterBits / 32;
+    this.#bits = layout.filterBits;
+    this.#capacity = layout.filterBits / 16;
+  }
+
+  /** Fills `#probes` for the key (h1, h2) of rule `rule`: double hashing, decorrelated from its cells' columns. */
+  #hash(rule: number, h1: number, h2: number): void {
+    const a = fmix32(h1 ^ Math.imul(rule + 1, 0x9e3779b1));
+    const b = fmix32(h2 ^ a ^ 0x5bd1e995) | 1;
+    // Multiply-high maps 32 hash bits onto any number of bits (no power-of-two rounding).
+    for (let i = 0; i < PROBES; i++)
+      this.#probes[i] = Math.floor((((a + Math.imul(i, b)) >>> 0) * this.#bits) / 0x100000000);
+  }
+
+  /** Whether generation `gen` holds every probe. */
+  #holds(gen: number): boolean {
+    const base = this.#layout.filterBase + gen * this.#words;
+    for (let i = 0; i < PROBES; i++) {
+      const bit = this.#probes[i] as number;
+      if ((Atomics.load(this.#I, base + (bit >>> 5)) & (1 << (bit & 31))) === 0) return false;
+    }
+    return true;
+  }
+
+  /** Whether the summary may hold state of the key (h1, h2) of rule `rule` (false: it never did, or what it held no longer matters). */
+  mayHold(rule: number, h1: number, h2: number): boolean {
+    this.#hash(rule, h1, h2);
+    return this.#holds(0) || this.#holds(1);
+  }
+
+  /**
+   * Notes that the key (h1, h2) of rule `rule` was joined into the summary with state fresh
+   * again at `freshAt` (call before the bucket without the key is published). Returns whether
+   * it is time to try `rotate` (the current generation is full).
+   */
+  add(rule: number, h1: number, h2: number, freshAt: number): boolean {
+    const I = this.#I;
+    this.#hash(rule, h1, h2);
+    // NaN (no instant) is kept as never: conservative.
+    const kept = BigInt(Math.ceil(Number.isNaN(freshAt) ? FOREVER : Math.min(Math.max(freshAt, -FOREVER), FOREVER)));
+    for (;;) {
+      const epoch = Atomics.load(I, H.filterEpoch);
+      const gen = epoch & 1;
+      // The fresh-at first: an emptying that sees these bits sees it too.
+      const at = this.#layout.filterFreshBase + gen * this.#layout.maxRules + rule;
+      for (;;) {
+        const seen = Atomics.load(this.#W, at);
+        if (seen >= kept || Atomics.compareExchange(this.#W, at, seen, kept) === seen) break;
+      }
+      const base = this.#layout.filterBase + gen * this.#words;
+      for (let i = 0; i < PROBES; i++) {
+        const bit = this.#probes[i] as number;
+        Atomics.or(I, base + (bit >>> 5), 1 << (bit & 31));
+      }
+      const joins = Atomics.add(I, H.filterJoins0 + gen, 1) + 1;
+      // Full: a rotation is tried then, and every 256 joins after while the older generation
+      // still matters (each try reads every rule's fresh-at).
+      if (Atomics.load(I, H.filterEpoch) === epoch)
+        return joins >= this.#capacity && ((joins - this.#capacity) & 255) === 0;
+    }
+  }
+
+  /**
+   * Empties the older generation and makes it the current one, when every rule's latest fresh-at
+   * joined into it satisfies `past(rule, freshAt)` (its state no longer matters on that rule's
+   * clock) and no other thread is rotating. Returns whether it rotated.
+   */
+  rotate(past: (rule: number, freshAt: number) => boolean): boolean {
+    const I = this.#I;
+    const W = this.#W;
+    const { filterFreshBase, filterBase, maxRules } = this.#layout;
+    const epoch = Atomics.load(I, H.filterEpoch);
+    const old = (epoch & 1) ^ 1;
+    const fresh = filterFreshBase + old * maxRules;
+    for (let r = 0; r < maxRules; r++) {
+      const at = Atomics.load(W, fresh + r);
+      if (at !== NONE && !past(r, Number(at))) return false;
+    }
+    if (Atomics.compareExchange(I, H.filterBusy, 0, 1) !== 0) return false;
+    // Another thread rotated between the check and the busy word: its older generation is a new one.
+    if (Atomics.load(I, H.filterEpoch) !== epoch) {
+      Atomics.store(I, H.filterBusy, 0);
+      return false;
+    }
+    I.fill(0, filterBase + old * this.#words, filterBase + (old + 1) * this.#words);
+    for (let r = 0; r < maxRules; r++) Atomics.store(W, fresh + r, NONE);
+    Atomics.store(I, H.filterJoins0 + old, 0);
+    Atomics.add(I, H.filterEpoch, 1);
+    Atomics.store(I, H.filterBusy, 0);
+    return true;
+  }
+}

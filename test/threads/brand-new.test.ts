@@ -1,0 +1,37 @@
+// Brand-new keys are not read back from the summary past `maxKeys`: the summary filter
+// (src/stores/threads/summary-filter.ts) holds the keys pushed out into the summary, and a key it
+// does not hold decides as the fresh key it is. Without it, once a flood had pushed a few
+// thousand spent keys into the summary, every cell was live and spent, and every new key was
+// read back over-counted and refused.
+import { createLimiter, ManualClock } from "sluice";
+import { SharedMemoryStore } from "sluice/threads";
+import { describe, expect, it } from "vitest";
+
+const T0 = Date.UTC(2026, 11, 2, 9);
+const SPEC = { algorithm: "gcra", limit: 10, periodMs: 60_000 } as const;
+
+describe("SharedMemoryStore past maxKeys: brand-new keys under a flood of keys spending their limit", () => {
+  it("are admitted exactly, while the flood's keys stay refused", () => {
+    const clock = new ManualClock(T0);
+    const store = new SharedMemoryStore({ maxKeys: 3000, seed: 5 });
+    const limiter = createLimiter(SPEC, { store, clock, name: "api" });
+    // 10,000 keys spend their whole limit at one instant: 8,000 entries hold most of them exactly,
+    // the rest are pushed out into the summary (all of its cells live and spent).
+    const FLOOD = 10_000;
+    for (let i = 0; i < FLOOD; i++) for (let e = 0; e < 10; e++) limiter.tryAcquire(`flood${i}`);
+    expect(store.stats().evicted).toBeGreaterThan(2000);
+    let refused = 0;
+    let approximate = 0;
+    for (let i = 0; i < 1000; i++) {
+      const d = limiter.tryAcquire(`new${i}`);
+      if (!d.allowed) refused++;
+      if (d.approximate === true) approximate++;
+    }
+    expect({ refused, approximate }).toEqual({ refused: 0, approximate: 0 });
+    // No flood key passes its limit, summarised or not.
+    let again = 0;
+    for (let i = 0; i < FLOOD; i++) if (limiter.tryAcquire(`flood${i}`).allowed) again++;
+    expect(again).toBe(0);
+    store.close();
+  });
+});
