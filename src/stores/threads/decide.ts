@@ -27,6 +27,8 @@ export interface DecideContext extends RoomContext {
   buckets: number;
   /** The key's fingerprint (compact/fingerprint.ts), filled by the caller. */
   h: Uint32Array;
+  /** Notes that a block on a key of rule `index` runs until `until` (registry.ts `noteBlock`). */
+  noteBlock(index: number, until: number): void;
 }
 
 /**
@@ -138,6 +140,8 @@ function decideAny(
       if (op === "block" && blocksBeside(rule)) {
         if (codec.blockAt < 0) throw noBlockWord(rule);
         until = now + cost;
+        // Before it is published: a rule update that would leave no word for it is refused until then.
+        ctx.noteBlock(index, until);
       }
       result =
         until > now
@@ -213,6 +217,21 @@ function noBlockWord(rule: CompiledRule): ConfigError {
     "recordWords",
     `SharedMemoryStore: a block on rule ${rule.shape} needs a spare word per key (${needed} words) and the ` +
       `store holds ${needed - 1}; create the store with \`recordWords: ${needed}\` or more, or give the rule a \`ban\``,
+    needed,
+  );
+}
+
+/**
+ * A rule update (or binding) whose records would have no word left for the blocks still running
+ * on keys of the rule until `until` (they would be lifted at once): refused until they end.
+ */
+export function blockWordTaken(rule: CompiledRule, recordWords: number, until: number): ConfigError {
+  const needed = recordWordsOf(rule) + 1;
+  return new ConfigError(
+    "recordWords",
+    `SharedMemoryStore: rule ${rule.shape} with these limits needs all ${recordWords} words of a key's record, ` +
+      `leaving none for the blocks that run on its keys until ${new Date(until).toISOString()}; ` +
+      `create the store with \`recordWords: ${needed}\` or more, or change the rule once those blocks end`,
     needed,
   );
 }

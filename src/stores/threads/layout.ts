@@ -21,8 +21,11 @@ export const DEPTH = 4;
 /** Words of one summary cell block (fresh-at, the members' summary slots, a ban's three). */
 export const SUMMARY_WORDS = 16;
 
-/** A rule's fresh-at in a filter generation that holds none of its keys (summary-filter.ts). */
-export const FILTER_NONE = -(2n ** 62n);
+/**
+ * An instant word that holds no instant: a rule's fresh-at in a filter generation that holds none
+ * of its keys (summary-filter.ts), a rule's latest block end when none was placed (registry.ts).
+ */
+export const NO_INSTANT = -(2n ** 62n);
 
 /** Bits of each summary filter generation for a store of `maxKeys` keys: 16 per key in whole Int32 words, at least 2^13. */
 export function filterBitsFor(maxKeys: number): number {
@@ -99,6 +102,8 @@ export interface Layout extends Params {
   filterBase: number;
   /** W: per generation and rule, the latest fresh-at joined (summary-filter.ts). */
   filterFreshBase: number;
+  /** W: per rule, the latest end of a block placed on one of its keys (registry.ts). */
+  ruleBlockBase: number;
   /** U: the arena. */
   arenaBase: number;
   /** Total bytes. */
@@ -120,6 +125,7 @@ export function layoutOf(p: Params): Layout {
   const ruleSpecBase = take(p.maxRules);
   const cellBase = take(p.maxRules * DEPTH * p.summaryWidth);
   const filterFreshBase = take(2 * p.maxRules);
+  const ruleBlockBase = take(p.maxRules);
   const filterBits = filterBitsFor(p.maxKeys);
   // Int32 regions: two per word.
   const ruleVersionBase = word * 2;
@@ -153,6 +159,7 @@ export function layoutOf(p: Params): Layout {
     filterBits,
     filterBase,
     filterFreshBase,
+    ruleBlockBase,
     arenaBase,
     bytes,
   };
@@ -200,8 +207,9 @@ export function createMemory(p: Params): { memory: WebAssembly.Memory; layout: L
   initRegion(views, layout.table);
   for (let i = 0; i < p.summaryBlocks; i++) I[layout.summaryNextBase + i] = i + 1 < p.summaryBlocks ? i + 1 : -1;
   W[layout.summaryFreeHead] = p.summaryBlocks > 0 ? 1n : 0n;
-  // The filter's generations hold no rule's keys yet (summary-filter.ts).
-  W.fill(FILTER_NONE, layout.filterFreshBase, layout.filterFreshBase + 2 * p.maxRules);
+  // The filter's generations hold no rule's keys yet (summary-filter.ts), and no rule had a block.
+  W.fill(NO_INSTANT, layout.filterFreshBase, layout.filterFreshBase + 2 * p.maxRules);
+  W.fill(NO_INSTANT, layout.ruleBlockBase, layout.ruleBlockBase + p.maxRules);
   return { memory, layout };
 }
 

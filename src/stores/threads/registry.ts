@@ -11,7 +11,7 @@
  */
 import { StoreError } from "../../core/errors.ts";
 import { hashText } from "../compact/fingerprint.ts";
-import { H, type Layout, type Views } from "./layout.ts";
+import { H, type Layout, NO_INSTANT, type Views } from "./layout.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -74,6 +74,27 @@ export class Registry {
    */
   peekVersion(index: number): number {
     return this.#views.I[this.#layout.ruleVersionBase + index] as number;
+  }
+
+  /**
+   * Notes that a block on one of rule `index`'s keys runs until `until` (call before the block is
+   * published): `blockUntil` then answers no earlier.
+   */
+  noteBlock(index: number, until: number): void {
+    const { W } = this.#views;
+    const at = this.#layout.ruleBlockBase + index;
+    // Whole ms, rounded up, within what a 64-bit word keeps (a later end is kept as that bound).
+    const kept = BigInt(Math.ceil(Math.min(until, 2 ** 62)));
+    for (;;) {
+      const seen = Atomics.load(W, at);
+      if (seen >= kept || Atomics.compareExchange(W, at, seen, kept) === seen) return;
+    }
+  }
+
+  /** The latest end of a block placed on one of rule `index`'s keys (-Infinity: none was). */
+  blockUntil(index: number): number {
+    const word = Atomics.load(this.#views.W, this.#layout.ruleBlockBase + index);
+    return word === NO_INSTANT ? Number.NEGATIVE_INFINITY : Number(word);
   }
 
   /** Rule `index`'s current spec text, or undefined when none was published yet. */

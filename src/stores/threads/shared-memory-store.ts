@@ -15,6 +15,7 @@
  * MemoryStore past `maxKeys`.
  */
 import type { Decision } from "../../algorithms/decision.ts";
+import { blocksBeside } from "../../core/block.ts";
 import type { Clock } from "../../core/clock.ts";
 import { systemClock } from "../../core/clock.ts";
 import { describeValue } from "../../core/describe-value.ts";
@@ -25,7 +26,7 @@ import { FreeList } from "../compact/free-list.ts";
 import { SharedTable } from "../compact/shared-table.ts";
 import { bufferOf, sharedWord } from "../compact/shared-word.ts";
 import { codecFor } from "./codec.ts";
-import { type DecideContext, decide } from "./decide.ts";
+import { blockWordTaken, type DecideContext, decide } from "./decide.ts";
 import { createMemory, H, type Layout, readLayout, viewsOf } from "./layout.ts";
 import { paramsOf, type SharedMemoryStoreOptions } from "./params.ts";
 import { Registry } from "./registry.ts";
@@ -119,6 +120,7 @@ export class SharedMemoryStore implements Store {
       I: views.I,
       buckets: layout.buckets,
       h: new Uint32Array(3),
+      noteBlock: (index, until) => this.#registry.noteBlock(index, until),
     };
   }
 
@@ -137,13 +139,17 @@ export class SharedMemoryStore implements Store {
   bind(binding: RuleBinding): BoundRule {
     const { rule } = binding;
     // Refused before anything is shared: a rule that does not fit never reaches other threads.
-    codecFor(rule, this.#layout.recordWords);
+    const codec = codecFor(rule, this.#layout.recordWords);
     const index = this.#registry.indexOf(`${binding.id}\u0000${rule.shape}`);
+    const clock: Clock | undefined = binding.clock;
+    const blocked = this.#registry.blockUntil(index);
+    if (codec.blockAt < 0 && blocksBeside(rule) && blocked > (clock ?? systemClock).now()) {
+      throw blockWordTaken(rule, this.#layout.recordWords, blocked);
+    }
     this.#registry.publish(
       index,
       JSON.stringify({ specs: rule.members.map((m) => m.spec), ban: rule.ban === undefined ? null : rule.ban }),
     );
-    const clock: Clock | undefined = binding.clock;
     // Instants of this rule compare with another rule's only when both read the same clock (summary.ts reclaim).
     this.#ctx.summary.bound(index, clock ?? systemClock);
     const rules = this.#rules;

@@ -28,7 +28,7 @@
  */
 
 import { fmix32 } from "../compact/fingerprint.ts";
-import { H, type Layout, FILTER_NONE as NONE, type Views } from "./layout.ts";
+import { H, type Layout, NO_INSTANT as NONE, type Views } from "./layout.ts";
 
 /** Bits a key sets (and a lookup tests) in a generation. */
 const PROBES = 4;
