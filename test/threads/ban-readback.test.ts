@@ -1,0 +1,52 @@
+// A ban read back from the summary is not an over-count of the key's own state: while a key
+// decides banned on a ban other keys put in its cells (a ban end U), its refused requests do not
+// count toward a ban of its own (core/ban.ts: a running ban takes no strikes), while the
+// uncapped store, where the key is merely over its limit, counts them and bans it from then on
+// for `forMs`. Past U the capped store admits the key while the uncapped one still refuses it.
+//
+// The interleaving (one thread; the same trace replayed into an uncapped MemoryStore):
+//   t=0     V takes its one unit of the window (both stores admit).
+//   t=0     400 other keys each spend their unit and take 2 denials: banned until t=5000;
+//           they push V and themselves out of a table of 128 entries, so every summary cell
+//           of the rule holds a ban until 5000.
+//   t=100   V (not in the table; the filter holds it) reads back its cells: banned until 5000,
+//           approximate. MemoryStore: over its limit, a first strike.
+//   t=200   the same; MemoryStore: a second strike, V banned until 5200.
+//   t=5100  the capped store: the read-back ban is over and the window is new: admitted.
+//           MemoryStore: banned (until 5200): refused.
+// Found by test/threads/filter-fuzz.test.ts (seeds with a ban); it does not depend on the
+// summary filter (it fails the same with the filter answering "may hold" for every key).
+import { createLimiter, ManualClock, MemoryStore } from "sluice";
+import { SharedMemoryStore } from "sluice/threads";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt } from "./support.ts";
+
+beforeAll(() => ensureBuilt(), 180_000);
+
+const SPEC = { algorithm: "fixed-window", limit: 1, windowMs: 1000 } as const;
+const BAN = { after: 2, withinMs: 1000, forMs: 5000 };
+const T0 = 1_800_000_000_000;
+
+describe("a ban read back from the summary", () => {
+  for (const seed of [1, 2, 3]) {
+    it(`never lets a key through that the uncapped store has banned (seed ${seed})`, () => {
+      const clock = new ManualClock(T0);
+      const shared = new SharedMemoryStore({ maxKeys: 1, seed });
+      const capped = createLimiter(SPEC, { store: shared, clock, name: "api", ban: BAN });
+      const exact = createLimiter(SPEC, { store: new MemoryStore(), clock, name: "api", ban: BAN });
+      const both = (key: string) => [capped.tryAcquire(key), exact.tryAcquire(key)] as const;
+      both("V");
+      for (let i = 0; i < 400; i++) for (let j = 0; j < 3; j++) both(`x${i}`);
+      clock.set(T0 + 100);
+      const [readBack] = both("V");
+      // The premise: V decided on a ban other keys left in its cells.
+      expect(readBack).toMatchObject({ allowed: false, banned: true, approximate: true });
+      clock.set(T0 + 200);
+      both("V");
+      clock.set(T0 + 5100);
+      const [a, b] = both("V");
+      expect(b.allowed, `seed ${seed}`).toBe(false);
+      expect(a.allowed, `seed ${seed}: admitted by the capped store, refused by MemoryStore`).toBe(false);
+    });
+  }
+});
