@@ -23,7 +23,7 @@
 // it), which only such records may do (an exact record must decide as MemoryStore's): a flag
 // per record, or a ban read back never taken as the key's own (the key then counts strikes from
 // the rows' strike counts alone).
-import { createLimiter, ManualClock, MemoryStore, type Store } from "sluice";
+import { createLimiter, ManualClock, MemoryStore } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
 
@@ -33,11 +33,12 @@ const T0 = 1_800_000_000_000;
 
 // The capped MemoryStore's summary reads bans back the same way: the same trace through
 // `MemoryStore({ maxKeys: 16, seed: 1 })` admits V at t=5100 too (its last case below).
-const STORES: Array<[string, (seed: number) => Store]> = [
-  ["SharedMemoryStore({ maxKeys: 1 })", (seed) => new SharedMemoryStore({ maxKeys: 1, seed })],
-  ["MemoryStore({ maxKeys: 16 })", (seed) => new MemoryStore({ maxKeys: 16, seed })],
-];
-const CASES = [...[1, 2, 3].map((seed) => [STORES[0], seed] as const), [STORES[1], 1] as const];
+const SHARED = [
+  "SharedMemoryStore({ maxKeys: 1 })",
+  (seed: number) => new SharedMemoryStore({ maxKeys: 1, seed }),
+] as const;
+const MEMORY = ["MemoryStore({ maxKeys: 16 })", (seed: number) => new MemoryStore({ maxKeys: 16, seed })] as const;
+const CASES = [...[1, 2, 3].map((seed) => [SHARED, seed] as const), [MEMORY, 1] as const];
 
 describe("a ban read back from the summary", () => {
   for (const [[name, make], seed] of CASES) {
