@@ -6,6 +6,7 @@
 import { createLimiter, ManualClock } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
+import { H } from "../../src/stores/threads/layout.ts";
 
 const T0 = Date.UTC(2026, 11, 2, 9);
 const SPEC = { algorithm: "gcra", limit: 10, periodMs: 60_000 } as const;
@@ -33,5 +34,34 @@ describe("SharedMemoryStore past maxKeys: brand-new keys under a flood of keys s
     for (let i = 0; i < FLOOD; i++) if (limiter.tryAcquire(`flood${i}`).allowed) again++;
     expect(again).toBe(0);
     store.close();
+  });
+});
+
+describe("SharedMemoryStore summary filter: rules bound in different threads", () => {
+  it("still rotate it: any thread judges a rule by the latest instant any thread decided it at", () => {
+    // Two instances on one memory stand for two threads: each has its own summary and clocks,
+    // and binds one rule only. Before the shared instant, neither could judge the other's rule,
+    // so the filter never forgot anything after its first rotation.
+    const owner = new SharedMemoryStore({ maxKeys: 64, seed: 3 });
+    const other = SharedMemoryStore.attach(owner.handle);
+    const clockA = new ManualClock(T0);
+    const clockB = new ManualClock(T0);
+    const WINDOW = { algorithm: "fixed-window", limit: 2, windowMs: 1000 } as const;
+    const a = createLimiter(WINDOW, { store: owner, clock: clockA, name: "a" });
+    const b = createLimiter(WINDOW, { store: other, clock: clockB, name: "b" });
+    let n = 0;
+    for (let round = 0; round < 40; round++) {
+      for (let i = 0; i < 1000; i++) {
+        const key = `flood${n++}`;
+        a.tryAcquire(key);
+        b.tryAcquire(key);
+      }
+      clockA.advance(1500);
+      clockB.advance(1500);
+    }
+    const rotations = Atomics.load(new Int32Array(owner.handle.buffer), H.filterEpoch);
+    expect(rotations).toBeGreaterThanOrEqual(10);
+    owner.close();
+    other.close();
   });
 });

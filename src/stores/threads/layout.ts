@@ -15,17 +15,12 @@
 import { StoreError } from "../../core/errors.ts";
 import { blockBytes, initRegion, type SharedRegion } from "../compact/shared-table.ts";
 import { bufferOf, PAGE_BYTES, sharedMemory } from "../compact/shared-word.ts";
+import { NO_INSTANT } from "./instant-word.ts";
 
 /** Rows of every rule's summary: a key is over-counted only if all of its cells are shared. */
 export const DEPTH = 4;
 /** Words of one summary cell block (fresh-at, the members' summary slots, a ban's three). */
 export const SUMMARY_WORDS = 16;
-
-/**
- * An instant word that holds no instant: a rule's fresh-at in a filter generation that holds none
- * of its keys (summary-filter.ts), a rule's latest block end when none was placed (registry.ts).
- */
-export const NO_INSTANT = -(2n ** 62n);
 
 /** Bits of each summary filter generation for a store of `maxKeys` keys: 16 per key in whole Int32 words, at least 2^13. */
 export function filterBitsFor(maxKeys: number): number {
@@ -104,6 +99,8 @@ export interface Layout extends Params {
   filterFreshBase: number;
   /** W: per rule, the latest end of a block placed on one of its keys (registry.ts). */
   ruleBlockBase: number;
+  /** W: per rule, the latest instant any thread decided it at when it joined a key into the summary (summary.ts). */
+  ruleSeenBase: number;
   /** U: the arena. */
   arenaBase: number;
   /** Total bytes. */
@@ -126,6 +123,7 @@ export function layoutOf(p: Params): Layout {
   const cellBase = take(p.maxRules * DEPTH * p.summaryWidth);
   const filterFreshBase = take(2 * p.maxRules);
   const ruleBlockBase = take(p.maxRules);
+  const ruleSeenBase = take(p.maxRules);
   const filterBits = filterBitsFor(p.maxKeys);
   // Int32 regions: two per word.
   const ruleVersionBase = word * 2;
@@ -160,6 +158,7 @@ export function layoutOf(p: Params): Layout {
     filterBase,
     filterFreshBase,
     ruleBlockBase,
+    ruleSeenBase,
     arenaBase,
     bytes,
   };
@@ -207,9 +206,11 @@ export function createMemory(p: Params): { memory: WebAssembly.Memory; layout: L
   initRegion(views, layout.table);
   for (let i = 0; i < p.summaryBlocks; i++) I[layout.summaryNextBase + i] = i + 1 < p.summaryBlocks ? i + 1 : -1;
   W[layout.summaryFreeHead] = p.summaryBlocks > 0 ? 1n : 0n;
-  // The filter's generations hold no rule's keys yet (summary-filter.ts), and no rule had a block.
+  // The filter's generations hold no rule's keys yet (summary-filter.ts), no rule had a block,
+  // and none was decided.
   W.fill(NO_INSTANT, layout.filterFreshBase, layout.filterFreshBase + 2 * p.maxRules);
   W.fill(NO_INSTANT, layout.ruleBlockBase, layout.ruleBlockBase + p.maxRules);
+  W.fill(NO_INSTANT, layout.ruleSeenBase, layout.ruleSeenBase + p.maxRules);
   return { memory, layout };
 }
 

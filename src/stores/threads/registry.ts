@@ -11,7 +11,8 @@
  */
 import { StoreError } from "../../core/errors.ts";
 import { hashText } from "../compact/fingerprint.ts";
-import { H, type Layout, NO_INSTANT, type Views } from "./layout.ts";
+import { raiseInstant, readInstant } from "./instant-word.ts";
+import { H, type Layout, type Views } from "./layout.ts";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -81,20 +82,12 @@ export class Registry {
    * published): `blockUntil` then answers no earlier.
    */
   noteBlock(index: number, until: number): void {
-    const { W } = this.#views;
-    const at = this.#layout.ruleBlockBase + index;
-    // Whole ms, rounded up, within what a 64-bit word keeps (a later end is kept as that bound).
-    const kept = BigInt(Math.ceil(Math.min(until, 2 ** 62)));
-    for (;;) {
-      const seen = Atomics.load(W, at);
-      if (seen >= kept || Atomics.compareExchange(W, at, seen, kept) === seen) return;
-    }
+    raiseInstant(this.#views.W, this.#layout.ruleBlockBase + index, until);
   }
 
   /** The latest end of a block placed on one of rule `index`'s keys (-Infinity: none was). */
   blockUntil(index: number): number {
-    const word = Atomics.load(this.#views.W, this.#layout.ruleBlockBase + index);
-    return word === NO_INSTANT ? Number.NEGATIVE_INFINITY : Number(word);
+    return readInstant(this.#views.W, this.#layout.ruleBlockBase + index);
   }
 
   /** Rule `index`'s current spec text, or undefined when none was published yet. */

@@ -28,12 +28,11 @@
  */
 
 import { fmix32 } from "../compact/fingerprint.ts";
-import { H, type Layout, NO_INSTANT as NONE, type Views } from "./layout.ts";
+import { NO_INSTANT, raiseInstant, readInstant } from "./instant-word.ts";
+import { H, type Layout, type Views } from "./layout.ts";
 
 /** Bits a key sets (and a lookup tests) in a generation. */
 const PROBES = 4;
-/** The latest instant a fresh-at is kept as (a later one, or Infinity, is kept as this). */
-const FOREVER = 2 ** 62;
 
 /** A thread's view of the shared filter. */
 export class SummaryFilter {
@@ -90,17 +89,11 @@ export class SummaryFilter {
   add(rule: number, h1: number, h2: number, freshAt: number): boolean {
     const I = this.#I;
     this.#hash(rule, h1, h2);
-    // NaN (no instant) is kept as never: conservative.
-    const kept = BigInt(Math.ceil(Number.isNaN(freshAt) ? FOREVER : Math.min(Math.max(freshAt, -FOREVER), FOREVER)));
     for (;;) {
       const epoch = Atomics.load(I, H.filterEpoch);
       const gen = epoch & 1;
-      // The fresh-at first: an emptying that sees these bits sees it too.
-      const at = this.#layout.filterFreshBase + gen * this.#layout.maxRules + rule;
-      for (;;) {
-        const seen = Atomics.load(this.#W, at);
-        if (seen >= kept || Atomics.compareExchange(this.#W, at, seen, kept) === seen) break;
-      }
+      // The fresh-at first: an emptying that sees these bits sees it too (NaN is kept as never).
+      raiseInstant(this.#W, this.#layout.filterFreshBase + gen * this.#layout.maxRules + rule, freshAt);
       const base = this.#layout.filterBase + gen * this.#words;
       for (let i = 0; i < PROBES; i++) {
         const bit = this.#probes[i] as number;
@@ -127,8 +120,8 @@ export class SummaryFilter {
     const old = (epoch & 1) ^ 1;
     const fresh = filterFreshBase + old * maxRules;
     for (let r = 0; r < maxRules; r++) {
-      const at = Atomics.load(W, fresh + r);
-      if (at !== NONE && !past(r, Number(at))) return false;
+      const at = readInstant(W, fresh + r);
+      if (at !== Number.NEGATIVE_INFINITY && !past(r, at)) return false;
     }
     if (Atomics.compareExchange(I, H.filterBusy, 0, 1) !== 0) return false;
     // Another thread rotated between the check and the busy word: its older generation is a new one.
@@ -137,7 +130,7 @@ export class SummaryFilter {
       return false;
     }
     I.fill(0, filterBase + old * this.#words, filterBase + (old + 1) * this.#words);
-    for (let r = 0; r < maxRules; r++) Atomics.store(W, fresh + r, NONE);
+    for (let r = 0; r < maxRules; r++) Atomics.store(W, fresh + r, NO_INSTANT);
     Atomics.store(I, H.filterJoins0 + old, 0);
     Atomics.add(I, H.filterEpoch, 1);
     Atomics.store(I, H.filterBusy, 0);

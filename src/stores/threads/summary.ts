@@ -14,15 +14,18 @@
  * pool full of live cells costs a flood's checks the `unplaced` count, never a scan each. A cell
  * is judged only by an instant of its own rule's clock (rules may run on different clocks, and
  * only instants of one clock compare: core/store.ts `RuleBinding.clock`): the instant of the
- * join when its rule has the same clock in this thread, else the latest instant this thread
- * decided its rule at. Judged by a clock a day ahead, a live cell would be emptied, and its keys
- * would start over within their window.
+ * join when its rule has the same clock in this thread, else the latest instant any thread
+ * decided its rule at (a shared word per rule, raised at each join, so a rule's cells come back
+ * through any thread, not only one that binds it). Judged by a clock a day ahead, a live cell
+ * would be emptied, and its keys would start over within their window. (The shared word assumes
+ * what every store assumes: threads deciding one rule read one clock, give or take the margin.)
  * Without this, a store past four busy rules ran out of blocks for good and denied every new
  * key from then on.
  */
 import type { RuleRecord } from "../../core/rule.ts";
 import { type FreeList, indexOf, nextWord } from "../compact/free-list.ts";
 import type { Codec } from "./codec.ts";
+import { raiseInstant, readInstant } from "./instant-word.ts";
 import { DEPTH, type Layout, SUMMARY_WORDS, type Views } from "./layout.ts";
 import { SummaryFilter } from "./summary-filter.ts";
 
@@ -60,6 +63,8 @@ export class Summary {
   readonly #seen: Float64Array;
   /** Per rule, before this instant (its clock) this thread does not scan again for it (its last turn found nothing). */
   readonly #quietUntil: Float64Array;
+  /** Per rule, the instant a reclaim judges its cells by (scratch of `#reclaim`). */
+  readonly #instants: Float64Array;
 
   constructor(views: Views, layout: Layout, free: FreeList) {
     this.#views = views;
@@ -69,6 +74,7 @@ export class Summary {
     this.#clocks = new Array<unknown>(layout.maxRules).fill(undefined);
     this.#seen = new Float64Array(layout.maxRules).fill(Number.NEGATIVE_INFINITY);
     this.#quietUntil = new Float64Array(layout.maxRules).fill(Number.NEGATIVE_INFINITY);
+    this.#instants = new Float64Array(layout.maxRules);
   }
 
   /** Notes that rule `rule` reads its instants from `clock` in this thread. */
@@ -130,7 +136,10 @@ export class Summary {
   ): boolean {
     const { W, F } = this.#views;
     const base = this.#layout.summaryBase;
-    if (now > (this.#seen[clockRule] as number)) this.#seen[clockRule] = now;
+    if (now > (this.#seen[clockRule] as number)) {
+      this.#seen[clockRule] = now;
+      raiseInstant(W, this.#layout.ruleSeenBase + clockRule, Math.floor(now));
+    }
     for (let row = 0; row < DEPTH; row++) {
       const at = this.#cell(rule, row, h1, h2);
       for (;;) {
@@ -158,21 +167,20 @@ export class Summary {
   }
 
   /**
-   * The latest instant of rule `rule`'s clock this thread knows, at `now` on rule `clockRule`'s
-   * clock: `now` when both rules read the same clock here, else the latest instant this thread
-   * decided `rule` at (-Infinity: never). Instants of different clocks never compare.
+   * The latest instant of rule `rule`'s clock known here, at `now` on rule `clockRule`'s clock:
+   * `now` when both rules read the same clock in this thread, else the latest instant any thread
+   * decided `rule` at when it joined (-Infinity: never). Instants of different clocks never compare.
    */
   #instantOf(rule: number, now: number, clockRule: number): number {
     const clock = this.#clocks[clockRule];
-    const shared = clock !== undefined && clock !== MIXED;
-    return shared && this.#clocks[rule] === clock ? now : (this.#seen[rule] as number);
+    if (clock !== undefined && clock !== MIXED && this.#clocks[rule] === clock) return now;
+    return Math.max(this.#seen[rule] as number, readInstant(this.#views.W, this.#layout.ruleSeenBase + rule));
   }
 
   /**
    * Empties cells (of every rule, round-robin from this thread's cursor, until RECLAIM_BATCH or a
    * full turn) whose fresh-at is RECLAIM_MARGIN_MS or more before an instant of their rule's clock
-   * (`now` when their rule shares `clockRule`'s clock, else the latest this thread decided their
-   * rule at), and returns their blocks to the pool; returns how many (0 without
+   * (`#instantOf`), and returns their blocks to the pool; returns how many (0 without
    * scanning within RECLAIM_BACKOFF_MS, on `clockRule`'s clock at `now`, of a turn for it that
    * found none). Safe beside every other step: a cell is emptied by compare-and-swap of the word
    * that was read (its tag moves, so a join that copied the block fails its swap and a read that
@@ -185,11 +193,12 @@ export class Summary {
     const perRule = DEPTH * summaryWidth;
     const cells = maxRules * perRule;
     let freed = 0;
+    // Judged by its own rule's clock: a rule a day ahead must not find another rule's live cells stale.
+    const instants = this.#instants;
+    for (let r = 0; r < maxRules; r++) instants[r] = this.#instantOf(r, now, clockRule);
     for (let i = cells; i > 0 && freed < RECLAIM_BATCH; i--) {
       const at = cellBase + this.#cursor;
-      // Judged by its own rule's clock: a rule a day ahead must not find another rule's live cells stale.
-      const rule = Math.floor(this.#cursor / perRule);
-      const seen = this.#instantOf(rule, now, clockRule);
+      const seen = instants[Math.floor(this.#cursor / perRule)] as number;
       this.#cursor = this.#cursor + 1 === cells ? 0 : this.#cursor + 1;
       const word = Atomics.load(W, at);
       const block = indexOf(word);
