@@ -21,7 +21,7 @@ import { systemClock } from "../../core/clock.ts";
 import { describeValue } from "../../core/describe-value.ts";
 import { StoreError } from "../../core/errors.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
-import { FingerprintCache } from "../compact/fingerprint-cache.ts";
+import { fingerprint } from "../compact/fingerprint.ts";
 import { FreeList } from "../compact/free-list.ts";
 import { SharedTable } from "../compact/shared-table.ts";
 import { bufferOf, sharedWord } from "../compact/shared-word.ts";
@@ -32,12 +32,6 @@ import { paramsOf, type SharedMemoryStoreOptions } from "./params.ts";
 import { Registry } from "./registry.ts";
 import { RuleViews } from "./rule-view.ts";
 import { Summary } from "./summary.ts";
-
-/**
- * Keys whose fingerprints each thread memoises at most (fewer when `maxKeys` is smaller): a few
- * MB of heap per thread at most (the key texts, at most 64 characters each, and the Map).
- */
-const FINGERPRINT_MEMO = 1 << 17;
 
 export type { SharedMemoryStoreOptions } from "./params.ts";
 
@@ -93,8 +87,6 @@ export class SharedMemoryStore implements Store {
   readonly #registry: Registry;
   readonly #rules: RuleViews;
   readonly #ctx: DecideContext;
-  /** This thread's memo of key fingerprints (compact/fingerprint-cache.ts). */
-  readonly #fingerprints: FingerprintCache;
 
   /** Creates a store (and its memory) in this thread. */
   constructor(options: SharedMemoryStoreOptions);
@@ -112,7 +104,6 @@ export class SharedMemoryStore implements Store {
     this.#rules = new RuleViews(this.#registry, layout.recordWords);
     const summaryFree = new FreeList(views.W, views.I, layout.summaryFreeHead, layout.summaryNextBase);
     const rules = this.#rules;
-    this.#fingerprints = new FingerprintCache(layout.seed, Math.min(layout.maxKeys, FINGERPRINT_MEMO));
     this.#ctx = {
       table: new SharedTable(views, layout.table, sharedWord(memory)),
       summary: new Summary(views, layout, summaryFree),
@@ -154,13 +145,16 @@ export class SharedMemoryStore implements Store {
     this.#ctx.summary.bound(index, clock ?? systemClock);
     const rules = this.#rules;
     const ctx = this.#ctx;
-    const fingerprints = this.#fingerprints;
+    const seed = this.#layout.seed;
     const registry = this.#registry;
     let view = rules.view(index);
     const run = (key: string, cost: number, now: number, op: Parameters<typeof decide>[5], at?: number) => {
       // The compiled rule is reused until another thread publishes a new spec for it.
       if (registry.peekVersion(index) !== view.version) view = rules.view(index);
-      fingerprints.into(key, ctx.h);
+      // Hashed on every decision: a memo by key text (a Map) was slower wherever it mattered. It
+      // missed the caches past some 10k keys, and a key built per request (as servers build
+      // them) has to be hashed by the Map anyway (docs/threads.md, "Speed").
+      fingerprint(seed, key, ctx.h);
       return decide(ctx, view, index, cost, now, op, at);
     };
     return {
