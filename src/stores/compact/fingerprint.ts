@@ -8,6 +8,15 @@
  * Plain integer arithmetic on a caller's Uint32Array: usable on any thread, no allocation.
  */
 
+/**
+ * `String.prototype.charCodeAt`, called through `.call`: a per-character hash loop stays fast even
+ * when String.prototype has dictionary (slow) properties. A module that subclasses String does that,
+ * and ioredis does (RESP3's `class VerbatimString extends String`): each `key.charCodeAt(i)` is then
+ * a generic property lookup, some 4x the loop's time. The constant is local to each module that
+ * hashes: V8 calls the builtin directly only through a module's own constant, not through an import.
+ */
+const charCodeAt = String.prototype.charCodeAt;
+
 /** Mixes a 32-bit value so every input bit affects every output bit (murmur3's finaliser). */
 export function fmix32(h: number): number {
   let x = h ^ (h >>> 16);
@@ -27,7 +36,7 @@ export function fingerprint(seed: number, key: string, out: Uint32Array): void {
   let a = (0x811c9dc5 ^ seed) >>> 0;
   let b = (0x9e3779b9 ^ Math.imul(seed, 0x85ebca6b)) >>> 0;
   for (let i = 0; i < key.length; i++) {
-    const k = key.charCodeAt(i);
+    const k = charCodeAt.call(key, i);
     a = Math.imul(a ^ k, 0x01000193);
     b = Math.imul(b ^ k, 0x5bd1e995);
   }
@@ -48,6 +57,6 @@ export function randomSeed(): number {
 /** A 32-bit hash of a text (rule identities in the shared store's registry). */
 export function hashText(text: string): number {
   let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ charCodeAt.call(text, i), 0x01000193);
   return fmix32(h);
 }

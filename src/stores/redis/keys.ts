@@ -44,6 +44,9 @@ export function ruleDigest(id: string, shape: string): string {
   return base64url(sha256(`${id}\u0000${shape}`)).slice(0, RULE_DIGEST_LENGTH);
 }
 
+/** `String.prototype.charCodeAt`, called through `.call` (why: the same constant in compact/fingerprint.ts). */
+const charCodeAt = String.prototype.charCodeAt;
+
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 /** Distinct tags: 36^4, so tags spread evenly over Cluster's 16384 slots. */
@@ -52,14 +55,14 @@ const TAGS = 36 ** 4;
 /** The FNV-1a state after a rule id and a separator; computed once per bound rule. */
 export function tagSeed(id: string): number {
   let h = FNV_OFFSET;
-  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ id.charCodeAt(i), FNV_PRIME);
+  for (let i = 0; i < id.length; i++) h = Math.imul(h ^ charCodeAt.call(id, i), FNV_PRIME);
   return Math.imul(h ^ 0, FNV_PRIME); // separator, so rule id and key cannot run into each other
 }
 
 /** The Cluster hash tag for `key` under a rule (FNV-1a continued from `seed`, base 36, no braces). */
 export function hashTag(seed: number, key: string): string {
   let h = seed;
-  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), FNV_PRIME);
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ charCodeAt.call(key, i), FNV_PRIME);
   return ((h >>> 0) % TAGS).toString(36);
 }
 
