@@ -5,7 +5,7 @@
  */
 import type { Algorithm } from "../algorithms/algorithm.ts";
 import { type Decision, decision } from "../algorithms/decision.ts";
-import { type BanPolicy, countDenial } from "./ban.ts";
+import { type BanPolicy, countDenial, settleReadBack } from "./ban.ts";
 import { combine, unconsumed } from "./composite.ts";
 import { ArgumentError } from "./errors.ts";
 import { banState, type CompiledRule, memberState, type RuleRecord, recordFreshAt } from "./rule.ts";
@@ -56,6 +56,7 @@ export function decideRule(
     return algorithm.step(record, now, 1, false);
   }
   const ban = banState(rule, record);
+  if (ban?.readBack === true) settleReadBack(ban, recordFreshAt(rule, record), now);
   // A refund gives units back even to a banned key (a group rolled back, say); the ban stays.
   if (op === "refund") {
     rule.members.forEach((m, i) => {
@@ -64,7 +65,12 @@ export function decideRule(
     if (ban !== undefined && ban.until > now) return banned(rule, record, now, ban.until);
     return evaluate(rule, record, now, 1, false);
   }
-  if (ban !== undefined && ban.until > now) return banned(rule, record, now, ban.until);
+  if (ban !== undefined && ban.until > now) {
+    // A read-back key's refusals all count (core/ban.ts): an uncapped store may count these as
+    // strikes, the key being merely over its limit there.
+    if (op === "check" && ban.readBack === true) countDenial(ban, rule.ban as BanPolicy, now);
+    return banned(rule, record, now, ban.until);
+  }
   const result = evaluate(rule, record, now, cost, op === "check");
   if (!result.allowed && op === "check" && ban !== undefined && countDenial(ban, rule.ban as BanPolicy, now)) {
     return banned(rule, record, now, ban.until);
@@ -88,6 +94,7 @@ export function storesNewRecord(rule: CompiledRule, op: Operation, result: Decis
  */
 function decideCall(rule: CompiledRule, record: RuleRecord, now: number, cost: number, op: Operation): Decision {
   const ban = banState(rule, record);
+  if (ban?.readBack === true) settleReadBack(ban, recordFreshAt(rule, record), now);
   if (op === "penalty") {
     rule.members.forEach((m, i) => {
       if (m.force === undefined) throw new ArgumentError(`penalty is not supported by ${m.kind}`);

@@ -49,12 +49,17 @@ function run(seed: number, instances: number, hot: number): { evicted: number; r
   const composite = rnd() < 0.3;
   const specR: AlgorithmSpec | AlgorithmSpec[] = composite ? [specOf(rnd), specOf(rnd)] : specOf(rnd);
   const specQ = specOf(rnd);
-  // Bans are left out: a ban read back from other keys' cells absorbs the strikes that would
-  // ban the key in the uncapped store (test/threads/ban-readback.test.ts, a known violation).
-  rnd(); // (a ban was drawn here: the seeds' traces stay as they were)
-  const ban: { after: number; withinMs: number; forMs: number } | undefined = undefined;
+  // Half the seeds ban: read-back keys count strikes as a chain (test/threads/ban-readback.test.ts).
+  const ban =
+    rnd() < 0.5
+      ? {
+          after: 1 + Math.floor(rnd() * 3),
+          withinMs: 20 + Math.floor(rnd() * 2000),
+          forMs: 20 + Math.floor(rnd() * 4000),
+        }
+      : undefined;
   const clock = new ManualClock(1_800_000_000_000);
-  const owner = new SharedMemoryStore({ maxKeys: 1, summaryWidth: 64, recordWords: 12, seed });
+  const owner = new SharedMemoryStore({ maxKeys: 1, summaryWidth: 64, recordWords: 16, seed });
   const stores = [owner, ...Array.from({ length: instances - 1 }, () => SharedMemoryStore.attach(owner.handle))];
   const opts = { clock, ...(ban === undefined ? {} : { ban }) };
   const sharedR = stores.map((store) => createLimiter(specR as never, { ...opts, store, name: "r" }) as L);

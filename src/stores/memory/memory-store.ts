@@ -15,7 +15,7 @@
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { Decision } from "../../algorithms/decision.ts";
-import { type BanPolicy, type BanState, countDenial } from "../../core/ban.ts";
+import { markReadBack } from "../../core/ban.ts";
 import { blockedAnswer, blocksBeside, costUnderBlock, underBlock } from "../../core/block.ts";
 import { systemClock } from "../../core/clock.ts";
 import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
@@ -717,23 +717,38 @@ export class MemoryStore implements Store {
       return decideRule(rule, approx.own, t, cost, op, at);
     }
     const estimate = sketch.estimate(approx.own, approx.rate, present, t, (a, b) => permits(rule, a, b, t, cost));
+    const own = approx.own;
     const ban = banState(rule, estimate);
-    const wasBanned = ban !== undefined && ban.until > t;
+    const mine = banState(rule, own);
+    if (ban !== undefined && mine !== undefined) {
+      // The key's strikes are a chain on its own record (core/ban.ts), begun from its cells' at
+      // the first read-back; after that the cells' strikes are other keys' and only their ban
+      // still counts (the estimate summed `own`'s count into them: it is replaced by the chain).
+      if (mine.readBack !== true) {
+        mine.n = ban.n;
+        mine.since = ban.since;
+        markReadBack(mine);
+      }
+      ban.n = mine.n;
+      ban.since = mine.since;
+      if (mine.until > ban.until) ban.until = mine.until;
+      markReadBack(ban);
+    }
     const result = decideRule(rule, estimate, t, cost, op, at);
     result.approximate = true;
     this.#approximate++;
     if (!result.allowed && op === "check") this.#refused++;
-    const own = approx.own;
     if (op === "check" && result.allowed) {
       rule.members.forEach((m: Algorithm, i) => {
         m.step(memberState(rule, own, i), t, cost, true);
         if (isRate(m)) approx.rate[2 * i] = (approx.rate[2 * i] as number) + cost * unitMs(m);
       });
-    } else if (op === "check" && ban !== undefined && !wasBanned) {
-      // The denial counted toward a ban on the estimate counts on the key's own record too.
-      const mine = banState(rule, own) as BanState;
-      countDenial(mine, rule.ban as BanPolicy, t);
-      if (ban.until > mine.until) mine.until = ban.until;
+    } else if (op === "check" && ban !== undefined && mine !== undefined) {
+      // The denial counted on the estimate's chain (or its end, when it settled) is the key's.
+      mine.n = ban.n;
+      mine.since = ban.since;
+      mine.until = ban.until;
+      mine.readBack = ban.readBack === true;
     } else if (op === "penalty" || op === "block") {
       // What the call wrote on the estimate is written on the key's own record too.
       decideRule(rule, own, t, cost, op);

@@ -289,7 +289,11 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
       const record: unknown[] = members.map((_, i) => decodeMember(i, F, base));
       if (rule.ban !== undefined) {
         const o = base + banAt;
-        record.push({ n: F[o] as number, since: F[o + 1] as number, until: F[o + 2] as number } satisfies BanState);
+        const n = F[o] as number;
+        const since = F[o + 1] as number;
+        const until = F[o + 2] as number;
+        // Read-back mode (core/ban.ts) rides in the sign of the count word: -1 - n.
+        record.push(n < 0 ? { n: -1 - n, since, until, readBack: true } : ({ n, since, until } satisfies BanState));
       }
       return record;
     },
@@ -298,7 +302,7 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
       const ban = banState(rule, record);
       if (ban !== undefined) {
         const o = base + banAt;
-        F[o] = ban.n;
+        F[o] = ban.readBack === true ? -1 - ban.n : ban.n;
         F[o + 1] = ban.since;
         F[o + 2] = ban.until;
       }

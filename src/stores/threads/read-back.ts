@@ -1,12 +1,14 @@
 /**
  * What a key read back from the summary is decided on: each of its rows dominates the key's own
- * record (admits no more), so the most permissive row is the closest to it.
+ * record (admits no more), so the most permissive row is the closest to it. Its ban state is
+ * marked read back (core/ban.ts): over-counted, it counts strikes as a chain from then on.
  */
 import type { Decision } from "../../algorithms/decision.ts";
+import { markReadBack } from "../../core/ban.ts";
 import { decideRule } from "../../core/decide-rule.ts";
-import type { CompiledRule, RuleRecord } from "../../core/rule.ts";
+import { banState, type CompiledRule, type RuleRecord } from "../../core/rule.ts";
 
-/** The row of `rows` that admits the most for a check of `cost` at `now`. */
+/** The row of `rows` that admits the most for a check of `cost` at `now`, its ban state marked read back. */
 export function mostPermissive(rule: CompiledRule, rows: RuleRecord[], now: number, cost: number): RuleRecord {
   let best = rows[0];
   let bestDecision = decideRule(rule, best, now, cost, "peek");
@@ -17,6 +19,7 @@ export function mostPermissive(rule: CompiledRule, rows: RuleRecord[], now: numb
       bestDecision = d;
     }
   }
+  markReadBack(banState(rule, best));
   return best;
 }
 
