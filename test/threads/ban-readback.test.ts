@@ -56,3 +56,51 @@ describe("a ban read back from the summary", () => {
     });
   }
 });
+
+// Why a chain and not the uncapped store's span counting: a read-back key is refused more often
+// than uncapped (here once, at t=2010, on its cells' over-count), and span counting of that
+// superset shifts the span's phase. With `after: 2, withinMs: 1000, forMs: 2000`:
+//   uncapped: denials at 2600, 3100        → banned at 3100, until 5100.
+//   capped:   denials at 2010, 2600, 3100  → span counting bans at 2600 (until 4600) and starts
+//             a new span at 3100 (n = 1, no ban): at 5050 the window is new and it admits V
+//             while the uncapped store refuses it. A chain (gaps 590, 500 < withinMs) is at 3
+//             at 3100 and extends the ban to 5100.
+// The thread store's cells hold the largest count joined, so the other keys fill the window
+// themselves (two checks each). MemoryStore's add up, and it reads the other keys back too: they
+// take one check each, and are refused, struck and banned (until 2000) on the strikes they sum
+// in the cells; V comes back after that.
+describe("strikes of a key read back from the summary", () => {
+  const WINDOW = { algorithm: "fixed-window", limit: 2, windowMs: 4000 } as const;
+  const SHORT = { after: 2, withinMs: 1000, forMs: 2000 };
+  for (const [[name, make], seed] of CASES) {
+    it(`count as a chain, so extra refusals never end its ban early: ${name} (seed ${seed})`, () => {
+      const clock = new ManualClock(T0);
+      const capped = createLimiter(WINDOW, { store: make(seed), clock, name: "api", ban: SHORT });
+      const exact = createLimiter(WINDOW, { store: new MemoryStore(), clock, name: "api", ban: SHORT });
+      const at = (t: number, key: string) => {
+        clock.set(T0 + t);
+        const a = capped.tryAcquire(key);
+        const b = exact.tryAcquire(key);
+        expect(a.allowed && !b.allowed, `seed ${seed} t=${t}: admitted by the capped store only`).toBe(false);
+        return [a, b] as const;
+      };
+      at(0, "V");
+      // Other keys fill the window and push V out: its cells are full.
+      const checks = make === SHARED[1] ? 2 : 1;
+      for (let i = 0; i < 400; i++) for (let j = 0; j < checks; j++) at(0, `x${i}`);
+      const [first, exactFirst] = at(2010, "V");
+      // The premise: V is refused on its cells' over-count (not banned) where the uncapped store admits it.
+      expect(first).toMatchObject({ allowed: false, approximate: true });
+      expect(first.banned).toBeUndefined();
+      expect(exactFirst.allowed).toBe(true);
+      at(2600, "V");
+      const [, banned] = at(3100, "V");
+      expect(banned).toMatchObject({ allowed: false, banned: true });
+      // Past a ban struck at 2600 (4600), within the uncapped store's (5100), in a new window.
+      const [late, exactLate] = at(5050, "V");
+      expect(exactLate.allowed).toBe(false);
+      expect(late.allowed, `seed ${seed}`).toBe(false);
+      expect(at(5100, "V").map((d) => d.allowed)).toEqual([true, true]);
+    });
+  }
+});
