@@ -59,6 +59,53 @@ describe("maxKeys never lets a key escape its limit", () => {
     expect(replayed).toBeGreaterThan(900);
   });
 
+  it("with a ban: every admission under a flood is one an uncapped store replaying the whole trace makes too", () => {
+    // Refusals are strikes here, so the uncapped store replays every check, refused or not; per
+    // key until the capped store first refuses what the uncapped one admits (the uncapped store
+    // then holds more units than the capped one: they are no longer the same key's states).
+    let compared = 0;
+    let banned = 0;
+    fc.assert(
+      fc.property(
+        ruleArb,
+        fc.record({
+          after: fc.integer({ min: 1, max: 3 }),
+          withinMs: fc.integer({ min: 20, max: 3000 }),
+          forMs: fc.integer({ min: 20, max: 6000 }),
+        }),
+        startArb,
+        fc.integer({ min: 1, max: 6 }),
+        traceArb({ keys: 3, maxLength: 80 }),
+        fc.array(fc.integer({ min: 0, max: 12 }), { minLength: 80, maxLength: 80 }),
+        (specs, ban, start, maxKeys, trace, floods) => {
+          const clock = new ManualClock(start);
+          const store = new MemoryStore({ maxKeys, sketchWidth: 2, seed: 7 }); // tiny: collisions everywhere
+          const capped = createLimiter(specs, { clock, store, ban });
+          const free = createLimiter(specs, { clock, store: new MemoryStore(), ban });
+          const diverged = new Set<string>();
+          let flood = 0;
+          trace.forEach((step, i) => {
+            clock.advance(step.gap);
+            const a = capped.tryAcquire(step.key, step.cost) as Decision;
+            const b = free.tryAcquire(step.key, step.cost) as Decision;
+            if (!diverged.has(step.key)) {
+              expect(a.allowed && !b.allowed, `step ${i}: ${step.key} admitted by the capped store only`).toBe(false);
+              if (!a.allowed && b.allowed) diverged.add(step.key);
+              compared++;
+              if (b.banned === true) banned++;
+            }
+            for (let f = 0; f < (floods[i] ?? 0); f++) capped.tryAcquire(`flood${flood++}`);
+            expect(store.size).toBeLessThanOrEqual(maxKeys);
+          });
+        },
+      ),
+      { numRuns: 300, seed: SEED },
+    );
+    // The property compared decisions, of banned keys too, not only ran its loops (1539 and 181).
+    expect(compared).toBeGreaterThan(1200);
+    expect(banned).toBeGreaterThan(120);
+  });
+
   it("below the cap, decisions are exactly those of an uncapped store and never approximate", () => {
     fc.assert(
       fc.property(ruleArb, startArb, traceArb({ keys: 4 }), (specs, start, trace) => {
