@@ -104,3 +104,37 @@ describe("strikes of a key read back from the summary", () => {
     });
   }
 });
+
+// The key's own strikes, pushed out with it, must come back with it: a summary cell keeps the
+// strikes of every key joined into it while their spans run. With `after: 3`, V's two strikes
+// (t=10, 20) and a third at t=40 ban it uncapped until 5040; other keys' later single strikes
+// (t=30) joined into V's cells must add to V's, not replace them (the later span alone would
+// read back one strike: V is struck a second time at t=40, not banned, and at t=2100, in a new
+// window, admitted while the uncapped store refuses it).
+describe("strikes a key took before it was pushed out", () => {
+  const WINDOW = { algorithm: "fixed-window", limit: 1, windowMs: 2000 } as const;
+  const THREE = { after: 3, withinMs: 1000, forMs: 5000 };
+  for (const [[name, make], seed] of CASES) {
+    it(`count when it is read back, whatever other keys join into its cells later: ${name} (seed ${seed})`, () => {
+      const clock = new ManualClock(T0);
+      const capped = createLimiter(WINDOW, { store: make(seed), clock, name: "api", ban: THREE });
+      const exact = createLimiter(WINDOW, { store: new MemoryStore(), clock, name: "api", ban: THREE });
+      const at = (t: number, key: string) => {
+        clock.set(T0 + t);
+        const a = capped.tryAcquire(key);
+        const b = exact.tryAcquire(key);
+        expect(a.allowed && !b.allowed, `seed ${seed} t=${t}: ${key} admitted by the capped store only`).toBe(false);
+        return [a, b] as const;
+      };
+      at(0, "V");
+      at(10, "V");
+      at(20, "V");
+      for (let i = 0; i < 400; i++) for (let j = 0; j < 2; j++) at(30, `x${i}`);
+      const [readBack] = at(40, "V");
+      expect(readBack).toMatchObject({ allowed: false, approximate: true });
+      const [late, exactLate] = at(2100, "V");
+      expect(exactLate).toMatchObject({ allowed: false, banned: true });
+      expect(late.allowed, `seed ${seed}`).toBe(false);
+    });
+  }
+});

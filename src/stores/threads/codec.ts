@@ -12,9 +12,10 @@
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
-import type { BanState } from "../../core/ban.ts";
+import type { BanPolicy, BanState } from "../../core/ban.ts";
 import { ConfigError } from "../../core/errors.ts";
 import { banState, type CompiledRule, memberState, type RuleRecord } from "../../core/rule.ts";
+import { joinBan, readBan } from "../compact/summary-codec.ts";
 import { SUMMARY_WORDS } from "./layout.ts";
 
 /** Reads and writes one rule's records and summary cells. */
@@ -252,7 +253,9 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
       o += m.summary.slots;
     });
     const ban = banState(rule, record);
-    if (ban !== undefined) joinBan(cells, o, ban);
+    // Strike counts of overlapping spans add up, as in MemoryStore's cells: a later span must
+    // not replace the strikes of a key joined before it whose span still runs.
+    if (ban !== undefined) joinBan(cells, o, ban, rule.ban as BanPolicy);
   };
   const readCell = (cells: Float64Array, at: number): RuleRecord => {
     let o = at + 1;
@@ -309,25 +312,5 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
     },
     join: joinCell,
     read: readCell,
-  };
-}
-
-/** Joins a ban state: the later ban, and the larger count of the later counting span. */
-function joinBan(cells: Float64Array, at: number, ban: BanState): void {
-  if (!((cells[at + 2] as number) >= ban.until)) cells[at + 2] = ban.until;
-  const since = cells[at] as number;
-  if (Number.isNaN(since) || ban.since > since) {
-    cells[at] = ban.since;
-    cells[at + 1] = ban.n;
-  } else if (ban.since === since && ban.n > (cells[at + 1] as number)) cells[at + 1] = ban.n;
-}
-
-function readBan(cells: Float64Array, at: number): BanState {
-  const since = cells[at] as number;
-  const until = cells[at + 2] as number;
-  return {
-    since: Number.isNaN(since) ? Number.NEGATIVE_INFINITY : since,
-    n: Number.isNaN(since) ? 0 : (cells[at + 1] as number),
-    until: Number.isNaN(until) ? Number.NEGATIVE_INFINITY : until,
   };
 }

@@ -4,8 +4,9 @@
  * dominates every record joined into it; a key reads back its most permissive row, so it can be
  * over-counted, never reset). A cell is a tagged word pointing at an immutable block of the
  * summary pool: a join copies the cell, joins into the copy and swaps the word by
- * compare-and-swap, retrying on a race, so concurrent joins all land (max-joins never lose an
- * input) and a thread that dies mid-join leaves the cell as it was.
+ * compare-and-swap, retrying on a race, so concurrent joins all land (a retried join starts
+ * again from the cell as it then is: none is lost or counted twice) and a thread that dies
+ * mid-join leaves the cell as it was.
  *
  * The pool backs only some rules' cells at once (layout sizing), so blocks of cells that no
  * longer matter come back: when the pool is empty, a join first empties cells whose fresh-at has
