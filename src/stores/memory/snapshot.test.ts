@@ -149,4 +149,32 @@ describe("MemoryStore snapshot / restore", () => {
       expect(() => new MemoryStore().restore(huge)).toThrow(/power-of-two width up to 65536/);
     }
   });
+
+  it("a record read back from the summary keeps its ban state's read-back mode through a restart", () => {
+    // "a" is pushed out by "x", read back and refused at t=10 (a strike of its chain, core/ban.ts);
+    // at t=1005 its cells have emptied and its own record is exact again in the Map tier, still
+    // marked (its chain runs until 1010): the file carries the mark and a restart adopts it.
+    const T = 1_800_000_000_000;
+    const clock = new ManualClock(T);
+    const store = new MemoryStore({ maxKeys: 1 });
+    const spec = { algorithm: "fixed-window", limit: 2, windowMs: 1000 } as const;
+    const ban = { after: 2, withinMs: 1000, forMs: 5000 };
+    const s = new RateLimiterService({ clock, store });
+    s.addRule("fixed", spec, { ban });
+    s.check("fixed", "a", { cost: 2 });
+    s.check("fixed", "x");
+    clock.set(T + 10);
+    expect(s.check("fixed", "a")).toMatchObject({ allowed: false, approximate: true });
+    clock.set(T + 1005);
+    expect(s.check("fixed", "a")).toMatchObject({ allowed: true, remaining: 1 });
+    const text = store.snapshot();
+    expect(text).toContain('"readBack":true');
+    const restored = new MemoryStore({ maxKeys: 1 });
+    expect(restored.restore(text)).toBe(1);
+    const r = new RateLimiterService({ clock, store: restored });
+    r.addRule("fixed", spec, { ban });
+    // Adopted: its unit of this window and its strike at t=10 (a refusal now bans it).
+    expect(r.check("fixed", "a")).toMatchObject({ allowed: true, remaining: 0 });
+    expect(r.check("fixed", "a")).toMatchObject({ allowed: false, banned: true });
+  });
 });

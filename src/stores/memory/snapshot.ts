@@ -137,8 +137,9 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
  * kinds, the same fields, numbers where numbers are. A figure that starts finite (a count, a
  * balance, a buffer position) must be finite and not negative; one that starts at -Infinity
  * (an instant) may be any number but NaN. Arrays that start empty (a sliding log's buffer) may
- * hold numbers or nulls (unused slots). `signed` lets finite figures be negative (a token
- * bucket's balance after a penalty), for records written by our own codec.
+ * hold numbers or nulls (unused slots). An object may also carry a boolean `readBack` (a ban
+ * state's mode, core/ban.ts). `signed` lets finite figures be negative (a token bucket's
+ * balance after a penalty), for records written by our own codec.
  */
 export function sameLayout(template: unknown, value: unknown, signed = false): boolean {
   if (typeof template === "number") {
@@ -154,8 +155,11 @@ export function sameLayout(template: unknown, value: unknown, signed = false): b
     if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
     const keys = Object.keys(template);
     const v = value as Record<string, unknown>;
+    // A ban state read back from a summary carries its mode (core/ban.ts `readBack`), a fresh one not.
+    const marked = !("readBack" in template) && "readBack" in v ? 1 : 0;
+    if (marked === 1 && typeof v.readBack !== "boolean") return false;
     return (
-      Object.keys(v).length === keys.length &&
+      Object.keys(v).length === keys.length + marked &&
       keys.every((k) => sameLayout((template as Record<string, unknown>)[k], v[k], signed))
     );
   }
