@@ -101,9 +101,10 @@ describe("maxKeys never lets a key escape its limit", () => {
       ),
       { numRuns: 300, seed: SEED },
     );
-    // The property compared decisions, of banned keys too, not only ran its loops (1539 and 181).
+    // The property compared decisions, of banned keys too, not only ran its loops (1539 and 181
+    // on this seed; 1418–1617 and 95–168 on seeds 1–8).
     expect(compared).toBeGreaterThan(1200);
-    expect(banned).toBeGreaterThan(120);
+    expect(banned).toBeGreaterThan(60);
   });
 
   it("below the cap, decisions are exactly those of an uncapped store and never approximate", () => {
