@@ -513,9 +513,10 @@ export class MemoryStore implements Store {
     const template = createRecord(rule);
     const t = now(table);
     // The layout first, then what the record decides: a tampered record (a negative count, a
-    // buffer position past its buffer) must not poison decisions.
+    // buffer position past its buffer) must not poison decisions. A token bucket's balance
+    // below zero is not tampering: a penalty wrote it (see `owedAsEmpty`).
     const sane = (record: unknown) => {
-      if (!sameLayout(template, record)) return false;
+      if (!sameLayout(template, owedAsEmpty(rule, record))) return false;
       const d = decideRule(rule, structuredClone(record), t, 1, "peek");
       const figures = [d.remaining, d.retryAfterMs, d.resetMs, d.delayMs];
       return figures.every((x) => !Number.isNaN(x) && x >= 0) && d.remaining <= d.limit;
@@ -939,6 +940,25 @@ function permits(rule: CompiledRule, a: RuleRecord, b: RuleRecord, t: number, co
   if (da.allowed !== db.allowed) return da.allowed;
   if (da.remaining !== db.remaining) return da.remaining > db.remaining;
   return da.retryAfterMs < db.retryAfterMs;
+}
+
+/**
+ * `record` as the restore's layout check reads it: a token bucket's balance below zero is the
+ * store's own state (a penalty takes units whether or not they fit: token-bucket.ts `force`),
+ * read there as an empty bucket; every other figure as it is. A copy, made only for a rule with
+ * a token bucket. (Read as tampering, it dropped the whole table and its sketch on restore.)
+ */
+function owedAsEmpty(rule: CompiledRule, record: unknown): unknown {
+  if (!rule.members.some((m) => m.kind === "token-bucket")) return record;
+  const copy = structuredClone(record);
+  rule.members.forEach((m, i) => {
+    if (m.kind !== "token-bucket") return;
+    const state = rule.bare ? copy : Array.isArray(copy) ? copy[i] : undefined;
+    if (typeof state !== "object" || state === null) return;
+    const b = (state as { b?: unknown }).b;
+    if (typeof b === "number" && Number.isFinite(b) && b < 0) (state as { b: number }).b = 0;
+  });
+  return copy;
 }
 
 /** The current instant of a table's clock (for a reset, which carries no `now`). */

@@ -177,4 +177,40 @@ describe("MemoryStore snapshot / restore", () => {
     expect(r.check("fixed", "a")).toMatchObject({ allowed: true, remaining: 0 });
     expect(r.check("fixed", "a")).toMatchObject({ allowed: false, banned: true });
   });
+
+  it("keeps a token bucket's negative balance (a penalty) and, with it, the rest of the table and its sketch", () => {
+    // A penalty takes units whether or not they fit: a token bucket's balance goes below zero
+    // (token-bucket.ts \`force\`), a state the store itself wrote. The restore's layout check read
+    // that balance as tampering and dropped the whole table: the penalised key, every other key
+    // of the rule and the rule's sketch started fresh after the restart (found by
+    // test/properties/ban-strict-replay.test.ts, seed 507: a composite with a token bucket,
+    // penalised, then restarted, admitted what an uncapped store refused).
+    const T = 1_800_000_000_000;
+    const clock = new ManualClock(T);
+    const store = new MemoryStore({ maxKeys: 2 });
+    const spec = { algorithm: "token-bucket", capacity: 2, refillPerSecond: 1 } as const;
+    const s = new RateLimiterService({ clock, store });
+    s.addRule("bucket", spec);
+    s.check("bucket", "spent", { cost: 2 });
+    s.penalty("bucket", "penalised", { cost: 5 }); // balance 2 - 5 = -3 tokens
+    for (let i = 0; i < 20; i++) s.check("bucket", `flood${i}`, { cost: 2 }); // "spent" goes into the sketch
+    s.check("bucket", "penalised", { cost: 5 }); // ...and back into the Map tier: a stored record
+    clock.set(T + 500); // half a token back: both still refused
+    const before = ["penalised", "spent"].map((k) => s.peek("bucket", k));
+    expect(before.map((d) => d.allowed)).toEqual([false, false]);
+    const text = store.snapshot(clock.now());
+    expect(text).toMatch(/"b":-/);
+    for (const bindFirst of [false, true]) {
+      const restored = new MemoryStore({ maxKeys: 2 });
+      const r = new RateLimiterService({ clock, store: restored });
+      if (bindFirst) r.addRule("bucket", spec);
+      restored.restore(text);
+      if (!bindFirst) r.addRule("bucket", spec);
+      expect(
+        ["penalised", "spent"].map((k) => r.peek("bucket", k).allowed),
+        `bound first: ${bindFirst}`,
+      ).toEqual([false, false]);
+      expect(r.peek("bucket", "penalised")).toMatchObject({ retryAfterMs: before[0]?.retryAfterMs });
+    }
+  });
 });
