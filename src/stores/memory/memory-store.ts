@@ -319,6 +319,9 @@ export class MemoryStore implements Store {
       const restored = this.#pending.get(id);
       if (restored !== undefined) {
         this.#pending.delete(id);
+        // Adopted at the binding's instant: its records and the cells they are summarised into
+        // hold instants of this clock (the system clock's reading would shift every backlog).
+        table.clock = binding.clock;
         this.#adopt(table, restored);
       }
     }
