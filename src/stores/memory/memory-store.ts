@@ -754,8 +754,15 @@ export class MemoryStore implements Store {
       mine.until = ban.until;
       mine.readBack = ban.readBack === true;
     } else if (op === "penalty" || op === "block") {
-      // What the call wrote on the estimate is written on the key's own record too.
+      // What the call wrote on the estimate is written on the key's own record too; a penalty's
+      // units are a backlog on top of the summary's as an admission's are (each maps an instant
+      // x to max(x, now) + cost·T), so they are added to the debt as well.
       decideRule(rule, own, t, cost, op);
+      if (op === "penalty") {
+        rule.members.forEach((m: Algorithm, i) => {
+          if (isRate(m)) approx.rate[2 * i] = (approx.rate[2 * i] as number) + cost * unitMs(m);
+        });
+      }
     } else if (op === "refund") {
       rule.members.forEach((m: Algorithm, i) => {
         m.refund(memberState(rule, own, i), t, cost, at);
