@@ -2,7 +2,8 @@
  * Room in a full bucket, and pinned resets. Both work on a thread's private draft of a bucket
  * (shared-table.ts), so nothing here is visible to other threads until the draft is published.
  *
- * A full bucket first drops this rule's records that are fresh again (nothing to keep), then
+ * A full bucket first drops this rule's records that have been fresh for `RECLAIM_MARGIN_MS`
+ * (summary.ts: a thread whose clock is behind may still count them; nothing to keep), then
  * gives up one entry: that record is joined into its rule's summary first, so no key ever
  * passes its limit. The entry given up is the oldest that is not returning (bucket.ts
  * RETURNING: its key came back after another key arrived in the bucket), so a flood of keys
@@ -22,7 +23,7 @@ import { recordFreshAt } from "../../core/rule.ts";
 import { BUCKET_SLOTS, PINNED, RETURNING, removeEntry, stateAt, tableOfTag } from "../compact/bucket.ts";
 import type { SharedTable } from "../compact/shared-table.ts";
 import type { RuleView } from "./rule-view.ts";
-import type { Summary } from "./summary.ts";
+import { RECLAIM_MARGIN_MS, type Summary } from "./summary.ts";
 
 /** Pinned entries a bucket may hold. */
 export const MAX_PINS = BUCKET_SLOTS / 2;
@@ -72,7 +73,10 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
       tableOfTag(u32[o + 1] as number) === index + 1 &&
       !livePin(ctx, o, index, now) &&
       !liveBlock(ctx, dst, e, index, now) &&
-      recordFreshAt(rule, codec.decode(f64, stateAt(dst, E, e))) <= now
+      // Fresh by a margin, not just at this thread's instant: a thread whose clock is behind
+      // (or that read it before a stall) may still count the record's units; within the margin
+      // the record is summarised like any other victim instead (over-counts, never forgets).
+      recordFreshAt(rule, codec.decode(f64, stateAt(dst, E, e))) + RECLAIM_MARGIN_MS <= now
     ) {
       removeEntry(u32, dst, E, e, count);
       count--;

@@ -33,11 +33,13 @@ import { SummaryFilter } from "./summary-filter.ts";
 /** Blocks a reclaim takes back before it stops (the rest wait for the pool's next empty turn). */
 const RECLAIM_BATCH = 256;
 /**
- * How long past its fresh-at a cell is kept before its block is taken back: threads read their
- * own clocks (a worker's `performance.timeOrigin` differs by a little), and a thread whose clock
- * is behind must not find a cell emptied that it still reads as live.
+ * How long past its fresh-at a cell is kept before its block is taken back (and a table entry
+ * before it is dropped as fresh, room.ts): threads read their own clocks (a worker's
+ * `performance.timeOrigin` differs by a little, and a thread stalled between reading its clock
+ * and deciding decides at an instant behind), and a thread whose clock is behind must not find
+ * state gone that it still reads as live.
  */
-const RECLAIM_MARGIN_MS = 1000;
+export const RECLAIM_MARGIN_MS = 1000;
 /**
  * After a reclaim that found nothing to take back, how long this thread waits before scanning
  * again: under a flood with every cell live, each unplaced check would otherwise pay a scan.
