@@ -22,7 +22,7 @@
 // step back into a dropped record's window on MemoryStore (one thread: only an injected clock
 // steps back). A bounded store cannot keep every state an arbitrarily earlier instant would
 // still count (docs/semantics.md §10, promise 1).
-import { createLimiter, ManualClock, MemoryStore, type Store } from "sluice";
+import { createLimiter, ManualClock, MemoryStore } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
 
@@ -30,7 +30,7 @@ const SPEC = { algorithm: "fixed-window", limit: 1, windowMs: 100 } as const;
 const T0 = 1_800_000_000_000;
 
 /** Runs the trace with the flood at `floodAt` (ms after T0): [capped, uncapped] allowed at t=1010. */
-function stepBack(store: Store, floodAt: number): [boolean, boolean] {
+function stepBack(store: MemoryStore | SharedMemoryStore, floodAt: number): [boolean, boolean] {
   const clock = new ManualClock(T0 + 1000);
   try {
     const capped = createLimiter(SPEC, { clock, store, name: "api" });
