@@ -66,3 +66,18 @@ export function traceArb(opts: { keys?: number; maxCost?: number; maxLength?: nu
 
 /** Start instants: zero, small, and epoch milliseconds (where float rounding is coarser). */
 export const startArb = fc.constantFrom(0, 7, 123_456, 1_760_000_000_000);
+
+/** The same specs with `limit` (or capacity, or burst) set to `limit`: same shape where the algorithm allows. */
+export function withLimit(specs: AlgorithmSpec[], limit: number): AlgorithmSpec[] {
+  return specs.map((s) => {
+    switch (s.algorithm) {
+      case "gcra":
+        return { ...s, limit, periodMs: (s.periodMs / s.limit) * limit, burst: limit };
+      case "token-bucket":
+      case "leaky-bucket":
+        return s; // capacity is part of their shape: a change would start fresh on both stores alike
+      default:
+        return { ...s, limit };
+    }
+  });
+}

@@ -21,23 +21,14 @@
 import { type AlgorithmSpec, type Decision, ManualClock, MemoryStore, RateLimiterService, StoreError } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
+import { mulberry32 } from "../../src/core/seeded-random.ts";
+import { withLimit } from "./arbitraries.ts";
 
 const SEEDS = Number(process.env.STRICT_SEEDS ?? 300);
 const FIRST = Number(process.env.STRICT_FIRST ?? 1);
 const T0 = 1_800_000_000_000;
 /** A cost no member admits (every limit here is at most 5): a refusal that consumes nothing. */
 const STRIKE = 1_000_000;
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function specOf(rnd: () => number, limit: number, windowMs: number, kind: number): AlgorithmSpec {
   switch (kind) {
@@ -58,21 +49,6 @@ function specOf(rnd: () => number, limit: number, windowMs: number, kind: number
         leakPerSecond: [1, 2, 4, 5, 10, 20][Math.floor(rnd() * 6)]!,
       };
   }
-}
-
-/** The same specs with limit `limit` where the shape keeps it (token and leaky buckets keep theirs). */
-function withLimit(specs: AlgorithmSpec[], limit: number): AlgorithmSpec[] {
-  return specs.map((s) => {
-    switch (s.algorithm) {
-      case "gcra":
-        return { ...s, limit, periodMs: (s.periodMs / s.limit) * limit, burst: limit };
-      case "token-bucket":
-      case "leaky-bucket":
-        return s;
-      default:
-        return { ...s, limit };
-    }
-  });
 }
 
 type Ban = { after: number; withinMs: number; forMs: number };

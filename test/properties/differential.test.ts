@@ -8,7 +8,7 @@
 import fc from "fast-check";
 import { type AlgorithmSpec, type Decision, ManualClock, MemoryStore, RateLimiterService } from "sluice";
 import { describe, expect, it } from "vitest";
-import { specArb, startArb } from "./arbitraries.ts";
+import { specArb, startArb, withLimit } from "./arbitraries.ts";
 
 const SEED = Number(process.env.SLUICE_SEED ?? 14_0014);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
@@ -66,21 +66,6 @@ const ruleArb = fc.oneof(
   specArb(true).map((s) => [s] as AlgorithmSpec[]),
   fc.tuple(specArb(true), specArb(true)).map(([a, b]) => [a, b] as AlgorithmSpec[]),
 );
-
-/** The same specs with `limit` (or capacity, or burst) set to `limit`: same shape where the algorithm allows. */
-function withLimit(specs: AlgorithmSpec[], limit: number): AlgorithmSpec[] {
-  return specs.map((s) => {
-    switch (s.algorithm) {
-      case "gcra":
-        return { ...s, limit, periodMs: (s.periodMs / s.limit) * limit, burst: limit };
-      case "token-bucket":
-      case "leaky-bucket":
-        return s; // capacity is part of their shape: a change would start fresh on both stores alike
-      default:
-        return { ...s, limit };
-    }
-  });
-}
 
 describe("differential fuzzer: a capped store never admits what an uncapped store refuses", () => {
   it(`random traces with refunds, resets, limit changes, composites and bans (${RUNS} runs, seed ${SEED})`, () => {

@@ -12,18 +12,8 @@
 import { type AlgorithmSpec, createLimiter, ManualClock, MemoryStore } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
+import { mulberry32 } from "../../src/core/seeded-random.ts";
 import { H } from "../../src/stores/threads/layout.ts";
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function specOf(rnd: () => number): AlgorithmSpec {
   const limit = 1 + Math.floor(rnd() * 5);
