@@ -745,8 +745,8 @@ export class MemoryStore implements Store {
     if (op === "check" && result.allowed) {
       rule.members.forEach((m: Algorithm, i) => {
         m.step(memberState(rule, own, i), t, cost, true);
-        if (isRate(m)) approx.rate[2 * i] = (approx.rate[2 * i] as number) + cost * unitMs(m);
       });
+      oweUnits(rule, approx.rate, cost);
     } else if (op === "check" && ban !== undefined && mine !== undefined) {
       // The denial counted on the estimate's chain (or its end, when it settled) is the key's.
       mine.n = ban.n;
@@ -758,11 +758,7 @@ export class MemoryStore implements Store {
       // units are a backlog on top of the summary's as an admission's are (each maps an instant
       // x to max(x, now) + cost·T), so they are added to the debt as well.
       decideRule(rule, own, t, cost, op);
-      if (op === "penalty") {
-        rule.members.forEach((m: Algorithm, i) => {
-          if (isRate(m)) approx.rate[2 * i] = (approx.rate[2 * i] as number) + cost * unitMs(m);
-        });
-      }
+      if (op === "penalty") oweUnits(rule, approx.rate, cost);
     } else if (op === "refund") {
       rule.members.forEach((m: Algorithm, i) => {
         m.refund(memberState(rule, own, i), t, cost, at);
@@ -953,17 +949,31 @@ function permits(rule: CompiledRule, a: RuleRecord, b: RuleRecord, t: number, co
 }
 
 /**
+ * Adds `cost` units to a read-back key's debt on each rate-based member (`Approx.rate`): the
+ * backlog an admission or a penalty puts on top of the summary's.
+ */
+function oweUnits(rule: CompiledRule, rate: number[], cost: number): void {
+  rule.members.forEach((m: Algorithm, i) => {
+    if (isRate(m)) rate[2 * i] = (rate[2 * i] as number) + cost * unitMs(m);
+  });
+}
+
+/**
  * `record` as the restore's layout check reads it: a token bucket's balance below zero is the
  * store's own state (a penalty takes units whether or not they fit: token-bucket.ts `force`),
  * read there as an empty bucket; every other figure as it is. A copy, made only for a rule with
  * a token bucket. (Read as tampering, it dropped the whole table and its sketch on restore.)
  */
 function owedAsEmpty(rule: CompiledRule, record: unknown): unknown {
-  if (!rule.members.some((m) => m.kind === "token-bucket")) return record;
+  // Not an object: no bucket in it (the layout check refuses it as it is).
+  if (typeof record !== "object" || record === null || !rule.members.some((m) => m.kind === "token-bucket")) {
+    return record;
+  }
   const copy = structuredClone(record);
   rule.members.forEach((m, i) => {
     if (m.kind !== "token-bucket") return;
-    const state = rule.bare ? copy : Array.isArray(copy) ? copy[i] : undefined;
+    // Not yet checked: `memberState` of a malformed record may be anything (the layout check then refuses it).
+    const state: unknown = memberState(rule, copy as RuleRecord, i);
     if (typeof state !== "object" || state === null) return;
     const b = (state as { b?: unknown }).b;
     if (typeof b === "number" && Number.isFinite(b) && b < 0) (state as { b: number }).b = 0;
