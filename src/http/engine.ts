@@ -33,6 +33,7 @@ import {
   compilePolicies,
   HEADER_FORMATS,
   type HeaderFormat,
+  type LegacyReset,
   type PolicySet,
   type SetHeader,
   writeRateLimitHeaders,
@@ -108,7 +109,19 @@ export class Engine<Req, Res = unknown> {
   #lastCharge: Charge = { key: "", cost: Number.NaN, tier: undefined };
 
   /** `adapterKeys`: the options the adapter reads itself; any other unknown key is refused. */
-  constructor(options: RateLimitOptions<Req, Res>, reader: RequestReader<Req>, adapterKeys: readonly string[] = []) {
+  /** How the `legacy` layout writes its reset (the adapter's peer's convention; see `LegacyReset`). */
+  readonly #legacyReset: LegacyReset;
+
+  /**
+   * `adapterKeys`: the options the adapter reads itself; any other unknown key is refused.
+   * `legacyReset`: what `X-RateLimit-Reset` means under `headers: "legacy"` on this framework.
+   */
+  constructor(
+    options: RateLimitOptions<Req, Res>,
+    reader: RequestReader<Req>,
+    adapterKeys: readonly string[] = [],
+    legacyReset: LegacyReset = "epoch",
+  ) {
     if (typeof options !== "object" || options === null) {
       throw new ConfigError("options", `rateLimit options must be an object (got ${describeValue(options)})`, options);
     }
@@ -121,6 +134,7 @@ export class Engine<Req, Res = unknown> {
     this.#deny = compileList("denyList", options.denyList);
     const headers = checkChoice<HeaderFormat | false>(options, "headers", [...HEADER_FORMATS, false], "draft-11");
     this.format = headers === false ? undefined : headers;
+    this.#legacyReset = legacyReset;
     this.#count = checkChoice(options, "count", COUNT_MODES, "all");
     this.countOn = checkChoice(options, "countOn", COUNT_ON, "response");
     const unknownTier = checkChoice<UnknownTierPolicy>(options, "onUnknownTier", ["reject", "base", "throw"], "reject");
@@ -381,7 +395,7 @@ export class Engine<Req, Res = unknown> {
         const names = listNames(taken);
         if (names !== undefined) policies = distinctFrom(policies, names);
       }
-      writeRateLimitHeaders(this.format, policies, decision, counts, this.#now, header);
+      writeRateLimitHeaders(this.format, policies, decision, counts, this.#now, header, this.#legacyReset);
     }
     if (verdict.status !== 200) {
       const retry = retryAfterOf(decision);

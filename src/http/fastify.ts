@@ -70,6 +70,8 @@ function hookFor(
       header: (request, name) => nodeReader.header(request.raw, name),
     },
     adapterKeys,
+    // @fastify/rate-limit's `x-ratelimit-reset` is the seconds left, not an epoch second.
+    "delta",
   );
   const onLimited = options.onLimited;
   // Writes the headers of one reply at a time: `writeHeaders` calls `set`/`get` synchronously,

@@ -8,6 +8,7 @@ import {
   compilePolicies,
   HEADER_FORMATS,
   type HeaderFormat,
+  type LegacyReset,
   partsOf,
   retryAfterSeconds,
   writeRateLimitHeaders,
@@ -15,7 +16,14 @@ import {
 import { policiesFor, windowSeconds } from "./policy.ts";
 import { quotaExceeded, violatedPolicies } from "./problem.ts";
 
-const write = (format: HeaderFormat, names: string | string[], specs: unknown[], d: Decision, counts = true) => {
+const write = (
+  format: HeaderFormat,
+  names: string | string[],
+  specs: unknown[],
+  d: Decision,
+  counts = true,
+  legacyReset: LegacyReset = "epoch",
+) => {
   const set = compilePolicies(
     policiesFor(
       specs.map((s) => validateSpec(s)),
@@ -32,6 +40,7 @@ const write = (format: HeaderFormat, names: string | string[], specs: unknown[],
     (name, value) => {
       out[name] = value;
     },
+    legacyReset,
   );
   return out;
 };
@@ -127,6 +136,13 @@ describe("older layouts report the member with least remaining", () => {
       "X-RateLimit-Limit": "100",
       "X-RateLimit-Remaining": "3",
       "X-RateLimit-Reset": String(Math.ceil((1_000_000_500 + 5000) / 1000)),
+    });
+  });
+  test("legacy with a delta reset (Fastify, Nest): the seconds left, rounded up", () => {
+    expect(write("legacy", "p", [window, daily], d, true, "delta")).toEqual({
+      "X-RateLimit-Limit": "100",
+      "X-RateLimit-Remaining": "3",
+      "X-RateLimit-Reset": "5",
     });
   });
   test("denied: reset covers the composite's retry-after", () => {

@@ -25,6 +25,13 @@ export type HeaderFormat = "draft-11" | "draft-7" | "draft-6" | "legacy";
 /** The layouts, for validation messages. */
 export const HEADER_FORMATS: readonly HeaderFormat[] = ["draft-11", "draft-7", "draft-6", "legacy"];
 
+/**
+ * How the `legacy` layout writes `X-RateLimit-Reset`: an epoch second (express-rate-limit,
+ * koa-ratelimit) or the seconds left (@fastify/rate-limit, @nestjs/throttler). Each adapter
+ * sends what its framework's best-known limiter sends, so a migration keeps the header's meaning.
+ */
+export type LegacyReset = "epoch" | "delta";
+
 /** Sets one response header. */
 export type SetHeader = (name: string, value: string) => void;
 
@@ -120,7 +127,8 @@ function tightest(decision: Decision, count: number): Decision {
 /**
  * Writes the rate-limit headers of `decision` in `format`. `counts` false (the store failed
  * and a fixed policy answered) writes only the policy: its figures would be made up.
- * `nowMs` is used by `legacy` only, whose reset is an absolute time.
+ * `nowMs` is used by `legacy` only, whose reset is an absolute time unless `legacyReset` is
+ * `"delta"` (seconds left, rounded up).
  */
 export function writeRateLimitHeaders(
   format: HeaderFormat,
@@ -129,6 +137,7 @@ export function writeRateLimitHeaders(
   counts: boolean,
   nowMs: () => number,
   header: SetHeader,
+  legacyReset: LegacyReset = "epoch",
 ): void {
   if (format === "draft-11") {
     header("RateLimit-Policy", set.policy11);
@@ -155,6 +164,10 @@ export function writeRateLimitHeaders(
   } else {
     header("X-RateLimit-Limit", String(t.limit));
     header("X-RateLimit-Remaining", String(t.remaining));
+    if (legacyReset === "delta") {
+      header("X-RateLimit-Reset", String(reset));
+      return;
+    }
     // An absolute epoch second, rounded up once (rounding the relative seconds first could add 1 s).
     const resetAt = Math.max(resetMillis(t), decision.allowed ? 0 : resetMillis(decision));
     header("X-RateLimit-Reset", String(Math.ceil((nowMs() + resetAt) / 1000)));

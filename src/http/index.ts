@@ -103,6 +103,7 @@ export {
   compilePolicies,
   HEADER_FORMATS,
   type HeaderFormat,
+  type LegacyReset,
   type PolicySet,
   retryAfterSeconds,
   type SetHeader,

@@ -12,12 +12,16 @@ import { type LimitSpec, type RuleSpec, validateRule } from "../core/spec.ts";
 import type { Store } from "../core/store.ts";
 import { Engine, type RequestReader } from "../http/engine.ts";
 import type { HandleKey, PeekOptions } from "../http/handles.ts";
+import type { LegacyReset } from "../http/headers.ts";
 import { nodeReader } from "../http/node.ts";
 import type { MaybePromise, RateLimitOptions } from "../http/options.ts";
 import type { RateLimiterService } from "../service.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
 import type { RouteLimit, SkippedMembers } from "./decorators.ts";
 import { checkModuleOptions, type LimitOptions, type SluiceModuleOptions } from "./options.ts";
+
+/** @nestjs/throttler's `X-RateLimit-Reset` is the seconds left (its `timeToExpire`). */
+const NEST_LEGACY_RESET: LegacyReset = "delta";
 
 /** The request as Nest hands it over: Express's (a Node request) or Fastify's (`raw` is the Node request). */
 type PlatformRequest = IncomingMessage | { raw: IncomingMessage };
@@ -178,6 +182,8 @@ export class SluiceLimits {
     const engine = new Engine<unknown>(
       { ...this.#shared, ...options, service, rule } as RateLimitOptions<unknown>,
       nestReader,
+      [],
+      NEST_LEGACY_RESET,
     );
     if (!this.#named.has(rule)) this.#named.set(rule, engine);
     return engine;
@@ -218,7 +224,7 @@ export class SluiceLimits {
       name: `nest:${name}`,
     };
     if (this.#clock !== undefined) engineOptions.clock = this.#clock;
-    const engine = new Engine<unknown>(engineOptions, nestReader);
+    const engine = new Engine<unknown>(engineOptions, nestReader, [], NEST_LEGACY_RESET);
     if (!this.#named.has(name)) this.#named.set(name, engine);
     return engine;
   }

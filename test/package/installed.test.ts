@@ -1,12 +1,23 @@
 // The package as a user installs it (SPEC §14): `npm pack`, then `npm install <tarball>` into an
 // empty project, with no devDependency and no optional peer. Everything below runs from that
 // project, never from the repository, so a module only the repository has cannot hide here.
-import { type ChildProcess, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+// The tarball is packed from a fresh checkout with no dist/, as `git clone && npm ci && npm pack`
+// makes it: `prepack` must build the code (a package of 33 files and no code shipped that way).
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, join, posix } from "node:path";
+import { delimiter, dirname, join, posix } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensureBuilt, ROOT } from "../cli/helpers.ts";
+import { ROOT } from "../cli/helpers.ts";
 import { rlsClient } from "../server/envoy-client.ts";
 
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
@@ -97,9 +108,30 @@ function stop(child: ChildProcess): Promise<void> {
   return exited;
 }
 
+/**
+ * A checkout as a fresh clone has it: the repository's files (committed, or new and not ignored:
+ * a developer's uncommitted work is packed too), no dist/, and the repository's node_modules
+ * standing in for `npm ci`.
+ */
+function freshCheckout(dir: string): void {
+  const files = execFileSync("git", ["ls-files", "-co", "--exclude-standard", "-z"], { cwd: ROOT })
+    .toString()
+    .split("\0")
+    .filter((f) => f !== "" && existsSync(join(ROOT, f)));
+  for (const f of files) {
+    mkdirSync(dirname(join(dir, f)), { recursive: true });
+    copyFileSync(join(ROOT, f), join(dir, f));
+  }
+  symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"));
+}
+
 beforeAll(async () => {
-  ensureBuilt();
-  const [info] = JSON.parse(await mustExec("npm", ["pack", "--json", "--pack-destination", tmp], ROOT)) as Array<{
+  const checkout = join(tmp, "checkout");
+  freshCheckout(checkout);
+  expect(existsSync(join(checkout, "dist")), "the checkout starts without dist/").toBe(false);
+  const out = await mustExec("npm", ["pack", "--json", "--pack-destination", tmp], checkout);
+  // `prepack`'s build may print before npm's JSON: the JSON is the last array in the output.
+  const [info] = JSON.parse(out.slice(out.lastIndexOf("\n[") + 1)) as Array<{
     filename: string;
     files: Array<{ path: string }>;
   }>;
