@@ -5,10 +5,16 @@
 // both (it was an epoch second on sluice's side: a client sleeping that many seconds slept for
 // decades). The two plugins read their own clocks, so a reset may differ by the one second a
 // boundary between their two readings can cross.
-import peerRateLimit from "@fastify/rate-limit";
-import Fastify, { type FastifyInstance } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyPluginAsync } from "fastify";
 import { rateLimit } from "sluice/fastify";
 import { afterEach, describe, expect, test } from "vitest";
+
+// Imported by a name the type checker does not follow: @fastify/rate-limit's type declarations
+// augment Fastify's `rateLimit` members, as sluice's do, and one program cannot hold both.
+const PEER = "@fastify/rate-limit";
+const { default: peerRateLimit } = (await import(PEER)) as {
+  default: FastifyPluginAsync<{ max: number; timeWindow: number }>;
+};
 
 const LEGACY = ["x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "retry-after"] as const;
 
