@@ -8,7 +8,7 @@
 
 import { RateLimiter as TokenLimiter } from "limiter";
 import { RateLimiterMemory } from "rate-limiter-flexible";
-import { createLimiter, MemoryStore, systemClock } from "../dist/index.js";
+import { coarseClock, createLimiter, MemoryStore, systemClock } from "../dist/index.js";
 
 const DECISIONS = Number(process.env.BENCH_DECISIONS ?? 1_000_000);
 const KEYS = 100_000;
@@ -22,11 +22,11 @@ const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
  * read the clock, get, refill, spend, and return the same Decision fields (limit, remaining,
  * retry and reset hints), with none of sluice's validation, float-noise guards or expiry.
  */
-function bareMapBucket() {
+function bareMapBucket(read = Date.now) {
   const buckets = new Map();
   const full = CAPACITY * 1000;
   return (key) => {
-    const now = Date.now();
+    const now = read();
     let b = buckets.get(key);
     if (b === undefined) {
       b = { balance: full, at: now };
@@ -61,6 +61,18 @@ function bareMapBucket() {
 
 function sluiceBucket() {
   const limiter = createLimiter({ algorithm: "token-bucket", capacity: CAPACITY, refillPerSecond: RATE });
+  return (key) => limiter.tryAcquire(key);
+}
+
+/** The floor with the clock read taken out: the same bucket on a coarse clock's cached reading. */
+function bareMapCoarse() {
+  const clock = coarseClock();
+  return bareMapBucket(clock.now);
+}
+
+function sluiceCoarse() {
+  const clock = coarseClock();
+  const limiter = createLimiter({ algorithm: "token-bucket", capacity: CAPACITY, refillPerSecond: RATE }, { clock });
   return (key) => limiter.tryAcquire(key);
 }
 
@@ -103,6 +115,8 @@ function flexible() {
 const contenders = [
   ["bare Map token bucket (floor)", bareMapBucket, false],
   ["sluice token-bucket", sluiceBucket, false],
+  ["bare Map token bucket, coarseClock", bareMapCoarse, false],
+  ["sluice token-bucket, coarseClock", sluiceCoarse, false],
   ["sluice token-bucket, maxKeys 10k", sluiceCapped, false],
   ["@fastify/rate-limit LRU 10k", fastifyLru, false],
   ["limiter (TokenBucket per key)", limiterPackage, false],
@@ -165,6 +179,7 @@ function clockCost() {
     ["Date.now()", () => Date.now()],
     ["performance.now()", () => performance.now()],
     ["sluice systemClock.now()", () => systemClock.now()],
+    ["sluice coarseClock().now()", coarseClock().now],
   ];
   const rows = [];
   for (const [name, read] of sources) {
@@ -390,5 +405,8 @@ console.log(
 );
 clockCost();
 await speed();
-await bytesPerKey();
-await flood();
+// BENCH_SPEED_ONLY=1: the clock and per-decision tables only (a minute, not the floods' several).
+if (process.env.BENCH_SPEED_ONLY !== "1") {
+  await bytesPerKey();
+  await flood();
+}

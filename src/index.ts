@@ -7,7 +7,7 @@ export type { Algorithm } from "./algorithms/algorithm.ts";
 export type { Decision, DecisionFailure } from "./algorithms/decision.ts";
 export { algorithmFor } from "./algorithms/index.ts";
 export type { BanPolicy } from "./core/ban.ts";
-export { type Clock, ManualClock, systemClock } from "./core/clock.ts";
+export { type Clock, type CoarseClockOptions, coarseClock, ManualClock, systemClock } from "./core/clock.ts";
 export { combine } from "./core/composite.ts";
 export type { Operation } from "./core/decide-rule.ts";
 export {

@@ -3,6 +3,10 @@
  * receive `now` as a number, so every decision is reproducible with a {@link ManualClock}.
  */
 
+import { describeValue } from "./describe-value.ts";
+import { ArgumentError } from "./errors.ts";
+import { checkOptions } from "./options.ts";
+
 /** A source of time in milliseconds. Every decision reads it exactly once. */
 export interface Clock {
   /** Current time in milliseconds. */
@@ -24,6 +28,59 @@ const monotonic = performance;
 
 /** The default clock: epoch milliseconds (integers) from a monotonic source. */
 export const systemClock: Clock = Object.freeze({ now: () => origin + Math.floor(monotonic.now()) });
+
+/** Options of {@link coarseClock}. */
+export interface CoarseClockOptions {
+  /**
+   * Reads served from one system-clock reading at most (default 1024), so a long synchronous
+   * run (a batch of decisions in one event-loop turn) still sees time move.
+   */
+  maxReads?: number;
+}
+
+/** The default of {@link CoarseClockOptions.maxReads}. */
+const DEFAULT_MAX_READS = 1024;
+
+/**
+ * An opt-in clock for hot paths where reading the time dominates a decision: it reads
+ * {@link systemClock} at most once per event-loop turn and at most once per `maxReads` reads,
+ * and answers every other read from that reading. Staleness bound: a reading is never older than
+ * the current turn's run so far, nor than the last `maxReads - 1` reads; it never runs backwards.
+ * Decisions are then exact at that granularity: requests within one turn are decided at the
+ * instant the turn first read, as if they had all arrived then (a window boundary crossed
+ * mid-turn takes effect on the next turn). A `setImmediate` marks the end of the turn (unref'd,
+ * though an immediate only ever delays an exit by one turn).
+ */
+export function coarseClock(options: CoarseClockOptions = {}): Clock {
+  checkOptions(options, "coarseClock", ["maxReads"]);
+  const maxReads = options.maxReads ?? DEFAULT_MAX_READS;
+  if (!Number.isSafeInteger(maxReads) || maxReads < 1) {
+    throw new ArgumentError(`coarseClock: maxReads must be a positive integer (got ${describeValue(maxReads)})`);
+  }
+  let reading = 0;
+  let left = 0;
+  let turnEnding = false;
+  const endTurn = () => {
+    left = 0;
+    turnEnding = false;
+  };
+  return Object.freeze({
+    now: () => {
+      if (left > 0) {
+        left--;
+        return reading;
+      }
+      // systemClock is monotonic, so a new reading is never behind the one it replaces.
+      reading = systemClock.now();
+      left = maxReads - 1;
+      if (!turnEnding) {
+        turnEnding = true;
+        setImmediate(endTurn).unref();
+      }
+      return reading;
+    },
+  });
+}
 
 /** A high-resolution monotonic reading in ms, for measuring how long something took (not for decisions). */
 export function stopwatch(): number {
