@@ -162,3 +162,28 @@ describe("a chain over a superset of denials bans at least as long as exact coun
     expect(bans).toBeGreaterThan(500);
   });
 });
+
+describe("rate-limiter-flexible's calls settle a read-back record that has gone fresh", () => {
+  // A block on a read-back key whose record is fresh must end read-back mode first: otherwise
+  // the checks refused during the block count as a chain and extend it past the block's end
+  // (a ban the key's exact record never had). [call, the block's ms]: after 2 within 1000 for 5000.
+  const spec = { algorithm: "fixed-window" as const, limit: 1, windowMs: 1000 };
+  it.each(["block", "get", "penalty"] as const)("%s, then checks during a 2 s block", (call) => {
+    const rule = compileRule([spec], policy);
+    const record = createRecord(rule);
+    // One strike at T, read back from a summary; fresh from T + 1000 (the strike's span).
+    Object.assign(banState(rule, record) as BanState, readBack(1, T, -INF));
+    const at = T + 5000;
+    if (call !== "block") decideRule(rule, record, at, 1, call);
+    // `penalty` took the window's unit: the block starts once that window is over.
+    const start = call === "penalty" ? T + 6000 : at;
+    decideRule(rule, record, start, 2000, "block");
+    for (const t of [100, 200, 300, 400]) {
+      expect(decideRule(rule, record, start + t, 1, "check").allowed, `check at +${t}`).toBe(false);
+    }
+    // The block ends at +2000 and nothing else holds the key.
+    const after = decideRule(rule, record, start + 2000, 1, "check");
+    expect(after.allowed).toBe(true);
+    expect((banState(rule, record) as BanState).readBack).not.toBe(true);
+  });
+});
