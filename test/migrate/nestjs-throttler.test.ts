@@ -11,7 +11,8 @@ import { APP_GUARD, NestFactory } from "@nestjs/core";
 import { SkipThrottle, ThrottlerGuard, ThrottlerModule } from "@nestjs/throttler";
 import type { Request } from "express";
 import type { RuleSpec } from "sluice";
-import { SkipRateLimit, SluiceModule } from "sluice/nest";
+import { ConfigError } from "sluice";
+import { SkipRateLimit, SluiceLimits, SluiceModule } from "sluice/nest";
 import { afterEach, describe, expect, test } from "vitest";
 
 const apps: INestApplication[] = [];
@@ -198,5 +199,14 @@ describe("@nestjs/throttler → sluice/nest with throttlerHeaders: true", () => 
     expect(await compare(peer, ours, ["items", "items", "items", "health", "health", "health"])).toEqual([
       200, 200, 429, 200, 200, 200,
     ]);
+  });
+
+  test("throttlerHeaders is a boolean, and not given with `headers`", () => {
+    const spec = { algorithm: "sliding-log", limit: 2, windowMs: 1000 } as const;
+    expect(() => new SluiceLimits({ spec, throttlerHeaders: "yes" as unknown as boolean })).toThrow(
+      /`throttlerHeaders` must be a boolean \(got "yes"\)/,
+    );
+    expect(() => new SluiceLimits({ spec, throttlerHeaders: true, headers: "legacy" })).toThrow(ConfigError);
+    expect(() => new SluiceLimits({ spec, throttlerHeaders: true })).not.toThrow();
   });
 });
