@@ -87,10 +87,13 @@ describe("the docs' TypeScript examples compile under strict", () => {
     const tsc = join(ROOT, "node_modules", "typescript", "bin", "tsc");
     const run = spawnSync(process.execPath, [tsc, "-p", join(DIR, "tsconfig.json")], { cwd: ROOT, encoding: "utf8" });
     // Errors name the block's file and line in the Markdown, not the scratch module.
-    const report = `${run.stdout}${run.stderr}`.replace(/[^\s]*?(\d{3})-[^(\s]*\.mts\((\d+),\d+\)/g, (_m, index, line) => {
-      const b = blocks[Number(index)];
-      return b === undefined ? _m : `${b.file}:${b.line + Number(line)}`;
-    });
+    const report = `${run.stdout}${run.stderr}`.replace(
+      /[^\s]*?(\d{3})-[^(\s]*\.mts\((\d+),\d+\)/g,
+      (_m, index, line) => {
+        const b = blocks[Number(index)];
+        return b === undefined ? _m : `${b.file}:${b.line + Number(line)}`;
+      },
+    );
     expect(run.status === 0 ? "" : report.trim()).toBe("");
   });
 });

@@ -10,8 +10,8 @@ import { once } from "node:events";
 import type { AddressInfo } from "node:net";
 import express, { type RequestHandler } from "express";
 import { rateLimit as peerRateLimit } from "express-rate-limit";
-import type { HeaderFormat } from "sluice/http";
 import { rateLimit } from "sluice/express";
+import type { HeaderFormat } from "sluice/http";
 import { parseList } from "structured-headers";
 import { afterEach, describe, expect, test } from "vitest";
 
