@@ -1,43 +1,44 @@
 #!/usr/bin/env node
-// Builds the API reference (docs/api/, gitignored) from the types with TypeDoc, over every entry
-// point of package.json `exports` (typedoc.json lists them; test/docs/api.test.ts checks the two
-// agree). Warnings are errors: an exported name without a doc comment fails the build.
+// Builds the API reference, docs/api/ (Markdown, committed and shipped in the package), with
+// TypeDoc and typedoc-plugin-markdown over every entry point of package.json `exports`
+// (typedoc.json lists them; test/docs/api.test.ts checks the two agree, and that docs/api is
+// what this script builds now). Modules are named by import path (scripts/typedoc-import-paths.mjs).
+// Warnings are errors: an exported name without a doc comment fails the build.
 //
-// TypeDoc supports TypeScript up to 6.0 and the package builds with TypeScript 7, whose peer
-// range TypeDoc's would conflict with in one npm tree, so TypeDoc lives in tools/typedoc with its
-// own exact versions and lockfile, installed here on first use (`npm ci`, registry access).
+// Offline: everything comes from devDependencies. TypeDoc reads sources through TypeScript's
+// compiler API, which TypeScript 7 (the package's compiler) does not have, so TypeDoc runs on
+// `typescript-for-typedoc` (npm:typescript@6.0.x) through scripts/typedoc-typescript.mjs.
 // Extra arguments go to TypeDoc, e.g. `npm run docs:api -- --out /tmp/api`.
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const tool = join(root, "tools", "typedoc");
-const bin = join(tool, "node_modules", "typedoc", "bin", "typedoc");
-
-/** The installed TypeDoc's version, or undefined when it is missing. */
-function installedVersion() {
-  const manifest = join(tool, "node_modules", "typedoc", "package.json");
-  return existsSync(manifest) ? JSON.parse(readFileSync(manifest, "utf8")).version : undefined;
+const modules = join(root, "node_modules");
+const needed = ["typedoc", "typedoc-plugin-markdown", "typescript-for-typedoc"];
+const missing = needed.filter((name) => !existsSync(join(modules, name, "package.json")));
+if (missing.length > 0) {
+  console.error(
+    `docs:api: missing devDependencies ${missing.join(", ")} (run npm ci; typescript-for-typedoc is npm:typescript@6.0.3)`,
+  );
+  process.exit(1);
 }
 
-const wanted = JSON.parse(readFileSync(join(tool, "package.json"), "utf8")).devDependencies.typedoc;
-if (installedVersion() !== wanted) {
-  const npm = process.platform === "win32" ? "npm.cmd" : "npm";
-  const install = spawnSync(npm, ["ci", "--no-audit", "--no-fund", "--loglevel=error"], {
-    cwd: tool,
-    stdio: "inherit",
-  });
-  if (install.status !== 0) {
-    console.error(`docs:api: could not install TypeDoc ${wanted} in tools/typedoc (npm ci exited ${install.status})`);
-    process.exit(1);
-  }
-}
-
+const args = process.argv.slice(2);
+// A fresh build of the default output: pages of names since removed must not linger.
+if (!args.includes("--out")) rmSync(join(root, "docs", "api"), { recursive: true, force: true });
 const run = spawnSync(
   process.execPath,
-  [bin, "--options", join(root, "typedoc.json"), "--treatWarningsAsErrors", ...process.argv.slice(2)],
+  [
+    "--import",
+    join(root, "scripts", "typedoc-typescript.mjs"),
+    join(modules, "typedoc", "bin", "typedoc"),
+    "--options",
+    join(root, "typedoc.json"),
+    "--treatWarningsAsErrors",
+    ...args,
+  ],
   { cwd: root, stdio: "inherit" },
 );
 process.exit(run.status ?? 1);

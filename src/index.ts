@@ -22,6 +22,7 @@ export {
 } from "./core/errors.ts";
 export type { RuleIdentity } from "./core/identity.ts";
 export type { CompiledRule } from "./core/rule.ts";
+export { shareOf } from "./core/share.ts";
 export {
   ALGORITHMS,
   type AlgorithmName,

@@ -21,6 +21,7 @@ import { RATE_LIMIT_METADATA, type RouteLimit, SKIP_RATE_LIMIT_METADATA, type Sk
 import { RateLimitException } from "./exception.ts";
 import { SluiceLimits } from "./limits.ts";
 import { graphqlExchange, nestCommonIfPresent, nestCore } from "./peers.ts";
+import { writeThrottlerHeaders } from "./throttler-headers.ts";
 
 /** A response that takes headers: Express's `res.header` / Node's `setHeader`, Fastify's `reply.header`. */
 interface HeaderSink {
@@ -101,9 +102,13 @@ export class SluiceGuard implements CanActivate {
     if (verdict === null) return true;
     // Express responses are Node's; Fastify's reply wraps it as `raw`.
     const node = (response.raw ?? response) as ServerResponse;
-    engine.writeHeaders(verdict, setter(response), (name) =>
-      typeof node.getHeader === "function" ? responseHeader(node, name) : undefined,
-    );
+    if (this.#limits.throttlerHeaders && verdict.decision !== undefined) {
+      writeThrottlerHeaders(verdict, setter(response));
+    } else {
+      engine.writeHeaders(verdict, setter(response), (name) =>
+        typeof node.getHeader === "function" ? responseHeader(node, name) : undefined,
+      );
+    }
     const holder = request as { rateLimit?: Decision };
     if (verdict.decision !== undefined) holder.rateLimit = tighter(holder.rateLimit, verdict.decision);
     if (verdict.status === 200) {

@@ -38,6 +38,8 @@ export const nestReader: RequestReader<unknown> = {
 export class SluiceLimits {
   /** The module's `onLimited`, if any. */
   readonly onLimited: SluiceModuleOptions["onLimited"];
+  /** The module's `throttlerHeaders`: @nestjs/throttler's header names and values. */
+  readonly throttlerHeaders: boolean;
   readonly #shared: LimitOptions<unknown>;
   readonly #service: RateLimiterService<Store> | undefined;
   /** Where spec limits keep their state. */
@@ -58,14 +60,25 @@ export class SluiceLimits {
 
   constructor(options: SluiceModuleOptions<never>) {
     checkModuleOptions(options);
-    const { spec, service, rule, store, clock, name, appGuard, onLimited, ...shared } = options;
+    const { spec, service, rule, store, clock, name, appGuard, onLimited, throttlerHeaders, ...shared } = options;
     if (appGuard !== undefined && typeof appGuard !== "boolean") {
       throw new ConfigError("appGuard", `\`appGuard\` must be a boolean (got ${describeValue(appGuard)})`, appGuard);
     }
     if (onLimited !== undefined && typeof onLimited !== "function") {
       throw new ConfigError("onLimited", "`onLimited` must be a function returning the exception to throw", onLimited);
     }
+    if (throttlerHeaders !== undefined && typeof throttlerHeaders !== "boolean") {
+      throw new ConfigError(
+        "throttlerHeaders",
+        `\`throttlerHeaders\` must be a boolean (got ${describeValue(throttlerHeaders)})`,
+        throttlerHeaders,
+      );
+    }
+    if (throttlerHeaders === true && shared.headers !== undefined) {
+      throw new ConfigError("headers", "give either `headers` or `throttlerHeaders: true`, not both", shared.headers);
+    }
     this.onLimited = onLimited;
+    this.throttlerHeaders = throttlerHeaders === true;
     this.#shared = shared;
     this.#service = service;
     this.#store = store ?? service?.store ?? new MemoryStore();

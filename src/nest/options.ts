@@ -37,6 +37,13 @@ export interface SluiceModuleOptions<Req = IncomingMessage> extends RateLimitOpt
    * rate-limit headers and `Retry-After` are already set on the response).
    */
   onLimited?: (context: ExecutionContext, decision: Decision) => Error;
+  /**
+   * Sends @nestjs/throttler's headers instead of `headers`' layout: per member (throttler)
+   * `X-RateLimit-Limit-<name>`, `X-RateLimit-Remaining-<name>`, `X-RateLimit-Reset-<name>`
+   * (seconds left) and `Retry-After-<name>`, no suffix for the member named `default`.
+   * Default `false`.
+   */
+  throttlerHeaders?: boolean;
 }
 
 /** Where a limit comes from: the module (or `@RateLimit`) decides these, not per-limit options. */
@@ -54,6 +61,7 @@ const MODULE_KEYS = new Set([
   "name",
   "appGuard",
   "onLimited",
+  "throttlerHeaders",
 ]);
 
 function checkKeys(what: string, options: unknown, known: ReadonlySet<string>): void {
@@ -62,7 +70,8 @@ function checkKeys(what: string, options: unknown, known: ReadonlySet<string>): 
   }
   for (const key of Object.keys(options)) {
     if (known.has(key)) continue;
-    if (what === "SluiceModule options") checkOptionKeys({ [key]: true }, ["appGuard", "onLimited"]); // its hints
+    if (what === "SluiceModule options")
+      checkOptionKeys({ [key]: true }, ["appGuard", "onLimited", "throttlerHeaders"]); // its hints
     throw new ArgumentError(`${what}: unknown option \`${key}\` (known: ${[...known].join(", ")})`);
   }
 }

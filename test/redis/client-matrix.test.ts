@@ -8,6 +8,10 @@
 //   the cause and the policy, and checks and the deny cache come back by themselves;
 // - Cluster TRYAGAIN (a batch whose keys are half-migrated): every check is decided by Redis,
 //   each counted once.
+// Valkey's clients too: iovalkey (an ioredis fork: the same adapter) and valkey-glide's
+// GlideClient / GlideClusterClient (no pub/sub on a client sluice did not create: its rows run
+// without the deny cache, and check that it is off). Each is skipped, saying so, where the
+// package is not installed.
 import { Cluster, Redis } from "ioredis";
 import { createClient, createCluster } from "redis";
 import { createLimiter, type Decision, ManualClock } from "sluice";
@@ -34,7 +38,35 @@ interface Config {
   name: string;
   standalone(url: string, options: object): Promise<Made>;
   cluster(ports: number[], options: object): Promise<Made>;
+  /** The client holds no subscription: the deny cache stays off (valkey-glide). */
+  noDenyCache?: true;
+  /** Why the row cannot run here (its package is not installed). */
+  missing?: string | undefined;
 }
+
+/** An optional client package, imported by a name the type checker does not follow. */
+async function optional<T>(name: string): Promise<T | undefined> {
+  try {
+    return (await import(name)) as T;
+  } catch {
+    console.warn(`client matrix: ${name} is not installed; its rows are skipped`);
+    return undefined;
+  }
+}
+/** iovalkey: an ioredis fork with its API. */
+const iovalkey = await optional<{ Redis: typeof Redis; Cluster: typeof Cluster }>("iovalkey");
+interface GlideClientLike {
+  close(): void;
+}
+interface GlideFactory {
+  createClient(options: object): Promise<GlideClientLike>;
+}
+/** valkey-glide: Valkey's own client (a native binary). */
+const glide = await optional<{ GlideClient: GlideFactory; GlideClusterClient: GlideFactory }>("@valkey/valkey-glide");
+const hostPort = (url: string) => {
+  const { hostname, port } = new URL(url);
+  return { host: hostname, port: Number(port) };
+};
 
 function keep<T extends { disconnect(): void }>(value: T): T {
   cleanups.push(() => value.disconnect());
@@ -114,6 +146,41 @@ const CONFIGS: Config[] = [
     },
   },
   {
+    name: "iovalkey defaults",
+    missing: iovalkey === undefined ? "iovalkey is not installed" : undefined,
+    standalone: async (url, options) => {
+      const client = keep(new (iovalkey as { Redis: typeof Redis }).Redis(url));
+      client.on("error", () => {});
+      return { store: new RedisStore({ client, ...options }) };
+    },
+    cluster: async (ports, options) => {
+      const client = keep(new (iovalkey as { Cluster: typeof Cluster }).Cluster(clusterSeeds(ports)));
+      client.on("error", () => {});
+      return { store: new RedisStore({ client, ...options }) };
+    },
+  },
+  {
+    name: "valkey-glide GlideClient / GlideClusterClient",
+    missing: glide === undefined ? "@valkey/valkey-glide is not installed" : undefined,
+    noDenyCache: true,
+    standalone: async (url, options) => {
+      const client = await (glide as { GlideClient: GlideFactory }).GlideClient.createClient({
+        addresses: [hostPort(url)],
+        requestTimeout: 2000,
+      });
+      cleanups.push(() => client.close());
+      return { store: new RedisStore({ client: client as unknown as RedisClientLike, ...options }) };
+    },
+    cluster: async (ports, options) => {
+      const client = await (glide as { GlideClusterClient: GlideFactory }).GlideClusterClient.createClient({
+        addresses: ports.map((port) => ({ host: "127.0.0.1", port })),
+        requestTimeout: 2000,
+      });
+      cleanups.push(() => client.close());
+      return { store: new RedisStore({ client: client as unknown as RedisClientLike, ...options }) };
+    },
+  },
+  {
     name: "RedisStore.connect",
     standalone: async (url, options) => {
       const store = await RedisStore.connect({ url, ...options });
@@ -135,8 +202,19 @@ async function scriptCalls(port: number): Promise<number> {
   return calls;
 }
 
-/** Repeats `check` (bounded) until the store's deny cache holds a denial: it went live. */
-async function cacheDenial(store: RedisStore, check: () => Promise<Decision>): Promise<void> {
+/**
+ * Repeats `check` (bounded) until the store's deny cache holds a denial: it went live. With
+ * `off` (a client without pub/sub), checks that the denial is Redis's and the cache stays empty.
+ */
+async function cacheDenial(store: RedisStore, check: () => Promise<Decision>, off = false): Promise<void> {
+  if (off) {
+    for (let i = 0; i < 3; i++) {
+      const d = await check();
+      expect([d.allowed, d.failure], "denied by Redis").toEqual([false, undefined]);
+    }
+    expect(store.cachedDenials, "no deny cache without pub/sub").toBe(0);
+    return;
+  }
   for (const waiting = within(); waiting() && store.cachedDenials === 0; ) {
     const d = await check();
     expect(d.allowed).toBe(false);
@@ -168,49 +246,54 @@ describe.skipIf(!canStart)("Redis client matrix: standalone", () => {
   });
 
   for (const config of CONFIGS) {
-    it(`${config.name}: the deny cache goes live; a Redis outage is answered by policy, said once, and recovered from`, async () => {
-      const prefix = uniquePrefix("matrix");
-      const warnings = failureWarnings(prefix);
-      // timeoutMs is a work-based bound, not a speed claim: a first check that connects a lazy
-      // client, on a machine running two test suites at once, must not be cut off by it.
-      const { store } = await config.standalone(server.url, { prefix, timeoutMs: 3_000, breaker: false });
-      cleanups.push(() => store.close());
-      const clock = new ManualClock(1_800_000_000_000);
-      const limiter = createLimiter(SPEC, { store, clock, name: "api" });
-      // Decided by Redis from the first check, whatever the client's connection state.
-      for (let i = 0; i < 3; i++) expect(await limiter.tryAcquire("abuser")).toMatchObject({ allowed: true });
-      await cacheDenial(store, () => limiter.tryAcquire("abuser"));
-      const before = await scriptCalls(server.port);
-      const repeats = await Promise.all(Array.from({ length: 200 }, () => limiter.tryAcquire("abuser")));
-      expect(repeats.every((d) => !d.allowed && d.failure === undefined)).toBe(true);
-      expect((await scriptCalls(server.port)) - before).toBeLessThanOrEqual(2);
+    it.skipIf(config.missing !== undefined)(
+      `${config.name}: ${config.noDenyCache ? "the deny cache stays off" : "the deny cache goes live"}; a Redis outage is answered by policy, said once, and recovered from`,
+      async () => {
+        const prefix = uniquePrefix("matrix");
+        const warnings = failureWarnings(prefix);
+        // timeoutMs is a work-based bound, not a speed claim: a first check that connects a lazy
+        // client, on a machine running two test suites at once, must not be cut off by it.
+        const { store } = await config.standalone(server.url, { prefix, timeoutMs: 3_000, breaker: false });
+        cleanups.push(() => store.close());
+        const clock = new ManualClock(1_800_000_000_000);
+        const limiter = createLimiter(SPEC, { store, clock, name: "api" });
+        // Decided by Redis from the first check, whatever the client's connection state.
+        for (let i = 0; i < 3; i++) expect(await limiter.tryAcquire("abuser")).toMatchObject({ allowed: true });
+        await cacheDenial(store, () => limiter.tryAcquire("abuser"), config.noDenyCache);
+        const before = await scriptCalls(server.port);
+        const repeats = await Promise.all(Array.from({ length: 200 }, () => limiter.tryAcquire("abuser")));
+        expect(repeats.every((d) => !d.allowed && d.failure === undefined)).toBe(true);
+        if (config.noDenyCache) expect((await scriptCalls(server.port)) - before).toBeGreaterThan(0);
+        else expect((await scriptCalls(server.port)) - before).toBeLessThanOrEqual(2);
 
-      // The outage: every check answered by the "deny" policy, one warning for all of them.
-      await server.stop();
-      const during: Decision[] = [];
-      for (let i = 0; i < 5; i++) during.push(await limiter.tryAcquire(`user-${i}`));
-      expect(during.map((d) => [d.allowed, d.failure?.policy])).toEqual(during.map(() => [false, "deny"]));
-      expect(warnings.length).toBe(1);
-      expect(warnings[0]).toContain(`RedisStore (prefix "${prefix}") failed: `);
-      expect(warnings[0]).toMatch(
-        /answered by onError "deny" \(denied with retryAfterMs 1000, `decision.failure` set\)\. This warning is emitted once per store\.$/,
-      );
+        // The outage: every check answered by the "deny" policy, one warning for all of them.
+        await server.stop();
+        const during: Decision[] = [];
+        for (let i = 0; i < 5; i++) during.push(await limiter.tryAcquire(`user-${i}`));
+        expect(during.map((d) => [d.allowed, d.failure?.policy])).toEqual(during.map(() => [false, "deny"]));
+        expect(warnings.length).toBe(1);
+        expect(warnings[0]).toContain(`RedisStore (prefix "${prefix}") failed: `);
+        expect(warnings[0]).toMatch(
+          /answered by onError "deny" \(denied with retryAfterMs 1000, `decision.failure` set\)\. This warning is emitted once per store\.$/,
+        );
 
-      // Back on the same port (empty: no persistence): checks are decided by Redis again, and
-      // the deny cache is live again, by themselves.
-      await server.start();
-      let back: Decision | undefined;
-      for (let i = 0; i < 400; i++) {
-        back = await limiter.tryAcquire("after");
-        if (back.failure === undefined) break;
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      expect(back).toMatchObject({ allowed: true, remaining: 2 });
-      expect(back?.failure).toBeUndefined();
-      for (let i = 0; i < 2; i++) await limiter.tryAcquire("after");
-      await cacheDenial(store, () => limiter.tryAcquire("after"));
-      expect(warnings.length).toBe(1);
-    }, 60_000);
+        // Back on the same port (empty: no persistence): checks are decided by Redis again, and
+        // the deny cache is live again, by themselves.
+        await server.start();
+        let back: Decision | undefined;
+        for (let i = 0; i < 400; i++) {
+          back = await limiter.tryAcquire("after");
+          if (back.failure === undefined) break;
+          await new Promise((r) => setTimeout(r, 25));
+        }
+        expect(back).toMatchObject({ allowed: true, remaining: 2 });
+        expect(back?.failure).toBeUndefined();
+        for (let i = 0; i < 2; i++) await limiter.tryAcquire("after");
+        await cacheDenial(store, () => limiter.tryAcquire("after"), config.noDenyCache);
+        expect(warnings.length).toBe(1);
+      },
+      60_000,
+    );
   }
 });
 
@@ -233,71 +316,75 @@ describe.skipIf(!canStart)("Redis client matrix: Cluster", () => {
     Number(/errorstat_TRYAGAIN:count=(\d+)/.exec((await rawCommand(port, "INFO errorstats")) ?? "")?.[1] ?? 0);
 
   for (const config of CONFIGS) {
-    it(`${config.name}: the deny cache goes live; a batch over a half-migrated slot (TRYAGAIN) is decided, each check counted once`, async () => {
-      const prefix = uniquePrefix("matrix-cluster");
-      const { store } = await config.cluster(cluster.ports, { prefix, timeoutMs: 2000 });
-      cleanups.push(() => store.close());
-      const clock = new ManualClock(1_800_000_000_000);
-      const ids: string[] = [];
-      const limiter = createLimiter(SPEC, { store: recordingStore(store, ids), clock, name: "api" });
+    it.skipIf(config.missing !== undefined)(
+      `${config.name}: ${config.noDenyCache ? "the deny cache stays off" : "the deny cache goes live"}; a batch over a half-migrated slot (TRYAGAIN) is decided, each check counted once`,
+      async () => {
+        const prefix = uniquePrefix("matrix-cluster");
+        const { store } = await config.cluster(cluster.ports, { prefix, timeoutMs: 2000 });
+        cleanups.push(() => store.close());
+        const clock = new ManualClock(1_800_000_000_000);
+        const ids: string[] = [];
+        const limiter = createLimiter(SPEC, { store: recordingStore(store, ids), clock, name: "api" });
 
-      for (let i = 0; i < 3; i++) expect(await limiter.tryAcquire("abuser")).toMatchObject({ allowed: true });
-      await cacheDenial(store, () => limiter.tryAcquire("abuser"));
+        for (let i = 0; i < 3; i++) expect(await limiter.tryAcquire("abuser")).toMatchObject({ allowed: true });
+        await cacheDenial(store, () => limiter.tryAcquire("abuser"), config.noDenyCache);
 
-      // Two keys whose checks share one slot: one migrated to another master, one not yet.
-      const id = ids[0] as string;
-      const target = slotFor(id, "m0");
-      const keys = ["m0"];
-      for (let i = 1; keys.length < 2; i++) if (slotFor(id, `m${i}`) === target) keys.push(`m${i}`);
-      for (const key of keys) expect(await limiter.tryAcquire(key)).toMatchObject({ allowed: true, remaining: 2 });
-      const masters = admin.nodes("master");
-      // The owner now (an earlier configuration may have moved this slot already).
-      const ranges = (await (masters[0] as Redis).cluster("SLOTS")) as unknown as Array<
-        [number, number, [string, number]]
-      >;
-      const range = ranges.find(([start, end]) => start <= target && target <= end);
-      const source = masters.find((m) => m.options.port === range?.[2][1]) as Redis;
-      const dest = masters.find((m) => m !== source) as Redis;
-      const sourceId = (await source.cluster("MYID")) as string;
-      const destId = (await dest.cluster("MYID")) as string;
-      const ours = ((await source.cluster("GETKEYSINSLOT", target, 1000)) as string[]).filter((k) =>
-        k.startsWith(prefix),
-      );
-      expect(ours.length).toBe(2);
-      const [moved, stays] = ours;
-      expect(stays).toBeDefined();
-      const tryAgainBefore = await tryAgains(source.options.port as number);
-      await dest.cluster("SETSLOT", target, "IMPORTING", sourceId);
-      await source.cluster("SETSLOT", target, "MIGRATING", destId);
-      await source.migrate(
-        dest.options.host as string,
-        dest.options.port as number,
-        "",
-        0,
-        5000,
-        "KEYS",
-        moved as string,
-      );
-      // Both checks in one tick: one batch, one script call over both keys, refused with TRYAGAIN.
-      const batch = Promise.all(keys.map((key) => limiter.tryAcquire(key)));
-      for (let i = 0; i < 400 && (await tryAgains(source.options.port as number)) === tryAgainBefore; i++) {
-        await new Promise((r) => setTimeout(r, 5));
-      }
-      expect(await tryAgains(source.options.port as number)).toBeGreaterThan(tryAgainBefore);
-      // Finish the migration (a client retrying TRYAGAIN itself succeeds once the slot has moved).
-      for (;;) {
-        const left = (await source.cluster("GETKEYSINSLOT", target, 100)) as string[];
-        if (left.length === 0) break;
-        await source.migrate(dest.options.host as string, dest.options.port as number, "", 0, 5000, "KEYS", ...left);
-      }
-      for (const m of masters) await m.cluster("SETSLOT", target, "NODE", destId);
-      const decided = await batch;
-      expect(decided.map((d) => [d.allowed, d.remaining, d.failure])).toEqual([
-        [true, 1, undefined],
-        [true, 1, undefined],
-      ]);
-      // Counted once each: the next check of each key leaves 0.
-      for (const key of keys) expect(await limiter.tryAcquire(key)).toMatchObject({ allowed: true, remaining: 0 });
-    }, 60_000);
+        // Two keys whose checks share one slot: one migrated to another master, one not yet.
+        const id = ids[0] as string;
+        const target = slotFor(id, "m0");
+        const keys = ["m0"];
+        for (let i = 1; keys.length < 2; i++) if (slotFor(id, `m${i}`) === target) keys.push(`m${i}`);
+        for (const key of keys) expect(await limiter.tryAcquire(key)).toMatchObject({ allowed: true, remaining: 2 });
+        const masters = admin.nodes("master");
+        // The owner now (an earlier configuration may have moved this slot already).
+        const ranges = (await (masters[0] as Redis).cluster("SLOTS")) as unknown as Array<
+          [number, number, [string, number]]
+        >;
+        const range = ranges.find(([start, end]) => start <= target && target <= end);
+        const source = masters.find((m) => m.options.port === range?.[2][1]) as Redis;
+        const dest = masters.find((m) => m !== source) as Redis;
+        const sourceId = (await source.cluster("MYID")) as string;
+        const destId = (await dest.cluster("MYID")) as string;
+        const ours = ((await source.cluster("GETKEYSINSLOT", target, 1000)) as string[]).filter((k) =>
+          k.startsWith(prefix),
+        );
+        expect(ours.length).toBe(2);
+        const [moved, stays] = ours;
+        expect(stays).toBeDefined();
+        const tryAgainBefore = await tryAgains(source.options.port as number);
+        await dest.cluster("SETSLOT", target, "IMPORTING", sourceId);
+        await source.cluster("SETSLOT", target, "MIGRATING", destId);
+        await source.migrate(
+          dest.options.host as string,
+          dest.options.port as number,
+          "",
+          0,
+          5000,
+          "KEYS",
+          moved as string,
+        );
+        // Both checks in one tick: one batch, one script call over both keys, refused with TRYAGAIN.
+        const batch = Promise.all(keys.map((key) => limiter.tryAcquire(key)));
+        for (let i = 0; i < 400 && (await tryAgains(source.options.port as number)) === tryAgainBefore; i++) {
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        expect(await tryAgains(source.options.port as number)).toBeGreaterThan(tryAgainBefore);
+        // Finish the migration (a client retrying TRYAGAIN itself succeeds once the slot has moved).
+        for (;;) {
+          const left = (await source.cluster("GETKEYSINSLOT", target, 100)) as string[];
+          if (left.length === 0) break;
+          await source.migrate(dest.options.host as string, dest.options.port as number, "", 0, 5000, "KEYS", ...left);
+        }
+        for (const m of masters) await m.cluster("SETSLOT", target, "NODE", destId);
+        const decided = await batch;
+        expect(decided.map((d) => [d.allowed, d.remaining, d.failure])).toEqual([
+          [true, 1, undefined],
+          [true, 1, undefined],
+        ]);
+        // Counted once each: the next check of each key leaves 0.
+        for (const key of keys) expect(await limiter.tryAcquire(key)).toMatchObject({ allowed: true, remaining: 0 });
+      },
+      60_000,
+    );
   }
 });

@@ -31,7 +31,7 @@ class HttpLike {
 describe("clients RedisStore refuses at construction", () => {
   it("a client with commands but no connection, naming it and what to pass instead", () => {
     expect(() => new RedisStore({ client: new HttpLike() as never })).toThrow(
-      /`client` \(HttpLike\) sends commands but is neither ioredis nor node-redis: it has no duplicate\(\).*report its connection\. Pass an ioredis `Redis`\/`Cluster` or a node-redis `createClient\(\)`\/`createCluster\(\)` client, or let sluice build one with `await RedisStore\.connect\(url\)`, or an `@upstash\/redis` `Redis`\./,
+      /`client` \(HttpLike\) sends commands but is neither ioredis nor node-redis: it has no duplicate\(\).*report its connection\. Pass an ioredis \(or iovalkey\) `Redis`\/`Cluster`, a node-redis `createClient\(\)`\/`createCluster\(\)` client or a valkey-glide `GlideClient`\/`GlideClusterClient`, or let sluice build one with `await RedisStore\.connect\(url\)`, or an `@upstash\/redis` `Redis`\./,
     );
   });
 

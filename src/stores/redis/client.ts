@@ -1,11 +1,13 @@
 /**
  * Client adapters. sluice needs a handful of commands (EVALSHA, EVAL, DEL, PUBLISH, and a
  * subscription for the deny cache), so it accepts any client that can send them: ioredis
- * (`Redis` or `Cluster`) or node-redis (`createClient` or `createCluster`), told apart once, at
+ * (`Redis` or `Cluster`; iovalkey is the same), node-redis (`createClient` or `createCluster`),
+ * valkey-glide (`GlideClient`, `GlideClusterClient`) or @upstash/redis, told apart once, at
  * construction. Each adapter also says which node serves a Cluster slot (for per-node
  * breakers) and which of the client's options could deliver a command late.
  */
 import { ArgumentError } from "../../core/errors.ts";
+import { type GlideLike, glideCommands, isGlide } from "./glide-commands.ts";
 import { ioredisCommands } from "./ioredis-commands.ts";
 import { nodeRedisCommands } from "./node-redis-commands.ts";
 import { isUpstash, type UpstashLike, upstashCommands } from "./upstash-commands.ts";
@@ -29,7 +31,7 @@ export interface NodeRedisLike {
 }
 
 /** Any client `RedisStore` accepts. */
-export type RedisClientLike = IoredisLike | NodeRedisLike | UpstashLike;
+export type RedisClientLike = IoredisLike | NodeRedisLike | UpstashLike | GlideLike;
 
 /** A live subscription to one channel. */
 export interface Subscription {
@@ -46,6 +48,8 @@ export interface RedisCommands {
   readonly cluster: boolean;
   /** `false` when the client cannot hold a subscription (REST): the deny cache stays off. */
   readonly subscribes?: boolean;
+  /** Why it cannot subscribe (with `subscribes: false`), for the error refusing an explicit `denyCache`. */
+  readonly noSubscription?: string;
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
   del(keys: string[]): Promise<unknown>;
@@ -78,7 +82,7 @@ function describeClient(c: unknown): string {
 
 /** What to pass instead, said by every refusal. */
 const WHAT_TO_PASS =
-  "Pass an ioredis `Redis`/`Cluster` or a node-redis `createClient()`/`createCluster()` client, or let sluice build one with `await RedisStore.connect(url)`";
+  "Pass an ioredis (or iovalkey) `Redis`/`Cluster`, a node-redis `createClient()`/`createCluster()` client or a valkey-glide `GlideClient`/`GlideClusterClient`, or let sluice build one with `await RedisStore.connect(url)`";
 
 /** Wraps `client`, or throws ArgumentError naming what was received and what to pass instead. */
 export function adaptClient(client: unknown): RedisCommands {
@@ -88,6 +92,7 @@ export function adaptClient(client: unknown): RedisCommands {
   }
   // Before ioredis: an @upstash/redis `Redis` has `evalsha` and `del` too, but speaks REST.
   if (isUpstash(c)) return upstashCommands(c);
+  if (isGlide(c)) return glideCommands(c);
   const has = (name: string) => typeof c[name] === "function";
   if (has("sendCommand") && has("evalSha") && has("duplicate") && has("connect")) return nodeRedisCommands(c);
   // ioredis: the commands, plus what the deny cache needs (a duplicate connection, its events).

@@ -9,5 +9,6 @@ export { STORE_FAILURE_WARNING } from "../remote/failure-warning.ts";
 export type { IoredisLike, NodeRedisLike, RedisClientLike } from "./client.ts";
 export type { RedisConnectOptions } from "./connect.ts";
 export type { DenyCacheOptions } from "./deny-cache.ts";
+export type { GlideLike } from "./glide-commands.ts";
 export { RedisStore, type RedisStoreOptions } from "./redis-store.ts";
 export type { UpstashLike, UpstashRequester } from "./upstash-commands.ts";

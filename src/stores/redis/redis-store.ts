@@ -153,7 +153,7 @@ export class RedisStore implements Store {
       // Asked for explicitly: say it cannot be had rather than run without it unnoticed.
       if (options.denyCache !== undefined) {
         throw new ArgumentError(
-          "`denyCache` needs a client that can subscribe to pub/sub; @upstash/redis (REST) cannot: leave `denyCache` unset or false",
+          `\`denyCache\` needs a client that can subscribe to pub/sub; ${commands.noSubscription ?? "this client cannot"}: leave \`denyCache\` unset or false`,
         );
       }
       entries = 0;

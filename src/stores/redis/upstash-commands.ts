@@ -41,6 +41,7 @@ export function upstashCommands(c: Record<string, unknown>): RedisCommands {
     // Upstash serves a database behind one endpoint; its keys need not share a slot.
     cluster: false,
     subscribes: false,
+    noSubscription: "@upstash/redis (REST) cannot",
     evalsha: (sha, keys, args) => send(["EVALSHA", sha, String(keys.length), ...keys, ...args]),
     eval: (source, keys, args) => send(["EVAL", source, String(keys.length), ...keys, ...args]),
     del: (keys) => send(["DEL", ...keys]),

@@ -49,6 +49,26 @@ describe("the one failure policy", () => {
     expect(await policy.decide("k", 1, TODAY, "check", error)).toMatchObject({ allowed: true, remaining: 2 });
   });
 
+  it("{ fallback, instances } enforces this process's share: 3 and 5 over 2 instances are 1 and 2", async () => {
+    const share = rulePolicy({ fallback: new MemoryStore(), instances: 2 }, binding("r"));
+    const seen = [];
+    for (let i = 0; i < 3; i++) seen.push(await share.decide("k", 1, TODAY, "check", error));
+    expect(seen.map((d) => [d.allowed, d.limit, d.remaining, d.failure?.policy])).toEqual([
+      [true, 1, 0, "fallback"],
+      [false, 1, 0, "fallback"],
+      [false, 1, 0, "fallback"],
+    ]);
+    // instances: 1 is the whole limit, as without it.
+    const whole = rulePolicy({ fallback: new MemoryStore(), instances: 1 }, binding("r"));
+    expect(await whole.decide("k", 1, TODAY, "check", error)).toMatchObject({ allowed: true, remaining: 2 });
+    expect(() => checkOnError({ fallback: new MemoryStore(), instances: 0 })).toThrow(
+      /`onError.instances` must be a positive integer \(got 0\)/,
+    );
+    expect(() => checkOnError({ fallback: new MemoryStore(), share: 2 })).toThrow(
+      /unknown `onError` option `share` \(expected fallback, instances\)/,
+    );
+  });
+
   it("a shared fallback Limiter is forgotten on reset even by a rule that never failed", async () => {
     const clock = new ManualClock(TODAY);
     const shared = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 60_000 }, { clock });

@@ -16,6 +16,8 @@ import { type Decision, decision } from "../../algorithms/decision.ts";
 import { markFreshAnswer, type Operation } from "../../core/decide-rule.ts";
 import { describeValue } from "../../core/describe-value.ts";
 import { ArgumentError, type StoreError } from "../../core/errors.ts";
+import { compileRule } from "../../core/rule.ts";
+import { checkInstances, shareOf } from "../../core/share.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 
 /** A fixed policy: `"deny"` (the default), `"allow"` or `"throw"`. */
@@ -43,6 +45,13 @@ export function isFixedPolicy(value: unknown): value is FixedPolicy {
 export interface FallbackOption {
   /** Bound to each rule on its first failure; asked with the same key, cost and `now`. */
   fallback: Store;
+  /**
+   * How many processes share the limit: the fallback then enforces this process's share
+   * (`shareOf(spec, instances)`: counts divided, rounded down, at least 1; rates divided), so
+   * the fleet together stays within the limit while the remote store is down. Default 1: the
+   * whole limit in every process.
+   */
+  instances?: number;
 }
 
 /** What a fallback limiter must offer: a sluice `Limiter` fits (described by shape, see above). */
@@ -92,9 +101,12 @@ export function checkOnError<R>(onError: unknown, storeFallback = true): OnError
   if (isFixedPolicy(onError) || typeof onError === "function" || isLimiter(onError)) return onError as OnError<R>;
   if (storeFallback && typeof onError === "object" && onError !== null && "fallback" in onError) {
     for (const key of Object.keys(onError)) {
-      if (key !== "fallback") throw new ArgumentError(`unknown \`onError\` option \`${key}\` (expected fallback)`);
+      if (key !== "fallback" && key !== "instances") {
+        throw new ArgumentError(`unknown \`onError\` option \`${key}\` (expected fallback, instances)`);
+      }
     }
-    const { fallback } = onError as { fallback: unknown };
+    const { fallback, instances } = onError as { fallback: unknown; instances?: unknown };
+    if (instances !== undefined) checkInstances(instances, "onError.instances");
     if (!isStore(fallback)) {
       throw new ArgumentError(`\`onError.fallback\` must be a Store such as a MemoryStore (got ${String(fallback)})`);
     }
@@ -113,7 +125,11 @@ export function describePolicy(onError: OnError<never>): string {
   if (onError === "throw") return `onError "throw" (each check rejects with a StoreError)`;
   if (typeof onError === "function")
     return "onError: the fallback limiter its function builds per rule (`decision.failure` set)";
-  if ("fallback" in onError) return "onError: { fallback } (the fallback store decides, `decision.failure` set)";
+  if ("fallback" in onError) {
+    const share =
+      onError.instances === undefined || onError.instances === 1 ? "" : `, this process's 1/${onError.instances} share`;
+    return `onError: { fallback } (the fallback store decides${share}, \`decision.failure\` set)`;
+  }
   return "onError: the fallback limiter given (`decision.failure` set)";
 }
 
@@ -163,8 +179,8 @@ export interface PolicyTarget<R> {
   readonly rule: R;
   /** The limit a fixed answer reports (read at each failure: the client learns it from answers). */
   limit(): number;
-  /** Binds a `{ fallback }` store to this rule (stores only; the client refuses that form). */
-  bind?(store: Store): BoundRule;
+  /** Binds a `{ fallback }` store to this rule, or to its share of `instances` (stores only; the client refuses that form). */
+  bind?(store: Store, instances: number): BoundRule;
   /** Hears every failure before the policy answers (the once-only warning). */
   onFailure?(error: StoreError): void;
 }
@@ -179,8 +195,10 @@ export function failurePolicy<R>(onError: OnError<R>, target: PolicyTarget<R>): 
   const fallback = (): BoundRule => {
     if (bound !== undefined) return bound;
     if (typeof onError === "function") bound = limiterRule(onError(target.rule));
-    else if (target.bind !== undefined) bound = target.bind((onError as FallbackOption).fallback);
-    else throw new ArgumentError("`onError: { fallback }` needs a store that can bind a rule");
+    else if (target.bind !== undefined) {
+      const { fallback: store, instances = 1 } = onError as FallbackOption;
+      bound = target.bind(store, instances);
+    } else throw new ArgumentError("`onError: { fallback }` needs a store that can bind a rule");
     return bound;
   };
   return {
@@ -207,5 +225,12 @@ export function rulePolicy(
   onFailure: (error: StoreError) => void = () => undefined,
 ): FailurePolicy {
   const limit = Math.min(...rule.rule.members.map((a) => a.limit));
-  return failurePolicy(onError, { rule, limit: () => limit, bind: (store) => store.bind(rule), onFailure });
+  const bind = (store: Store, instances: number) => store.bind(instances === 1 ? rule : shareBinding(rule, instances));
+  return failurePolicy(onError, { rule, limit: () => limit, bind, onFailure });
+}
+
+/** `rule` limited to one of `instances` processes' share, under an id of its own. */
+function shareBinding(rule: RuleBinding, instances: number): RuleBinding {
+  const members = rule.rule.members.map((member) => shareOf(member.spec, instances));
+  return { ...rule, id: `${rule.id}|share/${instances}`, rule: compileRule(members, rule.rule.ban) };
 }
