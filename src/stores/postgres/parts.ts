@@ -1,5 +1,7 @@
 /** What every rule bound to one PostgresStore shares with it. */
 import type { Clock, OnError, StoreError } from "../author/index.ts";
+import type { DatabaseClock } from "./database-clock.ts";
+import type { KnownRows } from "./known-rows.ts";
 import type { KeyQueue } from "./lease.ts";
 import type { PoolLike } from "./pool.ts";
 import type { TableSql } from "./table.ts";
@@ -15,6 +17,10 @@ export interface StoreParts {
   readonly onError: OnError;
   /** Hears every failure (the store's once-only warning). */
   readonly onFailure: (error: StoreError) => void;
+  /** The database's clock, as statements report it. */
+  readonly databaseClock: DatabaseClock;
+  /** Recent keys' rows as last seen. */
+  readonly known: KnownRows;
   /** One call per key at a time in this process. */
   readonly queue: KeyQueue;
   /** Resolves once the table exists (created on first use unless `createTable: false`). */

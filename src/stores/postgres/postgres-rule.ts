@@ -1,15 +1,19 @@
 /**
- * One rule bound to a PostgresStore. A call reads the key's row, decides with `decideRule` (or
- * `decideBlocked` while a block runs) on this process's CPU, and writes the result back with a
- * compare-and-set on the row's version, in one statement: an INSERT that does nothing if the
- * row appeared meanwhile, or an UPDATE / DELETE `WHERE version = <read>`. A write another
- * process won is noticed by its row count, and the call decides again on what that process
- * wrote, up to `maxRetries` times (then a StoreError, answered by `onError`). Calls on one key
+ * One rule bound to a PostgresStore. A call decides with `decideRule` (or `decideBlocked` while
+ * a block runs) on this process's CPU and writes the result back with a compare-and-set on the
+ * row's version, in one statement: an INSERT that does nothing if the row exists, or an UPDATE /
+ * DELETE `WHERE version = <seen>`. A write another process won is noticed by the statement's
+ * answer, and the call decides again on what that process wrote, up to `maxRetries` times (then a StoreError, answered by `onError`). Calls on one key
  * in this process go one at a time (KeyQueue), so retries only ever race other processes.
  *
+ * Every statement also answers the row as it saw it and the database's time, so a lost
+ * compare-and-set needs no second statement to learn what to decide on (table.ts). A call
+ * starts from the row as this process last saw it (known-rows.ts): a key this process wrote
+ * last is one statement per decision; reads and denials, which write nothing, confirm the row's
+ * version with one read.
+ *
  * A row whose `expires_at` has passed decides as no row at all; a call that leaves a record
- * equivalent to a fresh one deletes the row rather than rewrite it. Reads and denials that
- * change nothing write nothing: one statement.
+ * equivalent to a fresh one deletes the row rather than rewrite it.
  */
 import {
   type BoundRule,
@@ -33,6 +37,7 @@ import {
   timeoutError,
   withTimeout,
 } from "../author/index.ts";
+import { NO_ROW, type SeenRow } from "./known-rows.ts";
 import { Lease } from "./lease.ts";
 import type { StoreParts } from "./parts.ts";
 
@@ -46,13 +51,19 @@ export function rowKey(key: string): string {
   return `\u0001${Buffer.from(key, "utf16le").toString("base64")}`;
 }
 
-/** The columns a read returns. */
-interface Row {
+/** The row every call statement answers (table.ts). */
+interface Answer {
+  written: string | null;
   now: number;
   record: string | null;
   blocked_until: number | null;
   expires_at: number | null;
   version: string | null;
+}
+
+/** The row an answer shows. */
+function rowOf(a: Answer): SeenRow {
+  return { version: a.version, record: a.record, blockedUntil: a.blocked_until, expiresAt: a.expires_at };
 }
 
 /** A rule bound to a PostgresStore. */
@@ -80,11 +91,12 @@ export class PostgresRule implements BoundRule {
   check(key: string, cost: number, now: number | undefined, op: Operation, at?: number): Promise<Decision> {
     const parts = this.#parts;
     const row = rowKey(key);
+    const slot = `${this.#ruleId}\n${row}`;
     const lease = new Lease(parts.pool);
-    const work = parts.queue.run(`${this.#ruleId}\n${row}`, async () => {
+    const work = parts.queue.run(slot, async () => {
       try {
         await parts.ready();
-        return await this.#decide(lease, row, cost, now, op, at);
+        return await this.#decide(lease, row, slot, cost, now, op, at);
       } finally {
         lease.end();
       }
@@ -98,25 +110,44 @@ export class PostgresRule implements BoundRule {
     });
   }
 
-  /** Read, decide, compare-and-set; again on what another process wrote, at most `maxRetries` times. */
+  /**
+   * Decide, compare-and-set; again on what the lost statement brought back, at most `maxRetries`
+   * times. The first decision is made on the row as this process last saw it (no row, if it saw
+   * none): when that is still the row, the call is one statement.
+   */
   async #decide(
     lease: Lease,
     key: string,
+    slot: string,
     cost: number,
     now: number | undefined,
     op: Operation,
     at: number | undefined,
   ): Promise<Decision> {
-    const { sql, maxRetries, databaseTime } = this.#parts;
+    const { sql, maxRetries, databaseTime, databaseClock, known } = this.#parts;
     const rule = this.#rule;
-    const p = sql.prepared;
-    for (let attempt = 0; attempt <= maxRetries; attempt++) {
-      const read = await lease.query({ name: `${p}r`, text: sql.read, values: [this.#ruleId, key] });
-      const r = read.rows[0] as unknown as Row;
-      const t = now ?? (databaseTime ? r.now : (this.#clock ?? systemClock).now());
-      const live = r.version !== null && (r.expires_at as number) > t;
-      const record = live ? recordFromText(rule, r.record as string) : createRecord(rule);
-      const stored = live && r.blocked_until !== null && r.blocked_until > t ? r.blocked_until : -Infinity;
+    const id = this.#ruleId;
+    // What the call decides on: a guess (`confirmed` false) or what a statement of this call answered.
+    let seen: SeenRow | undefined = known.get(slot) ?? NO_ROW;
+    let confirmed = false;
+    let serverNow: number | undefined;
+    // Before any statement has answered, the database's time is unknown: read it with the row.
+    if (now === undefined && databaseTime && !databaseClock.known) seen = undefined;
+    const run = async (name: string, text: string, values: unknown[]): Promise<Answer> => {
+      const sentAt = databaseClock.sent();
+      const result = await lease.query({ name: sql.prepared + name, text, values });
+      const answer = result.rows[0] as unknown as Answer;
+      databaseClock.heard(answer.now, sentAt);
+      confirmed = true;
+      serverNow = answer.now;
+      return answer;
+    };
+    for (let attempt = 0; attempt <= maxRetries; ) {
+      if (seen === undefined) seen = rowOf(await run("r", sql.read, [id, key]));
+      const t = now ?? (databaseTime ? (serverNow ?? databaseClock.now()) : (this.#clock ?? systemClock).now());
+      const live = seen.version !== null && (seen.expiresAt as number) > t;
+      const record = live ? recordFromText(rule, seen.record as string) : createRecord(rule);
+      const stored = live && seen.blockedUntil !== null && seen.blockedUntil > t ? seen.blockedUntil : -Infinity;
       let until = stored;
       if (op === "block" && blocksBeside(rule)) until = t + cost;
       const blocked = until > t;
@@ -126,29 +157,38 @@ export class PostgresRule implements BoundRule {
       const text = recordToText(record);
       const freshAt = Math.max(recordFreshAt(rule, record), blocked ? until : -Infinity);
       const block = blocked ? until : null;
-      if (r.version === null) {
-        // No row: write one only when the call changed what a fresh key would decide.
-        if (!(blocked || storesNewRecord(rule, op, decision)) || !(freshAt > t)) return decision;
-        const values = [this.#ruleId, key, text, block, freshAt];
-        const inserted = await lease.query({ name: `${p}i`, text: sql.insert, values });
-        if (inserted.rowCount === 1) {
-          this.#parts.inserted(this.#ruleId, this.#clock);
-          return decision;
-        }
-        continue; // another process created it first
+      const unchanged =
+        seen.version === null
+          ? // No row: one is written only when the call changed what a fresh key would decide.
+            !(blocked || storesNewRecord(rule, op, decision)) || !(freshAt > t)
+          : live && text === seen.record && until === stored;
+      if (unchanged) {
+        if (confirmed) return decision;
+        seen = undefined; // decided on a guess that writes nothing: confirm it with a read
+        continue;
       }
-      if (live && text === r.record && until === stored) return decision; // nothing changed
-      const written =
-        freshAt > t
-          ? await lease.query({
-              name: `${p}u`,
-              text: sql.update,
-              values: [this.#ruleId, key, text, block, freshAt, r.version],
-            })
-          : // Equivalent to no row: delete it, the check's own share of keeping the table small.
-            await lease.query({ name: `${p}d`, text: sql.remove, values: [this.#ruleId, key, r.version] });
-      if (written.rowCount === 1) return decision;
+      let answer: Answer;
+      if (seen.version === null) answer = await run("i", sql.insert, [id, key, text, block, freshAt]);
+      else if (freshAt > t) answer = await run("u", sql.update, [id, key, text, block, freshAt, seen.version]);
+      // Equivalent to no row: delete it, the call's own share of keeping the table small.
+      else answer = await run("d", sql.remove, [id, key, seen.version]);
+      if (answer.written !== null) {
+        const wrote = seen.version === null || freshAt > t;
+        known.set(
+          slot,
+          wrote ? { version: answer.written, record: text, blockedUntil: block, expiresAt: freshAt } : NO_ROW,
+        );
+        if (seen.version === null) this.#parts.inserted(id, this.#clock);
+        return decision;
+      }
+      attempt++;
+      // Another process wrote first. The row the statement saw is what to decide on next, unless
+      // it is the very row this call expected: then the statement's snapshot predates the write
+      // it waited for, and only a fresh read shows it.
+      const returned = rowOf(answer);
+      seen = returned.version === seen.version ? undefined : returned;
     }
+    known.delete(slot);
     throw new StoreError(
       `PostgresStore: another process changed the row of this key ${maxRetries + 1} times in a row while this call decided (maxRetries ${maxRetries}); the call was not counted`,
     );
@@ -159,10 +199,13 @@ export class PostgresRule implements BoundRule {
     const parts = this.#parts;
     await this.#policy.forget(key);
     const row = rowKey(key);
+    const slot = `${this.#ruleId}\n${row}`;
+    parts.known.delete(slot);
     const lease = new Lease(parts.pool);
-    const work = parts.queue.run(`${this.#ruleId}\n${row}`, async () => {
+    const work = parts.queue.run(slot, async () => {
       try {
         await parts.ready();
+        parts.known.delete(slot);
         await lease.query({ name: `${parts.sql.prepared}x`, text: parts.sql.reset, values: [this.#ruleId, row] });
       } finally {
         lease.end();

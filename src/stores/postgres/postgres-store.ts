@@ -19,6 +19,8 @@ import {
   type RuleBinding,
   type Store,
 } from "../author/index.ts";
+import { DatabaseClock } from "./database-clock.ts";
+import { KnownRows } from "./known-rows.ts";
 import { KeyQueue, Lease, storeError } from "./lease.ts";
 import type { StoreParts } from "./parts.ts";
 import type { PoolLike } from "./pool.ts";
@@ -66,6 +68,9 @@ const OPTIONS = [
   "maxRetries",
   "expiryGraceMs",
 ] as const;
+
+/** Keys whose rows this process remembers, to try their compare-and-set at once (known-rows.ts). */
+const KNOWN_ROWS = 10_000;
 
 /** The default of `maxRetries`. */
 const DEFAULT_RETRIES = 50;
@@ -138,6 +143,8 @@ export class PostgresStore implements Store {
       databaseTime: options.time !== "local",
       onError,
       onFailure: firstFailureWarning(`PostgresStore (table ${JSON.stringify(this.table)})`, describePolicy(onError)),
+      databaseClock: new DatabaseClock(),
+      known: new KnownRows(KNOWN_ROWS),
       queue: new KeyQueue(),
       ready: createTable ? () => this.#ready() : () => Promise.resolve(),
       inserted: (rule, clock) => this.#inserted_(rule, clock),

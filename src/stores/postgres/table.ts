@@ -46,13 +46,18 @@ export interface TableSql {
   readonly name: string;
   /** The creation, under a transaction-scoped advisory lock so processes starting together do not race. */
   readonly create: readonly string[];
-  /** $1 rule, $2 key → one row: `now` (database time) and the record's columns (null when absent). */
+  /**
+   * The four call statements answer one row: `written` (the version written, null if the
+   * compare-and-set lost), `now` (the database's time) and the row's columns as the statement's
+   * snapshot saw them (null when absent).
+   * `read`: $1 rule, $2 key (writes nothing).
+   */
   readonly read: string;
-  /** $1 rule, $2 key, $3 record, $4 blocked_until, $5 expires_at → the row if this call created it. */
+  /** $1 rule, $2 key, $3 record, $4 blocked_until, $5 expires_at: creates the row if it is absent. */
   readonly insert: string;
-  /** $1 rule, $2 key, $3 record, $4 blocked_until, $5 expires_at, $6 version read → rowCount 1 if written. */
+  /** $1 rule, $2 key, $3 record, $4 blocked_until, $5 expires_at, $6 version: rewrites the row if at that version. */
   readonly update: string;
-  /** $1 rule, $2 key, $3 version read → rowCount 1 if deleted. */
+  /** $1 rule, $2 key, $3 version: deletes the row if at that version. */
   readonly remove: string;
   /** $1 rule, $2 key: a reset. */
   readonly reset: string;
@@ -67,6 +72,11 @@ export function tableSql(table: string, unlogged: boolean): TableSql {
   const parts = table.split(".");
   const quoted = parts.map((p) => `"${p}"`).join(".");
   const lock = hash(`sluice:${table}`);
+  // What every call statement answers besides its own result: the database's time and the row
+  // as the statement's snapshot saw it (before its own write), so a lost compare-and-set
+  // carries what to decide on next, with no second statement.
+  const current = `${DB_NOW} AS now, r.record, r.blocked_until, r.expires_at, r.version
+FROM (SELECT 1) AS one LEFT JOIN ${quoted} AS r ON r.rule = $1 AND r.key = $2`;
   const sweepBefore = `coalesce($2::float8, ${DB_NOW} - $3::float8)`;
   return {
     name: table,
@@ -84,13 +94,18 @@ export function tableSql(table: string, unlogged: boolean): TableSql {
 ) WITH (fillfactor = 70)`,
       "COMMIT",
     ],
-    read: `SELECT ${DB_NOW} AS now, r.record, r.blocked_until, r.expires_at, r.version
-FROM (SELECT 1) AS one LEFT JOIN ${quoted} AS r ON r.rule = $1 AND r.key = $2`,
-    insert: `INSERT INTO ${quoted} (rule, key, record, blocked_until, expires_at, version)
-VALUES ($1, $2, $3, $4, $5, 1) ON CONFLICT (rule, key) DO NOTHING RETURNING version`,
-    update: `UPDATE ${quoted} SET record = $3, blocked_until = $4, expires_at = $5, version = version + 1
-WHERE rule = $1 AND key = $2 AND version = $6`,
-    remove: `DELETE FROM ${quoted} WHERE rule = $1 AND key = $2 AND version = $3`,
+    read: `SELECT NULL::bigint AS written, ${current}`,
+    insert: `WITH w AS (
+  INSERT INTO ${quoted} (rule, key, record, blocked_until, expires_at, version)
+  VALUES ($1, $2, $3, $4, $5, 1) ON CONFLICT (rule, key) DO NOTHING RETURNING version
+) SELECT (SELECT version FROM w) AS written, ${current}`,
+    update: `WITH w AS (
+  UPDATE ${quoted} SET record = $3, blocked_until = $4, expires_at = $5, version = version + 1
+  WHERE rule = $1 AND key = $2 AND version = $6 RETURNING version
+) SELECT (SELECT version FROM w) AS written, ${current}`,
+    remove: `WITH w AS (
+  DELETE FROM ${quoted} WHERE rule = $1 AND key = $2 AND version = $3 RETURNING version
+) SELECT (SELECT version FROM w) AS written, ${current}`,
     reset: `DELETE FROM ${quoted} WHERE rule = $1 AND key = $2`,
     // SKIP LOCKED: a row a check is writing now is left to that check. The outer condition is
     // checked again on the row as locked, so a row a check renewed meanwhile is kept.
