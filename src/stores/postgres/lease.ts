@@ -29,6 +29,10 @@ export class Lease {
   #busy = false;
   #broken = false;
   #done = false;
+  /** The connection died while checked out: the statement out (if any) fails on its own; do not reuse it. */
+  readonly #died = () => {
+    this.#broken = true;
+  };
 
   constructor(pool: PoolLike) {
     this.#pool = pool;
@@ -48,6 +52,7 @@ export class Lease {
         client.release();
         throw new AbandonedError("the call is over");
       }
+      client.on?.("error", this.#died);
       this.#client = client;
     }
     this.#busy = true;
@@ -68,6 +73,7 @@ export class Lease {
     this.#done = true;
     const client = this.#client;
     this.#client = undefined;
+    client?.off?.("error", this.#died);
     if (this.#busy) client?.release(new Error("sluice: statement abandoned at timeoutMs"));
     else client?.release(this.#broken ? new Error("sluice: connection failed") : undefined);
   }

@@ -28,6 +28,14 @@ export interface PoolClientLike {
   query(statement: Statement): Promise<QueryResultLike>;
   /** Returns the connection; with an error (or `true`) the pool closes it instead of reusing it. */
   release(destroy?: Error | boolean): void;
+  /**
+   * pg's Client is an EventEmitter that emits "error" when its connection dies, even while a
+   * statement is out; a checked-out client must have a listener (the pool's is removed while
+   * it is out), or the process dies of an unhandled "error" event.
+   */
+  on?(event: "error", listener: (error: Error) => void): unknown;
+  /** Removes a listener `on` added. */
+  off?(event: "error", listener: (error: Error) => void): unknown;
 }
 
 /** A `pg` Pool, or anything with its `connect()` and `query()`. */
