@@ -44,7 +44,12 @@ const sampler = (async () => {
 await Promise.all([...Array.from({ length: IN_FLIGHT }, worker), sampler]);
 await store.close();
 const seconds = (performance.now() - started) / 1000;
-console.log(`load average ${(await import("node:os")).loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+console.log(
+  `load average ${(await import("node:os"))
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
 console.table(report);
 console.log(
   `${next} distinct keys in ${seconds.toFixed(1)} s (${Math.round(next / seconds)}/s), ${refused} refused (must be 0); rows at the end: ${await rows()}; largest: ${Math.max(...report.map((r) => r.rows))}`,

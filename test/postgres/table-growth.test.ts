@@ -23,7 +23,10 @@ describe.skipIf(!up)("PostgresStore table growth", { timeout: 120_000 }, () => {
   it(`${PER_WINDOW} new keys per window over ${WINDOWS} windows: rows stay near one window's keys`, async () => {
     const clock = new ManualClock(Date.UTC(2026, 11, 1));
     const store = new PostgresStore({ pool, table });
-    const limiter = createLimiter({ algorithm: "fixed-window", limit: 5, windowMs: WINDOW }, { clock, store, name: "g" });
+    const limiter = createLimiter(
+      { algorithm: "fixed-window", limit: 5, windowMs: WINDOW },
+      { clock, store, name: "g" },
+    );
     const rows: number[] = [];
     for (let w = 0; w < WINDOWS; w++) {
       let next = 0;
