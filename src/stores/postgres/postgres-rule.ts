@@ -2,15 +2,15 @@
  * One rule bound to a PostgresStore. A call decides with `decideRule` (or `decideBlocked` while
  * a block runs) on this process's CPU and writes the result back with a compare-and-set on the
  * row's version, in one statement: an INSERT that does nothing if the row exists, or an UPDATE /
- * DELETE `WHERE version = <seen>`. A write another process won is noticed by the statement's
- * answer, and the call decides again on what that process wrote, up to `maxRetries` times (then a StoreError, answered by `onError`). Calls on one key
- * in this process go one at a time (KeyQueue), so retries only ever race other processes.
+ * DELETE `WHERE version = <seen>`. A write another process won answers no row; the call then
+ * reads what that process wrote and decides again, up to `maxRetries` times (then a StoreError,
+ * answered by `onError`). Calls on one key in this process go one at a time (KeyQueue), so
+ * retries only ever race other processes.
  *
- * Every statement also answers the row as it saw it and the database's time, so a lost
- * compare-and-set needs no second statement to learn what to decide on (table.ts). A call
- * starts from the row as this process last saw it (known-rows.ts): a key this process wrote
- * last is one statement per decision; reads and denials, which write nothing, confirm the row's
- * version with one read.
+ * A call starts from the row as this process last saw it (known-rows.ts): a key this process
+ * wrote last is one statement per decision; a new key too (guessed absent). Reads and denials,
+ * which write nothing, confirm the row's version with one read. Every statement also answers
+ * the database's time (table.ts).
  *
  * A row whose `expires_at` has passed decides as no row at all; a call that leaves a record
  * equivalent to a fresh one deletes the row rather than rewrite it.
@@ -51,7 +51,7 @@ export function rowKey(key: string): string {
   return `\u0001${Buffer.from(key, "utf16le").toString("base64")}`;
 }
 
-/** The row every call statement answers (table.ts). */
+/** What a read answers (table.ts); a write answers `written` and `now` only. */
 interface Answer {
   written: string | null;
   now: number;
@@ -111,8 +111,7 @@ export class PostgresRule implements BoundRule {
   }
 
   /**
-   * Decide, compare-and-set; again on what the lost statement brought back, at most `maxRetries`
-   * times. The first decision is made on the row as this process last saw it (no row, if it saw
+   * Decide, compare-and-set; on a lost one, read and decide again, at most `maxRetries` times. The first decision is made on the row as this process last saw it (no row, if it saw
    * none): when that is still the row, the call is one statement.
    */
   async #decide(
@@ -133,17 +132,21 @@ export class PostgresRule implements BoundRule {
     let serverNow: number | undefined;
     // Before any statement has answered, the database's time is unknown: read it with the row.
     if (now === undefined && databaseTime && !databaseClock.known) seen = undefined;
-    const run = async (name: string, text: string, values: unknown[]): Promise<Answer> => {
+    const run = async (name: string, text: string, values: unknown[]): Promise<Answer | undefined> => {
       const sentAt = databaseClock.sent();
       const result = await lease.query({ name: sql.prepared + name, text, values });
-      const answer = result.rows[0] as unknown as Answer;
-      databaseClock.heard(answer.now, sentAt);
-      confirmed = true;
-      serverNow = answer.now;
+      const answer = result.rows[0] as unknown as Answer | undefined;
+      if (answer !== undefined) {
+        databaseClock.heard(answer.now, sentAt);
+        serverNow = answer.now;
+      }
       return answer;
     };
     for (let attempt = 0; attempt <= maxRetries; ) {
-      if (seen === undefined) seen = rowOf(await run("r", sql.read, [id, key]));
+      if (seen === undefined) {
+        seen = rowOf((await run("r", sql.read, [id, key])) as Answer);
+        confirmed = true;
+      }
       const t = now ?? (databaseTime ? (serverNow ?? databaseClock.now()) : (this.#clock ?? systemClock).now());
       const live = seen.version !== null && (seen.expiresAt as number) > t;
       const record = live ? recordFromText(rule, seen.record as string) : createRecord(rule);
@@ -167,12 +170,12 @@ export class PostgresRule implements BoundRule {
         seen = undefined; // decided on a guess that writes nothing: confirm it with a read
         continue;
       }
-      let answer: Answer;
+      let answer: Answer | undefined;
       if (seen.version === null) answer = await run("i", sql.insert, [id, key, text, block, freshAt]);
       else if (freshAt > t) answer = await run("u", sql.update, [id, key, text, block, freshAt, seen.version]);
       // Equivalent to no row: delete it, the call's own share of keeping the table small.
       else answer = await run("d", sql.remove, [id, key, seen.version]);
-      if (answer.written !== null) {
+      if (answer !== undefined) {
         const wrote = seen.version === null || freshAt > t;
         known.set(
           slot,
@@ -182,11 +185,7 @@ export class PostgresRule implements BoundRule {
         return decision;
       }
       attempt++;
-      // Another process wrote first. The row the statement saw is what to decide on next, unless
-      // it is the very row this call expected: then the statement's snapshot predates the write
-      // it waited for, and only a fresh read shows it.
-      const returned = rowOf(answer);
-      seen = returned.version === seen.version ? undefined : returned;
+      seen = undefined; // another process wrote first: read what it wrote, decide again
     }
     known.delete(slot);
     throw new StoreError(
