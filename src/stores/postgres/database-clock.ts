@@ -8,7 +8,7 @@
  */
 
 /** Local ms since the epoch, monotonic (never steps back with the system clock). */
-function local(): number {
+export function local(): number {
   return performance.timeOrigin + performance.now();
 }
 
@@ -21,12 +21,7 @@ export class DatabaseClock {
     return this.#offset !== undefined;
   }
 
-  /** The local instant a statement is sent (pass it to {@link heard}). */
-  sent(): number {
-    return local();
-  }
-
-  /** Learns the offset from a statement sent at `sentAt` that answered `serverNow`. */
+  /** Learns the offset from a statement sent at `sentAt` (a {@link local} instant) that answered `serverNow`. */
   heard(serverNow: number, sentAt: number): void {
     this.#offset = serverNow - (sentAt + local()) / 2;
   }

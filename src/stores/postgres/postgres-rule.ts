@@ -37,6 +37,7 @@ import {
   timeoutError,
   withTimeout,
 } from "../author/index.ts";
+import { local } from "./database-clock.ts";
 import { NO_ROW, type SeenRow } from "./known-rows.ts";
 import { Lease } from "./lease.ts";
 import type { StoreParts } from "./parts.ts";
@@ -61,9 +62,15 @@ interface Answer {
   version: string | null;
 }
 
-/** The row an answer shows. */
-function rowOf(a: Answer): SeenRow {
-  return { version: a.version, record: a.record, blockedUntil: a.blocked_until, expiresAt: a.expires_at };
+/** The row a read sent at `sentAt` answered. */
+function rowOf(a: Answer, sentAt: number): SeenRow {
+  return {
+    version: a.version,
+    record: a.record,
+    blockedUntil: a.blocked_until,
+    expiresAt: a.expires_at,
+    confirmedAt: sentAt,
+  };
 }
 
 /** A rule bound to a PostgresStore. */
@@ -92,11 +99,12 @@ export class PostgresRule implements BoundRule {
     const parts = this.#parts;
     const row = rowKey(key);
     const slot = `${this.#ruleId}\n${row}`;
+    const began = local();
     const lease = new Lease(parts.pool);
     const work = parts.queue.run(slot, async () => {
       try {
         await parts.ready();
-        return await this.#decide(lease, row, slot, cost, now, op, at);
+        return await this.#decide(lease, row, slot, began, cost, now, op, at);
       } finally {
         lease.end();
       }
@@ -111,13 +119,16 @@ export class PostgresRule implements BoundRule {
   }
 
   /**
-   * Decide, compare-and-set; on a lost one, read and decide again, at most `maxRetries` times. The first decision is made on the row as this process last saw it (no row, if it saw
-   * none): when that is still the row, the call is one statement.
+   * Decide, compare-and-set; on a lost one, read and decide again, at most `maxRetries` times.
+   * The first decision is made on the row as this process last saw it (no row, if it saw
+   * none): when that is still the row, the call is one statement, or none for a decision that
+   * writes nothing on a row a statement sent since the call began showed.
    */
   async #decide(
     lease: Lease,
     key: string,
     slot: string,
+    began: number,
     cost: number,
     now: number | undefined,
     op: Operation,
@@ -126,14 +137,16 @@ export class PostgresRule implements BoundRule {
     const { sql, maxRetries, databaseTime, databaseClock, known } = this.#parts;
     const rule = this.#rule;
     const id = this.#ruleId;
-    // What the call decides on: a guess (`confirmed` false) or what a statement of this call answered.
+    // What the call decides on: the row as last seen, confirmed if a statement sent since the
+    // call began showed it (a read of this call, or of one queued before it on this key).
     let seen: SeenRow | undefined = known.get(slot) ?? NO_ROW;
-    let confirmed = false;
+    let confirmed = seen.confirmedAt >= began;
     let serverNow: number | undefined;
+    let sentAt = 0;
     // Before any statement has answered, the database's time is unknown: read it with the row.
     if (now === undefined && databaseTime && !databaseClock.known) seen = undefined;
     const run = async (name: string, text: string, values: unknown[]): Promise<Answer | undefined> => {
-      const sentAt = databaseClock.sent();
+      sentAt = local();
       const result = await lease.query({ name: sql.prepared + name, text, values });
       const answer = result.rows[0] as unknown as Answer | undefined;
       if (answer !== undefined) {
@@ -144,7 +157,8 @@ export class PostgresRule implements BoundRule {
     };
     for (let attempt = 0; attempt <= maxRetries; ) {
       if (seen === undefined) {
-        seen = rowOf((await run("r", sql.read, [id, key])) as Answer);
+        seen = rowOf((await run("r", sql.read, [id, key])) as Answer, sentAt);
+        known.set(slot, seen);
         confirmed = true;
       }
       const t = now ?? (databaseTime ? (serverNow ?? databaseClock.now()) : (this.#clock ?? systemClock).now());
@@ -179,7 +193,9 @@ export class PostgresRule implements BoundRule {
         const wrote = seen.version === null || freshAt > t;
         known.set(
           slot,
-          wrote ? { version: answer.written, record: text, blockedUntil: block, expiresAt: freshAt } : NO_ROW,
+          wrote
+            ? { version: answer.written, record: text, blockedUntil: block, expiresAt: freshAt, confirmedAt: sentAt }
+            : { ...NO_ROW, confirmedAt: sentAt },
         );
         if (seen.version === null) this.#parts.inserted(id, this.#clock);
         return decision;
