@@ -22,6 +22,7 @@ export default defineConfig({
       { find: /^sluice\/nest$/, replacement: src("nest/index.ts") },
       { find: /^sluice\/otel$/, replacement: src("otel/index.ts") },
       { find: /^sluice\/threads$/, replacement: src("stores/threads/index.ts") },
+      { find: /^sluice\/postgres$/, replacement: src("stores/postgres/index.ts") },
       { find: /^sluice\/testing$/, replacement: src("testing/index.ts") },
       { find: /^sluice\/store$/, replacement: src("stores/author/index.ts") },
     ],

@@ -41,7 +41,7 @@ describe("package exports", () => {
   it("the public names are exported from each entry", () => {
     const out = run(`
       const names = {};
-      for (const entry of ["sluice", "sluice/redis", "sluice/cluster", "sluice/http", "sluice/express", "sluice/fastify", "sluice/hono", "sluice/koa", "sluice/nest", "sluice/otel", "sluice/client", "sluice/threads", "sluice/testing", "sluice/store"]) {
+      for (const entry of ["sluice", "sluice/redis", "sluice/cluster", "sluice/http", "sluice/express", "sluice/fastify", "sluice/hono", "sluice/koa", "sluice/nest", "sluice/otel", "sluice/client", "sluice/threads", "sluice/postgres", "sluice/testing", "sluice/store"]) {
         names[entry] = Object.keys(await import(entry)).sort();
       }
       console.log(JSON.stringify(names));
@@ -70,6 +70,7 @@ describe("package exports", () => {
     expect(names["sluice/http"]).toContain("rateLimit");
     expect(names["sluice/client"]).toEqual(["createClient"]);
     expect(names["sluice/threads"]).toEqual(["SharedMemoryStore"]);
+    expect(names["sluice/postgres"]).toEqual(["PostgresStore", "STORE_FAILURE_WARNING"]);
     expect(names["sluice/testing"]).toEqual(
       expect.arrayContaining(["storeConformance", "serviceConformance", "RuleOracle"]),
     );

@@ -5,7 +5,8 @@
 // exit 0 within BLOCK_TIMEOUT_MS. A `console.log(…); // => text` line must print `text`
 // (test/docs/results.ts). Blocks get the Redis on 127.0.0.1:6379 (REDIS_URL), PORT=0 for servers,
 // SLUICE_URL of a `sluice serve` started here on examples/rules.yaml, and UPSTASH_REDIS_REST_URL/_TOKEN
-// of a stand-in for Upstash's REST endpoint over that Redis (docs/edge.md's @upstash/redis example). A fragment that cannot
+// of a stand-in for Upstash's REST endpoint over that Redis (docs/edge.md's @upstash/redis example),
+// and DATABASE_URL, the PostgreSQL on 127.0.0.1:5432 (database `test`; docs/postgres.md). A fragment that cannot
 // run alone is marked `<!-- not-run: reason -->` right before its fence, and is counted and
 // listed as skipped. Shell, YAML and other languages are not run (fence them with their language).
 import { spawn } from "node:child_process";
@@ -172,6 +173,7 @@ describe("README.md and docs/ code blocks run as written and print what they say
       SLUICE_URL: service.url,
       UPSTASH_REDIS_REST_URL: bridge.url,
       UPSTASH_REDIS_REST_TOKEN: bridge.token,
+      DATABASE_URL: process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
     };
     const list = skipped.map((b) => `\n  ${title(b)}: ${b.notRun}`).join("") || " none";
     const checked = runnable.reduce((n, b) => n + instrument(b, b.file).checks.length, 0);

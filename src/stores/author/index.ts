@@ -5,6 +5,7 @@
  * `storesNewRecord` (a new key) or the decision changed it. A `block` on a rule without a ban
  * (`blocksBeside`) is kept beside the record, wherever the store likes, and decided by
  * `decideBlocked` while it runs (see examples/third-party-store). Prove it with `sluice/testing`.
+ * A store over a network answers its failures with the remote-store pieces (remote-kit.ts).
  */
 export type { Decision } from "../../algorithms/decision.ts";
 export { blocksBeside, decideBlocked } from "../../core/block.ts";
@@ -12,3 +13,4 @@ export { decideRule, isFreshAnswer, type Operation, storesNewRecord } from "../.
 export { type CompiledRule, createRecord, type RuleRecord, recordFreshAt } from "../../core/rule.ts";
 export type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 export { recordFromText, recordToText } from "./record-text.ts";
+export * from "./remote-kit.ts";

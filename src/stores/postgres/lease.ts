@@ -1,0 +1,105 @@
+/**
+ * One call's connection: checked out of the pool on the call's first statement and returned
+ * when the call ends. A call that ran past its `timeoutMs` is abandoned: a connection that
+ * arrives late (an exhausted pool) goes straight back unused, so nothing is sent after the
+ * call was answered; one abandoned mid-statement is closed rather than reused (pg's
+ * `release(error)`), so a hung server cannot keep it, and the pool opens a fresh one.
+ */
+import { StoreError } from "../author/index.ts";
+import type { PoolClientLike, PoolLike, QueryResultLike, Statement } from "./pool.ts";
+
+/** Thrown by a statement asked for after the call was abandoned (nobody awaits it any more). */
+export class AbandonedError extends Error {}
+
+/** PostgreSQL's SQLSTATE for a statement cancelled by `statement_timeout` (or a cancel request). */
+const QUERY_CANCELED = "57014";
+
+/** A failure of the server, the network or the pool, as the StoreError the failure policy answers. */
+export function storeError(error: unknown): StoreError {
+  if (error instanceof StoreError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  const timeout = (error as { code?: unknown } | null)?.code === QUERY_CANCELED;
+  return new StoreError(`PostgreSQL: ${message}`, { cause: error, timeout });
+}
+
+/** A connection for one call's statements. */
+export class Lease {
+  readonly #pool: PoolLike;
+  #client: PoolClientLike | undefined;
+  #busy = false;
+  #broken = false;
+  #done = false;
+  /** The connection died while checked out: the statement out (if any) fails on its own; do not reuse it. */
+  readonly #died = () => {
+    this.#broken = true;
+  };
+
+  constructor(pool: PoolLike) {
+    this.#pool = pool;
+  }
+
+  /** Runs `statement` on this call's connection (checking one out first if needed). */
+  async query(statement: Statement): Promise<QueryResultLike> {
+    if (this.#done) throw new AbandonedError("the call is over");
+    if (this.#client === undefined) {
+      let client: PoolClientLike;
+      try {
+        client = await this.#pool.connect();
+      } catch (error) {
+        throw storeError(error);
+      }
+      if (this.#done) {
+        client.release();
+        throw new AbandonedError("the call is over");
+      }
+      client.on?.("error", this.#died);
+      this.#client = client;
+    }
+    this.#busy = true;
+    try {
+      return await this.#client.query(statement);
+    } catch (error) {
+      // Not an answer of the server (no SQLSTATE): the connection itself failed; do not reuse it.
+      if (!/^[0-9A-Z]{5}$/.test(String((error as { code?: unknown } | null)?.code))) this.#broken = true;
+      throw storeError(error);
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /** Returns the connection: reused if idle, closed if a statement is still out (abandoned). */
+  end(): void {
+    if (this.#done) return;
+    this.#done = true;
+    const client = this.#client;
+    this.#client = undefined;
+    client?.off?.("error", this.#died);
+    if (this.#busy) client?.release(new Error("sluice: statement abandoned at timeoutMs"));
+    else client?.release(this.#broken ? new Error("sluice: connection failed") : undefined);
+  }
+}
+
+/** Runs `task` once every earlier task of the same key has settled: one call per key at a time. */
+export class KeyQueue {
+  readonly #tails = new Map<string, Promise<void>>();
+
+  /** `task()`, after the key's earlier tasks. */
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const before = this.#tails.get(key);
+    const result = before === undefined ? task() : before.then(task);
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#tails.set(key, tail);
+    void tail.then(() => {
+      if (this.#tails.get(key) === tail) this.#tails.delete(key);
+    });
+    return result;
+  }
+
+  /** Keys with a call waiting or running. */
+  get size(): number {
+    return this.#tails.size;
+  }
+}

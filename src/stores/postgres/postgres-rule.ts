@@ -1,0 +1,239 @@
+/**
+ * One rule bound to a PostgresStore. A call decides with `decideRule` (or `decideBlocked` while
+ * a block runs) on this process's CPU and writes the result back with a compare-and-set on the
+ * row's version, in one statement: an INSERT that does nothing if the row exists, or an UPDATE /
+ * DELETE `WHERE version = <seen>`. A write another process won answers no row; the call then
+ * reads what that process wrote and decides again, up to `maxRetries` times (then a StoreError,
+ * answered by `onError`). Calls on one key in this process go one at a time (KeyQueue), so
+ * retries only ever race other processes.
+ *
+ * A call starts from the row as this process last saw it (known-rows.ts): a key this process
+ * wrote last is one statement per decision; a new key too (guessed absent). Reads and denials,
+ * which write nothing, confirm the row's version with one read. Every statement also answers
+ * the database's time (table.ts).
+ *
+ * A row whose `expires_at` has passed decides as no row at all; a call that leaves a record
+ * equivalent to a fresh one deletes the row rather than rewrite it.
+ */
+import {
+  type BoundRule,
+  blocksBeside,
+  type Clock,
+  type CompiledRule,
+  createRecord,
+  type Decision,
+  decideBlocked,
+  decideRule,
+  type FailurePolicy,
+  type Operation,
+  type RuleBinding,
+  recordFreshAt,
+  recordFromText,
+  recordToText,
+  rulePolicy,
+  StoreError,
+  storesNewRecord,
+  systemClock,
+  timeoutError,
+  withTimeout,
+} from "../author/index.ts";
+import { local } from "./database-clock.ts";
+import { NO_ROW, type SeenRow } from "./known-rows.ts";
+import { Lease } from "./lease.ts";
+import type { StoreParts } from "./parts.ts";
+
+/** What Postgres text cannot hold: NUL, and lone surrogates (not UTF-8; paired ones are one code point under /u). */
+const UNSTORABLE = /[\0\p{Cs}]/u;
+
+/** `key` as row text: as given, unless Postgres text cannot hold it. */
+export function rowKey(key: string): string {
+  if (!UNSTORABLE.test(key) && !key.startsWith("\u0001")) return key;
+  // Reversible and collision-free: no plain key starts with \u0001.
+  return `\u0001${Buffer.from(key, "utf16le").toString("base64")}`;
+}
+
+/** What a read answers (table.ts); a write answers `written` and `now` only. */
+interface Answer {
+  written: string | null;
+  now: number;
+  record: string | null;
+  blocked_until: number | null;
+  expires_at: number | null;
+  version: string | null;
+}
+
+/** The row a read sent at `sentAt` answered. */
+function rowOf(a: Answer, sentAt: number): SeenRow {
+  return {
+    version: a.version,
+    record: a.record,
+    blockedUntil: a.blocked_until,
+    expiresAt: a.expires_at,
+    confirmedAt: sentAt,
+  };
+}
+
+/** A rule bound to a PostgresStore. */
+export class PostgresRule implements BoundRule {
+  readonly #parts: StoreParts;
+  readonly #rule: CompiledRule;
+  /** The `rule` column: the binding's id and the rule's shape. */
+  readonly #ruleId: string;
+  readonly #clock: Clock | undefined;
+  readonly #policy: FailurePolicy;
+
+  constructor(parts: StoreParts, binding: RuleBinding) {
+    this.#parts = parts;
+    this.#rule = binding.rule;
+    this.#ruleId = JSON.stringify([binding.id, binding.rule.shape]);
+    this.#clock = binding.clock;
+    this.#policy = rulePolicy(parts.onError, binding, parts.onFailure);
+    // Limiters may call these detached, as the memory store allows.
+    this.check = this.check.bind(this);
+    this.reset = this.reset.bind(this);
+    this.release = this.release.bind(this);
+  }
+
+  /** Runs `op` within `timeoutMs`, or has the failure policy answer. */
+  check(key: string, cost: number, now: number | undefined, op: Operation, at?: number): Promise<Decision> {
+    const parts = this.#parts;
+    const row = rowKey(key);
+    const slot = `${this.#ruleId}\n${row}`;
+    const began = local();
+    const lease = new Lease(parts.pool);
+    const work = parts.queue.run(slot, async () => {
+      try {
+        await parts.ready();
+        return await this.#decide(lease, row, slot, began, cost, now, op, at);
+      } finally {
+        lease.end();
+      }
+    });
+    return withTimeout(work, parts.timeoutMs, () => {
+      lease.end();
+      throw timeoutError("PostgreSQL", parts.timeoutMs);
+    }).catch((error: unknown) => {
+      if (!(error instanceof StoreError)) throw error;
+      return this.#policy.decide(key, cost, now, op, error);
+    });
+  }
+
+  /**
+   * Decide, compare-and-set; on a lost one, read and decide again, at most `maxRetries` times.
+   * The first decision is made on the row as this process last saw it (no row, if it saw
+   * none): when that is still the row, the call is one statement, or none for a decision that
+   * writes nothing on a row a statement sent since the call began showed.
+   */
+  async #decide(
+    lease: Lease,
+    key: string,
+    slot: string,
+    began: number,
+    cost: number,
+    now: number | undefined,
+    op: Operation,
+    at: number | undefined,
+  ): Promise<Decision> {
+    const { sql, maxRetries, databaseTime, databaseClock, known } = this.#parts;
+    const rule = this.#rule;
+    const id = this.#ruleId;
+    // What the call decides on: the row as last seen, confirmed if a statement sent since the
+    // call began showed it (a read of this call, or of one queued before it on this key).
+    let seen: SeenRow | undefined = known.get(slot) ?? NO_ROW;
+    let confirmed = seen.confirmedAt >= began;
+    let serverNow: number | undefined;
+    let sentAt = 0;
+    // Before any statement has answered, the database's time is unknown: read it with the row.
+    if (now === undefined && databaseTime && !databaseClock.known) seen = undefined;
+    const run = async (name: string, text: string, values: unknown[]): Promise<Answer | undefined> => {
+      sentAt = local();
+      const result = await lease.query({ name: sql.prepared + name, text, values });
+      const answer = result.rows[0] as unknown as Answer | undefined;
+      if (answer !== undefined) {
+        databaseClock.heard(answer.now, sentAt);
+        serverNow = answer.now;
+      }
+      return answer;
+    };
+    for (let attempt = 0; attempt <= maxRetries; ) {
+      if (seen === undefined) {
+        seen = rowOf((await run("r", sql.read, [id, key])) as Answer, sentAt);
+        known.set(slot, seen);
+        confirmed = true;
+      }
+      const t = now ?? (databaseTime ? (serverNow ?? databaseClock.now()) : (this.#clock ?? systemClock).now());
+      const live = seen.version !== null && (seen.expiresAt as number) > t;
+      const record = live ? recordFromText(rule, seen.record as string) : createRecord(rule);
+      const stored = live && seen.blockedUntil !== null && seen.blockedUntil > t ? seen.blockedUntil : -Infinity;
+      let until = stored;
+      if (op === "block" && blocksBeside(rule)) until = t + cost;
+      const blocked = until > t;
+      const decision = blocked
+        ? decideBlocked(rule, record, t, cost, op, until, at)
+        : decideRule(rule, record, t, cost, op, at);
+      const text = recordToText(record);
+      const freshAt = Math.max(recordFreshAt(rule, record), blocked ? until : -Infinity);
+      const block = blocked ? until : null;
+      const unchanged =
+        seen.version === null
+          ? // No row: one is written only when the call changed what a fresh key would decide.
+            !(blocked || storesNewRecord(rule, op, decision)) || !(freshAt > t)
+          : live && text === seen.record && until === stored;
+      if (unchanged) {
+        if (confirmed) return decision;
+        seen = undefined; // decided on a guess that writes nothing: confirm it with a read
+        continue;
+      }
+      let answer: Answer | undefined;
+      if (seen.version === null) answer = await run("i", sql.insert, [id, key, text, block, freshAt]);
+      else if (freshAt > t) answer = await run("u", sql.update, [id, key, text, block, freshAt, seen.version]);
+      // Equivalent to no row: delete it, the call's own share of keeping the table small.
+      else answer = await run("d", sql.remove, [id, key, seen.version]);
+      if (answer !== undefined) {
+        const wrote = seen.version === null || freshAt > t;
+        known.set(
+          slot,
+          wrote
+            ? { version: answer.written, record: text, blockedUntil: block, expiresAt: freshAt, confirmedAt: sentAt }
+            : { ...NO_ROW, confirmedAt: sentAt },
+        );
+        if (seen.version === null) this.#parts.inserted(id, this.#clock);
+        return decision;
+      }
+      attempt++;
+      seen = undefined; // another process wrote first: read what it wrote, decide again
+    }
+    known.delete(slot);
+    throw new StoreError(
+      `PostgresStore: another process changed the row of this key ${maxRetries + 1} times in a row while this call decided (maxRetries ${maxRetries}); the call was not counted`,
+    );
+  }
+
+  /** Deletes the key's row (and forgets it in the fallback), within `timeoutMs`; rejects with a StoreError. */
+  async reset(key: string): Promise<void> {
+    const parts = this.#parts;
+    await this.#policy.forget(key);
+    const row = rowKey(key);
+    const slot = `${this.#ruleId}\n${row}`;
+    parts.known.delete(slot);
+    const lease = new Lease(parts.pool);
+    const work = parts.queue.run(slot, async () => {
+      try {
+        await parts.ready();
+        parts.known.delete(slot);
+        await lease.query({ name: `${parts.sql.prepared}x`, text: parts.sql.reset, values: [this.#ruleId, row] });
+      } finally {
+        lease.end();
+      }
+    });
+    await withTimeout(work, parts.timeoutMs, () => {
+      lease.end();
+      throw timeoutError("PostgreSQL", parts.timeoutMs);
+    });
+  }
+
+  /** Rows stay for other processes and expire on their own; only the fallback's binding is released. */
+  release(): void {
+    this.#policy.release();
+  }
+}
