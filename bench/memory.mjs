@@ -395,7 +395,14 @@ async function restoreShape() {
     "sliding-log": { algorithm: "sliding-log", limit: 10, windowMs: HOUR },
   };
   const shapes = [
-    { name: "maxKeys 10,000; 1,000 keys using 5 of 10; flood", maxKeys: 10_000, returning: 1000, used: 5, flood: Number(process.argv[3] ?? (Number(process.env.BENCH_FLOOD ?? 1_000_000) / 5)), fresh: 10_000 },
+    {
+      name: "maxKeys 10,000; 1,000 keys using 5 of 10; flood",
+      maxKeys: 10_000,
+      returning: 1000,
+      used: 5,
+      flood: Number(process.argv[3] ?? Number(process.env.BENCH_FLOOD ?? 1_000_000) / 5),
+      fresh: 10_000,
+    },
     { name: "maxKeys 100; 1,000 keys using 1 of 10", maxKeys: 100, returning: 1000, used: 1, flood: 0, fresh: 100 },
   ];
   const rows = [];
@@ -420,7 +427,10 @@ async function restoreShape() {
       let returning = 0;
       const count = (kind, key) => {
         const want = u.check("r", key).allowed;
-        for (const [which, s] of [["restarted", b], ["kept", a]]) {
+        for (const [which, s] of [
+          ["restarted", b],
+          ["kept", a],
+        ]) {
           const got = s.check("r", key).allowed;
           if (!got && want) tally[which][kind]++;
           if (got && !want) tally[which].escapes++;
@@ -448,7 +458,9 @@ async function restoreShape() {
       });
     }
   }
-  console.log("\nRestore shape: honest refusals after snapshot + restore, against an uncapped store fed the same trace");
+  console.log(
+    "\nRestore shape: honest refusals after snapshot + restore, against an uncapped store fed the same trace",
+  );
   console.table(rows);
 }
 
