@@ -472,16 +472,17 @@ export class MemoryStore implements Store {
     const compact = this.#compact;
     for (const [id, table] of this.#tables) {
       const sep = id.lastIndexOf("\u0000");
-      const records: Array<[string, unknown]> = [];
+      const records: TableSnapshot["records"] = [];
       let kept = 0;
-      const extra: Array<[number, number, RuleRecord, Approx]> = [];
+      let readBack = false;
       for (const [key, record, protectedOne] of table.entries()) {
-        if (record instanceof Approx) extra.push([record.h1, record.h2, record.own, record]);
-        else {
-          records.push([key, record]);
-          // Protected records come last (entries() yields probation first).
-          if (protectedOne) kept++;
-        }
+        // A key read back from the summary travels as it is held: what it took since, and its debts.
+        if (record instanceof Approx) {
+          records.push([key, record.own, [...record.rate]]);
+          readBack = true;
+        } else records.push([key, record]);
+        // Protected records come last (entries() yields probation first).
+        if (protectedOne) kept++;
       }
       const rows: number[][] = [];
       if (compact !== undefined && table.compactSize > 0) {
@@ -492,7 +493,7 @@ export class MemoryStore implements Store {
         // forEach visits each bucket newest first; a restore appends oldest first, as they came.
         rows.reverse();
       }
-      const summary = table.sketch !== undefined || extra.length > 0;
+      const sketch = table.sketch;
       tables.push({
         id: id.slice(0, sep),
         shape: id.slice(sep + 1),
@@ -501,31 +502,14 @@ export class MemoryStore implements Store {
         ...(rows.length > 0
           ? { compact: rows, compactAt: { index: table.index, buckets: (compact as CompactTable).buckets } }
           : {}),
-        ...(rows.length > 0 || summary ? { seed: this.#seed } : {}),
+        ...(rows.length > 0 || sketch !== undefined || readBack ? { seed: this.#seed } : {}),
         ...(table.blocks !== undefined ? { blocks: [...table.blocks] } : {}),
-        ...(summary ? { sketch: this.#sketchSnapshot(table, extra) } : {}),
+        ...(sketch !== undefined
+          ? { sketch: { width: sketch.width, seed: this.#seed, cells: sketch.toBase64() } }
+          : {}),
       });
     }
     return encodeSnapshot(tables, savedAt);
-  }
-
-  /**
-   * The summary's cells with the read-back keys' records added. A rule whose summary was freed
-   * while some of its keys were still read back gets one as wide as the budget leaves it (never
-   * one cell: every key restored into a single cell would read back full).
-   */
-  #sketchSnapshot(table: Table, extra: Array<[number, number, RuleRecord, Approx]>) {
-    const sketch = table.sketch ?? new Sketch(table.rule, this.#roomyWidth(table.rule));
-    return { width: sketch.width, seed: this.#seed, cells: sketch.toBase64(extra, now(table)) };
-  }
-
-  /** The widest summary for `rule` that the budget left by the other summaries holds (at least 1). */
-  #roomyWidth(rule: CompiledRule): number {
-    let used = 0;
-    for (const other of this.#tables.values()) used += other.sketch?.bytes ?? 0;
-    let width = Math.max(1, this.#sketchWidth);
-    while (width > 1 && used + sketchBytes(rule, width) > this.#summaryBudget) width /= 2;
-    return width;
   }
 
   /**
@@ -636,22 +620,28 @@ export class MemoryStore implements Store {
       table.blocks.set(key, until);
     }
     const seed = snapshot.seed ?? snapshot.sketch?.seed;
-    const hashed = rows.length > 0 || snapshot.sketch !== undefined;
+    const hashed = rows.length > 0 || snapshot.sketch !== undefined || snapshot.records.some((r) => r.length === 3);
     // Fingerprints and cells were placed with the saved seed: usable only if we can take it.
     const usable = hashed && seed !== undefined && (seed === this.#seed || this.#unhashed());
     if (usable) this.#seed = seed as number;
     const summarisedBefore = this.#summarised;
     // Probation's records first, then the protected segment's (keys that came back) into theirs.
     const first = snapshot.records.length - (snapshot.protected ?? 0);
-    snapshot.records.forEach(([key, record], i) => {
+    snapshot.records.forEach(([key, record, rate], i) => {
       if (table.delete(key)) this.#size--;
       const freshAt = recordFreshAt(rule, record);
-      if (!(freshAt > t)) {
+      // A read-back key is kept even when what it took since is fresh: its debts may still count.
+      if (rate === undefined && !(freshAt > t)) {
         report.expired++; // decides as a fresh key: nothing to keep
         return;
       }
       if (this.#size >= this.maxKeys) this.#evict(table, t);
-      table.adopt(key, record, freshAt, i >= first);
+      table.adopt(
+        key,
+        rate === undefined ? record : this.#readBack(key, record as RuleRecord, rate, rule),
+        freshAt,
+        i >= first,
+      );
       this.#size++;
       report.exact++;
     });
@@ -672,6 +662,15 @@ export class MemoryStore implements Store {
         `${pushed} records did not fit this store's exact tiers (a smaller \`maxKeys\` or \`maxBytes\` than the saved store's) and were summarised`,
       );
     }
+  }
+
+  /** A key read back from the summary, as saved: what it took since (`own`) and its debts. */
+  #readBack(key: string, own: RuleRecord, rate: number[], rule: CompiledRule): Approx {
+    const h = this.#hash(key);
+    const approx = new Approx(own, h[0] as number, h[1] as number, rule);
+    // The same shape has the same rate-based members: the pairs line up.
+    if (rate.length === approx.rate.length) for (let i = 0; i < rate.length; i++) approx.rate[i] = rate[i] as number;
+    return approx;
   }
 
   /** Loads a saved summary into `table` (joined with one it has), folded to fit this store's budget. */

@@ -23,8 +23,12 @@ const OLDEST_VERSION = 1;
 export interface TableSnapshot {
   id: string;
   shape: string;
-  /** Records of the `Map` tier, oldest first: those of the probation segment, then those of the protected one. */
-  records: Array<[string, unknown]>;
+  /**
+   * Records of the `Map` tier, oldest first: those of the probation segment, then those of the
+   * protected one. A key read back from the summary has a third field: its debts and bases per
+   * rate-based member (memory-store.ts `Approx`), and its record is what it took since.
+   */
+  records: Array<[string, unknown] | [string, unknown, number[]]>;
   /** How many of `records` (the last ones) were in the protected segment (keys that came back). */
   protected?: number | undefined;
   /**
@@ -107,9 +111,13 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
     }
     if (
       !Array.isArray(t.records) ||
-      !t.records.every((r) => Array.isArray(r) && r.length === 2 && typeof r[0] === "string")
+      !t.records.every(
+        (r) => Array.isArray(r) && typeof r[0] === "string" && (r.length === 2 || (r.length === 3 && readBack(r[2]))),
+      )
     ) {
-      throw new ArgumentError(`${where}: records must be [key, record] pairs`);
+      throw new ArgumentError(
+        `${where}: records must be [key, record] pairs (or [key, record, debts] for a key read back from the summary)`,
+      );
     }
     for (const [key, record] of t.records as Array<[string, unknown]>) {
       // Every figure of a record is a number or an instant, never NaN (a NaN instant compares
@@ -189,6 +197,18 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
 /** Whether `value` is a hash seed (an unsigned 32-bit integer). */
 function isSeed(value: unknown): boolean {
   return typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= 0xffffffff;
+}
+
+/**
+ * Whether `value` is a read-back key's [debt, base] pairs: a debt is a finite backlog (ms), a
+ * base the summary's instant when first read (NaN until then).
+ */
+function readBack(value: unknown): boolean {
+  return (
+    Array.isArray(value) &&
+    value.length % 2 === 0 &&
+    value.every((x, i) => typeof x === "number" && (i % 2 === 1 || Number.isFinite(x)))
+  );
 }
 
 /** Whether `value` is a 32-bit fingerprint word. */
