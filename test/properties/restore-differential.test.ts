@@ -60,7 +60,11 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ op: fc.constant("update" as const), limit: fc.integer({ min: 1, max: 8 }) }) },
   {
     weight: 4,
-    arbitrary: fc.record({ op: fc.constant("flood" as const), n: fc.integer({ min: 1, max: 120 }), again: fc.boolean() }),
+    arbitrary: fc.record({
+      op: fc.constant("flood" as const),
+      n: fc.integer({ min: 1, max: 120 }),
+      again: fc.boolean(),
+    }),
   },
 );
 
