@@ -115,20 +115,19 @@ describe("malformed state files are refused whole", () => {
   });
 
   it("NaN or malformed figures elsewhere: savedAt, a bucket, a fingerprint, a protected count, a read-back debt", () => {
-    const edits: Array<[string, (doc: { savedAt: unknown; tables: Array<Record<string, unknown>> }) => void, RegExp]> =
-      [
-        ["savedAt", (d) => void (d.savedAt = { $n: "NaN" }), /savedAt/],
-        ["bucket", (d) => void ((d.tables[0]?.compact as number[][])[0]?.splice(4, 1, 1e9) ?? 0), /compact records/],
-        ["fingerprint", (d) => void ((d.tables[0]?.compact as unknown[][])[0]?.splice(0, 1, -1) ?? 0), /compact/],
-        ["no compactAt", (d) => void delete d.tables[0]?.compactAt, /compact records/],
-        ["protected", (d) => void ((d.tables[0] as Record<string, unknown>).protected = 99), /protected/],
-        ["seed", (d) => void ((d.tables[0] as Record<string, unknown>).seed = 2 ** 33), /seed/],
-        [
-          "debt",
-          (d) => void (d.tables[0]?.records as unknown[][])[0]?.push([{ $n: "NaN" }, 0]),
-          /records must be \[key, record\] pairs/,
-        ],
-      ];
+    type Table = { compact: unknown[][]; records: unknown[][]; [field: string]: unknown };
+    type Doc = { savedAt: unknown; tables: Table[] };
+    const first = (d: Doc) => d.tables[0] as Table;
+    const row = (d: Doc) => first(d).compact[0] as unknown[];
+    const edits: Array<[string, (doc: Doc) => void, RegExp]> = [
+      ["savedAt", (d) => void (d.savedAt = { $n: "NaN" }), /savedAt/],
+      ["bucket", (d) => void row(d).splice(4, 1, 1e9), /compact records/],
+      ["fingerprint", (d) => void row(d).splice(0, 1, -1), /compact records/],
+      ["no compactAt", (d) => void delete first(d).compactAt, /compact records/],
+      ["protected", (d) => void (first(d).protected = 99), /protected/],
+      ["seed", (d) => void (first(d).seed = 2 ** 33), /seed/],
+      ["debt", (d) => void (first(d).records[0] as unknown[]).push([{ $n: "NaN" }, 0]), /records must be/],
+    ];
     for (const [what, edit, message] of edits) {
       const doc = JSON.parse(text);
       edit(doc);
