@@ -95,6 +95,8 @@ describe("restart in the middle of a trace: restored decisions are the unrestart
     let admitted = 0;
     let compactRestored = 0;
     let restoredExactly = 0;
+    let refusedMore = 0;
+    let admittedMore = 0;
     fc.assert(
       fc.property(
         ruleArb,
@@ -136,6 +138,8 @@ describe("restart in the middle of a trace: restored decisions are the unrestart
           const compare = (got: Decision, want: Decision, step: string) => {
             if (!after) return;
             compared++;
+            if (!got.allowed && want.allowed) refusedMore++;
+            if (got.allowed && !want.allowed) admittedMore++;
             if (approximate(got) || approximate(want)) {
               approximateAfter++;
               // Summarised on one side only: that side may refuse more, never admit more.
@@ -230,8 +234,11 @@ describe("restart in the middle of a trace: restored decisions are the unrestart
       { numRuns: RUNS, seed: SEED },
     );
     console.log(
-      `restore differential: ${compared} decisions after a restart compared (${exactAfter} exact and equal, ${approximateAfter} from a summary), ${admitted} admissions checked against the uncapped store, ${restoredExactly} records restored exactly, ${compactRestored} of them back into the compact tier (seed ${SEED})`,
+      `restore differential: ${compared} decisions after a restart compared (${exactAfter} exact and equal, ${approximateAfter} from a summary; the restarted store refused ${refusedMore} that the store without a restart admitted, and admitted ${admittedMore} it refused, none past the uncapped store), ${admitted} admissions checked against the uncapped store, ${restoredExactly} records restored exactly, ${compactRestored} of them back into the compact tier (seed ${SEED})`,
     );
+    // The restart itself refuses no honest request (issue 34: 62-100% were); summaries shared by
+    // a handful of keys in these tiny stores may fill in another order after it (either way).
+    expect(refusedMore).toBeLessThanOrEqual(compared / 100);
     expect(exactAfter).toBeGreaterThan(RUNS * 10);
     expect(approximateAfter).toBeGreaterThan(RUNS / 5);
     expect(restoredExactly).toBeGreaterThan(RUNS * 2);
