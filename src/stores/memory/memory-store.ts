@@ -35,9 +35,12 @@ import { CompactTable, MAX_TABLE_INDEX } from "../compact/compact-table.ts";
 import { fingerprint, randomSeed } from "../compact/fingerprint.ts";
 import { compactable, decodeRecord, encodeRecord, STATE_WORDS } from "../compact/state-codec.ts";
 import { isRate, unitMs } from "../compact/summary-codec.ts";
+import { Approx, oweUnits } from "./approx.ts";
+import { restorable } from "./restore-check.ts";
 import { type RestoredTable, type RestoreReport, savedTable, sumReport } from "./restore-report.ts";
+import { saveTable } from "./save-table.ts";
 import { DEPTH, Sketch, sketchBytes } from "./sketch.ts";
-import { decodeSnapshot, encodeSnapshot, sameLayout, type TableSnapshot } from "./snapshot.ts";
+import { decodeSnapshot, encodeSnapshot, type TableSnapshot } from "./snapshot.ts";
 import { Table } from "./table.ts";
 
 /** The names of {@link MemoryStoreOptions}, for every place that takes them (startClusterStore too). */
@@ -126,39 +129,6 @@ export interface RuleKeys {
    */
   summarised: boolean;
 }
-
-/**
- * A key read back from a summary: the summary's estimate plus `own`, what it took since (exact,
- * started fresh), and per rate-based member the backlog (ms) its admissions added since.
- */
-class Approx {
-  /**
-   * Per member, for rate-based ones: [debt, base] pairs: the backlog (ms) its admissions added
-   * since the read-back, and the summary's instant at the read-back (NaN until read). Empty for
-   * rules with no rate-based member.
-   */
-  readonly rate: number[];
-  constructor(
-    readonly own: RuleRecord,
-    readonly h1: number,
-    readonly h2: number,
-    rule: CompiledRule,
-  ) {
-    this.rate = rule.members.some(isRate) ? rule.members.flatMap(() => [0, Number.NaN]) : NO_RATE;
-  }
-
-  /** Whether everything the summary held for the key has stopped mattering by `t`: `own` is then its record. */
-  settled(t: number): boolean {
-    const rate = this.rate;
-    for (let i = 0; i < rate.length; i += 2) {
-      const base = rate[i + 1] as number;
-      if (!Number.isNaN(base) && base + Math.max(0, rate[i] as number) > t) return false;
-    }
-    return true;
-  }
-}
-
-const NO_RATE: number[] = [];
 
 /**
  * Keeps rate-limit state in this process.
@@ -470,45 +440,7 @@ export class MemoryStore implements Store {
   snapshot(savedAt: number = systemClock.now()): string {
     const tables: TableSnapshot[] = [...this.#pending.values()];
     const compact = this.#compact;
-    for (const [id, table] of this.#tables) {
-      const sep = id.lastIndexOf("\u0000");
-      const records: TableSnapshot["records"] = [];
-      let kept = 0;
-      let readBack = false;
-      for (const [key, record, protectedOne] of table.entries()) {
-        // A key read back from the summary travels as it is held: what it took since, and its debts.
-        if (record instanceof Approx) {
-          records.push([key, record.own, [...record.rate]]);
-          readBack = true;
-        } else records.push([key, record]);
-        // Protected records come last (entries() yields probation first).
-        if (protectedOne) kept++;
-      }
-      const rows: number[][] = [];
-      if (compact !== undefined && table.compactSize > 0) {
-        compact.forEach(table.index, (slot, h1, h2) => {
-          const at = compact.stateIndex(slot);
-          rows.push([h1, h2, compact.words[at] as number, compact.words[at + 1] as number, compact.bucketOf(slot)]);
-        });
-        // forEach visits each bucket newest first; a restore appends oldest first, as they came.
-        rows.reverse();
-      }
-      const sketch = table.sketch;
-      tables.push({
-        id: id.slice(0, sep),
-        shape: id.slice(sep + 1),
-        records,
-        ...(kept > 0 ? { protected: kept } : {}),
-        ...(rows.length > 0
-          ? { compact: rows, compactAt: { index: table.index, buckets: (compact as CompactTable).buckets } }
-          : {}),
-        ...(rows.length > 0 || sketch !== undefined || readBack ? { seed: this.#seed } : {}),
-        ...(table.blocks !== undefined ? { blocks: [...table.blocks] } : {}),
-        ...(sketch !== undefined
-          ? { sketch: { width: sketch.width, seed: this.#seed, cells: sketch.toBase64() } }
-          : {}),
-      });
-    }
+    for (const table of this.#tables.values()) tables.push(saveTable(table, compact, this.#seed));
     return encodeSnapshot(tables, savedAt);
   }
 
@@ -577,17 +509,8 @@ export class MemoryStore implements Store {
    */
   #adopt(table: Table, snapshot: TableSnapshot, report: RestoredTable): void {
     const rule = table.rule;
-    const template = createRecord(rule);
     const t = now(table);
-    // The layout first, then what the record decides: a tampered record (a negative count, a
-    // buffer position past its buffer) must not poison decisions. A token bucket's balance
-    // below zero is not tampering: a penalty wrote it (see `owedAsEmpty`).
-    const sane = (record: unknown) => {
-      if (!sameLayout(template, owedAsEmpty(rule, record))) return false;
-      const d = decideRule(rule, structuredClone(record), t, 1, "peek");
-      const figures = [d.remaining, d.retryAfterMs, d.resetMs, d.delayMs];
-      return figures.every((x) => !Number.isNaN(x) && x >= 0) && d.remaining <= d.limit;
-    };
+    const sane = restorable(rule, t);
     const refuse = (why: string) => {
       report.status = "dropped";
       report.dropped = report.saved;
@@ -1143,39 +1066,6 @@ function permits(rule: CompiledRule, a: RuleRecord, b: RuleRecord, t: number, co
   if (da.allowed !== db.allowed) return da.allowed;
   if (da.remaining !== db.remaining) return da.remaining > db.remaining;
   return da.retryAfterMs < db.retryAfterMs;
-}
-
-/**
- * Adds `cost` units to a read-back key's debt on each rate-based member (`Approx.rate`): the
- * backlog an admission or a penalty puts on top of the summary's.
- */
-function oweUnits(rule: CompiledRule, rate: number[], cost: number): void {
-  rule.members.forEach((m: Algorithm, i) => {
-    if (isRate(m)) rate[2 * i] = (rate[2 * i] as number) + cost * unitMs(m);
-  });
-}
-
-/**
- * `record` as the restore's layout check reads it: a token bucket's balance below zero is the
- * store's own state (a penalty takes units whether or not they fit: token-bucket.ts `force`),
- * read there as an empty bucket; every other figure as it is. A copy, made only for a rule with
- * a token bucket. (Read as tampering, it dropped the whole table and its sketch on restore.)
- */
-function owedAsEmpty(rule: CompiledRule, record: unknown): unknown {
-  // Not an object: no bucket in it (the layout check refuses it as it is).
-  if (typeof record !== "object" || record === null || !rule.members.some((m) => m.kind === "token-bucket")) {
-    return record;
-  }
-  const copy = structuredClone(record);
-  rule.members.forEach((m, i) => {
-    if (m.kind !== "token-bucket") return;
-    // Not yet checked: `memberState` of a malformed record may be anything (the layout check then refuses it).
-    const state: unknown = memberState(rule, copy as RuleRecord, i);
-    if (typeof state !== "object" || state === null) return;
-    const b = (state as { b?: unknown }).b;
-    if (typeof b === "number" && Number.isFinite(b) && b < 0) (state as { b: number }).b = 0;
-  });
-  return copy;
 }
 
 /** The current instant of a table's clock (for a reset, which carries no `now`). */
