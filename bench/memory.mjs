@@ -5,6 +5,8 @@
 // rate-limiter-flexible (decisions/s, bytes held, keys that got past their limit) with the
 // capped store's bytes per key in each tier. BENCH_FLOOD sets the flood size.
 // Run with: npm run bench   (or: npm run build && node --expose-gc bench/memory.mjs)
+// The restore shape alone (snapshot + restore past maxKeys, issue 34):
+//   npm run build && node --expose-gc bench/memory.mjs --restore [flood keys, default BENCH_FLOOD / 5]
 
 import { RateLimiter as TokenLimiter } from "limiter";
 import { RateLimiterMemory } from "rate-limiter-flexible";
