@@ -5,6 +5,8 @@
 // rate-limiter-flexible (decisions/s, bytes held, keys that got past their limit) with the
 // capped store's bytes per key in each tier. BENCH_FLOOD sets the flood size.
 // Run with: npm run bench   (or: npm run build && node --expose-gc bench/memory.mjs)
+// The restore shape alone (snapshot + restore past maxKeys, issue 34):
+//   npm run build && node --expose-gc bench/memory.mjs --restore [flood keys, default BENCH_FLOOD / 5]
 
 import { RateLimiter as TokenLimiter } from "limiter";
 import { RateLimiterMemory } from "rate-limiter-flexible";
@@ -390,6 +392,99 @@ async function flood() {
   }
 }
 
+/**
+ * The restore shape (docs/semantics.md §10, issue 34): a capped store past `maxKeys` is saved
+ * (`snapshot`) and read into a new store (`restore`), as `sluice serve --state` does across a
+ * restart; then returning keys finish their limit, flood keys try once more and brand-new keys
+ * send one request each. Every decision is compared with an uncapped store fed the same trace
+ * (an honest refusal: the capped store refuses what the uncapped one admits; an escape: the
+ * other way round), for the restarted store and for the same store without the restart.
+ * `node --expose-gc bench/memory.mjs --restore [flood]` (default BENCH_FLOOD / 5 = 200,000 keys).
+ */
+async function restoreShape() {
+  const { ManualClock, RateLimiterService } = await import("../dist/index.js");
+  const specs = {
+    "fixed-window": { algorithm: "fixed-window", limit: 10, windowMs: HOUR },
+    "sliding-window": { algorithm: "sliding-window", limit: 10, windowMs: HOUR },
+    "token-bucket": { algorithm: "token-bucket", capacity: 10, refillPerSecond: 10 / 3600 },
+    gcra: { algorithm: "gcra", limit: 10, periodMs: HOUR },
+    "leaky-bucket": { algorithm: "leaky-bucket", capacity: 10, leakPerSecond: 10 / 3600 },
+    "sliding-log": { algorithm: "sliding-log", limit: 10, windowMs: HOUR },
+  };
+  const shapes = [
+    {
+      name: "maxKeys 10,000; 1,000 keys using 5 of 10; flood",
+      maxKeys: 10_000,
+      returning: 1000,
+      used: 5,
+      flood: Number(process.argv[3] ?? Number(process.env.BENCH_FLOOD ?? 1_000_000) / 5),
+      fresh: 10_000,
+    },
+    { name: "maxKeys 100; 1,000 keys using 1 of 10", maxKeys: 100, returning: 1000, used: 1, flood: 0, fresh: 100 },
+  ];
+  const rows = [];
+  for (const shape of shapes) {
+    for (const [algorithm, spec] of Object.entries(specs)) {
+      const clock = new ManualClock(Date.UTC(2026, 11, 7, 10));
+      const capped = new MemoryStore({ maxKeys: shape.maxKeys, seed: 7 });
+      const a = new RateLimiterService({ clock, store: capped }).addRule("r", spec);
+      const u = new RateLimiterService({ clock }).addRule("r", spec);
+      const both = (key) => [a.check("r", key).allowed, u.check("r", key).allowed];
+      for (let i = 0; i < shape.returning; i++) for (let j = 0; j < shape.used; j++) both(`user:${i}`);
+      clock.advance(1000);
+      for (let i = 0; i < shape.flood; i++) for (let j = 0; j < 10; j++) both(`bot:${i}`);
+      clock.advance(1000);
+      const t0 = performance.now();
+      const text = capped.snapshot(clock.now());
+      const restoredStore = new MemoryStore({ maxKeys: shape.maxKeys });
+      restoredStore.restore(text);
+      const ms = performance.now() - t0;
+      const b = new RateLimiterService({ clock, store: restoredStore }).addRule("r", spec);
+      const tally = { restarted: { returning: 0, fresh: 0, escapes: 0 }, kept: { returning: 0, fresh: 0, escapes: 0 } };
+      let returning = 0;
+      const count = (kind, key) => {
+        const want = u.check("r", key).allowed;
+        for (const [which, s] of [
+          ["restarted", b],
+          ["kept", a],
+        ]) {
+          const got = s.check("r", key).allowed;
+          if (!got && want) tally[which][kind]++;
+          if (got && !want) tally[which].escapes++;
+        }
+      };
+      for (let i = 0; i < shape.returning; i++) {
+        for (let j = shape.used; j < 10; j++) {
+          count("returning", `user:${i}`);
+          returning++;
+        }
+      }
+      for (let i = 0; i < Math.min(shape.flood, 10_000); i++) count("returning", `bot:${i}`);
+      for (let i = 0; i < shape.fresh; i++) count("fresh", `new:${i}`);
+      const pct = (n, of) => `${((100 * n) / of).toFixed(2)}% (${n})`;
+      rows.push({
+        shape: shape.name + (shape.flood > 0 ? ` of ${shape.flood.toLocaleString("en")} keys × 10` : ""),
+        algorithm,
+        "returning refused, restarted": pct(tally.restarted.returning, returning),
+        "new refused, restarted": pct(tally.restarted.fresh, shape.fresh),
+        "returning refused, no restart": pct(tally.kept.returning, returning),
+        "new refused, no restart": pct(tally.kept.fresh, shape.fresh),
+        escapes: tally.restarted.escapes + tally.kept.escapes,
+        "state MB": (text.length / 2 ** 20).toFixed(1),
+        "save+restore ms": Math.round(ms),
+      });
+    }
+  }
+  console.log(
+    "\nRestore shape: honest refusals after snapshot + restore, against an uncapped store fed the same trace",
+  );
+  console.table(rows);
+}
+
+if (process.argv[2] === "--restore") {
+  await restoreShape();
+  process.exit(0);
+}
 if (process.argv[2] === "--live-keys") {
   measureLiveKeys(process.argv[3]);
   process.exit(0);

@@ -66,3 +66,4 @@ export {
   type MemoryStoreStats,
   type RuleKeys,
 } from "./stores/memory/memory-store.ts";
+export type { RestoredTable, RestoreReport } from "./stores/memory/restore-report.ts";

@@ -148,6 +148,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     }
     context.envoy = envoy;
   }
+  // The rules are bound now: what the state file's records became (adopted, summarised, or
+  // waiting for a rule whose window changed), never "restored" for counts that were dropped.
+  for (const line of store.restored()) options.log(line);
   const prepare = envoy === undefined ? undefined : (config: RulesConfig) => envoy.prepare(domains(config));
   const reloader =
     options.config === undefined

@@ -13,6 +13,7 @@ import { constants } from "node:fs";
 import { open, readFile, rename, rm, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { MemoryStore } from "../index.ts";
+import { describeRestore } from "../stores/memory/restore-report.ts";
 
 /** Largest state file read at start: a larger one is reported and ignored. */
 export const MAX_STATE_BYTES = 512 * 1024 * 1024;
@@ -23,11 +24,23 @@ export async function loadState(store: MemoryStore, path: string): Promise<strin
     const size = (await stat(path)).size;
     if (size > MAX_STATE_BYTES) return `state file ${path} ignored: ${size} bytes is over ${MAX_STATE_BYTES}`;
     const records = store.restore(await readFile(path, "utf8"));
-    return `state file ${path}: ${records} key records restored`;
+    // Adopted as their rules are bound: `restoreLines` says, once they are, what came back.
+    return `state file ${path}: ${records} key records read`;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return `state file ${path} not found: starting empty`;
     return `state file ${path} ignored: ${(error as Error).message}`;
   }
+}
+
+/**
+ * What the restore of `path` did, once the rules are bound: records back exactly, kept only in a
+ * summary, dropped, or waiting for a rule (a window changed: its keys start fresh), and why.
+ * Nothing when no state was read.
+ */
+export function restoreLines(store: MemoryStore, path: string): string[] {
+  const report = store.restored();
+  if (report.tables.length === 0) return [];
+  return describeRestore(report).map((line, i) => (i === 0 ? `state file ${path}: ${line}` : line));
 }
 
 /** A temporary name beside `path` no other user can predict. */

@@ -9,7 +9,7 @@ import { MemoryStore as Memory, type MemoryStore, type RuleKeys, type Store } fr
 import { DEFAULT_PREFIX } from "../stores/redis/defaults.ts";
 import { DEFAULT_POLICY, type FixedPolicy } from "../stores/remote/failure-policy.ts";
 import { DEFAULT_TIMEOUT_MS, withTimeout } from "../stores/remote/with-timeout.ts";
-import { loadState, startStateSaver } from "./state-file.ts";
+import { loadState, restoreLines, startStateSaver } from "./state-file.ts";
 
 /** What the server needs from its store. */
 export interface ServiceStore {
@@ -30,6 +30,8 @@ export interface ServiceStore {
   ping(): Promise<void>;
   /** Releases connections. */
   close(): Promise<void>;
+  /** Log lines on what the state file's restore did, to be read once the rules are bound (none without `--state`). */
+  restored(): string[];
 }
 
 /** Failure policy for the Redis store (see RedisStore `onError`): one of the fixed policies. */
@@ -101,6 +103,7 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
       close: async () => {
         await saver?.stop();
       },
+      restored: () => (options.state === undefined ? [] : restoreLines(memory, options.state)),
     };
   }
   const seeds = options.redis
@@ -176,5 +179,6 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
       await store.close();
       await client.quit().catch(() => client.disconnect());
     },
+    restored: () => [],
   };
 }

@@ -32,7 +32,7 @@ describe("sluice serve --state", () => {
     expect(readdirSync(tmp.dir).filter((f) => f.includes(".tmp-"))).toEqual([]); // renamed into place
 
     const second = await serve(["--config", config, "--state", state, "--state-interval", "100ms"]);
-    await second.waitForLog(/key records restored/);
+    await second.waitForLog(/restored \d+ key records exactly/);
     expect(await check(second.url, "alice")).toMatchObject({ allowed: true, remaining: 1 }); // 4th of 5
     // Let a periodic write happen, then die without a chance to write again.
     const before = readFileSync(state, "utf8");

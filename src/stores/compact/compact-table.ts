@@ -114,8 +114,26 @@ export class CompactTable {
    * is given up: `victim` then names what was there and `victimWords` holds its state.
    */
   claim(table: number, h: Uint32Array): number {
+    return this.claimIn(bucketOf(table, h[2] as number, this.#buckets), table, h[0] as number, h[1] as number);
+  }
+
+  /** Buckets of the table (a snapshot's slots are placed back only into a table of as many). */
+  get buckets(): number {
+    return this.#buckets;
+  }
+
+  /** The bucket `slot` is in (what a snapshot saves: the bucket hash itself is not stored). */
+  bucketOf(slot: number): number {
+    return Math.floor(slot / BUCKET_SLOTS);
+  }
+
+  /**
+   * `claim` in a known bucket: how a restore puts a saved slot back where `claim` had put it
+   * (the key's text, and so its bucket hash, is not known there; its bucket is).
+   */
+  claimIn(bucket: number, table: number, h1: number, h2: number): number {
     const u32 = this.#u32;
-    const base = this.#base(table, h);
+    const base = bucket * BUCKET_SLOTS * E;
     this.victim.table = 0;
     let count = countEntries(u32, base, E);
     if (count === BUCKET_SLOTS) {
@@ -130,7 +148,7 @@ export class CompactTable {
       this.evicted++;
       this.size--;
     }
-    appendKey(u32, base, E, count, h[0] as number, tagOf(h[1] as number, table));
+    appendKey(u32, base, E, count, h1, tagOf(h2, table));
     this.size++;
     return base / E + count;
   }

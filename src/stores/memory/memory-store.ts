@@ -35,8 +35,12 @@ import { CompactTable, MAX_TABLE_INDEX } from "../compact/compact-table.ts";
 import { fingerprint, randomSeed } from "../compact/fingerprint.ts";
 import { compactable, decodeRecord, encodeRecord, STATE_WORDS } from "../compact/state-codec.ts";
 import { isRate, unitMs } from "../compact/summary-codec.ts";
+import { Approx, oweUnits } from "./approx.ts";
+import { restorable } from "./restore-check.ts";
+import { type RestoredTable, type RestoreReport, savedTable, sumReport } from "./restore-report.ts";
+import { saveTable } from "./save-table.ts";
 import { DEPTH, Sketch, sketchBytes } from "./sketch.ts";
-import { decodeSnapshot, encodeSnapshot, sameLayout, type TableSnapshot } from "./snapshot.ts";
+import { decodeSnapshot, encodeSnapshot, type TableSnapshot } from "./snapshot.ts";
 import { Table } from "./table.ts";
 
 /** The names of {@link MemoryStoreOptions}, for every place that takes them (startClusterStore too). */
@@ -127,39 +131,6 @@ export interface RuleKeys {
 }
 
 /**
- * A key read back from a summary: the summary's estimate plus `own`, what it took since (exact,
- * started fresh), and per rate-based member the backlog (ms) its admissions added since.
- */
-class Approx {
-  /**
-   * Per member, for rate-based ones: [debt, base] pairs: the backlog (ms) its admissions added
-   * since the read-back, and the summary's instant at the read-back (NaN until read). Empty for
-   * rules with no rate-based member.
-   */
-  readonly rate: number[];
-  constructor(
-    readonly own: RuleRecord,
-    readonly h1: number,
-    readonly h2: number,
-    rule: CompiledRule,
-  ) {
-    this.rate = rule.members.some(isRate) ? rule.members.flatMap(() => [0, Number.NaN]) : NO_RATE;
-  }
-
-  /** Whether everything the summary held for the key has stopped mattering by `t`: `own` is then its record. */
-  settled(t: number): boolean {
-    const rate = this.rate;
-    for (let i = 0; i < rate.length; i += 2) {
-      const base = rate[i + 1] as number;
-      if (!Number.isNaN(base) && base + Math.max(0, rate[i] as number) > t) return false;
-    }
-    return true;
-  }
-}
-
-const NO_RATE: number[] = [];
-
-/**
  * Keeps rate-limit state in this process.
  *
  * @example const store = new MemoryStore({ maxKeys: 100_000 }); createLimiter(spec, { store })
@@ -192,6 +163,8 @@ export class MemoryStore implements Store {
   #compact: CompactTable | undefined = undefined;
   /** Restored tables waiting for their rule to be bound (by table id). */
   #pending = new Map<string, TableSnapshot>();
+  /** What each restored table became (by table id), for `restored()`. */
+  #restores = new Map<string, RestoredTable>();
   #size = 0;
   #sweepIn = SWEEP_EVERY;
   #evicted = 0;
@@ -308,21 +281,14 @@ export class MemoryStore implements Store {
       table = new Table(rule, id);
       table.protectedCap = this.#protectedCap;
       this.#tables.set(id, table);
-      const free = this.#freeIndices.pop();
-      if (free !== undefined) {
-        table.index = free;
-        this.#byIndex[free] = table;
-      } else if (this.#byIndex.length <= MAX_TABLE_INDEX) {
-        table.index = this.#byIndex.length;
-        this.#byIndex.push(table);
-      }
       const restored = this.#pending.get(id);
+      this.#placeTable(table, restored?.compactAt?.index);
       if (restored !== undefined) {
         this.#pending.delete(id);
         // Adopted at the binding's instant: its records and the cells they are summarised into
         // hold instants of this clock (the system clock's reading would shift every backlog).
         table.clock = binding.clock;
-        this.#adopt(table, restored);
+        this.#adopt(table, restored, this.#restores.get(id) ?? savedTable(restored.id, restored.shape, 0));
       }
     }
     table.rule = rule;
@@ -423,6 +389,34 @@ export class MemoryStore implements Store {
     }
   }
 
+  /**
+   * Gives `table` its index in the compact tier: `wanted` (the index a restored table had, so
+   * its compact records go back to their buckets: a key's bucket mixes the index in) when it is
+   * free, else a free one.
+   */
+  #placeTable(table: Table, wanted: number | undefined): void {
+    const byIndex = this.#byIndex;
+    if (wanted !== undefined && wanted <= MAX_TABLE_INDEX && byIndex[wanted] === undefined) {
+      for (let i = byIndex.length; i < wanted; i++) {
+        this.#freeIndices.push(i);
+        byIndex.push(undefined);
+      }
+      const free = this.#freeIndices.indexOf(wanted);
+      if (free >= 0) this.#freeIndices.splice(free, 1);
+      table.index = wanted;
+      byIndex[wanted] = table;
+      return;
+    }
+    const free = this.#freeIndices.pop();
+    if (free !== undefined) {
+      table.index = free;
+      byIndex[free] = table;
+    } else if (byIndex.length <= MAX_TABLE_INDEX) {
+      table.index = byIndex.length;
+      byIndex.push(table);
+    }
+  }
+
   /** Forgets a table and everything it holds in every tier. */
   #drop(id: string, table: Table): void {
     this.#size -= table.size;
@@ -438,56 +432,26 @@ export class MemoryStore implements Store {
 
   /**
    * Every table's records (and summary) as text, for `restore` after a restart. Records hold
-   * absolute instants, so counts survive exactly. Records of the compact tier travel as
-   * fingerprints with the store's seed; keys read back from a summary travel inside it.
+   * absolute instants, so counts survive exactly. Each tier travels as it is: records of the
+   * `Map` tier with their segment, those of the compact tier as fingerprints with their bucket
+   * (and the store's seed), the summary at its own width; keys read back from a summary travel
+   * inside it.
    */
   snapshot(savedAt: number = systemClock.now()): string {
     const tables: TableSnapshot[] = [...this.#pending.values()];
     const compact = this.#compact;
-    for (const [id, table] of this.#tables) {
-      const sep = id.lastIndexOf("\u0000");
-      const records: Array<[string, unknown]> = [];
-      const extra: Array<[number, number, RuleRecord, Approx]> = [];
-      for (const [key, record] of table.entries()) {
-        if (record instanceof Approx) extra.push([record.h1, record.h2, record.own, record]);
-        else records.push([key, record]);
-      }
-      const fingerprints: number[][] = [];
-      if (compact !== undefined && table.compactSize > 0) {
-        compact.forEach(table.index, (slot, h1, h2) => {
-          fingerprints.push([
-            h1,
-            h2,
-            compact.words[compact.stateIndex(slot)] as number,
-            compact.words[compact.stateIndex(slot) + 1] as number,
-          ]);
-        });
-      }
-      tables.push({
-        id: id.slice(0, sep),
-        shape: id.slice(sep + 1),
-        records,
-        ...(fingerprints.length > 0 ? { compact: fingerprints } : {}),
-        ...(table.blocks !== undefined ? { blocks: [...table.blocks] } : {}),
-        sketch:
-          table.sketch === undefined && extra.length === 0 && fingerprints.length === 0
-            ? undefined
-            : this.#sketchSnapshot(table, extra),
-      });
-    }
+    for (const table of this.#tables.values()) tables.push(saveTable(table, compact, this.#seed));
     return encodeSnapshot(tables, savedAt);
-  }
-
-  #sketchSnapshot(table: Table, extra: Array<[number, number, RuleRecord, Approx]>) {
-    const sketch = table.sketch ?? new Sketch(table.rule, 1);
-    return { width: sketch.width, seed: this.#seed, cells: sketch.toBase64(extra, now(table)) };
   }
 
   /**
    * Loads a snapshot written by `snapshot()`. The text is checked whole first: anything that is
-   * not a sluice state file of this version throws ArgumentError and loads nothing. Records are
-   * adopted when a rule with the same id and shape is bound (at once if it already is); a
-   * record whose layout does not match its rule is dropped with its whole table.
+   * not a sluice state file of a version read here, or that holds a malformed figure (a NaN
+   * instant, say), throws ArgumentError and loads nothing. Records are adopted when a rule with
+   * the same id and shape is bound (at once if it already is): each key gets its own record
+   * back, in its tier; what does not fit this store (a smaller `maxKeys` or `maxBytes`) is
+   * summarised, conservatively. A table with a record whose layout does not match its rule is
+   * dropped whole. `restored()` says what became of every table, and why.
    * Returns the number of records read.
    */
   restore(text: string): number {
@@ -495,12 +459,39 @@ export class MemoryStore implements Store {
     let records = 0;
     for (const snapshot of tables) {
       const id = `${snapshot.id}\u0000${snapshot.shape}`;
-      records += snapshot.records.length + (snapshot.compact?.length ?? 0);
+      const saved = snapshot.records.length + (snapshot.compact?.length ?? 0);
+      records += saved;
+      const report = savedTable(snapshot.id, snapshot.shape, saved);
+      this.#restores.set(id, report);
       const table = this.#tables.get(id);
       if (table === undefined) this.#pending.set(id, snapshot);
-      else this.#adopt(table, snapshot);
+      else this.#adopt(table, snapshot, report);
     }
     return records;
+  }
+
+  /**
+   * What the restores did so far, per saved table: records back exactly, kept only in a summary,
+   * dropped, expired, or waiting for their rule, and why. Read it once the rules are bound: a
+   * table whose rule is bound under another shape (its window or algorithm changed) waits, and
+   * its keys start fresh.
+   */
+  restored(): RestoreReport {
+    const tables = [...this.#restores.entries()].map(([id, entry]) => {
+      const copy = { ...entry, reasons: [...entry.reasons] };
+      if (copy.status !== "waiting") return copy;
+      const prefix = id.slice(0, id.lastIndexOf("\u0000") + 1);
+      const other = [...this.#tables.values()].find(
+        (t) => t.id.startsWith(prefix) && t.id.indexOf("\u0000", prefix.length) < 0,
+      );
+      copy.reasons.push(
+        other === undefined
+          ? "no rule of this name is bound: its records wait (and are saved again) until one is"
+          : `the rule is bound with another shape (${other.rule.shape}): its algorithm or window changed, so its saved counts are not used and its keys start fresh`,
+      );
+      return copy;
+    });
+    return sumReport(tables);
   }
 
   /** Whether nothing was hashed yet (a restored seed may then replace ours). */
@@ -510,21 +501,40 @@ export class MemoryStore implements Store {
     return true;
   }
 
-  /** Moves a restored table's records into `table`, if every one has the rule's layout. */
-  #adopt(table: Table, snapshot: TableSnapshot): void {
+  /**
+   * Moves a restored table's records into `table`, if every one has the rule's layout: each
+   * `Map` record into its segment, each compact record into its bucket (when this tier has the
+   * saved one's size and the table its saved index), the summary at its width (folded to fit
+   * this store's budget). What does not fit is summarised; `report` says so.
+   */
+  #adopt(table: Table, snapshot: TableSnapshot, report: RestoredTable): void {
     const rule = table.rule;
-    const template = createRecord(rule);
     const t = now(table);
-    // The layout first, then what the record decides: a tampered record (a negative count, a
-    // buffer position past its buffer) must not poison decisions. A token bucket's balance
-    // below zero is not tampering: a penalty wrote it (see `owedAsEmpty`).
-    const sane = (record: unknown) => {
-      if (!sameLayout(template, owedAsEmpty(rule, record))) return false;
-      const d = decideRule(rule, structuredClone(record), t, 1, "peek");
-      const figures = [d.remaining, d.retryAfterMs, d.resetMs, d.delayMs];
-      return figures.every((x) => !Number.isNaN(x) && x >= 0) && d.remaining <= d.limit;
+    const sane = restorable(rule, t);
+    const refuse = (why: string) => {
+      report.status = "dropped";
+      report.dropped = report.saved;
+      report.reasons.push(`${why}: the table is refused whole (its keys start fresh)`);
     };
-    if (!snapshot.records.every(([, record]) => sane(record))) return;
+    const bad = snapshot.records.find(([, record]) => !sane(record));
+    if (bad !== undefined) {
+      refuse(`the record of key ${JSON.stringify(bad[0])} does not fit the rule's layout`);
+      return;
+    }
+    // Compact records are checked too before anything is loaded.
+    const scratch = new Float64Array(STATE_WORDS);
+    const rows: Array<[number, number, number, number, number | undefined, RuleRecord]> = [];
+    for (const [h1, h2, w0, w1, bucket] of snapshot.compact ?? []) {
+      scratch[0] = w0 as number;
+      scratch[1] = w1 as number;
+      const record = decodeRecord(rule, scratch, 0);
+      if (!sane(record)) {
+        refuse(`a compact record (fingerprint ${h1}) does not fit the rule's layout`);
+        return;
+      }
+      rows.push([h1 as number, h2 as number, w0 as number, w1 as number, bucket, record]);
+    }
+    report.status = "adopted";
     // Blocks beside the records (rules without a ban) end at absolute instants, like records:
     // an ended one is dropped when next seen or swept (the binding's clock may not be set yet).
     for (const [key, until] of snapshot.blocks ?? []) {
@@ -532,30 +542,137 @@ export class MemoryStore implements Store {
       table.blocks ??= new Map();
       table.blocks.set(key, until);
     }
-    const seed = snapshot.sketch?.seed;
-    const hashed = (snapshot.compact?.length ?? 0) > 0 || snapshot.sketch !== undefined;
+    const seed = snapshot.seed ?? snapshot.sketch?.seed;
+    const hashed = rows.length > 0 || snapshot.sketch !== undefined || snapshot.records.some((r) => r.length === 3);
     // Fingerprints and cells were placed with the saved seed: usable only if we can take it.
     const usable = hashed && seed !== undefined && (seed === this.#seed || this.#unhashed());
     if (usable) this.#seed = seed as number;
-    for (const [key, record] of snapshot.records) {
+    const summarisedBefore = this.#summarised;
+    // Probation's records first, then the protected segment's (keys that came back) into theirs.
+    const first = snapshot.records.length - (snapshot.protected ?? 0);
+    snapshot.records.forEach(([key, record, rate], i) => {
       if (table.delete(key)) this.#size--;
+      const freshAt = recordFreshAt(rule, record);
+      // A read-back key is kept even when what it took since is fresh: its debts may still count.
+      if (rate === undefined && !(freshAt > t)) {
+        report.expired++; // decides as a fresh key: nothing to keep
+        return;
+      }
       if (this.#size >= this.maxKeys) this.#evict(table, t);
-      table.adopt(key, record, recordFreshAt(table.rule, record));
+      table.adopt(
+        key,
+        rate === undefined ? record : this.#readBack(key, record as RuleRecord, rate, rule),
+        freshAt,
+        i >= first,
+      );
       this.#size++;
+      report.exact++;
+    });
+    if (hashed && !usable) {
+      report.dropped += rows.length;
+      report.reasons.push(
+        "this store had hashed keys with another seed already: the compact records and the summary are dropped (restore into a new store)",
+      );
     }
-    if (!usable) return;
-    if (snapshot.sketch !== undefined) {
-      const sketch = new Sketch(table.rule, snapshot.sketch.width);
-      if (sketch.width === snapshot.sketch.width && sketch.load(snapshot.sketch.cells)) table.sketch = sketch;
+    if (usable && snapshot.sketch !== undefined) this.#adoptSketch(table, snapshot.sketch, t, report);
+    if (usable) this.#adoptCompact(table, snapshot, rows, t, report);
+    // Records pushed out of the exact tiers to make room (this store is smaller than the saved one).
+    const pushed = this.#summarised - summarisedBefore - report.summarised;
+    if (pushed > 0) {
+      report.exact -= Math.min(report.exact, pushed);
+      report.summarised += pushed;
+      report.reasons.push(
+        `${pushed} records did not fit this store's exact tiers (a smaller \`maxKeys\` or \`maxBytes\` than the saved store's) and were summarised`,
+      );
     }
-    const scratch = new Float64Array(STATE_WORDS);
-    for (const [h1, h2, w0, w1] of snapshot.compact ?? []) {
-      scratch[0] = w0 as number;
-      scratch[1] = w1 as number;
-      const record = decodeRecord(rule, scratch, 0);
-      if (!sane(record)) continue;
-      // The bucket hash is not saved: summarise (conservative) rather than guess a slot.
-      this.#summarise(table, h1 as number, h2 as number, record, t);
+  }
+
+  /** A key read back from the summary, as saved: what it took since (`own`) and its debts. */
+  #readBack(key: string, own: RuleRecord, rate: number[], rule: CompiledRule): Approx {
+    const h = this.#hash(key);
+    const approx = new Approx(own, h[0] as number, h[1] as number, rule);
+    // The same shape has the same rate-based members: the pairs line up.
+    if (rate.length === approx.rate.length) for (let i = 0; i < rate.length; i++) approx.rate[i] = rate[i] as number;
+    return approx;
+  }
+
+  /** Loads a saved summary into `table` (joined with one it has), folded to fit this store's budget. */
+  #adoptSketch(table: Table, saved: NonNullable<TableSnapshot["sketch"]>, t: number, report: RestoredTable): void {
+    const sketch = new Sketch(table.rule, saved.width);
+    if (sketch.width !== saved.width || !sketch.load(saved.cells)) {
+      report.reasons.push("its summary does not fit the rule's cells and is dropped (keys it held read as new)");
+      return;
+    }
+    const from = sketch.width;
+    let others = 0;
+    for (const other of this.#tables.values()) if (other !== table) others += other.sketch?.bytes ?? 0;
+    const own = table.sketch;
+    while (
+      sketch.width > 1 &&
+      (sketch.width > this.#sketchWidth || others + Math.max(sketch.bytes, own?.bytes ?? 0) > this.#summaryBudget)
+    ) {
+      sketch.fold(t);
+    }
+    if (own === undefined) table.sketch = sketch;
+    else own.absorb(sketch, t);
+    const width = (table.sketch as Sketch).width;
+    if (width < from) {
+      report.reasons.push(
+        `its summary was folded from ${from} to ${width} cells per row to fit this store's \`maxBytes\` or \`sketchWidth\` (more keys may be over-counted, none under)`,
+      );
+    }
+  }
+
+  /**
+   * Puts saved compact records back: into their own buckets when this store's compact tier has
+   * the saved one's size and the table its saved index (exact, the key finds its record), else
+   * into the summary (the bucket hash comes from the key's text, which is not saved).
+   */
+  #adoptCompact(
+    table: Table,
+    snapshot: TableSnapshot,
+    rows: Array<[number, number, number, number, number | undefined, RuleRecord]>,
+    t: number,
+    report: RestoredTable,
+  ): void {
+    if (rows.length === 0) return;
+    const rule = table.rule;
+    const at = snapshot.compactAt;
+    const buckets = CompactTable.bucketsFor(this.#compactBudget);
+    const why =
+      at === undefined
+        ? "the file does not say where they were (an older version)"
+        : !Number.isFinite(this.maxKeys) || !compactable(rule) || this.#compactBudget < CompactTable.bytesFor(1)
+          ? "this store has no compact tier for the rule"
+          : buckets !== at.buckets
+            ? `this store's compact tier has ${buckets} buckets, the saved one ${at.buckets} (\`maxKeys\` or \`maxBytes\` changed)`
+            : table.index !== at.index
+              ? "the rule has another place in the compact tier (bound in another order, or bound before the restore)"
+              : undefined;
+    let summarised = 0;
+    for (const [h1, h2, w0, w1, bucket, record] of rows) {
+      if (!(recordFreshAt(rule, record) > t)) {
+        report.expired++;
+        continue;
+      }
+      if (why !== undefined || bucket === undefined) {
+        this.#summarise(table, h1, h2, record, t);
+        summarised++;
+        continue;
+      }
+      this.#compact ??= new CompactTable(buckets);
+      const compact = this.#compact;
+      const slot = compact.claimIn(bucket, table.index, h1, h2);
+      this.#pushedOut(compact, table, t);
+      const words = compact.stateIndex(slot);
+      compact.words[words] = w0;
+      compact.words[words + 1] = w1;
+      table.compactSize++;
+      report.exact++;
+    }
+    if (summarised > 0) {
+      report.summarised += summarised;
+      report.reasons.push(`${summarised} compact records were summarised: ${why}`);
     }
   }
 
@@ -851,16 +968,7 @@ export class MemoryStore implements Store {
       this.#compact ??= new CompactTable(CompactTable.bucketsFor(this.#compactBudget));
       const compact = this.#compact;
       const slot = compact.claim(victim.index, h);
-      const pushed = compact.victim;
-      if (pushed.table !== 0) {
-        const owner = this.#byIndex[pushed.table];
-        if (owner !== undefined) {
-          owner.compactSize--;
-          const ownerNow = owner === victim ? at : now(owner);
-          const old = decodeRecord(owner.rule, compact.victimWords, 0);
-          if (recordFreshAt(owner.rule, old) > ownerNow) this.#summarise(owner, pushed.h1, pushed.h2, old, ownerNow);
-        }
-      }
+      this.#pushedOut(compact, victim, at);
       if (encodeRecord(victim.rule, record, compact.words, compact.stateIndex(slot))) {
         victim.compactSize++;
         return;
@@ -868,6 +976,18 @@ export class MemoryStore implements Store {
       compact.remove(slot);
     }
     this.#summarise(victim, h1, h2, record, at);
+  }
+
+  /** Summarises what the compact tier's last `claim` pushed out, if anything (`at`: the instant of `claimer`'s clock). */
+  #pushedOut(compact: CompactTable, claimer: Table, at: number): void {
+    const pushed = compact.victim;
+    if (pushed.table === 0) return;
+    const owner = this.#byIndex[pushed.table];
+    if (owner === undefined) return;
+    owner.compactSize--;
+    const ownerNow = owner === claimer ? at : now(owner);
+    const old = decodeRecord(owner.rule, compact.victimWords, 0);
+    if (recordFreshAt(owner.rule, old) > ownerNow) this.#summarise(owner, pushed.h1, pushed.h2, old, ownerNow);
   }
 
   /** Adds `record` into `table`'s summary (creating it within the budget); a pin on the key ends. */
@@ -946,39 +1066,6 @@ function permits(rule: CompiledRule, a: RuleRecord, b: RuleRecord, t: number, co
   if (da.allowed !== db.allowed) return da.allowed;
   if (da.remaining !== db.remaining) return da.remaining > db.remaining;
   return da.retryAfterMs < db.retryAfterMs;
-}
-
-/**
- * Adds `cost` units to a read-back key's debt on each rate-based member (`Approx.rate`): the
- * backlog an admission or a penalty puts on top of the summary's.
- */
-function oweUnits(rule: CompiledRule, rate: number[], cost: number): void {
-  rule.members.forEach((m: Algorithm, i) => {
-    if (isRate(m)) rate[2 * i] = (rate[2 * i] as number) + cost * unitMs(m);
-  });
-}
-
-/**
- * `record` as the restore's layout check reads it: a token bucket's balance below zero is the
- * store's own state (a penalty takes units whether or not they fit: token-bucket.ts `force`),
- * read there as an empty bucket; every other figure as it is. A copy, made only for a rule with
- * a token bucket. (Read as tampering, it dropped the whole table and its sketch on restore.)
- */
-function owedAsEmpty(rule: CompiledRule, record: unknown): unknown {
-  // Not an object: no bucket in it (the layout check refuses it as it is).
-  if (typeof record !== "object" || record === null || !rule.members.some((m) => m.kind === "token-bucket")) {
-    return record;
-  }
-  const copy = structuredClone(record);
-  rule.members.forEach((m, i) => {
-    if (m.kind !== "token-bucket") return;
-    // Not yet checked: `memberState` of a malformed record may be anything (the layout check then refuses it).
-    const state: unknown = memberState(rule, copy as RuleRecord, i);
-    if (typeof state !== "object" || state === null) return;
-    const b = (state as { b?: unknown }).b;
-    if (typeof b === "number" && Number.isFinite(b) && b < 0) (state as { b: number }).b = 0;
-  });
-  return copy;
 }
 
 /** The current instant of a table's clock (for a reset, which carries no `now`). */

@@ -229,7 +229,6 @@ export class Sketch {
     const slots = this.#slots;
     const old = this.#cells;
     const cells = new Float64Array(DEPTH * half * slots);
-    const rule = this.rule;
     for (let row = 0; row < DEPTH; row++) {
       for (let j = 0; j < half; j++) {
         const to = (row * half + j) * slots;
@@ -241,19 +240,41 @@ export class Sketch {
           cells.set(old.subarray(b, b + slots), to);
           continue;
         }
-        // Read b whole (every logged entry, not only `limit`) and add it into a.
-        let i = b + 1;
-        const states = rule.members.map((m) => {
-          const s = readMember(m, old, i, Number.POSITIVE_INFINITY) ?? m.create();
-          i += memberSlots(m);
-          return s;
-        });
-        const record = rule.bare ? states[0] : rule.ban === undefined ? states : [...states, readBan(old, i)];
-        this.#join(cells, to, record, now);
+        this.#join(cells, to, this.#whole(old, b), now);
       }
     }
     this.#cells = cells;
     this.#width = half;
+  }
+
+  /**
+   * Adds every cell of `other` (a sketch of the same rule, with the same seed) into this one,
+   * folding the wider of the two first: a restore into a store that summarised keys already.
+   */
+  absorb(other: Sketch, now: number): void {
+    while (other.width > this.#width) other.fold(now);
+    while (this.#width > other.width) this.fold(now);
+    const from = other.#cells;
+    const cells = this.#cells;
+    for (let at = 0; at < cells.length; at += this.#slots) {
+      if (!((from[at] as number) > now)) continue;
+      if (!((cells[at] as number) > now)) {
+        cells.set(from.subarray(at, at + this.#slots), at);
+        if ((from[at] as number) > this.freshAt) this.freshAt = from[at] as number;
+      } else this.#join(cells, at, other.#whole(from, at), now);
+    }
+  }
+
+  /** The record a cell of `cells` stands for, whole (every logged entry, not only `limit`): for joining it elsewhere. */
+  #whole(cells: Float64Array, at: number): RuleRecord {
+    const rule = this.rule;
+    let i = at + 1;
+    const states = rule.members.map((m) => {
+      const s = readMember(m, cells, i, Number.POSITIVE_INFINITY) ?? m.create();
+      i += memberSlots(m);
+      return s;
+    });
+    return rule.bare ? states[0] : rule.ban === undefined ? states : [...states, readBan(cells, i)];
   }
 
   /** Share of live cells (0..1) at `now`: the chance a never-seen key's row is occupied. */

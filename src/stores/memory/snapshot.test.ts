@@ -53,17 +53,25 @@ describe("MemoryStore snapshot / restore", () => {
     }
   });
 
-  it("keeps the sketch: a key summarised before the restart is still over-counted after it", () => {
+  it("keeps every tier: a key pushed out before the restart is still counted after it, exactly from the compact tier, over-counted from the sketch", () => {
     const clock = new ManualClock(0);
     const store = new MemoryStore({ maxKeys: 2 });
     const s = service(clock, store);
     for (let i = 0; i < 5; i++) s.check("fixed", "victim");
+    s.check("gcra", "victim", { cost: 5 });
     // Flood keys used twice each: they take the protected segment the victim's reuse earned it.
     for (let i = 0; i < 50; i++) for (let j = 0; j < 2; j++) s.check("fixed", `flood${i}`);
-    expect(store.stats().evicted).toBeGreaterThan(0);
+    for (let i = 0; i < 50; i++) s.check("gcra", `flood${i}`);
+    expect(store.stats().compactKeys).toBeGreaterThan(0);
+    expect(store.stats().summarised).toBeGreaterThan(0); // a rule with a ban has no compact tier
     const restored = new MemoryStore({ maxKeys: 2 });
     restored.restore(store.snapshot());
-    expect(service(clock, restored).check("fixed", "victim")).toMatchObject({ allowed: false, approximate: true });
+    const after = service(clock, restored);
+    expect(restored.restored()).toMatchObject({ dropped: 0, waiting: 0 });
+    expect(after.check("fixed", "victim")).toMatchObject({ allowed: false, remaining: 0 });
+    expect(after.check("fixed", "victim").approximate).toBeUndefined(); // its own record, exact
+    expect(after.check("fixed", "flood0")).toMatchObject({ allowed: true, remaining: 2 });
+    expect(after.check("gcra", "victim")).toMatchObject({ allowed: false, approximate: true });
   });
 
   it("keeps running blocks of rules without a ban (ended ones are not brought back); refuses malformed ones", () => {
@@ -104,7 +112,7 @@ describe("MemoryStore snapshot / restore", () => {
       good.slice(0, good.length / 2),
       "{}",
       '{"format":"other"}',
-      good.replace('"version":1', '"version":2'),
+      good.replace('"version":2', '"version":3'),
       "[1,2]",
     ]) {
       const fresh = new MemoryStore();
@@ -139,11 +147,18 @@ describe("MemoryStore snapshot / restore", () => {
     const store = new MemoryStore({ maxKeys: 1 });
     const s = service(clock, store);
     s.check("fixed", "a");
-    s.check("fixed", "b"); // "a" goes into the sketch
+    s.check("fixed", "b");
+    s.check("gcra", "a");
+    s.check("gcra", "b"); // "a" goes into the sketch (a rule with a ban has no compact tier)
     const text = store.snapshot();
+    expect(text).toContain('"width"');
     const negative = new MemoryStore();
-    negative.restore(text.replace(/"c":1/, '"c":-1000'));
-    expect(service(clock, negative).check("fixed", "b").remaining).toBe(4); // the table was dropped: "b" is new
+    negative.restore(text.replace(/"ticks":0/, '"ticks":-1000'));
+    expect(service(clock, negative).check("gcra", "b").remaining).toBe(4); // the table was dropped: "b" is new
+    expect(negative.restored().tables.find((t) => t.shape.startsWith("gcra"))).toMatchObject({
+      status: "dropped",
+      reasons: [expect.stringMatching(/record of key "b" does not fit the rule's layout/)],
+    });
     for (const width of [2 ** 31, 2 ** 22, 1000]) {
       const huge = text.replace(/"width":\d+/, `"width":${width}`);
       expect(() => new MemoryStore().restore(huge)).toThrow(/power-of-two width up to 65536/);

@@ -4,20 +4,42 @@
  * would have. A snapshot is checked whole before anything is loaded: a corrupt or foreign file
  * loads nothing.
  */
+import { describeValue } from "../../core/describe-value.ts";
 import { ArgumentError } from "../../core/errors.ts";
 
 /** Identifies our files; anything else is foreign. */
 export const SNAPSHOT_FORMAT = "sluice-memory-state";
-/** Bumped when the layout changes; other versions are refused. */
-export const SNAPSHOT_VERSION = 1;
+/**
+ * Bumped when the layout changes; other versions are refused. Version 2 saves where each
+ * compact record sits (its bucket, the table's index and the compact tier's size), so a store
+ * of the same size puts it back in place, exactly; version 1 files are still read (their
+ * compact records can only be summarised).
+ */
+export const SNAPSHOT_VERSION = 2;
+/** The oldest version still read. */
+const OLDEST_VERSION = 1;
 
 /** One table in a snapshot: its rule id and shape, its records, its sketch if any. */
 export interface TableSnapshot {
   id: string;
   shape: string;
-  records: Array<[string, unknown]>;
-  /** Records of the compact tier: [h1, h2, word0, word1] (fingerprints under the sketch's `seed`). */
+  /**
+   * Records of the `Map` tier, oldest first: those of the probation segment, then those of the
+   * protected one. A key read back from the summary has a third field: its debts and bases per
+   * rate-based member (memory-store.ts `Approx`), and its record is what it took since.
+   */
+  records: Array<[string, unknown] | [string, unknown, number[]]>;
+  /** How many of `records` (the last ones) were in the protected segment (keys that came back). */
+  protected?: number | undefined;
+  /**
+   * Records of the compact tier: [h1, h2, word0, word1, bucket] (fingerprints under `seed`),
+   * oldest first within a bucket; version 1 files have no bucket.
+   */
   compact?: number[][] | undefined;
+  /** Where the compact records were: the table's index in the compact tier, and the tier's buckets. */
+  compactAt?: { index: number; buckets: number } | undefined;
+  /** The store's hash seed, when fingerprints or cells travel (they were placed with it). */
+  seed?: number | undefined;
   /** The sketch's cells, width and the store's hash seed (the seed places keys in cells: it must travel too). */
   sketch?: { width: number; seed: number; cells: string } | undefined;
   /** Running blocks kept beside the records (rules without a ban): [key, until]. */
@@ -72,10 +94,13 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
   if (typeof doc !== "object" || doc === null || doc.format !== SNAPSHOT_FORMAT) {
     throw new ArgumentError(`not a sluice state file (no "format": "${SNAPSHOT_FORMAT}")`);
   }
-  if (doc.version !== SNAPSHOT_VERSION) {
+  if (typeof doc.version !== "number" || !(doc.version >= OLDEST_VERSION && doc.version <= SNAPSHOT_VERSION)) {
     throw new ArgumentError(
-      `state file version ${String(doc.version)} is not supported (expected ${SNAPSHOT_VERSION})`,
+      `state file version ${String(doc.version)} is not supported (expected ${OLDEST_VERSION} to ${SNAPSHOT_VERSION})`,
     );
+  }
+  if (doc.savedAt !== undefined && !Number.isFinite(doc.savedAt)) {
+    throw new ArgumentError(`state file "savedAt" must be a finite instant (got ${describeValue(doc.savedAt)})`);
   }
   if (!Array.isArray(doc.tables)) throw new ArgumentError("state file has no tables list");
   doc.tables.forEach((table: unknown, i: number) => {
@@ -84,18 +109,58 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
     if (typeof t !== "object" || t === null || typeof t.id !== "string" || typeof t.shape !== "string") {
       throw new ArgumentError(`${where}: needs a string id and shape`);
     }
-    if (!Array.isArray(t.records) || !t.records.every((r) => Array.isArray(r) && typeof r[0] === "string")) {
-      throw new ArgumentError(`${where}: records must be [key, record] pairs`);
+    if (
+      !Array.isArray(t.records) ||
+      !t.records.every(
+        (r) => Array.isArray(r) && typeof r[0] === "string" && (r.length === 2 || (r.length === 3 && readBack(r[2]))),
+      )
+    ) {
+      throw new ArgumentError(
+        `${where}: records must be [key, record] pairs (or [key, record, debts] for a key read back from the summary)`,
+      );
+    }
+    for (const [key, record] of t.records as Array<[string, unknown]>) {
+      // Every figure of a record is a number or an instant, never NaN (a NaN instant compares
+      // false with everything: a window that never ends, or never starts).
+      const path = nanPath(record, "");
+      if (path !== undefined) {
+        throw new ArgumentError(
+          `${where}: the record of key ${JSON.stringify(key)} holds NaN at ${path || "its root"}`,
+        );
+      }
+    }
+    const kept = t.protected as unknown;
+    if (
+      kept !== undefined &&
+      !(Number.isSafeInteger(kept) && (kept as number) >= 0 && (kept as number) <= t.records.length)
+    ) {
+      throw new ArgumentError(`${where}: "protected" must count some of its records (got ${describeValue(kept)})`);
+    }
+    const at = t.compactAt as Record<string, unknown> | undefined;
+    if (
+      at !== undefined &&
+      !(
+        typeof at === "object" &&
+        at !== null &&
+        Number.isSafeInteger(at.index) &&
+        (at.index as number) >= 1 &&
+        Number.isSafeInteger(at.buckets) &&
+        (at.buckets as number) >= 1
+      )
+    ) {
+      throw new ArgumentError(`${where}: "compactAt" must be a table index and a bucket count (positive integers)`);
     }
     const compact = t.compact as unknown;
     if (
       compact !== undefined &&
-      !(
-        Array.isArray(compact) &&
-        compact.every((r) => Array.isArray(r) && r.length === 4 && r.every((x) => typeof x === "number"))
-      )
+      !(Array.isArray(compact) && compact.every((r) => compactRow(r, at?.buckets as number | undefined)))
     ) {
-      throw new ArgumentError(`${where}: compact records must be [h1, h2, word, word] numbers`);
+      throw new ArgumentError(
+        `${where}: compact records must be [h1, h2, word, word, bucket]: 32-bit fingerprints, numbers, a bucket of the saved tier`,
+      );
+    }
+    if (t.seed !== undefined && !isSeed(t.seed)) {
+      throw new ArgumentError(`${where}: "seed" must be an integer from 0 to 2^32 - 1 (got ${describeValue(t.seed)})`);
     }
     const blocks = t.blocks as unknown;
     if (
@@ -117,10 +182,7 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
         width < 1 ||
         width > MAX_SKETCH_WIDTH ||
         (width & (width - 1)) !== 0 ||
-        typeof seed !== "number" ||
-        !Number.isInteger(seed) ||
-        seed < 0 ||
-        seed > 0xffffffff ||
+        !isSeed(seed) ||
         typeof cells !== "string"
       ) {
         throw new ArgumentError(
@@ -130,6 +192,62 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
     }
   });
   return doc.tables as TableSnapshot[];
+}
+
+/** Whether `value` is a hash seed (an unsigned 32-bit integer). */
+function isSeed(value: unknown): boolean {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= 0xffffffff;
+}
+
+/**
+ * Whether `value` is a read-back key's [debt, base] pairs: a debt is a finite backlog (ms), a
+ * base the summary's instant when first read (NaN until then).
+ */
+function readBack(value: unknown): boolean {
+  return (
+    Array.isArray(value) &&
+    value.length % 2 === 0 &&
+    value.every((x, i) => typeof x === "number" && (i % 2 === 1 || Number.isFinite(x)))
+  );
+}
+
+/** Whether `value` is a 32-bit fingerprint word. */
+function isWord32(value: unknown): boolean {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0 && value <= 0xffffffff;
+}
+
+/**
+ * Whether `row` is a compact record: two fingerprint words, two state words (any number: an
+ * empty sliding-log slot is NaN; the rule's layout check reads them once the rule is known), and
+ * (version 2) its bucket among the saved tier's `buckets`.
+ */
+function compactRow(row: unknown, buckets: number | undefined): boolean {
+  if (!Array.isArray(row) || (row.length !== 4 && row.length !== 5)) return false;
+  if (!isWord32(row[0]) || !isWord32(row[1]) || typeof row[2] !== "number" || typeof row[3] !== "number") return false;
+  if (row.length === 4) return true;
+  const bucket = row[4] as unknown;
+  return (
+    buckets !== undefined && Number.isSafeInteger(bucket) && (bucket as number) >= 0 && (bucket as number) < buckets
+  );
+}
+
+/** Where `value` holds NaN (a path such as `[0].w`), or undefined. */
+function nanPath(value: unknown, path: string): string | undefined {
+  if (typeof value === "number") return Number.isNaN(value) ? path : undefined;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = nanPath(value[i], `${path}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  if (typeof value === "object" && value !== null) {
+    for (const [k, v] of Object.entries(value)) {
+      const found = nanPath(v, path === "" ? k : `${path}.${k}`);
+      if (found !== undefined) return found;
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -227,8 +227,9 @@ export class Table {
    * last change is unknown, so the first rotation waits until it is fresh (`freshAt`): a
    * rotation before then would drop it.
    */
-  adopt(key: string, state: unknown, freshAt: number): void {
-    this.replace(key, state);
+  adopt(key: string, state: unknown, freshAt: number, returning = false): void {
+    if (returning && this.find(key) === undefined) this.add(key, state, true);
+    else this.replace(key, state);
     if (freshAt > this.rotateAt && Number.isFinite(freshAt)) this.rotateAt = freshAt;
   }
 
@@ -244,12 +245,16 @@ export class Table {
     return this.probation.shift() ?? this.main.shift();
   }
 
-  /** Every record (for snapshots), oldest first within each segment. */
-  *entries(): IterableIterator<[string, unknown]> {
-    yield* this.probation.previous;
-    yield* this.probation.current;
-    yield* this.main.previous;
-    yield* this.main.current;
+  /**
+   * Every record (for snapshots), oldest first within each segment, probation's first; the flag
+   * tells a record of the protected segment (under a cap: a key that came back).
+   */
+  *entries(): IterableIterator<[string, unknown, boolean]> {
+    for (const [key, record] of this.probation.previous) yield [key, record, false];
+    for (const [key, record] of this.probation.current) yield [key, record, false];
+    const kept = Number.isFinite(this.protectedCap);
+    for (const [key, record] of this.main.previous) yield [key, record, kept];
+    for (const [key, record] of this.main.current) yield [key, record, kept];
   }
 
   /** The probation segment, to write to (created at the first write). */

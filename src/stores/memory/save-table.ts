@@ -1,0 +1,53 @@
+/**
+ * One table of a MemoryStore as it goes into a snapshot: every tier as it is held, so a restore
+ * gives each key its own state back (issue 34: a table whose records were all in the compact
+ * tier was saved with a one-cell summary, and every key read back full).
+ */
+import type { CompactTable } from "../compact/compact-table.ts";
+import { Approx } from "./approx.ts";
+import type { TableSnapshot } from "./snapshot.ts";
+import type { Table } from "./table.ts";
+
+/**
+ * `table` as saved: its `Map` records oldest first with the protected segment's count (a key
+ * read back from a summary with its debts), its compact records with their bucket, the table's
+ * compact index and the tier's size, its summary at its own width, its blocks, and the store's
+ * hash `seed` whenever fingerprints or cells travel.
+ */
+export function saveTable(table: Table, compact: CompactTable | undefined, seed: number): TableSnapshot {
+  const sep = table.id.lastIndexOf("\u0000");
+  const records: TableSnapshot["records"] = [];
+  let kept = 0;
+  let readBack = false;
+  for (const [key, record, protectedOne] of table.entries()) {
+    // A key read back from the summary travels as it is held: what it took since, and its debts.
+    if (record instanceof Approx) {
+      records.push([key, record.own, [...record.rate]]);
+      readBack = true;
+    } else records.push([key, record]);
+    // Protected records come last (entries() yields probation first).
+    if (protectedOne) kept++;
+  }
+  const rows: number[][] = [];
+  if (compact !== undefined && table.compactSize > 0) {
+    compact.forEach(table.index, (slot, h1, h2) => {
+      const at = compact.stateIndex(slot);
+      rows.push([h1, h2, compact.words[at] as number, compact.words[at + 1] as number, compact.bucketOf(slot)]);
+    });
+    // forEach visits each bucket newest first; a restore appends oldest first, as they came.
+    rows.reverse();
+  }
+  const sketch = table.sketch;
+  return {
+    id: table.id.slice(0, sep),
+    shape: table.id.slice(sep + 1),
+    records,
+    ...(kept > 0 ? { protected: kept } : {}),
+    ...(rows.length > 0
+      ? { compact: rows, compactAt: { index: table.index, buckets: (compact as CompactTable).buckets } }
+      : {}),
+    ...(rows.length > 0 || sketch !== undefined || readBack ? { seed } : {}),
+    ...(table.blocks !== undefined ? { blocks: [...table.blocks] } : {}),
+    ...(sketch !== undefined ? { sketch: { width: sketch.width, seed, cells: sketch.toBase64() } } : {}),
+  };
+}
