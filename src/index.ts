@@ -15,8 +15,10 @@ export {
   ConfigError,
   DuplicateRuleError,
   isSluiceError,
+  QueueFullError,
   SluiceError,
   StoreError,
+  ThrottleClosedError,
   UnknownRuleError,
   WaitTimeoutError,
 } from "./core/errors.ts";
@@ -65,3 +67,9 @@ export {
   type MemoryStoreStats,
   type RuleKeys,
 } from "./stores/memory/memory-store.ts";
+export { createThrottle, type Throttle } from "./throttle/create-throttle.ts";
+export type { JobOutcome, OutcomeStatus, ThrottleEvents } from "./throttle/events.ts";
+export type { Task, TaskContext } from "./throttle/job.ts";
+export type { ScheduleOptions, ThrottleOptions } from "./throttle/options.ts";
+export type { ThrottleStats } from "./throttle/runner.ts";
+export type { HeadersLike, ResponseLike, UpstreamHint, UpstreamPolicy } from "./throttle/upstream-headers.ts";
