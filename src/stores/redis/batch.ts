@@ -10,7 +10,16 @@ import type { NodeState } from "./nodes.ts";
 import type { ReplyLayout } from "./reply.ts";
 
 /** The op codes of the script (check.lua; a block's cost is its ms). */
-const OP_CODES: Record<Operation, string> = { check: "c", peek: "p", refund: "r", penalty: "x", block: "b", get: "g" };
+const OP_CODES: Record<Operation, string> = {
+  check: "c",
+  peek: "p",
+  refund: "r",
+  penalty: "x",
+  block: "b",
+  get: "g",
+  release: "e",
+  renew: "n",
+};
 
 /** What the batcher needs of a bound rule. */
 export interface BatchRule extends ReplyLayout {
@@ -88,7 +97,8 @@ export class Batch {
     }
     for (const infix of rule.infixes) this.keys.push(p.head + infix + p.key);
     const costText = p.cost === 1 ? "1" : String(p.cost);
-    const opCode = p.at === undefined || p.op !== "refund" ? OP_CODES[p.op] : `r${p.at}`;
+    // A receipt rides on the op code: a refund's `r<at>`, a release's `e<at>`, a renewal's `n<at>`.
+    const opCode = p.at === undefined ? OP_CODES[p.op] : `${OP_CODES[p.op]}${p.at}`;
     const now = p.now === undefined ? "" : String(p.now);
     if (this.pending.length === 0) {
       this.#rule0 = index;

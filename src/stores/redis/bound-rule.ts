@@ -3,6 +3,8 @@
  * (script parameters, the record key infix, limits, failure policy) is computed here, once, so
  * a check only hashes its key into a tag, asks the deny cache and hands the batcher a few strings.
  */
+
+import { leaseMsOf } from "../../algorithms/concurrency.ts";
 import type { Decision } from "../../algorithms/decision.ts";
 import { emissionInterval } from "../../algorithms/gcra.ts";
 import type { BanPolicy } from "../../core/ban.ts";
@@ -28,6 +30,9 @@ function memberParams(spec: AlgorithmSpec): [string, string, string] {
     case "sliding-log":
     case "sliding-window":
       return [String(spec.limit), String(spec.windowMs), "0"];
+    case "concurrency":
+      // The sliding-log twin with the lease length as its window (see concurrency.lua).
+      return [String(spec.limit), String(leaseMsOf(spec)), "0"];
     case "token-bucket":
       return [String(spec.capacity), String(spec.refillPerSecond), "0"];
     case "gcra":
