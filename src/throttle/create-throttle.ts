@@ -54,7 +54,7 @@ export interface Throttle {
  */
 export function createThrottle(options: ThrottleOptions): Throttle {
   const opts = resolveThrottleOptions(options);
-  if (opts.rate?.some((s) => (s.algorithm as string) === "concurrency")) {
+  if (opts.rate?.some((s) => s.algorithm === "concurrency")) {
     throw new ConfigError(
       "rate",
       "createThrottle: a concurrency limit goes in `concurrency`, not in `rate`",
@@ -72,10 +72,10 @@ export function createThrottle(options: ThrottleOptions): Throttle {
   const slots =
     opts.concurrency === undefined
       ? undefined
-      : (createLimiter(
-          { algorithm: "concurrency", limit: opts.concurrency, leaseMs: opts.leaseMs } as unknown as LimitSpec,
+      : createLimiter(
+          { algorithm: "concurrency", limit: opts.concurrency, leaseMs: opts.leaseMs },
           base(":concurrency"),
-        ) as Limiter);
+        );
   const runner = new ThrottleRunner(opts, { rate, slots }, opts.store !== undefined);
   const upstream = new Upstream(runner, opts, store);
   const throttle: Throttle = {

@@ -30,8 +30,10 @@ function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as { then?: unknown } | undefined)?.then === "function";
 }
 
-function leaseOf(d: Decision): LeaseHandle {
-  return d as unknown as LeaseHandle;
+/** The lease an allowed slot decision holds (none when a store's failure policy allowed it). */
+function leaseOf(d: Decision): LeaseHandle | undefined {
+  const { release, renew } = d;
+  return release === undefined || renew === undefined ? undefined : { release, renew };
 }
 
 /** Reads the rate answer once a slot (or no slot) is held. */
@@ -52,14 +54,14 @@ function afterSlot(limiters: PermitLimiters, key: string, cost: number, slot: De
     rate = limiters.rate.tryAcquire(key, cost);
   } catch (error) {
     // The slot must not leak when the rate check fails outright.
-    lease.release();
+    lease?.release();
     throw error;
   }
   if (!isPromise(rate)) return afterRate(lease, rate);
   return rate.then(
     (r) => afterRate(lease, r),
     async (error: unknown) => {
-      await lease.release();
+      await lease?.release();
       throw error;
     },
   );

@@ -3,6 +3,7 @@
 import {
   ArgumentError,
   ConfigError,
+  createLimiter,
   createThrottle,
   ManualClock,
   MemoryStore,
@@ -337,5 +338,88 @@ describe("createThrottle: options", () => {
     const p = throttle.schedule(() => 1, options as never);
     await expect(p).rejects.toBeInstanceOf(ArgumentError);
     await expect(p).rejects.toThrow(message);
+  });
+});
+
+describe("createThrottle: concurrency", () => {
+  it("runs at most `concurrency` jobs at once; a settled job's slot goes to the next at once", async () => {
+    const clock = new ManualClock(T0);
+    const throttle = createThrottle({ concurrency: 2, clock });
+    const finishers: Array<() => void> = [];
+    const started: number[] = [];
+    const results = [0, 1, 2, 3, 4].map((i) =>
+      throttle.schedule(
+        () =>
+          new Promise<number>((resolve) => {
+            started.push(i);
+            finishers[i] = () => resolve(i);
+          }),
+      ),
+    );
+    expect(started).toEqual([0, 1]);
+    expect(throttle.stats()).toMatchObject({ queued: 3, running: 2 });
+    finishers[1]?.();
+    await settle();
+    expect(started).toEqual([0, 1, 2]);
+    finishers[0]?.();
+    finishers[2]?.();
+    await settle();
+    expect(started).toEqual([0, 1, 2, 3, 4]);
+    finishers[3]?.();
+    finishers[4]?.();
+    expect(await Promise.all(results)).toEqual([0, 1, 2, 3, 4]);
+    expect(throttle.stats()).toEqual({ queued: 0, running: 0, done: 5, failed: 0, expired: 0 });
+  });
+
+  it("a job of cost 1500 takes one slot and 1500 rate units; a refused rate gives the slot back", async () => {
+    const clock = new ManualClock(T0);
+    const store = new MemoryStore();
+    const throttle = createThrottle({
+      name: "llm",
+      rate: { algorithm: "token-bucket", capacity: 2000, refillPerSecond: 100 },
+      concurrency: 2,
+      store,
+      clock,
+    });
+    const slots = createLimiter(
+      { algorithm: "concurrency", limit: 2, leaseMs: 60_000 },
+      { store, clock, name: "throttle:llm:concurrency" },
+    );
+    const hold: Array<() => void> = [];
+    const run = () => new Promise<void>((resolve) => hold.push(resolve));
+    // A peek says what one more slot would leave: with one of two held, 0.
+    const free = () => (slots.peek("default").allowed ? 1 + slots.peek("default").remaining : 0);
+    expect(free()).toBe(2);
+    void throttle.schedule(run, { cost: 1500 });
+    expect(free()).toBe(1);
+    // 500 tokens left: the second job waits for tokens, holding no slot meanwhile.
+    void throttle.schedule(run, { cost: 1000 });
+    expect(free()).toBe(1);
+    expect(throttle.stats()).toMatchObject({ queued: 1, running: 1 });
+    clock.advance(5000);
+    await settle();
+    expect(throttle.stats()).toMatchObject({ queued: 0, running: 2 });
+    expect(free()).toBe(0);
+    for (const h of hold) h();
+    await settle();
+    expect(free()).toBe(2);
+  });
+
+  it("a running job renews its lease every leaseMs / 3 and releases it when it settles", async () => {
+    const clock = new ManualClock(T0);
+    const store = new MemoryStore();
+    const throttle = createThrottle({ name: "renew", concurrency: 1, leaseMs: 3000, store, clock });
+    const slots = createLimiter(
+      { algorithm: "concurrency", limit: 1, leaseMs: 3000 },
+      { store, clock, name: "throttle:renew:concurrency" },
+    );
+    let finish: () => void = () => {};
+    void throttle.schedule(() => new Promise<void>((resolve) => (finish = resolve)));
+    // Far past leaseMs: the lease is still held because it was renewed.
+    for (let i = 0; i < 10; i++) clock.advance(1000);
+    expect(slots.peek("default")).toMatchObject({ allowed: false, remaining: 0 });
+    finish();
+    await settle();
+    expect(slots.peek("default")).toMatchObject({ allowed: true, remaining: 0 });
   });
 });
