@@ -4,9 +4,8 @@
  * store, shared memory) makes the limits exact for the whole fleet. See docs/throttle.md.
  */
 import { ConfigError } from "../core/errors.ts";
-import type { LimitSpec } from "../core/spec.ts";
 import type { Store } from "../core/store.ts";
-import { createLimiter, type Limiter, type LimiterOptions } from "../limiter.ts";
+import { createLimiter, type LimiterOptions } from "../limiter.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
 import { type JobOutcome, outcomeIterator, type ThrottleEvents } from "./events.ts";
 import type { Task } from "./job.ts";
