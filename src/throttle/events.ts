@@ -28,8 +28,11 @@ export interface JobOutcome {
 export interface ThrottleEvents {
   /** A job entered a queue. */
   queued: { key: string; priority: number; cost: number };
-  /** A job started. */
-  start: { key: string; priority: number; cost: number; waitedMs: number };
+  /**
+   * A job started. `at` is the instant its rate units were decided (the rate decision's `at`, on
+   * the throttle's clock; without a rate, or on a store's own time, when the permit was asked for).
+   */
+  start: { key: string; priority: number; cost: number; waitedMs: number; at: number };
   /** A job finished, any way (the same object the outcome iterator yields). */
   outcome: JobOutcome;
   /** A key was paused (by `pause`, or an upstream's answer) for `ms`. */

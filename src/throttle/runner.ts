@@ -327,6 +327,7 @@ export class ThrottleRunner {
         priority: job.priority,
         cost: job.cost,
         waitedMs: job.startedAt - job.enqueuedAt,
+        at: permit.rate?.at ?? now,
       });
     }
     // A leaky bucket admits now and spaces the outflow: the job holds its permit until its turn.
