@@ -94,7 +94,8 @@ export interface Limiter<S extends Store = Store> {
    * refunded check's `decision.at`, only units that check took and the algorithm still counts
    * come back (a past fixed window, a log entry that left the window: nothing), never another
    * request's. With a bare `cost` (default 1), up to `cost` of the units the key holds now come
-   * back, newest first: it cannot tell whose they are (see docs/semantics.md, refunds).
+   * back, newest first: it cannot tell whose they are (see docs/semantics.md, refunds). Leases
+   * (a concurrency member) are left alone: they leave by `release` or expiry.
    */
   refund(key: string, cost?: number | RefundReceipt): Result<S>;
   /**
@@ -397,7 +398,11 @@ export function bindLimiter(
       return stamp(decide(boundKey(key), cost, now, op, at) as Decision, now);
     };
     tryLease = (key, cost) =>
-      holdLease(run(key, cost, "check"), (op, at) => run(key, op === "peek" ? 1 : cost, op, at));
+      holdLease(
+        run(key, cost, "check"),
+        (op, at) => run(key, cost, op, at),
+        () => run(key, 1, "peek"),
+      );
     return {
       specs,
       // Rules without a concurrency member keep the one direct call.
@@ -457,7 +462,13 @@ export function bindLimiter(
     }
   };
   tryLease = (key, cost) =>
-    run(key, cost, "check").then((d) => holdLease(d, (op, at) => run(key, op === "peek" ? 1 : cost, op, at)));
+    run(key, cost, "check").then((d) =>
+      holdLease(
+        d,
+        (op, at) => run(key, cost, op, at),
+        () => run(key, 1, "peek"),
+      ),
+    );
   return {
     specs,
     tryAcquire: leased ? (key, cost = 1) => tryLease(key, cost) : (key, cost = 1) => run(key, cost, "check"),
