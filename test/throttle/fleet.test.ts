@@ -6,12 +6,9 @@
 // `throttle.fetch`: at most one 429 per pause.
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { createLimiter } from "sluice";
-import { RedisStore } from "sluice/redis";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
-import { connectClients, standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
-import { cannotRun } from "../support/skip.ts";
+import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 import { startUpstream } from "../support/upstream-server.mjs";
 
 const redis = await standaloneRedis("throttle fleet");
@@ -115,26 +112,8 @@ function mostRunning(spans: Array<{ start: number; end: number }>): number {
   return most;
 }
 
-/** Whether this Redis store holds leases yet (the concurrency spec's Lua twin). */
-async function redisHoldsLeases(): Promise<boolean> {
-  const clients = await connectClients(redis?.url ?? "");
-  try {
-    const store = new RedisStore({ client: clients.io, prefix: uniquePrefix("lease-probe") });
-    const d = await createLimiter({ algorithm: "concurrency", limit: 1 }, { store }).tryAcquire("k");
-    return d.allowed && typeof d.release === "function";
-  } catch {
-    return false;
-  } finally {
-    await clients.close();
-  }
-}
-
 describe.skipIf(redis === undefined)("a throttle fleet on Redis: 4 processes", () => {
-  let leases = false;
-  beforeAll(async () => {
-    ensureBuilt();
-    leases = await redisHoldsLeases();
-  });
+  beforeAll(() => ensureBuilt());
 
   it("300 jobs each: no window holds more than the rate", { timeout: 120_000 }, async () => {
     const windowMs = 250;
@@ -148,11 +127,7 @@ describe.skipIf(redis === undefined)("a throttle fleet on Redis: 4 processes", (
 
   it("with concurrency: never more than `concurrency` running, no window over the rate", {
     timeout: 120_000,
-  }, async (ctx) => {
-    if (!leases) {
-      cannotRun("the concurrency fleet", "RedisStore does not hold leases yet (the concurrency spec's Lua twin)");
-      return ctx.skip();
-    }
+  }, async () => {
     const windowMs = 250;
     const limit = 60;
     const run = await fleet(
@@ -165,15 +140,15 @@ describe.skipIf(redis === undefined)("a throttle fleet on Redis: 4 processes", (
     expect(windowsOver(run.admitted, windowMs, limit)).toEqual([]);
   });
 
-  it("throttle.fetch against an upstream with its own limit: a 429 pauses the whole fleet", {
+  it("throttle.fetch against an upstream with its own limit: one 429 per pause, and it pauses the whole fleet", {
     timeout: 120_000,
   }, async () => {
     const upstream = await startUpstream({ limit: 10, windowMs: 1000, mode: "retry-after" });
     try {
       // 50 requests a second offered to an upstream that takes 10: the fleet learns from the 429s.
-      // With leases the fleet runs one request at a time, and the first 429 of a window is its only one.
+      // One request at a time across the fleet: the first 429 of a window is its only one.
       const rate = { algorithm: "gcra", limit: 50, periodMs: 1000, burst: 1 };
-      const run = await fleet(leases ? { rate, concurrency: 1 } : { rate }, 15, upstream.url);
+      const run = await fleet({ rate, concurrency: 1 }, 15, upstream.url);
       expect(run.done.map((d) => d.failed)).toEqual([[], [], [], []]);
       expect(run.done.flatMap((d) => d.statuses).every((s) => s === 200)).toBe(true);
       expect(run.pauses.length).toBeGreaterThan(0);
@@ -183,10 +158,7 @@ describe.skipIf(redis === undefined)("a throttle fleet on Redis: 4 processes", (
       expect(during).toEqual([]);
       const per = new Map<number, number>();
       for (const e of upstream.log) if (e.status === 429) per.set(e.window, (per.get(e.window) ?? 0) + 1);
-      if (leases) expect([...per.values()].every((n) => n === 1)).toBe(true);
-      console.info(
-        `throttle fleet on the upstream: ${upstream.log.length} requests, ${[...per.values()].reduce((a, b) => a + b, 0)} answered 429 in ${per.size} windows${leases ? "" : " (no leases on Redis yet: requests in flight when a 429 arrives are refused too)"}`,
-      );
+      expect([...per.values()].every((n) => n === 1)).toBe(true);
     } finally {
       await upstream.close();
     }
