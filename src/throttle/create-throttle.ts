@@ -68,13 +68,13 @@ export function createThrottle(options: ThrottleOptions): Throttle {
     return o;
   };
   const rate = opts.rateSpec === undefined ? undefined : createLimiter(opts.rateSpec, base(""));
+  // On the throttle's own MemoryStore no other process can hold a slot, and this process's death
+  // frees them all: the count of jobs running here is exact, so no lease is taken (a lease costs
+  // a store call to take, renew and release). A store passed in may be shared: leases there.
   const slots =
-    opts.concurrency === undefined
+    opts.concurrency === undefined || opts.store === undefined
       ? undefined
-      : createLimiter(
-          { algorithm: "concurrency", limit: opts.concurrency, leaseMs: opts.leaseMs },
-          base(":concurrency"),
-        );
+      : createLimiter({ algorithm: "concurrency", limit: opts.concurrency, leaseMs: opts.leaseMs }, base(":concurrency"));
   const runner = new ThrottleRunner(opts, { rate, slots }, opts.store !== undefined);
   const upstream = new Upstream(runner, opts, store);
   const throttle: Throttle = {

@@ -20,7 +20,7 @@ export type Permit =
   | { granted: true; lease: LeaseHandle | undefined; rate: Decision | undefined; delayMs: number }
   | { granted: false; retryAfterMs: number; slotBusy: boolean };
 
-/** The two limiters of a throttle (either may be absent, not both). */
+/** The two limiters of a throttle (both absent: only this process's count of running jobs limits). */
 export interface PermitLimiters {
   slots: Limiter | undefined;
   rate: Limiter | undefined;
@@ -67,10 +67,14 @@ function afterSlot(limiters: PermitLimiters, key: string, cost: number, slot: De
   );
 }
 
+/** The permit when only the local count limits (the runner checked it before asking). */
+const LOCAL: Permit = Object.freeze({ granted: true, lease: undefined, rate: undefined, delayMs: 0 });
+
 /** Takes a slot, then `cost` rate units, for `key`; nothing is held when it is refused. */
 export function takePermit(limiters: PermitLimiters, key: string, cost: number): Permit | Promise<Permit> {
   if (limiters.slots === undefined) {
-    const rate = (limiters.rate as Limiter).tryAcquire(key, cost);
+    if (limiters.rate === undefined) return LOCAL;
+    const rate = limiters.rate.tryAcquire(key, cost);
     return isPromise(rate) ? rate.then((r) => afterRate(undefined, r)) : afterRate(undefined, rate);
   }
   const slot = limiters.slots.tryAcquire(key, 1);

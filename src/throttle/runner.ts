@@ -85,9 +85,9 @@ export class ThrottleRunner {
     });
   }
 
-  /** The limiter that holds the key's fleet-wide pauses (a block): the rate's, else the slots'. */
-  get pauseLimiter(): Limiter {
-    return (this.#limiters.rate ?? this.#limiters.slots) as Limiter;
+  /** The limiter that holds the key's fleet-wide pauses (a block): the rate's, else the slots' (none: local only). */
+  get pauseLimiter(): Limiter | undefined {
+    return this.#limiters.rate ?? this.#limiters.slots;
   }
 
   /** The throttle's clock. */

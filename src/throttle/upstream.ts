@@ -28,7 +28,8 @@ export class Upstream {
     }
     const whole = Math.ceil(ms);
     this.runner.pauseLocally(key, whole, reason);
-    if (this.store.flexibleCalls === true) await this.runner.pauseLimiter.block(key, whole);
+    const limiter = this.runner.pauseLimiter;
+    if (limiter !== undefined && this.store.flexibleCalls === true) await limiter.block(key, whole);
   }
 
   /** Reads `answer` (a response, or its headers) for `key` and pauses the key as it asks. */

@@ -6,6 +6,7 @@
 //   A <job> <at>   the instant the job's rate units were decided (the throttle's clock)
 //   S <job> <ms>   the task began;   E <job> <ms>   the task ended (before its slot goes back)
 //   P <ms> <pause> this process paused the key (an upstream's 429) for <pause> ms
+// The last line, `D <json>`, holds its stats, failures, fetch statuses and Redis commands sent.
 // and finally `D <json stats>`. With an upstream URL each job is a throttle.fetch of it.
 import { Redis } from "ioredis";
 import { mulberry32 } from "../../dist/core/seeded-random.js";
@@ -14,6 +15,13 @@ import { RedisStore } from "../../dist/stores/redis/index.js";
 
 const [url, prefix, optionsJson, jobs, seed, upstream] = process.argv.slice(2);
 const client = new Redis(url);
+// Redis commands this process sends (bench/throttle.mjs reports them per job).
+let commands = 0;
+const send = client.sendCommand.bind(client);
+client.sendCommand = (command, stream) => {
+  commands++;
+  return send(command, stream);
+};
 const store = new RedisStore({ client, prefix, timeoutMs: 10_000 });
 const throttle = createThrottle({ name: "fleet", store, clock: systemClock, ...JSON.parse(optionsJson) });
 const random = mulberry32(Number(seed));
@@ -49,5 +57,6 @@ process.stdin.once("data", async () => {
   await throttle.close();
   await store.close();
   client.disconnect();
-  process.stdout.write(`${out.join("\n")}\nD ${JSON.stringify({ stats: throttle.stats(), failed, statuses })}\n`);
+  const stats = throttle.stats();
+  process.stdout.write(`${out.join("\n")}\nD ${JSON.stringify({ stats, failed, statuses, commands })}\n`);
 });
