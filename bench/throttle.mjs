@@ -118,7 +118,11 @@ const done = (outputs) =>
 async function fleets() {
   console.log(`\nFleet of 4 processes on ${REDIS_URL}, ${FLEET_JOBS} jobs each, limit ${RATE} starts/s, 8 at once:`);
   const prefix = `sluice-bench-throttle:${process.pid}:`;
-  const sluiceOptions = { rate: { algorithm: "gcra", limit: RATE, periodMs: 1000, burst: 1 }, concurrency: 8, leaseMs: 10_000 };
+  const sluiceOptions = {
+    rate: { algorithm: "gcra", limit: RATE, periodMs: 1000, burst: 1 },
+    ...(process.env.BENCH_NO_CONCURRENCY ? {} : { concurrency: 8, leaseMs: 10_000 }),
+    ...(process.env.BENCH_POLL_MS ? { pollMs: Number(process.env.BENCH_POLL_MS) } : {}),
+  };
   const child = fileURLToPath(new URL("../test/throttle/fleet-child.mjs", import.meta.url));
   const sluice = await fleet(child, (seed) => [REDIS_URL, prefix, JSON.stringify(sluiceOptions), String(FLEET_JOBS), String(seed)]);
   const s = share(sluice);
@@ -145,5 +149,5 @@ async function fleets() {
 }
 
 console.log(`node ${process.version}, load average ${loadavg()[0].toFixed(2)}`);
-await inProcess();
+if (!process.env.BENCH_FLEET_ONLY) await inProcess();
 await fleets();

@@ -75,4 +75,10 @@ export type { JobOutcome, OutcomeStatus, ThrottleEvents } from "./throttle/event
 export type { Task, TaskContext } from "./throttle/job.ts";
 export type { ScheduleOptions, ThrottleOptions } from "./throttle/options.ts";
 export type { ThrottleStats } from "./throttle/runner.ts";
-export type { HeadersLike, ResponseLike, UpstreamHint, UpstreamPolicy } from "./throttle/upstream-headers.ts";
+export type {
+  HeadersGetter,
+  HeadersLike,
+  ResponseLike,
+  UpstreamHint,
+  UpstreamPolicy,
+} from "./throttle/upstream-headers.ts";

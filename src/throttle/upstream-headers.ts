@@ -9,10 +9,14 @@
  */
 import { parseSfList, type SfBareItem } from "../http/structured-fields.ts";
 
+/** Headers read by name, as a Fetch `Headers` (or undici's) offers them. */
+export interface HeadersGetter {
+  /** The header's value (several joined by ", "), or null/undefined when absent. */
+  get(name: string): string | null | undefined;
+}
+
 /** Anything an HTTP client exposes as headers: a Fetch `Headers`, or a plain object (Node, axios, got). */
-export type HeadersLike =
-  | { get(name: string): string | null | undefined }
-  | Record<string, string | string[] | number | undefined | null>;
+export type HeadersLike = HeadersGetter | Record<string, string | string[] | number | undefined | null>;
 
 /** A response as `observe` accepts it: its status and its headers. */
 export interface ResponseLike {
@@ -49,7 +53,7 @@ export interface PauseBounds {
 /** A case-insensitive reader over either kind of headers. */
 export function headerReader(headers: HeadersLike): (name: string) => string | undefined {
   if (typeof (headers as { get?: unknown }).get === "function") {
-    const h = headers as { get(name: string): string | null | undefined };
+    const h = headers as HeadersGetter;
     return (name) => h.get(name) ?? undefined;
   }
   const lower = new Map<string, string>();
