@@ -73,8 +73,8 @@ export {
 export { createThrottle, type Throttle } from "./throttle/create-throttle.ts";
 export type { JobOutcome, OutcomeStatus, ThrottleEvents } from "./throttle/events.ts";
 export type { Task, TaskContext } from "./throttle/job.ts";
+export type { ThrottleStats } from "./throttle/ledger.ts";
 export type { ScheduleOptions, ThrottleOptions } from "./throttle/options.ts";
-export type { ThrottleStats } from "./throttle/runner.ts";
 export type {
   HeadersGetter,
   HeadersLike,

@@ -9,8 +9,9 @@ import { createLimiter, type LimiterOptions } from "../limiter.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
 import { type JobOutcome, outcomeIterator, type ThrottleEvents } from "./events.ts";
 import type { Task } from "./job.ts";
+import type { ThrottleStats } from "./ledger.ts";
 import { resolveThrottleOptions, type ScheduleOptions, type ThrottleOptions } from "./options.ts";
-import { ThrottleRunner, type ThrottleStats } from "./runner.ts";
+import { ThrottleRunner } from "./runner.ts";
 import { Upstream } from "./upstream.ts";
 import type { HeadersLike, ResponseLike, UpstreamHint } from "./upstream-headers.ts";
 
@@ -74,7 +75,10 @@ export function createThrottle(options: ThrottleOptions): Throttle {
   const slots =
     opts.concurrency === undefined || opts.store === undefined
       ? undefined
-      : createLimiter({ algorithm: "concurrency", limit: opts.concurrency, leaseMs: opts.leaseMs }, base(":concurrency"));
+      : createLimiter(
+          { algorithm: "concurrency", limit: opts.concurrency, leaseMs: opts.leaseMs },
+          base(":concurrency"),
+        );
   const runner = new ThrottleRunner(opts, { rate, slots }, opts.store !== undefined);
   const upstream = new Upstream(runner, opts, store);
   const throttle: Throttle = {

@@ -26,6 +26,8 @@ export class Job implements QueueNode {
   deciding = false;
   /** The caller's promise has settled. */
   settled = false;
+  /** The task was started (it holds its permit until it settles). */
+  started = false;
   enqueuedAt = 0;
   startedAt = 0;
   cancelExpiry: (() => void) | undefined = undefined;

@@ -15,26 +15,13 @@ import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError, QueueFullError, ThrottleClosedError, WaitTimeoutError } from "../core/errors.ts";
 import { specLimit } from "../core/spec.ts";
 import type { Limiter } from "../limiter.ts";
-import { Emitter, type JobOutcome, type OutcomeStatus } from "./events.ts";
+import { Emitter, type OutcomeStatus } from "./events.ts";
 import { Job, type Task, TaskContextOf } from "./job.ts";
 import { type KeyQueue, KeyQueues, Pauses } from "./key-queues.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
+import { Ledger, type ThrottleStats } from "./ledger.ts";
 import { type ResolvedOptions, resolveJobOptions, type ScheduleOptions } from "./options.ts";
 import { isPromise, type Permit, type PermitLimiters, returnPermit, takePermit } from "./permit.ts";
-
-/** `throttle.stats()`: this process's jobs. */
-export interface ThrottleStats {
-  /** Waiting to start. */
-  queued: number;
-  /** Started and not yet settled. */
-  running: number;
-  /** Resolved. */
-  done: number;
-  /** Rejected: the task threw, its signal aborted, or the throttle closed before it ran. */
-  failed: number;
-  /** Ran out of time: `maxWaitMs` while waiting (or a cost that can never pass), `timeoutMs` while running. */
-  expired: number;
-}
 
 /** Backoff after a store call that failed outright (the job keeps its place and waits). */
 const STORE_RETRY_MS = 250;
@@ -58,13 +45,8 @@ export class ThrottleRunner {
   readonly #shared: boolean;
   readonly #keys = new KeyQueues<Job>();
   readonly #pauses = new Pauses();
+  readonly #ledger: Ledger;
   #seq = 0;
-  #queued = 0;
-  #running = 0;
-  #releasing = 0;
-  #done = 0;
-  #failed = 0;
-  #expired = 0;
   #closed = false;
   #closing: Promise<void> | undefined;
   #whenClosed: () => void = () => {};
@@ -78,6 +60,7 @@ export class ThrottleRunner {
     this.#opts = opts;
     this.#maxCost = Math.min(Number.POSITIVE_INFINITY, ...(opts.rate ?? []).map(specLimit));
     this.#clock = opts.clock ?? systemClock;
+    this.#ledger = new Ledger(this.events, this.#clock);
     this.#limiters = limiters;
     this.#shared = shared;
     this.closed = new Promise((resolve) => {
@@ -102,13 +85,7 @@ export class ThrottleRunner {
 
   /** This process's jobs. */
   stats(): ThrottleStats {
-    return {
-      queued: this.#queued,
-      running: this.#running,
-      done: this.#done,
-      failed: this.#failed,
-      expired: this.#expired,
-    };
+    return this.#ledger.stats();
   }
 
   /** An arrival number for a job that will be scheduled (again) later and must keep its place. */
@@ -134,10 +111,10 @@ export class ThrottleRunner {
         new WaitTimeoutError(`schedule: cost ${o.cost} exceeds the rate's limit (${this.#maxCost}): it can never pass`),
       );
     }
-    if (this.#queued >= this.#opts.maxQueued) {
+    if (this.#ledger.queued >= this.#opts.maxQueued) {
       return Promise.reject(
         new QueueFullError(
-          `schedule: ${this.#queued} jobs already wait in this process (\`maxQueued\` ${this.#opts.maxQueued})`,
+          `schedule: ${this.#ledger.queued} jobs already wait in this process (\`maxQueued\` ${this.#opts.maxQueued})`,
         ),
       );
     }
@@ -151,8 +128,7 @@ export class ThrottleRunner {
     const kq = this.#keys.get(job.key);
     if (keepPlace) kq.queue.insertInOrder(job);
     else kq.queue.push(job);
-    this.#queued++;
-    this.#busy = true;
+    this.#ledger.enqueued();
     job.enqueuedAt = this.#clock.now();
     const signal = job.options.signal;
     if (signal !== undefined) {
@@ -223,7 +199,7 @@ export class ThrottleRunner {
   #endPump(kq: KeyQueue<Job>): void {
     kq.pumping = false;
     this.#keys.dropIfIdle(kq);
-    this.#checkIdle();
+    this.#ledger.checkIdle();
   }
 
   /** A store call failed outright: the job keeps its place and the key asks again after a pause. */
@@ -285,24 +261,24 @@ export class ThrottleRunner {
   }
 
   #giveBack(kq: KeyQueue<Job>, job: Job, permit: Permit): void {
-    this.#releasing++;
+    this.#ledger.releasing++;
     // What is being given back is still held in the store: count it as running here until then.
     kq.running++;
     returnPermit(this.#limiters, kq.key, job.cost, permit)
       .catch((error: unknown) => this.events.emit("error", { key: kq.key, error }))
       .finally(() => {
-        this.#releasing--;
+        this.#ledger.releasing--;
         kq.running--;
         this.#wakeNow(kq);
         this.#keys.dropIfIdle(kq);
-        this.#checkIdle();
+        this.#ledger.checkIdle();
       });
   }
 
   #start(kq: KeyQueue<Job>, job: Job, permit: Permit & { granted: true }, now: number): void {
     kq.queue.remove(job);
-    this.#queued--;
-    this.#running++;
+    this.#ledger.queued--;
+    this.#ledger.running++;
     kq.running++;
     job.cancelExpiry?.();
     job.cancelExpiry = undefined;
@@ -311,6 +287,7 @@ export class ThrottleRunner {
       signal.removeEventListener("abort", job.onAbort);
       job.onAbort = undefined;
     }
+    job.started = true;
     job.startedAt = now;
     if (permit.lease !== undefined) {
       job.keeper = new LeaseKeeper(permit.lease, this.#clock, this.#opts.leaseMs, (error) =>
@@ -340,23 +317,23 @@ export class ThrottleRunner {
     try {
       result = job.task(new TaskContextOf(job));
     } catch (error) {
-      this.#settle(job, error, "failed");
+      this.#ledger.settle(job, error, "failed");
       this.#finish(kq, job);
       return;
     }
     if (isPromise(result)) {
       (result as Promise<unknown>).then(
         (value) => {
-          this.#settle(job, value, "done");
+          this.#ledger.settle(job, value, "done");
           this.#finish(kq, job);
         },
         (error: unknown) => {
-          this.#settle(job, error, "failed");
+          this.#ledger.settle(job, error, "failed");
           this.#finish(kq, job);
         },
       );
     } else {
-      this.#settle(job, result, "done");
+      this.#ledger.settle(job, result, "done");
       this.#finish(kq, job);
     }
   }
@@ -366,7 +343,7 @@ export class ThrottleRunner {
     const reason = new DOMException(`the task ran past \`timeoutMs\` (${job.options.timeoutMs} ms)`, "TimeoutError");
     job.timedOut = reason;
     job.abortTask(reason);
-    this.#settle(job, reason, "expired");
+    this.#ledger.settle(job, reason, "expired");
   }
 
   /** The task settled: its slot goes back (it was held until now, even past a timeout). */
@@ -374,68 +351,41 @@ export class ThrottleRunner {
     job.cancelTimeout?.();
     job.cancelTimeout = undefined;
     job.unlisten();
-    this.#running--;
+    this.#ledger.running--;
     const released = job.keeper?.end();
     if (released === undefined) {
       kq.running--;
       this.#wakeNow(kq);
       this.#keys.dropIfIdle(kq);
-      this.#checkIdle();
+      this.#ledger.checkIdle();
       return;
     }
     // The local count follows the store's: the slot counts as held until the store has it back.
-    this.#releasing++;
+    this.#ledger.releasing++;
     void released.then(() => {
-      this.#releasing--;
+      this.#ledger.releasing--;
       kq.running--;
       this.#wakeNow(kq);
       this.#keys.dropIfIdle(kq);
-      this.#checkIdle();
+      this.#ledger.checkIdle();
     });
-  }
-
-  /** Settles the caller's promise once and counts the outcome. */
-  #settle(job: Job, valueOrError: unknown, status: OutcomeStatus): void {
-    if (job.settled) return;
-    job.settled = true;
-    if (status === "done") {
-      this.#done++;
-      job.resolve(valueOrError);
-    } else {
-      if (status === "expired") this.#expired++;
-      else this.#failed++;
-      job.reject(valueOrError);
-    }
-    if (!this.events.has("outcome")) return;
-    const end = this.#clock.now();
-    const started = job.startedAt !== 0 || status === "done" || status === "failed";
-    const outcome: JobOutcome = {
-      key: job.key,
-      priority: job.priority,
-      cost: job.cost,
-      status,
-      waitedMs: (started ? job.startedAt : end) - job.enqueuedAt,
-    };
-    if (status !== "done") outcome.error = valueOrError;
-    if (started) outcome.ranMs = end - job.startedAt;
-    this.events.emit("outcome", outcome);
   }
 
   /** Takes a waiting job out of its queue and rejects it. */
   #drop(kq: KeyQueue<Job>, job: Job, error: unknown, status: OutcomeStatus): void {
     const wasHead = kq.queue.peek() === job;
     if (!kq.queue.remove(job)) return;
-    this.#queued--;
+    this.#ledger.queued--;
     job.cancelExpiry?.();
     job.cancelExpiry = undefined;
     job.unlisten();
-    this.#settle(job, error, status);
+    this.#ledger.settle(job, error, status);
     if (kq.queue.size === 0 && kq.cancelWake !== undefined) {
       kq.cancelWake();
       kq.cancelWake = undefined;
     } else if (wasHead && kq.queue.size > 0) this.#wakeNow(kq);
     this.#keys.dropIfIdle(kq);
-    this.#checkIdle();
+    this.#ledger.checkIdle();
   }
 
   #abortQueued(job: Job): void {
@@ -483,12 +433,12 @@ export class ThrottleRunner {
     this.#closed = true;
     this.#draining = options.drain === true;
     this.#closing = new Promise<void>((resolve) => {
-      this.#onIdle = () => {
+      this.#ledger.whenIdle(() => {
         this.#limiters.rate?.close();
         this.#limiters.slots?.close();
         resolve();
         this.#whenClosed();
-      };
+      });
     });
     if (!this.#draining) {
       for (const kq of [...this.#keys.values()]) {
@@ -499,25 +449,7 @@ export class ThrottleRunner {
         this.#keys.dropIfIdle(kq);
       }
     }
-    this.#checkIdle();
+    this.#ledger.checkIdle();
     return this.#closing;
-  }
-
-  #onIdle: (() => void) | undefined;
-
-  /** Work arrived since the last `idle` event. */
-  #busy = false;
-
-  #checkIdle(): void {
-    if (this.#queued !== 0 || this.#running !== 0 || this.#releasing !== 0) return;
-    if (this.#busy) {
-      this.#busy = false;
-      if (this.events.has("idle")) this.events.emit("idle", {});
-    }
-    if (this.#onIdle !== undefined) {
-      const onIdle = this.#onIdle;
-      this.#onIdle = undefined;
-      onIdle();
-    }
   }
 }
