@@ -72,12 +72,17 @@ async function fleet(options: object, jobs: number, upstream?: string): Promise<
   return run;
 }
 
-/** How far apart two processes' readings of the system clock may be (ms): see windowsOver. */
-const SKEW_MS = 3;
+/**
+ * How far a process's stamp may trail another's at the store (ms): see windowsOver. It covers the
+ * processes' clock offsets (each anchors systemClock to the wall clock once, at its start) and
+ * the time between reading the clock and the script running in Redis (on a loaded 2-core
+ * machine, event-loop lag of tens of ms).
+ */
+const SKEW_MS = 25;
 
 /**
  * Fixed windows of `windowMs` holding more than `limit` admissions. Each process stamps its
- * decisions with its own reading of the clock; a request stamped a hair before a boundary can
+ * decisions with its own reading of the clock; a request stamped just before a boundary can
  * reach the store after another process's request of the next window, and the store (whose clock
  * never runs back) counts it in that next window. So a window may show one extra admission for
  * each admission stamped within SKEW_MS of its end; anything beyond that is a real excess.
@@ -116,8 +121,8 @@ describe.skipIf(redis === undefined)("a throttle fleet on Redis: 4 processes", (
   beforeAll(() => ensureBuilt());
 
   it("300 jobs each: no window holds more than the rate", { timeout: 120_000 }, async () => {
-    const windowMs = 250;
-    const limit = 60;
+    const windowMs = 1000;
+    const limit = 240;
     const run = await fleet({ rate: { algorithm: "fixed-window", limit, windowMs } }, 300);
     expect(run.done.map((d) => d.failed)).toEqual([[], [], [], []]);
     expect(run.admitted.length).toBe(1200);
@@ -128,8 +133,8 @@ describe.skipIf(redis === undefined)("a throttle fleet on Redis: 4 processes", (
   it("with concurrency: never more than `concurrency` running, no window over the rate", {
     timeout: 120_000,
   }, async () => {
-    const windowMs = 250;
-    const limit = 60;
+    const windowMs = 1000;
+    const limit = 240;
     const run = await fleet(
       { rate: { algorithm: "fixed-window", limit, windowMs }, concurrency: 5, leaseMs: 5000 },
       300,
