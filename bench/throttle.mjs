@@ -9,6 +9,9 @@
 //    clustered on the same Redis (`datastore: "ioredis"`, minTime 1000/RATE, maxConcurrent 8),
 //    and the Redis commands sluice sends per job.
 // Run with: npm run build && node bench/throttle.mjs
+// Knobs: BENCH_ROUNDS, BENCH_BATCH, BENCH_BATCHES, BENCH_RATE, FLEET_JOBS; BENCH_FLEET_ONLY=1 skips
+// the in-process part; BENCH_NO_CONCURRENCY=1 runs sluice's fleet on the rate alone; BENCH_POLL_MS
+// sets its `pollMs`.
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -98,7 +101,12 @@ async function fleet(script, argsFor) {
 
 /** Starts per second over the span of the fleet's starts, as a share of RATE. */
 function share(outputs) {
-  const starts = outputs.flatMap((o) => o.split("\n").filter((l) => l.startsWith("S ")).map((l) => Number(l.split(" ")[2])));
+  const starts = outputs.flatMap((o) =>
+    o
+      .split("\n")
+      .filter((l) => l.startsWith("S "))
+      .map((l) => Number(l.split(" ")[2])),
+  );
   const span = Math.max(...starts) - Math.min(...starts);
   // n starts spaced 1000/RATE apart span (n - 1) intervals.
   const perSecond = ((starts.length - 1) * 1000) / span;
@@ -124,7 +132,13 @@ async function fleets() {
     ...(process.env.BENCH_POLL_MS ? { pollMs: Number(process.env.BENCH_POLL_MS) } : {}),
   };
   const child = fileURLToPath(new URL("../test/throttle/fleet-child.mjs", import.meta.url));
-  const sluice = await fleet(child, (seed) => [REDIS_URL, prefix, JSON.stringify(sluiceOptions), String(FLEET_JOBS), String(seed)]);
+  const sluice = await fleet(child, (seed) => [
+    REDIS_URL,
+    prefix,
+    JSON.stringify(sluiceOptions),
+    String(FLEET_JOBS),
+    String(seed),
+  ]);
   const s = share(sluice);
   const d = done(sluice);
   const commands = d.reduce((n, x) => n + x.commands, 0);
@@ -136,7 +150,13 @@ async function fleets() {
   const bChild = fileURLToPath(new URL("./throttle-bottleneck-child.mjs", import.meta.url));
   const bOptions = { minTime: Math.ceil(1000 / RATE), maxConcurrent: 8 };
   try {
-    const bottleneck = await fleet(bChild, (seed) => [REDIS_URL, `bench-${process.pid}`, JSON.stringify(bOptions), String(FLEET_JOBS), String(seed)]);
+    const bottleneck = await fleet(bChild, (seed) => [
+      REDIS_URL,
+      `bench-${process.pid}`,
+      JSON.stringify(bOptions),
+      String(FLEET_JOBS),
+      String(seed),
+    ]);
     const b = share(bottleneck);
     const bFailed = done(bottleneck).reduce((n, x) => n + x.failed, 0);
     console.log(
