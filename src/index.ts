@@ -15,8 +15,10 @@ export {
   ConfigError,
   DuplicateRuleError,
   isSluiceError,
+  QueueFullError,
   SluiceError,
   StoreError,
+  ThrottleClosedError,
   UnknownRuleError,
   WaitTimeoutError,
 } from "./core/errors.ts";
@@ -27,10 +29,12 @@ export {
   ALGORITHMS,
   type AlgorithmName,
   type AlgorithmSpec,
+  type ConcurrencySpec,
   type FixedWindowSpec,
   type GcraSpec,
   type LeakyBucketSpec,
   type LimitSpec,
+  type RateAlgorithmName,
   type RuleSpec,
   type ShorthandSpec,
   type SlidingLogSpec,
@@ -45,6 +49,7 @@ export type { BoundRule, RuleBinding, Store } from "./core/store.ts";
 export {
   createLimiter,
   type DecisionEvent,
+  type LeaseReceipt,
   type Limiter,
   type LimiterOptions,
   type RefundReceipt,
@@ -67,3 +72,15 @@ export {
   type RuleKeys,
 } from "./stores/memory/memory-store.ts";
 export type { RestoredTable, RestoreReport } from "./stores/memory/restore-report.ts";
+export { createThrottle, type Throttle } from "./throttle/create-throttle.ts";
+export type { JobOutcome, OutcomeStatus, ThrottleEvents } from "./throttle/events.ts";
+export type { Task, TaskContext } from "./throttle/job.ts";
+export type { ThrottleStats } from "./throttle/ledger.ts";
+export type { ScheduleOptions, ThrottleOptions } from "./throttle/options.ts";
+export type {
+  HeadersGetter,
+  HeadersLike,
+  ResponseLike,
+  UpstreamHint,
+  UpstreamPolicy,
+} from "./throttle/upstream-headers.ts";

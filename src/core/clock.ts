@@ -150,9 +150,28 @@ function checkTime(value: number, name: string): number {
 }
 
 /**
- * Resolves after `ms` milliseconds as measured by `clock`, or rejects with the signal's reason
- * when aborted. A {@link ManualClock} fires the wait when advanced; any other clock uses
- * chained timers, so waits longer than 2^31 ms do not overflow into an immediate timeout.
+ * Calls `fire` once `ms` milliseconds have passed as measured by `clock`; returns a canceller.
+ * A {@link ManualClock} fires it when advanced; any other clock uses chained timers, so waits
+ * longer than 2^31 ms do not overflow into an immediate timeout. `unref` lets the process exit
+ * while only this timer is pending (for work that holds the process open by other means).
+ */
+export function after(clock: Clock, ms: number, fire: () => void, unref = false): () => void {
+  if (clock instanceof ManualClock) return clock.schedule(ms, fire);
+  let timer: ReturnType<typeof setTimeout>;
+  const deadline = performance.now() + ms;
+  const arm = () => {
+    const left = deadline - performance.now();
+    if (left <= 0) return fire();
+    timer = setTimeout(arm, Math.min(Math.ceil(left), MAX_TIMER_MS));
+    if (unref) timer.unref?.();
+  };
+  arm();
+  return () => clearTimeout(timer);
+}
+
+/**
+ * Resolves after `ms` milliseconds as measured by `clock` (see {@link after}), or rejects with
+ * the signal's reason when aborted.
  */
 export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise<void>((resolve, reject) => {
@@ -164,28 +183,14 @@ export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<v
       resolve();
       return;
     }
-    let cancel: () => void;
     const onAbort = () => {
       cancel();
       reject(abortReason(signal as AbortSignal));
     };
-    const done = () => {
+    const cancel = after(clock, ms, () => {
       signal?.removeEventListener("abort", onAbort);
       resolve();
-    };
-    if (clock instanceof ManualClock) {
-      cancel = clock.schedule(ms, done);
-    } else {
-      let timer: ReturnType<typeof setTimeout>;
-      const deadline = performance.now() + ms;
-      const arm = () => {
-        const left = deadline - performance.now();
-        if (left <= 0) return done();
-        timer = setTimeout(arm, Math.min(Math.ceil(left), MAX_TIMER_MS));
-      };
-      cancel = () => clearTimeout(timer);
-      arm();
-    }
+    });
     signal?.addEventListener("abort", onAbort, { once: true });
   });
 }

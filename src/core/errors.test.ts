@@ -3,8 +3,10 @@ import {
   ConfigError,
   DuplicateRuleError,
   isSluiceError,
+  QueueFullError,
   SluiceError,
   StoreError,
+  ThrottleClosedError,
   UnknownRuleError,
   WaitTimeoutError,
 } from "sluice";
@@ -20,6 +22,8 @@ describe("errors", () => {
       [new StoreError("down"), "ERR_STORE"],
       [new StoreError("slow", { timeout: true }), "ERR_STORE_TIMEOUT"],
       [new WaitTimeoutError("late"), "ERR_WAIT_TIMEOUT"],
+      [new QueueFullError("full"), "ERR_QUEUE_FULL"],
+      [new ThrottleClosedError("closed"), "ERR_THROTTLE_CLOSED"],
     ];
     for (const [error, code] of cases) {
       expect(error).toBeInstanceOf(SluiceError);

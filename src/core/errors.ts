@@ -68,13 +68,27 @@ export class WaitTimeoutError extends SluiceError {
   }
 }
 
+/** A throttle refused a job: `maxQueued` jobs are already waiting in this process. */
+export class QueueFullError extends SluiceError {
+  constructor(message: string) {
+    super("ERR_QUEUE_FULL", message);
+  }
+}
+
+/** A throttle was closed: a job scheduled afterwards, or still queued when it closed without draining. */
+export class ThrottleClosedError extends SluiceError {
+  constructor(message: string) {
+    super("ERR_THROTTLE_CLOSED", message);
+  }
+}
+
 /** True when `error` is a sluice error, even across realms or duplicated package copies. */
 export function isSluiceError(error: unknown): error is SluiceError {
   return (
     error instanceof SluiceError ||
     (error instanceof Error &&
       typeof (error as { code?: unknown }).code === "string" &&
-      /^ERR_(INVALID_SPEC|INVALID_ARGUMENT|UNKNOWN_RULE|DUPLICATE_RULE|STORE|STORE_TIMEOUT|WAIT_TIMEOUT)$/.test(
+      /^ERR_(INVALID_SPEC|INVALID_ARGUMENT|UNKNOWN_RULE|DUPLICATE_RULE|STORE|STORE_TIMEOUT|WAIT_TIMEOUT|QUEUE_FULL|THROTTLE_CLOSED)$/.test(
         (error as unknown as { code: string }).code,
       ))
   );

@@ -1,0 +1,108 @@
+/**
+ * `createThrottle`: queue instead of reject. Jobs wait in per-key priority queues and start when
+ * the key's `rate` and `concurrency` allow, on any store: a shared store (Redis, the cluster
+ * store, shared memory) makes the limits exact for the whole fleet. See docs/throttle.md.
+ */
+import { ConfigError } from "../core/errors.ts";
+import type { Store } from "../core/store.ts";
+import { createLimiter, type LimiterOptions } from "../limiter.ts";
+import { MemoryStore } from "../stores/memory/memory-store.ts";
+import { type JobOutcome, outcomeIterator, type ThrottleEvents } from "./events.ts";
+import type { Task } from "./job.ts";
+import type { ThrottleStats } from "./ledger.ts";
+import { resolveThrottleOptions, type ScheduleOptions, type ThrottleOptions } from "./options.ts";
+import { ThrottleRunner } from "./runner.ts";
+import { Upstream } from "./upstream.ts";
+import type { HeadersLike, ResponseLike, UpstreamHint } from "./upstream-headers.ts";
+
+/** A throttle: `schedule` work, and it runs when the limits allow. */
+export interface Throttle {
+  /** Runs `task({ signal })` once its key's limits allow; resolves with what it returns. */
+  schedule<R>(task: Task<R>, options?: ScheduleOptions): Promise<R>;
+  /** `fn` throttled: each call is scheduled with `options`. */
+  wrap<A extends unknown[], R>(
+    fn: (...args: A) => R | PromiseLike<R>,
+    options?: ScheduleOptions,
+  ): (...args: A) => Promise<R>;
+  /**
+   * Schedules a `fetch` and obeys its answer: a 429/503 with `Retry-After`, `RateLimit` or
+   * `X-RateLimit-*` pauses the key for the fleet; a 429 is sent again after the pause, up to `retries` times.
+   */
+  fetch(input: string | URL | Request, init?: RequestInit, options?: ScheduleOptions): Promise<Response>;
+  /** Reads another client's answer (a response, or its headers) for `key` and pauses the key as it asks. */
+  observe(key: string, answer: ResponseLike | HeadersLike): Promise<UpstreamHint>;
+  /** Starts no job of `key` for `ms`, in this process and, on a store with `block`, the fleet. */
+  pause(key: string, ms: number): Promise<void>;
+  /** This process's jobs: `{ queued, running, done, failed, expired }`. */
+  stats(): ThrottleStats;
+  /** Listens to an event (`queued`, `start`, `outcome`, `pause`, `idle`, `error`). */
+  on<E extends keyof ThrottleEvents>(name: E, listener: (event: ThrottleEvents[E]) => void): this;
+  /** Removes a listener. */
+  off<E extends keyof ThrottleEvents>(name: E, listener: (event: ThrottleEvents[E]) => void): this;
+  /** Every job outcome from now until the throttle has closed, as an async iterator. */
+  outcomes(): AsyncIterableIterator<JobOutcome>;
+  /** Stops taking jobs; `drain: true` runs what is queued, otherwise it is rejected. Resolves once nothing runs. */
+  close(options?: { drain?: boolean }): Promise<void>;
+}
+
+/**
+ * Builds a throttle. Needs `rate` (a spec or composite), `concurrency`, or both.
+ *
+ * @example
+ * const throttle = createThrottle({ rate: { algorithm: "gcra", limit: 10, periodMs: 1000 }, concurrency: 2 });
+ * const user = await throttle.schedule(() => api.getUser(id));
+ */
+export function createThrottle(options: ThrottleOptions): Throttle {
+  const opts = resolveThrottleOptions(options);
+  if (opts.rate?.some((s) => s.algorithm === "concurrency")) {
+    throw new ConfigError(
+      "rate",
+      "createThrottle: a concurrency limit goes in `concurrency`, not in `rate`",
+      options.rate,
+    );
+  }
+  const store: Store = opts.store ?? new MemoryStore();
+  const base = (suffix: string): LimiterOptions => {
+    const o: LimiterOptions = { store };
+    if (opts.clock !== undefined) o.clock = opts.clock;
+    if (opts.name !== undefined) o.name = `throttle:${opts.name}${suffix}`;
+    return o;
+  };
+  const rate = opts.rateSpec === undefined ? undefined : createLimiter(opts.rateSpec, base(""));
+  // On the throttle's own MemoryStore no other process can hold a slot, and this process's death
+  // frees them all: the count of jobs running here is exact, so no lease is taken (a lease costs
+  // a store call to take, renew and release). A store passed in may be shared: leases there.
+  const slots =
+    opts.concurrency === undefined || opts.store === undefined
+      ? undefined
+      : createLimiter(
+          { algorithm: "concurrency", limit: opts.concurrency, leaseMs: opts.leaseMs },
+          base(":concurrency"),
+        );
+  const runner = new ThrottleRunner(opts, { rate, slots }, opts.store !== undefined);
+  const upstream = new Upstream(runner, opts, store);
+  const throttle: Throttle = {
+    schedule: (task, o) => runner.schedule(task, o),
+    wrap:
+      (fn, o) =>
+      (...args) =>
+        runner.schedule(() => fn(...args), o),
+    fetch: (input, init, o) => upstream.fetch(input, init, o),
+    observe: (key, answer) => upstream.observe(key, answer),
+    pause: (key, ms) => upstream.pause(key, ms),
+    stats: () => runner.stats(),
+    on(name, listener) {
+      runner.events.on(name, listener);
+      return this;
+    },
+    off(name, listener) {
+      runner.events.off(name, listener);
+      return this;
+    },
+    outcomes: () => outcomeIterator(runner.events, runner.closed),
+    close: (o) => runner.close(o),
+  };
+  // Tests reach the engine to check that idle keys are dropped.
+  Object.defineProperty(throttle, "runner", { value: runner, enumerable: false });
+  return throttle;
+}

@@ -1,0 +1,101 @@
+/**
+ * One queue per key, created on a key's first job and dropped as soon as the key is idle (nothing
+ * queued, nothing running, no wake armed, no decision in flight), so a throttle serving millions
+ * of keys holds only the keys with work. A pause outlives its key's queue in the store (a block)
+ * and in a small table of local pauses that forgets them once they are over.
+ */
+import type { PriorityQueue, QueueNode } from "./priority-queue.ts";
+import { PriorityQueue as Queue } from "./priority-queue.ts";
+
+/** The state of one key with work in this process. */
+export class KeyQueue<T extends QueueNode> {
+  /** Jobs waiting, in serving order. */
+  readonly queue: PriorityQueue<T> = new Queue<T>();
+  /** Jobs of this key running in this process. */
+  running = 0;
+  /** A permit is being decided (one at a time per key, so grants follow queue order). */
+  pumping = false;
+  /** Something changed while a decision was in flight (a local release): decide again before sleeping. */
+  dirty = false;
+  /** Cancels the armed wake-up, if any. */
+  cancelWake: (() => void) | undefined = undefined;
+
+  constructor(public key: string) {}
+
+  /** Whether the key holds nothing and may be forgotten. */
+  idle(): boolean {
+    return this.queue.size === 0 && this.running === 0 && !this.pumping && this.cancelWake === undefined;
+  }
+}
+
+/** How many dropped queues are kept for reuse. */
+const SPARE = 64;
+
+/** The keys with work. */
+export class KeyQueues<T extends QueueNode> {
+  #keys = new Map<string, KeyQueue<T>>();
+  /** Dropped queues kept for reuse: a key that comes and goes with each job allocates nothing. */
+  #spare: KeyQueue<T>[] = [];
+
+  /** Keys held now. */
+  get size(): number {
+    return this.#keys.size;
+  }
+
+  /** The key's queue, created on first use. */
+  get(key: string): KeyQueue<T> {
+    let kq = this.#keys.get(key);
+    if (kq === undefined) {
+      kq = this.#spare.pop();
+      if (kq === undefined) kq = new KeyQueue<T>(key);
+      else kq.key = key;
+      this.#keys.set(key, kq);
+    }
+    return kq;
+  }
+
+  /** The key's queue if it has work. */
+  find(key: string): KeyQueue<T> | undefined {
+    return this.#keys.get(key);
+  }
+
+  /** Forgets `kq` when it is idle. */
+  dropIfIdle(kq: KeyQueue<T>): void {
+    if (kq.idle() && this.#keys.get(kq.key) === kq) {
+      this.#keys.delete(kq.key);
+      // Nothing refers to an idle queue any more (no job, wake, decision or release in flight).
+      if (this.#spare.length < SPARE) this.#spare.push(kq);
+    }
+  }
+
+  /** Every key with work. */
+  values(): IterableIterator<KeyQueue<T>> {
+    return this.#keys.values();
+  }
+}
+
+/** Local pauses by key (until instants), forgetting those that are over once the table grows. */
+export class Pauses {
+  #until = new Map<string, number>();
+  #sweepAt = 1024;
+
+  /** Pauses `key` until `until` (the latest word wins: an upstream may shorten its own pause). */
+  set(key: string, until: number, now: number): void {
+    this.#until.set(key, until);
+    if (this.#until.size >= this.#sweepAt) {
+      for (const [k, u] of this.#until) if (u <= now) this.#until.delete(k);
+      this.#sweepAt = Math.max(1024, this.#until.size * 2);
+    }
+  }
+
+  /** The instant `key` is paused until, or 0 when it is not paused at `now`. */
+  until(key: string, now: number): number {
+    const u = this.#until.get(key);
+    if (u === undefined) return 0;
+    if (u <= now) {
+      this.#until.delete(key);
+      return 0;
+    }
+    return u;
+  }
+}

@@ -1,0 +1,455 @@
+/**
+ * The throttle's engine: per-key queues served in priority then arrival order, one permit
+ * decided at a time per key (so grants follow the queue), and no polling in one process: a
+ * waiting key sleeps until the earliest of its refusal's `retryAfterMs` and a local release.
+ * On a shared store, where another process's release wakes no one here, a job waiting for a
+ * slot also asks again every `pollMs`.
+ *
+ * Timers: a key's wake-up, a job's `maxWaitMs` and `timeoutMs` keep the process alive (a
+ * process with queued jobs must not exit before they run or fail); lease renewals do not (the
+ * running task keeps the process alive if it has anything to wait for). An idle or closed
+ * throttle holds no timer at all.
+ */
+import { abortReason, after, type Clock, systemClock } from "../core/clock.ts";
+import { describeValue } from "../core/describe-value.ts";
+import { ArgumentError, QueueFullError, ThrottleClosedError, WaitTimeoutError } from "../core/errors.ts";
+import { specLimit } from "../core/spec.ts";
+import type { Limiter } from "../limiter.ts";
+import { Emitter, type OutcomeStatus } from "./events.ts";
+import { Job, type Task, TaskContextOf } from "./job.ts";
+import { type KeyQueue, KeyQueues, Pauses } from "./key-queues.ts";
+import { LeaseKeeper } from "./lease-keeper.ts";
+import { Ledger, type ThrottleStats } from "./ledger.ts";
+import { type ResolvedOptions, resolveJobOptions, type ScheduleOptions } from "./options.ts";
+import { isPromise, type Permit, type PermitLimiters, returnPermit, takePermit } from "./permit.ts";
+
+/** Backoff after a store call that failed outright (the job keeps its place and waits). */
+const STORE_RETRY_MS = 250;
+
+/** Runs `fire` after `ms` (at once when `ms` ≤ 0); returns a canceller. */
+function timer(clock: Clock, ms: number, fire: () => void): () => void {
+  if (ms <= 0) {
+    fire();
+    return () => {};
+  }
+  return after(clock, ms, fire);
+}
+
+/** The engine behind `createThrottle`. */
+export class ThrottleRunner {
+  readonly events = new Emitter();
+  readonly #opts: ResolvedOptions;
+  readonly #clock: Clock;
+  readonly #limiters: PermitLimiters;
+  /** Whether other throttles (other processes) may hold slots in the store. */
+  readonly #shared: boolean;
+  readonly #keys = new KeyQueues<Job>();
+  readonly #pauses = new Pauses();
+  readonly #ledger: Ledger;
+  #seq = 0;
+  #closed = false;
+  #closing: Promise<void> | undefined;
+  #whenClosed: () => void = () => {};
+  /** Resolves once `close` has finished (the outcome iterators end then). */
+  readonly closed: Promise<void>;
+
+  /** The largest cost the rate can ever admit (the least limit over its members). */
+  readonly #maxCost: number;
+
+  constructor(opts: ResolvedOptions, limiters: PermitLimiters, shared: boolean) {
+    this.#opts = opts;
+    this.#maxCost = Math.min(Number.POSITIVE_INFINITY, ...(opts.rate ?? []).map(specLimit));
+    this.#clock = opts.clock ?? systemClock;
+    this.#ledger = new Ledger(this.events, this.#clock);
+    this.#limiters = limiters;
+    this.#shared = shared;
+    this.closed = new Promise((resolve) => {
+      this.#whenClosed = resolve;
+    });
+  }
+
+  /** The limiter that holds the key's fleet-wide pauses (a block): the rate's, else the slots' (none: local only). */
+  get pauseLimiter(): Limiter | undefined {
+    return this.#limiters.rate ?? this.#limiters.slots;
+  }
+
+  /** The throttle's clock. */
+  get clock(): Clock {
+    return this.#clock;
+  }
+
+  /** @internal Keys with work in this process (idle keys are dropped). */
+  heldKeys(): number {
+    return this.#keys.size;
+  }
+
+  /** This process's jobs. */
+  stats(): ThrottleStats {
+    return this.#ledger.stats();
+  }
+
+  /** An arrival number for a job that will be scheduled (again) later and must keep its place. */
+  reserveSeq(): number {
+    return this.#seq++;
+  }
+
+  /** Queues `task`; resolves with its result once it ran. `seq` keeps a retried job's place. */
+  schedule<R>(task: Task<R>, options?: ScheduleOptions, seq?: number): Promise<R> {
+    if (typeof task !== "function") {
+      return Promise.reject(new ArgumentError(`schedule: \`task\` must be a function (got ${describeValue(task)})`));
+    }
+    let o: ReturnType<typeof resolveJobOptions>;
+    try {
+      o = resolveJobOptions(options);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (this.#closed) return Promise.reject(new ThrottleClosedError("schedule: the throttle is closed"));
+    if (o.signal?.aborted) return Promise.reject(abortReason(o.signal));
+    if (o.cost > this.#maxCost) {
+      return Promise.reject(
+        new WaitTimeoutError(`schedule: cost ${o.cost} exceeds the rate's limit (${this.#maxCost}): it can never pass`),
+      );
+    }
+    if (this.#ledger.queued >= this.#opts.maxQueued) {
+      return Promise.reject(
+        new QueueFullError(
+          `schedule: ${this.#ledger.queued} jobs already wait in this process (\`maxQueued\` ${this.#opts.maxQueued})`,
+        ),
+      );
+    }
+    return new Promise<R>((resolve, reject) => {
+      const job = new Job(seq ?? this.#seq++, o.key, o, task as Task<unknown>, resolve as (v: unknown) => void, reject);
+      this.#enqueue(job, seq !== undefined);
+    });
+  }
+
+  #enqueue(job: Job, keepPlace: boolean): void {
+    const kq = this.#keys.get(job.key);
+    if (keepPlace) kq.queue.insertInOrder(job);
+    else kq.queue.push(job);
+    this.#ledger.enqueued();
+    job.enqueuedAt = this.#clock.now();
+    const signal = job.options.signal;
+    if (signal !== undefined) {
+      job.onAbort = () => this.#abortQueued(job);
+      signal.addEventListener("abort", job.onAbort, { once: true });
+    }
+    if (this.events.has("queued")) {
+      this.events.emit("queued", { key: job.key, priority: job.priority, cost: job.cost });
+    }
+    if (kq.queue.peek() === job) this.#wakeNow(kq);
+    const { maxWaitMs } = job.options;
+    if (!job.queued || maxWaitMs === Number.POSITIVE_INFINITY) return;
+    if (maxWaitMs > 0) job.cancelExpiry = timer(this.#clock, maxWaitMs, () => this.#expire(job));
+    // No wait allowed: it started above or it never will (unless its permit is still being decided).
+    else if (!job.deciding) this.#expire(job);
+  }
+
+  /** Decides permits for `kq`'s queue head until one is refused or the queue is empty. */
+  #pump(kq: KeyQueue<Job>): void {
+    if (kq.pumping) {
+      kq.dirty = true;
+      return;
+    }
+    kq.pumping = true;
+    this.#loop(kq);
+  }
+
+  /**
+   * The pump's loop (with `kq.pumping` set). In-process stores answer synchronously and the
+   * loop runs to its end in one go; a remote store's answer continues it from the promise.
+   */
+  #loop(kq: KeyQueue<Job>): void {
+    for (;;) {
+      kq.dirty = false;
+      const job = kq.queue.peek();
+      if (job === undefined || this.#closedHard()) break;
+      // A slot this process holds can only come back through a local release, which pumps again.
+      if (this.#opts.concurrency !== undefined && kq.running >= this.#opts.concurrency) break;
+      const now = this.#clock.now();
+      const pausedUntil = this.#pauses.until(kq.key, now);
+      if (pausedUntil > 0) {
+        this.#wake(kq, pausedUntil - now);
+        break;
+      }
+      job.deciding = true;
+      let permit: Permit | Promise<Permit>;
+      try {
+        permit = takePermit(this.#limiters, kq.key, job.cost);
+      } catch (error) {
+        this.#storeFailed(kq, job, error);
+        break;
+      }
+      if (isPromise(permit)) {
+        permit.then(
+          (p) => (this.#decided(kq, job, p, now) ? this.#loop(kq) : this.#endPump(kq)),
+          (error: unknown) => {
+            this.#storeFailed(kq, job, error);
+            this.#endPump(kq);
+          },
+        );
+        return;
+      }
+      if (!this.#decided(kq, job, permit, now)) break;
+    }
+    this.#endPump(kq);
+  }
+
+  #endPump(kq: KeyQueue<Job>): void {
+    kq.pumping = false;
+    this.#keys.dropIfIdle(kq);
+    this.#ledger.checkIdle();
+  }
+
+  /** A store call failed outright: the job keeps its place and the key asks again after a pause. */
+  #storeFailed(kq: KeyQueue<Job>, job: Job, error: unknown): void {
+    job.deciding = false;
+    this.events.emit("error", { key: kq.key, error });
+    if (kq.queue.size > 0) this.#wake(kq, STORE_RETRY_MS);
+  }
+
+  /** Acts on the head's permit, decided at `now`; false when the key now sleeps. */
+  #decided(kq: KeyQueue<Job>, job: Job, permit: Permit, now: number): boolean {
+    job.deciding = false;
+    if (!job.queued) {
+      // Aborted, expired or closed while its permit was decided: give back what it took.
+      if (permit.granted) this.#giveBack(kq, job, permit);
+      return true;
+    }
+    if (permit.granted) {
+      this.#start(kq, job, permit, now);
+      return true;
+    }
+    if (!Number.isFinite(permit.retryAfterMs)) {
+      this.#drop(kq, job, new WaitTimeoutError(`cost ${job.cost} exceeds the limit: it can never pass`), "expired");
+      return true;
+    }
+    if (now + permit.retryAfterMs > job.enqueuedAt + job.options.maxWaitMs) {
+      const message = `the job needs ${permit.retryAfterMs} ms more, past \`maxWaitMs\` (${job.options.maxWaitMs} ms)`;
+      this.#drop(kq, job, new WaitTimeoutError(message), "expired");
+      return true;
+    }
+    // A release arrived while this was decided: the refusal may be stale, ask again.
+    if (kq.dirty) return true;
+    let wait = permit.retryAfterMs;
+    if (permit.slotBusy && this.#shared) wait = Math.min(wait, this.#opts.pollMs);
+    this.#wake(kq, Math.max(1, wait));
+    return false;
+  }
+
+  /** Arms `kq`'s one wake-up `ms` from now (replacing an earlier one). */
+  #wake(kq: KeyQueue<Job>, ms: number): void {
+    kq.cancelWake?.();
+    kq.cancelWake = after(this.#clock, ms, () => {
+      kq.cancelWake = undefined;
+      this.#pump(kq);
+    });
+  }
+
+  /** Decides again now: a slot came back, a new head arrived, or the head went away. */
+  #wakeNow(kq: KeyQueue<Job>): void {
+    if (kq.pumping) {
+      kq.dirty = true;
+      return;
+    }
+    if (kq.cancelWake !== undefined) {
+      kq.cancelWake();
+      kq.cancelWake = undefined;
+    }
+    this.#pump(kq);
+  }
+
+  #giveBack(kq: KeyQueue<Job>, job: Job, permit: Permit): void {
+    this.#ledger.releasing++;
+    // What is being given back is still held in the store: count it as running here until then.
+    kq.running++;
+    returnPermit(this.#limiters, kq.key, job.cost, permit)
+      .catch((error: unknown) => this.events.emit("error", { key: kq.key, error }))
+      .finally(() => {
+        this.#ledger.releasing--;
+        kq.running--;
+        this.#wakeNow(kq);
+        this.#keys.dropIfIdle(kq);
+        this.#ledger.checkIdle();
+      });
+  }
+
+  #start(kq: KeyQueue<Job>, job: Job, permit: Permit & { granted: true }, now: number): void {
+    kq.queue.remove(job);
+    this.#ledger.queued--;
+    this.#ledger.running++;
+    kq.running++;
+    job.cancelExpiry?.();
+    job.cancelExpiry = undefined;
+    const signal = job.options.signal;
+    if (job.onAbort !== undefined && signal !== undefined) {
+      signal.removeEventListener("abort", job.onAbort);
+      job.onAbort = undefined;
+    }
+    job.started = true;
+    job.startedAt = now;
+    if (permit.lease !== undefined) {
+      job.keeper = new LeaseKeeper(permit.lease, this.#clock, this.#opts.leaseMs, (error) =>
+        this.events.emit("error", { key: kq.key, error }),
+      );
+    }
+    const { timeoutMs } = job.options;
+    if (timeoutMs !== Number.POSITIVE_INFINITY) {
+      job.cancelTimeout = after(this.#clock, timeoutMs, () => this.#timeout(job));
+    }
+    if (this.events.has("start")) {
+      this.events.emit("start", {
+        key: job.key,
+        priority: job.priority,
+        cost: job.cost,
+        waitedMs: job.startedAt - job.enqueuedAt,
+        at: permit.rate?.at ?? now,
+      });
+    }
+    // A leaky bucket admits now and spaces the outflow: the job holds its permit until its turn.
+    if (permit.delayMs > 0) after(this.#clock, permit.delayMs, () => this.#run(kq, job));
+    else this.#run(kq, job);
+  }
+
+  #run(kq: KeyQueue<Job>, job: Job): void {
+    let result: unknown;
+    try {
+      result = job.task(new TaskContextOf(job));
+    } catch (error) {
+      this.#ledger.settle(job, error, "failed");
+      this.#finish(kq, job);
+      return;
+    }
+    if (isPromise(result)) {
+      (result as Promise<unknown>).then(
+        (value) => {
+          this.#ledger.settle(job, value, "done");
+          this.#finish(kq, job);
+        },
+        (error: unknown) => {
+          this.#ledger.settle(job, error, "failed");
+          this.#finish(kq, job);
+        },
+      );
+    } else {
+      this.#ledger.settle(job, result, "done");
+      this.#finish(kq, job);
+    }
+  }
+
+  #timeout(job: Job): void {
+    job.cancelTimeout = undefined;
+    const reason = new DOMException(`the task ran past \`timeoutMs\` (${job.options.timeoutMs} ms)`, "TimeoutError");
+    job.timedOut = reason;
+    job.abortTask(reason);
+    this.#ledger.settle(job, reason, "expired");
+  }
+
+  /** The task settled: its slot goes back (it was held until now, even past a timeout). */
+  #finish(kq: KeyQueue<Job>, job: Job): void {
+    job.cancelTimeout?.();
+    job.cancelTimeout = undefined;
+    job.unlisten();
+    this.#ledger.running--;
+    const released = job.keeper?.end();
+    if (released === undefined) {
+      kq.running--;
+      this.#wakeNow(kq);
+      this.#keys.dropIfIdle(kq);
+      this.#ledger.checkIdle();
+      return;
+    }
+    // The local count follows the store's: the slot counts as held until the store has it back.
+    this.#ledger.releasing++;
+    void released.then(() => {
+      this.#ledger.releasing--;
+      kq.running--;
+      this.#wakeNow(kq);
+      this.#keys.dropIfIdle(kq);
+      this.#ledger.checkIdle();
+    });
+  }
+
+  /** Takes a waiting job out of its queue and rejects it. */
+  #drop(kq: KeyQueue<Job>, job: Job, error: unknown, status: OutcomeStatus): void {
+    const wasHead = kq.queue.peek() === job;
+    if (!kq.queue.remove(job)) return;
+    this.#ledger.queued--;
+    job.cancelExpiry?.();
+    job.cancelExpiry = undefined;
+    job.unlisten();
+    this.#ledger.settle(job, error, status);
+    if (kq.queue.size === 0 && kq.cancelWake !== undefined) {
+      kq.cancelWake();
+      kq.cancelWake = undefined;
+    } else if (wasHead && kq.queue.size > 0) this.#wakeNow(kq);
+    this.#keys.dropIfIdle(kq);
+    this.#ledger.checkIdle();
+  }
+
+  #abortQueued(job: Job): void {
+    const kq = this.#keys.find(job.key);
+    const signal = job.options.signal as AbortSignal;
+    if (kq !== undefined) this.#drop(kq, job, abortReason(signal), "aborted");
+  }
+
+  #expire(job: Job): void {
+    job.cancelExpiry = undefined;
+    const kq = this.#keys.find(job.key);
+    if (kq === undefined || !job.queued) return;
+    this.#drop(
+      kq,
+      job,
+      new WaitTimeoutError(`the job waited \`maxWaitMs\` (${job.options.maxWaitMs} ms) without a start`),
+      "expired",
+    );
+  }
+
+  /** Pauses `key` in this process until `until` (the store's block covers the fleet). */
+  pauseLocally(key: string, ms: number, reason: string): void {
+    const now = this.#clock.now();
+    this.#pauses.set(key, now + ms, now);
+    if (this.events.has("pause")) this.events.emit("pause", { key, ms, reason });
+    // A sleeping key re-reads its pause when it wakes; a key deciding now sees it next turn.
+  }
+
+  /** Closed, and not draining: nothing more may start. */
+  #closedHard(): boolean {
+    return this.#closed && this.#closing !== undefined && !this.#draining;
+  }
+
+  #draining = false;
+
+  /** Stops taking jobs; with `drain` runs what is queued, otherwise rejects it. Resolves once nothing runs. */
+  close(options: { drain?: boolean } = {}): Promise<void> {
+    if (this.#closing !== undefined) return this.#closing;
+    if (typeof options !== "object" || options === null) {
+      return Promise.reject(new ArgumentError(`close takes { drain? } (got ${describeValue(options)})`));
+    }
+    for (const k of Object.keys(options)) {
+      if (k !== "drain") return Promise.reject(new ArgumentError(`close: unknown option \`${k}\` (expected drain)`));
+    }
+    this.#closed = true;
+    this.#draining = options.drain === true;
+    this.#closing = new Promise<void>((resolve) => {
+      this.#ledger.whenIdle(() => {
+        this.#limiters.rate?.close();
+        this.#limiters.slots?.close();
+        resolve();
+        this.#whenClosed();
+      });
+    });
+    if (!this.#draining) {
+      for (const kq of [...this.#keys.values()]) {
+        for (const job of [...kq.queue])
+          this.#drop(kq, job, new ThrottleClosedError("the throttle closed before the job started"), "closed");
+        kq.cancelWake?.();
+        kq.cancelWake = undefined;
+        this.#keys.dropIfIdle(kq);
+      }
+    }
+    this.#ledger.checkIdle();
+    return this.#closing;
+  }
+}

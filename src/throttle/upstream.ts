@@ -1,0 +1,77 @@
+/**
+ * Obeying the upstream: `observe` reads an answer and pauses its key for the whole fleet (a
+ * `block` in the shared store, so every process's next permit is refused until it ends, plus a
+ * local pause so this process does not even ask); `fetch` schedules a request, observes its
+ * answer before its slot goes back (so no other job of the fleet starts in between), and sends
+ * a 429 again once the pause is over, keeping its place in the queue.
+ */
+import { describeValue } from "../core/describe-value.ts";
+import { ArgumentError } from "../core/errors.ts";
+import type { Store } from "../core/store.ts";
+import { DEFAULT_KEY, type ResolvedOptions, type ScheduleOptions } from "./options.ts";
+import type { ThrottleRunner } from "./runner.ts";
+import { type HeadersLike, type ResponseLike, readUpstream, type UpstreamHint } from "./upstream-headers.ts";
+
+/** Pauses and upstream answers of one throttle. */
+export class Upstream {
+  constructor(
+    private readonly runner: ThrottleRunner,
+    private readonly opts: ResolvedOptions,
+    private readonly store: Store,
+  ) {}
+
+  /** Refuses `key` for `ms` here and, where the store can hold a block, for the whole fleet. */
+  async pause(key: string, ms: number, reason = "pause"): Promise<void> {
+    if (typeof key !== "string") throw new ArgumentError(`pause: \`key\` must be a string (got ${describeValue(key)})`);
+    if (typeof ms !== "number" || !Number.isFinite(ms) || ms <= 0) {
+      throw new ArgumentError(`pause: \`ms\` must be a number of ms > 0 (got ${describeValue(ms)})`);
+    }
+    const whole = Math.ceil(ms);
+    this.runner.pauseLocally(key, whole, reason);
+    const limiter = this.runner.pauseLimiter;
+    if (limiter !== undefined && this.store.flexibleCalls === true) await limiter.block(key, whole);
+  }
+
+  /** Reads `answer` (a response, or its headers) for `key` and pauses the key as it asks. */
+  async observe(key: string, answer: ResponseLike | HeadersLike): Promise<UpstreamHint> {
+    if (typeof key !== "string")
+      throw new ArgumentError(`observe: \`key\` must be a string (got ${describeValue(key)})`);
+    if (typeof answer !== "object" || answer === null) {
+      throw new ArgumentError(`observe takes a response or its headers (got ${describeValue(answer)})`);
+    }
+    const isResponse = "headers" in answer && typeof answer.headers === "object" && answer.headers !== null;
+    const status = isResponse ? ((answer as ResponseLike).status ?? (answer as ResponseLike).statusCode) : undefined;
+    const headers = isResponse ? (answer as ResponseLike).headers : (answer as HeadersLike);
+    const hint = readUpstream(status, headers, this.runner.clock.now(), this.opts);
+    if (hint.pauseMs > 0) await this.pause(key, hint.pauseMs, hint.source ?? "upstream");
+    return hint;
+  }
+
+  /** Schedules `fetch(input, init)`; a 429 is sent again after its pause, up to `retries` times. */
+  async fetch(input: string | URL | Request, init?: RequestInit, options?: ScheduleOptions): Promise<Response> {
+    const send = this.opts.fetch ?? globalThis.fetch;
+    const key = options?.key ?? DEFAULT_KEY;
+    // A streamed body can be sent once: such a request is never sent again.
+    const replayable = !(init?.body instanceof ReadableStream) && !(input instanceof Request && input.bodyUsed);
+    const seq = this.runner.reserveSeq();
+    for (let attempt = 0; ; attempt++) {
+      const again = attempt < this.opts.retries && replayable;
+      const answer = await this.runner.schedule(
+        async ({ signal }) => {
+          const request = input instanceof Request ? input.clone() : input;
+          const both = init?.signal ? AbortSignal.any([init.signal, signal]) : signal;
+          const response = await send(request, { ...init, signal: both });
+          await this.observe(key, response);
+          if (response.status === 429 && again) {
+            await response.body?.cancel();
+            return undefined;
+          }
+          return response;
+        },
+        options,
+        seq,
+      );
+      if (answer !== undefined) return answer;
+    }
+  }
+}
