@@ -271,6 +271,31 @@ describe("concurrency: release and renew at fixed instants", () => {
     expect(events.map((e) => e.op)).toEqual(["check", "renew", "release", "check"]);
   });
 
+  it("acquire() takes a slot as soon as one is released (tried every 25 ms), not at the oldest lease's expiry", async () => {
+    const clock = new ManualClock(T);
+    const limiter = createLimiter(spec(1, 60_000), clock);
+    const holder = limiter.tryAcquire("k");
+    const waiting = limiter.acquire("k", { maxWaitMs: 1000 });
+    clock.advance(30);
+    await Promise.resolve();
+    (holder.release as () => Decision)();
+    clock.advance(25);
+    const got = await waiting;
+    expect(got.allowed).toBe(true);
+    expect((got.at as number) - T).toBeLessThanOrEqual(75);
+    // Still none free at maxWaitMs: a WaitTimeoutError then, not at once.
+    const late = limiter.acquire("k", { maxWaitMs: 100 });
+    const failed = late.then(
+      () => "acquired",
+      (error: Error) => error.name,
+    );
+    for (let i = 0; i < 6; i++) {
+      clock.advance(25);
+      await Promise.resolve();
+    }
+    expect(await failed).toBe("WaitTimeoutError");
+  });
+
   it("the service releases and renews by rule and tier", () => {
     const clock = new ManualClock(T);
     const service = new RateLimiterService({ clock });
