@@ -28,13 +28,16 @@ export class WaitQueues {
 
   /**
    * Waits (FIFO per key) until `attempt` allows. `attempt` is the limiter's own `tryAcquire`;
-   * `clock` measures the waits.
+   * `clock` measures the waits. With `pollMs` (leases: a denial's retryAfterMs is only an upper
+   * bound, and a release is announced to no one) it tries again every `pollMs` until then, and
+   * gives up only once `maxWaitMs` has passed.
    */
   async acquire(
     key: string,
     options: AcquireOptions,
     clock: Clock,
     attempt: (cost: number) => Decision | Promise<Decision>,
+    pollMs?: number,
   ): Promise<Decision> {
     const { cost = 1, maxWaitMs = Number.POSITIVE_INFINITY, signal } = options;
     if (typeof maxWaitMs !== "number" || Number.isNaN(maxWaitMs) || maxWaitMs < 0) {
@@ -62,12 +65,17 @@ export class WaitQueues {
           );
         }
         const passesAt = at + result.retryAfterMs;
-        if (passesAt > deadline) {
+        if (pollMs === undefined && passesAt > deadline) {
           throw new WaitTimeoutError(
             `${JSON.stringify(key)} needs ${result.retryAfterMs} ms more, past \`maxWaitMs\` (${maxWaitMs} ms)`,
           );
         }
-        await sleep(clock, Math.max(0, passesAt - clock.now()), signal);
+        const now = clock.now();
+        if (pollMs !== undefined && now >= deadline) {
+          throw new WaitTimeoutError(`${JSON.stringify(key)}: no slot was free within \`maxWaitMs\` (${maxWaitMs} ms)`);
+        }
+        const wakeAt = pollMs === undefined ? passesAt : Math.min(passesAt, now + pollMs, deadline);
+        await sleep(clock, Math.max(0, wakeAt - now), signal);
       }
     } finally {
       const i = queue.indexOf(me);

@@ -39,6 +39,7 @@ export {
   type ShorthandSpec,
   type SlidingLogSpec,
   type SlidingWindowSpec,
+  SPEC_ALGORITHMS,
   specLimit,
   type TokenBucketSpec,
   validateRule,

@@ -144,6 +144,13 @@ export interface Limiter<S extends Store = Store> {
   close(): void;
 }
 
+/**
+ * How often `acquire` tries again on a rule with a concurrency member: slots free by releases,
+ * which are announced to no one, long before the retryAfterMs a denial gives (the oldest
+ * lease's expiry). One check per waiting key per 25 ms.
+ */
+const LEASE_POLL_MS = 25;
+
 /** Checks a key argument; keys are arbitrary strings, including the empty string. */
 export function checkKey(key: unknown): asserts key is string {
   if (typeof key !== "string") {
@@ -367,7 +374,9 @@ export function bindLimiter(
     const cost = acquireOptions.cost ?? 1;
     checkCost(cost);
     const stored = boundKey(key);
-    if (leased) return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) => tryLease(key, c));
+    if (leased) {
+      return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) => tryLease(key, c), LEASE_POLL_MS);
+    }
     return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) =>
       decide(stored, c, clock === undefined ? undefined : read(clock), "check"),
     );
