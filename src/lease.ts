@@ -8,11 +8,14 @@
  */
 import type { Decision } from "./algorithms/decision.ts";
 
-/** What the handles run: a lease operation at a receipt, or a peek (the answer of a renewal after the release). */
-export type LeaseAct = (op: "release" | "renew" | "peek", at: number) => Decision | Promise<Decision>;
+/** What the handles run: a lease operation at a receipt. */
+export type LeaseAct = (op: "release" | "renew", at: number) => Decision | Promise<Decision>;
 
-/** Gives `d` (allowed, stamped) its `release()` and `renew()`; other decisions are returned as they are. */
-export function holdLease(d: Decision, act: LeaseAct): Decision {
+/**
+ * Gives `d` (allowed, stamped) its `release()` and `renew()`; other decisions are returned as
+ * they are. `peek` reads the key (a renewal after the release answers from it, denied).
+ */
+export function holdLease(d: Decision, act: LeaseAct, peek: () => Decision | Promise<Decision>): Decision {
   if (!d.allowed || d.at === undefined || d.failure !== undefined) return d;
   let at: number = d.at;
   let released: Decision | Promise<Decision> | undefined;
@@ -50,7 +53,7 @@ export function holdLease(d: Decision, act: LeaseAct): Decision {
     // Once released, the lease is gone: renewing the receipt could only move another lease of that instant.
     if (released !== undefined) {
       return inTurn(() => {
-        const r = act("peek", at);
+        const r = peek();
         return r instanceof Promise ? r.then(gone) : gone(r);
       });
     }

@@ -397,7 +397,11 @@ export function bindLimiter(
       return stamp(decide(boundKey(key), cost, now, op, at) as Decision, now);
     };
     tryLease = (key, cost) =>
-      holdLease(run(key, cost, "check"), (op, at) => run(key, op === "peek" ? 1 : cost, op, at));
+      holdLease(
+        run(key, cost, "check"),
+        (op, at) => run(key, cost, op, at),
+        () => run(key, 1, "peek"),
+      );
     return {
       specs,
       // Rules without a concurrency member keep the one direct call.
@@ -457,7 +461,13 @@ export function bindLimiter(
     }
   };
   tryLease = (key, cost) =>
-    run(key, cost, "check").then((d) => holdLease(d, (op, at) => run(key, op === "peek" ? 1 : cost, op, at)));
+    run(key, cost, "check").then((d) =>
+      holdLease(
+        d,
+        (op, at) => run(key, cost, op, at),
+        () => run(key, 1, "peek"),
+      ),
+    );
   return {
     specs,
     tryAcquire: leased ? (key, cost = 1) => tryLease(key, cost) : (key, cost = 1) => run(key, cost, "check"),

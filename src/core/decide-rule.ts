@@ -91,6 +91,15 @@ export function storesNewRecord(rule: CompiledRule, op: Operation, result: Decis
 }
 
 /**
+ * Whether `op` (which decided `result`) changed a record the store already holds, so a store
+ * that copies records must write it back: a fresh record's changes (above), every refund and
+ * release, and a renewal that moved its leases.
+ */
+export function changesStoredRecord(rule: CompiledRule, op: Operation, result: Decision): boolean {
+  return op === "refund" || op === "release" || (op === "renew" && result.allowed) || storesNewRecord(rule, op, result);
+}
+
+/**
  * rate-limiter-flexible's calls, kept off the check path. `penalty` forces `cost` units into
  * every member (past the limit if need be) and answers what a peek of one unit then says;
  * `block` sets the ban slot to refuse the key until `now + cost` (replacing a running ban);
@@ -122,8 +131,8 @@ function decideCall(rule: CompiledRule, record: RuleRecord, now: number, cost: n
  * allowed when every one of them still holds them (its answer's instant is their new receipt),
  * rate members reporting as they stand; when the lease is no longer held (expired or released;
  * or the rule has no concurrency member) nothing changes and it is denied, `retryAfterMs`
- * Infinity: that renewal can never pass (a new lease is a new check). Bans do not stop either:
- * a ban refuses new requests, not the ones already admitted.
+ * Infinity: that renewal can never pass (a new lease is a new check). A banned (or blocked) key
+ * still releases, and is answered as banned; its leases are not renewed: they run out as they stand.
  */
 function decideLease(
   rule: CompiledRule,
@@ -143,6 +152,7 @@ function decideLease(
     if (ban !== undefined && ban.until > now) return banned(rule, record, now, ban.until);
     return evaluate(rule, record, now, 1, false);
   }
+  if (ban !== undefined && ban.until > now) return banned(rule, record, now, ban.until);
   let held = false;
   for (let i = 0; i < members.length; i++) {
     const m = members[i] as Algorithm;

@@ -29,6 +29,11 @@ export interface BatchRule extends ReplyLayout {
   readonly infixes: readonly string[];
   /** The decision of a check Redis could not make, by the rule's failure policy. */
   fail(key: string, cost: number, now: number | undefined, op: Operation, error: StoreError): Promise<Decision>;
+  /**
+   * Whether the rule has a concurrency member: its decisions made on Redis `TIME` are stamped
+   * with that reading (the `at` a lease's release and renewal name).
+   */
+  readonly leased: boolean;
   /** Told of each denial Redis made (for the deny cache); `sentAt` is the local monotonic send time. */
   denied(key: string, cost: number, now: number | undefined, sentAt: number, decision: Decision): void;
 }
