@@ -6,6 +6,7 @@
 // steps back, a capped store under floods of other keys) check that no admission takes a key
 // past its limit in flight. Each failure names its seed; SLUICE_SEED=<n> runs that seed first.
 import { MemoryStore, type Store } from "sluice";
+import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
 import { runs, SEED } from "../support/seed.ts";
 import { runLeaseTrace, type TraceOptions } from "./lease-trace.ts";
@@ -31,8 +32,8 @@ async function sweep(label: string, n: number, opts: Omit<TraceOptions, "seed">,
 }
 
 /** A MemoryStore's snapshot restored into a new one (a restart). */
-const restartMemory = (old: Store): Store => {
-  const text = (old as MemoryStore).snapshot(Number.NaN);
+const restartMemory = (old: Store, now: number): Store => {
+  const text = (old as MemoryStore).snapshot(now);
   const fresh = new MemoryStore();
   fresh.restore(text);
   return fresh;
@@ -54,8 +55,69 @@ const EXACT_MINIMUMS = {
   "peek compared": 5000,
 };
 
+const SAFETY_MINIMUMS = { "acquire allowed": 2000, "acquire denied": 500, "release held": 400, "renew held": 200 };
+
 describe("leases against an independent model", () => {
   it("MemoryStore, uncapped: every answer as the model says", async () => {
-    await sweep("memory exact", 150, { store: () => new MemoryStore(), exact: true, restart: restartMemory }, EXACT_MINIMUMS);
+    await sweep(
+      "memory exact",
+      150,
+      { store: () => new MemoryStore(), exact: true, restart: restartMemory },
+      { ...EXACT_MINIMUMS, restart: 100 },
+    );
+  });
+
+  it("SharedMemoryStore, room for every key: every answer as the model says", async () => {
+    const store = () => new SharedMemoryStore({ maxKeys: 4096, seed: 7 });
+    await sweep("threads exact", 100, { store, exact: true }, scaled(EXACT_MINIMUMS, 100 / 150));
+  });
+
+  it("MemoryStore, the clock stepping back a few ms: never past the limit", async () => {
+    await sweep(
+      "memory step back",
+      150,
+      { store: () => new MemoryStore(), exact: false, stepBack: true, restart: restartMemory, limitDown: true },
+      { ...SAFETY_MINIMUMS, "step back": 300 },
+    );
+  });
+
+  it("MemoryStore past maxKeys under floods of other keys: never past the limit", async () => {
+    await sweep(
+      "memory capped",
+      60,
+      { store: () => new MemoryStore({ maxKeys: 16 }), exact: false, flood: true, limitDown: true },
+      { ...scaled(SAFETY_MINIMUMS, 60 / 150), flood: 100 },
+    );
+  });
+
+  it("SharedMemoryStore past maxKeys under floods of other keys: never past the limit", async () => {
+    await sweep(
+      "threads capped",
+      40,
+      { store: () => new SharedMemoryStore({ maxKeys: 8, seed: 3 }), exact: false, flood: true, stepBack: true },
+      { ...scaled(SAFETY_MINIMUMS, 40 / 150), flood: 60 },
+    );
+  });
+
+  // Known broken (lease-known.test.ts has the minimal traces): a held lease's renewal is denied
+  // after updateRule lowered the limit (e.g. seed 20261220 of the default run).
+  it.fails("MemoryStore, updateRule lowering the limit: every answer as the model says", async () => {
+    await sweep("memory exact, limit down", 150, { store: () => new MemoryStore(), exact: true, limitDown: true }, {});
+  });
+
+  // Known broken: updateRule with a new leaseMs starts the key fresh, and admits `limit` more
+  // beside the leases in flight.
+  it.fails("MemoryStore, updateRule changing leaseMs: never past the limit", async () => {
+    await sweep(
+      "memory leaseMs change",
+      150,
+      { store: () => new MemoryStore(), exact: false, leaseMsChange: true },
+      {},
+    );
   });
 });
+
+/** Minimums for a sweep of a fraction of the seeds. */
+function scaled(m: Record<string, number>, f: number): Record<string, number> {
+  return Object.fromEntries(Object.entries(m).map(([k, v]) => [k, Math.floor(v * f)]));
+}

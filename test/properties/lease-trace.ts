@@ -21,7 +21,7 @@ export interface TraceOptions {
   /** Floods of other keys between steps (a capped store pushing keys out). */
   flood?: boolean;
   /** Snapshot the store and restore it into a new one mid-trace (MemoryStore). */
-  restart?: (old: Store) => Store;
+  restart?: (old: Store, now: number) => Store;
   /** updateRule may lower the limit (a held lease past the new limit: see lease-known.test.ts). */
   limitDown?: boolean;
   /** updateRule with a new leaseMs (known to forget leases: see lease-known.test.ts). */
@@ -169,7 +169,8 @@ export async function runLeaseTrace(o: TraceOptions): Promise<TraceResult> {
       );
       hit(wasHeld ? "renew held" : "renew not held");
       if (d.allowed && !wasHeld) fail("renewed a lease no longer held");
-      if (o.exact && !model.penalised(h.model.key) && d.allowed !== expected) fail(`renew: store ${d.allowed}, model ${expected}`);
+      if (o.exact && !model.penalised(h.model.key) && d.allowed !== expected)
+        fail(`renew: store ${d.allowed}, model ${expected}`);
       if (d.allowed) {
         if (d.at === undefined) fail("an allowed renewal without `at`");
         else h.model.receipt = d.at;
@@ -213,7 +214,7 @@ export async function runLeaseTrace(o: TraceOptions): Promise<TraceResult> {
       log.push(`t+${now - start} block ${key} ${ms}`);
       hit("block");
     } else if (r < 0.96 && o.restart !== undefined) {
-      store = o.restart(store);
+      store = o.restart(store, now);
       service = new RateLimiterService({ clock, store }).addRule("r", specOf());
       for (const h of held) h.handle = false;
       log.push(`t+${now - start} restart (snapshot, restore)`);
