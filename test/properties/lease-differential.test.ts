@@ -68,7 +68,7 @@ describe("leases against an independent model", () => {
   });
 
   it("SharedMemoryStore, room for every key: every answer as the model says", async () => {
-    const store = () => new SharedMemoryStore({ maxKeys: 4096, seed: 7 });
+    const store = () => new SharedMemoryStore({ maxKeys: 4096, seed: 7, recordWords: 24 });
     await sweep("threads exact", 100, { store, exact: true }, scaled(EXACT_MINIMUMS, 100 / 150));
   });
 
@@ -76,7 +76,7 @@ describe("leases against an independent model", () => {
     await sweep(
       "memory step back",
       150,
-      { store: () => new MemoryStore(), exact: false, stepBack: true, restart: restartMemory, limitDown: true },
+      { store: () => new MemoryStore(), exact: false, stepBack: true, restart: restartMemory },
       { ...SAFETY_MINIMUMS, "step back": 300 },
     );
   });
@@ -85,7 +85,7 @@ describe("leases against an independent model", () => {
     await sweep(
       "memory capped",
       60,
-      { store: () => new MemoryStore({ maxKeys: 16 }), exact: false, flood: true, limitDown: true },
+      { store: () => new MemoryStore({ maxKeys: 16 }), exact: false, flood: true },
       { ...scaled(SAFETY_MINIMUMS, 60 / 150), flood: 100 },
     );
   });
@@ -94,7 +94,12 @@ describe("leases against an independent model", () => {
     await sweep(
       "threads capped",
       40,
-      { store: () => new SharedMemoryStore({ maxKeys: 8, seed: 3 }), exact: false, flood: true, stepBack: true },
+      {
+        store: () => new SharedMemoryStore({ maxKeys: 8, seed: 3, recordWords: 24 }),
+        exact: false,
+        flood: true,
+        stepBack: true,
+      },
       { ...scaled(SAFETY_MINIMUMS, 40 / 150), flood: 60 },
     );
   });

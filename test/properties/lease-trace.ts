@@ -73,7 +73,9 @@ export async function runLeaseTrace(o: TraceOptions): Promise<TraceResult> {
   };
   const log: string[] = [];
   const fail = (what: string) => {
-    violations.push(`seed ${o.seed} step ${log.length}: ${what}\n  trace: ${log.slice(-25).join("; ")}`);
+    // LEASE_TRACE_FULL=1 prints the whole trace (to minimise it by hand).
+    const tail = process.env.LEASE_TRACE_FULL === "1" ? log : log.slice(-25);
+    violations.push(`seed ${o.seed} step ${log.length}: ${what}\n  trace: ${tail.join("; ")}`);
   };
   model.see(clock.now());
   const steps = o.steps ?? 120;
@@ -168,7 +170,9 @@ export async function runLeaseTrace(o: TraceOptions): Promise<TraceResult> {
         `t+${now - start} renew ${h.model.key}#${h.model.id} (at t+${h.model.receipt - start}, ${wasHeld ? "held" : "not held"}${blocked ? ", blocked" : ""}) by ${useHandle ? "handle" : "service"} -> ${d.allowed}`,
       );
       hit(wasHeld ? "renew held" : "renew not held");
-      if (d.allowed && !wasHeld) fail("renewed a lease no longer held");
+      // (With steps back the store reads time per key, the model for the whole trace: a lease the
+      // model calls expired may still count for its key, so this is compared on exact traces only.)
+      if (o.exact && d.allowed && !wasHeld) fail("renewed a lease no longer held");
       if (o.exact && !model.penalised(h.model.key) && d.allowed !== expected)
         fail(`renew: store ${d.allowed}, model ${expected}`);
       if (d.allowed) {
