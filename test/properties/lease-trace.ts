@@ -22,6 +22,8 @@ export interface TraceOptions {
   flood?: boolean;
   /** Snapshot the store and restore it into a new one mid-trace (MemoryStore). */
   restart?: (old: Store, now: number) => Store;
+  /** Decisions' handles used after updateRule (ClusterStore loses them: see test/redis/lease-update.test.ts). */
+  handlesAcrossUpdate?: boolean;
   /** updateRule may lower the limit (a held lease past the new limit: see lease-known.test.ts). */
   limitDown?: boolean;
   /** updateRule with a new leaseMs (known to forget leases: see lease-known.test.ts). */
@@ -201,6 +203,7 @@ export async function runLeaseTrace(o: TraceOptions): Promise<TraceResult> {
       if (change) model.leaseMs = pick([100, 1000, 60_000]);
       else model.limit = o.limitDown === true ? int(1, 6) : int(model.limit, 6);
       service.updateRule("r", specOf());
+      if (o.handlesAcrossUpdate === false) for (const h of held) h.handle = false;
       log.push(`updateRule limit ${model.limit} leaseMs ${model.leaseMs}`);
       hit(change ? "update leaseMs" : "update limit");
     } else if (r < 0.92) {
