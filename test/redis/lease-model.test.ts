@@ -23,27 +23,28 @@ afterAll(() => {
 });
 
 /** Runs `n` seeded traces on `store()`; fails with the violations found. */
-async function sweep(label: string, n: number, store: () => import("sluice").Store) {
+async function sweep(label: string, n: number, store: () => import("sluice").Store, stepBack = false) {
   const seeds = Array.from({ length: runs(n) }, (_, i) => (SEED + 1000 + i) >>> 0);
   console.log(`${label}: seeds ${seeds[0]}..${seeds[seeds.length - 1]}`);
   const total: Record<string, number> = {};
   const violations: string[] = [];
   for (const seed of seeds) {
     // Handles are not used across updateRule here: test/redis/lease-update.test.ts has that.
-    const r = await runLeaseTrace({ seed, store, exact: true, steps: 80, handlesAcrossUpdate: false });
+    const r = await runLeaseTrace({
+      seed,
+      store,
+      exact: !stepBack,
+      stepBack,
+      steps: 80,
+      handlesAcrossUpdate: false,
+    });
     violations.push(...r.violations);
     for (const [k, c] of Object.entries(r.counts)) total[k] = (total[k] ?? 0) + c;
   }
   console.log(`${label}: ${JSON.stringify(total)}`);
   expect(violations.slice(0, 3).join("\n\n")).toBe("");
-  for (const k of [
-    "acquire allowed",
-    "acquire denied",
-    "release held",
-    "renew held",
-    "renew not held",
-    "peek compared",
-  ]) {
+  const labels = ["acquire allowed", "acquire denied", "release held", "renew held", "renew not held"];
+  for (const k of [...labels, stepBack ? "step back" : "peek compared"]) {
     expect(total[k] ?? 0, `${label} exercised "${k}" too rarely`).toBeGreaterThanOrEqual(Math.floor(runs(n) * 0.5));
   }
 }
@@ -61,6 +62,21 @@ describe("leases on remote stores against the model", () => {
           timeoutMs: WORK_BOUND_MS,
         });
       });
+    },
+    300_000,
+  );
+
+  it.skipIf(redis === undefined)(
+    "RedisStore, the clock stepping back a few ms: never past the limit",
+    async () => {
+      const store = () =>
+        new RedisStore({
+          client: clients.io,
+          prefix: uniquePrefix("lease-model-back"),
+          expiryGraceMs: 600_000,
+          timeoutMs: WORK_BOUND_MS,
+        });
+      await sweep("redis step back", 30, store, true);
     },
     300_000,
   );
