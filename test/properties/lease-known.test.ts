@@ -111,4 +111,32 @@ describe("lease promises the library breaks (it.fails until fixed)", () => {
     // 3 requests in flight and a penalty unit: nothing fits.
     expect(service.check("r", "k").allowed).toBe(false);
   });
+
+  // Found probing limiter.acquire on a leased rule. Trace: limit 1, leaseMs 60 s; d = tryAcquire;
+  // a waiter calls acquire("k"); d.release() frees the slot; the clock moves 1 ms.
+  // Expected: the waiter gets the free slot (acquire "waits until allowed", and it is allowed).
+  // Got: it waits until the released lease would have expired (60 s later): a slot sits idle for
+  // leaseMs per waiter. Likely cause: src/acquire.ts WaitQueues sleep for the denial's
+  // retryAfterMs (the oldest lease's expiry, an upper bound for leases); a release does not wake
+  // the key's queue (src/lease.ts), and no shorter poll is used for leased rules.
+  it.fails("acquire() gets a slot freed by a release without waiting out leaseMs", async () => {
+    const clock = new ManualClock(T);
+    const limiter = createLimiter(lease(1, 60_000), clock);
+    const held = limiter.tryAcquire("k");
+    let got: Decision | undefined;
+    const waiting = limiter.acquire("k").then((d) => {
+      got = d;
+    });
+    const turns = async () => {
+      for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 10));
+    };
+    await turns();
+    (held.release as () => Decision)();
+    clock.advance(1);
+    await turns();
+    const early = got?.allowed;
+    clock.advance(60_000);
+    await waiting;
+    expect(early).toBe(true);
+  });
 });
