@@ -33,6 +33,7 @@ export {
   type LimitSpec,
   type RateAlgorithmName,
   type RuleSpec,
+  SPEC_ALGORITHMS,
   type ShorthandSpec,
   type SlidingLogSpec,
   type SlidingWindowSpec,
