@@ -165,3 +165,30 @@ describe("bans on a leased rule", () => {
     expect(next.remaining).toBe(0);
   });
 });
+
+describe("two concurrency members of different leaseMs", () => {
+  it("a renewal moves the lease in every member or in none; a release frees what still counts", () => {
+    const clock = new ManualClock(T);
+    const limiter = createLimiter(
+      [
+        { algorithm: "concurrency", limit: 2, leaseMs: 100 },
+        { algorithm: "concurrency", limit: 1, leaseMs: 1000 },
+      ],
+      clock,
+    );
+    const d = limiter.tryAcquire("k");
+    expect(d.allowed).toBe(true);
+    expect(limiter.tryAcquire("k").allowed).toBe(false); // the second member is full
+    clock.set(T + 50);
+    const renewed = (d.renew as () => Decision)();
+    expect([renewed.allowed, renewed.at]).toEqual([true, T + 50]);
+    clock.set(T + 160); // the short member's lease expired at T+150; the long one holds
+    const late = (d.renew as () => Decision)();
+    expect([late.allowed, late.retryAfterMs]).toEqual([false, Number.POSITIVE_INFINITY]);
+    expect(limiter.tryAcquire("k").allowed).toBe(false); // nothing moved: the long member still holds it
+    (d.release as () => Decision)();
+    const next = limiter.tryAcquire("k");
+    expect(next.allowed).toBe(true);
+    expect(next.parts?.map((p) => p.remaining)).toEqual([1, 0]);
+  });
+});
