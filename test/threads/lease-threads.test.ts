@@ -15,7 +15,7 @@ const spec = { algorithm: "concurrency", limit: LIMIT, leaseMs: 3_600_000 } as c
 
 beforeAll(() => ensureBuilt(), 300_000);
 
-async function run(ticking: boolean): Promise<{ admitted: number; max: number; free: number[] }> {
+async function run(ticking: boolean | "system"): Promise<{ admitted: number; max: number; free: number[] }> {
   const store = new SharedMemoryStore({ maxKeys: 64, seed: 1 });
   const counters = new SharedArrayBuffer(8);
   const clockCell = new SharedArrayBuffer(8);
@@ -33,7 +33,7 @@ async function run(ticking: boolean): Promise<{ admitted: number; max: number; f
     }),
   );
   const { createLimiter, ManualClock } = await import("sluice");
-  const clock = new ManualClock(T + (ticking ? 3000 : 0));
+  const clock = new ManualClock(ticking === "system" ? Date.now() : T + (ticking ? 3000 : 0));
   const limiter = createLimiter(spec, { store, clock, name: "lease-threads" });
   const free = [0, 1].map((k) => {
     const d = limiter.peek(`k${k}`) as Decision;
@@ -66,6 +66,22 @@ describe("leases across 4 worker threads", () => {
   it.fails("each thread's own ticking clock: never past the limit, every slot free at rest", async () => {
     const r = await run(true);
     console.log(`ticking clocks: ${JSON.stringify(r)}`);
+    expect(r.admitted).toBeGreaterThan(1000);
+    expect(r.max).toBeLessThanOrEqual(LIMIT);
+    expect(r.free).toEqual([LIMIT, LIMIT]);
+  }, 120_000);
+});
+
+// The clock-skew receipt violation without any injected clock: each thread reads Date.now(), and
+// a thread that read the clock then decided after another thread's newer lease logs its own
+// lease at that newer instant while its receipt is its reading, so its release frees nothing.
+// Seen in three runs: free at rest [1,1] (2 of 3 slots of each key held for leaseMs, here an
+// hour; by default a minute) after 3-6.5k admissions. it.fails until receipts are the logged
+// instant.
+describe("leases across 4 worker threads on the system clock (a deployment)", () => {
+  it.fails("never past the limit; at rest every slot free", async () => {
+    const r = await run("system");
+    console.log(`system clock: ${JSON.stringify(r)}`);
     expect(r.admitted).toBeGreaterThan(1000);
     expect(r.max).toBeLessThanOrEqual(LIMIT);
     expect(r.free).toEqual([LIMIT, LIMIT]);

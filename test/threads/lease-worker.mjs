@@ -14,14 +14,15 @@ const time = new Float64Array(clockCell);
 // A shared clock: fixed (every lease of one instant), or one that ticks per admission anywhere
 // (threads read it, then decide: a stalled thread decides behind the others).
 let ticks = 0;
-const clock = { now: () => time[0] + (ticking ? ticks : 0) };
-const limiter = createLimiter(spec, { store, clock, name: "lease-threads" });
+const clock = { now: () => time[0] + (ticking === true ? ticks : 0) };
+// ticking "system": no injected clock (each thread reads Date.now(), as a deployment does).
+const limiter = createLimiter(spec, { store, ...(ticking === "system" ? {} : { clock }), name: "lease-threads" });
 const rnd = mulberry32(seed);
 let admitted = 0;
 let max = 0;
 const held = [];
 for (let i = 0; i < iterations; i++) {
-  if (ticking) ticks = i;
+  if (ticking === true) ticks = i;
   const key = rnd() < 0.5 ? 0 : 1;
   const d = limiter.tryAcquire(`k${key}`);
   if (d.allowed) {
