@@ -62,7 +62,7 @@ describe("checkAll with a leased rule", () => {
     ]);
     expect(granted.map((d) => d.allowed)).toEqual([true, true]);
     expect((service.check("c", "k") as Decision).allowed).toBe(false);
-    (granted[0] as Decision (granted[0]?.release as () => Decision)(); release: () => Decision ).release();
+    (granted[0] as Decision & { release: () => Decision }).release();
     expect((service.check("c", "k") as Decision).allowed).toBe(true);
   });
 });
