@@ -126,6 +126,24 @@ describe("concurrency: release and renew at fixed instants", () => {
     expect(free(limiter, "k")).toBe(2);
   });
 
+  it("processes whose clocks differ share one store: each lease is logged at its own receipt, so its release frees it", () => {
+    const store = new MemoryStore();
+    const ahead = new ManualClock(T + 5);
+    const behind = new ManualClock(T);
+    const a = createLimiter(spec(2, 1000), { clock: ahead, store, name: "skew" });
+    const b = createLimiter(spec(2, 1000), { clock: behind, store, name: "skew" });
+    a.tryAcquire("k"); // logged at T+5
+    const late = b.tryAcquire("k"); // logged at T, its receipt, though the log holds T+5
+    expect(late.at).toBe(T);
+    (late.release as () => Decision)();
+    expect(free(a, "k")).toBe(1);
+    const again = b.tryAcquire("k");
+    behind.set(T + 3);
+    expect((again.renew as () => Decision)().at).toBe(T + 3);
+    (again.release as () => Decision)();
+    expect(free(b, "k")).toBe(1);
+  });
+
   it("release gives back `cost` leases of its instant, never more than it names", () => {
     const clock = new ManualClock(T);
     const limiter = createLimiter(spec(5, 1000), clock);

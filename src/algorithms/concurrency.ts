@@ -3,7 +3,9 @@
  * (src/algorithms/sliding-log.ts) with the window set to `leaseMs`: it counts from the instant
  * it was acquired (its receipt, the Decision's `at`) until it is released or `leaseMs` has
  * passed, so a holder that crashed frees its slots by itself. Leases taken in the same ms are
- * alike (same expiry), so (key, receipt) names a lease.
+ * alike (same expiry), so (key, receipt) names a lease. A lease is logged at its receipt even
+ * when the log holds a later one (processes whose clocks differ by a few ms share a store; a
+ * sliding log would log it at that later instant, and its release would name nothing).
  *
  * `remaining` is the number of free slots. A denial's `retryAfterMs` is the time until the
  * oldest lease expires: an upper bound, since a release usually frees a slot sooner and no
@@ -39,7 +41,8 @@ export function concurrency(spec: ConcurrencySpec): Algorithm<SlidingLogState> {
       if (countAt(s, skip, at) < cost) {
         return decision(false, limit, limit - n, Number.POSITIVE_INFINITY, n > 0 ? Math.ceil(newest + W - now) : 0);
       }
-      if (commit) commitLog(s, skip, t, cost, limit, at);
+      // Moved to `now` itself, the new receipt (t is later only when another clock logged a later lease).
+      if (commit) commitLog(s, skip, now, cost, limit, at);
       return decision(true, limit, limit - n, 0, Math.ceil(t + W - now));
     },
   };

@@ -91,7 +91,27 @@ export function countAt(s: SlidingLogState, skip: number, receipt: number): numb
 }
 
 /**
- * Drops what no longer counts (the first `skip`) and appends `count` entries at `t` (≤ limit in
+ * Places `count` entries at `t` in time order: appended when `t` is the newest (always, for a
+ * sliding log), else inserted after the entries at or before it (a lease logged at its own
+ * receipt, see concurrency.ts).
+ */
+function place(s: SlidingLogState, t: number, count: number, limit: number): void {
+  if (s.n === 0 || at(s, s.n - 1) <= t) {
+    append(s, t, count, limit);
+    return;
+  }
+  const entries: number[] = [];
+  for (let i = 0; i < s.n; i++) entries.push(at(s, i));
+  let k = entries.length;
+  while (k > 0 && (entries[k - 1] as number) > t) k--;
+  entries.splice(k, 0, ...new Array<number>(count).fill(t));
+  s.buf = entries;
+  s.head = 0;
+  s.n = entries.length;
+}
+
+/**
+ * Drops what no longer counts (the first `skip`) and places `count` entries at `t` (≤ limit in
  * all); with `moved`, the receipt of `count` counting entries, those entries move to `t` instead
  * (a renewed lease: see concurrency.ts).
  */
@@ -105,7 +125,7 @@ export function commitLog(
 ): void {
   dropOldest(s, s.n - skip);
   if (moved !== undefined) takeAt(s, moved, count);
-  append(s, t, count, limit);
+  place(s, t, count, limit);
 }
 
 /** Builds the sliding-log step for `spec`. */
@@ -184,7 +204,9 @@ export function logAlgorithm(
         const oldest = at(s, skip + n + cost - limit - 1);
         return decision(false, limit, limit - n, Math.ceil(oldest + W - now), reset);
       }
-      if (commit) commitLog(s, skip, t, cost, limit);
+      // A sliding log appends at t; a lease is logged at its receipt, `now` itself, even when
+      // another process's clock logged a later one (so its release names it exactly).
+      if (commit) commitLog(s, skip, kind === "concurrency" ? now : t, cost, limit);
       // cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
       return decision(true, limit, limit - n - cost, 0, cost > 0 ? Math.ceil(t + W - now) : reset);
     },

@@ -9,7 +9,8 @@
  * 4. put `verdict.decision` on the request (see `tighter`) when there is one;
  * 5. status 200: run the handler; otherwise answer `verdict.status` with `body(verdict)` as
  *    `PROBLEM_CONTENT_TYPE` (or their `onLimited` on 429);
- * 6. when `observes(verdict)`, report how the response ended: `settle(verdict, req, res, status)`
+ * 6. when `observes(verdict)` (a `count` mode, or a lease to release: a concurrency spec),
+ *    report how the response ended: `settle(verdict, req, res, status)`
  *    with the final status, or `undefined` when it never completed (abort, handler threw);
  *    with `countOn === "handler"`, a client that left does not end it: the status the handler
  *    answered with (its `end()`, its returned Response) does.

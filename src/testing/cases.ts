@@ -422,6 +422,16 @@ const LEASES: Script = {
     { t: 1500, do: "release", rule: "lease", key: "fresh", receipt: 0 },
     { t: 1500, do: "renew", rule: "lease", key: "fresh", receipt: 1500 },
     { t: 1500, do: "peek", rule: "lease", key: "fresh" },
+    // Clocks a few ms apart (processes sharing a store): a lease is logged at its own receipt.
+    { t: 2000, do: "check", rule: "lease", key: "skew" },
+    { t: 1990, do: "check", rule: "lease", key: "skew" },
+    { t: 1995, do: "release", rule: "lease", key: "skew", receipt: 1990 },
+    { t: 1995, do: "peek", rule: "lease", key: "skew", cost: 3 },
+    { t: 1985, do: "renew", rule: "lease", key: "skew", receipt: 2000 },
+    { t: 1992, do: "check", rule: "lease", key: "skew", cost: 2 },
+    { t: 2990, do: "peek", rule: "lease", key: "skew", cost: 2 },
+    { t: 2992, do: "release", rule: "lease", key: "skew", receipt: 1992, cost: 2 },
+    { t: 2992, do: "peek", rule: "lease", key: "skew", cost: 3 },
     // With a rate: a refused composite holds no lease; lease calls leave the rate member alone.
     { t: 0, do: "check", rule: "lease-pair" },
     { t: 10, do: "check", rule: "lease-pair" },

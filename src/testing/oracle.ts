@@ -105,14 +105,32 @@ function fixedWindow(limit: number, W: number, state = { w: -INF, c: 0 }): Refer
 }
 
 /**
- * concurrency (SPEC §16): the sliding log of leases, windowMs = leaseMs; a release removes
- * leases of its receipt's instant, a renewal moves them to now (written here on the array).
+ * concurrency (SPEC §16): the sliding log of leases, windowMs = leaseMs, except that a lease is
+ * logged at its own instant (`now`, its receipt) even when the log holds a later one; a release
+ * removes leases of its receipt's instant, a renewal moves them to now (written here on the array).
  */
 function concurrency(limit: number, W: number, log: number[] = []): ReferenceModel {
   const model = slidingLog(limit, W, log);
   const at = (now: number) => Math.max(now, log.length > 0 ? (log[log.length - 1] as number) : -INF);
+  /** The log's counting entries at `now` with `cost` entries at `now` added, in time order. */
+  const admit = (now: number, cost: number, live: number[]) => {
+    const entries = [...live, ...new Array<number>(cost).fill(now)].sort((a, b) => a - b);
+    log.splice(0, log.length, ...entries);
+  };
   return {
     ...model,
+    step(now, cost, commit) {
+      const d = model.step(now, cost, false);
+      if (commit && d.allowed) {
+        const t = at(now);
+        admit(
+          now,
+          cost,
+          log.filter((e) => e > t - W),
+        );
+      }
+      return d;
+    },
     shape: `concurrency/${W}`,
     respec: (spec) => concurrency((spec as { limit: number }).limit, W, log),
     release: (now, cost, receipt) => model.refund(now, cost, receipt),
@@ -129,9 +147,11 @@ function concurrency(limit: number, W: number, log: number[] = []): ReferenceMod
       }
       if (commit) {
         let moved = 0;
-        const kept = live.filter((e) => !(e === receipt && moved++ < cost));
-        log.splice(0, log.length, ...kept);
-        for (let i = 0; i < cost; i++) log.push(t);
+        admit(
+          now,
+          cost,
+          live.filter((e) => !(e === receipt && moved++ < cost)),
+        );
       }
       return decision(true, limit, left, 0, t + W - now);
     },

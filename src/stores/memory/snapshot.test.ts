@@ -10,6 +10,15 @@ const RULES: Array<[string, LimitSpec | LimitSpec[]]> = [
   ["bucket", { algorithm: "token-bucket", capacity: 5, refillPerSecond: 0.1 }],
   ["gcra", { algorithm: "gcra", limit: 5, periodMs: 60_000 }],
   ["leaky", { algorithm: "leaky-bucket", capacity: 5, leakPerSecond: 0.1 }],
+  // Leases (the concurrency spec) are kept like a sliding log's entries: held ones stay held.
+  ["lease", { algorithm: "concurrency", limit: 5, leaseMs: 60_000 }],
+  [
+    "lease-pair",
+    [
+      { algorithm: "concurrency", limit: 4, leaseMs: 30_000 },
+      { algorithm: "token-bucket", capacity: 6, refillPerSecond: 0.2 },
+    ],
+  ],
   [
     "login",
     [

@@ -116,16 +116,23 @@ local function sl_drop(S, i, off, n)
   S.n = n
 end
 
--- Appends `cost` units at t, merging with a newest run at the same time.
-local function sl_append(S, t, cost)
-  local last = S.last
-  if last >= S.h and S.ts[last] == t then
-    S.cs[last] = S.cs[last] + cost
+-- Places `cost` units at time `at` in order (place of the TS): appended, merging with a newest
+-- run at the same time, when `at` is the newest (always, for a sliding log); else inserted after
+-- the runs at or before it (a lease logged at its own receipt).
+local function sl_place(S, at, cost)
+  local ts, cs, last = S.ts, S.cs, S.last
+  local j = last
+  while j >= S.h and ts[j] > at do j = j - 1 end
+  if j >= S.h and ts[j] == at then
+    cs[j] = cs[j] + cost
   else
-    last = last + 1
-    S.last = last
-    S.ts[last] = t
-    S.cs[last] = cost
+    for q = last, j + 1, -1 do
+      ts[q + 1] = ts[q]
+      cs[q + 1] = cs[q]
+    end
+    ts[j + 1] = at
+    cs[j + 1] = cost
+    S.last = last + 1
   end
   S.n = S.n + cost
 end
@@ -151,7 +158,8 @@ local function sl_step(P, S, now, cost, commit)
   if commit then
     -- Forget what was skipped, then append (merging with a newest run at the same time).
     sl_drop(S, i, off, n)
-    if cost > 0 then sl_append(S, t, cost) end
+    -- A sliding log appends at t; a lease is logged at its receipt, now itself (P.exact).
+    if cost > 0 then sl_place(S, P.exact and now or t, cost) end
   end
   -- cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
   if cost > 0 then reset = ceil(t + W - now) end
@@ -187,7 +195,7 @@ local function sl_renew(P, S, now, cost, at, commit)
   if commit then
     sl_drop(S, i, off, n)
     sl_refund(P, S, now, cost, at)
-    sl_append(S, t, cost)
+    sl_place(S, now, cost)
   end
   return true, limit - n, 0, ceil(t + W - now)
 end
@@ -198,7 +206,7 @@ local function sl_keep() end
 
 ALGO.q = function(limit, W)
   return {
-    limit = limit, W = W,
+    limit = limit, W = W, exact = true,
     step = sl_step, refund = sl_keep, fresh = sl_fresh, force = sl_force,
     release = sl_refund, renew = sl_renew,
     load = sl_load, save = sl_save, write = setState,
