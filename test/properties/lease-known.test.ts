@@ -1,6 +1,6 @@
 // Violations of SPEC §16's lease promises found by the attack (test/properties/lease-*.test.ts),
 // each as a minimal trace at fixed instants. Marked it.fails while the library breaks the
-// promise: when one starts passing, the violation is fixed and the mark must go.
+// promise: when one starts passing, the violation is fixed and the mark goes (as the first did).
 import { createLimiter, type Decision, ManualClock, MemoryStore, RateLimiterService } from "sluice";
 import { describe, expect, it } from "vitest";
 
@@ -21,7 +21,9 @@ describe("lease promises the library breaks (it.fails until fixed)", () => {
   // Likely cause: src/limiter.ts stamps `at` with the clock reading it passed to the store
   // (stamp(decide(...), now)); sliding-log.ts liveLog/commitLog log the lease at t = max(now,
   // newest). The receipt must be the instant the lease was logged at (t), as the store decides it.
-  it.fails("a lease acquired behind another's clock is released by its own receipt", () => {
+  // Fixed on the lease branch in 9087314 (a concurrency member places a lease at its own
+  // receipt): passes since.
+  it("a lease acquired behind another's clock is released by its own receipt", () => {
     const store = new MemoryStore();
     const ahead = new ManualClock(T + 5);
     const behind = new ManualClock(T);
