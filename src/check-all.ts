@@ -6,6 +6,8 @@
  * In-process this runs in one JS turn: nothing can interleave. On a shared store the checks of
  * the group go out together, and a denied group's units are back after one more round trip;
  * meanwhile another request may see them taken (it can only be denied, never over-admitted).
+ * A taken check of a leased rule (a concurrency member) is also released: a refund gives back
+ * rate units only, and a refused group must hold no lease (SPEC §16, all or nothing).
  */
 import type { Decision } from "./algorithms/decision.ts";
 import type { Limiter } from "./limiter.ts";
@@ -28,7 +30,7 @@ export function decideAllSync(items: readonly GroupItem[]): Decision[] {
   for (const item of items) {
     const d = item.limiter.tryAcquire(item.key, item.cost) as Decision;
     if (!d.allowed) {
-      rollBack(items, taken.length);
+      rollBack(items, taken);
       return items.map((i, n) => (n === taken.length ? d : (i.limiter.peek(i.key, i.cost) as Decision)));
     }
     taken.push(d);
@@ -40,7 +42,12 @@ export function decideAllSync(items: readonly GroupItem[]): Decision[] {
 export async function decideAllAsync(items: readonly GroupItem[]): Promise<Decision[]> {
   const taken = await Promise.all(items.map((i) => i.limiter.tryAcquire(i.key, i.cost) as Promise<Decision>));
   if (taken.every((d) => d.allowed)) return taken;
-  await Promise.all(items.map((i, n) => (taken[n]?.allowed ? i.limiter.refund(i.key, i.cost) : undefined)));
+  await Promise.all(
+    items.map((i, n) => {
+      const d = taken[n];
+      return d?.allowed ? Promise.all([i.limiter.refund(i.key, i.cost), d.release?.()]) : undefined;
+    }),
+  );
   return Promise.all(
     items.map((i, n) =>
       taken[n]?.allowed ? (i.limiter.peek(i.key, i.cost) as Promise<Decision>) : (taken[n] as Decision),
@@ -48,9 +55,11 @@ export async function decideAllAsync(items: readonly GroupItem[]): Promise<Decis
   );
 }
 
-function rollBack(items: readonly GroupItem[], count: number): void {
-  for (let n = count - 1; n >= 0; n--) {
+/** Gives back the takes of a denied group, newest first: rate units by refund, leases by release. */
+function rollBack(items: readonly GroupItem[], taken: readonly Decision[]): void {
+  for (let n = taken.length - 1; n >= 0; n--) {
     const item = items[n] as GroupItem;
     item.limiter.refund(item.key, item.cost);
+    taken[n]?.release?.();
   }
 }

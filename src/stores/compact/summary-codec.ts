@@ -10,11 +10,12 @@
  * ArrayBuffer or a SharedArrayBuffer.
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
+import { leaseMsOf } from "../../algorithms/concurrency.ts";
 import type { FixedWindowState } from "../../algorithms/fixed-window.ts";
 import type { GcraState } from "../../algorithms/gcra.ts";
 import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
 import type { SlidingWindowState } from "../../algorithms/sliding-window.ts";
-import type { FixedWindowSpec, SlidingLogSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
+import type { ConcurrencySpec, FixedWindowSpec, SlidingLogSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
 import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
 import type { BanPolicy, BanState } from "../../core/ban.ts";
 
@@ -44,7 +45,12 @@ export function memberSlots(m: Algorithm): number {
 export const BAN_SLOTS = 3;
 
 /** Window length of a windowed member. */
-const windowOf = (m: Algorithm) => (m.spec as FixedWindowSpec | SlidingLogSpec).windowMs;
+// The concurrency spec's log has leaseMs for its window (it has no windowMs: reading that made
+// every summarised lease NaN, read back as no lease at all).
+const windowOf = (m: Algorithm) =>
+  m.kind === "concurrency"
+    ? leaseMsOf(m.spec as ConcurrencySpec)
+    : (m.spec as FixedWindowSpec | SlidingLogSpec).windowMs;
 
 /** Counts of a (w, p, c)-like cell as seen from the later window `later` (W: the window length). */
 function shift(w: number, p: number, c: number, later: number, W: number): [number, number] {
