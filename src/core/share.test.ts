@@ -7,6 +7,7 @@ describe("shareOf: one of n processes' share of a limit", () => {
     [{ algorithm: "fixed-window", limit: 100, windowMs: 60_000 }, 4, { limit: 25, windowMs: 60_000 }],
     [{ algorithm: "fixed-window", limit: 10, windowMs: 1000, anchor: "first" }, 3, { limit: 3, anchor: "first" }],
     [{ algorithm: "sliding-log", limit: 5, windowMs: 1000 }, 8, { limit: 1 }], // never below 1
+    [{ algorithm: "concurrency", limit: 10, leaseMs: 5000 }, 4, { limit: 2, leaseMs: 5000 }], // slots in flight
     [{ algorithm: "sliding-window", limit: 7, windowMs: 1000 }, 1, { limit: 7 }],
     [{ algorithm: "token-bucket", capacity: 20, refillPerSecond: 10 }, 4, { capacity: 5, refillPerSecond: 2.5 }],
     [{ algorithm: "leaky-bucket", capacity: 9, leakPerSecond: 3 }, 2, { capacity: 4, leakPerSecond: 1.5 }],

@@ -26,6 +26,8 @@ function memberShare(spec: AlgorithmSpec, instances: number): AlgorithmSpec {
     case "fixed-window":
     case "sliding-log":
     case "sliding-window":
+    // Requests in flight: each process may hold its share of the slots.
+    case "concurrency":
       return { ...spec, limit: part(spec.limit, instances) };
     case "token-bucket":
       return { ...spec, capacity: part(spec.capacity, instances), refillPerSecond: spec.refillPerSecond / instances };
