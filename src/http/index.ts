@@ -126,4 +126,14 @@ export {
   quotaExceeded,
   storeUnavailable,
 } from "./problem.ts";
+export {
+  type FetchLoadShed,
+  type LoadShed,
+  type LoadShedHandle,
+  type LoadShedOptions,
+  loadShed,
+  type NodeLoadShed,
+  overloaded,
+  type ShedStats,
+} from "./shed.ts";
 export { listNames, tighter } from "./stack.ts";
