@@ -46,11 +46,7 @@ describe("gradientStep at fixed windows", () => {
     }
   });
 
-  it("averages the first windows plainly (warm-up), then exponentially over longWindow", () => {
-    let s = initialGradient(P, 0);
-    s = gradientStep(s, { rtt: 10, maxInFlight: 1 }, 100, P, 0);
-    s = gradientStep(s, { rtt: 20, maxInFlight: 1 }, 200, P, 0);
-    expect(s.longRtt).toBe(15);
+  it("averages the long-term latency exponentially over longWindow windows", () => {
     const late = gradientStep(warm({ longRtt: 10 }), { rtt: 12, maxInFlight: 1 }, 0, P, 0);
     expect(late.longRtt).toBeCloseTo(10 + 2 * (2 / 601), 9);
   });
@@ -66,15 +62,16 @@ describe("gradientStep at fixed windows", () => {
     expect(due.limit).toBe(params.minLimit);
     expect(due.resume).toBeCloseTo(102, 0);
     const after = gradientStep(due, { rtt: 8, maxInFlight: 4 }, 5100, params, 0.5);
-    expect(after).toEqual({ limit: due.resume, longRtt: 8, windows: 1001, nextProbeAt: 15_100, resume: undefined });
+    expect(after).toEqual({ limit: due.resume, longRtt: 8, windows: 1002, nextProbeAt: 15_100, resume: undefined });
     expect(gradientStep(due, { rtt: 8, maxInFlight: 4 }, 5100, params, 0).nextProbeAt).toBe(14_100);
   });
 
-  it("starts at initialLimit clamped to the bounds, first probe after the warm-up", () => {
-    expect(initialGradient({ ...P, initialLimit: 2, minLimit: 4 }, 1000)).toMatchObject({
-      limit: 4,
-      nextProbeAt: 3000,
-    });
+  it("starts with a probe at minLimit, then resumes at initialLimit clamped to the bounds", () => {
+    const params = { ...P, probeIntervalMs: 10_000 };
+    const start = initialGradient({ ...params, initialLimit: 2, minLimit: 4 }, 1000);
+    expect(start).toEqual({ limit: 4, longRtt: 0, windows: 0, nextProbeAt: 11_000, resume: 4 });
+    const first = gradientStep(initialGradient(params, 0), { rtt: 30, maxInFlight: 4 }, 100, params, 0.5);
+    expect(first).toEqual({ limit: 20, longRtt: 30, windows: 1, nextProbeAt: 10_100, resume: undefined });
     expect(effectiveLimit(warm({ limit: 7.9 }))).toBe(7);
   });
 });

@@ -59,9 +59,9 @@ export interface GradientSample {
 export interface GradientState {
   /** The current limit (fractional; requests in flight are compared with its floor). */
   limit: number;
-  /** Long-term latency (ms), an exponential average; 0 before the first window. */
+  /** Long-term latency (ms): restarted by each probe from the unloaded latency, then an exponential average over `longWindow` windows; 0 before the first probe. */
   longRtt: number;
-  /** Windows averaged into `longRtt` so far (the average is plain until `longWindow / 10`: a warm-up). */
+  /** Windows measured so far. */
   windows: number;
   /** When the next probe starts (ms on the limiter's clock). */
   nextProbeAt: number;
@@ -69,23 +69,24 @@ export interface GradientState {
   resume: number | undefined;
 }
 
-/** Windows of plain averaging before the long-term latency becomes exponential (Gradient2 warms up alike). */
-const WARMUP_DIVISOR = 10;
-
 /** The long-term latency decays this much per window when it is more than twice the short-term one. */
 const LONG_DECAY = 0.95;
 
 /** The gradient is never below this: the limit at most halves per window, before smoothing. */
 const MIN_GRADIENT = 0.5;
 
-/** The state at `now`: the initial limit, nothing measured, the first probe after the warm-up. */
+/**
+ * The state at `now`: probing first (as Envoy starts by measuring its minimum latency), so the
+ * long-term latency starts from an unloaded measurement, not from whatever queue the first
+ * windows meet; then `initialLimit`.
+ */
 export function initialGradient(params: GradientParams, now: number): GradientState {
   return {
-    limit: clamp(params.initialLimit, params.minLimit, params.maxLimit),
+    limit: params.minLimit,
     longRtt: 0,
     windows: 0,
-    nextProbeAt: now + params.windowMs * WARMUP_DIVISOR * 2,
-    resume: undefined,
+    nextProbeAt: now + params.probeIntervalMs,
+    resume: clamp(params.initialLimit, params.minLimit, params.maxLimit),
   };
 }
 
@@ -119,17 +120,13 @@ export function gradientStep(
     return {
       limit: state.resume,
       longRtt: sample.rtt,
-      windows: Math.max(state.windows, 1),
+      windows: state.windows + 1,
       nextProbeAt: now + params.probeIntervalMs * (0.9 + 0.2 * jitter),
       resume: undefined,
     };
   }
   const windows = state.windows + 1;
-  const warm = Math.max(1, Math.floor(params.longWindow / WARMUP_DIVISOR));
-  let longRtt =
-    windows <= warm
-      ? state.longRtt + (sample.rtt - state.longRtt) / windows
-      : state.longRtt + (sample.rtt - state.longRtt) * (2 / (params.longWindow + 1));
+  let longRtt = state.longRtt + (sample.rtt - state.longRtt) * (2 / (params.longWindow + 1));
   // The service got faster (a spike ended): let the long-term latency catch up quickly.
   if (longRtt / sample.rtt > 2) longRtt *= LONG_DECAY;
   let limit = state.limit;

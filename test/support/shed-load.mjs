@@ -57,3 +57,60 @@ export function quantile(values, q) {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 }
+
+/**
+ * An open-loop load: `rate` requests a second at even intervals for `seconds`, whatever the
+ * answers (autocannon's `overallRate` sends each connection's quota at the start of every
+ * second: bursts, not a rate). Each request gives up after `timeoutMs` (its socket destroyed,
+ * as a client that stops waiting). Resolves like {@link drive}: 2xx latencies and counts by status.
+ */
+export async function openLoop(url, { rate, seconds, timeoutMs = 2000, headers = {} }) {
+  const { Agent, request } = await import("node:http");
+  const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
+  const ok = [];
+  const statuses = {};
+  let timeouts = 0;
+  let errors = 0;
+  const pending = new Set();
+  const one = () =>
+    new Promise((resolve) => {
+      const start = performance.now();
+      const req = request(url, { agent, headers, timeout: timeoutMs }, (res) => {
+        res.resume();
+        res.on("end", () => {
+          statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
+          if (res.statusCode >= 200 && res.statusCode < 300) ok.push(performance.now() - start);
+          resolve();
+        });
+      });
+      req.on("timeout", () => {
+        timeouts++;
+        req.destroy();
+      });
+      req.on("error", () => {
+        errors++;
+        resolve();
+      });
+      req.end();
+    });
+  const begin = performance.now();
+  let sent = 0;
+  const total = Math.round(rate * seconds);
+  await new Promise((done) => {
+    const tick = setInterval(() => {
+      const due = Math.min(total, Math.floor(((performance.now() - begin) / 1000) * rate));
+      for (; sent < due; sent++) {
+        const p = one();
+        pending.add(p);
+        void p.then(() => pending.delete(p));
+      }
+      if (sent >= total) {
+        clearInterval(tick);
+        done();
+      }
+    }, 2);
+  });
+  await Promise.all(pending);
+  agent.destroy();
+  return { ok, statuses, sent, timeouts, errors: errors - timeouts };
+}
