@@ -176,6 +176,8 @@ export function loadShed<Req extends IncomingMessage = IncomingMessage, Res exte
   return withShedHandle(Object.assign(sluiceLoadShed, { fetch }), shedder) as unknown as LoadShed<Req, Res>;
 }
 
+export type { Reserve } from "../shed/admission.ts";
+export type { GradientOptions } from "../shed/gradient.ts";
 export type { ShedStats } from "../shed/metrics.ts";
 export type { LoadShedOptions } from "../shed/options.ts";
 export type { LoadShedHandle } from "../shed/shedder.ts";
