@@ -4,7 +4,7 @@
  * keys and costs, waiting in `acquire`.
  */
 import { type AcquireOptions, WaitQueues } from "./acquire.ts";
-import type { Decision } from "./algorithms/decision.ts";
+import { type Decision, stampAt } from "./algorithms/decision.ts";
 import { type BanPolicy, validateBan } from "./core/ban.ts";
 import { type Clock, stopwatch, systemClock } from "./core/clock.ts";
 import { combine } from "./core/composite.ts";
@@ -18,6 +18,7 @@ import type { AlgorithmSpec, RuleSpec } from "./core/spec.ts";
 import { validateRule } from "./core/spec.ts";
 import type { BoundRule, Store } from "./core/store.ts";
 import { warn } from "./core/warn.ts";
+import { holdLease } from "./lease.ts";
 import { MemoryStore } from "./stores/memory/memory-store.ts";
 
 /** Options of {@link createLimiter}. */
@@ -123,6 +124,19 @@ export interface Limiter<S extends Store = Store> {
   reset(
     key: string,
   ): S["synchronous"] extends true ? void : S["synchronous"] extends false ? Promise<void> : void | Promise<void>;
+  /**
+   * Gives back `cost` (default 1) leases of `key` acquired, or last renewed, at `at` (the
+   * decision's `at`): the concurrency members of the rule free those slots; rate members are
+   * untouched. A lease that already expired (or was released) frees nothing. Returns what
+   * `peek(key)` then says. An allowed decision's own `release()` calls this once.
+   */
+  release(key: string, receipt: LeaseReceipt): Result<S>;
+  /**
+   * Renews `cost` (default 1) leases of `key` acquired, or last renewed, at `at`: their
+   * `leaseMs` starts again now, and the answer's `at` is their new receipt. Denied, changing
+   * nothing, when they are no longer held (expired or released).
+   */
+  renew(key: string, receipt: LeaseReceipt): Result<S>;
   /** Waits (FIFO per key) until allowed; rejects with WaitTimeoutError or the abort reason. */
   acquire(key: string, options?: AcquireOptions): Promise<Decision>;
   /** Releases this limiter's hold on its store state (for rules replaced at runtime). */
@@ -217,12 +231,33 @@ export function refundArgs(arg: number | RefundReceipt | undefined): [number, nu
 
 /** Stamps a decision with the instant it was decided (its receipt for `refund`). */
 function stamp(d: Decision, at: number | undefined): Decision {
-  if (at === undefined) return d;
-  // Decisions built by decision() keep `at` behind an accessor (a plain store); others (decoded
-  // from a remote store) get it not enumerated, so every decision compares and prints alike.
-  if ("at" in d) d.at = at;
-  else Object.defineProperty(d, "at", { value: at, writable: true, configurable: true });
-  return d;
+  return at === undefined ? d : stampAt(d, at);
+}
+
+/** What `release` and `renew` name: the leases (default 1) and their receipt. */
+export interface LeaseReceipt {
+  /** Leases to release or renew: the `cost` the check took (default 1). */
+  cost?: number;
+  /** The receipt: the acquiring (or last renewing) decision's `at`. */
+  at: number;
+}
+
+/** Splits a lease receipt into a cost and an instant (ArgumentError naming what is wrong). */
+export function leaseArgs(call: "release" | "renew", arg: unknown): [number, number] {
+  if (typeof arg !== "object" || arg === null || Array.isArray(arg)) {
+    throw new ArgumentError(`${call} takes { cost?, at } (got ${describeValue(arg)})`);
+  }
+  for (const k of Object.keys(arg)) {
+    if (k !== "cost" && k !== "at") throw new ArgumentError(`unknown ${call} option \`${k}\` (expected cost, at)`);
+  }
+  const { cost = 1, at } = arg as LeaseReceipt;
+  if (typeof at !== "number" || !Number.isFinite(at)) {
+    throw new ArgumentError(
+      `${call} \`at\` must be a finite instant in ms (the acquiring decision's \`at\`) (got ${describeValue(at)})`,
+    );
+  }
+  checkCost(cost);
+  return [cost, at];
 }
 
 /** Reads an injected clock, refusing readings that would silently poison every figure. */
@@ -312,11 +347,26 @@ export function bindLimiter(
   // Without a hook the hot path stays one direct call into the store.
   const decide = onDecision === undefined ? checked : observed(checked, identity, onDecision);
   const waits = new WaitQueues();
+  // Rules with a concurrency member hold leases: their allowed checks carry release()/renew().
+  const leased = compiled.members.some((m) => m.renew !== undefined);
+  // A lease's receipt is the instant its check was decided: the limiter's clock, or the store's
+  // own when it stamps it (Redis TIME); any other store is told the system clock's reading.
+  const ownTime = clock === undefined && (!leased || store.stampsLeases === true);
+  const leaseCall = (call: "release" | "renew") => {
+    if (!leased) {
+      const kinds = specs.map((s) => s.algorithm).join(", ");
+      throw new ArgumentError(`${call} needs a rule with a concurrency member (${kinds} hold no leases)`);
+    }
+  };
+  let tryLease: (key: string, cost: number) => Decision | Promise<Decision> = () => {
+    throw new Error("unreachable: set below");
+  };
   const acquire = async (key: string, acquireOptions: AcquireOptions = {}) => {
     checkKey(key);
     const cost = acquireOptions.cost ?? 1;
     checkCost(cost);
     const stored = boundKey(key);
+    if (leased) return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) => tryLease(key, c));
     return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) =>
       decide(stored, c, clock === undefined ? undefined : read(clock), "check"),
     );
@@ -346,9 +396,26 @@ export function bindLimiter(
       const now = clock === undefined ? systemClock.now() : read(clock);
       return stamp(decide(boundKey(key), cost, now, op, at) as Decision, now);
     };
+    tryLease = (key, cost) =>
+      holdLease(
+        run(key, cost, "check"),
+        (op, at) => run(key, cost, op, at),
+        () => run(key, 1, "peek"),
+      );
     return {
       specs,
-      tryAcquire: (key, cost) => run(key, cost, "check"),
+      // Rules without a concurrency member keep the one direct call.
+      tryAcquire: leased ? (key, cost = 1) => tryLease(key, cost) as Decision : (key, cost) => run(key, cost, "check"),
+      release: (key, arg) => {
+        leaseCall("release");
+        const [cost, at] = leaseArgs("release", arg);
+        return run(key, cost, "release", at);
+      },
+      renew: (key, arg) => {
+        leaseCall("renew");
+        const [cost, at] = leaseArgs("renew", arg);
+        return run(key, cost, "renew", at);
+      },
       peek: (key, cost) => run(key, cost, "peek"),
       refund: (key, arg) => {
         const [cost, at] = refundArgs(arg);
@@ -382,8 +449,9 @@ export function bindLimiter(
     try {
       checkKey(key);
       if (cost !== 1) checkCost(cost);
-      // Without a clock the store's own time decides (Redis TIME): the limiter cannot stamp `at`.
-      const now = clock === undefined ? undefined : read(clock);
+      // Without a clock the store's own time decides (Redis TIME): the limiter cannot stamp `at`
+      // (a store that stamps leases does, see Store.stampsLeases).
+      const now = clock !== undefined ? read(clock) : ownTime ? undefined : systemClock.now();
       const decided = decide(boundKey(key), cost, now, op, at);
       // The hot path hands back the store's own promise: no async frame and no extra turn per call.
       if (now === undefined && decided instanceof Promise) return decided;
@@ -392,9 +460,27 @@ export function bindLimiter(
       return Promise.reject(error);
     }
   };
+  tryLease = (key, cost) =>
+    run(key, cost, "check").then((d) =>
+      holdLease(
+        d,
+        (op, at) => run(key, cost, op, at),
+        () => run(key, 1, "peek"),
+      ),
+    );
   return {
     specs,
-    tryAcquire: (key, cost = 1) => run(key, cost, "check"),
+    tryAcquire: leased ? (key, cost = 1) => tryLease(key, cost) : (key, cost = 1) => run(key, cost, "check"),
+    release: async (key, arg) => {
+      leaseCall("release");
+      const [cost, at] = leaseArgs("release", arg);
+      return run(key, cost, "release", at);
+    },
+    renew: async (key, arg) => {
+      leaseCall("renew");
+      const [cost, at] = leaseArgs("renew", arg);
+      return run(key, cost, "renew", at);
+    },
     peek: (key, cost = 1) => run(key, cost, "peek"),
     refund: async (key, arg) => {
       const [cost, at] = refundArgs(arg);

@@ -206,6 +206,33 @@ export class RateLimiterService<S extends Store = MemoryStore> {
   }
 
   /**
+   * Gives back `cost` leases of `key` under `rule` (and `tier`) acquired, or last renewed, at `at`
+   * (see Limiter.release); returns what `peek` then says. The rule needs a concurrency member.
+   */
+  release(rule: string, key: string, options: CheckOptions & { at: number }): Result<S> {
+    return this.#lease("release", rule, key, options);
+  }
+
+  /**
+   * Renews `cost` leases of `key` under `rule` (and `tier`) acquired, or last renewed, at `at`
+   * (see Limiter.renew): the answer's `at` is their new receipt; denied when no longer held.
+   */
+  renew(rule: string, key: string, options: CheckOptions & { at: number }): Result<S> {
+    return this.#lease("renew", rule, key, options);
+  }
+
+  #lease(call: "release" | "renew", rule: string, key: string, options: CheckOptions & { at: number }): Result<S> {
+    return this.#guard(() => {
+      if (typeof options !== "object" || options === null) {
+        throw new ArgumentError(`${call} takes { at, cost?, tier? } (got ${String(options)})`);
+      }
+      const { at, ...check } = options;
+      const limiter = this.#limiter(rule, check);
+      return limiter[call](key, { cost: check.cost ?? 1, at });
+    }) as Result<S>;
+  }
+
+  /**
    * Takes `cost` units of `rule` (and `tier`) for `key` whether or not they fit
    * (rate-limiter-flexible's `penalty`); returns what `peek` then says.
    */

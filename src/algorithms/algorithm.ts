@@ -39,6 +39,19 @@ export interface Algorithm<S = unknown> {
    * past the limit, and recovers exactly as it would from units it had taken. Never used by checks.
    */
   force?(state: S, now: number, cost: number): void;
+  /**
+   * Leases (the concurrency spec only): gives back `cost` leases acquired (or last renewed) at
+   * exactly `at`, in place, while they still count; a lease already expired or released frees
+   * nothing. Rate algorithms have none: a release leaves them untouched.
+   */
+  release?(state: S, now: number, cost: number, at: number): void;
+  /**
+   * Leases (the concurrency spec only): whether `cost` leases acquired (or last renewed) at `at`
+   * are still held at `now`. When they are: allowed, and with `commit` they move to `now` (their
+   * expiry starts again; `now` is their new receipt). When they are not (expired, released):
+   * denied with `retryAfterMs` Infinity (that renewal can never pass), and nothing changes.
+   */
+  renew?(state: S, now: number, cost: number, at: number, commit: boolean): Decision;
   /** The instant from which `state` behaves exactly like `create()` (so it may be dropped). */
   freshAt(state: S): number;
   /**

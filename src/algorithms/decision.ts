@@ -34,6 +34,19 @@ export interface Decision {
    * own time decided (Redis `TIME` with no clock given).
    */
   at?: number | undefined;
+  /**
+   * Present on an allowed decision of a rule with a concurrency member (requests in flight):
+   * gives back the lease this request holds. Only the first call acts (later calls return its
+   * result); a lease that already expired frees nothing. Returns what a peek then says (a
+   * promise on an async store).
+   */
+  release?: () => Decision | Promise<Decision>;
+  /**
+   * Present with `release`: renews the lease (its `leaseMs` starts again now) and makes the new
+   * receipt the one `release()` gives back. Denied (`retryAfterMs` Infinity) when the lease is no
+   * longer held: it expired, or was released.
+   */
+  renew?: () => Decision | Promise<Decision>;
 }
 
 /** Why a decision did not come from the store: the failure policy that answered and the error. */
@@ -89,6 +102,15 @@ class Decided implements Decision {
   [Symbol.for("nodejs.util.inspect.custom")](): object {
     return { ...this };
   }
+}
+
+/** Stamps `d` with the instant it was decided (its receipt for refunds and leases). */
+export function stampAt(d: Decision, at: number): Decision {
+  // Decisions built by decision() keep `at` behind an accessor (a plain store); others (decoded
+  // from a remote store, a composite) get it not enumerated, so every decision compares and prints alike.
+  if ("at" in d) d.at = at;
+  else Object.defineProperty(d, "at", { value: at, writable: true, configurable: true });
+  return d;
 }
 
 /** Tolerance for float noise in quotients such as `periodMs / limit` (far below the 1 ms docs/semantics.md §5 allows). */

@@ -1,6 +1,7 @@
 /** Builds the algorithm step for a normalised spec. */
 
 import type { Algorithm } from "./algorithm.ts";
+import { concurrency } from "./concurrency.ts";
 import { fixedWindow } from "./fixed-window.ts";
 import { gcra, leakyBucket } from "./gcra.ts";
 import { slidingLog } from "./sliding-log.ts";
@@ -25,5 +26,7 @@ export function algorithmFor(spec: AlgorithmSpec): Algorithm {
       return gcra(spec) as Algorithm;
     case "leaky-bucket":
       return leakyBucket(spec) as Algorithm;
+    case "concurrency":
+      return concurrency(spec) as Algorithm;
   }
 }

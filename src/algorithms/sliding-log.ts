@@ -6,7 +6,7 @@
 
 import type { Algorithm } from "./algorithm.ts";
 import { type Decision, decision } from "./decision.ts";
-import type { SlidingLogSpec } from "./specs.ts";
+import type { AlgorithmSpec, SlidingLogSpec } from "./specs.ts";
 
 /**
  * Sliding-log state: a ring buffer of admitted timestamps, oldest at `head`. The buffer grows
@@ -42,17 +42,97 @@ function append(s: SlidingLogState, t: number, count: number, limit: number): vo
   s.n += count;
 }
 
+/**
+ * Whether `m` keeps a sliding-log state (a sliding log, or the concurrency spec's leases, which
+ * are the same log): stores encode, summarise and lay out both alike.
+ */
+export function isLog(m: { readonly kind: string }): boolean {
+  return m.kind === "sliding-log" || m.kind === "concurrency";
+}
+
+/**
+ * Removes up to `cost` entries logged at exactly `receipt` (entries of one instant are alike:
+ * removing any of them is removing that check's); returns how many it removed.
+ */
+export function takeAt(s: SlidingLogState, receipt: number, cost: number): number {
+  const kept: number[] = [];
+  let removed = 0;
+  for (let i = 0; i < s.n; i++) {
+    const e = at(s, i);
+    if (removed < cost && e === receipt) removed++;
+    else kept.push(e);
+  }
+  if (removed === 0) return 0;
+  s.buf = kept;
+  s.head = 0;
+  s.n = kept.length;
+  return removed;
+}
+
+/**
+ * The log's reading at `now`: `t` (now, or the newest entry's time when the clock stepped
+ * back), the newest entry, and `skip`, the entries that no longer count (at or before t − W, or
+ * older than the newest `limit`, kept after updateRule lowered the limit), so `s.n − skip` count.
+ */
+export function liveLog(s: SlidingLogState, now: number, limit: number, W: number): [number, number, number] {
+  const newest = s.n > 0 ? at(s, s.n - 1) : Number.NEGATIVE_INFINITY;
+  // A clock that stepped back is read as "no time passed": the newest entry's time.
+  const t = Math.max(now, newest);
+  let skip = Math.max(0, s.n - limit);
+  while (skip < s.n && at(s, skip) <= t - W) skip++;
+  return [t, newest, skip];
+}
+
+/** How many of the counting entries (past `skip`) were logged at exactly `receipt`. */
+export function countAt(s: SlidingLogState, skip: number, receipt: number): number {
+  let k = 0;
+  for (let i = skip; i < s.n; i++) if (at(s, i) === receipt) k++;
+  return k;
+}
+
+/**
+ * Drops what no longer counts (the first `skip`) and appends `count` entries at `t` (≤ limit in
+ * all); with `moved`, the receipt of `count` counting entries, those entries move to `t` instead
+ * (a renewed lease: see concurrency.ts).
+ */
+export function commitLog(
+  s: SlidingLogState,
+  skip: number,
+  t: number,
+  count: number,
+  limit: number,
+  moved?: number,
+): void {
+  dropOldest(s, s.n - skip);
+  if (moved !== undefined) takeAt(s, moved, count);
+  append(s, t, count, limit);
+}
+
 /** Builds the sliding-log step for `spec`. */
 export function slidingLog(spec: SlidingLogSpec): Algorithm<SlidingLogState> {
-  const { limit, windowMs: W } = spec;
+  return logAlgorithm(spec, spec.limit, spec.windowMs, "sliding-log");
+}
+
+/**
+ * The log step for `limit` entries per `W` ms: a sliding log (`kind` "sliding-log"), and the
+ * concurrency spec's leases (`kind` "concurrency", W = leaseMs; see concurrency.ts), which is
+ * the same log read as "requests in flight": an entry counts from its acquisition until it is
+ * released or W ms have passed.
+ */
+export function logAlgorithm(
+  spec: AlgorithmSpec,
+  limit: number,
+  W: number,
+  kind: "sliding-log" | "concurrency",
+): Algorithm<SlidingLogState> {
   return {
-    kind: "sliding-log",
+    kind,
     spec,
     limit,
     horizonMs: W,
     create: () => ({ buf: [], head: 0, n: 0 }),
     freshAt: (s) => (s.n > 0 ? at(s, s.n - 1) + W : Number.NEGATIVE_INFINITY),
-    shape: `sliding-log/${W}`,
+    shape: `${kind}/${W}`,
     summary: {
       // (newest, count): `count` entries all at the newest instant count at least as long and as
       // much as the log they stand for, in every window from now on.
@@ -83,17 +163,7 @@ export function slidingLog(spec: SlidingLogSpec): Algorithm<SlidingLogState> {
       // With a receipt: only entries logged at that instant, and only while they still count
       // (entries of one instant are alike: removing any of them is removing this check's).
       if (!(receipt > t - W)) return;
-      const kept: number[] = [];
-      let removed = 0;
-      for (let i = 0; i < s.n; i++) {
-        const e = at(s, i);
-        if (removed < cost && e === receipt) removed++;
-        else kept.push(e);
-      }
-      if (removed === 0) return;
-      s.buf = kept;
-      s.head = 0;
-      s.n = kept.length;
+      takeAt(s, receipt, cost);
     },
     force(s, now, cost) {
       // Only the newest `limit` entries ever matter, so at most `limit` are kept (as step does).
@@ -103,15 +173,10 @@ export function slidingLog(spec: SlidingLogSpec): Algorithm<SlidingLogState> {
       append(s, t, take, limit);
     },
     step(s, now, cost, commit): Decision {
-      const newest = s.n > 0 ? at(s, s.n - 1) : Number.NEGATIVE_INFINITY;
-      // A clock that stepped back is read as "no time passed": the newest entry's time.
-      const t = Math.max(now, newest);
-      // Entries at or before t − W no longer count, and only the newest `limit` can matter (more
-      // are kept after updateRule lowers the limit). They are skipped here and removed only when
-      // a request commits: a peek or a denial at a later instant must not forget entries that a
-      // clock stepping back would still count.
-      let skip = Math.max(0, s.n - limit);
-      while (skip < s.n && at(s, skip) <= t - W) skip++;
+      // Entries that no longer count are skipped here and removed only when a request commits: a
+      // peek or a denial at a later instant must not forget entries that a clock stepping back
+      // would still count.
+      const [t, newest, skip] = liveLog(s, now, limit, W);
       const n = s.n - skip;
       const reset = n > 0 ? Math.ceil(newest + W - now) : 0;
       if (cost > limit) return decision(false, limit, limit - n, Number.POSITIVE_INFINITY, reset);
@@ -119,10 +184,7 @@ export function slidingLog(spec: SlidingLogSpec): Algorithm<SlidingLogState> {
         const oldest = at(s, skip + n + cost - limit - 1);
         return decision(false, limit, limit - n, Math.ceil(oldest + W - now), reset);
       }
-      if (commit) {
-        dropOldest(s, n);
-        append(s, t, cost, limit);
-      }
+      if (commit) commitLog(s, skip, t, cost, limit);
       // cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
       return decision(true, limit, limit - n - cost, 0, cost > 0 ? Math.ceil(t + W - now) : reset);
     },

@@ -46,6 +46,16 @@ export interface LeakyBucketSpec {
   capacity: number;
   leakPerSecond: number;
 }
+/**
+ * At most `limit` requests in flight per key: each allowed request holds a lease (a log entry)
+ * until it is released, or until `leaseMs` (default 60 s) after it was acquired or last renewed,
+ * so a crashed holder's slots free themselves.
+ */
+export interface ConcurrencySpec {
+  algorithm: "concurrency";
+  limit: number;
+  leaseMs?: number;
+}
 /** The seed's spec form: `fixed` = fixed-window, `sliding` = sliding-log, `bucket` = token-bucket. */
 export type ShorthandSpec =
   | { type: "fixed" | "sliding"; limit: number; windowMs: number }
@@ -58,15 +68,16 @@ export type AlgorithmSpec =
   | SlidingWindowSpec
   | TokenBucketSpec
   | GcraSpec
-  | LeakyBucketSpec;
+  | LeakyBucketSpec
+  | ConcurrencySpec;
 
-/** A spec as users may write it: one of the six algorithms or the seed's aliases. */
+/** A spec as users may write it: one of the seven algorithms or the seed's aliases. */
 export type LimitSpec = AlgorithmSpec | ShorthandSpec;
 
 /** A rule: one spec, or an array of specs that must all pass (a composite). */
 export type RuleSpec = LimitSpec | readonly LimitSpec[];
 
-/** The algorithm names, in the order the docs present them. */
+/** The rate algorithms' names, in the order the docs present them (the concurrency spec is not a rate). */
 export const ALGORITHMS = [
   "fixed-window",
   "sliding-log",
@@ -76,5 +87,14 @@ export const ALGORITHMS = [
   "leaky-bucket",
 ] as const;
 
-/** One of the six algorithm names. */
-export type AlgorithmName = (typeof ALGORITHMS)[number];
+/** One of the six rate algorithm names. */
+export type RateAlgorithmName = (typeof ALGORITHMS)[number];
+
+/** Every `algorithm` a spec may name: the six rates and `"concurrency"` (requests in flight). */
+export const SPEC_ALGORITHMS = [...ALGORITHMS, "concurrency"] as const;
+
+/** Any `algorithm` a spec may name. */
+export type AlgorithmName = (typeof SPEC_ALGORITHMS)[number];
+
+/** The lease length of a concurrency spec that names none: 60 s. */
+export const DEFAULT_LEASE_MS = 60_000;

@@ -24,6 +24,8 @@ export function describeSpec(spec: AlgorithmSpec): string {
       const spacing = Number.isInteger(perMs) ? `${perMs} ms` : `${perMs.toFixed(1)} ms`;
       return `${spec.limit} per ${durationWords(spec.periodMs)}, one every ${spacing}; bursts up to ${spec.burst ?? spec.limit}`;
     }
+    case "concurrency":
+      return `at most ${spec.limit} in flight at once (a lease not released expires after ${durationWords(spec.leaseMs ?? 60_000)})`;
     case "leaky-bucket":
       return `drains ${rateWords(spec.leakPerSecond)}; queues up to ${spec.capacity} (admitted requests wait delayMs)`;
   }

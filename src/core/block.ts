@@ -27,17 +27,18 @@ import { bannedDecision, decideRule, type Operation } from "./decide-rule.ts";
 import type { CompiledRule, RuleRecord } from "./rule.ts";
 
 /**
- * What a store runs on a blocked key's record before answering {@link blockedAnswer}: refunds
- * and penalties still change the members; checks, peeks and the block itself only read one
- * unit (a blocked check takes nothing); a get stays a get.
+ * What a store runs on a blocked key's record before answering {@link blockedAnswer}: refunds,
+ * penalties and lease releases still change the members; checks, peeks, the block itself and
+ * lease renewals only read one unit (a blocked check takes nothing; a blocked key's leases are
+ * not renewed: they expire, or are released, as they stand); a get stays a get.
  */
 export function underBlock(op: Operation): Operation {
-  return op === "refund" || op === "penalty" || op === "get" ? op : "peek";
+  return op === "refund" || op === "penalty" || op === "get" || op === "release" ? op : "peek";
 }
 
 /** The cost to run {@link underBlock}'s operation with: one unit for a read. */
 export function costUnderBlock(op: Operation, cost: number): number {
-  return op === "refund" || op === "penalty" ? cost : 1;
+  return op === "refund" || op === "penalty" || op === "release" ? cost : 1;
 }
 
 /**

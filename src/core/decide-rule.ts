@@ -15,9 +15,11 @@ import { banState, type CompiledRule, memberState, type RuleRecord, recordFreshA
  * calls: `penalty` takes units whether or not they fit, `block` refuses the key for `cost` ms
  * (in the ban slot of a rule with a `ban` policy; beside the record otherwise, kept by the
  * store: see block.ts), `get` is a peek of one unit that also tells
- * whether the record is equivalent to a fresh one (see `isFreshAnswer`).
+ * whether the record is equivalent to a fresh one (see `isFreshAnswer`). Leases (concurrency
+ * members; rate members are untouched): `release` gives back `cost` leases whose receipt is
+ * `at`, `renew` moves them to `now` (see `decideLease`).
  */
-export type Operation = "check" | "peek" | "refund" | "penalty" | "block" | "get";
+export type Operation = "check" | "peek" | "refund" | "penalty" | "block" | "get" | "release" | "renew";
 
 /** Answers of `get` for a record equivalent to a fresh key's (a limiter answers `null`). */
 const freshAnswers = new WeakSet<Decision>();
@@ -49,6 +51,7 @@ export function decideRule(
   at?: number,
 ): Decision {
   if (op === "penalty" || op === "block" || op === "get") return decideCall(rule, record, now, cost, op);
+  if (op === "release" || op === "renew") return decideLease(rule, record, now, cost, op, at as number);
   if (rule.bare) {
     const algorithm = rule.members[0] as Algorithm;
     if (op !== "refund") return algorithm.step(record, now, cost, op === "check");
@@ -83,7 +86,17 @@ export function decideRule(
  * the operation changed the record (a refund of a fresh key changes nothing that counts).
  */
 export function storesNewRecord(rule: CompiledRule, op: Operation, result: Decision): boolean {
+  // (A release or renewal of a fresh key finds no lease: nothing to store.)
   return (op === "check" && (result.allowed || rule.ban !== undefined)) || op === "penalty" || op === "block";
+}
+
+/**
+ * Whether `op` (which decided `result`) changed a record the store already holds, so a store
+ * that copies records must write it back: a fresh record's changes (above), every refund and
+ * release, and a renewal that moved its leases.
+ */
+export function changesStoredRecord(rule: CompiledRule, op: Operation, result: Decision): boolean {
+  return op === "refund" || op === "release" || (op === "renew" && result.allowed) || storesNewRecord(rule, op, result);
 }
 
 /**
@@ -108,6 +121,57 @@ function decideCall(rule: CompiledRule, record: RuleRecord, now: number, cost: n
   const d =
     ban !== undefined && ban.until > now ? banned(rule, record, now, ban.until) : evaluate(rule, record, now, 1, false);
   return op === "get" && !(recordFreshAt(rule, record) > now) ? markFreshAnswer(d) : d;
+}
+
+/**
+ * The lease operations, on concurrency members only (rate members are never touched). `release`
+ * gives back `cost` leases whose receipt is exactly `at` (a lease that expired, or was released
+ * already, frees nothing) and answers what a peek of one unit then says, as a refund does.
+ * `renew` moves `cost` leases from `at` to `now`, in every concurrency member or in none: it is
+ * allowed when every one of them still holds them (its answer's instant is their new receipt),
+ * rate members reporting as they stand; when the lease is no longer held (expired or released;
+ * or the rule has no concurrency member) nothing changes and it is denied, `retryAfterMs`
+ * Infinity: that renewal can never pass (a new lease is a new check). A banned (or blocked) key
+ * still releases, and is answered as banned; its leases are not renewed: they run out as they stand.
+ */
+function decideLease(
+  rule: CompiledRule,
+  record: RuleRecord,
+  now: number,
+  cost: number,
+  op: "release" | "renew",
+  at: number,
+): Decision {
+  const { members } = rule;
+  const ban = banState(rule, record);
+  if (ban?.readBack === true) settleReadBack(ban, recordFreshAt(rule, record), now);
+  if (op === "release") {
+    members.forEach((m, i) => {
+      m.release?.(memberState(rule, record, i), now, cost, at);
+    });
+    if (ban !== undefined && ban.until > now) return banned(rule, record, now, ban.until);
+    return evaluate(rule, record, now, 1, false);
+  }
+  if (ban !== undefined && ban.until > now) return banned(rule, record, now, ban.until);
+  let held = false;
+  for (let i = 0; i < members.length; i++) {
+    const m = members[i] as Algorithm;
+    if (m.renew === undefined) continue;
+    if (!m.renew(memberState(rule, record, i), now, cost, at, false).allowed) {
+      held = false;
+      break;
+    }
+    held = true;
+  }
+  const parts = members.map((m, i) => {
+    const state = memberState(rule, record, i);
+    if (m.renew !== undefined) return m.renew(state, now, cost, at, held);
+    // A rate member reports as it stands (cost 0); one past its limit (a penalty) does not
+    // refuse a renewal, which takes nothing from it.
+    const p = m.step(state, now, 0, false);
+    return held && !p.allowed ? decision(true, p.limit, p.remaining, 0, p.resetMs) : p;
+  });
+  return members.length === 1 ? (parts[0] as Decision) : combine(parts);
 }
 
 /** The members decided at one `now`: all or nothing, committed only when every member allows. */

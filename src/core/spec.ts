@@ -4,7 +4,7 @@
  * ConfigError that names the field and the value received.
  */
 
-import { ALGORITHMS, type AlgorithmName, type AlgorithmSpec } from "../algorithms/specs.ts";
+import { type AlgorithmName, type AlgorithmSpec, DEFAULT_LEASE_MS, SPEC_ALGORITHMS } from "../algorithms/specs.ts";
 import { describeValue } from "./describe-value.ts";
 import { ConfigError } from "./errors.ts";
 
@@ -12,14 +12,18 @@ export {
   ALGORITHMS,
   type AlgorithmName,
   type AlgorithmSpec,
+  type ConcurrencySpec,
+  DEFAULT_LEASE_MS,
   type FixedWindowSpec,
   type GcraSpec,
   type LeakyBucketSpec,
   type LimitSpec,
+  type RateAlgorithmName,
   type RuleSpec,
   type ShorthandSpec,
   type SlidingLogSpec,
   type SlidingWindowSpec,
+  SPEC_ALGORITHMS,
   type TokenBucketSpec,
   type WindowAnchor,
 } from "../algorithms/specs.ts";
@@ -32,13 +36,14 @@ const FIELDS: Record<AlgorithmName, Record<string, FieldKind>> = {
   "token-bucket": { capacity: "integer", refillPerSecond: "rate" },
   gcra: { limit: "integer", periodMs: "integer", burst: "integer" },
   "leaky-bucket": { capacity: "integer", leakPerSecond: "rate" },
+  concurrency: { limit: "integer", leaseMs: "integer" },
 };
 /** Every field any spec may carry (`algorithm` and each algorithm's parameters), from the one table above. */
 export const SPEC_FIELDS: readonly string[] = [
   "algorithm",
   ...new Set(Object.values(FIELDS).flatMap((fields) => Object.keys(fields))),
 ];
-const OPTIONAL = new Set(["burst", "anchor"]);
+const OPTIONAL = new Set(["burst", "anchor", "leaseMs"]);
 const ANCHORS = ["clock", "first"];
 const SEED_TYPES: Record<string, AlgorithmName> = {
   fixed: "fixed-window",
@@ -74,8 +79,9 @@ export function validateSpec(input: unknown, where = ""): AlgorithmSpec {
     name = alias;
   } else if (hasAlgorithm) {
     const algorithm = input.algorithm;
-    if (typeof algorithm !== "string" || !(ALGORITHMS as readonly string[]).includes(algorithm)) {
-      fail(where, "algorithm", `algorithm must be one of ${ALGORITHMS.map((a) => `"${a}"`).join(", ")}`, algorithm);
+    if (typeof algorithm !== "string" || !(SPEC_ALGORITHMS as readonly string[]).includes(algorithm)) {
+      const names = SPEC_ALGORITHMS.map((a) => `"${a}"`).join(", ");
+      fail(where, "algorithm", `algorithm must be one of ${names}`, algorithm);
     }
     name = algorithm as AlgorithmName;
   } else {
@@ -111,6 +117,8 @@ export function validateSpec(input: unknown, where = ""): AlgorithmSpec {
     out[field] = value;
   }
   if (name === "gcra" && out.burst === undefined) out.burst = out.limit;
+  // Filled in, so `{ limit }` and `{ limit, leaseMs: 60_000 }` are one spec (one identity, one state).
+  if (name === "concurrency" && out.leaseMs === undefined) out.leaseMs = DEFAULT_LEASE_MS;
   if (name === "token-bucket" || name === "leaky-bucket") {
     // A rate so small that refilling the whole capacity overflows to Infinity ms would make the
     // arithmetic NaN/Infinity (a leaky bucket would then admit everything): never "unlimited".

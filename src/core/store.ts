@@ -56,4 +56,10 @@ export interface Store {
    * limiters refuse them with a StoreError on other stores.
    */
   readonly flexibleCalls?: boolean;
+  /**
+   * True when a check without `now` is decided on the store's own clock (Redis `TIME`) and the
+   * store stamps that reading as the decision's `at` for rules with a concurrency member (a
+   * lease's receipt). Limiters give other stores `now` themselves for such rules.
+   */
+  readonly stampsLeases?: boolean;
 }

@@ -37,6 +37,10 @@ export function windowSeconds(spec: AlgorithmSpec): number {
     case "gcra":
       ms = ((spec.burst ?? spec.limit) * spec.periodMs) / spec.limit;
       break;
+    case "concurrency":
+      // Requests in flight have no window; a lease's length is the longest a slot stays taken.
+      ms = spec.leaseMs ?? 60_000;
+      break;
     default:
       ms = spec.windowMs;
   }

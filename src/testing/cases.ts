@@ -380,6 +380,123 @@ function trace(name: string, seed: number, length: number, everything: boolean):
   return { name, rules, steps };
 }
 
+/** The concurrency rules (SPEC §16): leases alone, with a rate (all or nothing), with a ban. */
+const LEASE_RULES: Record<string, ConformanceRule> = {
+  lease: { spec: { algorithm: "concurrency", limit: 3, leaseMs: 1000 } },
+  "lease-pair": {
+    spec: [
+      { algorithm: "concurrency", limit: 2, leaseMs: 1000 },
+      { algorithm: "fixed-window", limit: 3, windowMs: 1000 },
+    ],
+  },
+  "lease-banned": {
+    spec: { algorithm: "concurrency", limit: 1, leaseMs: 1000 },
+    ban: { after: 2, withinMs: 1000, forMs: 500 },
+  },
+};
+
+const LEASES: Script = {
+  name: "leases: in flight until released or leaseMs; release frees its receipt's leases once; renew moves them to now",
+  rules: LEASE_RULES,
+  steps: [
+    ...times(4, { t: 0, do: "check", rule: "lease" }),
+    { t: 0, do: "peek", rule: "lease" },
+    { t: 100, do: "check", rule: "lease" },
+    { t: 100, do: "release", rule: "lease", receipt: 0 },
+    { t: 100, do: "check", rule: "lease" },
+    { t: 100, do: "release", rule: "lease", receipt: 0, cost: 5 },
+    { t: 200, do: "peek", rule: "lease", cost: 3 },
+    { t: 200, do: "release", rule: "lease", receipt: 150 },
+    { t: 300, do: "renew", rule: "lease", receipt: 100 },
+    { t: 300, do: "renew", rule: "lease", receipt: 100 },
+    { t: 1200, do: "peek", rule: "lease" },
+    { t: 1200, do: "release", rule: "lease", receipt: 100 },
+    { t: 1300, do: "renew", rule: "lease", receipt: 300 },
+    { t: 1300, do: "release", rule: "lease", receipt: 300 },
+    { t: 1300, do: "check", rule: "lease", cost: 2 },
+    { t: 1400, do: "renew", rule: "lease", receipt: 1300, cost: 3 },
+    { t: 1400, do: "renew", rule: "lease", receipt: 1300, cost: 2 },
+    { t: 1350, do: "renew", rule: "lease", receipt: 1400 }, // a clock behind the newest lease: no time passed
+    { t: 1400, do: "release", rule: "lease", receipt: 1400 },
+    { t: 1400, do: "check", rule: "lease", cost: 4 },
+    { t: 1500, do: "release", rule: "lease", key: "fresh", receipt: 0 },
+    { t: 1500, do: "renew", rule: "lease", key: "fresh", receipt: 1500 },
+    { t: 1500, do: "peek", rule: "lease", key: "fresh" },
+    // With a rate: a refused composite holds no lease; lease calls leave the rate member alone.
+    { t: 0, do: "check", rule: "lease-pair" },
+    { t: 10, do: "check", rule: "lease-pair" },
+    { t: 20, do: "check", rule: "lease-pair" },
+    { t: 30, do: "release", rule: "lease-pair", receipt: 0 },
+    { t: 40, do: "check", rule: "lease-pair" },
+    { t: 50, do: "release", rule: "lease-pair", receipt: 10 },
+    { t: 60, do: "check", rule: "lease-pair" },
+    { t: 70, do: "renew", rule: "lease-pair", receipt: 40 },
+    { t: 70, do: "peek", rule: "lease-pair" },
+    { t: 1000, do: "check", rule: "lease-pair", cost: 2 },
+    { t: 1069, do: "renew", rule: "lease-pair", receipt: 70 },
+    { t: 1070, do: "peek", rule: "lease-pair" },
+    // A banned key still releases (answered as banned); its leases are not renewed.
+    { t: 0, do: "check", rule: "lease-banned" },
+    { t: 10, do: "check", rule: "lease-banned" },
+    { t: 20, do: "check", rule: "lease-banned" },
+    { t: 30, do: "renew", rule: "lease-banned", receipt: 0 },
+    { t: 40, do: "release", rule: "lease-banned", receipt: 0 },
+    { t: 40, do: "peek", rule: "lease-banned" },
+    { t: 520, do: "check", rule: "lease-banned" },
+    { t: 600, do: "renew", rule: "lease-banned", receipt: 520 },
+  ],
+};
+
+const LEASE_BLOCKS: Script = {
+  name: "leases of a blocked key: released (answered as blocked), never renewed",
+  rules: LEASE_RULES,
+  steps: [
+    ...times(2, { t: 0, do: "check", rule: "lease" }),
+    { t: 10, do: "block", rule: "lease", ms: 300 },
+    { t: 20, do: "renew", rule: "lease", receipt: 0 },
+    { t: 30, do: "release", rule: "lease", receipt: 0 },
+    { t: 30, do: "peek", rule: "lease" },
+    { t: 310, do: "renew", rule: "lease", receipt: 0 },
+    { t: 320, do: "release", rule: "lease", receipt: 310 },
+    { t: 320, do: "get", rule: "lease" },
+    { t: 0, do: "check", rule: "lease-banned" },
+    { t: 10, do: "block", rule: "lease-banned", ms: 100 },
+    { t: 20, do: "renew", rule: "lease-banned", receipt: 0 },
+    { t: 110, do: "renew", rule: "lease-banned", receipt: 0 },
+  ],
+};
+
+/**
+ * A seeded trace of the lease rules: checks, peeks, releases and renewals naming receipts of
+ * earlier steps (or none), resets, time moving 0–400 ms so that leases (1 s) expire.
+ */
+function leaseTrace(name: string, seed: number, length: number): Script {
+  const next = mulberry32(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)] as T;
+  const names = Object.keys(LEASE_RULES);
+  const instants: number[] = [];
+  const steps: Step[] = [];
+  let t = 0;
+  for (let i = 0; i < length; i++) {
+    if (next() < 0.4) t += Math.floor(next() * 400);
+    const target = { t, rule: pick(names), key: pick(["a", "b"]) };
+    const roll = next();
+    const cost = next() < 0.85 ? 1 : 1 + Math.floor(next() * 3);
+    const receipt = instants.length > 0 && next() < 0.9 ? pick(instants.slice(-12)) : t - Math.floor(next() * 50);
+    if (roll < 0.02) steps.push({ ...target, do: "reset" });
+    else if (roll < 0.12) steps.push({ ...target, do: "peek", cost });
+    else if (roll < 0.5) {
+      steps.push({ ...target, do: "check", cost });
+      instants.push(t);
+    } else if (roll < 0.8) steps.push({ ...target, do: "release", cost, receipt });
+    else {
+      steps.push({ ...target, do: "renew", cost, receipt });
+      instants.push(t);
+    }
+  }
+  return { name, rules: LEASE_RULES, steps };
+}
+
 /** Every scripted case, in the order the kit yields them. */
 export function scripts(): Script[] {
   return [
@@ -395,5 +512,8 @@ export function scripts(): Script[] {
     BLOCKS,
     trace("trace: checks, peeks and resets (seeded)", 20_261_201, 400, false),
     trace("trace: every call, refunds with receipts, penalties, limit changes (seeded)", 20_261_202, 400, true),
+    LEASES,
+    LEASE_BLOCKS,
+    leaseTrace("trace: leases acquired, released, renewed and expiring (seeded)", 20_261_207, 500),
   ];
 }

@@ -30,6 +30,13 @@ export interface ReferenceModel {
   fresh(now: number): boolean;
   /** This model with new parameters of the same shape, keeping the state. */
   respec(spec: AlgorithmSpec): ReferenceModel;
+  /** Leases only: gives back `cost` leases logged at exactly `at`, while they still count. */
+  release?(now: number, cost: number, at: number): void;
+  /**
+   * Leases only: whether `cost` counting leases were logged at exactly `at`; allowed and (with
+   * `commit`) moved to now when they were, denied with retryAfterMs Infinity when not.
+   */
+  renew?(now: number, cost: number, at: number, commit: boolean): Decision;
 }
 
 const INF = Number.POSITIVE_INFINITY;
@@ -93,6 +100,38 @@ function fixedWindow(limit: number, W: number, state = { w: -INF, c: 0 }): Refer
     },
     fresh(now) {
       return !(state.w === Math.max(Math.floor(now / W) * W, state.w) && state.c > 0);
+    },
+  };
+}
+
+/**
+ * concurrency (SPEC §16): the sliding log of leases, windowMs = leaseMs; a release removes
+ * leases of its receipt's instant, a renewal moves them to now (written here on the array).
+ */
+function concurrency(limit: number, W: number, log: number[] = []): ReferenceModel {
+  const model = slidingLog(limit, W, log);
+  const at = (now: number) => Math.max(now, log.length > 0 ? (log[log.length - 1] as number) : -INF);
+  return {
+    ...model,
+    shape: `concurrency/${W}`,
+    respec: (spec) => concurrency((spec as { limit: number }).limit, W, log),
+    release: (now, cost, receipt) => model.refund(now, cost, receipt),
+    renew(now, cost, receipt, commit) {
+      const t = at(now);
+      const live = log.filter((e) => e > t - W);
+      const n = live.length;
+      const newest = live[n - 1];
+      const left = Math.max(0, limit - n);
+      if (live.filter((e) => e === receipt).length < cost) {
+        return decision(false, limit, left, INF, newest === undefined ? 0 : newest + W - now);
+      }
+      if (commit) {
+        let moved = 0;
+        const kept = live.filter((e) => !(e === receipt && moved++ < cost));
+        log.splice(0, log.length, ...kept);
+        for (let i = 0; i < cost; i++) log.push(t);
+      }
+      return decision(true, limit, left, 0, t + W - now);
     },
   };
 }
@@ -359,6 +398,8 @@ export function modelOf(spec: AlgorithmSpec | { type: string; [k: string]: unkno
       return slidingWindow(s.limit, s.windowMs);
     case "token-bucket":
       return tokenBucket(s.capacity, s.refillPerSecond);
+    case "concurrency":
+      return concurrency(s.limit, s.leaseMs ?? 60_000);
     default: {
       const e = emissionParams(s);
       return emission(e.kind, e.burst, e.Tn, e.den, { n: undefined, d: 1n });
@@ -454,6 +495,31 @@ export class RuleOracle {
     return this.peek(now, 1);
   }
 
+  /** A lease release: every concurrency member gives back `cost` leases of receipt `at`; then a peek of one unit (a ban stays). */
+  release(now: number, cost: number, at: number): Decision {
+    if (!(this.#until > now)) this.#forgetEndedBlock();
+    if (this.#stored) for (const m of this.#members) m.release?.(now, cost, at);
+    return this.peek(now, 1);
+  }
+
+  /**
+   * A lease renewal: in every concurrency member or in none; rate members report as they stand
+   * (cost 0, and do not refuse a held renewal). A banned or blocked key's leases are not renewed.
+   */
+  renew(now: number, cost: number, at: number): Decision {
+    if (this.#until > now) return this.#banned(now);
+    const members = this.#members;
+    const leased = members.filter((m) => m.renew !== undefined);
+    const held = leased.length > 0 && leased.every((m) => m.renew?.(now, cost, at, false).allowed);
+    const parts = members.map((m) => {
+      if (m.renew !== undefined) return m.renew(now, cost, at, held);
+      const p = m.step(now, 0, false);
+      return held && !p.allowed ? { ...p, allowed: true, retryAfterMs: 0, delayMs: 0 } : p;
+    });
+    if (held) this.#forgetEndedBlock();
+    return this.#composite ? this.#combine(parts) : (parts[0] as Decision);
+  }
+
   /** rate-limiter-flexible's `penalty`: every member takes `cost` units whether or not they fit. */
   penalty(now: number, cost: number): Decision {
     if (!(this.#until > now)) this.#forgetEndedBlock();
@@ -517,6 +583,12 @@ export class RuleOracle {
       // Nothing consumed: members that would have allowed report as they stand.
       parts = parts.map((p, i) => (p.allowed ? (members[i] as ReferenceModel).step(now, 0, false) : p));
     } else if (commit) for (const m of members) m.step(now, cost, true);
+    return this.#combine(parts);
+  }
+
+  /** The composite answer: every part must allow; the strictest figures. */
+  #combine(parts: Decision[]): Decision {
+    const allowed = parts.every((p) => p.allowed);
     // The member with least remaining; the first in spec order on a tie.
     let tightest = parts[0] as Decision;
     for (const p of parts) if (p.remaining < tightest.remaining) tightest = p;

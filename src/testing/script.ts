@@ -28,7 +28,8 @@ export type Step =
   | (Target & { do: "update"; spec: LimitSpec | LimitSpec[]; ban?: BanPolicy })
   | (Target & { do: "penalty"; cost?: number })
   | (Target & { do: "block"; ms: number })
-  | (Target & { do: "get" });
+  | (Target & { do: "get" })
+  | (Target & { do: "release" | "renew"; cost?: number; receipt: number });
 
 /** A scripted case: rules, then steps in order. */
 export interface Script {
@@ -44,6 +45,7 @@ export function featuresOf(script: Script): Feature[] {
     if (s.do === "refund") needs.add(s.receipt === undefined ? "refund" : "receipts");
     if (s.do === "update") needs.add("updateRule");
     if (s.do === "penalty" || s.do === "block" || s.do === "get") needs.add("flexible");
+    if (s.do === "release" || s.do === "renew") needs.add("leases");
   }
   return [...needs];
 }
@@ -126,6 +128,15 @@ export async function runScript(
         const block = subject.block as NonNullable<ConformanceSubject["block"]>;
         got = await block.call(subject, s.rule, key, s.ms);
         want = oracleFor(s).block(now, s.ms);
+        break;
+      }
+      case "release":
+      case "renew": {
+        const cost = s.cost ?? 1;
+        const at = epoch + s.receipt;
+        const call = subject[s.do] as NonNullable<ConformanceSubject["release"]>;
+        got = await call.call(subject, s.rule, key, { cost, at });
+        want = oracleFor(s)[s.do](now, cost, at);
         break;
       }
       case "get": {

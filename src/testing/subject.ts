@@ -43,7 +43,11 @@ export interface ConformanceSubject {
   block?(rule: string, key: string, ms: number): Decision | Promise<Decision>;
   /** rate-limiter-flexible's get: a peek of one unit, or null for a key like a fresh one. */
   get?(rule: string, key: string): Decision | null | Promise<Decision | null>;
+  /** Gives back `cost` leases (a concurrency rule's) acquired, or last renewed, at `at`. */
+  release?(rule: string, key: string, options: { cost: number; at: number }): Decision | Promise<Decision>;
+  /** Renews `cost` leases acquired, or last renewed, at `at`: they count from now on. */
+  renew?(rule: string, key: string, options: { cost: number; at: number }): Decision | Promise<Decision>;
 }
 
 /** Calls a case may need beyond check, peek and reset. */
-export type Feature = "refund" | "receipts" | "updateRule" | "flexible" | "failure";
+export type Feature = "refund" | "receipts" | "updateRule" | "flexible" | "failure" | "leases";

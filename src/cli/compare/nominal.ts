@@ -6,10 +6,10 @@
  *   gcra:         limit N, periodMs W, burst N          (the same admissions as that token bucket)
  *   leaky-bucket: capacity N, leakPerSecond N/W        (queue of N, drained at N per W)
  */
-import { ALGORITHMS, type AlgorithmName, type AlgorithmSpec } from "../../index.ts";
+import { ALGORITHMS, type AlgorithmSpec, type RateAlgorithmName } from "../../index.ts";
 
 /** The spec of `algorithm` for a nominal limit of `limit` per `windowMs`. */
-export function nominalSpec(algorithm: AlgorithmName, limit: number, windowMs: number): AlgorithmSpec {
+export function nominalSpec(algorithm: RateAlgorithmName, limit: number, windowMs: number): AlgorithmSpec {
   const perSecond = (limit * 1000) / windowMs;
   switch (algorithm) {
     case "fixed-window":

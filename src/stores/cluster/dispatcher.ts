@@ -112,8 +112,17 @@ export function createDispatcher(store: MemoryStore): Dispatcher {
           if (op === "reset") {
             void bound.reset(key); // the memory store resets synchronously
             results[i] = 0;
-          } else if (op === "check" || op === "peek" || op === "refund" || op === "penalty" || op === "block") {
-            const receipt = op === "refund" && typeof at === "number" && Number.isFinite(at) ? at : undefined;
+          } else if (
+            op === "check" ||
+            op === "peek" ||
+            op === "refund" ||
+            op === "penalty" ||
+            op === "block" ||
+            op === "release" ||
+            op === "renew"
+          ) {
+            // Validated: only a refund, a release or a renewal carries a receipt, and those two always do.
+            const receipt = typeof at === "number" && Number.isFinite(at) ? at : undefined;
             results[i] = encode(bound.check(key, cost, now ?? undefined, op, receipt) as Decision);
           } else if (op === "get") {
             // A key equivalent to a fresh one travels as such: the worker's limiter answers null.

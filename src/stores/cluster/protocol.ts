@@ -20,7 +20,8 @@ export type OpName = Operation | "reset";
 
 /**
  * One operation: binding number, user key, cost, injected `now` (null: the primary's time), name;
- * a refund with a receipt adds the instant its check was decided (`at`).
+ * a refund with a receipt, a lease's release and renewal add the instant its check (or its last
+ * renewal) was decided (`at`).
  */
 export type Op =
   | [binding: number, key: string, cost: number, now: number | null, op: OpName]

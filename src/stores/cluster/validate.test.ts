@@ -11,13 +11,18 @@ describe("invalidBatch: operations from a socket peer", () => {
     ["a check on the host's time", [0, "k", 2, null, "check"]],
     ["a refund without a receipt", [0, "k", 1, NOW, "refund"]],
     ["a refund with its receipt", [0, "k", 1, NOW, "refund", NOW - 5]],
+    ["a lease's release", [0, "k", 1, NOW, "release", NOW - 5]],
+    ["a lease's renewal on the host's time", [0, "k", 2, null, "renew", NOW - 5]],
   ])("accepts %s", (_name, op) => {
     expect(invalidBatch(batch([op]))).toBeUndefined();
   });
 
   it.each([
     ["a negative cost", [0, "k", -1000, NOW, "check"], "the cost is not a positive safe integer"],
-    ["a receipt on a check", [0, "k", 1, NOW, "check", NOW], "only a refund carries a sixth item"],
+    ["a receipt on a check", [0, "k", 1, NOW, "check", NOW], "only a refund, a release or a renewal carries"],
+    ["a release without its receipt", [0, "k", 1, NOW, "release"], "a release carries a sixth item"],
+    ["a renewal without its receipt", [0, "k", 1, NOW, "renew"], "a renew carries a sixth item"],
+    ["a release naming no instant", [0, "k", 1, NOW, "release", null], "release's receipt `at` is not a finite"],
     ["a receipt that is not an instant", [0, "k", 1, NOW, "refund", "yesterday"], "receipt `at` is not a finite"],
     ["an infinite receipt", [0, "k", 1, NOW, "refund", Number.POSITIVE_INFINITY], "receipt `at` is not a finite"],
     ["a 7-tuple", [0, "k", 1, NOW, "refund", NOW, 1], "not a 5-tuple"],

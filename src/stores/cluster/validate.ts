@@ -16,7 +16,9 @@ const MAX_ID_CHARS = 4096;
 /** Most members of one rule. */
 const MAX_SPECS = 64;
 
-const OPS = new Set(["check", "peek", "refund", "reset", "penalty", "block", "get"]);
+const OPS = new Set(["check", "peek", "refund", "reset", "penalty", "block", "get", "release", "renew"]);
+/** Operations that name a receipt: a refund may, a lease's release and renewal must. */
+const RECEIPT_OPS = new Set(["refund", "release", "renew"]);
 
 const isIndex = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
 
@@ -69,8 +71,9 @@ function invalidBind(b: unknown): string | undefined {
 }
 
 function invalidOp(op: unknown): string | undefined {
-  // A refund with a receipt carries a sixth item: the instant its check was decided.
-  if (!Array.isArray(op) || (op.length !== 5 && op.length !== 6)) return "not a 5-tuple (or a refund's 6-tuple)";
+  // A refund with a receipt, a release and a renewal carry a sixth item: the instant the check
+  // (or the lease's last renewal) was decided.
+  if (!Array.isArray(op) || (op.length !== 5 && op.length !== 6)) return "not a 5-tuple (or a receipt's 6-tuple)";
   const [binding, key, cost, now, name, at] = op as unknown[];
   if (!isIndex(binding)) return "the binding is not a non-negative safe integer";
   if (typeof key !== "string" || key.length > MAX_KEY_CHARS)
@@ -81,8 +84,10 @@ function invalidOp(op: unknown): string | undefined {
   if (now !== null && (typeof now !== "number" || !Number.isFinite(now) || now < 0))
     return "`now` is not null or a finite instant ≥ 0";
   if (op.length === 6) {
-    if (name !== "refund") return "only a refund carries a sixth item (its receipt)";
-    if (typeof at !== "number" || !Number.isFinite(at)) return "the refund's receipt `at` is not a finite instant";
+    if (!RECEIPT_OPS.has(name)) return "only a refund, a release or a renewal carries a sixth item (its receipt)";
+    if (typeof at !== "number" || !Number.isFinite(at)) return `the ${name}'s receipt \`at\` is not a finite instant`;
+  } else if (name === "release" || name === "renew") {
+    return `a ${name} carries a sixth item: the receipt of the leases it names`;
   }
   return undefined;
 }

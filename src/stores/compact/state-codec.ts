@@ -8,7 +8,7 @@
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { FixedWindowState } from "../../algorithms/fixed-window.ts";
 import { emissionInterval, type GcraState } from "../../algorithms/gcra.ts";
-import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
+import { isLog, type SlidingLogState } from "../../algorithms/sliding-log.ts";
 import type { SlidingWindowState } from "../../algorithms/sliding-window.ts";
 import type { GcraSpec, LeakyBucketSpec } from "../../algorithms/specs.ts";
 import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
@@ -25,7 +25,7 @@ const PACK = 2 ** 26;
  * takes one word (at most one entry), so a two-log rule (5 per minute and 20 per hour) fits.
  */
 function memberWords(m: Algorithm, bare: boolean): number {
-  return (m.kind === "gcra" || m.kind === "leaky-bucket" || m.kind === "sliding-log") && !bare ? 1 : 2;
+  return (m.kind === "gcra" || m.kind === "leaky-bucket" || isLog(m)) && !bare ? 1 : 2;
 }
 
 /** Each gcra/leaky-bucket member's tick size (ticks per ms), computed once per compiled member. */
@@ -87,7 +87,8 @@ function encodeMember(m: Algorithm, state: unknown, words: Float64Array, at: num
       // In a composite one word holds whole ms only: a fraction of a ms does not fit exactly.
       return bare || ticks === 0;
     }
-    case "sliding-log": {
+    case "sliding-log":
+    case "concurrency": {
       const s = state as SlidingLogState;
       if (s.n > (bare ? 2 : 1)) return false;
       const len = s.buf.length;
@@ -113,7 +114,8 @@ function decodeMember(m: Algorithm, words: Float64Array, at: number, bare: boole
     case "leaky-bucket": {
       return { ms: a, ticks: bare ? b : 0, den: denOf(m) } satisfies GcraState;
     }
-    case "sliding-log": {
+    case "sliding-log":
+    case "concurrency": {
       const buf: number[] = [];
       if (!Number.isNaN(a)) buf.push(a);
       if (!Number.isNaN(b)) buf.push(b);

@@ -33,6 +33,7 @@ export function memberSlots(m: Algorithm): number {
     case "sliding-window":
       return 3;
     case "sliding-log":
+    case "concurrency":
       return 5;
     default:
       return 1;
@@ -83,7 +84,8 @@ export function joinMember(m: Algorithm, cells: Float64Array, at: number, state:
       cells[at + 2] = c1 + c2;
       return;
     }
-    case "sliding-log": {
+    case "sliding-log":
+    case "concurrency": {
       const s = state as SlidingLogState;
       if (s.n === 0) return;
       const W = windowOf(m);
@@ -216,7 +218,8 @@ export function readMember(m: Algorithm, cells: Float64Array, at: number, cap: n
       return { w: a, c: cells[at + 1] as number } satisfies FixedWindowState;
     case "sliding-window":
       return { w: a, p: cells[at + 1] as number, c: cells[at + 2] as number } satisfies SlidingWindowState;
-    case "sliding-log": {
+    case "sliding-log":
+    case "concurrency": {
       const c = Math.min(cells[at + 3] as number, cap);
       const p = Math.min(cells[at + 1] as number, cap - c);
       const buf = new Array<number>(p + c);
@@ -246,7 +249,8 @@ export function memberFreshAt(m: Algorithm, cells: Float64Array, at: number): nu
       const W = windowOf(m);
       return (cells[at + 2] as number) > 0 ? a + 2 * W : (cells[at + 1] as number) > 0 ? a + W : a;
     }
-    case "sliding-log": {
+    case "sliding-log":
+    case "concurrency": {
       const W = windowOf(m);
       return Math.max(cells[at + 4] as number, cells[at + 2] as number) + W;
     }

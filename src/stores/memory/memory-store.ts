@@ -769,6 +769,10 @@ export class MemoryStore implements Store {
           approx.rate[2 * i] = (approx.rate[2 * i] as number) - give;
         }
       });
+    } else if (op === "release" || (op === "renew" && result.allowed)) {
+      // The key's own leases are released (or moved) exactly; what the summary holds for it only
+      // expires (conservative: a summarised lease counts until its leaseMs ends).
+      decideRule(rule, own, t, cost, op, at);
     }
     return result;
   }

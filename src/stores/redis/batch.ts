@@ -10,7 +10,16 @@ import type { NodeState } from "./nodes.ts";
 import type { ReplyLayout } from "./reply.ts";
 
 /** The op codes of the script (check.lua; a block's cost is its ms). */
-const OP_CODES: Record<Operation, string> = { check: "c", peek: "p", refund: "r", penalty: "x", block: "b", get: "g" };
+const OP_CODES: Record<Operation, string> = {
+  check: "c",
+  peek: "p",
+  refund: "r",
+  penalty: "x",
+  block: "b",
+  get: "g",
+  release: "e",
+  renew: "n",
+};
 
 /** What the batcher needs of a bound rule. */
 export interface BatchRule extends ReplyLayout {
@@ -20,6 +29,11 @@ export interface BatchRule extends ReplyLayout {
   readonly infixes: readonly string[];
   /** The decision of a check Redis could not make, by the rule's failure policy. */
   fail(key: string, cost: number, now: number | undefined, op: Operation, error: StoreError): Promise<Decision>;
+  /**
+   * Whether the rule has a concurrency member: its decisions made on Redis `TIME` are stamped
+   * with that reading (the `at` a lease's release and renewal name).
+   */
+  readonly leased: boolean;
   /** Told of each denial Redis made (for the deny cache); `sentAt` is the local monotonic send time. */
   denied(key: string, cost: number, now: number | undefined, sentAt: number, decision: Decision): void;
 }
@@ -88,7 +102,8 @@ export class Batch {
     }
     for (const infix of rule.infixes) this.keys.push(p.head + infix + p.key);
     const costText = p.cost === 1 ? "1" : String(p.cost);
-    const opCode = p.at === undefined || p.op !== "refund" ? OP_CODES[p.op] : `r${p.at}`;
+    // A receipt rides on the op code: a refund's `r<at>`, a release's `e<at>`, a renewal's `n<at>`.
+    const opCode = p.at === undefined ? OP_CODES[p.op] : `${OP_CODES[p.op]}${p.at}`;
     const now = p.now === undefined ? "" : String(p.now);
     if (this.pending.length === 0) {
       this.#rule0 = index;

@@ -20,7 +20,7 @@
  * state (rule indexes, parked resolvers) lives in the Batch and the Batcher, never on the
  * shared rule objects.
  */
-import type { Decision } from "../../algorithms/decision.ts";
+import { type Decision, stampAt } from "../../algorithms/decision.ts";
 import type { Operation } from "../../core/decide-rule.ts";
 import { StoreError } from "../../core/errors.ts";
 import { Coalescer } from "../remote/coalescer.ts";
@@ -166,9 +166,10 @@ export class Batcher {
       return this.#run(batch, attempt);
     }
     if (attempt.late) return;
+    let serverMs: unknown;
     if (Array.isArray(reply)) {
       // The server time the guard read (last value, or second after "late").
-      const serverMs = reply[0] === "late" ? reply[1] : reply.pop();
+      serverMs = reply[0] === "late" ? reply[1] : reply.pop();
       if (typeof serverMs === "number") batch.node.observe(serverMs, localMs());
       // The guard's answer: the call reached Redis after its deadline and did nothing.
       if (reply[0] === "late") {
@@ -180,7 +181,7 @@ export class Batcher {
         );
       }
     }
-    const error = this.#deliver(batch, reply, attempt.sentAt);
+    const error = this.#deliver(batch, reply, attempt.sentAt, serverMs);
     if (error !== undefined) throw error;
   }
 
@@ -201,7 +202,7 @@ export class Batcher {
   }
 
   /** Decodes the reply and settles every check, or returns the error for a malformed reply (settling none). */
-  #deliver(batch: Batch, text: unknown, sentAt: number): StoreError | undefined {
+  #deliver(batch: Batch, text: unknown, sentAt: number, serverMs: unknown): StoreError | undefined {
     const pending = batch.pending;
     let expected = 0;
     for (const p of pending) expected += p.rule.width;
@@ -230,6 +231,8 @@ export class Batcher {
         p.resolve(p.rule.fail(p.key, p.cost, p.now, p.op, d));
       } else {
         if (!d.allowed) p.rule.denied(p.key, p.cost, p.now, sentAt, d);
+        // A lease's receipt: the server TIME reading every check of this call without a `now` was decided at.
+        if (p.rule.leased && p.now === undefined && typeof serverMs === "number") stampAt(d, serverMs);
         p.resolve(d);
       }
     }

@@ -3,6 +3,8 @@
  * (script parameters, the record key infix, limits, failure policy) is computed here, once, so
  * a check only hashes its key into a tag, asks the deny cache and hands the batcher a few strings.
  */
+
+import { leaseMsOf } from "../../algorithms/concurrency.ts";
 import type { Decision } from "../../algorithms/decision.ts";
 import { emissionInterval } from "../../algorithms/gcra.ts";
 import type { BanPolicy } from "../../core/ban.ts";
@@ -28,6 +30,9 @@ function memberParams(spec: AlgorithmSpec): [string, string, string] {
     case "sliding-log":
     case "sliding-window":
       return [String(spec.limit), String(spec.windowMs), "0"];
+    case "concurrency":
+      // The sliding-log twin with the lease length as its window (see concurrency.lua).
+      return [String(spec.limit), String(leaseMsOf(spec)), "0"];
     case "token-bucket":
       return [String(spec.capacity), String(spec.refillPerSecond), "0"];
     case "gcra":
@@ -72,6 +77,7 @@ function storeError(what: string, error: unknown): StoreError {
 export class RedisBoundRule implements BoundRule, BatchRule {
   readonly limits: readonly number[];
   readonly hasBan: boolean;
+  readonly leased: boolean;
   readonly width: number;
   readonly descriptor: readonly string[];
   readonly infixes: readonly string[];
@@ -88,6 +94,7 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     const { members, ban, shape } = rule.rule;
     this.limits = members.map((a) => a.limit);
     this.hasBan = ban !== undefined;
+    this.leased = members.some((a) => a.renew !== undefined);
     this.width = replyWidth(members.length, this.hasBan);
     // One key per (rule, key) record; the digest covers the rule's shape (algorithms, windows,
     // ban), so a record written under one shape is never read under another.
@@ -111,6 +118,8 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     if (op === "block") return this.#refund(key, cost, now, undefined, "block");
     // A penalty must reach Redis to take its units; a get reports the record as Redis holds it.
     if (op === "penalty" || op === "get") return this.#send(key, cost, now, op);
+    // Leases are never in the deny cache (below): a release or renewal goes straight to Redis.
+    if (op === "release" || op === "renew") return this.#send(key, cost, now, op, at);
     const cached = this.#store.denyCache?.lookup(this, this.#id, key, cost, now);
     if (cached !== undefined) return Promise.resolve(cached);
     return this.#send(key, cost, now, op);
@@ -164,7 +173,10 @@ export class RedisBoundRule implements BoundRule, BatchRule {
     // Redis to count toward it; a costlier denial's `remaining` can grow while it still denies;
     // a composite's other members recover meanwhile; an endless denial's figures move on.
     // A blocked answer (banned: a rule without a ban, src/core/block.ts) is no member denial to replay.
+    // A lease rule's denial lasts until a release no cache hears of (its retryAfterMs is only an
+    // upper bound): never kept.
     if (
+      this.leased ||
       this.hasBan ||
       decision.banned === true ||
       cost !== 1 ||

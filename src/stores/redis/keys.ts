@@ -25,6 +25,7 @@ export const ALGORITHM_CODES: Record<AlgorithmName, string> = {
   "token-bucket": "t",
   gcra: "g",
   "leaky-bucket": "b",
+  concurrency: "q",
 };
 
 /** The code of a member's Lua twin: its algorithm's, or `F` for fixed windows anchored at the first hit. */

@@ -89,6 +89,8 @@ export class RedisStore implements Store {
   readonly synchronous = false;
   /** Decides `penalty`, `block` and `get` (the Lua twin of decideRule's calls). */
   readonly flexibleCalls = true;
+  /** Checks without an injected clock are decided on Redis TIME, which stamps leases' receipts. */
+  readonly stampsLeases = true;
   /** The key prefix in use. */
   readonly prefix: string;
   /** The bound on every check, in ms. */

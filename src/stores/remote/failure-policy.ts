@@ -138,6 +138,8 @@ function limiterRule(limiter: FallbackLimiter): BoundRule {
       if (op === "block") return limiter.block(key, cost);
       // A fresh key's get travels as a marked peek (the calling limiter answers null).
       if (op === "get") return (await limiter.get(key)) ?? markFreshAnswer(await limiter.peek(key));
+      // The fallback holds none of the store's leases: it reports how the key stands there.
+      if (op === "release" || op === "renew") return limiter.peek(key, 1);
       return limiter.tryAcquire(key, cost);
     },
     reset: async (key) => {

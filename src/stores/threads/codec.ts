@@ -11,7 +11,7 @@
  * shape, so a limit lowered and raised again (updateRule) keeps every timestamp it counted.
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
-import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
+import { isLog, type SlidingLogState } from "../../algorithms/sliding-log.ts";
 import type { BanPolicy, BanState } from "../../core/ban.ts";
 import { ConfigError } from "../../core/errors.ts";
 import { banState, type CompiledRule, memberState, type RuleRecord } from "../../core/rule.ts";
@@ -134,7 +134,7 @@ export function recordWordsOf(rule: CompiledRule): number {
   let logs = 0;
   let largest = 0;
   for (const m of rule.members) {
-    if (m.kind === "sliding-log") {
+    if (isLog(m)) {
       logs++;
       largest = Math.max(largest, m.limit);
     } else words += fieldsOf(m).length;
@@ -175,9 +175,9 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
   const fixed = rule.ban === undefined ? 0 : 3;
   let fixedWords = fixed;
   let logs = 0;
-  const fields = members.map((m) => (m.kind === "sliding-log" ? [] : fieldsOf(m)));
+  const fields = members.map((m) => (isLog(m) ? [] : fieldsOf(m)));
   members.forEach((m, i) => {
-    if (m.kind === "sliding-log") logs++;
+    if (isLog(m)) logs++;
     else fixedWords += (fields[i] as string[]).length;
   });
   const logWords = logs === 0 ? 0 : Math.floor((recordWords - fixedWords) / logs);
@@ -185,7 +185,7 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
   const sizes: number[] = new Array(members.length).fill(0);
   let at = 0;
   for (const [i, m] of members.entries()) {
-    if (m.kind === "sliding-log") continue;
+    if (isLog(m)) continue;
     offsets[i] = at;
     sizes[i] = (fields[i] as string[]).length;
     at += sizes[i] as number;
@@ -193,7 +193,7 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
   const banAt = at;
   at += fixed;
   for (const [i, m] of members.entries()) {
-    if (m.kind !== "sliding-log") continue;
+    if (!isLog(m)) continue;
     offsets[i] = at;
     sizes[i] = logWords;
     at += logWords;
@@ -210,7 +210,7 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
   const flat = fields.map((names) => FLAT[names.join()]);
   const decodeMember = (i: number, F: Float64Array, base: number): unknown => {
     const o = base + (offsets[i] as number);
-    if ((members[i] as Algorithm).kind !== "sliding-log") {
+    if (!isLog(members[i] as Algorithm)) {
       const known = flat[i];
       if (known !== undefined) return known.decode(F, o);
       const state: Record<string, number> = {};
@@ -227,7 +227,7 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
   };
   const encodeMember = (i: number, state: unknown, F: Float64Array, base: number): void => {
     const o = base + (offsets[i] as number);
-    if ((members[i] as Algorithm).kind !== "sliding-log") {
+    if (!isLog(members[i] as Algorithm)) {
       const known = flat[i];
       if (known !== undefined) {
         known.encode(state, F, o);

@@ -8,7 +8,7 @@
  */
 import type { Decision } from "../../algorithms/decision.ts";
 import { blocksBeside, decideBlocked } from "../../core/block.ts";
-import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
+import { changesStoredRecord, decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
 import { ConfigError, StoreError } from "../../core/errors.ts";
 import { type CompiledRule, createRecord, type RuleRecord } from "../../core/rule.ts";
 import { appendKey, BUCKET_SLOTS, bucketOf, PINNED, removeEntry, stateAt, tagOf } from "../compact/bucket.ts";
@@ -151,8 +151,8 @@ function decideAny(
       let write: boolean;
       // A get reports, like a peek; a penalty and a block always change the record.
       if (summarised) write = op !== "peek" && op !== "get";
-      // A stored record changes when a fresh one would be stored, and on every refund.
-      else if (found >= 0) write = op === "refund" || storesNewRecord(rule, op, result);
+      // A stored record changes when a fresh one would be stored, on every refund and release, and on a held renewal.
+      else if (found >= 0) write = changesStoredRecord(rule, op, result);
       else write = op !== "peek" && op !== "get" && storesNewRecord(rule, op, result);
       if (!write) {
         if (table.unchanged()) return counted(ctx, result);

@@ -5,7 +5,8 @@
 -- rule (sent once per batch, not once per check): m (its members), its ban policy as after,
 -- withinMs and forMs (after 0: no ban), and per member its algorithm code and three parameters.
 -- Then 4 per check: its rule (1..), its op ('c' check, 'p' peek, 'r' refund, 'r<at>' refund
--- with a receipt, 'x' penalty, 'b' block for cost ms, 'g' get), its cost and
+-- with a receipt, 'x' penalty, 'b' block for cost ms, 'g' get, 'e<at>' / 'n<at>' a release /
+-- renewal of the leases of receipt <at>), its cost and
 -- now ('' = Redis TIME) — or, when those 4 are the same for every check, '=' and the 4 once.
 -- KEYS: the record key of each check in turn.
 --
@@ -73,7 +74,7 @@ local function run(R, key, now, cost, op, costText, at)
   if op == BLOCK and not R.ban then till = now + cost end
   if till and till > now then
     local left = decideBlocked(R, record, now, cost, op, at, till)
-    if op == BLOCK or op == REFUND or op == PENALTY then storeBlocked(R, record, key, now, till, raw) end
+    if op == BLOCK or op == REFUND or op == PENALTY or op == RELEASE then storeBlocked(R, record, key, now, till, raw) end
     return left, true
   end
   local left = decideRule(R, record, now, cost, op, at)
@@ -87,7 +88,7 @@ local function run(R, key, now, cost, op, costText, at)
     -- replaces the hash), as every store forgets an ended block; kept as a hash, every later
     -- check of the key would pay the full path for as long as the key lives. Never the
     -- member's own write: fixed-window's INCRBY would meet the hash.
-    if op == REFUND or op == PENALTY or allowed then
+    if op == REFUND or op == PENALTY or op == RELEASE or allowed then
       local value = R.bare and R.first.save(R.first, record) or saveRecord(R, record)
       call('SET', key, value, 'PX', ttl(recordFreshAt(R, record), now))
     end
@@ -95,7 +96,7 @@ local function run(R, key, now, cost, op, costText, at)
   end
   if not raw then
     if storesNewRecord(R, op, allowed) then storeRecord(R, record, key, now, op, costText) end
-  elseif op == REFUND or op == PENALTY or op == BLOCK or allowed or R.ban then
+  elseif op == REFUND or op == PENALTY or op == BLOCK or op == RELEASE or allowed or R.ban then
     storeRecord(R, record, key, now, op, costText)
   elseif call('PTTL', key) == -1 then
     call('PEXPIRE', key, ttl(recordFreshAt(R, record), now))
@@ -171,11 +172,12 @@ local function decide(R, op, cost, now, costText)
     if done then return end
   end
   k = k + 1
-  -- A refund with a receipt comes as 'r' followed by the instant its check was decided.
+  -- A receipt rides on its op code: a refund's 'r', a release's 'e' or a renewal's 'n', followed
+  -- by the instant the check (or the last renewal) was decided.
   local at = nil
-  if #op > 1 and string.sub(op, 1, 1) == 'r' then
-    at = tonumber(string.sub(op, 2))
-    op = 'r'
+  if #op > 1 then
+    at = tonumber(sub(op, 2))
+    op = sub(op, 1, 1)
   end
   -- Every other operation, and a bare check whose GET found a blocked key's hash (see loadRaw).
   if not (op == CHECK and R.bare) or string.find(tostring(type(left) == 'table' and left.err or left), 'WRONGTYPE', 1, true) then

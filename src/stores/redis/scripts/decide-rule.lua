@@ -9,7 +9,8 @@
 -- Operations (the check's op code): take units, only report, or give units back; and
 -- rate-limiter-flexible's calls: a penalty (take whether or not it fits), a block (the ban slot
 -- until now + cost ms) and a get (a peek of one unit that tells whether the record is fresh).
-local CHECK, PEEK, REFUND, PENALTY, BLOCK, GET = 'c', 'p', 'r', 'x', 'b', 'g'
+-- Leases (concurrency members only): a release and a renewal of the leases of a receipt.
+local CHECK, PEEK, REFUND, PENALTY, BLOCK, GET, RELEASE, RENEW = 'c', 'p', 'r', 'x', 'b', 'g', 'e', 'n'
 
 -- Whether the last get found a record equivalent to a fresh one (isFreshAnswer of the TS).
 local GOT_FRESH = false
@@ -83,8 +84,51 @@ local function decideCall(R, record, now, cost, op)
   return left
 end
 
+-- decideLease of the TS: a release gives back `cost` leases of receipt `at` in every concurrency
+-- member (rate members untouched) and reports a peek of one unit; a renewal moves them to now in
+-- every concurrency member or in none (held: allowed; else denied, retryAfterMs Infinity), rate
+-- members reporting as they stand (cost 0; one past its limit does not refuse it). A banned key
+-- still releases (answered as banned); its leases are not renewed.
+local function decideLease(R, record, now, cost, op, at)
+  local members, count = R.members, R.count
+  local ban = banState(R, record)
+  if op == RELEASE then
+    for i = 1, count do
+      local P = members[i]
+      if P.release then P.release(P, memberState(R, record, i), now, cost, at) end
+    end
+    if ban and ban['until'] > now then return banned(R, record, now, ban['until']) end
+    evaluate(R, record, now, 1, false)
+    return nil
+  end
+  if ban and ban['until'] > now then return banned(R, record, now, ban['until']) end
+  local held = false
+  for i = 1, count do
+    local P = members[i]
+    if P.renew then
+      if not P.renew(P, memberState(R, record, i), now, cost, at, false) then
+        held = false
+        break
+      end
+      held = true
+    end
+  end
+  for i = 1, count do
+    local P, f = members[i], 4 * i
+    local S = memberState(R, record, i)
+    if P.renew then
+      FIG[f - 3], FIG[f - 2], FIG[f - 1], FIG[f] = P.renew(P, S, now, cost, at, held)
+    else
+      FIG[f - 3], FIG[f - 2], FIG[f - 1], FIG[f] = P.step(P, S, now, 0, false)
+      if held and not FIG[f - 3] then FIG[f - 3], FIG[f - 1] = true, 0 end
+    end
+  end
+  return nil
+end
+
 local function decideRule(R, record, now, cost, op, at)
   if op == PENALTY or op == BLOCK or op == GET then return decideCall(R, record, now, cost, op) end
+  if op == RELEASE or op == RENEW then return decideLease(R, record, now, cost, op, at) end
   if R.bare then
     local P = R.members[1]
     if op ~= REFUND then
@@ -121,10 +165,16 @@ local function storesNewRecord(R, op, allowed)
 end
 
 -- Twin of src/core/block.ts decideBlocked: `op` on the record of a key blocked until `till`
--- (> now) on a rule without a ban. Refunds and penalties still reach the members; everything
+-- (> now) on a rule without a ban. Refunds, penalties and releases still reach the members; everything
 -- else reads one unit; the answer is banned for the time left (returned, like a ban's).
 local function decideBlocked(R, record, now, cost, op, at, till)
-  if op == REFUND then
+  if op == RELEASE then
+    -- A blocked key's leases can still be released (never renewed: they run out as they stand).
+    for i = 1, R.count do
+      local P = R.members[i]
+      if P.release then P.release(P, memberState(R, record, i), now, cost, at) end
+    end
+  elseif op == REFUND then
     for i = 1, R.count do
       local P = R.members[i]
       P.refund(P, memberState(R, record, i), now, cost, at)

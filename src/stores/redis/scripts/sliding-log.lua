@@ -82,31 +82,60 @@ local function sl_force(P, S, now, cost)
   S.n = S.n + take
 end
 
-local function sl_step(P, S, now, cost, commit)
-  local limit, W = P.limit, P.W
-  local ts, cs, last = S.ts, S.cs, S.last
+-- liveLog of the TS: the log's reading at `now`. Returns t (now, or the newest entry's time when
+-- the clock stepped back), the newest entry, and where the counting units start (run i, `off`
+-- units into it) and how many count (n). Entries at or before t - W no longer count, and only the
+-- newest `limit` can matter (more are kept after updateRule lowers the limit).
+local function sl_live(P, S, now)
+  local limit, ts, cs, last = P.limit, S.ts, S.cs, S.last
   local newest = -INF
   if last >= S.h then newest = ts[last] end
   -- A clock that stepped back is read as "no time passed": the newest entry's time.
   local t = now
   if newest > t then t = newest end
-  -- Entries at or before t - W no longer count, and only the newest `limit` can matter (more
-  -- are kept after updateRule lowers the limit). They are skipped here and removed only when
-  -- a request commits: a peek or a denial at a later instant must not forget entries that a
-  -- clock stepping back would still count. Skipping starts at run i, `off` units into it.
   local i, off = S.h, S.n - limit
   if off < 0 then off = 0 end
   while i <= last and off >= cs[i] do
     off = off - cs[i]
     i = i + 1
   end
-  local cut = t - W
+  local cut = t - P.W
   while i <= last and ts[i] <= cut do
     off = 0
     i = i + 1
   end
   local n = -off
   for j = i, last do n = n + cs[j] end
+  return t, newest, i, off, n
+end
+
+-- Forgets what no longer counts (commitLog of the TS): runs before i, `off` units of run i.
+local function sl_drop(S, i, off, n)
+  S.h = i
+  if off > 0 then S.cs[i] = S.cs[i] - off end
+  S.n = n
+end
+
+-- Appends `cost` units at t, merging with a newest run at the same time.
+local function sl_append(S, t, cost)
+  local last = S.last
+  if last >= S.h and S.ts[last] == t then
+    S.cs[last] = S.cs[last] + cost
+  else
+    last = last + 1
+    S.last = last
+    S.ts[last] = t
+    S.cs[last] = cost
+  end
+  S.n = S.n + cost
+end
+
+local function sl_step(P, S, now, cost, commit)
+  local limit, W = P.limit, P.W
+  local ts, cs = S.ts, S.cs
+  -- Skipped entries are removed only when a request commits: a peek or a denial at a later
+  -- instant must not forget entries that a clock stepping back would still count.
+  local t, newest, i, off, n = sl_live(P, S, now)
   local reset = 0
   if n > 0 then reset = ceil(newest + W - now) end
   if cost > limit then return false, limit - n, INF, reset end
@@ -121,19 +150,8 @@ local function sl_step(P, S, now, cost, commit)
   end
   if commit then
     -- Forget what was skipped, then append (merging with a newest run at the same time).
-    S.h = i
-    if off > 0 then cs[i] = cs[i] - off end
-    if cost > 0 then
-      if last >= i and ts[last] == t then
-        cs[last] = cs[last] + cost
-      else
-        last = last + 1
-        S.last = last
-        ts[last] = t
-        cs[last] = cost
-      end
-    end
-    S.n = n + cost
+    sl_drop(S, i, off, n)
+    if cost > 0 then sl_append(S, t, cost) end
   end
   -- cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
   if cost > 0 then reset = ceil(t + W - now) end
@@ -144,6 +162,41 @@ ALGO.l = function(limit, W)
   return {
     limit = limit, W = W,
     step = sl_step, refund = sl_refund, fresh = sl_fresh, force = sl_force,
+    load = sl_load, save = sl_save, write = setState,
+  }
+end
+
+-- Twin of src/algorithms/concurrency.ts: leases are this log's entries with W = leaseMs. renew:
+-- whether `cost` counting units were logged at exactly `at`; when they were, allowed, and with
+-- `commit` they move to t; when not, denied with retryAfterMs Infinity and nothing changes.
+local function sl_renew(P, S, now, cost, at, commit)
+  local limit, W, ts, cs = P.limit, P.W, S.ts, S.cs
+  local t, newest, i, off, n = sl_live(P, S, now)
+  local found, r = 0, nil
+  for j = i, S.last do
+    if ts[j] == at then
+      found, r = cs[j], j
+      if j == i then found = found - off end
+    end
+  end
+  if found < cost then
+    local reset = 0
+    if n > 0 then reset = ceil(newest + W - now) end
+    return false, limit - n, INF, reset
+  end
+  if commit then
+    sl_drop(S, i, off, n)
+    sl_refund(P, S, now, cost, at)
+    sl_append(S, t, cost)
+  end
+  return true, limit - n, 0, ceil(t + W - now)
+end
+
+ALGO.q = function(limit, W)
+  return {
+    limit = limit, W = W,
+    step = sl_step, refund = sl_refund, fresh = sl_fresh, force = sl_force,
+    release = sl_refund, renew = sl_renew,
     load = sl_load, save = sl_save, write = setState,
   }
 end
