@@ -3,9 +3,10 @@
  * body is parsed, so a shed request costs as little as possible. Like the rate-limit plugin it
  * is `skip-override`: it applies to the context it is registered in and that context's children.
  */
-import type { FastifyPluginCallback, FastifyRequest, onRequestHookHandler } from "fastify";
+import type { FastifyPluginCallback, FastifyReply, FastifyRequest, onRequestHookHandler } from "fastify";
 import type { LoadShedOptions } from "../shed/options.ts";
 import { type LoadShedHandle, type Release, Shedder } from "../shed/shedder.ts";
+import { isPromise } from "./maybe-promise.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 import { releaseOnEnd, shedAnswer, withShedHandle } from "./shed.ts";
 
@@ -28,13 +29,7 @@ export type FastifyLoadShed = FastifyPluginCallback &
 export function loadShed(options: LoadShedOptions<FastifyRequest>): FastifyLoadShed {
   const shedder = new Shedder<FastifyRequest>(options);
   const answer = shedAnswer(shedder as Shedder<never>);
-  const onRequest: onRequestHookHandler = function sluiceLoadShed(request, reply, done) {
-    let release: Release | undefined;
-    try {
-      release = shedder.admit(request);
-    } catch (error) {
-      return done(error as Error);
-    }
+  const settle = (release: Release | undefined, reply: FastifyReply, done: (error?: Error) => void): void => {
     if (release === undefined) {
       // Replying from a callback-style hook: send, and do not call done().
       reply.code(answer.status).header("Retry-After", answer.retryAfter).type(PROBLEM_CONTENT_TYPE).send(answer.body);
@@ -43,6 +38,16 @@ export function loadShed(options: LoadShedOptions<FastifyRequest>): FastifyLoadS
     // The raw response's events: they also tell an aborted request (no 'finish').
     releaseOnEnd(reply.raw, release);
     done();
+  };
+  const onRequest: onRequestHookHandler = function sluiceLoadShed(request, reply, done) {
+    let admitted: ReturnType<typeof shedder.admit>;
+    try {
+      admitted = shedder.admit(request);
+    } catch (error) {
+      return done(error as Error);
+    }
+    if (isPromise(admitted)) admitted.then((release) => settle(release, reply, done), done);
+    else settle(admitted, reply, done);
   };
   const plugin: FastifyPluginCallback = function sluiceLoadShedPlugin(instance, _options, done) {
     instance.addHook("onRequest", onRequest);

@@ -7,6 +7,7 @@ import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import type { LoadShedOptions } from "../shed/options.ts";
 import { type LoadShedHandle, Shedder } from "../shed/shedder.ts";
+import { isPromise } from "./maybe-promise.ts";
 import { fetchShedHandler, releaseOnEnd, shedAnswer, shedResponse, withShedHandle } from "./shed.ts";
 
 /** `@hono/node-server`'s raw response, when the app runs on it. */
@@ -35,7 +36,8 @@ export function loadShed(options: LoadShedOptions<Context>): MiddlewareHandler &
         return c.res;
       }).then((response) => (response === c.res ? undefined : response));
     }
-    const release = shedder.admit(c);
+    const admitted = shedder.admit(c);
+    const release = isPromise(admitted) ? await admitted : admitted;
     if (release === undefined) return shedResponse(answer);
     releaseOnEnd(raw, release);
     await next();

@@ -2,6 +2,7 @@
 import type { Context, Middleware, Next } from "koa";
 import type { LoadShedOptions } from "../shed/options.ts";
 import { type LoadShedHandle, Shedder } from "../shed/shedder.ts";
+import { isPromise } from "./maybe-promise.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 import { releaseOnEnd, shedAnswer, withShedHandle } from "./shed.ts";
 
@@ -15,8 +16,9 @@ export function loadShed(options: LoadShedOptions<Context>): Middleware & LoadSh
   const shedder = new Shedder<Context>(options);
   const answer = shedAnswer(shedder as Shedder<never>);
   return withShedHandle(
-    function sluiceLoadShed(ctx: Context, next: Next): Promise<void> | undefined {
-      const release = shedder.admit(ctx);
+    async function sluiceLoadShed(ctx: Context, next: Next): Promise<void> {
+      const admitted = shedder.admit(ctx);
+      const release = isPromise(admitted) ? await admitted : admitted;
       if (release === undefined) {
         ctx.status = answer.status;
         ctx.set("Retry-After", answer.retryAfter);

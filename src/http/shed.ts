@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { LoadShedOptions } from "../shed/options.ts";
 import type { LoadShedHandle, Release } from "../shed/shedder.ts";
 import { Shedder } from "../shed/shedder.ts";
+import { isPromise } from "./maybe-promise.ts";
 import { onResponseEnd } from "./node.ts";
 import type { MaybePromise } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from "./problem.ts";
@@ -77,8 +78,8 @@ export interface NodeLoadShed<
   Req extends IncomingMessage = IncomingMessage,
   Res extends ServerResponse = ServerResponse,
 > {
-  /** Without `next`: true to go on, false when it answered 503. */
-  (request: Req, response: Res): boolean;
+  /** Without `next`: true to go on, false when it answered 503 (a promise of it with an async fleet `store`: `await` it). */
+  (request: Req, response: Res): MaybePromise<boolean>;
   /** Connect style: `next()` to go on, `next(error)` when `priority` threw. */
   (request: Req, response: Res, next: (error?: unknown) => void): void;
 }
@@ -91,22 +92,38 @@ export function nodeShedHandler<Req extends IncomingMessage, Res extends ServerR
   shedder: Shedder<Req>,
 ): NodeLoadShed<Req, Res> {
   const answer = shedAnswer(shedder as Shedder<never>);
-  function sluiceLoadShed(request: Req, response: Res, next?: (error?: unknown) => void): boolean | undefined {
-    let release: Release | undefined;
+  /** Answers a shed request, or releases the admitted one when its response ends; true to go on. */
+  const settle = (release: Release | undefined, response: Res): boolean => {
+    if (release === undefined) {
+      writeShed(response, answer);
+      return false;
+    }
+    releaseOnEnd(response, release);
+    return true;
+  };
+  function sluiceLoadShed(
+    request: Req,
+    response: Res,
+    next?: (error?: unknown) => void,
+  ): MaybePromise<boolean> | undefined {
+    let admitted: MaybePromise<Release | undefined>;
     try {
-      release = shedder.admit(request);
+      admitted = shedder.admit(request);
     } catch (error) {
       if (next === undefined) throw error;
       next(error);
       return;
     }
-    if (release === undefined) {
-      writeShed(response, answer);
-      return next === undefined ? false : undefined;
+    // A fleet limit on an async store (Redis): the answer comes later.
+    if (isPromise(admitted)) {
+      const pass = admitted.then((release) => settle(release, response));
+      if (next === undefined) return pass;
+      pass.then((go) => go && next(), next);
+      return;
     }
-    releaseOnEnd(response, release);
-    if (next === undefined) return true;
-    next();
+    const pass = settle(admitted, response);
+    if (next === undefined) return pass;
+    if (pass) next();
   }
   return sluiceLoadShed as NodeLoadShed<Req, Res>;
 }
@@ -119,7 +136,8 @@ export function nodeShedHandler<Req extends IncomingMessage, Res extends ServerR
 export function fetchShedHandler<Req>(shedder: Shedder<Req>, signalOf: (request: Req) => AbortSignal | undefined) {
   const answer = shedAnswer(shedder as Shedder<never>);
   return async function sluiceLoadShedFetch(request: Req, next: () => MaybePromise<Response>): Promise<Response> {
-    const release = shedder.admit(request);
+    const admitted = shedder.admit(request);
+    const release = isPromise(admitted) ? await admitted : admitted;
     if (release === undefined) return shedResponse(answer);
     const signal = signalOf(request);
     const aborted = () => release(false);

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { ManualClock } from "../core/clock.ts";
 import { AdaptiveLimit } from "./adaptive.ts";
 import { GRADIENT_DEFAULTS } from "./gradient.ts";
-import { Shedder } from "./shedder.ts";
+import { type Release, Shedder } from "./shedder.ts";
 
 const params = {
   ...GRADIENT_DEFAULTS,
@@ -63,15 +63,15 @@ describe("Shedder with an adaptive limit", () => {
   it("samples finished requests only: a release(false) (aborted, failed) moves nothing", () => {
     const clock = new ManualClock(0);
     const shedder = new Shedder({ limit: "adaptive", adaptive: { minSamples: 1, windowMs: 10 }, clock });
-    const aborted = shedder.admit({});
+    const aborted = shedder.admit({}) as Release; // no store: never a promise
     clock.advance(20);
-    aborted?.(false);
+    aborted(false);
     expect(shedder.stats().limit).toBe(4); // still probing: no sample came
-    const done = shedder.admit({});
+    const done = shedder.admit({}) as Release;
     clock.advance(20);
-    done?.();
+    done();
     expect(shedder.stats()).toMatchObject({ limit: 20, inFlight: 0, admitted: 2 });
-    done?.();
+    done();
     expect(shedder.stats().inFlight).toBe(0);
   });
 });

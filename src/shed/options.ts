@@ -3,6 +3,7 @@ import type { Clock } from "../core/clock.ts";
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError } from "../core/errors.ts";
 import { checkOptions } from "../core/options.ts";
+import type { Store } from "../core/store.ts";
 import type { Reserve } from "./admission.ts";
 import { GRADIENT_DEFAULTS, type GradientOptions, type GradientParams } from "./gradient.ts";
 import { PRIORITY_LEVELS, type PressureParams } from "./pressure.ts";
@@ -33,6 +34,13 @@ export interface LoadShedOptions<Req = unknown> {
   name?: string;
   /** Measures latencies (default: a monotonic high-resolution stopwatch); tests pass a `ManualClock`. */
   clock?: Clock;
+  /**
+   * Makes `limit` a fleet limit: requests in flight across every process sharing this store
+   * (e.g. a `RedisStore`), held as leases of the concurrency spec. Needs a numeric `limit`.
+   */
+  store?: Store;
+  /** With `store`: how long a lease outlives a process that died holding it, in ms (default 60 000; above your longest request). */
+  leaseMs?: number;
 }
 
 /** Every option `loadShed` reads. */
@@ -49,6 +57,8 @@ export const LOAD_SHED_OPTION_KEYS = [
   "retryAfterSeconds",
   "name",
   "clock",
+  "store",
+  "leaseMs",
 ] as const;
 
 /** The checked options, defaults filled in. */
@@ -64,6 +74,8 @@ export interface ShedConfig<Req> {
   retryAfterSeconds: number;
   name: string;
   clock: Clock | undefined;
+  store: Store | undefined;
+  leaseMs: number;
 }
 
 const fail = (name: string, expected: string, value: unknown): never => {
@@ -151,6 +163,12 @@ export function checkShedOptions<Req>(options: unknown, extra: readonly string[]
   if (o.clock !== undefined && typeof (o.clock as { now?: unknown } | null)?.now !== "function") {
     fail("clock", "a Clock (an object with now())", o.clock);
   }
+  if (o.store !== undefined) {
+    if (typeof (o.store as { bind?: unknown } | null)?.bind !== "function") fail("store", "a sluice Store", o.store);
+    if (typeof o.limit !== "number")
+      fail("store", 'used with a numeric `limit` (the fleet limit; "adaptive" is per process)', o.limit);
+  }
+  if (o.leaseMs !== undefined && o.store === undefined) fail("leaseMs", "set only with `store`", o.leaseMs);
   const deadZone = o.deadZone === undefined ? 0.2 : share("deadZone", o.deadZone, 0.2, 1);
   if (deadZone >= 1) fail("deadZone", "below 1", deadZone);
   return {
@@ -165,6 +183,8 @@ export function checkShedOptions<Req>(options: unknown, extra: readonly string[]
     retryAfterSeconds: positive("retryAfterSeconds", o.retryAfterSeconds, 1, true),
     name: o.name ?? "default",
     clock: o.clock,
+    store: o.store,
+    leaseMs: positive("leaseMs", o.leaseMs, 60_000, true),
   };
 }
 

@@ -8,6 +8,7 @@ import { stopwatch } from "../core/clock.ts";
 import { AdaptiveLimit, fixedLimit, type LimitSource } from "./adaptive.ts";
 import { admits, allowances, heldShares } from "./admission.ts";
 import { sampleEventLoop } from "./event-loop.ts";
+import { FleetLimit, type FleetRelease } from "./fleet.ts";
 import { priorityCounts, prometheusText, type ShedStats } from "./metrics.ts";
 import { checkShedOptions, type LoadShedOptions, priorityOf, type ShedConfig } from "./options.ts";
 import { NO_PRESSURE, PRIORITY_LEVELS, type PressureState, pressureStep } from "./pressure.ts";
@@ -46,6 +47,7 @@ export class Shedder<Req> implements LoadShedHandle {
   #delayMs: number | undefined;
   #utilization: number | undefined;
   readonly #stopSampling: (() => void) | undefined;
+  readonly #fleet: FleetLimit | undefined;
 
   /** Checks `options` (`extraKeys`: the adapter's own options) and starts the event-loop sampler if a threshold is set. */
   constructor(options: LoadShedOptions<Req>, extraKeys: readonly string[] = []) {
@@ -54,6 +56,10 @@ export class Shedder<Req> implements LoadShedHandle {
     const clock = config.clock;
     this.#now = clock === undefined ? stopwatch : () => clock.now();
     this.#held = heldShares(config.reserve);
+    this.#fleet =
+      config.store === undefined
+        ? undefined
+        : new FleetLimit(config.store, config.name, config.limit as number, config.reserve, config.leaseMs);
     this.#source =
       config.limit === undefined
         ? undefined
@@ -83,8 +89,11 @@ export class Shedder<Req> implements LoadShedHandle {
     return this.#inFlight;
   }
 
-  /** The release of an admitted `request`, or undefined when it is shed (counted by its priority). */
-  admit(request: Req): Release | undefined {
+  /**
+   * The release of an admitted `request`, or undefined when it is shed (counted by its
+   * priority). With a `store` the fleet decides, and the answer is a promise on an async store.
+   */
+  admit(request: Req): Release | undefined | Promise<Release | undefined> {
     const priority = priorityOf(this.config.priority, request);
     const source = this.#source;
     if (source !== undefined) {
@@ -94,10 +103,27 @@ export class Shedder<Req> implements LoadShedHandle {
         this.#allowanceFor = limit;
       }
     }
-    if (!admits(this.#inFlight, priority, this.#allowance, this.#pressure.cutoff)) {
-      this.#shed[priority] = (this.#shed[priority] as number) + 1;
-      return undefined;
+    const fleet = this.#fleet;
+    // With a fleet, this process's own count does not limit: the fleet's pools do (a level
+    // allowed no slot at all, or shed for pressure, is refused here without a round trip).
+    if (!admits(fleet === undefined ? this.#inFlight : 0, priority, this.#allowance, this.#pressure.cutoff)) {
+      return this.#shedAt(priority);
     }
+    if (fleet === undefined) return this.#hold(undefined);
+    const leased = fleet.take(priority);
+    if (leased instanceof Promise) {
+      return leased.then((leases) => (leases === undefined ? this.#shedAt(priority) : this.#hold(leases)));
+    }
+    return leased === undefined ? this.#shedAt(priority) : this.#hold(leased);
+  }
+
+  #shedAt(priority: number): undefined {
+    this.#shed[priority] = (this.#shed[priority] as number) + 1;
+    return undefined;
+  }
+
+  #hold(leases: FleetRelease | undefined): Release {
+    const source = this.#source;
     this.#inFlight++;
     this.#admitted++;
     source?.started(this.#inFlight);
@@ -107,6 +133,7 @@ export class Shedder<Req> implements LoadShedHandle {
       if (released) return;
       released = true;
       this.#inFlight--;
+      leases?.();
       if (sample && source !== undefined) {
         const now = this.#now();
         source.completed(now - startedAt, startedAt, now);

@@ -9,16 +9,19 @@ import { serve } from "@hono/node-server";
 import express from "express";
 import Fastify from "fastify";
 import { Hono } from "hono";
+import { Redis } from "ioredis";
 import Koa from "koa";
 import { loadShed as expressShed } from "sluice/express";
 import { loadShed as fastifyShed } from "sluice/fastify";
 import { loadShed as honoShed } from "sluice/hono";
 import { type LoadShedHandle, loadShed } from "sluice/http";
 import { loadShed as koaShed } from "sluice/koa";
-import { afterEach, describe, expect, it } from "vitest";
+import { RedisStore } from "sluice/redis";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { deferred } from "../http/conformance.ts";
 import { type Listening, listening } from "../support/listening.ts";
 import { within } from "../support/poll.ts";
+import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 
 /** What the handlers share: a gate the slow routes wait on, and counters of how far they got. */
 class Routes {
@@ -69,7 +72,7 @@ const frameworks: Record<string, (options: Options) => Promise<Started>> = {
     });
     const server = createServer(async (req, res) => {
       try {
-        if (!shed(req, res)) return;
+        if (!(await shed(req, res))) return;
       } catch {
         // Without `next`, a failing priority function throws to the caller (as a connect stack's `next(error)` would say).
         res.statusCode = 500;
@@ -197,27 +200,33 @@ afterEach(async () => {
   running = undefined;
 });
 
-describe.each(Object.keys(frameworks))("loadShed on %s", (name) => {
-  const start = async (options: Options) =>
-    (running = await (frameworks[name] as (o: Options) => Promise<Started>)(options));
+const startOn = (name: string) => async (options: Options) =>
+  (running = await (frameworks[name] as (o: Options) => Promise<Started>)(options));
 
-  it("sheds past the limit with 503, Retry-After and problem+json; priority 0 uses its reserve", async () => {
-    const { url, shed, routes } = await start({ limit: 2, reserve: { 0: 0.5 }, retryAfterSeconds: 3 });
-    const hanging = fetch(`${url}/hang`);
-    await routes.enteredAt(1);
-    const refused = await fetch(`${url}/ok`);
-    expect(refused.status).toBe(503);
-    expect(refused.headers.get("retry-after")).toBe("3");
-    expect(refused.headers.get("content-type")).toMatch(/^application\/problem\+json/);
-    expect(await refused.json()).toMatchObject({ type: "urn:sluice:problem:overloaded", status: 503 });
-    const critical = await fetch(`${url}/ok`, { headers: { "x-priority": "0" } });
-    expect(critical.status).toBe(200);
-    expect(shed.stats()).toMatchObject({ limit: 2, inFlight: 1, admitted: 2, shed: 1 });
-    expect(shed.stats().shedByPriority[5]).toBe(1);
-    routes.open();
-    expect(await (await hanging).text()).toBe("late");
-    await settled(shed, 0);
-  });
+/** Past the limit (one slot for priority 5, two for 0): 503s for 5, 200 for 0; in flight back to 0. */
+async function shedsWithReserve(start: (options: Options) => Promise<Started>, extra: Partial<Options> = {}) {
+  const { url, shed, routes } = await start({ limit: 2, reserve: { 0: 0.5 }, retryAfterSeconds: 3, ...extra });
+  const hanging = fetch(`${url}/hang`);
+  await routes.enteredAt(1);
+  const refused = await fetch(`${url}/ok`);
+  expect(refused.status).toBe(503);
+  expect(refused.headers.get("retry-after")).toBe("3");
+  expect(refused.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+  expect(await refused.json()).toMatchObject({ type: "urn:sluice:problem:overloaded", status: 503 });
+  const critical = await fetch(`${url}/ok`, { headers: { "x-priority": "0" } });
+  expect(critical.status).toBe(200);
+  expect(shed.stats()).toMatchObject({ limit: 2, inFlight: 1, admitted: 2, shed: 1 });
+  expect(shed.stats().shedByPriority[5]).toBe(1);
+  routes.open();
+  expect(await (await hanging).text()).toBe("late");
+  await settled(shed, 0);
+}
+
+describe.each(Object.keys(frameworks))("loadShed on %s", (name) => {
+  const start = startOn(name);
+
+  it("sheds past the limit with 503, Retry-After and problem+json; priority 0 uses its reserve", () =>
+    shedsWithReserve(start));
 
   it("releases exactly once on every path: finished, thrown, socket destroyed before and during the body", async () => {
     const { url, shed, routes } = await start({ limit: 50 });
@@ -251,3 +260,36 @@ describe.each(Object.keys(frameworks))("loadShed on %s", (name) => {
     expect(shed.stats()).toMatchObject({ inFlight: 0, admitted: 0 });
   });
 });
+
+// The same on a fleet limit in Redis (the async path of every adapter): leases, given back.
+const redis = await standaloneRedis("loadShed fleet limit on Redis");
+const client = new Redis(redis?.url ?? "redis://127.0.0.1:1", { lazyConnect: true, enableOfflineQueue: false });
+beforeAll(async () => {
+  if (redis !== undefined) await client.connect();
+});
+afterAll(async () => {
+  // The last releases go out as the responses close: let them reach Redis before hanging up.
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  client.disconnect();
+});
+
+describe.skipIf(redis === undefined).each(Object.keys(frameworks))(
+  "loadShed with a fleet store (Redis) on %s",
+  (name) => {
+    it("sheds past the fleet limit; priority 0 uses its reserve; the leases come back", async () => {
+      const store = new RedisStore({ client, prefix: uniquePrefix(`shed-${name.replace(/\W+/g, "-")}`) });
+      await shedsWithReserve(startOn(name), { store, name: "fleet" });
+      // Every lease was given back: a second shedder on the same store finds both slots free.
+      const other = loadShed({ limit: 2, store, name: "fleet" });
+      const hold = deferred();
+      const first = other(new Request("http://x/"), async () => {
+        await hold.promise;
+        return new Response("ok");
+      });
+      const second = await other(new Request("http://x/"), () => new Response("ok"));
+      expect(second.status).toBe(200);
+      hold.resolve();
+      expect((await first).status).toBe(200);
+    });
+  },
+);
