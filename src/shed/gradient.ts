@@ -9,7 +9,7 @@
  * next state. The middleware collects windows (src/shed/window.ts); tests feed synthetic ones.
  */
 
-/** Tuning of the adaptive limit (every field has a default; see {@link GRADIENT_DEFAULTS}). */
+/** Tuning of the adaptive limit; every field has a default (docs/concurrency.md, "The adaptive limit"). */
 export interface GradientOptions {
   /** Lowest limit (default 4): the limit never drops below it, and probes run at it. */
   minLimit?: number;
