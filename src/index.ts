@@ -36,6 +36,7 @@ export {
   type ShorthandSpec,
   type SlidingLogSpec,
   type SlidingWindowSpec,
+  SPEC_ALGORITHMS,
   specLimit,
   type TokenBucketSpec,
   validateRule,

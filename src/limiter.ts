@@ -94,7 +94,8 @@ export interface Limiter<S extends Store = Store> {
    * refunded check's `decision.at`, only units that check took and the algorithm still counts
    * come back (a past fixed window, a log entry that left the window: nothing), never another
    * request's. With a bare `cost` (default 1), up to `cost` of the units the key holds now come
-   * back, newest first: it cannot tell whose they are (see docs/semantics.md, refunds).
+   * back, newest first: it cannot tell whose they are (see docs/semantics.md, refunds). Leases
+   * (a concurrency member) are left alone: they leave by `release` or expiry.
    */
   refund(key: string, cost?: number | RefundReceipt): Result<S>;
   /**

@@ -32,6 +32,7 @@ export interface Algorithm<S = unknown> {
    * With `at` (a receipt: the instant the check was decided), only units that check took and
    * the algorithm still counts come back, never another request's. Without it, up to `cost` of
    * the units the key holds now come back, newest first (it cannot tell whose they are).
+   * Leases (the concurrency spec) are not units: a refund leaves them (see `release`).
    */
   refund(state: S, now: number, cost: number, at?: number): void;
   /**

@@ -8,6 +8,10 @@
  * `remaining` is the number of free slots. A denial's `retryAfterMs` is the time until the
  * oldest lease expires: an upper bound, since a release usually frees a slot sooner and no
  * store can know when a holder will release.
+ *
+ * Leases leave by `release` (or expiry) only: a refund gives back rate units (a request that
+ * should not count) and leaves leases alone, so a request that is both refunded (`count`
+ * modes) and released frees its slot once, never another request's of the same instant.
  */
 import type { Algorithm } from "./algorithm.ts";
 import { decision } from "./decision.ts";
@@ -26,8 +30,9 @@ export function concurrency(spec: ConcurrencySpec): Algorithm<SlidingLogState> {
   const log = logAlgorithm(spec, limit, W, "concurrency");
   return {
     ...log,
-    // A release is a refund with a receipt: only leases of that instant, while they still count.
+    // A release is the log's refund with a receipt: only leases of that instant, while they still count.
     release: (s, now, cost, at) => log.refund(s, now, cost, at),
+    refund: () => {},
     renew(s, now, cost, at, commit) {
       const [t, newest, skip] = liveLog(s, now, limit, W);
       const n = s.n - skip;

@@ -396,22 +396,33 @@ export class Engine<Req, Res = unknown> {
     return JSON.stringify(problemOf(verdict.decision, verdict.policies.policies));
   }
 
-  /** True when the adapter must report how this verdict's response ended (`count` is not "all"). */
+  /**
+   * True when the adapter must report how this verdict's response ended: `count` is not "all",
+   * or the request holds a lease (a rule with a concurrency member: it is in flight until then).
+   */
   observes(verdict: Verdict): verdict is CheckedVerdict {
-    return (
-      this.#count !== "all" &&
-      verdict.decision !== undefined &&
-      verdict.decision.allowed &&
-      verdict.decision.failure === undefined
-    );
+    const d = verdict.decision;
+    return d?.allowed === true && d.failure === undefined && (this.#count !== "all" || d.release !== undefined);
   }
 
   /**
-   * The response to an observed verdict ended: with `status`, or never completed (`undefined`).
-   * Gives the units back when this request should not count. Never throws: a failed refund
-   * only leaves the request counted (the safe side), and is reported once.
+   * The response to an observed verdict ended: with `status`, or never completed (`undefined`:
+   * the client left, the handler threw). Releases the request's lease (once: the decision's
+   * `release()` acts once, whatever calls it), then gives the units back when this request
+   * should not count. Never throws: a failed release leaves the slot taken until its `leaseMs`
+   * ends, a failed refund leaves the request counted (the safe sides), each reported once.
    */
   settle(verdict: CheckedVerdict, request: Req, response: Res, status: number | undefined): void {
+    const release = verdict.decision.release;
+    if (release !== undefined) {
+      try {
+        const released = release();
+        if (isPromise(released)) released.then(undefined, (error: unknown) => this.#releaseFailed(error));
+      } catch (error) {
+        this.#releaseFailed(error);
+      }
+    }
+    if (this.#count === "all") return;
     let succeeded = false;
     try {
       const judge = this.#options.requestWasSuccessful;
@@ -426,6 +437,13 @@ export class Engine<Req, Res = unknown> {
     } catch (error) {
       this.#refundFailed(error);
     }
+  }
+
+  #releaseFailed(error: unknown): void {
+    this.#warn(
+      "SLUICE_RELEASE_FAILED",
+      `sluice rateLimit: releasing a request's lease failed, so its slot stays taken until leaseMs ends: ${String(error)}`,
+    );
   }
 
   #refundFailed(error: unknown): void {

@@ -116,6 +116,8 @@ function concurrency(limit: number, W: number, log: number[] = []): ReferenceMod
     shape: `concurrency/${W}`,
     respec: (spec) => concurrency((spec as { limit: number }).limit, W, log),
     release: (now, cost, receipt) => model.refund(now, cost, receipt),
+    // A refund is for rate units: leases leave by release or expiry only.
+    refund: () => {},
     renew(now, cost, receipt, commit) {
       const t = at(now);
       const live = log.filter((e) => e > t - W);

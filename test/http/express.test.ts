@@ -5,6 +5,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { listening } from "../support/listening.ts";
 import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
+import { leases } from "./conformance-leases.ts";
 
 async function serveExpress(options: Options | Options[], setup?: (app: express.Express) => void): Promise<Served> {
   const app = express();
@@ -47,6 +48,7 @@ const expressAdapter = {
 };
 conformance("express", expressAdapter);
 features("express", expressAdapter);
+leases("express", expressAdapter);
 
 describe("express", () => {
   let served: Served | undefined;

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, test } from "vitest";
 import { listening } from "../support/listening.ts";
 import { conformance, hangSignals, type Options, parseRateLimit, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
+import { leases } from "./conformance-leases.ts";
 
 function app(options: Options | Options[]) {
   const fastify = Fastify();
@@ -54,6 +55,7 @@ const fastifyAdapter = {
 };
 conformance("fastify", fastifyAdapter);
 features("fastify", fastifyAdapter);
+leases("fastify", fastifyAdapter);
 
 describe("fastify", () => {
   let served: Served | undefined;

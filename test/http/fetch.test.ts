@@ -8,6 +8,7 @@ import { describe, expect, test } from "vitest";
 import { listening } from "../support/listening.ts";
 import { conformance, hangSignals, type Options, routeOf, twoChunks } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
+import { leases } from "./conformance-leases.ts";
 
 const fetchAdapter = {
   serve: async (options: Options | Options[]) => {
@@ -57,6 +58,7 @@ const fetchAdapter = {
 };
 conformance("fetch handler", fetchAdapter);
 features("fetch handler", fetchAdapter);
+leases("fetch handler", fetchAdapter);
 
 describe("rateLimitFetch direct", () => {
   test("without an address every client shares a bucket, and that is reported once", async () => {

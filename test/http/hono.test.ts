@@ -7,6 +7,7 @@ import { describe, expect, test } from "vitest";
 import { listening } from "../support/listening.ts";
 import { conformance, hangSignals, type Options, parseRateLimit, routeOf, twoChunks } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
+import { leases } from "./conformance-leases.ts";
 
 function app(options: Options | Options[]) {
   const hono = new Hono();
@@ -46,6 +47,7 @@ const honoAdapter = {
 };
 conformance("hono (node-server)", honoAdapter);
 features("hono (node-server)", honoAdapter);
+leases("hono (node-server)", honoAdapter);
 
 describe("hono app.request()", () => {
   test("headers, 429 problem body; the address comes from the `address` option", async () => {

@@ -8,6 +8,7 @@ import { listening } from "../support/listening.ts";
 import { deadIoredis } from "../support/redis-server.ts";
 import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
+import { leases } from "./conformance-leases.ts";
 
 async function serveKoa(
   options: Options | Options[],
@@ -71,6 +72,7 @@ const koaAdapter = {
 };
 conformance("koa", koaAdapter);
 features("koa", koaAdapter);
+leases("koa", koaAdapter);
 
 describe("koa", () => {
   let served: Served | undefined;

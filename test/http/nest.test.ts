@@ -38,6 +38,7 @@ import { listening } from "../support/listening.ts";
 import { deadIoredis } from "../support/redis-server.ts";
 import { conformance, hangSignals, type Options, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
+import { leases } from "./conformance-leases.ts";
 
 class SlowDown extends HttpException {
   constructor() {
@@ -117,6 +118,7 @@ const nestAdapter = {
 };
 conformance("nest (platform-express)", nestAdapter);
 features("nest (platform-express)", nestAdapter, { stacking: false });
+leases("nest (platform-express)", nestAdapter);
 
 const fixed = (limit: number) => ({ algorithm: "fixed-window", limit, windowMs: 60_000 }) as const;
 const statuses = async (url: string, n: number) => {

@@ -9,6 +9,7 @@ import { listening } from "../support/listening.ts";
 import { canListen, skipTest } from "../support/skip.ts";
 import { conformance, hangSignals, type Options, parseRateLimit, routeOf, type Served } from "./conformance.ts";
 import { features } from "./conformance-features.ts";
+import { leases } from "./conformance-leases.ts";
 
 /** Starts `server` on a loopback port of `host` and serves it through the one adapter harness. */
 function listen(server: http.Server, host = "127.0.0.1"): Promise<Served> {
@@ -59,6 +60,7 @@ const nodeAdapter = {
 };
 conformance("node http", nodeAdapter);
 features("node http", nodeAdapter);
+leases("node http", nodeAdapter);
 
 describe("node http", () => {
   let served: Served | undefined;

@@ -192,10 +192,14 @@ local function sl_renew(P, S, now, cost, at, commit)
   return true, limit - n, 0, ceil(t + W - now)
 end
 
+-- Leases leave by release (the log's refund with a receipt) or expiry only: a refund is for rate
+-- units and leaves them alone (see concurrency.ts).
+local function sl_keep() end
+
 ALGO.q = function(limit, W)
   return {
     limit = limit, W = W,
-    step = sl_step, refund = sl_refund, fresh = sl_fresh, force = sl_force,
+    step = sl_step, refund = sl_keep, fresh = sl_fresh, force = sl_force,
     release = sl_refund, renew = sl_renew,
     load = sl_load, save = sl_save, write = setState,
   }
