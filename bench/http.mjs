@@ -30,6 +30,8 @@
 // BENCH_REWARM (unmeasured requests before each block; default 1000 with callgrind, else 0),
 // BENCH_VARIANTS (a comma list of the variants to run, default all: bare, sluice, peer,
 // sluice:deny, peer:deny, headers with BENCH_FLOOR=1, base with BENCH_BASE_DIST),
+// BENCH_SHED=1 (adds loadShed with a fixed limit never reached, "shed", and, on Fastify,
+// @fastify/under-pressure with its defaults, "pressure": SPEC §16's overhead goal),
 // BENCH_STEPS (Fastify only: adds the bisection steps of bench/fastify-steps.mjs, e.g.
 // BENCH_STEPS=s0,s1,s2,s3,s4,s5; list them in BENCH_VARIANTS too when that is set).
 import { execFileSync, spawn } from "node:child_process";
@@ -95,6 +97,9 @@ async function serve(variant) {
     if (limiter === "sluice" || limiter === "base") {
       const { rateLimit } = await import(sluiceModule(limiter, "http/express.js"));
       app.use(rateLimit({ spec }));
+    } else if (limiter === "shed") {
+      const { loadShed } = await import("../dist/http/express.js");
+      app.use(loadShed({ limit: 1_000_000 }));
     } else if (limiter === "peer") {
       const { rateLimit } = await import("express-rate-limit");
       app.use(rateLimit({ windowMs: WINDOW_MS, limit, standardHeaders: "draft-8", legacyHeaders: false }));
@@ -130,6 +135,12 @@ async function serve(variant) {
     if (limiter === "sluice" || limiter === "base") {
       const { rateLimit } = await import(sluiceModule(limiter, "http/fastify.js"));
       await app.register(rateLimit, { spec });
+    } else if (limiter === "shed") {
+      const { loadShed } = await import("../dist/http/fastify.js");
+      await app.register(loadShed({ limit: 1_000_000 }));
+    } else if (limiter === "pressure") {
+      const { default: underPressure } = await import("@fastify/under-pressure");
+      await app.register(underPressure, { maxEventLoopDelay: 1000, maxEventLoopUtilization: 0.98 });
     } else if (limiter === "peer") {
       const { default: fastifyRateLimit } = await import("@fastify/rate-limit");
       await app.register(fastifyRateLimit, { max: limit, timeWindow: WINDOW_MS });
@@ -324,6 +335,8 @@ async function main() {
   if (process.env.BENCH_FLOOR === "1") variants.push("headers");
   if (process.env.BENCH_BASE_DIST) variants.push("base");
   if (process.env.BENCH_STEPS) variants.push(...process.env.BENCH_STEPS.split(","));
+  // loadShed with a limit never reached, and @fastify/under-pressure (Fastify only) beside it.
+  if (process.env.BENCH_SHED === "1") variants.push("shed", "pressure");
   if (process.env.BENCH_VARIANTS) {
     const chosen = process.env.BENCH_VARIANTS.split(",");
     // The ratios are to the bare app's blocks: it always runs.
@@ -381,6 +394,8 @@ async function main() {
         [`${peerName[framework]}, all denied`, "peer:deny"],
         ["two constant headers (floor)", "headers"],
         ["sluice, BENCH_BASE_DIST build", "base"],
+        ["loadShed (fixed limit, never reached)", "shed"],
+        ...(framework === "fastify" ? [["@fastify/under-pressure", "pressure"]] : []),
         ...(process.env.BENCH_STEPS ?? "")
           .split(",")
           .filter(Boolean)

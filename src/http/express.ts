@@ -42,3 +42,5 @@ export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & Ra
 
 export type { AddressRef, HandleKey, PeekOptions, RateLimitHandles } from "./handles.ts";
 export type { RateLimitOptions } from "./options.ts";
+export type { LoadShedHandle, LoadShedOptions, ShedStats } from "./shed.ts";
+export { loadShed } from "./shed-express.ts";

@@ -286,3 +286,6 @@ Object.assign(rateLimit, {
 export default rateLimit;
 export type { AddressRef, HandleKey, PeekOptions, RateLimitHandles } from "./handles.ts";
 export type { RateLimitOptions } from "./options.ts";
+export type { LoadShedHandle, LoadShedOptions, ShedStats } from "./shed.ts";
+export type { FastifyLoadShed } from "./shed-fastify.ts";
+export { loadShed } from "./shed-fastify.ts";

@@ -94,3 +94,5 @@ export function rateLimit(
 
 export type { AddressRef, HandleKey, PeekOptions, RateLimitHandles } from "./handles.ts";
 export type { RateLimitOptions } from "./options.ts";
+export type { LoadShedHandle, LoadShedOptions, ShedStats } from "./shed.ts";
+export { loadShed } from "./shed-hono.ts";

@@ -127,4 +127,16 @@ export {
   quotaExceeded,
   storeUnavailable,
 } from "./problem.ts";
+export {
+  type FetchLoadShed,
+  type GradientOptions,
+  type LoadShed,
+  type LoadShedHandle,
+  type LoadShedOptions,
+  loadShed,
+  type NodeLoadShed,
+  overloaded,
+  type Reserve,
+  type ShedStats,
+} from "./shed.ts";
 export { listNames, tighter } from "./stack.ts";

@@ -83,3 +83,5 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitH
 
 export type { AddressRef, HandleKey, PeekOptions, RateLimitHandles } from "./handles.ts";
 export type { RateLimitOptions } from "./options.ts";
+export type { LoadShedHandle, LoadShedOptions, ShedStats } from "./shed.ts";
+export { loadShed } from "./shed-koa.ts";

@@ -16,7 +16,9 @@ import type { Decision } from "../algorithms/decision.ts";
 import { type Engine, isPromise, type Verdict } from "../http/engine.ts";
 import { responseHeader, settleOnEnd } from "../http/node.ts";
 import type { ProblemDetails } from "../http/problem.ts";
+import { overloaded, releaseOnEnd } from "../http/shed.ts";
 import { tighter } from "../http/stack.ts";
+import type { Release, Shedder } from "../shed/shedder.ts";
 import { RATE_LIMIT_METADATA, type RouteLimit, SKIP_RATE_LIMIT_METADATA, type SkippedMembers } from "./decorators.ts";
 import { RateLimitException } from "./exception.ts";
 import { SluiceLimits } from "./limits.ts";
@@ -43,6 +45,24 @@ type Handler = (...args: never[]) => unknown;
  * first decides (one count, one set of headers); the others let it through.
  */
 const decided = new WeakSet<object>();
+/** Requests the module's load shedder has already admitted (or shed). */
+const admitted = new WeakSet<object>();
+
+/** Refuses a shed request (503 problem, `Retry-After`), or releases an admitted one when its response ends. */
+function shedOrHold(
+  release: Release | undefined,
+  shedder: Shedder<object>,
+  response: HeaderSink & { raw?: ServerResponse },
+): void {
+  if (release !== undefined) {
+    // Express responses are Node's; Fastify's reply wraps it as `raw`.
+    releaseOnEnd((response.raw ?? response) as ServerResponse, release);
+    return;
+  }
+  setter(response)("Retry-After", String(shedder.retryAfterSeconds));
+  throw new RateLimitException(overloaded(shedder.retryAfterSeconds), undefined);
+}
+
 /** No limit on this route (skipped, or no limit applies). */
 const NONE = null;
 
@@ -61,6 +81,26 @@ export class SluiceGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     const type = context.getType<string>();
     if (type !== "http" && type !== "graphql") return true;
+    const shedder = this.#limits.shedder;
+    if (shedder !== undefined && type === "http") {
+      const { request, response } = httpExchange(context);
+      // Admitted once per request, however many guards run on it.
+      if (!admitted.has(request)) {
+        admitted.add(request);
+        const release = shedder.admit(request);
+        if (isPromise(release)) {
+          return release.then((r) => {
+            shedOrHold(r, shedder, response);
+            return this.#limit(context, type);
+          });
+        }
+        shedOrHold(release, shedder, response);
+      }
+    }
+    return this.#limit(context, type);
+  }
+
+  #limit(context: ExecutionContext, type: string): boolean | Promise<boolean> {
     const engine = this.#route(context.getHandler() as Handler, context.getClass());
     if (engine === NONE) return true;
     const exchange = type === "http" ? httpExchange(context) : graphqlExchange(context);

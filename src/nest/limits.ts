@@ -3,6 +3,7 @@
  * limit and per `@RateLimit` application, built on first use. Guards are thin readers of it,
  * so every guard instance (`APP_GUARD` and each `@UseGuards(SluiceGuard)`) shares the state.
  */
+
 import type { IncomingMessage } from "node:http";
 import type { Decision } from "../algorithms/decision.ts";
 import type { Clock } from "../core/clock.ts";
@@ -16,6 +17,8 @@ import type { LegacyReset } from "../http/headers.ts";
 import { nodeReader } from "../http/node.ts";
 import type { MaybePromise, RateLimitOptions } from "../http/options.ts";
 import type { RateLimiterService } from "../service.ts";
+import type { LoadShedOptions } from "../shed/options.ts";
+import { type LoadShedHandle, Shedder } from "../shed/shedder.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
 import type { RouteLimit, SkippedMembers } from "./decorators.ts";
 import { checkModuleOptions, type LimitOptions, type SluiceModuleOptions } from "./options.ts";
@@ -58,9 +61,19 @@ export class SluiceLimits {
   /** Engines by the name handles take: a spec limit's state name, or a service rule's name. */
   readonly #named = new Map<string, Engine<unknown>>();
 
+  /** The module's load shedder (`loadShed` option), run by the guard before any limit. */
+  readonly shedder: Shedder<object> | undefined;
+
+  /** Stats and metrics of the module's load shedder (undefined without the `loadShed` option). */
+  get loadShed(): LoadShedHandle | undefined {
+    return this.shedder;
+  }
+
   constructor(options: SluiceModuleOptions<never>) {
     checkModuleOptions(options);
-    const { spec, service, rule, store, clock, name, appGuard, onLimited, throttlerHeaders, ...shared } = options;
+    const { spec, service, rule, store, clock, name, appGuard, onLimited, throttlerHeaders, loadShed, ...shared } =
+      options;
+    this.shedder = loadShed === undefined ? undefined : new Shedder<object>(loadShed as LoadShedOptions<object>);
     if (appGuard !== undefined && typeof appGuard !== "boolean") {
       throw new ConfigError("appGuard", `\`appGuard\` must be a boolean (got ${describeValue(appGuard)})`, appGuard);
     }

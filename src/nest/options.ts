@@ -7,6 +7,7 @@ import { ArgumentError } from "../core/errors.ts";
 import { checkOptionKeys } from "../http/check-options.ts";
 import type { RateLimitOptions } from "../http/options.ts";
 import { ENGINE_OPTION_KEYS } from "../http/options.ts";
+import type { LoadShedOptions } from "../shed/options.ts";
 
 /** Per-limit options: how a request is keyed, costed and reported (the shared middleware options). */
 export type LimitOptions<Req = IncomingMessage> = Omit<
@@ -44,6 +45,12 @@ export interface SluiceModuleOptions<Req = IncomingMessage> extends RateLimitOpt
    * Default `false`.
    */
   throttlerHeaders?: boolean;
+  /**
+   * Sheds load before any limit is checked (SPEC §16, `loadShed` of the other adapters):
+   * `priority(req)` gets the platform's request; a shed request gets the 503 `RateLimitException`
+   * (an `urn:sluice:problem:overloaded` body) with `Retry-After`. `SluiceLimits.loadShed` has its stats.
+   */
+  loadShed?: LoadShedOptions<Req>;
 }
 
 /** Where a limit comes from: the module (or `@RateLimit`) decides these, not per-limit options. */
@@ -62,6 +69,7 @@ const MODULE_KEYS = new Set([
   "appGuard",
   "onLimited",
   "throttlerHeaders",
+  "loadShed",
 ]);
 
 function checkKeys(what: string, options: unknown, known: ReadonlySet<string>): void {

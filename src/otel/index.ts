@@ -11,3 +11,4 @@ export {
   instrumentStore,
 } from "./instrument.ts";
 export { DecisionMetrics, type MetricsOptions, storeKind } from "./metrics.ts";
+export { type ShedMetricsOptions, shedMetrics } from "./shed.ts";

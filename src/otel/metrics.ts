@@ -19,7 +19,7 @@ import type { Decision } from "../algorithms/decision.ts";
 import { requirePeer } from "../optional-peer.ts";
 
 /** The global MeterProvider's meter named "sluice" (`@opentelemetry/api` loaded on first use, SPEC §14). */
-function globalMeter(): Meter {
+export function globalMeter(): Meter {
   return requirePeer<typeof import("@opentelemetry/api")>("@opentelemetry/api", "sluice/otel").metrics.getMeter(
     "sluice",
   );

@@ -16,6 +16,8 @@ const RANK: Record<string, number> = {
   core: 1,
   stores: 2,
   root: 3,
+  // loadShed's shedder: the adapters in http drive it; it may build on the limiter (a fleet limit).
+  shed: 3.5,
   http: 4,
   config: 4,
   client: 4,

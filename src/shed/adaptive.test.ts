@@ -1,0 +1,77 @@
+// The adaptive limit at run time, at fixed instants: windows close on the completion that finds
+// them old and full enough, a probe measures only requests admitted after it began, and the
+// shedder feeds it the latency of finished requests only.
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../core/clock.ts";
+import { AdaptiveLimit } from "./adaptive.ts";
+import { GRADIENT_DEFAULTS } from "./gradient.ts";
+import { type Release, Shedder } from "./shedder.ts";
+
+const params = {
+  ...GRADIENT_DEFAULTS,
+  minLimit: 2,
+  initialLimit: 10,
+  windowMs: 100,
+  minSamples: 2,
+  probeIntervalMs: 1000,
+};
+
+describe("AdaptiveLimit", () => {
+  it("probes first, closes a window once it is windowMs old with minSamples, then follows the gradient", () => {
+    const limit = new AdaptiveLimit(params, 0, () => 0.5);
+    expect(limit.current()).toBe(2);
+    limit.completed(10, 0, 50);
+    limit.completed(10, 0, 90);
+    expect(limit.current()).toBe(2); // 90 ms old: still open
+    limit.completed(10, 0, 100);
+    expect(limit.current()).toBe(10);
+    expect(limit.state.longRtt).toBe(10);
+    // Queueing: 40 ms against 10 ms long-term shrinks the limit (gradient clamped to 0.5).
+    limit.started(10);
+    limit.completed(40, 100, 150);
+    limit.completed(40, 100, 200);
+    expect(limit.state.limit).toBeCloseTo(9, 6);
+    expect(limit.current()).toBe(9);
+  });
+
+  it("stretches a window of a quiet service to 10 × windowMs, then closes it with one sample", () => {
+    const limit = new AdaptiveLimit(params, 0, () => 0.5);
+    limit.completed(10, 0, 500);
+    expect(limit.current()).toBe(2);
+    limit.completed(10, 0, 1000);
+    expect(limit.current()).toBe(10);
+  });
+
+  it("leaves requests admitted before a probe out of the probe's window", () => {
+    const limit = new AdaptiveLimit(params, 0, () => 0.5);
+    limit.completed(10, 0, 50);
+    limit.completed(10, 0, 100); // the first probe ends: limit 10, next probe at 1100
+    limit.completed(10, 100, 1150);
+    limit.completed(10, 100, 1200); // this window is past 1100: the probe starts
+    expect(limit.current()).toBe(2);
+    // Queued requests admitted before the probe (at 1100) finish slowly: ignored.
+    for (let t = 1210; t < 1400; t += 10) limit.completed(80, 1100, t);
+    expect(limit.current()).toBe(2);
+    limit.completed(12, 1250, 1300);
+    limit.completed(12, 1250, 1310);
+    expect(limit.state.longRtt).toBe(12);
+    expect(limit.current()).toBeGreaterThan(2);
+  });
+});
+
+describe("Shedder with an adaptive limit", () => {
+  it("samples finished requests only: a release(false) (aborted, failed) moves nothing", () => {
+    const clock = new ManualClock(0);
+    const shedder = new Shedder({ limit: "adaptive", adaptive: { minSamples: 1, windowMs: 10 }, clock });
+    const aborted = shedder.admit({}) as Release; // no store: never a promise
+    clock.advance(20);
+    aborted(false);
+    expect(shedder.stats().limit).toBe(4); // still probing: no sample came
+    const done = shedder.admit({}) as Release;
+    clock.advance(20);
+    done();
+    expect(shedder.stats()).toMatchObject({ limit: 20, inFlight: 0, admitted: 2 });
+    done();
+    expect(shedder.stats().inFlight).toBe(0);
+  });
+});

@@ -1,0 +1,83 @@
+/**
+ * The adaptive limit at run time: collects the latencies of completed requests into windows and
+ * steps the pure gradient algorithm (src/shed/gradient.ts) when a window closes. No timers: a
+ * window closes on the completion that finds it old and full enough.
+ */
+import { effectiveLimit, type GradientParams, type GradientState, gradientStep, initialGradient } from "./gradient.ts";
+
+/** The limit `loadShed` admits against: a fixed number, or one that follows latency. */
+export interface LimitSource {
+  /** Requests that may be in flight now. */
+  current(): number;
+  /** A request started (with `inFlight` counting it) at `now`. */
+  started(inFlight: number): void;
+  /** A request admitted at `startedAt` completed at `now` after `rttMs`. */
+  completed(rttMs: number, startedAt: number, now: number): void;
+}
+
+/** A limit that never moves. */
+export function fixedLimit(limit: number): LimitSource {
+  return { current: () => limit, started: () => {}, completed: () => {} };
+}
+
+/** Windows this many times `windowMs` old close with any number of samples (a quiet service still adapts). */
+const STRETCH = 10;
+
+/** The gradient limit fed by request completions. */
+export class AdaptiveLimit implements LimitSource {
+  #state: GradientState;
+  #limit: number;
+  readonly #params: GradientParams;
+  readonly #random: () => number;
+  #windowStart: number;
+  #sum = 0;
+  #count = 0;
+  #maxInFlight = 0;
+  /** Requests admitted before this instant are left out of the window (a probe measures only its own). */
+  #since = Number.NEGATIVE_INFINITY;
+
+  constructor(params: GradientParams, now: number, random: () => number = Math.random) {
+    this.#params = params;
+    this.#random = random;
+    this.#state = initialGradient(params, now);
+    this.#limit = effectiveLimit(this.#state);
+    this.#windowStart = now;
+  }
+
+  /** The state of the algorithm (for stats and tests). */
+  get state(): Readonly<GradientState> {
+    return this.#state;
+  }
+
+  current(): number {
+    return this.#limit;
+  }
+
+  started(inFlight: number): void {
+    if (inFlight > this.#maxInFlight) this.#maxInFlight = inFlight;
+  }
+
+  completed(rttMs: number, startedAt: number, now: number): void {
+    if (startedAt < this.#since) return;
+    this.#sum += rttMs;
+    this.#count++;
+    const age = now - this.#windowStart;
+    const p = this.#params;
+    if (age < p.windowMs || (this.#count < p.minSamples && age < p.windowMs * STRETCH)) return;
+    const probing = this.#state.resume !== undefined;
+    this.#state = gradientStep(
+      this.#state,
+      { rtt: this.#sum / this.#count, maxInFlight: this.#maxInFlight },
+      now,
+      p,
+      this.#random(),
+    );
+    this.#limit = effectiveLimit(this.#state);
+    // A probe starts now: only requests admitted from now on show the unloaded latency.
+    if (!probing && this.#state.resume !== undefined) this.#since = now;
+    this.#windowStart = now;
+    this.#sum = 0;
+    this.#count = 0;
+    this.#maxInFlight = 0;
+  }
+}

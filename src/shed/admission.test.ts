@@ -1,0 +1,52 @@
+// The admission rule at fixed values: which priority is admitted with how many requests in
+// flight, under a reserve and under event-loop pressure.
+import { describe, expect, it } from "vitest";
+import { admits, allowances, heldShares } from "./admission.ts";
+import { PRIORITY_LEVELS } from "./pressure.ts";
+
+const NONE = PRIORITY_LEVELS;
+
+describe("heldShares and allowances", () => {
+  it.each([
+    { reserve: {}, limit: 10, allowed: [10, 10, 10, 10, 10, 10, 10, 10, 10, 10] },
+    { reserve: { 1: 0.2 }, limit: 10, allowed: [10, 10, 8, 8, 8, 8, 8, 8, 8, 8] },
+    { reserve: { 0: 0.1, 3: 0.2 }, limit: 10, allowed: [10, 9, 9, 9, 7, 7, 7, 7, 7, 7] },
+    // A share of a slot holds the whole slot: the reserve is never smaller than asked.
+    { reserve: { 1: 0.2 }, limit: 3, allowed: [3, 3, 2, 2, 2, 2, 2, 2, 2, 2] },
+    { reserve: { 0: 0.5 }, limit: 1, allowed: [1, 0, 0, 0, 0, 0, 0, 0, 0, 0] },
+    { reserve: { 8: 0.3 }, limit: 100, allowed: [100, 100, 100, 100, 100, 100, 100, 100, 100, 70] },
+  ])("reserve $reserve of limit $limit", ({ reserve, limit, allowed }) => {
+    expect(allowances(limit, heldShares(reserve))).toEqual(allowed);
+  });
+});
+
+describe("admits", () => {
+  const allowance = allowances(10, heldShares({ 1: 0.2 }));
+  it.each([
+    { inFlight: 0, priority: 9, cutoff: NONE, admitted: true },
+    { inFlight: 7, priority: 5, cutoff: NONE, admitted: true },
+    { inFlight: 8, priority: 5, cutoff: NONE, admitted: false, why: "the last 2 slots are held for 0–1" },
+    { inFlight: 8, priority: 2, cutoff: NONE, admitted: false },
+    { inFlight: 8, priority: 1, cutoff: NONE, admitted: true },
+    { inFlight: 9, priority: 0, cutoff: NONE, admitted: true },
+    { inFlight: 10, priority: 0, cutoff: NONE, admitted: false, why: "the limit holds for everyone" },
+    { inFlight: 0, priority: 9, cutoff: 9, admitted: false, why: "pressure sheds 9 first" },
+    { inFlight: 0, priority: 8, cutoff: 9, admitted: true },
+    { inFlight: 0, priority: 1, cutoff: 1, admitted: false },
+    { inFlight: 0, priority: 0, cutoff: 1, admitted: true },
+  ])(
+    "$inFlight in flight, priority $priority, cutoff $cutoff → $admitted",
+    ({ inFlight, priority, cutoff, admitted }) => {
+      expect(admits(inFlight, priority, allowance, cutoff)).toBe(admitted);
+    },
+  );
+
+  it("keeps the reserve free under any flood of less critical traffic", () => {
+    let inFlight = 0;
+    for (let i = 0; i < 1000; i++) if (admits(inFlight, 2 + (i % 8), allowance, NONE)) inFlight++;
+    expect(inFlight).toBe(8);
+    let critical = 0;
+    while (admits(inFlight + critical, 0, allowance, NONE)) critical++;
+    expect(critical).toBe(2);
+  });
+});

@@ -1,0 +1,40 @@
+/**
+ * The admission rule of `loadShed`, after Stripe's fleet-usage load shedder: a share of the
+ * limit is held back for the more critical priorities, so the least critical traffic is shed
+ * first and critical traffic keeps its reserve under any flood of the rest. Pure.
+ *
+ * `reserve: { 1: 0.2 }` holds 20% of the limit for priorities 0 and 1: requests of priority 2
+ * to 9 may fill only the other 80%, so at least 20% stays free for 0 and 1 whatever the rest
+ * send. Reserves nest: `{ 0: 0.1, 3: 0.2 }` leaves 90% to priorities 1–3 and 70% to 4–9.
+ */
+import { PRIORITY_LEVELS } from "./pressure.ts";
+
+/** Shares of the limit held back, by the least critical priority allowed to use them. */
+export type Reserve = Readonly<Record<number, number>>;
+
+/**
+ * For each priority 0–9, the shares of the limit it may not use: the sum of the reserves held
+ * for more critical levels than its own.
+ */
+export function heldShares(reserve: Reserve): number[] {
+  const held = new Array<number>(PRIORITY_LEVELS).fill(0);
+  for (let priority = 1; priority < PRIORITY_LEVELS; priority++) {
+    held[priority] = (held[priority - 1] as number) + (reserve[priority - 1] ?? 0);
+  }
+  return held;
+}
+
+/**
+ * How many requests may be in flight when one of each priority arrives, for `limit`: the limit
+ * less the slots held for more critical levels, rounded so that the reserve is never smaller
+ * than its share (a share of a slot holds the whole slot).
+ */
+export function allowances(limit: number, held: readonly number[]): number[] {
+  // The epsilon keeps 10 × 0.2 at 2 slots, not 3, despite binary fractions.
+  return held.map((share) => Math.max(0, limit - Math.ceil(limit * share - 1e-9)));
+}
+
+/** Whether a request of `priority` is admitted with `inFlight` requests already running. */
+export function admits(inFlight: number, priority: number, allowance: readonly number[], cutoff: number): boolean {
+  return priority < cutoff && inFlight < (allowance[priority] as number);
+}

@@ -1,0 +1,194 @@
+// The adaptive limit on fixed windows (tables) and on synthetic latency traces (seeded
+// properties): it stays within its bounds, converges near a service's capacity under
+// overload, re-measures the unloaded latency in probes, and recovers after a latency spike.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { SEED } from "../../test/support/seed.ts";
+import { mulberry32 } from "../core/seeded-random.ts";
+import {
+  effectiveLimit,
+  GRADIENT_DEFAULTS,
+  type GradientParams,
+  type GradientState,
+  gradientStep,
+  initialGradient,
+} from "./gradient.ts";
+
+const P: GradientParams = { ...GRADIENT_DEFAULTS, probeIntervalMs: 1e12 };
+const warm = (over: Partial<GradientState> = {}): GradientState => ({
+  limit: 100,
+  longRtt: 10,
+  windows: 1000,
+  nextProbeAt: 1e12,
+  resume: undefined,
+  ...over,
+});
+
+describe("gradientStep at fixed windows", () => {
+  it.each([
+    // short rtt, max in flight → limit after one window (smoothing 0.2)
+    { rtt: 10, inFlight: 100, limit: 102, why: "no queueing: grows by √limit × smoothing" },
+    { rtt: 13, inFlight: 100, limit: 102, why: "within tolerance (1.3 × long): still grows" },
+    { rtt: 20, inFlight: 100, limit: 93.01, why: "queueing: gradient 1.3×10.01/20 ≈ 0.65 scales it down" },
+    { rtt: 100, inFlight: 100, limit: 90, why: "gradient clamped at 0.5: at most −10% per window" },
+    { rtt: 10, inFlight: 40, limit: 100, why: "app-limited (under half the limit in flight): no growth" },
+    { rtt: 30, inFlight: 40, limit: 90.01, why: "app-limited but queueing: still shrinks" },
+  ])("$why", ({ rtt, inFlight, limit }) => {
+    const next = gradientStep(warm(), { rtt, maxInFlight: inFlight }, 0, P, 0);
+    expect(next.limit).toBeCloseTo(limit, 1);
+    expect(next.resume).toBeUndefined();
+  });
+
+  it("ignores windows without a usable latency", () => {
+    const state = warm();
+    for (const rtt of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(gradientStep(state, { rtt, maxInFlight: 100 }, 0, P, 0)).toBe(state);
+    }
+  });
+
+  it("averages the long-term latency exponentially over longWindow windows", () => {
+    const late = gradientStep(warm({ longRtt: 10 }), { rtt: 12, maxInFlight: 1 }, 0, P, 0);
+    expect(late.longRtt).toBeCloseTo(10 + 2 * (2 / 601), 9);
+  });
+
+  it("lets the long-term latency fall fast once it is twice the short-term one", () => {
+    const next = gradientStep(warm({ longRtt: 50 }), { rtt: 10, maxInFlight: 100 }, 0, P, 0);
+    expect(next.longRtt).toBeCloseTo((50 + (10 - 50) * (2 / 601)) * 0.95, 9);
+  });
+
+  it("probes: holds minLimit for a window, restarts the long-term latency from it, resumes, reschedules with jitter", () => {
+    const params = GRADIENT_DEFAULTS;
+    const due = gradientStep(warm({ nextProbeAt: 5000, longRtt: 30 }), { rtt: 30, maxInFlight: 100 }, 5000, params, 0);
+    expect(due.limit).toBe(params.minLimit);
+    expect(due.resume).toBeCloseTo(102, 0);
+    const after = gradientStep(due, { rtt: 8, maxInFlight: 4 }, 5100, params, 0.5);
+    expect(after).toEqual({ limit: due.resume, longRtt: 8, windows: 1002, nextProbeAt: 15_100, resume: undefined });
+    expect(gradientStep(due, { rtt: 8, maxInFlight: 4 }, 5100, params, 0).nextProbeAt).toBe(14_100);
+  });
+
+  it("starts with a probe at minLimit, then resumes at initialLimit clamped to the bounds", () => {
+    const params = { ...P, probeIntervalMs: 10_000 };
+    const start = initialGradient({ ...params, initialLimit: 2, minLimit: 4 }, 1000);
+    expect(start).toEqual({ limit: 4, longRtt: 0, windows: 0, nextProbeAt: 11_000, resume: 4 });
+    const first = gradientStep(initialGradient(params, 0), { rtt: 30, maxInFlight: 4 }, 100, params, 0.5);
+    expect(first).toEqual({ limit: 20, longRtt: 30, windows: 1, nextProbeAt: 10_100, resume: undefined });
+    expect(effectiveLimit(warm({ limit: 7.9 }))).toBe(7);
+  });
+});
+
+/** A service with `capacity` slots: below it the latency is `base`; above it requests queue. */
+interface Model {
+  capacity: number;
+  base: number;
+}
+
+/** Runs `windows` windows of 100 ms with `offered` requests wanting to be in flight; returns the limits and latencies. */
+function run(
+  model: (i: number) => Model,
+  windows: number,
+  offered: (i: number) => number,
+  params: GradientParams,
+  random: () => number,
+): { limits: number[]; rtts: number[] } {
+  let state = initialGradient(params, 0);
+  const limits: number[] = [];
+  const rtts: number[] = [];
+  for (let i = 0; i < windows; i++) {
+    const { capacity, base } = model(i);
+    const inFlight = Math.min(effectiveLimit(state), offered(i));
+    const rtt = base * Math.max(1, inFlight / capacity) * (0.9 + 0.2 * random());
+    state = gradientStep(state, { rtt, maxInFlight: inFlight }, (i + 1) * 100, params, random());
+    limits.push(state.limit);
+    rtts.push(rtt / base);
+  }
+  return { limits, rtts };
+}
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const arbModel = fc.record({
+  capacity: fc.integer({ min: 8, max: 300 }),
+  base: fc.double({ min: 1, max: 200, noNaN: true }),
+});
+
+describe(`the adaptive limit on synthetic traces (seed ${SEED}; replay with SLUICE_SEED)`, () => {
+  it("stays within [minLimit, maxLimit] on any trace and any bounds", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 50 }),
+        fc.integer({ min: 0, max: 500 }),
+        fc.array(fc.record({ rtt: fc.double({ min: -1, max: 1e6 }), maxInFlight: fc.nat(5000), gap: fc.nat(20_000) }), {
+          maxLength: 300,
+        }),
+        (minLimit, extra, trace) => {
+          const params = { ...GRADIENT_DEFAULTS, minLimit, maxLimit: minLimit + extra, probeIntervalMs: 3000 };
+          let state = initialGradient(params, 0);
+          let now = 0;
+          for (const { rtt, maxInFlight, gap } of trace) {
+            now += gap;
+            state = gradientStep(state, { rtt, maxInFlight }, now, params, 0.5);
+            expect(state.limit).toBeGreaterThanOrEqual(minLimit);
+            expect(state.limit).toBeLessThanOrEqual(minLimit + extra);
+            expect(effectiveLimit(state)).toBeGreaterThanOrEqual(1);
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("converges near capacity under 3× overload, latency within 2× the unloaded one", () => {
+    fc.assert(
+      fc.property(arbModel, fc.integer(), (model, seed) => {
+        const { limits, rtts } = run(
+          () => model,
+          1200,
+          () => model.capacity * 3,
+          GRADIENT_DEFAULTS,
+          mulberry32(seed),
+        );
+        const settled = limits.slice(-400);
+        expect(mean(settled)).toBeGreaterThanOrEqual(model.capacity * 0.8);
+        expect(mean(settled)).toBeLessThanOrEqual(model.capacity * 2);
+        expect(mean(rtts.slice(-400))).toBeLessThanOrEqual(2);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("recovers after a latency spike (the limit falls during it, and comes back near capacity)", () => {
+    fc.assert(
+      fc.property(
+        arbModel,
+        fc.double({ min: 3, max: 20, noNaN: true }),
+        fc.integer({ min: 20, max: 300 }),
+        fc.integer(),
+        (model, factor, length, seed) => {
+          const start = 600;
+          const spiked = (i: number) =>
+            i >= start && i < start + length ? { capacity: model.capacity, base: model.base * factor } : model;
+          const params = GRADIENT_DEFAULTS;
+          const { limits } = run(spiked, start + length + 600, () => model.capacity * 3, params, mulberry32(seed));
+          const before = mean(limits.slice(start - 100, start));
+          expect(Math.min(...limits.slice(start, start + length))).toBeLessThan(before);
+          expect(mean(limits.slice(-200))).toBeGreaterThanOrEqual(model.capacity * 0.8);
+          expect(mean(limits.slice(-200))).toBeLessThanOrEqual(model.capacity * 2);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it("finds capacity again after probes even when it started overloaded at a high limit", () => {
+    const model = { capacity: 20, base: 5 };
+    const params = { ...GRADIENT_DEFAULTS, initialLimit: 500 };
+    const { limits, rtts } = run(
+      () => model,
+      2000,
+      () => 1000,
+      params,
+      mulberry32(SEED),
+    );
+    expect(mean(limits.slice(-500))).toBeLessThanOrEqual(40);
+    expect(mean(rtts.slice(-500))).toBeLessThanOrEqual(2);
+  });
+});

@@ -1,0 +1,170 @@
+/**
+ * The load shedder every `loadShed` adapter drives: it admits or sheds each request by its
+ * priority, counts requests in flight, and moves its limit (fixed or adaptive) and its
+ * event-loop cutoff. Framework adapters (src/http/shed-*.ts) only read the request, answer 503
+ * and call the release when the response ends.
+ */
+import { stopwatch } from "../core/clock.ts";
+import { AdaptiveLimit, fixedLimit, type LimitSource } from "./adaptive.ts";
+import { admits, allowances, heldShares } from "./admission.ts";
+import { sampleEventLoop } from "./event-loop.ts";
+import { FleetLimit, type FleetRelease } from "./fleet.ts";
+import { priorityCounts, prometheusText, type ShedStats } from "./metrics.ts";
+import { checkShedOptions, type LoadShedOptions, priorityOf, type ShedConfig } from "./options.ts";
+import { NO_PRESSURE, PRIORITY_LEVELS, type PressureState, pressureStep } from "./pressure.ts";
+
+/**
+ * Ends an admitted request's turn: idempotent, so the first of finish, error and disconnect
+ * releases and the others do nothing. `sample: false` (an aborted or failed request) leaves
+ * its latency out of the adaptive limit.
+ */
+export type Release = (sample?: boolean) => void;
+
+/** What every `loadShed` handle offers besides the middleware itself. */
+export interface LoadShedHandle {
+  /** The current limit, requests in flight, and requests shed by priority. */
+  stats(): ShedStats;
+  /** The same as Prometheus text exposition (format 0.0.4), to append to a `/metrics` answer. */
+  prometheus(): string;
+  /** Stops the event-loop sampler (it never keeps the process alive anyway). */
+  close(): void;
+}
+
+const UNLIMITED = new Array<number>(PRIORITY_LEVELS).fill(Number.POSITIVE_INFINITY);
+
+/** The shedder: one per `loadShed(options)` call. */
+export class Shedder<Req> implements LoadShedHandle {
+  readonly config: ShedConfig<Req>;
+  readonly #source: LimitSource | undefined;
+  readonly #held: number[];
+  readonly #now: () => number;
+  #allowance: readonly number[] = UNLIMITED;
+  #allowanceFor = Number.NaN;
+  #inFlight = 0;
+  #admitted = 0;
+  readonly #shed = priorityCounts();
+  #pressure: PressureState = NO_PRESSURE;
+  #delayMs: number | undefined;
+  #utilization: number | undefined;
+  readonly #stopSampling: (() => void) | undefined;
+  readonly #fleet: FleetLimit | undefined;
+
+  /** Checks `options` (`extraKeys`: the adapter's own options) and starts the event-loop sampler if a threshold is set. */
+  constructor(options: LoadShedOptions<Req>, extraKeys: readonly string[] = []) {
+    const config = checkShedOptions<Req>(options, extraKeys);
+    this.config = config;
+    const clock = config.clock;
+    this.#now = clock === undefined ? stopwatch : () => clock.now();
+    this.#held = heldShares(config.reserve);
+    this.#fleet =
+      config.store === undefined
+        ? undefined
+        : new FleetLimit(config.store, config.name, config.limit as number, config.reserve, config.leaseMs);
+    this.#source =
+      config.limit === undefined
+        ? undefined
+        : config.limit === "adaptive"
+          ? new AdaptiveLimit(config.adaptive, this.#now())
+          : fixedLimit(config.limit);
+    const maxDelay = config.maxEventLoopDelayMs;
+    const maxUtilization = config.maxEventLoopUtilization;
+    if (maxDelay !== undefined || maxUtilization !== undefined) {
+      this.#stopSampling = sampleEventLoop(config.sampleIntervalMs, ({ delayMs, utilization }) => {
+        const delayLoad = maxDelay === undefined ? 0 : delayMs / maxDelay;
+        const utilizationLoad = maxUtilization === undefined ? 0 : utilization / maxUtilization;
+        if (maxDelay !== undefined) this.#delayMs = delayMs;
+        if (maxUtilization !== undefined) this.#utilization = utilization;
+        this.pressure(Math.max(delayLoad, utilizationLoad));
+      });
+    }
+  }
+
+  /** `Retry-After` of a shed request, in seconds. */
+  get retryAfterSeconds(): number {
+    return this.config.retryAfterSeconds;
+  }
+
+  /** Requests in flight now. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /**
+   * The release of an admitted `request`, or undefined when it is shed (counted by its
+   * priority). With a `store` the fleet decides, and the answer is a promise on an async store.
+   */
+  admit(request: Req): Release | undefined | Promise<Release | undefined> {
+    const priority = priorityOf(this.config.priority, request);
+    const source = this.#source;
+    if (source !== undefined) {
+      const limit = source.current();
+      if (limit !== this.#allowanceFor) {
+        this.#allowance = allowances(limit, this.#held);
+        this.#allowanceFor = limit;
+      }
+    }
+    const fleet = this.#fleet;
+    // With a fleet, this process's own count does not limit: the fleet's pools do (a level
+    // allowed no slot at all, or shed for pressure, is refused here without a round trip).
+    if (!admits(fleet === undefined ? this.#inFlight : 0, priority, this.#allowance, this.#pressure.cutoff)) {
+      return this.#shedAt(priority);
+    }
+    if (fleet === undefined) return this.#hold(undefined);
+    const leased = fleet.take(priority);
+    if (leased instanceof Promise) {
+      return leased.then((leases) => (leases === undefined ? this.#shedAt(priority) : this.#hold(leases)));
+    }
+    return leased === undefined ? this.#shedAt(priority) : this.#hold(leased);
+  }
+
+  #shedAt(priority: number): undefined {
+    this.#shed[priority] = (this.#shed[priority] as number) + 1;
+    return undefined;
+  }
+
+  #hold(leases: FleetRelease | undefined): Release {
+    const source = this.#source;
+    this.#inFlight++;
+    this.#admitted++;
+    source?.started(this.#inFlight);
+    const startedAt = this.#now();
+    let released = false;
+    return (sample = true) => {
+      if (released) return;
+      released = true;
+      this.#inFlight--;
+      leases?.();
+      if (sample && source !== undefined) {
+        const now = this.#now();
+        source.completed(now - startedAt, startedAt, now);
+      }
+    };
+  }
+
+  /** Feeds one event-loop sample's load (its value over the threshold; 1 = at it). Exposed for tests. */
+  pressure(load: number): void {
+    this.#pressure = pressureStep(this.#pressure, load, this.config.pressure);
+  }
+
+  stats(): ShedStats {
+    const shedByPriority = [...this.#shed];
+    return {
+      limit: this.#source?.current(),
+      inFlight: this.#inFlight,
+      admitted: this.#admitted,
+      shed: shedByPriority.reduce((a, b) => a + b, 0),
+      shedByPriority,
+      shedFromPriority: this.#pressure.cutoff,
+      eventLoopDelayMs: this.#delayMs,
+      eventLoopUtilization: this.#utilization,
+    };
+  }
+
+  prometheus(): string {
+    return prometheusText(this.config.name, this.stats());
+  }
+
+  close(): void {
+    this.#stopSampling?.();
+  }
+}
