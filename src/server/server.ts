@@ -10,6 +10,7 @@ import type { TrustProxy } from "../http/client-key.ts";
 import { type Clock, RateLimiterService, systemClock } from "../index.ts";
 import { type ClientHeader, clientAddressOf } from "./client-address.ts";
 import type { ServerContext } from "./context.ts";
+import { type CallBounds, DEFAULT_CALL_BOUNDS } from "./envoy/call-bounds.ts";
 import { EnvoyService } from "./envoy/envoy-service.ts";
 import type { GrpcTls } from "./envoy/grpc-server.ts";
 import { DEFAULT_MAX_DESCRIPTORS, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_MESSAGE_BYTES } from "./envoy/request-bound.ts";
@@ -35,6 +36,8 @@ export interface ServeOptions extends StoreOptions {
   maxEntries?: number;
   /** Largest gRPC message received, in bytes (default {@link DEFAULT_MAX_MESSAGE_BYTES}). */
   maxGrpcMessageBytes?: number;
+  /** gRPC call deadline, open calls per connection and in total, request bytes held (defaults: {@link DEFAULT_CALL_BOUNDS}). */
+  grpcBounds?: Partial<CallBounds>;
   /** Most Envoy limit-override rules alive at once (tests lower it; default 1000). */
   maxOverrideRules?: number;
   /** `--envoy-response-headers`: RateLimit-Limit/Remaining/Reset in `response_headers_to_add`. */
@@ -133,6 +136,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           maxDescriptors: options.maxDescriptors ?? DEFAULT_MAX_DESCRIPTORS,
           maxEntries: options.maxEntries ?? DEFAULT_MAX_ENTRIES,
           maxMessageBytes: options.maxGrpcMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+          bounds: { ...DEFAULT_CALL_BOUNDS, ...options.grpcBounds },
           responseHeaders: options.envoyResponseHeaders === true,
         },
         ...(options.maxOverrideRules === undefined ? {} : { maxOverrideRules: options.maxOverrideRules }),
