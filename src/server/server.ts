@@ -14,6 +14,7 @@ import { type CallBounds, DEFAULT_CALL_BOUNDS } from "./envoy/call-bounds.ts";
 import { EnvoyService } from "./envoy/envoy-service.ts";
 import type { GrpcTls } from "./envoy/grpc-server.ts";
 import { DEFAULT_MAX_DESCRIPTORS, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_MESSAGE_BYTES } from "./envoy/request-bound.ts";
+import { DEFAULT_MAX_KEY_LENGTH } from "./key-length.ts";
 import { Metrics } from "./metrics.ts";
 import { Reloader } from "./reload.ts";
 import { route, routeOf } from "./router.ts";
@@ -65,9 +66,6 @@ export interface ServeOptions extends StoreOptions {
   shutdownTimeoutMs: number;
   log: (line: string) => void;
 }
-
-/** Default `--max-key-length`: longer keys are refused with 400, so no client can make the store hold big keys. */
-export const DEFAULT_MAX_KEY_LENGTH = 512;
 
 /** How long idle keep-alive sockets stay open after SIGTERM, so requests already on the wire are answered. */
 const IDLE_GRACE_MS = 1000;
@@ -135,6 +133,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           tls: options.grpcTls,
           maxDescriptors: options.maxDescriptors ?? DEFAULT_MAX_DESCRIPTORS,
           maxEntries: options.maxEntries ?? DEFAULT_MAX_ENTRIES,
+          maxValueBytes: options.maxKeyLength ?? DEFAULT_MAX_KEY_LENGTH,
           maxMessageBytes: options.maxGrpcMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
           bounds: { ...DEFAULT_CALL_BOUNDS, ...options.grpcBounds },
           responseHeaders: options.envoyResponseHeaders === true,

@@ -12,6 +12,7 @@ import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, type Served, serve, tempDir } from "../cli/helpers.ts";
 import { within } from "../support/poll.ts";
+import { rlsClient } from "./envoy-client.ts";
 
 const tmp = tempDir();
 const config = join(tmp.dir, "app.yaml");
@@ -25,7 +26,8 @@ beforeAll(() => {
   ensureBuilt();
   writeFileSync(
     config,
-    "domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 5 }\n",
+    "domain: app\ndescriptors:\n  - key: user\n    rate_limit: { unit: hour, requests_per_unit: 5 }\n" +
+      "  - key: client\n    detailed_metric: true\n    rate_limit: { unit: hour, requests_per_unit: 5 }\n",
   );
 });
 afterAll(() => tmp.cleanup());
@@ -195,5 +197,56 @@ describe("gRPC open-call bounds", () => {
     // Once they are closed, calls are let in again.
     const again = await neverEnding(channel(address), RLS, small);
     expect(again.code).toBe(grpc.status.DEADLINE_EXCEEDED);
+  });
+});
+
+describe("what a client sends cannot grow the series or the keys", () => {
+  let s: Served;
+  beforeAll(async () => {
+    s = await serve(["--grpc-port", "0", "--envoy-config", config]);
+  });
+  afterAll(() => s?.stop());
+
+  it("2,000 distinct detailed_metric values make at most 1,000 series of their own; the rest fold into the descriptor's path", async () => {
+    const c = rlsClient(grpcAddress(s));
+    try {
+      for (let call = 0; call < 2; call++) {
+        const descriptors = Array.from({ length: 1000 }, (_, i) => ({
+          entries: [["client", `c${call * 1000 + i}`]] as Array<[string, string]>,
+        }));
+        const r = await c.ask("app", descriptors);
+        expect(r.statuses[0]).toMatchObject({ code: "OK", current_limit: { requests_per_unit: 5 } });
+      }
+    } finally {
+      c.close();
+    }
+    const text = await (await fetch(`${s.url}/metrics`)).text();
+    const series = text.split("\n").filter((l) => l.startsWith("sluice_envoy_total_hits_total{"));
+    // 1,000 values of their own and one folded series (the issue saw one series per value).
+    expect(series).toHaveLength(1001);
+    expect(text).toContain('sluice_envoy_total_hits_total{path="app.client_c0"} 1');
+    expect(text).toContain('sluice_envoy_total_hits_total{path="app.client"} 1000');
+  });
+
+  it("a descriptor value past --max-key-length (512 bytes, as JSON keys) is refused while decoding; /metrics keeps answering", async () => {
+    const c = rlsClient(grpcAddress(s));
+    try {
+      const ok = await c.ask("app", [{ entries: [["user", "u".repeat(512)]] }]);
+      expect(ok.overall_code).toBe("OK");
+      for (let i = 0; i < 20; i++) {
+        const e = (await c
+          .ask("app", [{ entries: [["user", `${i}`.padEnd(500_000, "v")]] }])
+          .catch((error: unknown) => error)) as grpc.ServiceError;
+        expect(e.code).toBe(grpc.status.RESOURCE_EXHAUSTED);
+        expect(e.details).toBe(
+          "a descriptor entry's value is 500000 bytes, longer than 512 (the service's bound, --max-key-length)",
+        );
+      }
+    } finally {
+      c.close();
+    }
+    const res = await fetch(`${s.url}/metrics`);
+    expect(res.status).toBe(200);
+    expect((await res.text()).length).toBeLessThan(1_000_000);
   });
 });
