@@ -139,6 +139,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           responseHeaders: options.envoyResponseHeaders === true,
         },
         ...(options.maxOverrideRules === undefined ? {} : { maxOverrideRules: options.maxOverrideRules }),
+        maxConfigBytes,
         healthy: async () => {
           if (context.reloader?.lastError !== undefined) return false;
           await store.ping();
