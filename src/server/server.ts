@@ -67,6 +67,9 @@ export interface ServeOptions extends StoreOptions {
   log: (line: string) => void;
 }
 
+/** How often slow requests are looked for: a slow body is closed at most this long after `requestTimeout`. */
+const SLOW_CHECK_MS = 1000;
+
 /** How long idle keep-alive sockets stay open after SIGTERM, so requests already on the wire are answered. */
 const IDLE_GRACE_MS = 1000;
 
@@ -163,7 +166,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   let draining = false;
   /** Responses not yet sent: on close each still unsent gets `Connection: close`. */
   const pending = new Set<ServerResponse>();
-  const server = createServer((req, res) => {
+  // Node checks headersTimeout/requestTimeout only every connectionsCheckingInterval (default
+  // 30 s), so a slow body lived up to 45 s, not the 15 s documented: check every second.
+  const server = createServer({ connectionsCheckingInterval: SLOW_CHECK_MS }, (req, res) => {
     const started = performance.now();
     if (draining) res.setHeader("connection", "close");
     else pending.add(res);
