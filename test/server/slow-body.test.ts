@@ -89,3 +89,21 @@ describe("slow request bodies", () => {
     }
   });
 });
+
+describe("an over-limit body through Node's fetch", () => {
+  for (const mb of [10, 20]) {
+    it(`sending ${mb} MB receives the 413, three times of three (the rest is read and dropped, never reset)`, async () => {
+      const body = new Uint8Array(mb * 1024 * 1024).fill(0x20);
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${s.url}/v1/check`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body,
+        });
+        expect(res.status).toBe(413);
+        expect(((await res.json()) as { type: string }).type).toBe("urn:sluice:problem:body-too-large");
+      }
+      expect((await fetch(`${s.url}/healthz`)).status).toBe(200);
+    });
+  }
+});
