@@ -60,8 +60,23 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<string
 /** Deepest nesting of arrays/objects a body may have: a check is 2 levels deep (a batch of objects). */
 export const MAX_JSON_DEPTH = 32;
 
-/** Throws 415 unless the request says `Content-Type: application/json` (charset, if any, UTF-8). */
+/**
+ * Throws 415 unless the request says `Content-Type: application/json` (charset, if any, UTF-8)
+ * and carries no `Content-Encoding` (a gzip body read as plain JSON would be garbage, and
+ * decoding would let a small body expand past --max-body).
+ */
 export function requireJsonType(req: IncomingMessage): void {
+  const encoding = (req.headers["content-encoding"] ?? "").trim().toLowerCase();
+  if (encoding !== "" && encoding !== "identity") {
+    throw new HttpError(
+      415,
+      "unsupported-media-type",
+      "Unsupported media type",
+      `request body must not be encoded (got Content-Encoding ${JSON.stringify(encoding.slice(0, 40))}); send plain JSON`,
+      {},
+      { "accept-encoding": "identity" },
+    );
+  }
   const header = req.headers["content-type"] ?? "";
   const [type = "", ...params] = header.split(";").map((part) => part.trim().toLowerCase());
   const charset = params

@@ -62,6 +62,8 @@ export async function route(
     const methods = r.method === "GET" ? ["GET", "HEAD"] : [r.method];
     if (answerPreflight(req, res, ctx.corsOrigins, methods)) return;
     corsHeaders(req, res, ctx.corsOrigins);
+    // The token first: without it, a client learns nothing about an endpoint, its methods included.
+    if (r.auth && ctx.token !== undefined) requireToken(req, ctx.token);
     const method = req.method === "HEAD" && r.method === "GET" ? "GET" : req.method;
     if (method !== r.method) {
       throw new HttpError(
@@ -75,7 +77,6 @@ export async function route(
         },
       );
     }
-    if (r.auth && ctx.token !== undefined) requireToken(req, ctx.token);
     await r.handler(req, res, ctx);
   } catch (error) {
     let problem: HttpError;
