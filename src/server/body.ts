@@ -1,25 +1,13 @@
 /**
  * Reading request bodies with a hard size limit: a body over the limit (declared or counted)
- * is never kept; its rest is drained (bounded) so the client can read the 413.
+ * is never kept; the 413 is answered at once and the rest is dropped as it arrives, so every
+ * client can read the 413 whatever it sends.
  * Only `application/json` is accepted (a form or text/plain body is what a cross-site page can
  * send without a CORS preflight), and nesting is bounded before parsing, so no body can make
  * later code recurse past the stack.
  */
 import type { IncomingMessage } from "node:http";
 import { badRequest, HttpError } from "./problem.ts";
-
-/**
- * How much of an oversized body is read and dropped, at most, before answering 413: a client
- * still writing its body when the connection closes sees a broken pipe (Node's `fetch`
- * reports EPIPE), never the status. Draining lets it finish sending, then read the 413. Bounded
- * in bytes and in time, so an endless or stalled body costs little; past a bound we answer
- * anyway and the connection closes.
- */
-export const DRAIN_BYTES = 8 * 1024 * 1024;
-/** The drain gives up when no byte has arrived for this long (ms): a client that stalls. */
-export const DRAIN_IDLE_MS = 500;
-/** The drain gives up after this long in all (ms), however the bytes trickle in. */
-export const DRAIN_MAX_MS = 5000;
 
 function tooLarge(max: number, got: string): HttpError {
   return new HttpError(
@@ -28,56 +16,18 @@ function tooLarge(max: number, got: string): HttpError {
     "Content too large",
     `request body must be at most ${max} bytes (got ${got})`,
     { maxBytes: max },
-    // The connection is not reused: whatever of the body was not drained is still on it.
-    { connection: "close" },
   );
 }
 
 /**
- * Reads and drops what is left of `req`, then settles: at its end, past DRAIN_BYTES more, after
- * DRAIN_IDLE_MS without data or after DRAIN_MAX_MS, whichever comes first.
+ * Reads the body as text, refusing more than `maxBytes`: 413 at once, nothing of it kept. The
+ * router answers it without closing the connection and drops the rest as it arrives
+ * (router.ts: a client cut off mid-upload would see a broken pipe, never the 413).
  */
-function drain(req: IncomingMessage, settle: () => void): void {
-  let drained = 0;
-  let done = false;
-  const finish = () => {
-    if (done) return;
-    done = true;
-    clearTimeout(idle);
-    clearTimeout(cap);
-    req.off("data", onData);
-    req.off("end", finish);
-    req.off("error", finish);
-    req.off("close", finish);
-    // Keep reading (and dropping) whatever still arrives until the connection closes.
-    req.resume();
-    settle();
-  };
-  let idle = setTimeout(finish, DRAIN_IDLE_MS);
-  const cap = setTimeout(finish, DRAIN_MAX_MS);
-  const onData = (chunk: Buffer) => {
-    drained += chunk.length;
-    if (drained > DRAIN_BYTES) return finish();
-    clearTimeout(idle);
-    idle = setTimeout(finish, DRAIN_IDLE_MS);
-  };
-  req.on("data", onData);
-  req.on("end", finish);
-  req.on("error", finish);
-  req.on("close", finish);
-  if (req.complete) finish();
-  else req.resume();
-}
-
-/** Reads the body as text, refusing more than `maxBytes` (413, after a bounded drain). */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<string> {
   const declared = req.headers["content-length"];
   if (declared !== undefined && Number(declared) > maxBytes) {
-    const error = tooLarge(maxBytes, `${declared} bytes`);
-    // A declared length past what we would drain is refused at once: reading it all is the
-    // cost the limit exists to avoid.
-    if (Number(declared) > DRAIN_BYTES) return Promise.reject(error);
-    return new Promise((_resolve, reject) => drain(req, () => reject(error)));
+    return Promise.reject(tooLarge(maxBytes, `${declared} bytes`));
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -94,12 +44,11 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<string
         chunks.push(chunk);
         return;
       }
-      // Too large: stop keeping it, drain the rest (bounded), then answer 413.
+      // Too large: stop keeping it and answer 413 now (the router drops the rest).
       chunks.length = 0;
       req.off("data", onData);
       req.off("end", onEnd);
-      const got = size;
-      drain(req, () => settle(() => reject(tooLarge(maxBytes, `at least ${got} bytes`))));
+      settle(() => reject(tooLarge(maxBytes, `at least ${size} bytes`)));
     };
     const onEnd = () => settle(() => resolve(Buffer.concat(chunks).toString("utf8")));
     req.on("data", onData);
@@ -111,8 +60,23 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<string
 /** Deepest nesting of arrays/objects a body may have: a check is 2 levels deep (a batch of objects). */
 export const MAX_JSON_DEPTH = 32;
 
-/** Throws 415 unless the request says `Content-Type: application/json` (charset, if any, UTF-8). */
+/**
+ * Throws 415 unless the request says `Content-Type: application/json` (charset, if any, UTF-8)
+ * and carries no `Content-Encoding` (a gzip body read as plain JSON would be garbage, and
+ * decoding would let a small body expand past --max-body).
+ */
 export function requireJsonType(req: IncomingMessage): void {
+  const encoding = (req.headers["content-encoding"] ?? "").trim().toLowerCase();
+  if (encoding !== "" && encoding !== "identity") {
+    throw new HttpError(
+      415,
+      "unsupported-media-type",
+      "Unsupported media type",
+      `request body must not be encoded (got Content-Encoding ${JSON.stringify(encoding.slice(0, 40))}); send plain JSON`,
+      {},
+      { "accept-encoding": "identity" },
+    );
+  }
   const header = req.headers["content-type"] ?? "";
   const [type = "", ...params] = header.split(";").map((part) => part.trim().toLowerCase());
   const charset = params

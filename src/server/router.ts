@@ -62,6 +62,8 @@ export async function route(
     const methods = r.method === "GET" ? ["GET", "HEAD"] : [r.method];
     if (answerPreflight(req, res, ctx.corsOrigins, methods)) return;
     corsHeaders(req, res, ctx.corsOrigins);
+    // The token first: without it, a client learns nothing about an endpoint, its methods included.
+    if (r.auth && ctx.token !== undefined) requireToken(req, ctx.token);
     const method = req.method === "HEAD" && r.method === "GET" ? "GET" : req.method;
     if (method !== r.method) {
       throw new HttpError(
@@ -75,7 +77,6 @@ export async function route(
         },
       );
     }
-    if (r.auth && ctx.token !== undefined) requireToken(req, ctx.token);
     await r.handler(req, res, ctx);
   } catch (error) {
     let problem: HttpError;
@@ -105,9 +106,11 @@ export async function route(
     }
     const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
     if (hasBody && !req.complete) {
-      // The rest of the body (oversized, of a refused type, or never asked for) is not read:
-      // close the connection after answering. Bodyless requests keep their connection.
-      res.setHeader("connection", "close");
+      // The rest of the body (oversized, of a refused type, or never asked for) is read and
+      // dropped, not cut: closing while the client still sends resets its upload, and it sees
+      // a broken pipe (Node's fetch: EPIPE), never this answer. Bounded in time by the
+      // server's requestTimeout (15 s from the request's start), and nothing of it is kept.
+      req.removeAllListeners("data");
       req.resume();
     }
     sendProblem(res, problem, path);

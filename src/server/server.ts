@@ -10,9 +10,11 @@ import type { TrustProxy } from "../http/client-key.ts";
 import { type Clock, RateLimiterService, systemClock } from "../index.ts";
 import { type ClientHeader, clientAddressOf } from "./client-address.ts";
 import type { ServerContext } from "./context.ts";
+import { type CallBounds, DEFAULT_CALL_BOUNDS } from "./envoy/call-bounds.ts";
 import { EnvoyService } from "./envoy/envoy-service.ts";
 import type { GrpcTls } from "./envoy/grpc-server.ts";
 import { DEFAULT_MAX_DESCRIPTORS, DEFAULT_MAX_ENTRIES, DEFAULT_MAX_MESSAGE_BYTES } from "./envoy/request-bound.ts";
+import { DEFAULT_MAX_KEY_LENGTH } from "./key-length.ts";
 import { Metrics } from "./metrics.ts";
 import { Reloader } from "./reload.ts";
 import { route, routeOf } from "./router.ts";
@@ -35,6 +37,8 @@ export interface ServeOptions extends StoreOptions {
   maxEntries?: number;
   /** Largest gRPC message received, in bytes (default {@link DEFAULT_MAX_MESSAGE_BYTES}). */
   maxGrpcMessageBytes?: number;
+  /** gRPC call deadline, open calls per connection and in total, request bytes held (defaults: {@link DEFAULT_CALL_BOUNDS}). */
+  grpcBounds?: Partial<CallBounds>;
   /** Most Envoy limit-override rules alive at once (tests lower it; default 1000). */
   maxOverrideRules?: number;
   /** `--envoy-response-headers`: RateLimit-Limit/Remaining/Reset in `response_headers_to_add`. */
@@ -63,8 +67,8 @@ export interface ServeOptions extends StoreOptions {
   log: (line: string) => void;
 }
 
-/** Default `--max-key-length`: longer keys are refused with 400, so no client can make the store hold big keys. */
-export const DEFAULT_MAX_KEY_LENGTH = 512;
+/** How often slow requests are looked for: a slow body is closed at most this long after `requestTimeout`. */
+const SLOW_CHECK_MS = 1000;
 
 /** How long idle keep-alive sockets stay open after SIGTERM, so requests already on the wire are answered. */
 const IDLE_GRACE_MS = 1000;
@@ -132,10 +136,13 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           tls: options.grpcTls,
           maxDescriptors: options.maxDescriptors ?? DEFAULT_MAX_DESCRIPTORS,
           maxEntries: options.maxEntries ?? DEFAULT_MAX_ENTRIES,
+          maxValueBytes: options.maxKeyLength ?? DEFAULT_MAX_KEY_LENGTH,
           maxMessageBytes: options.maxGrpcMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+          bounds: { ...DEFAULT_CALL_BOUNDS, ...options.grpcBounds },
           responseHeaders: options.envoyResponseHeaders === true,
         },
         ...(options.maxOverrideRules === undefined ? {} : { maxOverrideRules: options.maxOverrideRules }),
+        maxConfigBytes,
         healthy: async () => {
           if (context.reloader?.lastError !== undefined) return false;
           await store.ping();
@@ -162,7 +169,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   let draining = false;
   /** Responses not yet sent: on close each still unsent gets `Connection: close`. */
   const pending = new Set<ServerResponse>();
-  const server = createServer((req, res) => {
+  // Node checks headersTimeout/requestTimeout only every connectionsCheckingInterval (default
+  // 30 s), so a slow body lived up to 45 s, not the 15 s documented: check every second.
+  const server = createServer({ connectionsCheckingInterval: SLOW_CHECK_MS }, (req, res) => {
     const started = performance.now();
     if (draining) res.setHeader("connection", "close");
     else pending.add(res);

@@ -10,7 +10,7 @@
 
 import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
-import { open, readFile, rename, rm, stat } from "node:fs/promises";
+import { lstat, open, rename, rm } from "node:fs/promises";
 import { dirname } from "node:path";
 import type { MemoryStore } from "../index.ts";
 import { describeRestore } from "../stores/memory/restore-report.ts";
@@ -21,9 +21,22 @@ export const MAX_STATE_BYTES = 512 * 1024 * 1024;
 /** Reads `path` into `store`; returns a line for the log (never throws). */
 export async function loadState(store: MemoryStore, path: string): Promise<string> {
   try {
-    const size = (await stat(path)).size;
+    // Never through a symlink (as it is written): a link's target is not read, so no error
+    // message can quote a line of some other file.
+    const info = await lstat(path);
+    if (info.isSymbolicLink()) {
+      return `state file ${path} ignored: it is a symbolic link (sluice reads and writes the state file itself, never through a link); it will be replaced by a file`;
+    }
+    const size = info.size;
     if (size > MAX_STATE_BYTES) return `state file ${path} ignored: ${size} bytes is over ${MAX_STATE_BYTES}`;
-    const records = store.restore(await readFile(path, "utf8"));
+    const handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    let text: string;
+    try {
+      text = await handle.readFile("utf8");
+    } finally {
+      await handle.close();
+    }
+    const records = store.restore(text);
     // Adopted as their rules are bound: `restoreLines` says, once they are, what came back.
     return `state file ${path}: ${records} key records read`;
   } catch (error) {

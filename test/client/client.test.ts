@@ -356,6 +356,37 @@ describe("when the service is down: RedisStore's failure policies", () => {
     }
   }, 30_000);
 
+  it("a 500 from the service (an internal error) goes to the client's policy too (deny and allow)", async () => {
+    // A real HTTP server answering every call with the service's 500 problem.
+    const { createServer: createHttpServer } = await import("node:http");
+    const failing = createHttpServer((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(500, { "content-type": "application/problem+json" });
+        res.end(
+          JSON.stringify({
+            type: "urn:sluice:problem:internal",
+            title: "Internal error",
+            status: 500,
+            detail: "the service failed to answer this request; see its log",
+          }),
+        );
+      });
+    });
+    await new Promise<void>((r) => failing.listen(0, "127.0.0.1", () => r()));
+    try {
+      const { port } = failing.address() as { port: number };
+      const c = open({ url: `http://127.0.0.1:${port}`, timeoutMs: 60_000, onError: "deny" });
+      const d = await c.check("pings", "k");
+      expect(d).toMatchObject({ allowed: false, failure: { policy: "deny", error: { code: "ERR_STORE" } } });
+      expect(d.failure?.error.message).toMatch(/500/);
+      const allowing = open({ url: `http://127.0.0.1:${port}`, timeoutMs: 60_000, onError: "allow" });
+      expect(await allowing.check("pings", "k")).toMatchObject({ allowed: true, failure: { policy: "allow" } });
+    } finally {
+      await new Promise<void>((r) => failing.close(() => r()));
+    }
+  });
+
   it("the deny answer reports the rule's limit the service last gave", async () => {
     // Point a client at a live service, learn, then lose it.
     const s = await serve();

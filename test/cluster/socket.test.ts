@@ -3,7 +3,7 @@
 // elect a host by binding one Unix socket path; the others connect to it.
 import { type ChildProcess, execFile, fork } from "node:child_process";
 import { once } from "node:events";
-import { lstatSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ArgumentError, createLimiter } from "sluice";
@@ -177,6 +177,30 @@ describe("sluice/cluster over a Unix socket, across real processes", () => {
     );
     expect(out.map((r) => r.failures)).toEqual([0, 0, 0]);
     // Two hosts (one unlinking the other's fresh file) would admit more than the limit.
+    expect(out.reduce((n, r) => n + r.admitted, 0)).toBe(limit);
+  });
+});
+
+describe("sluice/cluster: a squatted takeover lock", () => {
+  it("a lock file naming a live unrelated pid (1) does not block re-election after the host dies", async () => {
+    const [first] = (await start(1)) as [ChildProcess];
+    expect(await warm([first])).toEqual([true]);
+    first.kill("SIGKILL");
+    await once(first, "exit");
+    expect(lstatSync(socket).isSocket()).toBe(true); // the dead host's file, nobody listening
+    // A squatter: pid 1 is always alive. Written 10 s ago, as a lock left there earlier would be.
+    const lockFile = `${socket}.lock`;
+    writeFileSync(lockFile, "1", { mode: 0o600 });
+    const past = new Date(Date.now() - 10_000);
+    utimesSync(lockFile, past, past);
+    const all = await start(3);
+    const hosting = await warm(all);
+    expect(hosting.filter(Boolean)).toHaveLength(1);
+    const limit = 600;
+    const out = await Promise.all(
+      all.map((c) => ask<Counts>(c, { cmd: "hammer", name: "squat", limit, key: "k", checks: 300 })),
+    );
+    expect(out.map((r) => r.failures)).toEqual([0, 0, 0]);
     expect(out.reduce((n, r) => n + r.admitted, 0)).toBe(limit);
   });
 });

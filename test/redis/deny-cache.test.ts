@@ -274,6 +274,42 @@ describe.skipIf(!canStart)("Redis deny cache", () => {
     expect(hits).toBeGreaterThan(100);
   });
 
+  it("ends its subscription when the client it duplicates ends, and subscribes again on a later denial", async () => {
+    const { url } = await redis();
+    const admin = await ready(ioredis(url));
+    for (const kind of ["ioredis", "node-redis"] as const) {
+      const prefix = uniquePrefix(`dc-parent-${kind}`);
+      const pubsub = async () =>
+        Number(((await admin.call("PUBSUB", "NUMSUB", `${prefix}invalidate`)) as unknown[])[1]);
+      const io = kind === "ioredis" ? await ready(ioredis(url)) : undefined;
+      const node = kind === "node-redis" ? createClient({ url }) : undefined;
+      if (node !== undefined) {
+        node.on("error", () => undefined);
+        await node.connect();
+      }
+      const client = (io ?? node) as RedisClientLike;
+      const s = store(client, prefix);
+      const limiter = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 60_000 }, { store: s, name: "p" });
+      expect((await limiter.tryAcquire("k")).allowed).toBe(true);
+      await cacheDenial(s, () => limiter.tryAcquire("k"));
+      expect(await pubsub()).toBe(1);
+      // The owner quits its client: the duplicate goes with it, the cache stops answering.
+      if (io !== undefined) await io.quit();
+      else await node?.quit();
+      await until(() => s.cachedDenials === 0, `${kind}: the cache cleared`);
+      for (const waiting = within(); waiting() && (await pubsub()) !== 0; ) await new Promise((r) => setTimeout(r, 5));
+      expect(await pubsub(), kind).toBe(0);
+      // Connected again (ioredis allows it): the next denial from Redis subscribes again.
+      if (io !== undefined) {
+        await io.connect();
+        await cacheDenial(s, () => limiter.tryAcquire("k"));
+        expect(await pubsub()).toBe(1);
+      }
+      await s.close();
+      if (io !== undefined) io.disconnect();
+    }
+  });
+
   it("refuses bad options, naming them", () => {
     const client = new Redis({ lazyConnect: true });
     cleanups.push(() => client.disconnect());

@@ -36,6 +36,7 @@ describe.runIf(canStart)("node-redis subscription link", () => {
       "sluice-test:link",
       (m) => messages.push(m),
       (up) => links.push(up),
+      () => undefined,
     );
     cleanups.push(() => sub.close());
     // The caller reports the first link itself, once subscribe() has resolved.

@@ -158,6 +158,19 @@ describe("sluice serve: the API", () => {
     expect(res.status).toBe(413);
   });
 
+  it("refuses an encoded body (Content-Encoding: gzip) with 415, not reading it as JSON", async () => {
+    const { gzipSync } = await import("node:zlib");
+    const res = await fetch(`${s.url}/v1/check`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+      body: gzipSync(JSON.stringify({ rule: "pings", key: "gz" })),
+    });
+    expect(res.status).toBe(415);
+    expect(((await res.json()) as { detail: string }).detail).toBe(
+      'request body must not be encoded (got Content-Encoding "gzip"); send plain JSON',
+    );
+  });
+
   it("answers 404 and 405 as problems and stays up", async () => {
     const missing = await fetch(`${s.url}/v2/nothing`);
     expect(missing.status).toBe(404);
@@ -176,6 +189,9 @@ describe("sluice serve: the API", () => {
     expect((await post(authed, { rule: "api", key: "a" }, { authorization: "Bearer wrong" })).status).toBe(401);
     expect((await fetch(`${authed.url}/v1/rules`)).status).toBe(401);
     expect((await fetch(`${authed.url}/metrics`)).status).toBe(401);
+    // The token before the method: without it a wrong method says nothing either (401, not 405).
+    expect((await fetch(`${authed.url}/v1/check`)).status).toBe(401);
+    expect((await fetch(`${authed.url}/v1/check`, { headers: { authorization: "Bearer s3cret" } })).status).toBe(405);
     const ok = await post(authed, { rule: "api", key: "a" }, { authorization: "Bearer s3cret" });
     expect(ok.status).toBe(200);
     expect((await fetch(`${authed.url}/healthz`)).status).toBe(200);

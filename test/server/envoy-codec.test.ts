@@ -18,7 +18,7 @@ const method = rateLimitServiceDefinition().ShouldRateLimit as unknown as {
   requestDeserialize(b: Buffer): unknown;
   responseDeserialize(b: Buffer): RlsResponse & Record<string, unknown>;
 };
-const bound = { maxDescriptors: 1000, maxEntries: 64 };
+const bound = { maxDescriptors: 1000, maxEntries: 64, maxValueBytes: 512 };
 const decode = (b: Buffer, within = bound) => decodeRlsRequest(b, 0, b.length, within);
 
 const UNITS = ["UNKNOWN", "SECOND", "MINUTE", "HOUR", "DAY", "MONTH", "YEAR"] as const;
@@ -54,13 +54,27 @@ describe("decodeRlsRequest", () => {
   it("refuses past the bound, naming it", () => {
     const d = (n: number) => ({ entries: Array.from({ length: n }, () => ({ key: "k", value: "v" })) });
     const three = method.requestSerialize({ domain: "a", descriptors: [d(1), d(1), d(1)] });
-    expect(() => decode(three, { maxDescriptors: 2, maxEntries: 64 })).toThrow(
+    expect(() => decode(three, { ...bound, maxDescriptors: 2 })).toThrow(
       new RequestRefused("the request has more than 2 descriptors (the service's bound per request)"),
     );
-    expect(decode(three, { maxDescriptors: 3, maxEntries: 64 }).descriptors).toHaveLength(3);
+    expect(decode(three, { ...bound, maxDescriptors: 3 }).descriptors).toHaveLength(3);
     const wide = method.requestSerialize({ domain: "a", descriptors: [d(3)] });
-    expect(() => decode(wide, { maxDescriptors: 9, maxEntries: 2 })).toThrow(
+    expect(() => decode(wide, { ...bound, maxDescriptors: 9, maxEntries: 2 })).toThrow(
       new RequestRefused("a descriptor has more than 2 entries (the service's bound per descriptor)"),
+    );
+    // --max-key-length bounds each entry's key and value, measured in UTF-8 bytes before decoding.
+    const at = (key: string, value: string) =>
+      method.requestSerialize({ domain: "a", descriptors: [{ entries: [{ key, value }] }] });
+    expect(decode(at("k", "é".repeat(5)), { ...bound, maxValueBytes: 10 }).descriptors).toHaveLength(1);
+    expect(() => decode(at("k", "é".repeat(6)), { ...bound, maxValueBytes: 10 })).toThrow(
+      new RequestRefused(
+        "a descriptor entry's value is 12 bytes, longer than 10 (the service's bound, --max-key-length)",
+      ),
+    );
+    expect(() => decode(at("x".repeat(11), "v"), { ...bound, maxValueBytes: 10 })).toThrow(
+      new RequestRefused(
+        "a descriptor entry's key is 11 bytes, longer than 10 (the service's bound, --max-key-length)",
+      ),
     );
   });
 

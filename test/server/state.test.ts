@@ -71,6 +71,23 @@ describe("sluice serve --state", () => {
 });
 
 describe("the state file's temporary file", () => {
+  it("a state path that is a symlink is not read through: the log names the link, never its target's content", async () => {
+    const { symlinkSync } = await import("node:fs");
+    const config = tmp.file("rules-link.yaml", RULES);
+    const secret = tmp.file("secret.txt", "root:SECRET-HASH:19000:0:99999:7:::\n");
+    const state = join(tmp.dir, "linked-state.json");
+    symlinkSync(secret, state);
+    const s = await serve(["--config", config, "--state", state]);
+    try {
+      await s.waitForLog(/state file .*linked-state\.json ignored: it is a symbolic link/);
+      expect(s.log()).not.toContain("SECRET");
+      expect(s.log()).not.toContain("root:");
+    } finally {
+      await s.stop();
+    }
+    expect(readFileSync(secret, "utf8")).toBe("root:SECRET-HASH:19000:0:99999:7:::\n");
+  });
+
   it("is created exclusively, owner-only, under an unpredictable name; a planted symlink is never written through", async () => {
     const { lstatSync, readlinkSync, statSync, symlinkSync, writeFileSync } = await import("node:fs");
     const { MemoryStore, RateLimiterService } = await import("../../src/index.ts");

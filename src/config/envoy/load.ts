@@ -3,25 +3,26 @@
  * `.yaml`/`.yml` files (read in name order, dot files skipped, like the Go service's runtime
  * loader); files of one domain merge, as with its MERGE_DOMAIN_CONFIG.
  */
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { parseAllDocuments } from "yaml";
 import { ConfigError } from "../../core/errors.ts";
+import { DEFAULT_MAX_CONFIG_BYTES, readConfigText } from "../rules-file.ts";
 import type { EnvoyConfig } from "./model.ts";
 import { EnvoyConfigBuilder } from "./parse.ts";
+import { type ParsedDocument, parseDocuments, parseDocumentsOffThread } from "./parse-off-thread.ts";
+
+/** Adds parsed `---` documents of `file` to `builder` (the first YAML error throws ConfigError). */
+function addDocuments(builder: EnvoyConfigBuilder, docs: ParsedDocument[], file: string): void {
+  for (const doc of docs) {
+    if ("error" in doc) throw new ConfigError("file", `${file}: not valid YAML: ${doc.error}`);
+    if (doc.value === null || doc.value === undefined) continue; // an empty document
+    builder.add(doc.value, file);
+  }
+}
 
 /** Parses envoy config text from `file` into `builder` (a file may hold several `---` documents). */
 export function addEnvoyText(builder: EnvoyConfigBuilder, text: string, file: string): void {
-  const docs = parseAllDocuments(text, { prettyErrors: true });
-  for (const doc of Array.isArray(docs) ? docs : [docs]) {
-    const error = doc.errors[0];
-    if (error !== undefined) {
-      throw new ConfigError("file", `${file}: not valid YAML: ${error.message.split("\n")[0]}`);
-    }
-    const value: unknown = doc.toJS();
-    if (value === null || value === undefined) continue; // an empty document
-    builder.add(value, file);
-  }
+  addDocuments(builder, parseDocuments(text), file);
 }
 
 /** The config files `path` names: itself, or the .yaml/.yml files directly inside it. */
@@ -41,17 +42,24 @@ export async function envoyConfigFiles(path: string): Promise<string[]> {
 /**
  * Reads and validates envoy config at `path` (a file or a directory) into `builder` (which may
  * hold other documents already: a path defined twice is an error); throws ConfigError.
+ * `maxBytes` (`--max-config-bytes`, as for the rules file) bounds all its files together, checked
+ * before each is read. Files past 64 KB are parsed on a worker thread, and between files the
+ * event loop gets a turn, so a reload holds it only to validate what was parsed.
  */
-export async function loadEnvoyConfig(path: string, builder = new EnvoyConfigBuilder()): Promise<EnvoyConfig> {
-  for (const file of await envoyConfigFiles(path)) {
-    let text: string;
-    try {
-      text = await readFile(file, "utf8");
-    } catch (error) {
-      const reason = (error as NodeJS.ErrnoException).code ?? String(error);
-      throw new ConfigError("file", `cannot read envoy config ${JSON.stringify(file)} (${reason})`, file);
-    }
-    addEnvoyText(builder, text, file);
+export async function loadEnvoyConfig(
+  path: string,
+  builder = new EnvoyConfigBuilder(),
+  maxBytes = DEFAULT_MAX_CONFIG_BYTES,
+): Promise<EnvoyConfig> {
+  let left = maxBytes;
+  const files = await envoyConfigFiles(path);
+  for (const [i, file] of files.entries()) {
+    const limit = i === 0 ? undefined : `the ${left} bytes left of the limit of ${maxBytes} for all envoy config files`;
+    const text = await readConfigText("envoy config", file, left, limit);
+    left -= Buffer.byteLength(text, "utf8");
+    // Large files are parsed on a worker thread: the event loop keeps answering meanwhile.
+    addDocuments(builder, await parseDocumentsOffThread(text), file);
+    if (i < files.length - 1) await new Promise((resolve) => setImmediate(resolve));
   }
   return builder.config;
 }

@@ -89,7 +89,7 @@ export async function shouldRateLimit(state: EnvoyState, request: RlsRequest): P
     if (match === undefined || limit === undefined || (limit.name !== "" && replaced?.has(limit.name))) return;
     const wrapped = request.descriptors[index]?.hits_addend;
     const cost = wrapped !== null && wrapped !== undefined ? wrapped.value : requestHits;
-    metrics.add(match.stat, "total_hits", cost);
+    metrics.add(match, "total_hits", cost);
     if (limit.unlimited) {
       statuses[index] = OK_UNLIMITED;
       return;
@@ -136,7 +136,7 @@ export async function shouldRateLimit(state: EnvoyState, request: RlsRequest): P
       Math.max(d.resetMs, Number.isFinite(d.retryAfterMs) ? d.retryAfterMs : 0),
     );
     if (report) return;
-    if (d.allowed) metrics.add(c.match.stat, "within_limit", c.cost);
+    if (d.allowed) metrics.add(c.match, "within_limit", c.cost);
     else countOver(state, c);
   };
   for (const [i, c] of enforced.entries()) settle(c, enforcedDecisions[i] as Decision);
@@ -149,6 +149,6 @@ export async function shouldRateLimit(state: EnvoyState, request: RlsRequest): P
 }
 
 function countOver(state: EnvoyState, c: Counted): void {
-  state.metrics.add(c.match.stat, "over_limit", c.cost);
-  if (c.match.node.shadowMode) state.metrics.add(c.match.stat, "shadow_mode", c.cost);
+  state.metrics.add(c.match, "over_limit", c.cost);
+  if (c.match.node.shadowMode) state.metrics.add(c.match, "shadow_mode", c.cost);
 }

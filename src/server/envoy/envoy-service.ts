@@ -34,6 +34,8 @@ export interface EnvoyOptions {
   log: (line: string) => void;
   /** How the gRPC listener guards itself: token, TLS, bounds, response headers. */
   guard: Omit<GrpcOptions, "host" | "port" | "log" | "healthy">;
+  /** `--max-config-bytes`: the most bytes read from the envoy config files together. */
+  maxConfigBytes?: number;
   /** Most Envoy limit-override rules alive at once (default {@link DEFAULT_MAX_OVERRIDE_RULES}). */
   maxOverrideRules?: number;
   /** Whether the store answers and the rules file loaded (the health service adds the envoy config). */
@@ -44,10 +46,11 @@ export interface EnvoyOptions {
 export async function buildEnvoyConfig(
   path: string | undefined,
   domains: EnvoyOptions["domains"],
+  maxBytes?: number,
 ): Promise<EnvoyConfig> {
   const builder = new EnvoyConfigBuilder();
   for (const doc of domains.docs) builder.add(doc, domains.file);
-  if (path !== undefined) await loadEnvoyConfig(path, builder);
+  if (path !== undefined) await loadEnvoyConfig(path, builder, maxBytes);
   return builder.config;
 }
 
@@ -69,7 +72,7 @@ export class EnvoyService {
 
   /** Loads the config (a bad one throws ConfigError) and listens. */
   static async start(options: EnvoyOptions): Promise<EnvoyService> {
-    const config = await buildEnvoyConfig(options.path, options.domains);
+    const config = await buildEnvoyConfig(options.path, options.domains, options.maxConfigBytes);
     const service = new RateLimiterService<Store>({
       store: options.store,
       ...(options.clock === undefined ? {} : { clock: options.clock }),
@@ -100,7 +103,7 @@ export class EnvoyService {
 
   /** Checks a new rules-file `domains:` part against the envoy files; throws ConfigError, changes nothing. */
   async prepare(domains: EnvoyOptions["domains"]): Promise<() => void> {
-    const config = await buildEnvoyConfig(this.#options.path, domains);
+    const config = await buildEnvoyConfig(this.#options.path, domains, this.#options.maxConfigBytes);
     return () => {
       this.#options.domains = domains;
       this.#swap(config);
@@ -110,7 +113,7 @@ export class EnvoyService {
   /** Reloads the envoy config files; resolves whether the new config was applied. */
   async reload(reason: string): Promise<boolean> {
     try {
-      this.#swap(await buildEnvoyConfig(this.#options.path, this.#options.domains));
+      this.#swap(await buildEnvoyConfig(this.#options.path, this.#options.domains, this.#options.maxConfigBytes));
       this.lastError = undefined;
       this.#options.log(`envoy config reloaded (${reason}): ${this.state.config.domains.size} domains`);
       return true;

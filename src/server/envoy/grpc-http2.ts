@@ -7,6 +7,7 @@
  * Envoy pays it on every request through the proxy.
  */
 import {
+  constants,
   createSecureServer,
   createServer,
   type Http2Session,
@@ -14,11 +15,13 @@ import {
   type ServerHttp2Stream,
 } from "node:http2";
 import type { AddressInfo, Socket } from "node:net";
+import { type CallBounds, CallTracker } from "./call-bounds.ts";
 
 /** The gRPC status codes sluice answers with. */
 export const GrpcStatus = {
   OK: 0,
   INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
   NOT_FOUND: 5,
   RESOURCE_EXHAUSTED: 8,
   UNIMPLEMENTED: 12,
@@ -49,6 +52,8 @@ export interface Reply {
 export interface UnaryMethod {
   /** Refuses a call on its headers alone, before its message is read; undefined lets it in. */
   admit?(headers: IncomingHttpHeaders): GrpcError | undefined;
+  /** Largest request message this method takes, when smaller than the listener's bound. */
+  maxMessageBytes?: number;
   /** Answers the request message `buf[start, end)`; rejects with a GrpcError to answer a status. */
   answer(buf: Buffer, start: number, end: number): Promise<Reply>;
 }
@@ -67,6 +72,8 @@ export interface ListenOptions {
   tls: GrpcTls | undefined;
   /** Largest request message, in bytes (past it: RESOURCE_EXHAUSTED, the rest unread). */
   maxMessageBytes: number;
+  /** Deadline per call, open calls per connection and in total, bytes held over all calls. */
+  bounds: CallBounds;
   log: (line: string) => void;
 }
 
@@ -125,12 +132,22 @@ function failWith(stream: ServerHttp2Stream, error: unknown, log: ListenOptions[
   }
 }
 
+/** Cuts a call at its deadline: its status if nothing was answered yet, and the stream closed. */
+function expire(stream: ServerHttp2Stream, timeoutMs: number): void {
+  if (!stream.headersSent)
+    fail(stream, GrpcStatus.DEADLINE_EXCEEDED, `the call was not complete within ${timeoutMs} ms`);
+  // Still open (its response stuck behind a peer that does not read): reset it.
+  if (!stream.closed && !stream.destroyed && stream.headersSent && !stream.writableEnded)
+    stream.close(constants.NGHTTP2_CANCEL);
+}
+
 /** Serves one stream: routes it, reads its one message within `max` bytes, answers. */
 function serveStream(
   stream: ServerHttp2Stream,
   headers: IncomingHttpHeaders,
   methods: ReadonlyMap<string, UnaryMethod>,
-  max: number,
+  limit: number,
+  calls: CallTracker,
   log: ListenOptions["log"],
 ): void {
   stream.on("error", ignore); // a reset by the client: nothing to answer
@@ -151,6 +168,13 @@ function serveStream(
     fail(stream, refused.code, refused.message);
     return;
   }
+  const timeoutMs = calls.bounds.callTimeoutMs;
+  const full = calls.admit(stream, () => expire(stream, timeoutMs));
+  if (full !== undefined) {
+    fail(stream, GrpcStatus.RESOURCE_EXHAUSTED, full);
+    return;
+  }
+  const max = Math.min(limit, method.maxMessageBytes ?? limit);
 
   // Most requests arrive in one DATA frame: `first` alone; `more` only when they do not.
   let first: Buffer | undefined;
@@ -161,10 +185,18 @@ function serveStream(
   const refuse = (code: number, details: string) => {
     done = true;
     first = more = undefined;
+    calls.drop(stream);
     fail(stream, code, details);
   };
   stream.on("data", (chunk: Buffer) => {
     if (done) return;
+    if (!calls.hold(stream, chunk.length)) {
+      refuse(
+        GrpcStatus.RESOURCE_EXHAUSTED,
+        `the service holds ${calls.bounds.maxBufferedBytes} bytes of requests still arriving, its bound (--grpc-max-buffered)`,
+      );
+      return;
+    }
     if (first === undefined) first = chunk;
     else (more ??= [first]).push(chunk);
     received += chunk.length;
@@ -185,6 +217,8 @@ function serveStream(
       return;
     }
     const body = more === undefined ? (first as Buffer) : Buffer.concat(more, received);
+    first = more = undefined;
+    calls.drop(stream);
     method.answer(body, PREFIX, received).then(
       (r) => reply(stream, r),
       (error: unknown) => failWith(stream, error, log),
@@ -207,6 +241,10 @@ export async function listenGrpc(
           ...(tls.ca === undefined ? {} : { ca: tls.ca, requestCert: true, rejectUnauthorized: true }),
         });
   const sessions = new Set<Http2Session>();
+  const calls = new CallTracker(options.bounds);
+  // Announced to clients (Envoy opens another connection rather than exceed it), and enforced
+  // by the tracker for clients that ignore it.
+  server.updateSettings({ maxConcurrentStreams: options.bounds.maxCallsPerConnection });
   // TCP_NODELAY: a response leaves as headers + data + trailers, and with Nagle on its last
   // frames would wait for the client's delayed ACK (~40 ms on Linux).
   server.on("connection", (socket: Socket) => socket.setNoDelay(true));
@@ -216,7 +254,7 @@ export async function listenGrpc(
   });
   server.on("sessionError", ignore); // a peer's protocol error ends its session, nothing more
   server.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) =>
-    serveStream(stream, headers, methods, options.maxMessageBytes, options.log),
+    serveStream(stream, headers, methods, options.maxMessageBytes, calls, options.log),
   );
   const port = await new Promise<number>((resolve, reject) => {
     server.once("error", (error) =>
@@ -224,6 +262,7 @@ export async function listenGrpc(
     );
     server.listen(options.port, options.host, () => resolve((server.address() as AddressInfo).port));
   });
+  calls.start();
   return {
     port,
     close: (timeoutMs) =>
@@ -233,6 +272,7 @@ export async function listenGrpc(
         }, timeoutMs);
         server.close(() => {
           clearTimeout(force);
+          calls.stop();
           resolve();
         });
         // GOAWAY: no new streams; each session ends once its streams in flight are answered.

@@ -4,12 +4,16 @@
  * (the contracts in ratelimit.proto and health.proto beside this module), on sluice's own unary
  * gRPC over node:http2 with hand-written codecs. It keeps the HTTP door's rules: the bearer token
  * (as `authorization` metadata, checked before the message is read), a bound on descriptors and
- * entries enforced while decoding, a message size bound, and optional TLS / mTLS. Closing stops
+ * entries enforced while decoding, a message size bound, and optional TLS / mTLS; and the
+ * bounds of call-bounds.ts (a deadline per call, open calls per connection and in total, bytes
+ * held). The health service needs no token, deliberately (probes carry no credentials), but is
+ * bounded like every call, and its messages (a service name) may not pass 1 KB. Closing stops
  * new calls, lets calls in flight finish, then cuts the rest.
  */
 import type { IncomingHttpHeaders } from "node:http2";
 import { ArgumentError, StoreError } from "../../core/errors.ts";
 import { bearerMatches } from "../auth.ts";
+import type { CallBounds } from "./call-bounds.ts";
 import { type EnvoyState, shouldRateLimit } from "./decide.ts";
 import { GrpcError, GrpcStatus, type GrpcTls, listenGrpc, type RunningGrpc, type UnaryMethod } from "./grpc-http2.ts";
 import { decodeHealthRequest, encodeHealthResponse } from "./health-codec.ts";
@@ -28,6 +32,8 @@ const RLS_PATH = `/${RLS_SERVICE_NAME}/ShouldRateLimit`;
 /** The HTTP/2 path of the health check. */
 const HEALTH_PATH = "/grpc.health.v1.Health/Check";
 const PREFIX = 5;
+/** Largest health request: it holds one service name (ours is 44 bytes). */
+export const HEALTH_MAX_MESSAGE_BYTES = 1024;
 
 /** How the listener guards and answers. */
 export interface GrpcOptions extends RequestBound {
@@ -38,6 +44,8 @@ export interface GrpcOptions extends RequestBound {
   tls: GrpcTls | undefined;
   /** Largest message received, in bytes. */
   maxMessageBytes: number;
+  /** Deadline per call, open calls per connection and in total, request bytes held at once. */
+  bounds: CallBounds;
   /** `--envoy-response-headers`: send RateLimit-Limit/Remaining/Reset in `response_headers_to_add`. */
   responseHeaders: boolean;
   /** Whether the service can answer now (store reachable, config loaded). */
@@ -102,9 +110,13 @@ function rateLimitMethod(getState: () => EnvoyState, options: GrpcOptions): Unar
   };
 }
 
-/** grpc.health.v1.Health/Check: open like /healthz (Kubernetes' and Envoy's probes send no credentials). */
+/**
+ * grpc.health.v1.Health/Check: open like /healthz (Kubernetes' and Envoy's probes send no
+ * credentials), deliberately; bounded like every call, and to a 1 KB message.
+ */
 function healthMethod(healthy: () => Promise<boolean>): UnaryMethod {
   return {
+    maxMessageBytes: HEALTH_MAX_MESSAGE_BYTES,
     answer: async (buf, start, end) => {
       const name = decoding(() => decodeHealthRequest(buf, start, end));
       if (name !== "" && name !== RLS_SERVICE_NAME)

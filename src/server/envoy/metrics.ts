@@ -2,8 +2,17 @@
  * Per-descriptor counters of the Envoy API, named like envoyproxy/ratelimit's stats
  * (`total_hits`, `over_limit`, `shadow_mode`, `within_limit`, counted in hits) and labelled by
  * descriptor path. Paths come from the config, so the label set is bounded, except for
- * descriptors with `detailed_metric`, which ask for one series per request value.
+ * descriptors with `detailed_metric`, which ask for one series per request value: those are
+ * bounded too. The first {@link DEFAULT_MAX_DETAILED_SERIES} distinct detailed paths get series
+ * of their own; later values are folded into their descriptor's own path (the series it would
+ * have without `detailed_metric`). First come rather than a moving top-N: a Prometheus counter
+ * must never go backwards, and a series that left a top list and came back would restart at 0.
+ * No client can grow /metrics past 4 × (config paths + the bound) series.
  */
+import type { EnvoyMatch } from "../../config/envoy/match.ts";
+
+/** Default most `detailed_metric` series (distinct request values) with a series of their own. */
+export const DEFAULT_MAX_DETAILED_SERIES = 1000;
 
 const STATS = ["total_hits", "over_limit", "shadow_mode", "within_limit"] as const;
 
@@ -22,17 +31,37 @@ const escapeLabel = (v: string) => v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n"
 /** The counters, with their Prometheus text. */
 export class EnvoyMetrics {
   readonly #paths = new Map<string, Record<EnvoyStat, number>>();
+  readonly #maxDetailed: number;
+  /** Detailed paths given a series of their own so far. */
+  #detailed = 0;
   /** ShouldRateLimit calls answered, by overall code. */
   readonly calls = { OK: 0, OVER_LIMIT: 0 };
 
-  /** Adds `hits` to `stat` of `path`. */
-  add(path: string, stat: EnvoyStat, hits: number): void {
-    let cell = this.#paths.get(path);
+  constructor(maxDetailedSeries = DEFAULT_MAX_DETAILED_SERIES) {
+    this.#maxDetailed = maxDetailedSeries;
+  }
+
+  /** Adds `hits` to `stat` of the series `match` counts under. */
+  add(match: EnvoyMatch, stat: EnvoyStat, hits: number): void {
+    let cell = this.#paths.get(match.stat);
     if (cell === undefined) {
-      cell = { total_hits: 0, over_limit: 0, shadow_mode: 0, within_limit: 0 };
-      this.#paths.set(path, cell);
+      let path = match.stat;
+      if (match.node.detailedMetric && path !== match.node.path) {
+        if (this.#detailed >= this.#maxDetailed) path = match.node.path;
+        else this.#detailed++;
+      }
+      cell = this.#paths.get(path);
+      if (cell === undefined) {
+        cell = { total_hits: 0, over_limit: 0, shadow_mode: 0, within_limit: 0 };
+        this.#paths.set(path, cell);
+      }
     }
     cell[stat] += hits;
+  }
+
+  /** Series held now (each rendered once per stat). */
+  get series(): number {
+    return this.#paths.size;
   }
 
   /** The counters of one path (zeros when never hit). */

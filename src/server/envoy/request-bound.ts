@@ -5,10 +5,12 @@
  * loop stays free for everyone else.
  */
 
-/** Most descriptors in one request, and most entries in one descriptor. */
+/** Most descriptors in one request, entries in one descriptor, and bytes in an entry's key or value. */
 export interface RequestBound {
   maxDescriptors: number;
   maxEntries: number;
+  /** `--max-key-length` (key-length.ts): the bound on a JSON key applies to each entry's key and value. */
+  maxValueBytes: number;
 }
 
 /** Default descriptors per request: the JSON API's default batch bound. */
@@ -26,6 +28,13 @@ export class RequestRefused extends Error {
 /** The refusal of a request with more than `max` descriptors. */
 export function tooManyDescriptors(max: number): RequestRefused {
   return new RequestRefused(`the request has more than ${max} descriptors (the service's bound per request)`);
+}
+
+/** The refusal of an entry whose key or value is longer than `max` UTF-8 bytes. */
+export function valueTooLong(what: "key" | "value", bytes: number, max: number): RequestRefused {
+  return new RequestRefused(
+    `a descriptor entry's ${what} is ${bytes} bytes, longer than ${max} (the service's bound, --max-key-length)`,
+  );
 }
 
 /** The refusal of a descriptor with more than `max` entries. */

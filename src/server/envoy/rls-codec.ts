@@ -7,7 +7,7 @@
  */
 import { ProtoReader } from "./proto-reader.ts";
 import { delimitedSize, ProtoWriter, varintSize } from "./proto-writer.ts";
-import { type RequestBound, tooManyDescriptors, tooManyEntries } from "./request-bound.ts";
+import { type RequestBound, tooManyDescriptors, tooManyEntries, valueTooLong } from "./request-bound.ts";
 import type { RlsDescriptor, RlsHeader, RlsRequest, RlsResponse, RlsStatus } from "./wire.ts";
 
 /** `RateLimitResponse.RateLimit.Unit` by number (an unknown number stays a number, as proto-loader leaves it). */
@@ -15,14 +15,23 @@ const UNITS = ["UNKNOWN", "SECOND", "MINUTE", "HOUR", "DAY", "MONTH", "YEAR"];
 const UNIT_NUMBERS: Record<string, number> = Object.fromEntries(UNITS.map((name, i) => [name, i]));
 const CODES: Record<RlsStatus["code"], number> = { OK: 1, OVER_LIMIT: 2 };
 
-function entry(r: ProtoReader, end: number): { key: string; value: string } {
+/** A string field of at most `max` bytes (measured before it is decoded), or the refusal. */
+function boundedString(sub: ProtoReader, what: "key" | "value", max: number): string {
+  const at = sub.pos;
+  const end = sub.delimited();
+  if (end - sub.pos > max) throw valueTooLong(what, end - sub.pos, max);
+  sub.pos = at;
+  return sub.string();
+}
+
+function entry(r: ProtoReader, end: number, max: number): { key: string; value: string } {
   const sub = new ProtoReader(r.buf, r.pos, end);
   let key = "";
   let value = "";
   while (sub.more()) {
     const tag = sub.uint32();
-    if (tag === 10) key = sub.string();
-    else if (tag === 18) value = sub.string();
+    if (tag === 10) key = boundedString(sub, "key", max);
+    else if (tag === 18) value = boundedString(sub, "value", max);
     else sub.skip(tag & 7);
   }
   return { key, value };
@@ -53,7 +62,7 @@ function uint64Value(r: ProtoReader, end: number): { value: number } {
   return { value };
 }
 
-function descriptor(r: ProtoReader, end: number, maxEntries: number): RlsDescriptor {
+function descriptor(r: ProtoReader, end: number, { maxEntries, maxValueBytes }: RequestBound): RlsDescriptor {
   const sub = new ProtoReader(r.buf, r.pos, end);
   const d: RlsDescriptor = { entries: [], limit: null, hits_addend: null };
   while (sub.more()) {
@@ -62,7 +71,7 @@ function descriptor(r: ProtoReader, end: number, maxEntries: number): RlsDescrip
       const to = sub.delimited();
       if (tag === 10) {
         if (d.entries.length === maxEntries) throw tooManyEntries(maxEntries);
-        d.entries.push(entry(sub, to));
+        d.entries.push(entry(sub, to, maxValueBytes));
       } else if (tag === 18) d.limit = override(sub, to);
       else d.hits_addend = uint64Value(sub, to);
       sub.pos = to;
@@ -84,7 +93,7 @@ export function decodeRlsRequest(buf: Uint8Array, start: number, end: number, bo
     else if (tag === 18) {
       const to = r.delimited();
       if (request.descriptors.length === bound.maxDescriptors) throw tooManyDescriptors(bound.maxDescriptors);
-      request.descriptors.push(descriptor(r, to, bound.maxEntries));
+      request.descriptors.push(descriptor(r, to, bound));
       r.pos = to;
     } else if (tag === 24) request.hits_addend = r.uint32();
     else r.skip(tag & 7);

@@ -44,8 +44,16 @@ import { invalidBatch } from "./validate.ts";
 const ATTEMPTS = 20;
 /** Longest frame accepted, in characters; a peer sending more is cut off. */
 export const MAX_FRAME = 16 * 1024 * 1024;
-/** A takeover lock file still empty after this long was left by a process that died creating it. */
-const EMPTY_LOCK_MS = 5000;
+/**
+ * A takeover lock older than this is abandoned, whatever pid it names. A takeover holds the lock
+ * for two connects STALE_CHECK_MS apart and an unlink (milliseconds), so a lock this old is not
+ * a takeover in progress: it is a squatter (a file naming any live pid, such as 1) or a dead
+ * holder whose pid was reused, and a pid check alone would let it block election forever. (A
+ * holder stalled past it is still safe: the takeover unlinks only a file refused twice, the
+ * same inode both times, and only one process can bind the path.) Also the bound for a lock
+ * file left empty by a process that died creating it.
+ */
+const LOCK_MAX_MS = 5000;
 /** How long a refused socket file must stay refused (and the same file) to count as a dead host's. */
 const STALE_CHECK_MS = 100;
 /** How often a host checks that the socket file is still its own. */
@@ -511,8 +519,9 @@ function alive(pid: number): boolean {
 /**
  * Takes the takeover lock of `path`: resolves with its release, or undefined when another live
  * process holds it. The lock is a file beside the socket, created exclusively (O_EXCL, no
- * symlink followed) and owner-only, holding its holder's pid; a lock whose holder is gone is
- * removed (by whoever first sees it so) and taken on a later attempt. A lock file owned by
+ * symlink followed) and owner-only, holding its holder's pid; a lock whose holder is gone, or
+ * older than LOCK_MAX_MS whatever pid it names, is removed (by whoever first sees it so) and
+ * taken on a later attempt. A lock file owned by
  * another user is never removed: the takeover fails with an error saying so.
  */
 function lock(path: string): Promise<(() => void) | undefined> {
@@ -543,10 +552,10 @@ function lock(path: string): Promise<(() => void) | undefined> {
     }
     const text = readFileSync(file, "utf8");
     const pid = Number(text);
-    // An empty file is a holder between create and write (live), unless it stayed empty long
-    // enough that its creator must have died in between. Otherwise the pid decides.
+    // Too old to be a takeover in progress: abandoned, whatever it says. Younger, an empty file
+    // is a holder between create and write (live), and otherwise its pid decides.
     const abandoned =
-      text === "" ? Date.now() - st.mtimeMs > EMPTY_LOCK_MS : !(Number.isSafeInteger(pid) && pid > 0 && alive(pid));
+      Date.now() - st.mtimeMs > LOCK_MAX_MS || (text !== "" && !(Number.isSafeInteger(pid) && pid > 0 && alive(pid)));
     if (abandoned) removeStaleLock(file, text);
   } catch {
     // removed meanwhile: the next attempt takes it

@@ -54,8 +54,17 @@ export interface RedisCommands {
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
   del(keys: string[]): Promise<unknown>;
   publish(channel: string, message: string): Promise<unknown>;
-  /** Subscribes a new connection (a duplicate of the client) to `channel`. */
-  subscribe(channel: string, onMessage: (message: string) => void, onLink: LinkListener): Promise<Subscription>;
+  /**
+   * Subscribes a new connection (a duplicate of the client) to `channel`. When the client
+   * itself ends for good (quit or closed by its owner), the duplicate closes too and `onEnd`
+   * is called: the duplicate must never keep a finished process alive.
+   */
+  subscribe(
+    channel: string,
+    onMessage: (message: string) => void,
+    onLink: LinkListener,
+    onEnd: () => void,
+  ): Promise<Subscription>;
   /** `host:port` of the master serving `slot` per the client's slot map ("" when unknown or standalone). */
   nodeOf(slot: number): string;
   /** Client options under which a timed-out command could still be sent late, as `name: value` texts. */
@@ -70,6 +79,7 @@ export type Listener = (...args: unknown[]) => void;
 export interface Emitter {
   on(event: string, listener: Listener): unknown;
   once?(event: string, listener: Listener): unknown;
+  off?(event: string, listener: Listener): unknown;
 }
 /** A client's options object, as read for warnings. */
 export type Options = Record<string, unknown> | undefined;

@@ -3,7 +3,9 @@
  * `<prefix>invalidate` (with or without a cache of its own, since others may have one), and a
  * store with a cache hears everyone's (its own included) through a subscription on a
  * duplicate of the client. The subscription is made on the first denial worth caching, so
- * stores that never deny open no extra connection; `close()` ends it.
+ * stores that never deny open no extra connection; `close()` ends it, and so does the end of the
+ * client it duplicates (a process that quit its client without `close()` must still exit). A
+ * later denial (the client was connected again) subscribes again.
  */
 import { withTimeout } from "../remote/with-timeout.ts";
 import type { RedisCommands, Subscription } from "./client.ts";
@@ -29,11 +31,16 @@ export class Invalidation {
   start(): void {
     const cache = this.#cache;
     if (cache === undefined || this.#subscription !== undefined || this.#closed) return;
-    this.#subscription = this.#commands
+    const attempt: Promise<Subscription | undefined> = this.#commands
       .subscribe(
         this.#channel,
         (message) => cache.receive(message),
         (live) => cache.link(live && !this.#closed),
+        () => {
+          // The client ended and the duplicate with it: no cache until a later denial relinks.
+          cache.link(false);
+          if (this.#subscription === attempt) this.#subscription = undefined;
+        },
       )
       .then(
         (subscription) => {
@@ -41,15 +48,17 @@ export class Invalidation {
             void subscription.close();
             return undefined;
           }
-          cache.link(true);
+          // (Unless the client ended meanwhile: then this attempt is no longer the current one.)
+          if (this.#subscription === attempt) cache.link(true);
           return subscription;
         },
         () => {
           // No subscription, no cache: checks keep asking Redis. Try again on a later denial.
-          this.#subscription = undefined;
+          if (this.#subscription === attempt) this.#subscription = undefined;
           return undefined;
         },
       );
+    this.#subscription = attempt;
   }
 
   /** Tells every node (this one first, at once) that `key` of rule `id` (all keys: null) may be free again. */

@@ -3,6 +3,7 @@
  * duplicate connection, the node serving a slot, and the options that could send a command late.
  */
 import type { Emitter, Options, RedisCommands, Send } from "./client.ts";
+import { onParentEnd } from "./parent-end.ts";
 import { relinkOn } from "./relink.ts";
 
 /** Resolves when an ioredis connection is ready; rejects when it ends or errors first. */
@@ -49,7 +50,9 @@ export function ioredisCommands(c: Record<string, unknown>): RedisCommands {
     eval: (source, keys, args) => evalScript(source, keys.length, keys, args),
     del: (keys) => del(...keys),
     publish: (channel, message) => publish(channel, message),
-    subscribe: async (channel, onMessage, onLink) => {
+    subscribe: async (channel, onMessage, onLink, onEnd) => {
+      // A client already ended (quit by its owner) gets no new connection that would outlive it.
+      if (c.status === "end") throw new Error("the client has ended: no subscription");
       const sub = (c.duplicate as () => Record<string, unknown>)();
       const events = sub as unknown as Emitter;
       let lost = false;
@@ -77,8 +80,21 @@ export function ioredisCommands(c: Record<string, unknown>): RedisCommands {
           () => onLink(false),
         );
       });
+      // ioredis sends 'end' (Redis and Cluster) once no reconnection will follow: after
+      // quit()/disconnect(), or when its retryStrategy gave up.
+      const unfollow = onParentEnd(
+        c as unknown as Emitter,
+        ["end"],
+        () => c.status === "end",
+        () => {
+          void close();
+          onLink(false);
+          onEnd();
+        },
+      );
       const close = async () => {
         stop();
+        unfollow();
         (sub.disconnect as () => void)();
       };
       try {

@@ -4,6 +4,7 @@
  * command late.
  */
 import type { Emitter, Options, RedisCommands, Send } from "./client.ts";
+import { onParentEnd } from "./parent-end.ts";
 import { relinkOn } from "./relink.ts";
 
 /** Wraps a node-redis client or cluster. */
@@ -43,7 +44,9 @@ export function nodeRedisCommands(c: Record<string, unknown>): RedisCommands {
     eval: (source, keys, args) => run(["EVAL", source, String(keys.length), ...keys, ...args], keys[0]),
     del: (keys) => run(["DEL", ...keys], keys[0]),
     publish: (channel, message) => run(["PUBLISH", channel, message], channel),
-    subscribe: async (channel, onMessage, onLink) => {
+    subscribe: async (channel, onMessage, onLink, onEnd) => {
+      // A client closed by its owner gets no new connection that would outlive it.
+      if (seenOpen && c.isOpen === false) throw new Error("the client is closed: no subscription");
       const sub = (c.duplicate as () => Record<string, unknown>)();
       const events = sub as unknown as Emitter;
       let stop = () => {};
@@ -70,8 +73,22 @@ export function nodeRedisCommands(c: Record<string, unknown>): RedisCommands {
           },
         );
       }
+      // A client sends 'end' when its socket is closed for good (close/quit/destroy, or its
+      // reconnectStrategy gave up); a cluster sends 'disconnect' when closed (and isOpen is
+      // then false).
+      const unfollow = onParentEnd(
+        c as unknown as Emitter,
+        cluster ? ["disconnect"] : ["end"],
+        () => c.isOpen === false,
+        () => {
+          void close();
+          onLink(false);
+          onEnd();
+        },
+      );
       const close = async () => {
         stop();
+        unfollow();
         const end = (sub.close ?? sub.destroy) as (() => Promise<unknown> | undefined) | undefined;
         await Promise.resolve(end?.call(sub)).catch(() => undefined);
       };
