@@ -401,6 +401,10 @@ export class Engine<Req, Res = unknown> {
     if (verdict.status !== 200) {
       const retry = retryAfterOf(decision);
       if (retry !== undefined) (get === undefined ? set : stackingSetter(set, get))("Retry-After", retry);
+      // A refusal (429, a ban's 403, a failure's 503) is this client's answer now, never a page
+      // to keep: a 403 is heuristically cacheable, and a shared cache would serve the ban to
+      // everyone behind it. forward-auth sends the same.
+      set("Cache-Control", "no-store");
     }
     if (this.dryRun) set("Sluice-Dry-Run", decision.allowed ? "would-allow" : "would-deny");
   }

@@ -291,6 +291,11 @@ export function features(name: string, adapter: Adapter, limits: FeatureLimits =
         expect([limited.status, limited.headers.get("retry-after")]).toEqual([429, "60"]);
         const banned = await fetch(url);
         expect([banned.status, banned.headers.get("retry-after")]).toEqual([403, "600"]);
+        // As forward-auth answers: no cache keeps a ban (or a 429) for others behind it.
+        expect([limited.headers.get("cache-control"), banned.headers.get("cache-control")]).toEqual([
+          "no-store",
+          "no-store",
+        ]);
         expect(banned.headers.get("content-type")).toMatch(/^application\/problem\+json/);
         expect(await banned.json()).toEqual({
           type: "urn:sluice:problem:banned",

@@ -144,6 +144,7 @@ describe("fastify", () => {
         policy,
         'ratelimit: "default";r=0;t=60',
         "retry-after: 60",
+        "cache-control: no-store",
         "content-type: application/problem+json; charset=utf-8",
         expect.stringMatching(/^content-length: \d+$/),
       ],
