@@ -61,7 +61,7 @@ export class SluiceLimits {
   /** Engines by the name handles take: a spec limit's state name, or a service rule's name. */
   readonly #named = new Map<string, Engine<unknown>>();
 
-  /** The module's load shedder (`loadShed` option), run by the guard before any limit. */
+  /** @internal The module's load shedder (`loadShed` option), run by the guard before any limit. */
   readonly shedder: Shedder<object> | undefined;
 
   /** Stats and metrics of the module's load shedder (undefined without the `loadShed` option). */
