@@ -46,8 +46,9 @@ describe.skipIf(redis === undefined)("leases on Redis server time", () => {
     await (b.release as () => Promise<Decision>)();
     await (c.release as () => Promise<Decision>)();
     expect((await limiter.peek("k")).remaining).toBe(1); // both slots free: a peek of one unit leaves 1
-    // Nothing held: the record is a fresh key's, and Redis drops it (it expired at once).
-    expect(await clients.io.keys(`${prefix}*`)).toEqual([]);
+    // Nothing held: the record is a fresh key's, written with the shortest expiry (1 ms), so
+    // Redis drops it at once (within that ms, it may still be listed).
+    for (const left of await clients.io.keys(`${prefix}*`)) expect(await clients.io.pttl(left)).toBeLessThanOrEqual(1);
   });
 
   it("a rule without a concurrency member keeps its decisions as they were: no receipt on Redis TIME, no handles", async () => {

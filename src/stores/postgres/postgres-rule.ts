@@ -202,6 +202,11 @@ export class PostgresRule implements BoundRule {
       }
       attempt++;
       seen = undefined; // another process wrote first: read what it wrote, decide again
+      // A process whose round trips run slower than its rivals' can lose every race on a hot
+      // key: after two lost ones, a random pause of up to `attempt` ms (at most 16) lets the
+      // others' writes land first, so its next read is the last for a while. The call's
+      // `timeoutMs` still bounds the whole.
+      if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(16, attempt)));
     }
     known.delete(slot);
     throw new StoreError(
