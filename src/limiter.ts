@@ -225,16 +225,22 @@ export function refundArgs(arg: number | RefundReceipt | undefined): [number, nu
   if (typeof arg !== "object" || arg === null) {
     throw new ArgumentError(`refund takes a cost or { cost, at } (got ${describeValue(arg)})`);
   }
+  return receiptArgs("refund", arg, "a decision's `at`", false);
+}
+
+/**
+ * The `{ cost, at }` of a refund or a lease call: unknown keys and an `at` that is not a finite
+ * instant are refused, naming `call`; `at` may be absent only when not `required`.
+ */
+function receiptArgs(call: string, arg: object, atIs: string, required: boolean): [number, number | undefined] {
   for (const k of Object.keys(arg)) {
-    if (k !== "cost" && k !== "at") throw new ArgumentError(`unknown refund option \`${k}\` (expected cost, at)`);
+    if (k !== "cost" && k !== "at") throw new ArgumentError(`unknown ${call} option \`${k}\` (expected cost, at)`);
   }
-  const { cost = 1, at } = arg;
-  if (at !== undefined && (typeof at !== "number" || !Number.isFinite(at))) {
-    throw new ArgumentError(
-      `refund \`at\` must be a finite instant in ms (a decision's \`at\`) (got ${describeValue(at)})`,
-    );
+  const { cost = 1, at } = arg as { cost?: number; at?: unknown };
+  if ((required || at !== undefined) && (typeof at !== "number" || !Number.isFinite(at))) {
+    throw new ArgumentError(`${call} \`at\` must be a finite instant in ms (${atIs}) (got ${describeValue(at)})`);
   }
-  return [cost, at];
+  return [cost, at as number | undefined];
 }
 
 /** Stamps a decision with the instant it was decided (its receipt for `refund`). */
@@ -255,17 +261,9 @@ export function leaseArgs(call: "release" | "renew", arg: unknown): [number, num
   if (typeof arg !== "object" || arg === null || Array.isArray(arg)) {
     throw new ArgumentError(`${call} takes { cost?, at } (got ${describeValue(arg)})`);
   }
-  for (const k of Object.keys(arg)) {
-    if (k !== "cost" && k !== "at") throw new ArgumentError(`unknown ${call} option \`${k}\` (expected cost, at)`);
-  }
-  const { cost = 1, at } = arg as LeaseReceipt;
-  if (typeof at !== "number" || !Number.isFinite(at)) {
-    throw new ArgumentError(
-      `${call} \`at\` must be a finite instant in ms (the acquiring decision's \`at\`) (got ${describeValue(at)})`,
-    );
-  }
+  const [cost, at] = receiptArgs(call, arg, "the acquiring decision's `at`", true);
   checkCost(cost);
-  return [cost, at];
+  return [cost, at as number];
 }
 
 /** Reads an injected clock, refusing readings that would silently poison every figure. */
