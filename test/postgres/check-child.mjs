@@ -1,15 +1,21 @@
 // One process of test/postgres/processes.test.ts: `count` checks through a PostgresStore of the
 // built package (dist/), `inFlight` at a time, on one key or spread over `keys` keys, on the
 // database's clock. Prints {"allowed": {key: n}, "errors": [...]} as JSON on stdout.
-// Usage: node check-child.mjs <url> <table> <count> <keys> <limit> <inFlight>
+// Usage: node check-child.mjs <url> <table> <count> <keys> <limit> <inFlight> [maxRetries]
 import pg from "pg";
 import { createLimiter } from "../../dist/index.js";
 import { PostgresStore } from "../../dist/stores/postgres/index.js";
 
-const [url, table, count, keys, limit, inFlight] = process.argv.slice(2);
+const [url, table, count, keys, limit, inFlight, maxRetries] = process.argv.slice(2);
 const pool = new pg.Pool({ connectionString: url, max: 4 });
 // "throw": a failure is reported, never silently answered (it would hide a miscount).
-const store = new PostgresStore({ pool, table, onError: "throw", timeoutMs: 20_000 });
+const store = new PostgresStore({
+  pool,
+  table,
+  onError: "throw",
+  timeoutMs: 20_000,
+  maxRetries: maxRetries === undefined ? undefined : Number(maxRetries),
+});
 const limiter = createLimiter(
   { algorithm: "fixed-window", limit: Number(limit), windowMs: 3_600_000, anchor: "first" },
   { store, name: "flood" },

@@ -1,6 +1,9 @@
 // PostgresStore across real processes: 8 node processes, each with its own pool, check the same
 // table at once; the admitted total is exactly the limit, on one hot key and per key over 1,000
 // keys. Decisions run on the database's clock (no injected clock, `time` left at "database").
+// The stress case runs 12 processes, more than the machine's cores, 16 calls in flight each, on
+// one key with `maxRetries: 0`: nearly every call loses a compare-and-set and must finish on the
+// locked path (before it existed, each such call threw a StoreError, so the case failed at once).
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
@@ -17,14 +20,14 @@ async function flood(
   table: string,
   keys: number,
   limit: number,
+  options: { processes?: number; checks?: number; inFlight?: number; maxRetries?: number } = {},
 ): Promise<{ perKey: Map<string, number>; errors: string[] }> {
   const child = new URL("./check-child.mjs", import.meta.url).pathname;
+  const { processes = PROCESSES, checks = CHECKS, inFlight = 8, maxRetries } = options;
+  const args = [child, DATABASE_URL, table, String(checks), String(keys), String(limit), String(inFlight)];
+  if (maxRetries !== undefined) args.push(String(maxRetries));
   const outs = await Promise.all(
-    Array.from({ length: PROCESSES }, () =>
-      run(process.execPath, [child, DATABASE_URL, table, String(CHECKS), String(keys), String(limit), "8"], {
-        maxBuffer: 1 << 24,
-      }),
-    ),
+    Array.from({ length: processes }, () => run(process.execPath, args, { maxBuffer: 1 << 24 })),
   );
   const perKey = new Map<string, number>();
   const errors: string[] = [];
@@ -38,7 +41,7 @@ async function flood(
 
 describe.skipIf(!up)("PostgresStore across 8 processes", { timeout: 240_000 }, () => {
   const pool = testPool(2);
-  const tables = [uniqueTable("procs1"), uniqueTable("procsN")];
+  const tables = [uniqueTable("procs1"), uniqueTable("procsN"), uniqueTable("procsX")];
   afterAll(async () => {
     await dropTables(pool, ...tables);
     await pool.end();
@@ -59,5 +62,17 @@ describe.skipIf(!up)("PostgresStore across 8 processes", { timeout: 240_000 }, (
     expect(perKey.size).toBe(1000);
     const wrong = [...perKey].filter(([, n]) => n !== 10);
     expect(wrong).toEqual([]);
+  });
+
+  it("12 processes × 250 checks on one key, 16 in flight each, maxRetries 0: exactly 1,000 admitted, no error", async () => {
+    ensureBuilt();
+    const { perKey, errors } = await flood(tables[2] as string, 1, 1000, {
+      processes: 12,
+      checks: 250,
+      inFlight: 16,
+      maxRetries: 0,
+    });
+    expect(errors.slice(0, 3)).toEqual([]);
+    expect(perKey.get("k0")).toBe(1000);
   });
 });

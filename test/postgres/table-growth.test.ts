@@ -22,7 +22,8 @@ describe.skipIf(!up)("PostgresStore table growth", { timeout: 120_000 }, () => {
 
   it(`${PER_WINDOW} new keys per window over ${WINDOWS} windows: rows stay near one window's keys`, async () => {
     const clock = new ManualClock(Date.UTC(2026, 11, 1));
-    const store = new PostgresStore({ pool, table });
+    // A generous timeoutMs: this test counts rows; a slow moment on a shared machine must not fail it.
+    const store = new PostgresStore({ pool, table, timeoutMs: 20_000 });
     const limiter = createLimiter(
       { algorithm: "fixed-window", limit: 5, windowMs: WINDOW },
       { clock, store, name: "g" },

@@ -3,7 +3,10 @@
  * when the call ends. A call that ran past its `timeoutMs` is abandoned: a connection that
  * arrives late (an exhausted pool) goes straight back unused, so nothing is sent after the
  * call was answered; one abandoned mid-statement is closed rather than reused (pg's
- * `release(error)`), so a hung server cannot keep it, and the pool opens a fresh one.
+ * `release(error)`), so a hung server cannot keep it, and the pool opens a fresh one. So is one
+ * ended inside a transaction (a timeout, or a failed statement, between `begin` and `finish`):
+ * closing it is what makes the server roll the transaction back and drop its row locks, with
+ * no further statement that could itself hang.
  */
 import { StoreError } from "../author/index.ts";
 import type { PoolClientLike, PoolLike, QueryResultLike, Statement } from "./pool.ts";
@@ -29,6 +32,8 @@ export class Lease {
   #busy = false;
   #broken = false;
   #done = false;
+  /** Between a `begin` and its `finish`: a transaction (and maybe a row lock) is open. */
+  #open = false;
   /** The connection died while checked out: the statement out (if any) fails on its own; do not reuse it. */
   readonly #died = () => {
     this.#broken = true;
@@ -67,7 +72,19 @@ export class Lease {
     }
   }
 
-  /** Returns the connection: reused if idle, closed if a statement is still out (abandoned). */
+  /** Opens a transaction on this call's connection. */
+  async begin(): Promise<void> {
+    this.#open = true; // set first: a BEGIN abandoned mid-flight may still have opened one
+    await this.query({ text: "BEGIN" });
+  }
+
+  /** Commits (`commit`) or rolls back the transaction `begin` opened. */
+  async finish(commit: boolean): Promise<void> {
+    await this.query({ text: commit ? "COMMIT" : "ROLLBACK" });
+    this.#open = false;
+  }
+
+  /** Returns the connection: reused if idle, closed if a statement or a transaction is still open (abandoned). */
   end(): void {
     if (this.#done) return;
     this.#done = true;
@@ -75,6 +92,7 @@ export class Lease {
     this.#client = undefined;
     client?.off?.("error", this.#died);
     if (this.#busy) client?.release(new Error("sluice: statement abandoned at timeoutMs"));
+    else if (this.#open) client?.release(new Error("sluice: transaction abandoned"));
     else client?.release(this.#broken ? new Error("sluice: connection failed") : undefined);
   }
 }

@@ -3,9 +3,11 @@
  * a block runs) on this process's CPU and writes the result back with a compare-and-set on the
  * row's version, in one statement: an INSERT that does nothing if the row exists, or an UPDATE /
  * DELETE `WHERE version = <seen>`. A write another process won answers no row; the call then
- * reads what that process wrote and decides again, up to `maxRetries` times (then a StoreError,
- * answered by `onError`). Calls on one key in this process go one at a time (KeyQueue), so
- * retries only ever race other processes.
+ * reads what that process wrote and decides again, up to `maxRetries` times; after that it
+ * decides under the row's lock in a transaction, which cannot lose, so every call ends
+ * (optimistic retries alone cannot promise that: a slower process can lose every race on a hot
+ * key). Calls on one key in this process go one at a time (KeyQueue), so retries only ever race
+ * other processes.
  *
  * A call starts from the row as this process last saw it (known-rows.ts): a key this process
  * wrote last is one statement per decision; a new key too (guessed absent). Reads and denials,
@@ -73,6 +75,50 @@ function rowOf(a: Answer, sentAt: number): SeenRow {
   };
 }
 
+/** One decision on a row: what it answers and what it would write. */
+interface Plan {
+  readonly decision: Decision;
+  /** The instant it was made at. */
+  readonly t: number;
+  readonly text: string;
+  readonly block: number | null;
+  readonly freshAt: number;
+  /** It writes nothing (the row, or its absence, already says it). */
+  readonly unchanged: boolean;
+}
+
+/** One call's statements on its lease; each answer's `now` tunes the database clock. */
+class Talk {
+  readonly lease: Lease;
+  readonly #parts: StoreParts;
+  /** The database's time, from this call's latest statement. */
+  serverNow: number | undefined;
+  /** The local instant the latest statement was sent. */
+  sentAt = 0;
+
+  constructor(lease: Lease, parts: StoreParts) {
+    this.lease = lease;
+    this.#parts = parts;
+  }
+
+  /** Runs the prepared statement `name` (a suffix of the table's prefix); its first row, if any. */
+  async run(name: string, text: string, values: unknown[]): Promise<Answer | undefined> {
+    this.sentAt = local();
+    const result = await this.lease.query({ name: this.#parts.sql.prepared + name, text, values });
+    const answer = result.rows[0] as unknown as Answer | undefined;
+    if (answer !== undefined) {
+      this.#parts.databaseClock.heard(answer.now, this.sentAt);
+      this.serverNow = answer.now;
+    }
+    return answer;
+  }
+
+  /** Runs a statement that always answers the key's row (`read`, or `lock` as "l"), as a SeenRow. */
+  async read(text: string, rule: string, key: string, name = "r"): Promise<SeenRow> {
+    return rowOf((await this.run(name, text, [rule, key])) as Answer, this.sentAt);
+  }
+}
+
 /** A rule bound to a PostgresStore. */
 export class PostgresRule implements BoundRule {
   readonly #parts: StoreParts;
@@ -119,10 +165,11 @@ export class PostgresRule implements BoundRule {
   }
 
   /**
-   * Decide, compare-and-set; on a lost one, read and decide again, at most `maxRetries` times.
-   * The first decision is made on the row as this process last saw it (no row, if it saw
-   * none): when that is still the row, the call is one statement, or none for a decision that
-   * writes nothing on a row a statement sent since the call began showed.
+   * Decide, compare-and-set; on a lost one, read and decide again, at most `maxRetries` times,
+   * then decide once more under the row's lock (#decideLocked), which cannot lose. The first
+   * decision is made on the row as this process last saw it (no row, if it saw none): when
+   * that is still the row, the call is one statement, or none for a decision that writes
+   * nothing on a row a statement sent since the call began showed.
    */
   async #decide(
     lease: Lease,
@@ -135,83 +182,126 @@ export class PostgresRule implements BoundRule {
     at: number | undefined,
   ): Promise<Decision> {
     const { sql, maxRetries, databaseTime, databaseClock, known } = this.#parts;
-    const rule = this.#rule;
     const id = this.#ruleId;
     // What the call decides on: the row as last seen, confirmed if a statement sent since the
     // call began showed it (a read of this call, or of one queued before it on this key).
     let seen: SeenRow | undefined = known.get(slot) ?? NO_ROW;
     let confirmed = seen.confirmedAt >= began;
-    let serverNow: number | undefined;
-    let sentAt = 0;
     // Before any statement has answered, the database's time is unknown: read it with the row.
     if (now === undefined && databaseTime && !databaseClock.known) seen = undefined;
-    const run = async (name: string, text: string, values: unknown[]): Promise<Answer | undefined> => {
-      sentAt = local();
-      const result = await lease.query({ name: sql.prepared + name, text, values });
-      const answer = result.rows[0] as unknown as Answer | undefined;
-      if (answer !== undefined) {
-        databaseClock.heard(answer.now, sentAt);
-        serverNow = answer.now;
-      }
-      return answer;
-    };
+    const talk = new Talk(lease, this.#parts);
     for (let attempt = 0; attempt <= maxRetries; ) {
       if (seen === undefined) {
-        seen = rowOf((await run("r", sql.read, [id, key])) as Answer, sentAt);
+        seen = await talk.read(sql.read, id, key);
         known.set(slot, seen);
         confirmed = true;
       }
-      const t = now ?? (databaseTime ? (serverNow ?? databaseClock.now()) : (this.#clock ?? systemClock).now());
-      const live = seen.version !== null && (seen.expiresAt as number) > t;
-      const record = live ? recordFromText(rule, seen.record as string) : createRecord(rule);
-      const stored = live && seen.blockedUntil !== null && seen.blockedUntil > t ? seen.blockedUntil : -Infinity;
-      let until = stored;
-      if (op === "block" && blocksBeside(rule)) until = t + cost;
-      const blocked = until > t;
-      const decision = blocked
-        ? decideBlocked(rule, record, t, cost, op, until, at)
-        : decideRule(rule, record, t, cost, op, at);
-      const text = recordToText(record);
-      const freshAt = Math.max(recordFreshAt(rule, record), blocked ? until : -Infinity);
-      const block = blocked ? until : null;
-      const unchanged =
-        seen.version === null
-          ? // No row: one is written only when the call changed what a fresh key would decide.
-            !(blocked || storesNewRecord(rule, op, decision)) || !(freshAt > t)
-          : live && text === seen.record && until === stored;
-      if (unchanged) {
-        if (confirmed) return decision;
+      const plan = this.#plan(seen, this.#time(now, talk), cost, op, at);
+      if (plan.unchanged) {
+        if (confirmed) return plan.decision;
         seen = undefined; // decided on a guess that writes nothing: confirm it with a read
         continue;
       }
+      const { text, block, freshAt, t } = plan;
       let answer: Answer | undefined;
-      if (seen.version === null) answer = await run("i", sql.insert, [id, key, text, block, freshAt]);
-      else if (freshAt > t) answer = await run("u", sql.update, [id, key, text, block, freshAt, seen.version]);
+      if (seen.version === null) answer = await talk.run("i", sql.insert, [id, key, text, block, freshAt]);
+      else if (freshAt > t) answer = await talk.run("u", sql.update, [id, key, text, block, freshAt, seen.version]);
       // Equivalent to no row: delete it, the call's own share of keeping the table small.
-      else answer = await run("d", sql.remove, [id, key, seen.version]);
+      else answer = await talk.run("d", sql.remove, [id, key, seen.version]);
       if (answer !== undefined) {
-        const wrote = seen.version === null || freshAt > t;
-        known.set(
-          slot,
-          wrote
-            ? { version: answer.written, record: text, blockedUntil: block, expiresAt: freshAt, confirmedAt: sentAt }
-            : { ...NO_ROW, confirmedAt: sentAt },
-        );
-        if (seen.version === null) this.#parts.inserted(id, this.#clock);
-        return decision;
+        this.#wrote(slot, plan, seen.version === null, answer.written, talk.sentAt);
+        return plan.decision;
       }
       attempt++;
       seen = undefined; // another process wrote first: read what it wrote, decide again
-      // A process whose round trips run slower than its rivals' can lose every race on a hot
-      // key: after two lost ones, a random pause of up to `attempt` ms (at most 16) lets the
-      // others' writes land first, so its next read is the last for a while. The call's
-      // `timeoutMs` still bounds the whole.
-      if (attempt > 1) await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(16, attempt)));
     }
-    known.delete(slot);
-    throw new StoreError(
-      `PostgresStore: another process changed the row of this key ${maxRetries + 1} times in a row while this call decided (maxRetries ${maxRetries}); the call was not counted`,
+    return await this.#decideLocked(talk, key, slot, cost, now, op, at);
+  }
+
+  /**
+   * The path that cannot lose, for a call that lost `maxRetries + 1` compare-and-sets (a hot
+   * key, or a process whose round trips run slower than its rivals'): in one transaction on
+   * the call's connection, lock the row (creating a placeholder if there is none, so there is
+   * always one to lock), decide on it, write, commit. Every other write of the key waits for the
+   * commit, and so loses its compare-and-set to this one; that call's next try sees this write.
+   * Four round trips instead of one, so only after lost races. A call that writes nothing rolls
+   * back (undoing a placeholder). A timeout or a failure inside the transaction closes the
+   * connection (Lease.end), which rolls back and drops the lock on the server.
+   */
+  async #decideLocked(
+    talk: Talk,
+    key: string,
+    slot: string,
+    cost: number,
+    now: number | undefined,
+    op: Operation,
+    at: number | undefined,
+  ): Promise<Decision> {
+    const { sql, known } = this.#parts;
+    const id = this.#ruleId;
+    await talk.lease.begin();
+    const locked = await talk.read(sql.lock, id, key, "l");
+    // The placeholder (version 0) decides as no row; writing over it is the key's creation.
+    const created = locked.version === "0";
+    const seen = created ? { ...NO_ROW, confirmedAt: locked.confirmedAt } : locked;
+    const plan = this.#plan(seen, this.#time(now, talk), cost, op, at);
+    if (plan.unchanged) {
+      await talk.lease.finish(false);
+      known.set(slot, seen);
+      return plan.decision;
+    }
+    const { text, block, freshAt, t } = plan;
+    const answer =
+      freshAt > t
+        ? await talk.run("u", sql.update, [id, key, text, block, freshAt, locked.version])
+        : await talk.run("d", sql.remove, [id, key, locked.version]);
+    // Cannot happen while the lock is held; a bug rather than a race if it does.
+    if (answer === undefined) throw new StoreError("PostgresStore: the locked row changed under its lock");
+    await talk.lease.finish(true);
+    this.#wrote(slot, plan, created, answer.written, talk.sentAt);
+    return plan.decision;
+  }
+
+  /** The instant a call decides at: the caller's, the database's (as last heard), or the rule's clock. */
+  #time(now: number | undefined, talk: Talk): number {
+    if (now !== undefined) return now;
+    if (this.#parts.databaseTime) return talk.serverNow ?? this.#parts.databaseClock.now();
+    return (this.#clock ?? systemClock).now();
+  }
+
+  /** Decides on `seen` at `t`: the decision, what to write, and whether to write at all. */
+  #plan(seen: SeenRow, t: number, cost: number, op: Operation, at: number | undefined): Plan {
+    const rule = this.#rule;
+    const live = seen.version !== null && (seen.expiresAt as number) > t;
+    const record = live ? recordFromText(rule, seen.record as string) : createRecord(rule);
+    const stored = live && seen.blockedUntil !== null && seen.blockedUntil > t ? seen.blockedUntil : -Infinity;
+    let until = stored;
+    if (op === "block" && blocksBeside(rule)) until = t + cost;
+    const blocked = until > t;
+    const decision = blocked
+      ? decideBlocked(rule, record, t, cost, op, until, at)
+      : decideRule(rule, record, t, cost, op, at);
+    const text = recordToText(record);
+    const freshAt = Math.max(recordFreshAt(rule, record), blocked ? until : -Infinity);
+    const unchanged =
+      seen.version === null
+        ? // No row: one is written only when the call changed what a fresh key would decide.
+          !(blocked || storesNewRecord(rule, op, decision)) || !(freshAt > t)
+        : live && text === seen.record && until === stored;
+    return { decision, t, text, block: blocked ? until : null, freshAt, unchanged };
+  }
+
+  /** Remembers what a won write left (a row, or none after a delete); counts a row created. */
+  #wrote(slot: string, plan: Plan, created: boolean, version: string | null, sentAt: number): void {
+    const { text, block, freshAt, t } = plan;
+    const kept = created || freshAt > t;
+    this.#parts.known.set(
+      slot,
+      kept
+        ? { version, record: text, blockedUntil: block, expiresAt: freshAt, confirmedAt: sentAt }
+        : { ...NO_ROW, confirmedAt: sentAt },
     );
+    if (created) this.#parts.inserted(this.#ruleId, this.#clock);
   }
 
   /** Deletes the key's row (and forgets it in the fallback), within `timeoutMs`; rejects with a StoreError. */

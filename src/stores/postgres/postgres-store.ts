@@ -51,7 +51,11 @@ export interface PostgresStoreOptions {
   timeoutMs?: number;
   /** What a call answers when PostgreSQL fails or times out (default `"deny"`). */
   onError?: OnError;
-  /** Times a call decides again after another process wrote the key first (default 50); then a StoreError. */
+  /**
+   * Compare-and-sets a call may lose and retry (another process wrote the key first) before it
+   * decides under the row's lock instead, in a transaction that cannot lose (default 2); 0 locks
+   * after the first lost one. Every call ends either way; this trades round trips for waiting.
+   */
   maxRetries?: number;
   /** Extra time an expired row is kept before the sweep deletes it, in ms (default 0); for skewed `time: "local"` clocks. */
   expiryGraceMs?: number;
@@ -72,8 +76,8 @@ const OPTIONS = [
 /** Keys whose rows this process remembers, to try their compare-and-set at once (known-rows.ts). */
 const KNOWN_ROWS = 10_000;
 
-/** The default of `maxRetries`. */
-const DEFAULT_RETRIES = 50;
+/** The default of `maxRetries`: a third lost race on a key is taken as a hot key, and locked. */
+const DEFAULT_RETRIES = 2;
 
 function checkBoolean(name: string, value: unknown, fallback: boolean): boolean {
   if (value === undefined) return fallback;

@@ -58,6 +58,12 @@ export interface TableSql {
   readonly update: string;
   /** $1 rule, $2 key, $3 version: deletes the row if at that version. */
   readonly remove: string;
+  /**
+   * $1 rule, $2 key, inside a transaction: locks the key's row and answers it like `read`,
+   * creating a placeholder first when there is none (version 0, expired: it decides as no row),
+   * so there is always a row to lock. Whoever else writes the key waits for the transaction.
+   */
+  readonly lock: string;
   /** $1 rule, $2 key: a reset. */
   readonly reset: string;
   /** $1 limit, $2 before (ms; null: database time − $3), $3 grace ms, $4 rule (null: every rule) → rows deleted. */
@@ -100,6 +106,12 @@ VALUES ($1, $2, $3, $4, $5, 1) ON CONFLICT (rule, key) DO NOTHING ${written}`,
     update: `UPDATE ${quoted} SET record = $3, blocked_until = $4, expires_at = $5, version = version + 1
 WHERE rule = $1 AND key = $2 AND version = $6 ${written}`,
     remove: `DELETE FROM ${quoted} WHERE rule = $1 AND key = $2 AND version = $3 ${written}`,
+    // ON CONFLICT DO UPDATE either inserts or locks the row that is there, waiting for another
+    // transaction writing it (PostgreSQL guarantees one of the two outcomes under READ
+    // COMMITTED). SET version = version changes nothing; the call's own write bumps it.
+    lock: `INSERT INTO ${quoted} AS r (rule, key, record, blocked_until, expires_at, version)
+VALUES ($1, $2, '', NULL, 0, 0) ON CONFLICT (rule, key) DO UPDATE SET version = r.version
+RETURNING NULL::bigint AS written, ${DB_NOW} AS now, r.record, r.blocked_until, r.expires_at, r.version`,
     reset: `DELETE FROM ${quoted} WHERE rule = $1 AND key = $2`,
     // SKIP LOCKED: a row a check is writing now is left to that check. The outer condition is
     // checked again on the row as locked, so a row a check renewed meanwhile is kept.
