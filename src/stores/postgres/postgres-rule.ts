@@ -113,6 +113,12 @@ class Talk {
     return answer;
   }
 
+  /** Takes the database's time `now` from a statement sent at `sentAt` (a batched write). */
+  heard(now: number, sentAt: number): void {
+    this.serverNow = now;
+    this.sentAt = sentAt;
+  }
+
   /** Runs a statement that always answers the key's row (`read`, or `lock` as "l"), as a SeenRow. */
   async read(text: string, rule: string, key: string, name = "r"): Promise<SeenRow> {
     return rowOf((await this.run(name, text, [rule, key])) as Answer, this.sentAt);
@@ -203,8 +209,23 @@ export class PostgresRule implements BoundRule {
         continue;
       }
       const { text, block, freshAt, t } = plan;
-      let answer: Answer | undefined;
-      if (seen.version === null) answer = await talk.run("i", sql.insert, [id, key, text, block, freshAt]);
+      let answer: { written: string | null } | undefined;
+      if (!talk.lease.started) {
+        // The call's first statement: it travels with this turn's other writes (write-batch.ts).
+        const won = await this.#parts.writes.write(
+          {
+            rule: id,
+            key,
+            record: seen.version === null || freshAt > t ? text : null,
+            blockedUntil: block,
+            expiresAt: freshAt,
+            version: seen.version,
+          },
+          talk.lease,
+        );
+        if (won !== undefined) talk.heard(won.now, won.sentAt);
+        answer = won;
+      } else if (seen.version === null) answer = await talk.run("i", sql.insert, [id, key, text, block, freshAt]);
       else if (freshAt > t) answer = await talk.run("u", sql.update, [id, key, text, block, freshAt, seen.version]);
       // Equivalent to no row: delete it, the call's own share of keeping the table small.
       else answer = await talk.run("d", sql.remove, [id, key, seen.version]);
