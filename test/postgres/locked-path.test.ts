@@ -58,11 +58,11 @@ describe.skipIf(!up)("PostgresStore's locked path", { timeout: 60_000 }, () => {
       const statements: string[] = [];
       hook.run = async (name) => {
         statements.push(name.replace(/^sluice_\w+_/, ""));
-        if (name.endsWith("_u") && statements.length === 1) await side.query(`DELETE FROM "${table}"`);
+        if (name.endsWith("_w") && statements.length === 1) await side.query(`DELETE FROM "${table}"`);
       };
       const d = await limiter.tryAcquire("k");
-      // The update lost (no row), then BEGIN, lock (a placeholder inserted), update, COMMIT.
-      expect(statements).toEqual(["u", "BEGIN", "l", "u", "COMMIT"]);
+      // The (batched) update lost (no row), then BEGIN, lock (a placeholder inserted), update, COMMIT.
+      expect(statements).toEqual(["w", "BEGIN", "l", "u", "COMMIT"]);
       expect([d.allowed, d.remaining, d.failure]).toEqual([true, 9, undefined]);
       const { rows } = await side.query(`SELECT version, record <> '' AS written FROM "${table}"`);
       expect(rows).toEqual([{ version: "1", written: true }]);
@@ -85,7 +85,7 @@ describe.skipIf(!up)("PostgresStore's locked path", { timeout: 60_000 }, () => {
       hook.run = async (name) => {
         // Another process writes first (the compare-and-set loses), then holds the row's lock
         // while this call's transaction asks for it: the server cancels that statement.
-        if (name.endsWith("_u")) await side.query(`UPDATE "${table}" SET version = version + 1`);
+        if (name.endsWith("_w")) await side.query(`UPDATE "${table}" SET version = version + 1`);
         if (name.endsWith("_l")) {
           await locker.query("BEGIN");
           await locker.query(`SELECT * FROM "${table}" FOR UPDATE`);

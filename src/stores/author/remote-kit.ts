@@ -9,6 +9,7 @@
 export { type Clock, systemClock } from "../../core/clock.ts";
 export { ArgumentError, StoreError } from "../../core/errors.ts";
 export { checkOptions } from "../../core/options.ts";
+export { Coalescer, type Coalescible, nextTurn } from "../remote/coalescer.ts";
 export {
   checkOnError,
   DEFAULT_POLICY,

@@ -15,7 +15,7 @@ import type { PoolClientLike, PoolLike, QueryResultLike, Statement } from "./poo
 export class AbandonedError extends Error {}
 
 /** PostgreSQL's SQLSTATE for a statement cancelled by `statement_timeout` (or a cancel request). */
-const QUERY_CANCELED = "57014";
+export const QUERY_CANCELED = "57014";
 
 /** A failure of the server, the network or the pool, as the StoreError the failure policy answers. */
 export function storeError(error: unknown): StoreError {
@@ -34,6 +34,7 @@ export class Lease {
   #done = false;
   /** Between a `begin` and its `finish`: a transaction (and maybe a row lock) is open. */
   #open = false;
+  #started = false;
   /** The connection died while checked out: the statement out (if any) fails on its own; do not reuse it. */
   readonly #died = () => {
     this.#broken = true;
@@ -43,26 +44,43 @@ export class Lease {
     this.#pool = pool;
   }
 
+  /** True once a statement was asked for (a connection is, or is being, checked out). */
+  get started(): boolean {
+    return this.#started;
+  }
+
+  /** True once `end` ran: the call was answered (or abandoned); nothing more is sent. */
+  get over(): boolean {
+    return this.#done;
+  }
+
+  /** Checks this call's connection out of the pool, if not yet; AbandonedError if the call ended meanwhile. */
+  async connect(): Promise<void> {
+    if (this.#done) throw new AbandonedError("the call is over");
+    this.#started = true;
+    if (this.#client !== undefined) return;
+    let client: PoolClientLike;
+    try {
+      client = await this.#pool.connect();
+    } catch (error) {
+      throw storeError(error);
+    }
+    if (this.#done) {
+      client.release();
+      throw new AbandonedError("the call is over");
+    }
+    client.on?.("error", this.#died);
+    this.#client = client;
+  }
+
   /** Runs `statement` on this call's connection (checking one out first if needed). */
   async query(statement: Statement): Promise<QueryResultLike> {
-    if (this.#done) throw new AbandonedError("the call is over");
-    if (this.#client === undefined) {
-      let client: PoolClientLike;
-      try {
-        client = await this.#pool.connect();
-      } catch (error) {
-        throw storeError(error);
-      }
-      if (this.#done) {
-        client.release();
-        throw new AbandonedError("the call is over");
-      }
-      client.on?.("error", this.#died);
-      this.#client = client;
-    }
+    if (this.#client === undefined) await this.connect();
+    const client = this.#client as PoolClientLike | undefined;
+    if (this.#done || client === undefined) throw new AbandonedError("the call is over");
     this.#busy = true;
     try {
-      return await this.#client.query(statement);
+      return await client.query(statement);
     } catch (error) {
       // Not an answer of the server (no SQLSTATE): the connection itself failed; do not reuse it.
       if (!/^[0-9A-Z]{5}$/.test(String((error as { code?: unknown } | null)?.code))) this.#broken = true;

@@ -5,6 +5,7 @@ import type { KnownRows } from "./known-rows.ts";
 import type { KeyQueue } from "./lease.ts";
 import type { PoolLike } from "./pool.ts";
 import type { TableSql } from "./table.ts";
+import type { WriteBatcher } from "./write-batch.ts";
 
 /** The store's settings and services, as its bound rules see them. */
 export interface StoreParts {
@@ -21,6 +22,8 @@ export interface StoreParts {
   readonly databaseClock: DatabaseClock;
   /** Recent keys' rows as last seen. */
   readonly known: KnownRows;
+  /** Coalesces calls' first compare-and-sets into multi-row statements. */
+  readonly writes: WriteBatcher;
   /** One call per key at a time in this process. */
   readonly queue: KeyQueue;
   /** Resolves once the table exists (created on first use unless `createTable: false`). */

@@ -41,7 +41,7 @@ import {
 } from "../author/index.ts";
 import { local } from "./database-clock.ts";
 import { NO_ROW, type SeenRow } from "./known-rows.ts";
-import { Lease } from "./lease.ts";
+import { AbandonedError, Lease } from "./lease.ts";
 import type { StoreParts } from "./parts.ts";
 
 /** What Postgres text cannot hold: NUL, and lone surrogates (not UTF-8; paired ones are one code point under /u). */
@@ -113,15 +113,36 @@ class Talk {
     return answer;
   }
 
+  /** Takes the database's time `now` from a statement sent at `sentAt` (a batched write). */
+  heard(now: number, sentAt: number): void {
+    this.serverNow = now;
+    this.sentAt = sentAt;
+  }
+
   /** Runs a statement that always answers the key's row (`read`, or `lock` as "l"), as a SeenRow. */
   async read(text: string, rule: string, key: string, name = "r"): Promise<SeenRow> {
     return rowOf((await this.run(name, text, [rule, key])) as Answer, this.sentAt);
   }
 }
 
+/** One call waiting on its key: what it asks, and once a group took it, its answer. */
+interface Call {
+  readonly cost: number;
+  readonly now: number | undefined;
+  readonly op: Operation;
+  readonly at: number | undefined;
+  /** The local instant it was made. */
+  readonly began: number;
+  /** The calls waiting on the key with it, itself included; the first of them to run decides them all. */
+  readonly group: Call[];
+  answer: Promise<Decision> | undefined;
+}
+
 /** A rule bound to a PostgresStore. */
 export class PostgresRule implements BoundRule {
   readonly #parts: StoreParts;
+  /** Calls waiting per key (slot), in order: the next to run decides them all. */
+  readonly #waiting = new Map<string, Call[]>();
   readonly #rule: CompiledRule;
   /** The `rule` column: the binding's id and the rule's shape. */
   readonly #ruleId: string;
@@ -145,15 +166,43 @@ export class PostgresRule implements BoundRule {
     const parts = this.#parts;
     const row = rowKey(key);
     const slot = `${this.#ruleId}\n${row}`;
-    const began = local();
     const lease = new Lease(parts.pool);
+    let group = this.#waiting.get(slot);
+    if (group === undefined) {
+      group = [];
+      this.#waiting.set(slot, group);
+    }
+    const call: Call = { cost, now, op, at, began: local(), group, answer: undefined };
+    group.push(call);
     const work = parts.queue.run(slot, async () => {
-      try {
-        await parts.ready();
-        return await this.#decide(lease, row, slot, began, cost, now, op, at);
-      } finally {
-        lease.end();
+      const taken = call.answer;
+      if (taken !== undefined) {
+        // Decided with an earlier call's group. That call's connection was given up at its
+        // timeoutMs: this one is answered as timed out too, by the failure policy.
+        return await taken.catch((error: unknown) => {
+          throw error instanceof AbandonedError ? timeoutError("PostgreSQL", parts.timeoutMs) : error;
+        });
       }
+      // This call runs first of the calls waiting on the key: it decides them all, in order.
+      const calls = call.group;
+      if (this.#waiting.get(slot) === calls) this.#waiting.delete(slot);
+      const answers = (async () => {
+        try {
+          await parts.ready();
+          return await this.#decide(lease, row, slot, calls);
+        } finally {
+          lease.end();
+        }
+      })();
+      let own: Promise<Decision> | undefined;
+      calls.forEach((c, i) => {
+        const answer = answers.then((ds) => ds[i] as Decision);
+        c.answer = answer;
+        // The others' answers are awaited by their own queued tasks, which run next.
+        if (c === call) own = answer;
+        else answer.catch(() => undefined);
+      });
+      return await (own as Promise<Decision>);
     });
     return withTimeout(work, parts.timeoutMs, () => {
       lease.end();
@@ -165,30 +214,26 @@ export class PostgresRule implements BoundRule {
   }
 
   /**
-   * Decide, compare-and-set; on a lost one, read and decide again, at most `maxRetries` times,
-   * then decide once more under the row's lock (#decideLocked), which cannot lose. The first
+   * Decides `calls` (every call on the key that waited in this process, in order) as one:
+   * each on the record the previous one left, and the last record written once, a
+   * compare-and-set; on a lost one, read and decide them all again, at most `maxRetries`
+   * times, then once more under the row's lock (#decideLocked), which cannot lose. The first
    * decision is made on the row as this process last saw it (no row, if it saw none): when
-   * that is still the row, the call is one statement, or none for a decision that writes
-   * nothing on a row a statement sent since the call began showed.
+   * that is still the row, the group is one statement, or none for decisions that write
+   * nothing on a row a statement sent since the latest call of the group began showed.
+   * A hot key's queue is thus one round trip per group, not one per call.
    */
-  async #decide(
-    lease: Lease,
-    key: string,
-    slot: string,
-    began: number,
-    cost: number,
-    now: number | undefined,
-    op: Operation,
-    at: number | undefined,
-  ): Promise<Decision> {
+  async #decide(lease: Lease, key: string, slot: string, calls: Call[]): Promise<Decision[]> {
     const { sql, maxRetries, databaseTime, databaseClock, known } = this.#parts;
     const id = this.#ruleId;
-    // What the call decides on: the row as last seen, confirmed if a statement sent since the
-    // call began showed it (a read of this call, or of one queued before it on this key).
+    let began = Number.NEGATIVE_INFINITY;
+    for (const c of calls) began = Math.max(began, c.began);
+    // What the calls decide on: the row as last seen, confirmed if a statement sent since the
+    // latest call began showed it (a read of this group, or of one before it on this key).
     let seen: SeenRow | undefined = known.get(slot) ?? NO_ROW;
     let confirmed = seen.confirmedAt >= began;
     // Before any statement has answered, the database's time is unknown: read it with the row.
-    if (now === undefined && databaseTime && !databaseClock.known) seen = undefined;
+    if (databaseTime && !databaseClock.known && calls.some((c) => c.now === undefined)) seen = undefined;
     const talk = new Talk(lease, this.#parts);
     for (let attempt = 0; attempt <= maxRetries; ) {
       if (seen === undefined) {
@@ -196,47 +241,64 @@ export class PostgresRule implements BoundRule {
         known.set(slot, seen);
         confirmed = true;
       }
-      const plan = this.#plan(seen, this.#time(now, talk), cost, op, at);
-      if (plan.unchanged) {
-        if (confirmed) return plan.decision;
+      const run = this.#planAll(seen, calls, talk);
+      const { last } = run;
+      if (last === undefined || (seen.version === null && last.version === null)) {
+        if (confirmed) return run.decisions;
         seen = undefined; // decided on a guess that writes nothing: confirm it with a read
         continue;
       }
-      const { text, block, freshAt, t } = plan;
-      let answer: Answer | undefined;
-      if (seen.version === null) answer = await talk.run("i", sql.insert, [id, key, text, block, freshAt]);
-      else if (freshAt > t) answer = await talk.run("u", sql.update, [id, key, text, block, freshAt, seen.version]);
+      let answer: { written: string | null } | undefined;
+      if (!talk.lease.started) {
+        // The call's first statement: it travels with this turn's other writes (write-batch.ts).
+        const won = await this.#parts.writes.write(
+          {
+            rule: id,
+            key,
+            record: last.version === null ? null : (last.record as string),
+            blockedUntil: last.blockedUntil,
+            expiresAt: last.expiresAt ?? 0,
+            version: seen.version,
+          },
+          talk.lease,
+        );
+        if (won !== undefined) talk.heard(won.now, won.sentAt);
+        answer = won;
+      } else if (seen.version === null) {
+        answer = await talk.run("i", sql.insert, [id, key, last.record, last.blockedUntil, last.expiresAt]);
+      } else if (last.version !== null) {
+        answer = await talk.run("u", sql.update, [
+          id,
+          key,
+          last.record,
+          last.blockedUntil,
+          last.expiresAt,
+          seen.version,
+        ]);
+      }
       // Equivalent to no row: delete it, the call's own share of keeping the table small.
       else answer = await talk.run("d", sql.remove, [id, key, seen.version]);
       if (answer !== undefined) {
-        this.#wrote(slot, plan, seen.version === null, answer.written, talk.sentAt);
-        return plan.decision;
+        this.#wrote(slot, last, seen.version === null, answer.written, talk.sentAt);
+        return run.decisions;
       }
       attempt++;
       seen = undefined; // another process wrote first: read what it wrote, decide again
     }
-    return await this.#decideLocked(talk, key, slot, cost, now, op, at);
+    return await this.#decideLocked(talk, key, slot, calls);
   }
 
   /**
-   * The path that cannot lose, for a call that lost `maxRetries + 1` compare-and-sets (a hot
+   * The path that cannot lose, for calls that lost `maxRetries + 1` compare-and-sets (a hot
    * key, or a process whose round trips run slower than its rivals'): in one transaction on
    * the call's connection, lock the row (creating a placeholder if there is none, so there is
    * always one to lock), decide on it, write, commit. Every other write of the key waits for the
    * commit, and so loses its compare-and-set to this one; that call's next try sees this write.
-   * Four round trips instead of one, so only after lost races. A call that writes nothing rolls
+   * Four round trips instead of one, so only after lost races. Calls that write nothing roll
    * back (undoing a placeholder). A timeout or a failure inside the transaction closes the
    * connection (Lease.end), which rolls back and drops the lock on the server.
    */
-  async #decideLocked(
-    talk: Talk,
-    key: string,
-    slot: string,
-    cost: number,
-    now: number | undefined,
-    op: Operation,
-    at: number | undefined,
-  ): Promise<Decision> {
+  async #decideLocked(talk: Talk, key: string, slot: string, calls: Call[]): Promise<Decision[]> {
     const { sql, known } = this.#parts;
     const id = this.#ruleId;
     await talk.lease.begin();
@@ -244,22 +306,21 @@ export class PostgresRule implements BoundRule {
     // The placeholder (version 0) decides as no row; writing over it is the key's creation.
     const created = locked.version === "0";
     const seen = created ? { ...NO_ROW, confirmedAt: locked.confirmedAt } : locked;
-    const plan = this.#plan(seen, this.#time(now, talk), cost, op, at);
-    if (plan.unchanged) {
+    const { decisions, last } = this.#planAll(seen, calls, talk);
+    if (last === undefined || (created && last.version === null)) {
       await talk.lease.finish(false);
       known.set(slot, seen);
-      return plan.decision;
+      return decisions;
     }
-    const { text, block, freshAt, t } = plan;
     const answer =
-      freshAt > t
-        ? await talk.run("u", sql.update, [id, key, text, block, freshAt, locked.version])
+      last.version !== null
+        ? await talk.run("u", sql.update, [id, key, last.record, last.blockedUntil, last.expiresAt, locked.version])
         : await talk.run("d", sql.remove, [id, key, locked.version]);
     // Cannot happen while the lock is held; a bug rather than a race if it does.
     if (answer === undefined) throw new StoreError("PostgresStore: the locked row changed under its lock");
     await talk.lease.finish(true);
-    this.#wrote(slot, plan, created, answer.written, talk.sentAt);
-    return plan.decision;
+    this.#wrote(slot, last, created, answer.written, talk.sentAt);
+    return decisions;
   }
 
   /** The instant a call decides at: the caller's, the database's (as last heard), or the rule's clock. */
@@ -267,6 +328,35 @@ export class PostgresRule implements BoundRule {
     if (now !== undefined) return now;
     if (this.#parts.databaseTime) return talk.serverNow ?? this.#parts.databaseClock.now();
     return (this.#clock ?? systemClock).now();
+  }
+
+  /**
+   * Decides `calls` in order on `seen`, each on the row the previous one left: their
+   * decisions, and the row the last change left (`last`: version null for no row, a non-null
+   * version for a row to write; undefined when no call changed anything).
+   */
+  #planAll(seen: SeenRow, calls: Call[], talk: Talk): { decisions: Decision[]; last: SeenRow | undefined } {
+    const decisions: Decision[] = [];
+    let row = seen;
+    let last: SeenRow | undefined;
+    for (const c of calls) {
+      const plan = this.#plan(row, this.#time(c.now, talk), c.cost, c.op, c.at);
+      decisions.push(plan.decision);
+      if (plan.unchanged) continue;
+      // The version only marks a row here; the write checks `seen`'s.
+      row =
+        plan.freshAt > plan.t
+          ? {
+              version: seen.version ?? "0",
+              record: plan.text,
+              blockedUntil: plan.block,
+              expiresAt: plan.freshAt,
+              confirmedAt: seen.confirmedAt,
+            }
+          : { ...NO_ROW, confirmedAt: seen.confirmedAt };
+      last = row;
+    }
+    return { decisions, last };
   }
 
   /** Decides on `seen` at `t`: the decision, what to write, and whether to write at all. */
@@ -291,15 +381,11 @@ export class PostgresRule implements BoundRule {
     return { decision, t, text, block: blocked ? until : null, freshAt, unchanged };
   }
 
-  /** Remembers what a won write left (a row, or none after a delete); counts a row created. */
-  #wrote(slot: string, plan: Plan, created: boolean, version: string | null, sentAt: number): void {
-    const { text, block, freshAt, t } = plan;
-    const kept = created || freshAt > t;
+  /** Remembers what a won write left (`last`: a row, or none after a delete); counts a row created. */
+  #wrote(slot: string, last: SeenRow, created: boolean, version: string | null, sentAt: number): void {
     this.#parts.known.set(
       slot,
-      kept
-        ? { version, record: text, blockedUntil: block, expiresAt: freshAt, confirmedAt: sentAt }
-        : { ...NO_ROW, confirmedAt: sentAt },
+      last.version !== null ? { ...last, version, confirmedAt: sentAt } : { ...NO_ROW, confirmedAt: sentAt },
     );
     if (created) this.#parts.inserted(this.#ruleId, this.#clock);
   }
@@ -311,6 +397,8 @@ export class PostgresRule implements BoundRule {
     const row = rowKey(key);
     const slot = `${this.#ruleId}\n${row}`;
     parts.known.delete(slot);
+    // Calls made after the reset wait behind it, in a group of their own.
+    this.#waiting.delete(slot);
     const lease = new Lease(parts.pool);
     const work = parts.queue.run(slot, async () => {
       try {

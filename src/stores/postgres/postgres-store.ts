@@ -27,6 +27,7 @@ import type { PoolLike } from "./pool.ts";
 import { PostgresRule } from "./postgres-rule.ts";
 import { SWEEP_EVERY, SWEEP_LIMIT, sweep } from "./sweep.ts";
 import { checkTable, type TableSql, tableSql } from "./table.ts";
+import { WriteBatcher } from "./write-batch.ts";
 
 /** Options of {@link PostgresStore}. */
 export interface PostgresStoreOptions {
@@ -139,6 +140,7 @@ export class PostgresStore implements Store {
     this.#graceMs = checkCount("expiryGraceMs", options.expiryGraceMs, 0);
     const onError = checkOnError(options.onError ?? DEFAULT_POLICY);
     const sql = tableSql(this.table, unlogged);
+    const databaseClock = new DatabaseClock();
     this.#parts = {
       pool,
       sql,
@@ -147,8 +149,9 @@ export class PostgresStore implements Store {
       databaseTime: options.time !== "local",
       onError,
       onFailure: firstFailureWarning(`PostgresStore (table ${JSON.stringify(this.table)})`, describePolicy(onError)),
-      databaseClock: new DatabaseClock(),
+      databaseClock,
       known: new KnownRows(KNOWN_ROWS),
+      writes: new WriteBatcher(pool, sql, this.timeoutMs, databaseClock),
       queue: new KeyQueue(),
       ready: createTable ? () => this.#ready() : () => Promise.resolve(),
       inserted: (rule, clock) => this.#inserted_(rule, clock),

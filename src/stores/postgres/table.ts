@@ -59,6 +59,14 @@ export interface TableSql {
   /** $1 rule, $2 key, $3 version: deletes the row if at that version. */
   readonly remove: string;
   /**
+   * Many calls' compare-and-sets in one statement (write-batch.ts): arrays $1 rule, $2 key,
+   * $3 record, $4 blocked_until, $5 expires_at, $6 version, one element per call. A null
+   * version is an `insert`, a null record a `remove`, the rest an `update`, each exactly as
+   * the single statements. Answers one row per write that won: `n` (its 1-based position),
+   * `written` and `now`; a write absent from the answer lost.
+   */
+  readonly writeMany: string;
+  /**
    * $1 rule, $2 key, inside a transaction: locks the key's row and answers it like `read`,
    * creating a placeholder first when there is none (version 0, expired: it decides as no row),
    * so there is always a row to lock. Whoever else writes the key waits for the transaction.
@@ -112,6 +120,29 @@ WHERE rule = $1 AND key = $2 AND version = $6 ${written}`,
     lock: `INSERT INTO ${quoted} AS r (rule, key, record, blocked_until, expires_at, version)
 VALUES ($1, $2, '', NULL, 0, 0) ON CONFLICT (rule, key) DO UPDATE SET version = r.version
 RETURNING NULL::bigint AS written, ${DB_NOW} AS now, r.record, r.blocked_until, r.expires_at, r.version`,
+    // Data-modifying CTEs all run on one snapshot; the keys of one batch are distinct (one call
+    // per key at a time in a process), so no row is touched by two of them.
+    writeMany: `WITH i AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::float8[], $5::float8[], $6::bigint[])
+  WITH ORDINALITY AS i(rule, key, record, blocked_until, expires_at, version, n)
+), ins AS (
+  INSERT INTO ${quoted} (rule, key, record, blocked_until, expires_at, version)
+  SELECT rule, key, record, blocked_until, expires_at, 1 FROM i WHERE version IS NULL
+  ON CONFLICT (rule, key) DO NOTHING RETURNING rule, key, version
+), upd AS (
+  UPDATE ${quoted} AS r SET record = i.record, blocked_until = i.blocked_until, expires_at = i.expires_at,
+    version = r.version + 1
+  FROM i WHERE i.record IS NOT NULL AND r.rule = i.rule AND r.key = i.key AND r.version = i.version
+  RETURNING i.n, r.version
+), del AS (
+  DELETE FROM ${quoted} AS r USING i WHERE i.record IS NULL AND r.rule = i.rule AND r.key = i.key AND r.version = i.version
+  RETURNING i.n
+)
+SELECT w.n, w.version AS written, ${DB_NOW} AS now FROM (
+  SELECT i.n, ins.version FROM ins JOIN i ON i.rule = ins.rule AND i.key = ins.key
+  UNION ALL SELECT n, version FROM upd
+  UNION ALL SELECT n, NULL FROM del
+) AS w`,
     reset: `DELETE FROM ${quoted} WHERE rule = $1 AND key = $2`,
     // SKIP LOCKED: a row a check is writing now is left to that check. The outer condition is
     // checked again on the row as locked, so a row a check renewed meanwhile is kept.
