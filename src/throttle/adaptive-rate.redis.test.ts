@@ -1,7 +1,7 @@
 // The adaptive factor on real Redis: two throttles of one name on a RedisStore (two processes'
 // worth of state) share it: one's 429 cuts it, the other reads the cut, through its store alone.
 import { Redis } from "ioredis";
-import { systemClock } from "sluice";
+import { createThrottle, systemClock } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { describe, expect, it } from "vitest";
 import { standaloneRedis, uniquePrefix } from "../../test/support/redis-server.ts";
@@ -38,6 +38,29 @@ describe.skipIf(redis === undefined)("the adaptive factor on Redis", () => {
     } finally {
       a.close();
       b.close();
+      for (const s of stores) await s.close();
+      for (const c of clients) c.disconnect();
+    }
+  });
+
+  it("a throttle's 429 cuts the fleet's factor once; another's 429 within that pause does not cut again", async () => {
+    const prefix = uniquePrefix("adaptive-throttle");
+    const clients = [new Redis(redis?.url ?? ""), new Redis(redis?.url ?? ""), new Redis(redis?.url ?? "")];
+    const stores = clients.map((client) => new RedisStore({ client, prefix, timeoutMs: 10_000 }));
+    const params = { cut: 0.5, recoverPerSecond: 0.01, floor: 0.1, refreshMs: 60_000 };
+    const rate = { algorithm: "gcra", limit: 100, periodMs: 1000, burst: 100 } as const;
+    const [a, b] = stores.slice(0, 2).map((store) => createThrottle({ name: "fleet", store, rate, adaptive: params }));
+    const reader = new AdaptiveRate(stores[2] as RedisStore, "fleet", systemClock, params, 100);
+    const tooMany = { status: 429, headers: { "retry-after": "5" } };
+    try {
+      await a?.observe("k", tooMany);
+      await b?.observe("k", tooMany);
+      await reader.refresh("k");
+      expect(reader.factor("k")).toBeGreaterThanOrEqual(0.5);
+      expect(reader.factor("k")).toBeLessThan(0.51);
+    } finally {
+      await Promise.all([a?.close(), b?.close()]);
+      reader.close();
       for (const s of stores) await s.close();
       for (const c of clients) c.disconnect();
     }

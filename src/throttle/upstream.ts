@@ -48,9 +48,11 @@ export class Upstream {
     // Only a refusal cuts the adaptive rate (a RateLimit field at r=0 on a 200 is the plan, not an
     // overload), and only one that starts a pause: a 429 of a request sent before another process
     // paused the key belongs to that pause, which has cut already.
-    const cuts = status === 429 && this.adaptive !== undefined && !(await this.#pausedInStore(key));
+    // The check goes out before the block, on the same connection: no round trip is added before
+    // the fleet is paused (every request another process starts meanwhile would be a 429 more).
+    const before = status === 429 && this.adaptive !== undefined ? this.#pausedInStore(key) : undefined;
     if (hint.pauseMs > 0) await this.pause(key, hint.pauseMs, hint.source ?? "upstream");
-    if (cuts) await this.adaptive?.cut(key, hint.pauseMs);
+    if (before !== undefined && !(await before)) await this.adaptive?.cut(key, hint.pauseMs);
     return hint;
   }
 

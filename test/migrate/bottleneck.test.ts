@@ -413,7 +413,11 @@ describe("p-queue → createThrottle, side by side on one fake time", () => {
   it("concurrency, interval/intervalCap → fixed-window, priority (scale reversed), timeout → timeoutMs", async () => {
     const plans = [...jobs(5), ...jobs(3).map((p, i) => ({ ...p, id: `late${i + 1}`, at: 1500 }))];
     const peer = await onPQueue({ interval: 1000, intervalCap: 2 }, plans, 5000);
-    const ours = await onSluice({ rate: { algorithm: "fixed-window", limit: 2, windowMs: 1000 } }, plans, 5000);
+    const ours = await onSluice(
+      { rate: { algorithm: "fixed-window", limit: 2, windowMs: 1000, anchor: "first" } },
+      plans,
+      5000,
+    );
     same(peer, ours);
 
     const byPriority: Plan[] = [
@@ -427,6 +431,18 @@ describe("p-queue → createThrottle, side by side on one fake time", () => {
     const ourTimed = await onSluice({ concurrency: 1 }, timed, 600);
     expect(ourTimed.results).toEqual(peerTimed.results);
     expect(ourTimed.results.slow).toBe("TimeoutError@100");
+  });
+
+  it("interval runs from the queue's first task, as anchor: first does", async () => {
+    const plans = jobs(5, { at: 300 });
+    const peer = await onPQueue({ interval: 1000, intervalCap: 2 }, plans, 3000);
+    const ours = await onSluice(
+      { rate: { algorithm: "fixed-window", limit: 2, windowMs: 1000, anchor: "first" } },
+      plans,
+      3000,
+    );
+    same(peer, ours);
+    expect(Object.values(ours.starts)).toEqual([300, 300, 1300, 1300, 2300]);
   });
 
   it("signal, size/pending → stats(), onIdle → idle, clear → close()", async () => {
