@@ -117,6 +117,11 @@ export class AdaptiveRate {
     });
   }
 
+  /** @internal Keys whose factor this process remembers (bounded: see MAX_ENTRIES). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
   /** Closes the factor's limiter. */
   close(): void {
     this.#bucket.close();

@@ -181,4 +181,13 @@ describe("a throttle with `adaptive`", () => {
     await t.close();
     await Promise.all(jobs);
   });
+
+  it("remembers a bounded number of keys: those back at the full rate go first", async () => {
+    const clock = new ManualClock(T0);
+    const rate = new AdaptiveRate(new MemoryStore(), "x", clock, P, 100);
+    await rate.cut("cut", 1000);
+    for (let i = 0; i < 10_050; i++) rate.factor(`k${i}`);
+    expect(rate.size).toBeLessThanOrEqual(10_000);
+    expect(rate.factor("cut")).toBeCloseTo(0.5, 3); // still known: it is below the full rate
+  });
 });

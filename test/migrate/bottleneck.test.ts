@@ -361,6 +361,40 @@ describe("bottleneck → createThrottle, side by side on one fake time", () => {
     await drained;
   });
 
+  it("trackDoneStatus → stats() counts finished jobs always", async () => {
+    const tracked = new Bottleneck({ trackDoneStatus: true });
+    const counted = createThrottle({ concurrency: 1, clock: fakeClock });
+    const both = Promise.all([tracked.schedule(async () => 1), counted.schedule(async () => 1)]);
+    await advance(50);
+    await both;
+    expect(counted.stats().done).toBe(tracked.counts().DONE);
+    const stopped2 = Promise.all([tracked.stop(), counted.close()]);
+    await advance(50);
+    await stopped2;
+  });
+
+  it("updateSettings → a new throttle with the new options, the old one drained", async () => {
+    const peer = new Bottleneck({ maxConcurrent: 1 });
+    const peerRun = collector(Date.now());
+    const first = [1, 2].map((n) => peer.schedule(peerRun.task({ id: `old${n}`, ms: 100 })));
+    peer.updateSettings({ maxConcurrent: 2 });
+    const later = [1, 2].map((n) => peer.schedule(peerRun.task({ id: `new${n}`, ms: 100 })));
+    let ours = createThrottle({ concurrency: 1, clock: fakeClock });
+    const ourRun = collector(Date.now());
+    const ourFirst = [1, 2].map((n) => ours.schedule(ourRun.task({ id: `old${n}`, ms: 100 })));
+    const old = ours;
+    ours = createThrottle({ concurrency: 2, clock: fakeClock });
+    const drained = old.close({ drain: true });
+    const ourLater = [1, 2].map((n) => ours.schedule(ourRun.task({ id: `new${n}`, ms: 100 })));
+    await advance(500);
+    await Promise.all([...first, ...later, ...ourFirst, ...ourLater, drained]);
+    // bottleneck's new setting covers its old queue too: both run under their own limit at once.
+    expect(peerRun.run.starts).toMatchObject({ new1: expect.any(Number), new2: expect.any(Number) });
+    expect(ourRun.run.starts).toEqual({ old1: 0, new1: 0, new2: 0, old2: 100 });
+    expect(Object.values(peerRun.run.starts).filter((s) => s < 100)).toHaveLength(2);
+    await Promise.all([peer.stop(), ours.close()]);
+  });
+
   it("on('failed') returning a delay (a retry) → retry inside the task: the same outcome", async () => {
     const flaky = () => {
       let calls = 0;
@@ -449,36 +483,42 @@ describe("p-queue → createThrottle, side by side on one fake time", () => {
     const queue = new PQueue({ concurrency: 1 });
     const throttle = createThrottle({ concurrency: 1, clock: fakeClock });
     const controller = new AbortController();
-    const peerJobs = [0, 1, 2].map((n) =>
-      queue.add(
-        async ({ signal }) => {
-          await wait(100);
-          return signal?.aborted ? -1 : n;
-        },
-        n === 2 ? { signal: controller.signal } : {},
+    const settled = (ps: Promise<unknown>[]) =>
+      Promise.allSettled(ps).then((rs) =>
+        rs.map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message)),
+      );
+    const peerJobs = settled(
+      [0, 1, 2].map((n) =>
+        queue.add(
+          async ({ signal }) => {
+            await wait(100);
+            return signal?.aborted ? -1 : n;
+          },
+          n === 2 ? { signal: controller.signal } : {},
+        ),
       ),
     );
-    const ourJobs = [0, 1, 2].map((n) =>
-      throttle.schedule(
-        async ({ signal }) => {
-          await wait(100);
-          return signal.aborted ? -1 : n;
-        },
-        n === 2 ? { signal: controller.signal } : {},
+    const ourJobs = settled(
+      [0, 1, 2].map((n) =>
+        throttle.schedule(
+          async ({ signal }) => {
+            await wait(100);
+            return signal.aborted ? -1 : n;
+          },
+          n === 2 ? { signal: controller.signal } : {},
+        ),
       ),
     );
     await advance(10);
     expect(throttle.stats()).toMatchObject({ queued: queue.size, running: queue.pending });
     controller.abort(new Error("gone"));
-    const settled = async (ps: Promise<unknown>[]) =>
-      (await Promise.allSettled(ps)).map((r) => (r.status === "fulfilled" ? r.value : (r.reason as Error).message));
     let peerIdle = false;
     let ourIdle = false;
     void queue.onIdle().then(() => (peerIdle = true));
     throttle.on("idle", () => (ourIdle = true));
     await advance(300);
-    expect(await settled(ourJobs)).toEqual(await settled(peerJobs));
-    expect(await settled(ourJobs)).toEqual([0, 1, "gone"]);
+    expect(await ourJobs).toEqual(await peerJobs);
+    expect(await ourJobs).toEqual([0, 1, "gone"]);
     expect([peerIdle, ourIdle]).toEqual([true, true]);
 
     // clear: what waits is gone (p-queue forgets it; sluice rejects it).
