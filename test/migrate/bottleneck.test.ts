@@ -14,7 +14,6 @@ import {
   createLimiter,
   createThrottle,
   type Decision,
-  QueueFullError,
   type ScheduleOptions,
   type ThrottleOptions,
 } from "sluice";
@@ -645,6 +644,3 @@ describe.skipIf(redis === undefined)("clustering: datastore ioredis + id → Red
     }
   });
 });
-
-// QueueFullError is what the guide names for bottleneck's dropped job.
-void QueueFullError;
