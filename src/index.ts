@@ -73,6 +73,7 @@ export {
   type RuleKeys,
 } from "./stores/memory/memory-store.ts";
 export type { RestoredTable, RestoreReport } from "./stores/memory/restore-report.ts";
+export type { AdaptiveOptions } from "./throttle/adaptive-rate.ts";
 export { createThrottle, type Throttle } from "./throttle/create-throttle.ts";
 export type { JobOutcome, OutcomeStatus, ThrottleEvents } from "./throttle/events.ts";
 export type { Task, TaskContext } from "./throttle/job.ts";

@@ -4,9 +4,11 @@
  * store, shared memory) makes the limits exact for the whole fleet. See docs/throttle.md.
  */
 import { ConfigError } from "../core/errors.ts";
+import { specLimit } from "../core/spec.ts";
 import type { Store } from "../core/store.ts";
 import { createLimiter, type LimiterOptions } from "../limiter.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
+import { AdaptiveRate } from "./adaptive-rate-store.ts";
 import { type JobOutcome, outcomeIterator, type ThrottleEvents } from "./events.ts";
 import type { Task } from "./job.ts";
 import type { ThrottleStats } from "./ledger.ts";
@@ -68,7 +70,13 @@ export function createThrottle(options: ThrottleOptions): Throttle {
     if (opts.name !== undefined) o.name = `throttle:${opts.name}${suffix}`;
     return o;
   };
-  const rate = opts.rateSpec === undefined ? undefined : createLimiter(opts.rateSpec, base(""));
+  const plainRate = opts.rateSpec === undefined ? undefined : createLimiter(opts.rateSpec, base(""));
+  // The adaptive rate spends the same rate's units faster after 429s (adaptive-rate-store.ts).
+  const adaptive =
+    opts.adaptive === undefined || opts.rate === undefined
+      ? undefined
+      : new AdaptiveRate(store, opts.name, opts.clock, opts.adaptive, Math.min(...opts.rate.map(specLimit)));
+  const rate = adaptive === undefined || plainRate === undefined ? plainRate : adaptive.wrap(plainRate);
   // On the throttle's own MemoryStore no other process can hold a slot, and this process's death
   // frees them all: the count of jobs running here is exact, so no lease is taken (a lease costs
   // a store call to take, renew and release). A store passed in may be shared: leases there.
@@ -80,7 +88,8 @@ export function createThrottle(options: ThrottleOptions): Throttle {
           base(":concurrency"),
         );
   const runner = new ThrottleRunner(opts, { rate, slots }, opts.store !== undefined);
-  const upstream = new Upstream(runner, opts, store);
+  const upstream = new Upstream(runner, opts, store, adaptive);
+  if (adaptive !== undefined) void runner.closed.then(() => adaptive.close());
   const throttle: Throttle = {
     schedule: (task, o) => runner.schedule(task, o),
     wrap:

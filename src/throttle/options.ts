@@ -8,6 +8,7 @@ import { ArgumentError, ConfigError } from "../core/errors.ts";
 import { checkOptions } from "../core/options.ts";
 import { type AlgorithmSpec, type RuleSpec, validateRule } from "../core/spec.ts";
 import type { Store } from "../core/store.ts";
+import { type AdaptiveOptions, type AdaptiveParams, resolveAdaptive } from "./adaptive-rate.ts";
 
 /** Options of `createThrottle`. At least one of `rate` and `concurrency` is required. */
 export interface ThrottleOptions {
@@ -39,6 +40,12 @@ export interface ThrottleOptions {
   pollMs?: number;
   /** The `fetch` that `throttle.fetch` calls (default `globalThis.fetch`). */
   fetch?: typeof fetch;
+  /**
+   * Adapt the rate to the upstream's 429s (needs `rate`): each 429 cuts the key's share of `rate`
+   * multiplicatively, time without one recovers it additively, within [floor, 1]; kept in the
+   * store, so a shared store shares it with the fleet. `true` for the defaults. See docs/throttle.md.
+   */
+  adaptive?: boolean | AdaptiveOptions;
 }
 
 /** Options of `throttle.schedule` (and `wrap`, `fetch`). */
@@ -72,6 +79,7 @@ export interface ResolvedOptions {
   maxPauseMs: number;
   pollMs: number;
   fetch: typeof fetch | undefined;
+  adaptive: AdaptiveParams | undefined;
 }
 
 const KNOWN = [
@@ -87,6 +95,7 @@ const KNOWN = [
   "maxPauseMs",
   "pollMs",
   "fetch",
+  "adaptive",
 ] as const;
 
 /** Default lease of a running job's slot (the concurrency spec's own default). */
@@ -151,6 +160,14 @@ export function resolveThrottleOptions(options: unknown): ResolvedOptions {
       o.fetch,
     );
   }
+  const adaptive = resolveAdaptive(o.adaptive);
+  if (adaptive !== undefined && rate === undefined) {
+    throw new ConfigError(
+      "adaptive",
+      "createThrottle: `adaptive` needs `rate` (it adapts the rate to 429s)",
+      o.adaptive,
+    );
+  }
   return {
     name: o.name,
     rate,
@@ -165,6 +182,7 @@ export function resolveThrottleOptions(options: unknown): ResolvedOptions {
     maxPauseMs: o.maxPauseMs === undefined ? 3_600_000 : positiveInteger("maxPauseMs", o.maxPauseMs),
     pollMs: o.pollMs === undefined ? 100 : positiveInteger("pollMs", o.pollMs),
     fetch: o.fetch,
+    adaptive,
   };
 }
 

@@ -8,6 +8,7 @@
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError } from "../core/errors.ts";
 import type { Store } from "../core/store.ts";
+import type { AdaptiveRate } from "./adaptive-rate-store.ts";
 import { DEFAULT_KEY, type ResolvedOptions, type ScheduleOptions } from "./options.ts";
 import type { ThrottleRunner } from "./runner.ts";
 import { type HeadersLike, type ResponseLike, readUpstream, type UpstreamHint } from "./upstream-headers.ts";
@@ -18,6 +19,7 @@ export class Upstream {
     private readonly runner: ThrottleRunner,
     private readonly opts: ResolvedOptions,
     private readonly store: Store,
+    private readonly adaptive?: AdaptiveRate,
   ) {}
 
   /** Refuses `key` for `ms` here and, where the store can hold a block, for the whole fleet. */
@@ -43,8 +45,22 @@ export class Upstream {
     const status = isResponse ? ((answer as ResponseLike).status ?? (answer as ResponseLike).statusCode) : undefined;
     const headers = isResponse ? (answer as ResponseLike).headers : (answer as HeadersLike);
     const hint = readUpstream(status, headers, this.runner.clock.now(), this.opts);
+    // Only a refusal cuts the adaptive rate (a RateLimit field at r=0 on a 200 is the plan, not an
+    // overload), and only one that starts a pause: a 429 of a request sent before another process
+    // paused the key belongs to that pause, which has cut already.
+    // The check goes out before the block, on the same connection: no round trip is added before
+    // the fleet is paused (every request another process starts meanwhile would be a 429 more).
+    const before = status === 429 && this.adaptive !== undefined ? this.#pausedInStore(key) : undefined;
     if (hint.pauseMs > 0) await this.pause(key, hint.pauseMs, hint.source ?? "upstream");
+    if (before !== undefined && !(await before)) await this.adaptive?.cut(key, hint.pauseMs);
     return hint;
+  }
+
+  /** Whether the fleet has paused `key` already (a block in the store). */
+  async #pausedInStore(key: string): Promise<boolean> {
+    const limiter = this.runner.pauseLimiter;
+    if (limiter === undefined || this.store.flexibleCalls !== true) return false;
+    return (await limiter.get(key))?.banned === true;
   }
 
   /** Schedules `fetch(input, init)`; a 429 is sent again after its pause, up to `retries` times. */

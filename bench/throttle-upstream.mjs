@@ -1,0 +1,61 @@
+// Obeying the upstream, side by side: fleets of 4 processes on one Redis (REDIS_URL, default
+// 127.0.0.1:6379) each send UPSTREAM_JOBS requests to an upstream simulator admitting
+// UPSTREAM_LIMIT a second (test/support/upstream-server.mjs, answering the rest 429 with
+// Retry-After, or the RateLimit field), through (test/throttle-upstream/fleet-child.mjs):
+// - sluice: createThrottle + throttle.fetch on a RedisStore, a rate 5× the upstream's;
+//   with `concurrency` 1 and 4, with the rate alone, and with the rate alone plus `adaptive`;
+// - bottleneck clustered on the same Redis, the same limits (maxConcurrent, minTime), 429s retried
+//   after their Retry-After through its `failed` event;
+// - plain retries: no limiter, one request at a time per process, a 429 waits its Retry-After.
+// For each: requests sent, 429s, windows (pauses) that saw a 429, the most 429s in one window,
+// and admitted requests a second as a share of the upstream's limit.
+// Run with: npm run build && node bench/throttle-upstream.mjs
+// Knobs: UPSTREAM_JOBS (default 25), UPSTREAM_LIMIT (default 10), UPSTREAM_HEADER (retry-after |
+// ratelimit | x-ratelimit; x-ratelimit is read by sluice only).
+import { loadavg } from "node:os";
+import { runFleet } from "../test/throttle-upstream/run-fleet.mjs";
+
+const JOBS = Number(process.env.UPSTREAM_JOBS ?? 25);
+const LIMIT = Number(process.env.UPSTREAM_LIMIT ?? 10);
+const HEADER = process.env.UPSTREAM_HEADER ?? "retry-after";
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
+const RATE = LIMIT * 5;
+const gcra = { algorithm: "gcra", limit: RATE, periodMs: 1000, burst: 1 };
+// The adaptive rate spends up to 1/floor units a job: it needs a burst to spend them from.
+const gcraBurst = { ...gcra, burst: 10 };
+
+const runs = [
+  ["sluice, concurrency 1", "sluice", { rate: gcra, concurrency: 1 }],
+  ["bottleneck, maxConcurrent 1", "bottleneck", { maxConcurrent: 1, minTime: 1000 / RATE }],
+  ["sluice, concurrency 4", "sluice", { rate: gcra, concurrency: 4 }],
+  ["bottleneck, maxConcurrent 4", "bottleneck", { maxConcurrent: 4, minTime: 1000 / RATE }],
+  ["sluice, rate alone", "sluice", { rate: gcra }],
+  ["sluice, rate alone (burst 10)", "sluice", { rate: gcraBurst }],
+  ["sluice, rate alone (burst 10), adaptive", "sluice", { rate: gcraBurst, adaptive: true }],
+  ["bottleneck, minTime alone", "bottleneck", { minTime: 1000 / RATE }],
+  ["plain retries", "plain", {}],
+];
+
+console.log(
+  `4 processes × ${JOBS} requests, upstream ${LIMIT}/s answering 429 with ${HEADER}; limiters at ${RATE}/s; load average ${loadavg()[0].toFixed(1)}`,
+);
+console.log(
+  "| fleet | requests | 429s | windows with a 429 | most 429s in a window | admitted/s (share of the upstream's limit) | callers failed |",
+);
+console.log("|---|---|---|---|---|---|---|");
+for (const [label, mode, options] of runs) {
+  const r = await runFleet({
+    mode,
+    options,
+    redisUrl: REDIS_URL,
+    prefix: `bench-upstream-${process.pid}-${mode}-${Math.random().toString(36).slice(2, 8)}`,
+    jobs: JOBS,
+    limit: LIMIT,
+    header: HEADER,
+  });
+  const perSecond = (r.ok / r.elapsedMs) * 1000;
+  const failed = r.statuses.filter((s) => s !== 200).length;
+  console.log(
+    `| ${label} | ${r.requests} | ${r.tooMany} | ${r.windowsWith429} | ${r.most429InAWindow} | ${perSecond.toFixed(1)} (${((perSecond / LIMIT) * 100).toFixed(0)}%) | ${failed} |`,
+  );
+}

@@ -1,0 +1,28 @@
+/** What a fleet run shows. */
+export interface FleetOutcome {
+  /** What each caller finally got (a status, or the error's text). */
+  statuses: Array<number | string>;
+  /** Pauses the processes took (sluice only). */
+  pauses: number;
+  /** Requests the upstream saw, and how many it admitted. */
+  requests: number;
+  ok: number;
+  /** 429s it answered; windows that saw any; the most in one window. */
+  tooMany: number;
+  windowsWith429: number;
+  most429InAWindow: number;
+  elapsedMs: number;
+}
+
+/** Runs `processes` fleet-child.mjs processes of `mode` against a fresh upstream simulator. */
+export function runFleet(options: {
+  mode: "sluice" | "plain" | "bottleneck";
+  redisUrl: string;
+  prefix: string;
+  processes?: number;
+  jobs: number;
+  options?: object;
+  limit: number;
+  windowMs?: number;
+  header?: "retry-after" | "ratelimit" | "x-ratelimit";
+}): Promise<FleetOutcome>;
