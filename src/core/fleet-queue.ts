@@ -22,6 +22,8 @@ export interface FleetGrant {
   /** The grant holds a concurrency lease (renew it while the job runs, release it when it ends). */
   readonly leased: boolean;
   readonly delayMs: number;
+  /** The instant the store decided it (its own clock: Redis TIME). */
+  readonly at: number;
 }
 
 /** What a queue tells its throttle. */

@@ -39,6 +39,12 @@ export interface ThrottleOptions {
   pollMs?: number;
   /** The `fetch` that `throttle.fetch` calls (default `globalThis.fetch`). */
   fetch?: typeof fetch;
+  /**
+   * On a store that holds a queue for the fleet (RedisStore), serve every job through it: one
+   * queue in priority then arrival order across processes, granted and handed off by the store
+   * (default true). `false`: each process queues its own jobs and asks the store per job.
+   */
+  fleet?: boolean;
 }
 
 /** Options of `throttle.schedule` (and `wrap`, `fetch`). */
@@ -72,6 +78,7 @@ export interface ResolvedOptions {
   maxPauseMs: number;
   pollMs: number;
   fetch: typeof fetch | undefined;
+  fleet: boolean;
 }
 
 const KNOWN = [
@@ -87,6 +94,7 @@ const KNOWN = [
   "maxPauseMs",
   "pollMs",
   "fetch",
+  "fleet",
 ] as const;
 
 /** Default lease of a running job's slot (the concurrency spec's own default). */
@@ -95,6 +103,12 @@ export const DEFAULT_LEASE_MS = 60_000;
 export const DEFAULT_KEY = "default";
 /** Default priority: the middle of 0–9. */
 export const DEFAULT_PRIORITY = 5;
+
+function fleetFlag(value: unknown): boolean {
+  if (typeof value !== "boolean")
+    throw new ConfigError("fleet", `fleet must be true or false (got ${describeValue(value)})`, value);
+  return value;
+}
 
 function positiveInteger(field: string, value: unknown, min = 1): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
@@ -165,6 +179,7 @@ export function resolveThrottleOptions(options: unknown): ResolvedOptions {
     maxPauseMs: o.maxPauseMs === undefined ? 3_600_000 : positiveInteger("maxPauseMs", o.maxPauseMs),
     pollMs: o.pollMs === undefined ? 100 : positiveInteger("pollMs", o.pollMs),
     fetch: o.fetch,
+    fleet: o.fleet === undefined ? true : fleetFlag(o.fleet),
   };
 }
 

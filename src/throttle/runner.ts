@@ -3,7 +3,9 @@
  * decided at a time per key (so grants follow the queue), and no polling in one process: a
  * waiting key sleeps until the earliest of its refusal's `retryAfterMs` and a local release.
  * On a shared store, where another process's release wakes no one here, a job waiting for a
- * slot also asks again every `pollMs`.
+ * slot also asks again every `pollMs`; a store that holds a fleet queue (Redis) needs neither:
+ * every job is a ticket in the store's one queue for the fleet, granted by the store and handed
+ * to this process (fleet-link.ts), and this process only keeps its jobs' bookkeeping.
  *
  * Timers: a key's wake-up, a job's `maxWaitMs` and `timeoutMs` keep the process alive (a
  * process with queued jobs must not exit before they run or fail); lease renewals do not (the
@@ -13,9 +15,11 @@
 import { abortReason, after, type Clock, systemClock } from "../core/clock.ts";
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError, QueueFullError, ThrottleClosedError, WaitTimeoutError } from "../core/errors.ts";
+import type { FleetGrant, FleetTicket } from "../core/fleet-queue.ts";
 import { specLimit } from "../core/spec.ts";
 import type { Limiter } from "../limiter.ts";
 import { Emitter, type OutcomeStatus } from "./events.ts";
+import type { FleetLink } from "./fleet-link.ts";
 import { Job, type Task, TaskContextOf } from "./job.ts";
 import { type KeyQueue, KeyQueues, Pauses } from "./key-queues.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
@@ -55,6 +59,12 @@ export class ThrottleRunner {
 
   /** The largest cost the rate can ever admit (the least limit over its members). */
   readonly #maxCost: number;
+  /** The store's queue for the fleet, when the store holds one (then nothing is decided here). */
+  #fleet: FleetLink | undefined;
+  /** Waiting jobs by ticket id (fleet mode), and each job's ticket. */
+  readonly #tickets = new Map<string, Job>();
+  readonly #ticketOf = new WeakMap<Job, string>();
+  #nextTicket = 0;
 
   constructor(opts: ResolvedOptions, limiters: PermitLimiters, shared: boolean) {
     this.#opts = opts;
@@ -66,6 +76,59 @@ export class ThrottleRunner {
     this.closed = new Promise((resolve) => {
       this.#whenClosed = resolve;
     });
+  }
+
+  /** Serves every job through the store's fleet queue (set once, before the first job). */
+  useFleet(link: FleetLink): void {
+    this.#fleet = link;
+  }
+
+  /** The tickets of `key` still waiting in this process (fleet mode). */
+  fleetWaiting(key: string): FleetTicket[] {
+    const kq = this.#keys.find(key);
+    if (kq === undefined) return [];
+    const out: FleetTicket[] = [];
+    for (const job of kq.queue) {
+      const id = this.#ticketOf.get(job);
+      if (id !== undefined) out.push({ id, priority: job.priority, cost: job.cost });
+    }
+    return out;
+  }
+
+  /** The store granted a ticket: its job starts, or the grant goes back when the job went away. */
+  fleetGranted(key: string, grant: FleetGrant): void {
+    const job = this.#tickets.get(grant.id);
+    this.#tickets.delete(grant.id);
+    const kq = this.#keys.find(key);
+    if (job === undefined || !job.queued || kq === undefined || this.#closedHard()) {
+      // Aborted, expired or closed while the grant crossed: only a lease's grant holds anything.
+      if (grant.leased) this.#fleetCall(key, (f) => f.release(key, grant.id, true));
+      return;
+    }
+    const fleet = this.#fleet as FleetLink;
+    const lease = grant.leased
+      ? { release: () => fleet.release(key, grant.id, false), renew: () => fleet.renew(key, grant.id) }
+      : undefined;
+    this.#start(
+      kq,
+      job,
+      { granted: true, lease, rate: undefined, delayMs: grant.delayMs },
+      this.#clock.now(),
+      grant.at,
+    );
+  }
+
+  /** A store call behind the queue; close waits for it, and a failure is an `error` event. */
+  #fleetCall(key: string, call: (fleet: FleetLink) => Promise<unknown>): void {
+    const fleet = this.#fleet;
+    if (fleet === undefined) return;
+    this.#ledger.releasing++;
+    call(fleet)
+      .catch((error: unknown) => this.events.emit("error", { key, error }))
+      .finally(() => {
+        this.#ledger.releasing--;
+        this.#ledger.checkIdle();
+      });
   }
 
   /** The limiter that holds the key's fleet-wide pauses (a block): the rate's, else the slots' (none: local only). */
@@ -138,7 +201,12 @@ export class ThrottleRunner {
     if (this.events.has("queued")) {
       this.events.emit("queued", { key: job.key, priority: job.priority, cost: job.cost });
     }
-    if (kq.queue.peek() === job) this.#wakeNow(kq);
+    if (this.#fleet !== undefined) {
+      const id = String(this.#nextTicket++);
+      this.#tickets.set(id, job);
+      this.#ticketOf.set(job, id);
+      this.#fleet.submit(kq.key, { id, priority: job.priority, cost: job.cost });
+    } else if (kq.queue.peek() === job) this.#wakeNow(kq);
     const { maxWaitMs } = job.options;
     if (!job.queued || maxWaitMs === Number.POSITIVE_INFINITY) return;
     if (maxWaitMs > 0) job.cancelExpiry = timer(this.#clock, maxWaitMs, () => this.#expire(job));
@@ -148,6 +216,8 @@ export class ThrottleRunner {
 
   /** Decides permits for `kq`'s queue head until one is refused or the queue is empty. */
   #pump(kq: KeyQueue<Job>): void {
+    // A fleet queue decides in the store: grants arrive through fleetGranted.
+    if (this.#fleet !== undefined) return;
     if (kq.pumping) {
       kq.dirty = true;
       return;
@@ -249,6 +319,7 @@ export class ThrottleRunner {
 
   /** Decides again now: a slot came back, a new head arrived, or the head went away. */
   #wakeNow(kq: KeyQueue<Job>): void {
+    if (this.#fleet !== undefined) return;
     if (kq.pumping) {
       kq.dirty = true;
       return;
@@ -275,8 +346,16 @@ export class ThrottleRunner {
       });
   }
 
-  #start(kq: KeyQueue<Job>, job: Job, permit: Permit & { granted: true }, now: number): void {
+  #start(
+    kq: KeyQueue<Job>,
+    job: Job,
+    permit: Permit & { granted: true },
+    now: number,
+    at: number = permit.rate?.at ?? now,
+  ): void {
     kq.queue.remove(job);
+    const ticket = this.#ticketOf.get(job);
+    if (ticket !== undefined) this.#tickets.delete(ticket);
     this.#ledger.queued--;
     this.#ledger.running++;
     kq.running++;
@@ -304,7 +383,7 @@ export class ThrottleRunner {
         priority: job.priority,
         cost: job.cost,
         waitedMs: job.startedAt - job.enqueuedAt,
-        at: permit.rate?.at ?? now,
+        at,
       });
     }
     // A leaky bucket admits now and spaces the outflow: the job holds its permit until its turn.
@@ -373,8 +452,13 @@ export class ThrottleRunner {
 
   /** Takes a waiting job out of its queue and rejects it. */
   #drop(kq: KeyQueue<Job>, job: Job, error: unknown, status: OutcomeStatus): void {
-    const wasHead = kq.queue.peek() === job;
+    const wasHead = kq.queue.peek() === job && this.#fleet === undefined;
     if (!kq.queue.remove(job)) return;
+    const ticket = this.#ticketOf.get(job);
+    if (ticket !== undefined && this.#tickets.delete(ticket)) {
+      // Out of the fleet's queue too (a grant that crossed this comes back through fleetGranted).
+      this.#fleetCall(kq.key, (f) => f.cancel(kq.key, ticket));
+    }
     this.#ledger.queued--;
     job.cancelExpiry?.();
     job.cancelExpiry = undefined;
@@ -436,8 +520,12 @@ export class ThrottleRunner {
       this.#ledger.whenIdle(() => {
         this.#limiters.rate?.close();
         this.#limiters.slots?.close();
-        resolve();
-        this.#whenClosed();
+        const done = () => {
+          resolve();
+          this.#whenClosed();
+        };
+        if (this.#fleet === undefined) done();
+        else void this.#fleet.close().then(done);
       });
     });
     if (!this.#draining) {

@@ -49,8 +49,8 @@ function parseReply(reply: unknown): { status: string; wait: number | undefined;
 function parseGrants(text: string): FleetGrant[] {
   if (text === "") return [];
   return text.split(";").map((g) => {
-    const [id = "", leaseAt = "-", delay = "0"] = g.split(",");
-    return { id, leased: leaseAt !== "-", delayMs: Number(delay) };
+    const [id = "", leaseAt = "-", delay = "0", at = "0"] = g.split(",");
+    return { id, leased: leaseAt !== "-", delayMs: Number(delay), at: Number(at) };
   });
 }
 

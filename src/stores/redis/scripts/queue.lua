@@ -92,7 +92,7 @@ local function pump()
       call('ZREM', KQ, head)
       call('HDEL', KH, 't:' .. head)
       call('HSET', KH, 'g:' .. head, owner .. ' ' .. leaseAt .. ' ' .. rateAt .. ' ' .. fmt('%d', cost))
-      local g = head .. ',' .. leaseAt .. ',' .. fmt('%d', delay or 0)
+      local g = head .. ',' .. leaseAt .. ',' .. fmt('%d', delay or 0) .. ',' .. fmt('%d', now)
       if owner == me then
         mine[#mine + 1] = g
       else
