@@ -42,6 +42,11 @@ export interface FleetQueueConfig {
   readonly rate: { readonly id: string; readonly specs: readonly AlgorithmSpec[] } | undefined;
   /** The concurrency rule (a `concurrency` spec) and its identity, if any. */
   readonly concurrency: { readonly id: string; readonly spec: AlgorithmSpec } | undefined;
+  /**
+   * Grants a ticket whose rate units are due within this many ms at once, with its units taken
+   * at the due instant and a `delayMs` until then (default 0: only what fits now).
+   */
+  readonly lookaheadMs?: number;
   /** How long an owner's tickets outlive its last heartbeat, in ms. */
   readonly ownerTtlMs: number;
   readonly listener: FleetListener;

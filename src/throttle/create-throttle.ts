@@ -100,6 +100,7 @@ export function createThrottle(options: ThrottleOptions): Throttle {
         concurrency:
           slots === undefined ? undefined : { id: id(":concurrency", slots.specs), spec: slots.specs[0] as never },
         ownerTtlMs: Math.min(opts.leaseMs, MAX_OWNER_TTL_MS),
+        lookaheadMs: opts.lookaheadMs,
       },
       runner.clock,
       {

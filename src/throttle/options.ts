@@ -45,6 +45,12 @@ export interface ThrottleOptions {
    * (default true). `false`: each process queues its own jobs and asks the store per job.
    */
   fleet?: boolean;
+  /**
+   * In a fleet queue, a waiting job whose rate units fall due within this many ms is granted at
+   * once, its units taken at the due instant and its start delayed until then (default 50), so
+   * no wake-up's lag costs the fleet a slot. 0: grant only what fits now.
+   */
+  lookaheadMs?: number;
 }
 
 /** Options of `throttle.schedule` (and `wrap`, `fetch`). */
@@ -79,6 +85,7 @@ export interface ResolvedOptions {
   pollMs: number;
   fetch: typeof fetch | undefined;
   fleet: boolean;
+  lookaheadMs: number;
 }
 
 const KNOWN = [
@@ -95,6 +102,7 @@ const KNOWN = [
   "pollMs",
   "fetch",
   "fleet",
+  "lookaheadMs",
 ] as const;
 
 /** Default lease of a running job's slot (the concurrency spec's own default). */
@@ -180,6 +188,7 @@ export function resolveThrottleOptions(options: unknown): ResolvedOptions {
     pollMs: o.pollMs === undefined ? 100 : positiveInteger("pollMs", o.pollMs),
     fetch: o.fetch,
     fleet: o.fleet === undefined ? true : fleetFlag(o.fleet),
+    lookaheadMs: o.lookaheadMs === undefined ? 50 : positiveInteger("lookaheadMs", o.lookaheadMs, 0),
   };
 }
 

@@ -138,6 +138,7 @@ export class RedisFleetQueue implements FleetQueue {
       this.#rate?.text ?? "",
       this.#slots?.text ?? "",
       key,
+      String(this.#config.lookaheadMs ?? 0),
       ...args,
     ];
     const script = queueScript();

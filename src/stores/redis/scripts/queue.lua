@@ -12,7 +12,7 @@
 -- share one hash tag: one Cluster slot.
 -- ARGV (after the guard's deadline): 1 expiry grace, 2 op, 3 the owners' channel prefix,
 -- 4 the calling owner, 5 an owner's time to live (ms), 6 the rate rule's descriptor ('' none),
--- 7 the concurrency rule's ('' none), 8 the user key, then the op's arguments:
+-- 7 the concurrency rule's ('' none), 8 the user key, 9 the lookahead (ms), then the op's arguments:
 --   'e' enqueue: id priority cost, repeated      'c' cancel: id
 --   'r' release: id refund('1'/'0')              'n' renew: id
 --   'h' heartbeat (the owner is alive)           'p' pump
@@ -24,7 +24,7 @@
 
 local KQ, KH, KR, KC = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op, channel, me, ownerTtl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local userKey = ARGV[8]
+local userKey, lookahead = ARGV[8], tonumber(ARGV[9])
 local now = sluice_ms
 
 -- A rule from its descriptor text: "count after withinMs forMs (code p1 p2 p3)*" (bound-rule.ts).
@@ -41,10 +41,17 @@ local function parseRule(text)
 end
 local RR, RC = parseRule(ARGV[6]), parseRule(ARGV[7])
 
--- `op` on a rule's record through the limiter's own path; returns allowed, the wait when
--- refused (the longest of the refusing members', or a block's / ban's time left) and delayMs.
-local function decide(R, key, cost, rop, at)
-  local left = run(R, key, now, cost, rop, fmt('%d', cost), at)
+-- `op` on a rule's record through the limiter's own path, at the instant `t` (default now);
+-- returns allowed, the wait from now when refused (the longest of the refusing members', or a
+-- block's / ban's time left) and delayMs.
+local function decide(R, key, cost, rop, at, t)
+  t = t or now
+  -- Expiries are written relative to the instant decided at (ttl in prelude.lua): one decided
+  -- ahead of now must still live until its record is fresh as seen from now.
+  local base = grace
+  grace = base + (t - now)
+  local left = run(R, key, t, cost, rop, fmt('%d', cost), at)
+  grace = base
   local allowed, wait = true, 0
   for f = 1, 4 * R.count, 4 do
     if not FIG[f] then
@@ -56,7 +63,7 @@ local function decide(R, key, cost, rop, at)
     allowed = false
     if left > wait then wait = left end
   end
-  return allowed, wait, FIG[3]
+  return allowed, wait + (t - now), FIG[3]
 end
 
 local mine, others = {}, {}
@@ -80,10 +87,19 @@ local function pump()
       if RC then ok, wait = decide(RC, KC, 1, PEEK, nil) end
       if not ok then return wait, owner end
       local rateAt, leaseAt = '-', '-'
+      local at = now
       if RR then
         ok, wait, delay = decide(RR, KR, cost, CHECK, nil)
+        if not ok and wait <= lookahead then
+          -- Due within the lookahead: the units are taken at the due instant itself (the
+          -- rule decides at that instant, as it would then) and the job starts then (delayMs),
+          -- so no round trip or timer lag of the wake-up costs the fleet a slot.
+          at = now + ceil(wait)
+          ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
+          delay = (delay or 0) + (at - now)
+        end
         if not ok then return wait, owner end
-        rateAt = fmt('%d', now)
+        rateAt = fmt('%d', at)
       end
       if RC then
         decide(RC, KC, 1, CHECK, nil)
@@ -92,7 +108,7 @@ local function pump()
       call('ZREM', KQ, head)
       call('HDEL', KH, 't:' .. head)
       call('HSET', KH, 'g:' .. head, owner .. ' ' .. leaseAt .. ' ' .. rateAt .. ' ' .. fmt('%d', cost))
-      local g = head .. ',' .. leaseAt .. ',' .. fmt('%d', delay or 0) .. ',' .. fmt('%d', now)
+      local g = head .. ',' .. leaseAt .. ',' .. fmt('%d', delay or 0) .. ',' .. fmt('%d', at)
       if owner == me then
         mine[#mine + 1] = g
       else
@@ -132,9 +148,9 @@ end
 local status = '1'
 if op == 'e' then
   touch()
-  local seq = call('HINCRBY', KH, 'seq', (#ARGV - 8) / 3)
-  local first = seq - (#ARGV - 8) / 3
-  for i = 9, #ARGV, 3 do
+  local seq = call('HINCRBY', KH, 'seq', (#ARGV - 9) / 3)
+  local first = seq - (#ARGV - 9) / 3
+  for i = 10, #ARGV, 3 do
     local id = ARGV[i]
     first = first + 1
     -- Idempotent: a ticket sent again after a reconnect keeps its place, or its grant.
@@ -145,7 +161,7 @@ if op == 'e' then
   end
 elseif op == 'c' then
   -- 1: it was waiting and is gone; 2: it had been granted, and the grant is given back; 0: unknown.
-  local id = ARGV[9]
+  local id = ARGV[10]
   if call('ZREM', KQ, id) == 1 then
     call('HDEL', KH, 't:' .. id)
   elseif giveBack(id, true) then
@@ -154,10 +170,10 @@ elseif op == 'c' then
     status = '0'
   end
 elseif op == 'r' then
-  if not giveBack(ARGV[9], ARGV[10] == '1') then status = '0' end
+  if not giveBack(ARGV[10], ARGV[11] == '1') then status = '0' end
 elseif op == 'n' then
   -- 1: the lease is renewed (its receipt moves to now); 0: it is no longer held.
-  local id = ARGV[9]
+  local id = ARGV[10]
   local g = call('HGET', KH, 'g:' .. id)
   status = '0'
   if g then
@@ -182,7 +198,8 @@ for owner, list in pairs(others) do
 end
 local waitText = ''
 if wait and wait < INF then
-  local w = ceil(wait)
+  -- Wake when the head comes within the lookahead: that call grants it (and what follows).
+  local w = ceil(wait - lookahead)
   if w < 1 then w = 1 end
   if headOwner == me then
     waitText = fmt('%d', w)
