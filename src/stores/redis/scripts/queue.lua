@@ -69,7 +69,14 @@ end
 local mine, others = {}, {}
 
 -- Grants every head ticket that fits now; returns the head's wait (nil: the queue is empty).
+-- The instant rate decisions are made at: now, or the latest instant already decided ahead
+-- (field 'hz'), so this key's rate record never sees time run back: a unit taken ahead counts
+-- where it was taken, and no later decision at an earlier instant can start a job into it.
+local cursor = now
+
 local function pump()
+  local hz = tonumber(call('HGET', KH, 'hz') or '0')
+  if hz > cursor then cursor = hz end
   while true do
     local head = call('ZRANGE', KQ, 0, 0)[1]
     if not head then return nil end
@@ -89,17 +96,22 @@ local function pump()
       local rateAt, leaseAt = '-', '-'
       local at = now
       if RR then
-        ok, wait, delay = decide(RR, KR, cost, CHECK, nil)
+        at = cursor
+        ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
         if not ok and wait <= lookahead then
           -- Due within the lookahead: the units are taken at the due instant itself (the
           -- rule decides at that instant, as it would then) and the job starts then (delayMs),
           -- so no round trip or timer lag of the wake-up costs the fleet a slot.
           at = now + ceil(wait)
           ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
-          delay = (delay or 0) + (at - now)
         end
         if not ok then return wait, owner end
+        delay = (delay or 0) + (at - now)
         rateAt = fmt('%d', at)
+        if at > cursor then
+          cursor = at
+          call('HSET', KH, 'hz', fmt('%d', at))
+        end
       end
       if RC then
         decide(RC, KC, 1, CHECK, nil)
