@@ -64,6 +64,8 @@ export class ThrottleRunner {
   /** Waiting jobs by ticket id (fleet mode), and each job's ticket. */
   readonly #tickets = new Map<string, Job>();
   readonly #ticketOf = new WeakMap<Job, string>();
+  /** Tickets being cancelled: a grant that crossed the cancel goes back. */
+  readonly #dropped = new Set<string>();
   #nextTicket = 0;
 
   constructor(opts: ResolvedOptions, limiters: PermitLimiters, shared: boolean) {
@@ -98,13 +100,16 @@ export class ThrottleRunner {
   /** The store granted a ticket: its job starts, or the grant goes back when the job went away. */
   fleetGranted(key: string, grant: FleetGrant): void {
     const job = this.#tickets.get(grant.id);
-    this.#tickets.delete(grant.id);
     const kq = this.#keys.find(key);
     if (job === undefined || !job.queued || kq === undefined || this.#closedHard()) {
-      // Aborted, expired or closed while the grant crossed: only a lease's grant holds anything.
-      if (grant.leased) this.#fleetCall(key, (f) => f.release(key, grant.id, true));
+      // A grant heard twice (delivered again after a reconnect) is no news: its job started.
+      // One that crossed its ticket's cancel goes back (only a lease's grant holds anything).
+      if (this.#dropped.delete(grant.id) && grant.leased) {
+        this.#fleetCall(key, (f) => f.release(key, grant.id, true));
+      }
       return;
     }
+    this.#tickets.delete(grant.id);
     const fleet = this.#fleet as FleetLink;
     const lease = grant.leased
       ? { release: () => fleet.release(key, grant.id, false), renew: () => fleet.renew(key, grant.id) }
@@ -457,7 +462,8 @@ export class ThrottleRunner {
     const ticket = this.#ticketOf.get(job);
     if (ticket !== undefined && this.#tickets.delete(ticket)) {
       // Out of the fleet's queue too (a grant that crossed this comes back through fleetGranted).
-      this.#fleetCall(kq.key, (f) => f.cancel(kq.key, ticket));
+      this.#dropped.add(ticket);
+      this.#fleetCall(kq.key, (f) => f.cancel(kq.key, ticket).finally(() => this.#dropped.delete(ticket)));
     }
     this.#ledger.queued--;
     job.cancelExpiry?.();

@@ -165,8 +165,13 @@ if op == 'e' then
   for i = 10, #ARGV, 3 do
     local id = ARGV[i]
     first = first + 1
-    -- Idempotent: a ticket sent again after a reconnect keeps its place, or its grant.
-    if call('HEXISTS', KH, 't:' .. id) == 0 and call('HEXISTS', KH, 'g:' .. id) == 0 then
+    -- Idempotent: a ticket sent again after a reconnect keeps its place, or its grant, which
+    -- its owner evidently never heard (it sends only tickets still waiting): delivered again.
+    local g = call('HGET', KH, 'g:' .. id)
+    if g then
+      local _, leaseAt, rateAt = match(g, '^(%S+) (%S+) (%S+)')
+      mine[#mine + 1] = id .. ',' .. leaseAt .. ',0,' .. rateAt
+    elseif call('HEXISTS', KH, 't:' .. id) == 0 then
       call('ZADD', KQ, tonumber(ARGV[i + 1]) * 1099511627776 + first, id)
       call('HSET', KH, 't:' .. id, ARGV[i + 2] .. ' ' .. me)
     end
