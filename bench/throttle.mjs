@@ -141,7 +141,13 @@ async function fleet(script, argsFor) {
     ),
   );
   for (const c of children) c.proc.stdin.end("go\n");
-  return Promise.all(children.map((c) => c.output));
+  // A process that has not finished after FLEET_TIMEOUT_MS is killed and reported as stuck.
+  const timer = setTimeout(() => {
+    for (const c of children) c.proc.kill("SIGKILL");
+  }, Number(process.env.FLEET_TIMEOUT_MS ?? 120_000));
+  const outputs = await Promise.all(children.map((c) => c.output));
+  clearTimeout(timer);
+  return outputs;
 }
 
 /** Starts per second over the span of the fleet's starts, as a share of RATE. */
@@ -158,15 +164,12 @@ function share(outputs) {
   return { starts: starts.length, perSecond, share: perSecond / RATE };
 }
 
+/** Each process's final report (`{ stuck: true }` for one killed before it finished). */
 const done = (outputs) =>
-  outputs.map((o) =>
-    JSON.parse(
-      o
-        .split("\n")
-        .find((l) => l.startsWith("D "))
-        .slice(2),
-    ),
-  );
+  outputs.map((o) => {
+    const line = o.split("\n").find((l) => l.startsWith("D "));
+    return line === undefined ? { stuck: true, failed: 0, commands: 0 } : JSON.parse(line.slice(2));
+  });
 
 async function fleets() {
   const own = await ownRedis();
@@ -219,9 +222,12 @@ async function fleets() {
       String(seed),
     ]);
     const b = share(bottleneck);
-    const bFailed = done(bottleneck).reduce((n, x) => n + x.failed, 0);
+    const bDone = done(bottleneck);
+    const bFailed = bDone.reduce((n, x) => n + x.failed, 0);
+    const stuck = bDone.filter((x) => x.stuck).length;
     console.log(
-      `  bottleneck  ${b.starts} starts, ${b.perSecond.toFixed(1)}/s = ${(b.share * 100).toFixed(1)}% of the limit; ${bFailed} failed`,
+      `  bottleneck  ${b.starts} starts, ${b.perSecond.toFixed(1)}/s = ${(b.share * 100).toFixed(1)}% of the limit; ${bFailed} failed` +
+        (stuck > 0 ? `; ${stuck} process(es) had not finished after FLEET_TIMEOUT_MS and were killed` : ""),
     );
     console.log(`  sluice/bottleneck throughput ${(s.perSecond / b.perSecond).toFixed(2)}x`);
   } catch (error) {
