@@ -91,21 +91,26 @@ local function pump()
     else
       cost = tonumber(cost)
       local ok, wait, delay = true, 0, 0
-      if RC then ok, wait = decide(RC, KC, 1, PEEK, nil) end
-      if not ok then return wait, owner end
+      -- A grant ahead holds its slot from now: only while at least half the slots stay free.
+      local ahead = lookahead
+      if RC then
+        ok, wait = decide(RC, KC, 1, PEEK, nil)
+        if FIG[2] < ceil(RC.first.limit / 2) then ahead = 0 end
+      end
+      if not ok then return wait, owner, 0 end
       local rateAt, leaseAt = '-', '-'
       local at = now
       if RR then
         at = cursor
         ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
-        if not ok and wait <= lookahead then
+        if not ok and wait <= ahead then
           -- Due within the lookahead: the units are taken at the due instant itself (the
           -- rule decides at that instant, as it would then) and the job starts then (delayMs),
           -- so no round trip or timer lag of the wake-up costs the fleet a slot.
           at = now + ceil(wait)
           ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
         end
-        if not ok then return wait, owner end
+        if not ok then return wait, owner, ahead end
         delay = (delay or 0) + (at - now)
         rateAt = fmt('%d', at)
         if at > cursor then
@@ -209,14 +214,14 @@ elseif op == 'h' then
   if not touch() then status = '0' end
 end
 
-local wait, headOwner = pump()
+local wait, headOwner, headAhead = pump()
 for owner, list in pairs(others) do
   call('PUBLISH', channel .. owner, cjson.encode({ k = userKey, g = table.concat(list, ';') }))
 end
 local waitText = ''
 if wait and wait < INF then
   -- Wake when the head comes within the lookahead: that call grants it (and what follows).
-  local w = ceil(wait - lookahead)
+  local w = ceil(wait - headAhead)
   if w < 1 then w = 1 end
   if headOwner == me then
     waitText = fmt('%d', w)
