@@ -70,6 +70,8 @@ export class ThrottleRunner {
   /** Waiting jobs by ticket id (fleet mode), and each job's ticket. */
   readonly #tickets = new Map<string, Job>();
   readonly #ticketOf = new WeakMap<Job, string>();
+  /** Jobs that keep a place they had (sent again after a 429): resent with it. */
+  readonly #front = new WeakSet<Job>();
   /** The local limits a key runs on while its store calls fail (`onError: { instances }`). */
   #fallback: FleetFallback | undefined;
   /** Tickets being cancelled: a grant that crossed the cancel goes back. */
@@ -131,7 +133,7 @@ export class ThrottleRunner {
     const out: FleetTicket[] = [];
     for (const job of kq.queue) {
       const id = this.#ticketOf.get(job);
-      if (id !== undefined) out.push({ id, priority: job.priority, cost: job.cost });
+      if (id !== undefined) out.push({ id, priority: job.priority, cost: job.cost, front: this.#front.has(job) });
     }
     return out;
   }
@@ -249,7 +251,8 @@ export class ThrottleRunner {
       const id = String(this.#nextTicket++);
       this.#tickets.set(id, job);
       this.#ticketOf.set(job, id);
-      this.#fleet.submit(kq.key, { id, priority: job.priority, cost: job.cost });
+      if (keepPlace) this.#front.add(job);
+      this.#fleet.submit(kq.key, { id, priority: job.priority, cost: job.cost, front: keepPlace });
     } else if (kq.queue.peek() === job) this.#wakeNow(kq);
     const { maxWaitMs } = job.options;
     if (!job.queued || maxWaitMs === Number.POSITIVE_INFINITY) return;

@@ -92,6 +92,19 @@ describe.skipIf(redis === undefined)("Redis fleet queue", () => {
     expect(a.heard.grants.map((g) => g.id)).toEqual(["a1", "a3", "a2"]);
   });
 
+  it("a ticket that keeps its place (sent again after a 429) goes ahead of its priority, not of a higher one", async () => {
+    const [a] = await owners(1, { concurrency: 1 });
+    if (a === undefined) throw new Error("owners");
+    await a.q.enqueue("k", [{ id: "run", priority: 5, cost: 1 }]);
+    await a.q.enqueue("k", [
+      { id: "p5", priority: 5, cost: 1 },
+      { id: "p4", priority: 4, cost: 1 },
+    ]);
+    await a.q.enqueue("k", [{ id: "again", priority: 5, cost: 1, front: true }]);
+    for (const id of ["run", "p4", "again"]) await a.q.release("k", id, false);
+    expect(a.heard.grants.map((g) => g.id)).toEqual(["run", "p4", "again", "p5"]);
+  });
+
   it("a rate-blocked head: only its owner is told when to call again, and that call grants what fits", async () => {
     const [a, b] = await owners(2, { rate: [{ algorithm: "fixed-window", limit: 2, windowMs: 500 }] });
     if (a === undefined || b === undefined) throw new Error("owners");

@@ -13,7 +13,7 @@
 -- ARGV (after the guard's deadline): 1 expiry grace, 2 op, 3 the owners' channel prefix,
 -- 4 the calling owner, 5 an owner's time to live (ms), 6 the rate rule's descriptor ('' none),
 -- 7 the concurrency rule's ('' none), 8 the user key, 9 the lookahead (ms), then the op's arguments:
---   'e' enqueue: id priority cost, repeated      'c' cancel: id
+--   'e' enqueue: id priority(+'f') cost, repeated   'c' cancel: id
 --   'r' release: id refund('1'/'0')              'n' renew: id
 --   'h' heartbeat (the owner is alive)           'p' pump
 -- Every op then grants what now fits, head first: grants to the caller come back in the reply,
@@ -177,7 +177,15 @@ if op == 'e' then
       local _, leaseAt, rateAt = match(g, '^(%S+) (%S+) (%S+)')
       mine[#mine + 1] = id .. ',' .. leaseAt .. ',0,' .. rateAt
     elseif call('HEXISTS', KH, 't:' .. id) == 0 then
-      call('ZADD', KQ, tonumber(ARGV[i + 1]) * 1099511627776 + first, id)
+      -- A priority ending in 'f' keeps a place it had (a request sent again after a 429): ahead
+      -- of every ticket of its priority that arrived without one, in arrival order among those.
+      local p = ARGV[i + 1]
+      local score = first
+      if sub(p, -1) == 'f' then
+        p = sub(p, 1, -2)
+        score = first - 549755813888
+      end
+      call('ZADD', KQ, tonumber(p) * 1099511627776 + score, id)
       call('HSET', KH, 't:' .. id, ARGV[i + 2] .. ' ' .. me)
     end
   end
