@@ -93,6 +93,18 @@ export class AdaptiveRate {
     return isPromise(state) ? state.then(withState) : withState(state);
   }
 
+  /**
+   * The units a job of `cost` takes now (`cost / factor`, with the carried fraction), for the
+   * fleet queue, whose grants do not pass through {@link wrap}'s `tryAcquire`: the ticket carries
+   * them. The fraction is carried at once (a ticket cancelled later does not give it back).
+   */
+  take(key: string, cost: number): number {
+    const e = this.#entry(key);
+    const { take, owed } = scaledCost(cost, this.factor(key), e.owed, this.maxCost);
+    e.owed = owed;
+    return take;
+  }
+
   /** `rate` spending `cost / factor` units per job; every other call passes through. */
   wrap(rate: Limiter): Limiter {
     const tryAcquire = (key: string, cost = 1): Decision | Promise<Decision> => {

@@ -4,18 +4,42 @@
  * store, shared memory) makes the limits exact for the whole fleet. See docs/throttle.md.
  */
 import { ConfigError } from "../core/errors.ts";
+import { hasFleetQueue } from "../core/fleet-queue.ts";
+import { shareOf } from "../core/share.ts";
 import { specLimit } from "../core/spec.ts";
 import type { Store } from "../core/store.ts";
 import { createLimiter, type LimiterOptions } from "../limiter.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
 import { AdaptiveRate } from "./adaptive-rate-store.ts";
 import { type JobOutcome, outcomeIterator, type ThrottleEvents } from "./events.ts";
+import { FleetLink } from "./fleet-link.ts";
 import type { Task } from "./job.ts";
 import type { ThrottleStats } from "./ledger.ts";
-import { resolveThrottleOptions, type ScheduleOptions, type ThrottleOptions } from "./options.ts";
-import { ThrottleRunner } from "./runner.ts";
+import { type ResolvedOptions, resolveThrottleOptions, type ScheduleOptions, type ThrottleOptions } from "./options.ts";
+import { type FleetFallback, ThrottleRunner } from "./runner.ts";
 import { Upstream } from "./upstream.ts";
 import type { HeadersLike, ResponseLike, UpstreamHint } from "./upstream-headers.ts";
+
+/**
+ * Longest a dead process's waiting tickets hold their place in a fleet queue (its heartbeat
+ * runs every third of it): short, whatever `leaseMs`, since a dead head blocks its whole key.
+ */
+const MAX_OWNER_TTL_MS = 10_000;
+
+/** This process's share of the limits, on a MemoryStore of its own (`onError: { instances }`). */
+function fallbackOf(opts: ResolvedOptions): FleetFallback | undefined {
+  if (opts.onError === "wait") return undefined;
+  const n = opts.onError.instances;
+  const o: LimiterOptions = { store: new MemoryStore() };
+  if (opts.clock !== undefined) o.clock = opts.clock;
+  return {
+    limiters: {
+      rate: opts.rateSpec === undefined ? undefined : createLimiter(shareOf(opts.rateSpec, n), o),
+      slots: undefined,
+    },
+    concurrency: opts.concurrency === undefined ? undefined : Math.max(1, Math.floor(opts.concurrency / n)),
+  };
+}
 
 /** A throttle: `schedule` work, and it runs when the limits allow. */
 export interface Throttle {
@@ -88,8 +112,39 @@ export function createThrottle(options: ThrottleOptions): Throttle {
           base(":concurrency"),
         );
   const runner = new ThrottleRunner(opts, { rate, slots }, opts.store !== undefined);
-  const upstream = new Upstream(runner, opts, store, adaptive);
   if (adaptive !== undefined) void runner.closed.then(() => adaptive.close());
+  // A store that holds a queue for the fleet (Redis) decides every start there: one queue, in
+  // priority then arrival order across processes, handed off by the store (docs/throttle.md).
+  if (opts.store !== undefined && hasFleetQueue(store) && opts.fleet) {
+    const id = (suffix: string, specs: readonly unknown[]) =>
+      opts.name === undefined ? `spec:${JSON.stringify(specs)}` : `name:throttle:${opts.name}${suffix}`;
+    const link = new FleetLink(
+      store,
+      {
+        rate: rate === undefined ? undefined : { id: id("", rate.specs), specs: rate.specs },
+        concurrency:
+          slots === undefined ? undefined : { id: id(":concurrency", slots.specs), spec: slots.specs[0] as never },
+        ownerTtlMs: Math.min(opts.leaseMs, MAX_OWNER_TTL_MS),
+        lookaheadMs: opts.lookaheadMs,
+      },
+      runner.clock,
+      {
+        waiting: (key) => runner.fleetWaiting(key),
+        granted: (key, grant) => runner.fleetGranted(key, grant),
+        failed: (key, error) => {
+          runner.events.emit("error", { key, error });
+          runner.fleetFailed(key);
+        },
+      },
+      (error) => runner.events.emit("error", { key: "", error }),
+    );
+    runner.useFleet(
+      link,
+      fallbackOf(opts),
+      adaptive === undefined ? undefined : (key, cost) => adaptive.take(key, cost),
+    );
+  }
+  const upstream = new Upstream(runner, opts, store, adaptive);
   const throttle: Throttle = {
     schedule: (task, o) => runner.schedule(task, o),
     wrap:

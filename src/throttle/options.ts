@@ -46,6 +46,25 @@ export interface ThrottleOptions {
    * store, so a shared store shares it with the fleet. `true` for the defaults. See docs/throttle.md.
    */
   adaptive?: boolean | AdaptiveOptions;
+  /**
+   * On a store that holds a queue for the fleet (RedisStore), serve every job through it: one
+   * queue in priority then arrival order across processes, granted and handed off by the store
+   * (default true). `false`: each process queues its own jobs and asks the store per job.
+   */
+  fleet?: boolean;
+  /**
+   * In a fleet queue, a waiting job whose rate units fall due within this many ms is granted at
+   * once, its units taken at the due instant and its start delayed until then (default 50), so
+   * no wake-up's lag costs the fleet a slot. 0: grant only what fits now.
+   */
+  lookaheadMs?: number;
+  /**
+   * Fleet queue: what a key's jobs do while the store cannot be reached. `"wait"` (default):
+   * they keep waiting (until `maxWaitMs`), and none starts without a grant. `{ instances: n }`:
+   * they run on a local throttle enforcing this process's 1/n share of each limit (counts
+   * divided and rounded down, at least 1; rates divided), until the key is idle again.
+   */
+  onError?: "wait" | { instances: number };
 }
 
 /** Options of `throttle.schedule` (and `wrap`, `fetch`). */
@@ -80,6 +99,9 @@ export interface ResolvedOptions {
   pollMs: number;
   fetch: typeof fetch | undefined;
   adaptive: AdaptiveParams | undefined;
+  fleet: boolean;
+  lookaheadMs: number;
+  onError: "wait" | { instances: number };
 }
 
 const KNOWN = [
@@ -96,6 +118,9 @@ const KNOWN = [
   "pollMs",
   "fetch",
   "adaptive",
+  "fleet",
+  "lookaheadMs",
+  "onError",
 ] as const;
 
 /** Default lease of a running job's slot (the concurrency spec's own default). */
@@ -104,6 +129,21 @@ export const DEFAULT_LEASE_MS = 60_000;
 export const DEFAULT_KEY = "default";
 /** Default priority: the middle of 0–9. */
 export const DEFAULT_PRIORITY = 5;
+
+function throttleOnError(value: unknown): "wait" | { instances: number } {
+  if (value === undefined || value === "wait") return "wait";
+  const instances = (value as { instances?: unknown } | null)?.instances;
+  if (typeof value === "object" && value !== null && Object.keys(value).length === 1) {
+    return { instances: positiveInteger("onError.instances", instances) };
+  }
+  throw new ConfigError("onError", `onError must be "wait" or { instances } (got ${describeValue(value)})`, value);
+}
+
+function fleetFlag(value: unknown): boolean {
+  if (typeof value !== "boolean")
+    throw new ConfigError("fleet", `fleet must be true or false (got ${describeValue(value)})`, value);
+  return value;
+}
 
 function positiveInteger(field: string, value: unknown, min = 1): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
@@ -183,6 +223,9 @@ export function resolveThrottleOptions(options: unknown): ResolvedOptions {
     pollMs: o.pollMs === undefined ? 100 : positiveInteger("pollMs", o.pollMs),
     fetch: o.fetch,
     adaptive,
+    fleet: o.fleet === undefined ? true : fleetFlag(o.fleet),
+    lookaheadMs: o.lookaheadMs === undefined ? 50 : positiveInteger("lookaheadMs", o.lookaheadMs, 0),
+    onError: throttleOnError(o.onError),
   };
 }
 

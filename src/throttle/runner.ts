@@ -3,7 +3,9 @@
  * decided at a time per key (so grants follow the queue), and no polling in one process: a
  * waiting key sleeps until the earliest of its refusal's `retryAfterMs` and a local release.
  * On a shared store, where another process's release wakes no one here, a job waiting for a
- * slot also asks again every `pollMs`.
+ * slot also asks again every `pollMs`; a store that holds a fleet queue (Redis) needs neither:
+ * every job is a ticket in the store's one queue for the fleet, granted by the store and handed
+ * to this process (fleet-link.ts), and this process only keeps its jobs' bookkeeping.
  *
  * Timers: a key's wake-up, a job's `maxWaitMs` and `timeoutMs` keep the process alive (a
  * process with queued jobs must not exit before they run or fail); lease renewals do not (the
@@ -13,15 +15,23 @@
 import { abortReason, after, type Clock, systemClock } from "../core/clock.ts";
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError, QueueFullError, ThrottleClosedError, WaitTimeoutError } from "../core/errors.ts";
+import type { FleetGrant, FleetTicket } from "../core/fleet-queue.ts";
 import { specLimit } from "../core/spec.ts";
 import type { Limiter } from "../limiter.ts";
 import { Emitter, type OutcomeStatus } from "./events.ts";
+import type { FleetLink } from "./fleet-link.ts";
 import { Job, type Task, TaskContextOf } from "./job.ts";
 import { type KeyQueue, KeyQueues, Pauses } from "./key-queues.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
 import { Ledger, type ThrottleStats } from "./ledger.ts";
 import { type ResolvedOptions, resolveJobOptions, type ScheduleOptions } from "./options.ts";
 import { isPromise, type Permit, type PermitLimiters, returnPermit, takePermit } from "./permit.ts";
+
+/** This process's share of the limits, run locally while the store is down. */
+export interface FleetFallback {
+  limiters: PermitLimiters;
+  concurrency: number | undefined;
+}
 
 /** Backoff after a store call that failed outright (the job keeps its place and waits). */
 const STORE_RETRY_MS = 250;
@@ -55,6 +65,22 @@ export class ThrottleRunner {
 
   /** The largest cost the rate can ever admit (the least limit over its members). */
   readonly #maxCost: number;
+  /** The store's queue for the fleet, when the store holds one (then nothing is decided here). */
+  #fleet: FleetLink | undefined;
+  /** The rate units a fleet ticket of `cost` asks for (the adaptive rate scales them); absent: `cost`. */
+  #unitsOf: ((key: string, cost: number) => number) | undefined;
+  /** The units each ticket asked for, so a ticket sent again asks for the same. */
+  readonly #units = new WeakMap<Job, number>();
+  /** Waiting jobs by ticket id (fleet mode), and each job's ticket. */
+  readonly #tickets = new Map<string, Job>();
+  readonly #ticketOf = new WeakMap<Job, string>();
+  /** Jobs that keep a place they had (sent again after a 429): resent with it. */
+  readonly #front = new WeakSet<Job>();
+  /** The local limits a key runs on while its store calls fail (`onError: { instances }`). */
+  #fallback: FleetFallback | undefined;
+  /** Tickets being cancelled: a grant that crossed the cancel goes back. */
+  readonly #dropped = new Set<string>();
+  #nextTicket = 0;
 
   constructor(opts: ResolvedOptions, limiters: PermitLimiters, shared: boolean) {
     this.#opts = opts;
@@ -66,6 +92,97 @@ export class ThrottleRunner {
     this.closed = new Promise((resolve) => {
       this.#whenClosed = resolve;
     });
+  }
+
+  /**
+   * Serves every job through the store's fleet queue (set once, before the first job); with a
+   * fallback, a key whose store call fails runs on it until the key is idle again.
+   */
+  useFleet(link: FleetLink, fallback?: FleetFallback, unitsOf?: (key: string, cost: number) => number): void {
+    this.#fleet = link;
+    this.#fallback = fallback;
+    this.#unitsOf = unitsOf;
+  }
+
+  /** The limiters that decide `kq`'s permits: the fallback's while it runs locally. */
+  #limitersOf(kq: KeyQueue<Job>): PermitLimiters {
+    return kq.local && this.#fallback !== undefined ? this.#fallback.limiters : this.#limiters;
+  }
+
+  /**
+   * A fleet call for `key` failed (the store is down). With a fallback, the key's waiting jobs
+   * leave the fleet's queue (best effort: a grant that still comes goes back) and run on this
+   * process's share of the limits until the key is idle; without one they keep waiting.
+   */
+  fleetFailed(key: string): void {
+    const kq = this.#keys.find(key);
+    if (this.#fallback === undefined || kq === undefined || kq.local) return;
+    kq.local = true;
+    for (const job of kq.queue) {
+      const ticket = this.#ticketOf.get(job);
+      if (ticket === undefined || !this.#tickets.delete(ticket)) continue;
+      this.#ticketOf.delete(job);
+      this.#dropped.add(ticket);
+      (this.#fleet as FleetLink)
+        .cancel(key, ticket)
+        .then(() => this.#dropped.delete(ticket))
+        .catch(() => {});
+    }
+    this.#pump(kq);
+  }
+
+  /** The tickets of `key` still waiting in this process (fleet mode). */
+  fleetWaiting(key: string): FleetTicket[] {
+    const kq = this.#keys.find(key);
+    if (kq === undefined) return [];
+    const out: FleetTicket[] = [];
+    for (const job of kq.queue) {
+      const id = this.#ticketOf.get(job);
+      if (id !== undefined) {
+        const cost = this.#units.get(job) ?? job.cost;
+        out.push({ id, priority: job.priority, cost, front: this.#front.has(job) });
+      }
+    }
+    return out;
+  }
+
+  /** The store granted a ticket: its job starts, or the grant goes back when the job went away. */
+  fleetGranted(key: string, grant: FleetGrant): void {
+    const job = this.#tickets.get(grant.id);
+    const kq = this.#keys.find(key);
+    if (job === undefined || !job.queued || kq === undefined || this.#closedHard()) {
+      // A grant heard twice (delivered again after a reconnect) is no news: its job started.
+      // One that crossed its ticket's cancel goes back (only a lease's grant holds anything).
+      if (this.#dropped.delete(grant.id) && grant.leased) {
+        this.#fleetCall(key, (f) => f.release(key, grant.id, true));
+      }
+      return;
+    }
+    this.#tickets.delete(grant.id);
+    const fleet = this.#fleet as FleetLink;
+    const lease = grant.leased
+      ? { release: () => fleet.release(key, grant.id, false), renew: () => fleet.renew(key, grant.id) }
+      : undefined;
+    this.#start(
+      kq,
+      job,
+      { granted: true, lease, rate: undefined, delayMs: grant.delayMs },
+      this.#clock.now(),
+      grant.at,
+    );
+  }
+
+  /** A store call behind the queue; close waits for it, and a failure is an `error` event. */
+  #fleetCall(key: string, call: (fleet: FleetLink) => Promise<unknown>): void {
+    const fleet = this.#fleet;
+    if (fleet === undefined) return;
+    this.#ledger.releasing++;
+    call(fleet)
+      .catch((error: unknown) => this.events.emit("error", { key, error }))
+      .finally(() => {
+        this.#ledger.releasing--;
+        this.#ledger.checkIdle();
+      });
   }
 
   /** The limiter that holds the key's fleet-wide pauses (a block): the rate's, else the slots' (none: local only). */
@@ -138,7 +255,15 @@ export class ThrottleRunner {
     if (this.events.has("queued")) {
       this.events.emit("queued", { key: job.key, priority: job.priority, cost: job.cost });
     }
-    if (kq.queue.peek() === job) this.#wakeNow(kq);
+    if (this.#fleet !== undefined && !kq.local) {
+      const id = String(this.#nextTicket++);
+      this.#tickets.set(id, job);
+      this.#ticketOf.set(job, id);
+      if (keepPlace) this.#front.add(job);
+      const cost = this.#unitsOf === undefined ? job.cost : this.#unitsOf(kq.key, job.cost);
+      this.#units.set(job, cost);
+      this.#fleet.submit(kq.key, { id, priority: job.priority, cost, front: keepPlace });
+    } else if (kq.queue.peek() === job) this.#wakeNow(kq);
     const { maxWaitMs } = job.options;
     if (!job.queued || maxWaitMs === Number.POSITIVE_INFINITY) return;
     if (maxWaitMs > 0) job.cancelExpiry = timer(this.#clock, maxWaitMs, () => this.#expire(job));
@@ -148,6 +273,9 @@ export class ThrottleRunner {
 
   /** Decides permits for `kq`'s queue head until one is refused or the queue is empty. */
   #pump(kq: KeyQueue<Job>): void {
+    // A fleet queue decides in the store: grants arrive through fleetGranted (unless the key
+    // runs on the local fallback while the store is down).
+    if (this.#fleet !== undefined && !kq.local) return;
     if (kq.pumping) {
       kq.dirty = true;
       return;
@@ -166,7 +294,8 @@ export class ThrottleRunner {
       const job = kq.queue.peek();
       if (job === undefined || this.#closedHard()) break;
       // A slot this process holds can only come back through a local release, which pumps again.
-      if (this.#opts.concurrency !== undefined && kq.running >= this.#opts.concurrency) break;
+      const concurrency = kq.local ? this.#fallback?.concurrency : this.#opts.concurrency;
+      if (concurrency !== undefined && kq.running >= concurrency) break;
       const now = this.#clock.now();
       const pausedUntil = this.#pauses.until(kq.key, now);
       if (pausedUntil > 0) {
@@ -176,7 +305,7 @@ export class ThrottleRunner {
       job.deciding = true;
       let permit: Permit | Promise<Permit>;
       try {
-        permit = takePermit(this.#limiters, kq.key, job.cost);
+        permit = takePermit(this.#limitersOf(kq), kq.key, job.cost);
       } catch (error) {
         this.#storeFailed(kq, job, error);
         break;
@@ -249,6 +378,7 @@ export class ThrottleRunner {
 
   /** Decides again now: a slot came back, a new head arrived, or the head went away. */
   #wakeNow(kq: KeyQueue<Job>): void {
+    if (this.#fleet !== undefined && !kq.local) return;
     if (kq.pumping) {
       kq.dirty = true;
       return;
@@ -264,7 +394,7 @@ export class ThrottleRunner {
     this.#ledger.releasing++;
     // What is being given back is still held in the store: count it as running here until then.
     kq.running++;
-    returnPermit(this.#limiters, kq.key, job.cost, permit)
+    returnPermit(this.#limitersOf(kq), kq.key, job.cost, permit)
       .catch((error: unknown) => this.events.emit("error", { key: kq.key, error }))
       .finally(() => {
         this.#ledger.releasing--;
@@ -275,8 +405,16 @@ export class ThrottleRunner {
       });
   }
 
-  #start(kq: KeyQueue<Job>, job: Job, permit: Permit & { granted: true }, now: number): void {
+  #start(
+    kq: KeyQueue<Job>,
+    job: Job,
+    permit: Permit & { granted: true },
+    now: number,
+    at: number = permit.rate?.at ?? now,
+  ): void {
     kq.queue.remove(job);
+    const ticket = this.#ticketOf.get(job);
+    if (ticket !== undefined) this.#tickets.delete(ticket);
     this.#ledger.queued--;
     this.#ledger.running++;
     kq.running++;
@@ -304,7 +442,7 @@ export class ThrottleRunner {
         priority: job.priority,
         cost: job.cost,
         waitedMs: job.startedAt - job.enqueuedAt,
-        at: permit.rate?.at ?? now,
+        at,
       });
     }
     // A leaky bucket admits now and spaces the outflow: the job holds its permit until its turn.
@@ -373,8 +511,14 @@ export class ThrottleRunner {
 
   /** Takes a waiting job out of its queue and rejects it. */
   #drop(kq: KeyQueue<Job>, job: Job, error: unknown, status: OutcomeStatus): void {
-    const wasHead = kq.queue.peek() === job;
+    const wasHead = kq.queue.peek() === job && (this.#fleet === undefined || kq.local);
     if (!kq.queue.remove(job)) return;
+    const ticket = this.#ticketOf.get(job);
+    if (ticket !== undefined && this.#tickets.delete(ticket)) {
+      // Out of the fleet's queue too (a grant that crossed this comes back through fleetGranted).
+      this.#dropped.add(ticket);
+      this.#fleetCall(kq.key, (f) => f.cancel(kq.key, ticket).finally(() => this.#dropped.delete(ticket)));
+    }
     this.#ledger.queued--;
     job.cancelExpiry?.();
     job.cancelExpiry = undefined;
@@ -436,8 +580,12 @@ export class ThrottleRunner {
       this.#ledger.whenIdle(() => {
         this.#limiters.rate?.close();
         this.#limiters.slots?.close();
-        resolve();
-        this.#whenClosed();
+        const done = () => {
+          resolve();
+          this.#whenClosed();
+        };
+        if (this.#fleet === undefined) done();
+        else void this.#fleet.close().then(done);
       });
     });
     if (!this.#draining) {

@@ -11,6 +11,7 @@
  */
 
 import { ArgumentError } from "../../core/errors.ts";
+import type { FleetQueue, FleetQueueConfig } from "../../core/fleet-queue.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import { warn } from "../../core/warn.ts";
 import { type BreakerOptions, checkBreaker } from "../remote/breaker.ts";
@@ -23,6 +24,7 @@ import { adaptClient, type RedisClientLike } from "./client.ts";
 import { connectClient, type RedisConnectOptions, splitConnectOptions } from "./connect.ts";
 import { DEFAULT_PREFIX } from "./defaults.ts";
 import { checkDenyCache, DenyCache, type DenyCacheOptions } from "./deny-cache.ts";
+import { openRedisFleetQueue } from "./fleet-queue.ts";
 import { Invalidation } from "./invalidation.ts";
 import { Nodes } from "./nodes.ts";
 import { checkScript } from "./script.ts";
@@ -211,6 +213,11 @@ export class RedisStore implements Store {
     const closeClient = this.#closeClient;
     this.#closeClient = undefined;
     await closeClient?.();
+  }
+
+  /** @internal Opens a throttle's fleet queue here (src/stores/redis/fleet-queue.ts). */
+  openFleetQueue(config: FleetQueueConfig): Promise<FleetQueue> {
+    return openRedisFleetQueue(this.#parts, config);
   }
 
   /** Binds a rule: its members' key layout and script parameters are computed once, here. */

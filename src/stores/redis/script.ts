@@ -28,8 +28,11 @@ const HEAD = ["prelude.lua", "codecs/record.lua"] as const;
 /** One algorithm each: its storage codec (codecs/) and its twin, loaded together on first use. */
 const ALGORITHMS = ["fixed-window", "sliding-log", "sliding-window", "token-bucket", "gcra"] as const;
 
+/** Files loaded on every call, after the algorithms (the entry point last; queue-script.ts shares the rest). */
+export { ALGORITHMS, GUARD_HEAD, GUARD_TAIL, HEAD, lazyAlgorithm, text as luaText };
+
 /** Files loaded on every call, after the algorithms (the entry point last). */
-const TAIL = ["ban.lua", "rule.lua", "decide-rule.lua", "check.lua"] as const;
+const TAIL = ["ban.lua", "rule.lua", "decide-rule.lua", "record-io.lua", "check.lua"] as const;
 
 /**
  * Runs before the decision code: consumes ARGV[1] (the deadline) and refuses late calls. Its

@@ -1,0 +1,86 @@
+/**
+ * The contract between the throttle and a store that keeps one queue for the fleet (SPEC §16):
+ * tickets wait in the store, in priority then arrival order across processes, and the store
+ * grants them (deciding the rate and the concurrency with the limiter's own rule code) and
+ * hands each grant to the process that owns the ticket, instead of every process polling.
+ */
+import type { AlgorithmSpec } from "./spec.ts";
+
+/** A job waiting in the fleet's queue. */
+export interface FleetTicket {
+  /** Unique within its owner (the owner's id is added by the queue). */
+  readonly id: string;
+  /** 0 (first) to 9. */
+  readonly priority: number;
+  /** Units of the rate it takes. */
+  readonly cost: number;
+  /** It keeps a place it had (sent again after a 429): ahead of the tickets of its priority without one. */
+  readonly front?: boolean;
+}
+
+/** A ticket the store granted: it may start now (or after `delayMs`, a leaky bucket's spacing). */
+export interface FleetGrant {
+  readonly id: string;
+  /** The grant holds a concurrency lease (renew it while the job runs, release it when it ends). */
+  readonly leased: boolean;
+  readonly delayMs: number;
+  /** The instant the store decided it (its own clock: Redis TIME). */
+  readonly at: number;
+}
+
+/** What a queue tells its throttle. */
+export interface FleetListener {
+  /** Tickets of `key` were granted. */
+  granted(key: string, grants: readonly FleetGrant[]): void;
+  /** This process owns `key`'s head ticket, which must wait `ms`: it should `pump(key)` then. */
+  wake(key: string, ms: number): void;
+  /** The link to the store came back after a loss: tickets may have been lost, send them again. */
+  relinked(): void;
+}
+
+/** How a throttle's fleet queue decides. */
+export interface FleetQueueConfig {
+  /** The rate limiter's identity and specs (its record is the one the queue checks), if any. */
+  readonly rate: { readonly id: string; readonly specs: readonly AlgorithmSpec[] } | undefined;
+  /** The concurrency rule (a `concurrency` spec) and its identity, if any. */
+  readonly concurrency: { readonly id: string; readonly spec: AlgorithmSpec } | undefined;
+  /**
+   * Grants a ticket whose rate units are due within this many ms at once, with its units taken
+   * at the due instant and a `delayMs` until then (default 0: only what fits now).
+   */
+  readonly lookaheadMs?: number;
+  /** How long an owner's tickets outlive its last heartbeat, in ms. */
+  readonly ownerTtlMs: number;
+  readonly listener: FleetListener;
+}
+
+/** One throttle's queue in a shared store, as seen by one process (its owner). */
+export interface FleetQueue {
+  /** This process's id in the queue. */
+  readonly owner: string;
+  /** Adds tickets of `key` (idempotent by id) and grants what fits. */
+  enqueue(key: string, tickets: readonly FleetTicket[]): Promise<void>;
+  /** Takes a ticket out: "removed" (it waited), "returned" (its grant was given back), "unknown". */
+  cancel(key: string, id: string): Promise<"removed" | "returned" | "unknown">;
+  /** A granted job ended: frees its lease (and with `refund` its rate units) and grants what fits. */
+  release(key: string, id: string, refund: boolean): Promise<void>;
+  /** Renews a running job's lease; false when it is no longer held. */
+  renew(key: string, id: string): Promise<boolean>;
+  /** Says this owner is alive and grants what fits; false when the store had forgotten the owner. */
+  heartbeat(key: string): Promise<boolean>;
+  /** Grants what fits (the head's owner, at its due instant). */
+  pump(key: string): Promise<void>;
+  /** Ends the queue's link (its subscription). */
+  close(): Promise<void>;
+}
+
+/** A store that can hold a fleet queue. */
+export interface FleetQueueStore {
+  /** Opens the fleet queue of one throttle (resolves once grants can be heard). */
+  openFleetQueue(config: FleetQueueConfig): Promise<FleetQueue>;
+}
+
+/** Whether `store` can hold a fleet queue. */
+export function hasFleetQueue(store: unknown): store is FleetQueueStore {
+  return typeof (store as Partial<FleetQueueStore> | undefined)?.openFleetQueue === "function";
+}

@@ -1,0 +1,215 @@
+/**
+ * The throttle's fleet queue on Redis (SPEC §16): every call is one EVALSHA of queue.lua, which
+ * keeps the key's tickets and grants them with the limiter's own rule code; grants and wake-ups
+ * for other processes are PUBLISHed by the script on each owner's channel, which this process
+ * hears on one dedicated subscriber connection. A key's queue, its rate record (the rate
+ * limiter's own, so a fleet pause's block holds it) and its concurrency record share one hash
+ * tag: one Cluster slot.
+ */
+import { hex, sha1 } from "../../core/digest.ts";
+import { StoreError } from "../../core/errors.ts";
+import type { FleetGrant, FleetQueue, FleetQueueConfig, FleetTicket } from "../../core/fleet-queue.ts";
+import { compileRule } from "../../core/rule.ts";
+import type { AlgorithmSpec } from "../../core/spec.ts";
+import { RedisBoundRule, type StoreParts } from "./bound-rule.ts";
+import type { Subscription } from "./client.ts";
+import { hashTag, ruleDigest, slotOf, tagSeed } from "./keys.ts";
+import { ALGORITHMS, GUARD_HEAD, GUARD_TAIL, HEAD, lazyAlgorithm, luaText } from "./script.ts";
+
+let loaded: { source: string; sha: string } | undefined;
+
+/** The queue script: the check script's rule code with queue.lua as its entry point. */
+export function queueScript(): { source: string; sha: string } {
+  if (loaded === undefined) {
+    const parts = [...HEAD, ...ALGORITHMS, "ban.lua", "rule.lua", "decide-rule.lua", "record-io.lua", "queue.lua"];
+    const body = parts.map((p, i) =>
+      (ALGORITHMS as readonly string[]).includes(p) ? lazyAlgorithm(p as (typeof ALGORITHMS)[number], i) : luaText(p),
+    );
+    const source = GUARD_HEAD + body.join("\n") + GUARD_TAIL;
+    loaded = { source, sha: hex(sha1(source)) };
+  }
+  return loaded;
+}
+
+/** One rule's script descriptor and record infix, as the limiter's binding computes them. */
+function ruleParts(parts: StoreParts, id: string, specs: readonly AlgorithmSpec[]): { text: string; infix: string } {
+  const bound = new RedisBoundRule(parts, { id, rule: compileRule([...specs]) });
+  return { text: bound.descriptor.join(" "), infix: bound.infixes[0] as string };
+}
+
+/** A script reply: `status|wait|grants`. */
+function parseReply(reply: unknown): { status: string; wait: number | undefined; grants: FleetGrant[] } {
+  const text = Array.isArray(reply) ? reply[0] : reply;
+  if (Array.isArray(reply) && reply[0] === "late") throw new StoreError("Redis queue call arrived late");
+  if (typeof text !== "string") throw new StoreError(`unexpected reply from the sluice queue script: ${String(text)}`);
+  const [status = "", wait = "", grants = ""] = text.split("|");
+  return { status, wait: wait === "" ? undefined : Number(wait), grants: parseGrants(grants) };
+}
+
+function parseGrants(text: string): FleetGrant[] {
+  if (text === "") return [];
+  return text.split(";").map((g) => {
+    const [id = "", leaseAt = "-", delay = "0", at = "0"] = g.split(",");
+    return { id, leased: leaseAt !== "-", delayMs: Number(delay), at: Number(at) };
+  });
+}
+
+/** Opens a fleet queue on a RedisStore's connection (see {@link RedisFleetQueue}). */
+export async function openRedisFleetQueue(parts: StoreParts, config: FleetQueueConfig): Promise<FleetQueue> {
+  const queue = new RedisFleetQueue(parts, config);
+  await queue.start();
+  return queue;
+}
+
+/** A throttle's queue in Redis, as one process (its owner) sees it. */
+export class RedisFleetQueue implements FleetQueue {
+  readonly owner = globalThis.crypto.randomUUID().replace(/-/g, "").slice(0, 16);
+  readonly #parts: StoreParts;
+  readonly #config: FleetQueueConfig;
+  readonly #seed: number;
+  readonly #rate: { text: string; infix: string } | undefined;
+  readonly #slots: { text: string; infix: string } | undefined;
+  readonly #queueInfix: string;
+  readonly #channel: string;
+  #subscription: Subscription | undefined;
+  #lost = false;
+
+  constructor(parts: StoreParts, config: FleetQueueConfig) {
+    this.#parts = parts;
+    this.#config = config;
+    const { rate, concurrency } = config;
+    const tagId = rate?.id ?? concurrency?.id ?? "";
+    this.#seed = tagSeed(tagId);
+    this.#rate = rate === undefined ? undefined : ruleParts(parts, rate.id, rate.specs);
+    this.#slots = concurrency === undefined ? undefined : ruleParts(parts, concurrency.id, [concurrency.spec]);
+    this.#queueInfix = ruleDigest(`queue:${tagId}`, "");
+    this.#channel = `${parts.prefix}queue:`;
+  }
+
+  /** Subscribes to this owner's channel: grants and wake-ups made by other processes' calls. */
+  async start(): Promise<void> {
+    const listener = this.#config.listener;
+    this.#subscription = await this.#parts.commands.subscribe(
+      this.#channel + this.owner,
+      (message) => {
+        let m: { k: string; g?: string; w?: number };
+        try {
+          m = JSON.parse(message) as typeof m;
+        } catch {
+          return;
+        }
+        if (m.g !== undefined) listener.granted(m.k, this.#mine(parseGrants(m.g)));
+        if (m.w !== undefined) listener.wake(m.k, m.w);
+      },
+      (live) => {
+        if (!live) this.#lost = true;
+        else if (this.#lost) {
+          this.#lost = false;
+          listener.relinked();
+        }
+      },
+      () => {},
+    );
+  }
+
+  #keys(key: string): string[] {
+    const head = `${this.#parts.prefix}{${hashTag(this.#seed, key)}}`;
+    const q = head + this.#queueInfix;
+    return [
+      `${q}Q${key}`,
+      `${q}H${key}`,
+      // No rate: a key of the queue's own that nothing writes (the script needs four keys).
+      this.#rate === undefined ? `${q}R${key}` : head + this.#rate.infix + key,
+      this.#slots === undefined ? `${q}C${key}` : head + this.#slots.infix + key,
+    ];
+  }
+
+  /** One call of the queue script; grants for this owner and its wake-up go to the listener. */
+  async #call(key: string, op: string, args: string[]): Promise<string> {
+    const { commands } = this.#parts;
+    const keys = this.#keys(key);
+    const argv = [
+      "",
+      "0",
+      op,
+      this.#channel,
+      this.owner,
+      String(this.#config.ownerTtlMs),
+      this.#rate?.text ?? "",
+      this.#slots?.text ?? "",
+      key,
+      String(this.#config.lookaheadMs ?? 0),
+      ...args,
+    ];
+    const script = queueScript();
+    let reply: unknown;
+    try {
+      try {
+        reply = await commands.evalsha(script.sha, keys, argv);
+      } catch (error) {
+        if (!(error instanceof Error && error.message.startsWith("NOSCRIPT"))) throw error;
+        reply = await commands.eval(script.source, keys, argv);
+      }
+    } catch (error) {
+      throw error instanceof StoreError
+        ? error
+        : new StoreError(`Redis queue call failed: ${error instanceof Error ? error.message : String(error)}`, {
+            cause: error,
+          });
+    }
+    const { status, wait, grants } = parseReply(reply);
+    const listener = this.#config.listener;
+    if (grants.length > 0) listener.granted(key, this.#mine(grants));
+    if (wait !== undefined) listener.wake(key, wait);
+    return status;
+  }
+
+  /** A ticket's id in the store: unique in the fleet. */
+  #full(id: string): string {
+    return `${this.owner}.${id}`;
+  }
+
+  /** Grants with the owner's part of their ids taken off. */
+  #mine(grants: FleetGrant[]): FleetGrant[] {
+    const cut = this.owner.length + 1;
+    return grants.map((g) => ({ ...g, id: g.id.slice(cut) }));
+  }
+
+  async enqueue(key: string, tickets: readonly FleetTicket[]): Promise<void> {
+    const args: string[] = [];
+    for (const t of tickets) args.push(this.#full(t.id), `${t.priority}${t.front === true ? "f" : ""}`, String(t.cost));
+    await this.#call(key, "e", args);
+  }
+
+  async cancel(key: string, id: string): Promise<"removed" | "returned" | "unknown"> {
+    const status = await this.#call(key, "c", [this.#full(id)]);
+    return status === "1" ? "removed" : status === "2" ? "returned" : "unknown";
+  }
+
+  async release(key: string, id: string, refund: boolean): Promise<void> {
+    await this.#call(key, "r", [this.#full(id), refund ? "1" : "0"]);
+  }
+
+  async renew(key: string, id: string): Promise<boolean> {
+    return (await this.#call(key, "n", [this.#full(id)])) === "1";
+  }
+
+  async heartbeat(key: string): Promise<boolean> {
+    return (await this.#call(key, "h", [])) === "1";
+  }
+
+  async pump(key: string): Promise<void> {
+    await this.#call(key, "p", []);
+  }
+
+  async close(): Promise<void> {
+    const s = this.#subscription;
+    this.#subscription = undefined;
+    await s?.close();
+  }
+
+  /** @internal The Cluster slot of `key`'s queue (all its keys share it). */
+  slotOf(key: string): number {
+    return slotOf(hashTag(this.#seed, key));
+  }
+}

@@ -1,0 +1,246 @@
+-- The throttle's fleet queue (src/stores/redis/fleet-queue.ts): one queue of tickets per
+-- (throttle, key) in Redis, served in priority then arrival order across processes. A grant is
+-- decided here, atomically, by the limiter's own rule code: `run` (record-io.lua) on the rate's
+-- record (the same record the throttle's rate limiter checks and blocks) and on the
+-- concurrency rule's record (whose leases are the concurrency twin's). No second copy of an
+-- algorithm lives here: only the queue's bookkeeping.
+--
+-- KEYS: 1 the queue (a sorted set of ticket ids, score priority * 2^40 + arrival number),
+-- 2 its hash (fields 't:<id>' a waiting ticket's "cost owner", 'g:<id>' a grant's
+-- "owner leaseAt rateAt cost", 'o:<owner>' an owner's deadline, 'seq' the arrival counter,
+-- 'due' the head owner told to wake), 3 the rate record, 4 the concurrency record. All four
+-- share one hash tag: one Cluster slot.
+-- ARGV (after the guard's deadline): 1 expiry grace, 2 op, 3 the owners' channel prefix,
+-- 4 the calling owner, 5 an owner's time to live (ms), 6 the rate rule's descriptor ('' none),
+-- 7 the concurrency rule's ('' none), 8 the user key, 9 the lookahead (ms), then the op's arguments:
+--   'e' enqueue: id priority(+'f') cost, repeated   'c' cancel: id
+--   'r' release: id refund('1'/'0')              'n' renew: id
+--   'h' heartbeat (the owner is alive)           'p' pump
+-- Every op then grants what now fits, head first: grants to the caller come back in the reply,
+-- grants to other owners are PUBLISHed on their channel, and when the head must wait for the
+-- rate (or a lease's expiry) its owner is told when to call again.
+-- Reply: "status|wait|grants": status (op-specific, below), wait (ms until the caller, owning
+-- the head, should pump again; '' for no such wake) and the caller's grants "id,leaseAt,delayMs;...".
+
+local KQ, KH, KR, KC = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local op, channel, me, ownerTtl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local userKey, lookahead = ARGV[8], tonumber(ARGV[9])
+local now = sluice_ms
+
+-- A rule from its descriptor text: "count after withinMs forMs (code p1 p2 p3)*" (bound-rule.ts).
+local function parseRule(text)
+  if text == '' then return nil end
+  local v = {}
+  for w in string.gmatch(text, '%S+') do v[#v + 1] = w end
+  local members = {}
+  for i = 1, tonumber(v[1]) do
+    local b = 5 + (i - 1) * 4
+    members[i] = ALGO[v[b]](tonumber(v[b + 1]), tonumber(v[b + 2]), tonumber(v[b + 3]))
+  end
+  return compileRule(members, tonumber(v[2]), tonumber(v[3]), tonumber(v[4]))
+end
+local RR, RC = parseRule(ARGV[6]), parseRule(ARGV[7])
+
+-- `op` on a rule's record through the limiter's own path, at the instant `t` (default now);
+-- returns allowed, the wait from now when refused (the longest of the refusing members', or a
+-- block's / ban's time left) and delayMs.
+local function decide(R, key, cost, rop, at, t)
+  t = t or now
+  -- Expiries are written relative to the instant decided at (ttl in prelude.lua): one decided
+  -- ahead of now must still live until its record is fresh as seen from now.
+  local base = grace
+  grace = base + (t - now)
+  local left = run(R, key, t, cost, rop, fmt('%d', cost), at)
+  grace = base
+  local allowed, wait = true, 0
+  for f = 1, 4 * R.count, 4 do
+    if not FIG[f] then
+      allowed = false
+      if FIG[f + 2] > wait then wait = FIG[f + 2] end
+    end
+  end
+  if left then
+    allowed = false
+    if left > wait then wait = left end
+  end
+  return allowed, wait + (t - now), FIG[3]
+end
+
+local mine, others = {}, {}
+
+-- Grants every head ticket that fits now; returns the head's wait (nil: the queue is empty).
+-- The instant rate decisions are made at: now, or the latest instant already decided ahead
+-- (field 'hz'), so this key's rate record never sees time run back: a unit taken ahead counts
+-- where it was taken, and no later decision at an earlier instant can start a job into it.
+local cursor = now
+
+local function pump()
+  local hz = tonumber(call('HGET', KH, 'hz') or '0')
+  if hz > cursor then cursor = hz end
+  while true do
+    local head = call('ZRANGE', KQ, 0, 0)[1]
+    if not head then return nil end
+    local t = call('HGET', KH, 't:' .. head)
+    local cost, owner
+    if t then cost, owner = match(t, '^(%S+) (%S+)$') end
+    local alive = owner and tonumber(call('HGET', KH, 'o:' .. owner) or '0') >= now
+    if not alive then
+      -- A dead process's ticket never blocks the queue: it leaves when it reaches the head.
+      call('ZREM', KQ, head)
+      call('HDEL', KH, 't:' .. head)
+    else
+      cost = tonumber(cost)
+      local ok, wait, delay = true, 0, 0
+      -- A grant ahead holds its slot from now: only while at least half the slots stay free.
+      local ahead = lookahead
+      if RC then
+        ok, wait = decide(RC, KC, 1, PEEK, nil)
+        if FIG[2] < ceil(RC.first.limit / 2) then ahead = 0 end
+      end
+      if not ok then return wait, owner, 0 end
+      local rateAt, leaseAt = '-', '-'
+      local at = now
+      if RR then
+        at = cursor
+        ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
+        if not ok and wait <= ahead then
+          -- Due within the lookahead: the units are taken at the due instant itself (the
+          -- rule decides at that instant, as it would then) and the job starts then (delayMs),
+          -- so no round trip or timer lag of the wake-up costs the fleet a slot.
+          at = now + ceil(wait)
+          ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
+        end
+        if not ok then return wait, owner, ahead end
+        delay = (delay or 0) + (at - now)
+        rateAt = fmt('%d', at)
+        if at > cursor then
+          cursor = at
+          call('HSET', KH, 'hz', fmt('%d', at))
+        end
+      end
+      if RC then
+        decide(RC, KC, 1, CHECK, nil)
+        leaseAt = fmt('%d', now)
+      end
+      call('ZREM', KQ, head)
+      call('HDEL', KH, 't:' .. head)
+      call('HSET', KH, 'g:' .. head, owner .. ' ' .. leaseAt .. ' ' .. rateAt .. ' ' .. fmt('%d', cost))
+      local g = head .. ',' .. leaseAt .. ',' .. fmt('%d', delay or 0) .. ',' .. fmt('%d', at)
+      if owner == me then
+        mine[#mine + 1] = g
+      else
+        local list = others[owner]
+        if not list then
+          list = {}
+          others[owner] = list
+        end
+        list[#list + 1] = g
+      end
+    end
+  end
+end
+
+-- Gives a grant back: its lease, and with `refund` its rate units (by receipt). False: no such grant.
+local function giveBack(id, refund)
+  local g = call('HGET', KH, 'g:' .. id)
+  if not g then return false end
+  local _, leaseAt, rateAt, cost = match(g, '^(%S+) (%S+) (%S+) (%S+)$')
+  if RC and leaseAt ~= '-' then decide(RC, KC, 1, RELEASE, tonumber(leaseAt)) end
+  if refund and RR and rateAt ~= '-' then decide(RR, KR, tonumber(cost), REFUND, tonumber(rateAt)) end
+  call('HDEL', KH, 'g:' .. id)
+  return true
+end
+
+-- Marks the caller alive until now + ownerTtl; returns whether it was known (alive) before.
+local function touch()
+  local known = tonumber(call('HGET', KH, 'o:' .. me) or '0') >= now
+  call('HSET', KH, 'o:' .. me, fmt('%d', now + ownerTtl))
+  -- The queue outlives its busiest owner's heartbeat by a margin; running jobs' grants too
+  -- (their renewals touch it as well).
+  call('PEXPIRE', KH, 4 * ownerTtl)
+  call('PEXPIRE', KQ, 4 * ownerTtl)
+  return known
+end
+
+local status = '1'
+if op == 'e' then
+  touch()
+  local seq = call('HINCRBY', KH, 'seq', (#ARGV - 9) / 3)
+  local first = seq - (#ARGV - 9) / 3
+  for i = 10, #ARGV, 3 do
+    local id = ARGV[i]
+    first = first + 1
+    -- Idempotent: a ticket sent again after a reconnect keeps its place, or its grant, which
+    -- its owner evidently never heard (it sends only tickets still waiting): delivered again.
+    local g = call('HGET', KH, 'g:' .. id)
+    if g then
+      local _, leaseAt, rateAt = match(g, '^(%S+) (%S+) (%S+)')
+      mine[#mine + 1] = id .. ',' .. leaseAt .. ',0,' .. rateAt
+    elseif call('HEXISTS', KH, 't:' .. id) == 0 then
+      -- A priority ending in 'f' keeps a place it had (a request sent again after a 429): ahead
+      -- of every ticket of its priority that arrived without one, in arrival order among those.
+      local p = ARGV[i + 1]
+      local score = first
+      if sub(p, -1) == 'f' then
+        p = sub(p, 1, -2)
+        score = first - 549755813888
+      end
+      call('ZADD', KQ, tonumber(p) * 1099511627776 + score, id)
+      call('HSET', KH, 't:' .. id, ARGV[i + 2] .. ' ' .. me)
+    end
+  end
+elseif op == 'c' then
+  -- 1: it was waiting and is gone; 2: it had been granted, and the grant is given back; 0: unknown.
+  local id = ARGV[10]
+  if call('ZREM', KQ, id) == 1 then
+    call('HDEL', KH, 't:' .. id)
+  elseif giveBack(id, true) then
+    status = '2'
+  else
+    status = '0'
+  end
+elseif op == 'r' then
+  if not giveBack(ARGV[10], ARGV[11] == '1') then status = '0' end
+elseif op == 'n' then
+  -- 1: the lease is renewed (its receipt moves to now); 0: it is no longer held.
+  local id = ARGV[10]
+  local g = call('HGET', KH, 'g:' .. id)
+  status = '0'
+  if g then
+    local owner, leaseAt, rateAt, cost = match(g, '^(%S+) (%S+) (%S+) (%S+)$')
+    if leaseAt == '-' or decide(RC, KC, 1, RENEW, tonumber(leaseAt)) then
+      status = '1'
+      if leaseAt ~= '-' then
+        call('HSET', KH, 'g:' .. id, owner .. ' ' .. fmt('%d', now) .. ' ' .. rateAt .. ' ' .. cost)
+      end
+      call('PEXPIRE', KH, 4 * ownerTtl)
+    end
+  end
+elseif op == 'h' then
+  -- 0: the store had forgotten this owner (a restart, a failover, a long pause): its tickets
+  -- may be gone, and it sends them again.
+  if not touch() then status = '0' end
+end
+
+local wait, headOwner, headAhead = pump()
+for owner, list in pairs(others) do
+  call('PUBLISH', channel .. owner, cjson.encode({ k = userKey, g = table.concat(list, ';') }))
+end
+local waitText = ''
+if wait and wait < INF then
+  -- Wake when the head comes within the lookahead: that call grants it (and what follows).
+  local w = ceil(wait - headAhead)
+  if w < 1 then w = 1 end
+  if headOwner == me then
+    waitText = fmt('%d', w)
+  else
+    -- The head's owner wakes at the due instant and grants whatever then fits (told once per
+    -- head and instant; the others do not poll).
+    local tell = headOwner .. ' ' .. fmt('%d', now + w)
+    if call('HGET', KH, 'due') ~= tell then
+      call('HSET', KH, 'due', tell)
+      call('PUBLISH', channel .. headOwner, cjson.encode({ k = userKey, w = w }))
+    end
+  end
+end
+return status .. '|' .. waitText .. '|' .. table.concat(mine, ';')
