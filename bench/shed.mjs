@@ -6,11 +6,14 @@
 //    variant gets a fresh server, driven at BENCH_FACTOR × capacity over loopback by an open
 //    loop (requests at even intervals whatever the answers, each with a client timeout, as real
 //    clients have; autocannon's overallRate sends each connection's quota at the top of every
-//    second, a burst rather than a rate, so it drives only the capacity runs): no shedding,
-//    loadShed with a fixed limit (2 × the slots), loadShed({ limit: "adaptive" }) on its
-//    defaults, and @fastify/under-pressure (event-loop delay 100 ms / utilization 0.9).
-//    Reported: goodput (2xx a second, and as a share of capacity), the share of answers that
-//    were 2xx, the p50/p99 of the 2xx answers (and p99 over the unloaded p99), 503s, timeouts.
+//    second, a burst rather than a rate, so it drives only the capacity runs). BENCH_CRITICAL
+//    (20%) of the offered requests are critical (x-priority: 0), the rest priority 5. Variants:
+//    no shedding; loadShed with a fixed limit (2 × the slots); loadShed({ limit: "adaptive" })
+//    on its defaults; each of the two with reserve { 0: 0.5 }; @fastify/under-pressure
+//    (event-loop delay 100 ms / utilization 0.9). Reported: goodput (2xx a second, and as a
+//    share of capacity), the share of answers that were 2xx, the p50/p99 of the 2xx answers
+//    (and p99 over the unloaded p99), the share of critical requests answered 2xx, 503s,
+//    client timeouts, and the limit (median and range, sampled every 100 ms after the first second).
 // 2. Overhead. GET /hello (answers at once) on three servers, bare, with loadShed (a fixed
 //    limit never reached) and with under-pressure; each server reads its own process.cpuUsage()
 //    around BENCH_REQUESTS requests, rounds rotate the order, and the median ratio to the bare
@@ -18,18 +21,23 @@
 //
 // Run: npm run build && node bench/shed.mjs
 // Env: BENCH_SECONDS per overload run (default 8), BENCH_FACTOR (default 2.5), BENCH_TIMEOUT
-// client timeout in s (default 2), BENCH_ROUNDS overhead rounds
-// (default 8), BENCH_REQUESTS per overhead block (default 4000), BENCH_PARTS ("overload,overhead"),
-// BENCH_SLOTS / BENCH_HOLD_MS / BENCH_BURN_MS (the pool: default 4 / 40 / 1).
+// client timeout in s (default 2), BENCH_CRITICAL share of critical requests (default 0.2),
+// BENCH_VARIANTS (a comma-separated list of substrings of variant names: runs only those),
+// BENCH_ROUNDS overhead rounds (default 8), BENCH_REQUESTS per overhead block (default 4000),
+// BENCH_PARTS ("overload,overhead"), BENCH_SLOTS / BENCH_HOLD_MS / BENCH_BURN_MS (the pool:
+// default 4 / 40 / 1).
+import { loadavg } from "node:os";
 import { drive, openLoop, quantile, startShedServer } from "../test/support/shed-load.mjs";
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
 const SECONDS = env("BENCH_SECONDS", 8);
 const FACTOR = env("BENCH_FACTOR", 2.5);
 const TIMEOUT = env("BENCH_TIMEOUT", 2);
+const CRITICAL = env("BENCH_CRITICAL", 0.2);
 const ROUNDS = env("BENCH_ROUNDS", 8);
 const REQUESTS = env("BENCH_REQUESTS", 4000);
 const PARTS = (process.env.BENCH_PARTS ?? "overload,overhead").split(",");
+const ONLY = process.env.BENCH_VARIANTS?.split(",");
 // Pool-bound on purpose: on a shared, loaded machine a CPU-bound server's capacity is whatever
 // the other processes leave it; the pool's is fixed.
 const POOL = { slots: env("BENCH_SLOTS", 4), holdMs: env("BENCH_HOLD_MS", 40), burnMs: env("BENCH_BURN_MS", 1) };
@@ -37,6 +45,11 @@ const POOL = { slots: env("BENCH_SLOTS", 4), holdMs: env("BENCH_HOLD_MS", 40), b
 const round = (x, digits = 1) => Number(x.toFixed(digits));
 
 async function overload() {
+  console.log(
+    `load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}`,
+  );
   const base = await startShedServer({ ...POOL, mode: "none" });
   await drive(`${base.url}/work`, { connections: POOL.slots, duration: 1 }); // warm-up
   const calm = await drive(`${base.url}/work`, { connections: POOL.slots, duration: SECONDS });
@@ -44,39 +57,58 @@ async function overload() {
   const capacity = calm.ok.length / SECONDS;
   const unloadedP99 = quantile(calm.ok, 0.99);
   const rate = Math.round(capacity * FACTOR);
+  const criticalRate = rate * CRITICAL;
   console.log(
-    `capacity ${round(capacity)} req/s, unloaded p50 ${quantile(calm.ok, 0.5)} ms p99 ${unloadedP99} ms; ` +
-      `offered ${rate} req/s (${FACTOR}×, open loop), client timeout ${TIMEOUT} s, ${SECONDS} s each`,
+    `capacity ${round(capacity)} req/s, unloaded p50 ${round(quantile(calm.ok, 0.5))} ms p99 ${round(unloadedP99)} ms; ` +
+      `offered ${rate} req/s (${FACTOR}×, open loop, ${round(100 * CRITICAL)}% critical), client timeout ${TIMEOUT} s, ${SECONDS} s each`,
   );
+  const fixed = POOL.slots * 2;
+  const reserve = { 0: 0.5 };
   const variants = {
     "no shedding": { mode: "none" },
-    [`loadShed fixed (limit ${POOL.slots * 2})`]: { mode: "fixed", shed: { limit: POOL.slots * 2 } },
-    "loadShed adaptive": { mode: "adaptive", shed: {} },
+    [`loadShed({ limit: ${fixed} })`]: { mode: "fixed", shed: { limit: fixed } },
+    'loadShed({ limit: "adaptive" })': { mode: "adaptive", shed: {} },
+    [`loadShed({ limit: ${fixed}, reserve })`]: { mode: "fixed", shed: { limit: fixed, reserve } },
+    'loadShed({ limit: "adaptive", reserve })': { mode: "adaptive", shed: { reserve } },
     "@fastify/under-pressure": { mode: "under-pressure" },
   };
   const rows = [];
   for (const [name, config] of Object.entries(variants)) {
+    if (ONLY !== undefined && !ONLY.some((part) => name.includes(part))) continue;
     const server = await startShedServer({ ...POOL, ...config });
-    const run = await openLoop(`${server.url}/work`, { rate, seconds: SECONDS, timeoutMs: TIMEOUT * 1000 });
+    const url = `${server.url}/work`;
+    const options = { seconds: SECONDS, timeoutMs: TIMEOUT * 1000 };
+    const [flood, critical] = await Promise.all([
+      openLoop(url, { ...options, rate: rate - criticalRate }),
+      openLoop(url, { ...options, rate: criticalRate, headers: { "x-priority": "0" } }),
+    ]);
     const stats = await server.stats();
     await server.stop();
-    const answered = run.sent;
-    const goodput = run.ok.length / SECONDS;
-    const p99 = quantile(run.ok, 0.99);
+    const ok = [...flood.ok, ...critical.ok];
+    const sent = flood.sent + critical.sent;
+    const goodput = ok.length / SECONDS;
+    const p99 = quantile(ok, 0.99);
+    const limits = stats.limits.slice(10).filter((x) => x !== undefined);
     rows.push({
       variant: name,
       "goodput/s": round(goodput),
       "goodput %cap": round((100 * goodput) / capacity),
-      "2xx %": round((100 * run.ok.length) / Math.max(1, answered)),
-      "p50 ms": quantile(run.ok, 0.5),
-      "p99 ms": p99,
+      "2xx %": round((100 * ok.length) / Math.max(1, sent)),
+      "p50 ms": round(quantile(ok, 0.5)),
+      "p99 ms": round(p99),
       "p99/unloaded": round(p99 / unloadedP99, 2),
-      503: run.statuses[503] ?? 0,
-      timeouts: run.timeouts,
-      "final limit": stats.shed?.limit ?? "",
+      "critical 2xx %": round((100 * critical.ok.length) / Math.max(1, critical.sent), 2),
+      503: (flood.statuses[503] ?? 0) + (critical.statuses[503] ?? 0),
+      timeouts: flood.timeouts + critical.timeouts,
+      limit: limits.length === 0 ? "" : `${quantile(limits, 0.5)} (${Math.min(...limits)}–${Math.max(...limits)})`,
     });
   }
   console.table(rows);
+  console.log(
+    `load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}`,
+  );
 }
 
 async function overhead() {
