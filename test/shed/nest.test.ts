@@ -4,9 +4,10 @@
 // or while a Redis fleet store was still deciding) leaves the in-flight count.
 import "reflect-metadata";
 import { connect, type Socket } from "node:net";
-import { Controller, Get, Module, Res } from "@nestjs/common";
+import { Readable } from "node:stream";
+import { Controller, Get, Module, StreamableFile } from "@nestjs/common";
 import { NestFactory } from "@nestjs/core";
-import type { Request, Response } from "express";
+import type { Request } from "express";
 import { Redis } from "ioredis";
 import type { LoadShedOptions } from "sluice/http";
 import { SluiceLimits, SluiceModule } from "sluice/nest";
@@ -84,11 +85,17 @@ async function streamingApp(options: LoadShedOptions<unknown>, gate: Promise<voi
   @Controller()
   class Routes {
     @Get("stream")
-    async stream(@Res() res: Response): Promise<void> {
-      res.write("first ");
-      state.entered++;
-      await gate;
-      res.end("last");
+    stream(): StreamableFile {
+      return new StreamableFile(
+        Readable.from(
+          (async function* () {
+            yield Buffer.from("first ");
+            state.entered++;
+            await gate;
+            yield Buffer.from("last");
+          })(),
+        ),
+      );
     }
   }
   @Module({ imports: [SluiceModule.forRoot({ loadShed: options as never })], controllers: [Routes] })
