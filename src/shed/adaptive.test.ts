@@ -84,6 +84,27 @@ describe("AdaptiveLimit", () => {
 });
 
 describe("Shedder with an adaptive limit", () => {
+  it("grows the limit while its reserve refuses the flood, though under half of it is in flight", () => {
+    const clock = new ManualClock(0);
+    const shedder = new Shedder<{ p: number }>({
+      limit: "adaptive",
+      adaptive: { minSamples: 1, windowMs: 10, initialLimit: 8, minLimit: 8 },
+      reserve: { 0: 0.75 },
+      priority: (r) => r.p,
+      clock,
+    });
+    const finish = (n: number) => {
+      const held = Array.from({ length: n }, () => shedder.admit({ p: 5 }) as Release);
+      expect(shedder.admit({ p: 5 })).toBeUndefined(); // the flood's 2 of 8 are taken: refused
+      clock.advance(10);
+      for (const release of held) release();
+    };
+    finish(2); // the first probe (at 8) ends: slow start from 8
+    expect(shedder.stats().limit).toBe(8);
+    finish(2); // 2 of 8 in flight, the limit refused one, no queue: grows (1.5×, slow start)
+    expect(shedder.stats().limit).toBe(12);
+  });
+
   it("samples finished requests only: a release(false) (aborted, failed) moves nothing", () => {
     const clock = new ManualClock(0);
     const shedder = new Shedder({

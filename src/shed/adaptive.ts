@@ -13,11 +13,13 @@ export interface LimitSource {
   started(inFlight: number): void;
   /** A request admitted at `startedAt` completed at `now` after `rttMs`. */
   completed(rttMs: number, startedAt: number, now: number): void;
+  /** The limit refused a request. */
+  refused(): void;
 }
 
 /** A limit that never moves. */
 export function fixedLimit(limit: number): LimitSource {
-  return { current: () => limit, started: () => {}, completed: () => {} };
+  return { current: () => limit, started: () => {}, completed: () => {}, refused: () => {} };
 }
 
 /** Windows this many times `windowMs` old close with any number of samples (a quiet service still adapts). */
@@ -33,6 +35,7 @@ export class AdaptiveLimit implements LimitSource {
   #sum = 0;
   #count = 0;
   #maxInFlight = 0;
+  #limited = false;
   /** Requests admitted before this instant are left out of the window (a probe, or the window after a cut, measures only its own). */
   #since = Number.NEGATIVE_INFINITY;
 
@@ -57,6 +60,10 @@ export class AdaptiveLimit implements LimitSource {
     if (inFlight > this.#maxInFlight) this.#maxInFlight = inFlight;
   }
 
+  refused(): void {
+    this.#limited = true;
+  }
+
   completed(rttMs: number, startedAt: number, now: number): void {
     if (startedAt < this.#since) return;
     this.#sum += rttMs;
@@ -68,7 +75,7 @@ export class AdaptiveLimit implements LimitSource {
     const before = this.#state.limit;
     this.#state = gradientStep(
       this.#state,
-      { rtt: this.#sum / this.#count, maxInFlight: this.#maxInFlight },
+      { rtt: this.#sum / this.#count, maxInFlight: this.#maxInFlight, limited: this.#limited },
       now,
       p,
       this.#random(),
@@ -85,5 +92,6 @@ export class AdaptiveLimit implements LimitSource {
     this.#sum = 0;
     this.#count = 0;
     this.#maxInFlight = 0;
+    this.#limited = false;
   }
 }

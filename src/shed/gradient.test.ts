@@ -33,12 +33,19 @@ describe("gradientStep at fixed windows", () => {
     { rtt: 20, inFlight: 100, limit: 65, why: "queueing: cut at once by the gradient 1.3×10/20 = 0.65" },
     { rtt: 100, inFlight: 100, limit: 50, why: "gradient clamped at 0.5: at most halved per window" },
     { rtt: 10, inFlight: 40, limit: 100, why: "app-limited (under half the limit in flight): no growth" },
+    {
+      rtt: 10,
+      inFlight: 20,
+      limited: true,
+      limit: 102,
+      why: "under half in flight, but the limit refused some: grows",
+    },
     { rtt: 16, inFlight: 40, limit: 81.25, why: "app-limited but queueing: still cut" },
     { rtt: 10, inFlight: 100, slowStart: true, limit: 150, why: "slow start: 1.5× per window" },
     { rtt: 10, inFlight: 40, slowStart: true, limit: 100, why: "slow start, app-limited: no growth" },
     { rtt: 20, inFlight: 100, slowStart: true, limit: 65, why: "slow start ends at the first queued window" },
-  ])("$why", ({ rtt, inFlight, limit, slowStart = false }) => {
-    const next = gradientStep(warm({ slowStart }), { rtt, maxInFlight: inFlight }, 0, P, 0);
+  ])("$why", ({ rtt, inFlight, limit, slowStart = false, limited = false }) => {
+    const next = gradientStep(warm({ slowStart }), { rtt, maxInFlight: inFlight, limited }, 0, P, 0);
     expect(next.limit).toBeCloseTo(limit, 6);
     expect(next.resume).toBeUndefined();
     expect(next.slowStart).toBe(slowStart && rtt <= 13);
@@ -125,7 +132,8 @@ function run(
     const { capacity, base } = model(i);
     const inFlight = Math.min(effectiveLimit(state), offered(i));
     const rtt = base * Math.max(1, inFlight / capacity) * (0.9 + 0.2 * random());
-    state = gradientStep(state, { rtt, maxInFlight: inFlight }, (i + 1) * 100, params, random());
+    const limited = offered(i) > effectiveLimit(state);
+    state = gradientStep(state, { rtt, maxInFlight: inFlight, limited }, (i + 1) * 100, params, random());
     limits.push(state.limit);
     rtts.push(rtt / base);
   }
@@ -144,16 +152,22 @@ describe(`the adaptive limit on synthetic traces (seed ${SEED}; replay with SLUI
       fc.property(
         fc.integer({ min: 1, max: 50 }),
         fc.integer({ min: 0, max: 500 }),
-        fc.array(fc.record({ rtt: fc.double({ min: -1, max: 1e6 }), maxInFlight: fc.nat(5000), gap: fc.nat(20_000) }), {
-          maxLength: 300,
-        }),
+        fc.array(
+          fc.record({
+            rtt: fc.double({ min: -1, max: 1e6 }),
+            maxInFlight: fc.nat(5000),
+            limited: fc.boolean(),
+            gap: fc.nat(20_000),
+          }),
+          { maxLength: 300 },
+        ),
         (minLimit, extra, trace) => {
           const params = { ...GRADIENT_DEFAULTS, minLimit, maxLimit: minLimit + extra, probeIntervalMs: 3000 };
           let state = initialGradient(params, 0);
           let now = 0;
-          for (const { rtt, maxInFlight, gap } of trace) {
+          for (const { rtt, maxInFlight, limited, gap } of trace) {
             now += gap;
-            state = gradientStep(state, { rtt, maxInFlight }, now, params, 0.5);
+            state = gradientStep(state, { rtt, maxInFlight, limited }, now, params, 0.5);
             expect(state.limit).toBeGreaterThanOrEqual(minLimit);
             expect(state.limit).toBeLessThanOrEqual(minLimit + extra);
             expect(effectiveLimit(state)).toBeGreaterThanOrEqual(1);

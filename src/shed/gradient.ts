@@ -55,6 +55,8 @@ export interface GradientSample {
   rtt: number;
   /** Most requests in flight at once during the window. */
   maxInFlight: number;
+  /** Whether the limit refused a request during the window (with a reserve, the flood is refused while in flight stays far under the limit). */
+  limited?: boolean;
 }
 
 /** The adaptive limit's state. */
@@ -121,8 +123,9 @@ export function effectiveLimit(state: GradientState): number {
  *   A window faster than the long-term latency halves the gap at once.
  * - A window that did not queue grows the limit: 1.5× during slow start, otherwise by a
  *   headroom of `smoothing` × √limit (Envoy's headroom, smoothed), to keep looking for
- *   capacity. A window using under half the limit does not grow it (the app, not the service,
- *   was the limit then).
+ *   capacity. A window using under half the limit in which the limit refused nothing does not
+ *   grow it (the app, not the service, was the limit then; with a reserve, the flood is
+ *   refused at its share of the limit, which can be far under half of it).
  */
 export function gradientStep(
   state: GradientState,
@@ -154,7 +157,7 @@ export function gradientStep(
   if (queued) {
     limit *= Math.max(MIN_GRADIENT, (params.tolerance * state.longRtt) / sample.rtt);
     slowStart = false;
-  } else if (sample.maxInFlight >= limit / 2) {
+  } else if (sample.limited === true || sample.maxInFlight >= limit / 2) {
     limit = slowStart ? limit * SLOW_START : limit + params.smoothing * Math.sqrt(limit);
   }
   limit = clamp(limit, params.minLimit, params.maxLimit);
