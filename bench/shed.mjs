@@ -2,81 +2,149 @@
 //
 // 1. Overload. test/support/shed-server.mjs is a Fastify app whose GET /work takes one of 4
 //    slots (a pool), burns 1 ms of CPU and holds the slot 40 ms: about 95 requests a second.
-//    Its capacity and unloaded p99 are measured first (4 connections, no queue). Then each
+//    Its unloaded p50/p99 are measured first (4 connections: the pool full, no queue), then its
+//    capacity (8 connections: a queue of one a slot, so no slot waits for a client). Then each
 //    variant gets a fresh server, driven at BENCH_FACTOR × capacity over loopback by an open
 //    loop (requests at even intervals whatever the answers, each with a client timeout, as real
 //    clients have; autocannon's overallRate sends each connection's quota at the top of every
-//    second, a burst rather than a rate, so it drives only the capacity runs): no shedding,
-//    loadShed with a fixed limit (2 × the slots), loadShed({ limit: "adaptive" }) on its
-//    defaults, and @fastify/under-pressure (event-loop delay 100 ms / utilization 0.9).
-//    Reported: goodput (2xx a second, and as a share of capacity), the share of answers that
-//    were 2xx, the p50/p99 of the 2xx answers (and p99 over the unloaded p99), 503s, timeouts.
+//    second, a burst rather than a rate, so it drives only the capacity runs). BENCH_CRITICAL
+//    (20%) of the offered requests are critical (x-priority: 0), the rest priority 5. Variants:
+//    no shedding; loadShed with a fixed limit (2 × the slots); loadShed({ limit: "adaptive" })
+//    on its defaults; each of the two with reserve { 0: 0.75 } (the flood may fill only a quarter
+//    of the limit, 2 of 8: the pool's queue stays short, so the critical traffic's own
+//    concurrency, its rate × its latency, stays well inside its 6 slots); @fastify/under-pressure
+//    (event-loop delay 100 ms / utilization 0.9). Reported: goodput (2xx a second as a share
+//    of capacity), the share of answers that were 2xx, the p50/p99 of the 2xx answers
+//    (and p99 over the unloaded p99), the share of critical requests answered 2xx, 503s,
+//    client timeouts, and the limit (median and range, sampled every 100 ms after the first second).
+//    On a shared machine one stall moves a run's p99: each variant runs once a round, in
+//    rotated order, and the medians over the rounds are reported (with the p99 ratio's range
+//    and the worst round's critical share).
 // 2. Overhead. GET /hello (answers at once) on three servers, bare, with loadShed (a fixed
 //    limit never reached) and with under-pressure; each server reads its own process.cpuUsage()
 //    around BENCH_REQUESTS requests, rounds rotate the order, and the median ratio to the bare
 //    app's CPU per request of the same round is reported with its range.
 //
 // Run: npm run build && node bench/shed.mjs
-// Env: BENCH_SECONDS per overload run (default 8), BENCH_FACTOR (default 2.5), BENCH_TIMEOUT
-// client timeout in s (default 2), BENCH_ROUNDS overhead rounds
-// (default 8), BENCH_REQUESTS per overhead block (default 4000), BENCH_PARTS ("overload,overhead"),
-// BENCH_SLOTS / BENCH_HOLD_MS / BENCH_BURN_MS (the pool: default 4 / 40 / 1).
+// Env: BENCH_SECONDS per overload run (default 8), BENCH_OVERLOAD_ROUNDS (default 3),
+// BENCH_FACTOR (default 2.5), BENCH_TIMEOUT client timeout in s (default 2), BENCH_CRITICAL share of critical requests (default 0.2),
+// BENCH_VARIANTS (a comma-separated list of substrings of variant names: runs only those),
+// BENCH_ROUNDS overhead rounds (default 8), BENCH_REQUESTS per overhead block (default 4000),
+// BENCH_PARTS ("overload,overhead"), BENCH_SLOTS / BENCH_HOLD_MS / BENCH_BURN_MS (the pool:
+// default 4 / 40 / 1).
+import { loadavg } from "node:os";
 import { drive, openLoop, quantile, startShedServer } from "../test/support/shed-load.mjs";
 
 const env = (name, fallback) => Number(process.env[name] ?? fallback);
 const SECONDS = env("BENCH_SECONDS", 8);
 const FACTOR = env("BENCH_FACTOR", 2.5);
 const TIMEOUT = env("BENCH_TIMEOUT", 2);
+const CRITICAL = env("BENCH_CRITICAL", 0.2);
 const ROUNDS = env("BENCH_ROUNDS", 8);
+const OVERLOAD_ROUNDS = env("BENCH_OVERLOAD_ROUNDS", 3);
 const REQUESTS = env("BENCH_REQUESTS", 4000);
 const PARTS = (process.env.BENCH_PARTS ?? "overload,overhead").split(",");
+const ONLY = process.env.BENCH_VARIANTS?.split(",");
 // Pool-bound on purpose: on a shared, loaded machine a CPU-bound server's capacity is whatever
 // the other processes leave it; the pool's is fixed.
 const POOL = { slots: env("BENCH_SLOTS", 4), holdMs: env("BENCH_HOLD_MS", 40), burnMs: env("BENCH_BURN_MS", 1) };
 
 const round = (x, digits = 1) => Number(x.toFixed(digits));
 
-async function overload() {
+const loadAverage = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
+
+/** The pool's unloaded latencies (4 connections: full, no queue) and its capacity (8: a queue of one a slot, so no slot waits for a client's turnaround). */
+async function calibrate(seconds) {
   const base = await startShedServer({ ...POOL, mode: "none" });
   await drive(`${base.url}/work`, { connections: POOL.slots, duration: 1 }); // warm-up
-  const calm = await drive(`${base.url}/work`, { connections: POOL.slots, duration: SECONDS });
+  const calm = await drive(`${base.url}/work`, { connections: POOL.slots, duration: seconds });
+  const full = await drive(`${base.url}/work`, { connections: POOL.slots * 2, duration: seconds });
   await base.stop();
-  const capacity = calm.ok.length / SECONDS;
-  const unloadedP99 = quantile(calm.ok, 0.99);
-  const rate = Math.round(capacity * FACTOR);
+  return { capacity: full.ok.length / seconds, p50: quantile(calm.ok, 0.5), p99: quantile(calm.ok, 0.99) };
+}
+
+const median = (values) => quantile(values, 0.5);
+
+async function overload() {
+  console.log(`load average ${loadAverage()}`);
+  const first = await calibrate(SECONDS);
+  const rate = Math.round(first.capacity * FACTOR);
+  const criticalRate = rate * CRITICAL;
   console.log(
-    `capacity ${round(capacity)} req/s, unloaded p50 ${quantile(calm.ok, 0.5)} ms p99 ${unloadedP99} ms; ` +
-      `offered ${rate} req/s (${FACTOR}×, open loop), client timeout ${TIMEOUT} s, ${SECONDS} s each`,
+    `capacity ${round(first.capacity)} req/s, unloaded p50 ${round(first.p50)} ms p99 ${round(first.p99)} ms; ` +
+      `offered ${rate} req/s (${FACTOR}×, open loop, ${round(100 * CRITICAL)}% critical), client timeout ${TIMEOUT} s, ` +
+      `${SECONDS} s a run, ${OVERLOAD_ROUNDS} rounds`,
   );
-  const variants = {
+  const fixed = POOL.slots * 2;
+  const reserve = { 0: 0.75 };
+  const variants = Object.entries({
     "no shedding": { mode: "none" },
-    [`loadShed fixed (limit ${POOL.slots * 2})`]: { mode: "fixed", shed: { limit: POOL.slots * 2 } },
-    "loadShed adaptive": { mode: "adaptive", shed: {} },
+    [`loadShed({ limit: ${fixed} })`]: { mode: "fixed", shed: { limit: fixed } },
+    'loadShed({ limit: "adaptive" })': { mode: "adaptive", shed: {} },
+    [`loadShed({ limit: ${fixed}, reserve })`]: { mode: "fixed", shed: { limit: fixed, reserve } },
+    'loadShed({ limit: "adaptive", reserve })': { mode: "adaptive", shed: { reserve } },
     "@fastify/under-pressure": { mode: "under-pressure" },
-  };
-  const rows = [];
-  for (const [name, config] of Object.entries(variants)) {
-    const server = await startShedServer({ ...POOL, ...config });
-    const run = await openLoop(`${server.url}/work`, { rate, seconds: SECONDS, timeoutMs: TIMEOUT * 1000 });
-    const stats = await server.stats();
-    await server.stop();
-    const answered = run.sent;
-    const goodput = run.ok.length / SECONDS;
-    const p99 = quantile(run.ok, 0.99);
-    rows.push({
-      variant: name,
-      "goodput/s": round(goodput),
-      "goodput %cap": round((100 * goodput) / capacity),
-      "2xx %": round((100 * run.ok.length) / Math.max(1, answered)),
-      "p50 ms": quantile(run.ok, 0.5),
-      "p99 ms": p99,
-      "p99/unloaded": round(p99 / unloadedP99, 2),
-      503: run.statuses[503] ?? 0,
-      timeouts: run.timeouts,
-      "final limit": stats.shed?.limit ?? "",
-    });
+  }).filter(([name]) => ONLY === undefined || ONLY.some((part) => name.includes(part)));
+  const runs = Object.fromEntries(variants.map(([name]) => [name, []]));
+  for (let r = 0; r < OVERLOAD_ROUNDS; r++) {
+    // Each round re-measures the pool (the machine's other work moves it) and rotates the order.
+    const calm = r === 0 ? first : await calibrate(SECONDS / 2);
+    console.log(
+      `round ${r + 1}: capacity ${round(calm.capacity)} req/s, unloaded p99 ${round(calm.p99)} ms, load average ${loadAverage()}`,
+    );
+    for (let i = 0; i < variants.length; i++) {
+      const [name, config] = variants[(i + r) % variants.length];
+      const server = await startShedServer({ ...POOL, ...config });
+      const url = `${server.url}/work`;
+      const options = { seconds: SECONDS, timeoutMs: TIMEOUT * 1000 };
+      const [flood, critical] = await Promise.all([
+        openLoop(url, { ...options, rate: rate - criticalRate }),
+        openLoop(url, { ...options, rate: criticalRate, headers: { "x-priority": "0" } }),
+      ]);
+      const stats = await server.stats();
+      await server.stop();
+      const ok = [...flood.ok, ...critical.ok];
+      const goodput = ok.length / SECONDS;
+      runs[name].push({
+        goodput: (100 * goodput) / calm.capacity,
+        success: (100 * ok.length) / Math.max(1, flood.sent + critical.sent),
+        p50: quantile(ok, 0.5),
+        p99: quantile(ok, 0.99),
+        p99Ratio: quantile(ok, 0.99) / calm.p99,
+        critical: (100 * critical.ok.length) / Math.max(1, critical.sent),
+        shed: (flood.statuses[503] ?? 0) + (critical.statuses[503] ?? 0),
+        timeouts: flood.timeouts + critical.timeouts,
+        limits: stats.limits.slice(10).filter((x) => x !== undefined),
+      });
+    }
   }
+  const rows = variants.map(([name]) => {
+    const list = runs[name];
+    const of = (key) => list.map((run) => run[key]);
+    const limits = list.flatMap((run) => run.limits);
+    return {
+      variant: name,
+      "goodput %cap": round(median(of("goodput"))),
+      "2xx %": round(median(of("success"))),
+      "p50 ms": round(median(of("p50"))),
+      "p99 ms": round(median(of("p99"))),
+      "p99/unloaded": round(median(of("p99Ratio")), 2),
+      "p99/unl. range": `${round(Math.min(...of("p99Ratio")), 2)}–${round(Math.max(...of("p99Ratio")), 2)}`,
+      "critical 2xx %": round(median(of("critical")), 2),
+      "critical min %": round(Math.min(...of("critical")), 2),
+      503: Math.round(median(of("shed"))),
+      timeouts: Math.round(median(of("timeouts"))),
+      limit: limits.length === 0 ? "" : `${median(limits)} (${Math.min(...limits)}–${Math.max(...limits)})`,
+    };
+  });
+  console.log(
+    `medians over ${OVERLOAD_ROUNDS} rounds (goodput and p99 against each round's own capacity and unloaded p99):`,
+  );
   console.table(rows);
+  console.log(`load average ${loadAverage()}`);
 }
 
 async function overhead() {

@@ -141,7 +141,9 @@ export function fetchShedHandler<Req>(shedder: Shedder<Req>, signalOf: (request:
     if (release === undefined) return shedResponse(answer);
     const signal = signalOf(request);
     const aborted = () => release(false);
-    signal?.addEventListener("abort", aborted, { once: true });
+    // Aborted already (the client left while an async store decided): no event will follow.
+    if (signal?.aborted) aborted();
+    else signal?.addEventListener("abort", aborted, { once: true });
     try {
       const response = await next();
       release(true);

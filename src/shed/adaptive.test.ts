@@ -26,12 +26,36 @@ describe("AdaptiveLimit", () => {
     limit.completed(10, 0, 100);
     expect(limit.current()).toBe(10);
     expect(limit.state.longRtt).toBe(10);
-    // Queueing: 40 ms against 10 ms long-term shrinks the limit (gradient clamped to 0.5).
+    // Queueing: 40 ms against 10 ms long-term cuts the limit at once (gradient clamped to 0.5).
     limit.started(10);
     limit.completed(40, 100, 150);
     limit.completed(40, 100, 200);
-    expect(limit.state.limit).toBeCloseTo(9, 6);
-    expect(limit.current()).toBe(9);
+    expect(limit.state.limit).toBe(5);
+    expect(limit.current()).toBe(5);
+  });
+
+  it("leaves requests admitted before a cut or a slow-start step out of the next window", () => {
+    const limit = new AdaptiveLimit({ ...params, probeIntervalMs: 1e9 }, 0, () => 0.5);
+    limit.completed(10, 0, 50);
+    limit.completed(10, 0, 100); // probe done: limit 10, slow start
+    limit.started(10);
+    limit.completed(10, 100, 150);
+    limit.completed(10, 100, 200); // no queue: slow start grows it to 15
+    expect(limit.current()).toBe(15);
+    // Requests admitted before that step (at 200) finish: left out, the window stays open.
+    limit.completed(12, 150, 300);
+    limit.completed(12, 190, 320);
+    expect(limit.current()).toBe(15);
+    limit.started(15);
+    limit.completed(20, 210, 330);
+    limit.completed(20, 220, 340); // queued at 15: cut to 15 × 1.3 × 10 / 20, slow start over
+    expect(limit.state).toMatchObject({ limit: 9.75, slowStart: false });
+    // The queue admitted before the cut drains slowly: it does not cut again.
+    for (let t = 350; t < 500; t += 10) limit.completed(80, 300, t);
+    expect(limit.state.limit).toBe(9.75);
+    limit.completed(10, 345, 500);
+    limit.completed(10, 345, 510); // the window of those admitted after the cut closes
+    expect(limit.state.windows).toBe(4);
   });
 
   it("stretches a window of a quiet service to 10 × windowMs, then closes it with one sample", () => {
@@ -60,9 +84,34 @@ describe("AdaptiveLimit", () => {
 });
 
 describe("Shedder with an adaptive limit", () => {
+  it("grows the limit while its reserve refuses the flood, though under half of it is in flight", () => {
+    const clock = new ManualClock(0);
+    const shedder = new Shedder<{ p: number }>({
+      limit: "adaptive",
+      adaptive: { minSamples: 1, windowMs: 10, initialLimit: 8, minLimit: 8 },
+      reserve: { 0: 0.75 },
+      priority: (r) => r.p,
+      clock,
+    });
+    const finish = (n: number) => {
+      const held = Array.from({ length: n }, () => shedder.admit({ p: 5 }) as Release);
+      expect(shedder.admit({ p: 5 })).toBeUndefined(); // the flood's 2 of 8 are taken: refused
+      clock.advance(10);
+      for (const release of held) release();
+    };
+    finish(2); // the first probe (at 8) ends: slow start from 8
+    expect(shedder.stats().limit).toBe(8);
+    finish(2); // 2 of 8 in flight, the limit refused one, no queue: grows (1.5×, slow start)
+    expect(shedder.stats().limit).toBe(12);
+  });
+
   it("samples finished requests only: a release(false) (aborted, failed) moves nothing", () => {
     const clock = new ManualClock(0);
-    const shedder = new Shedder({ limit: "adaptive", adaptive: { minSamples: 1, windowMs: 10 }, clock });
+    const shedder = new Shedder({
+      limit: "adaptive",
+      adaptive: { minSamples: 1, windowMs: 10, initialLimit: 20 },
+      clock,
+    });
     const aborted = shedder.admit({}) as Release; // no store: never a promise
     clock.advance(20);
     aborted(false);

@@ -13,11 +13,13 @@ export interface LimitSource {
   started(inFlight: number): void;
   /** A request admitted at `startedAt` completed at `now` after `rttMs`. */
   completed(rttMs: number, startedAt: number, now: number): void;
+  /** The limit refused a request. */
+  refused(): void;
 }
 
 /** A limit that never moves. */
 export function fixedLimit(limit: number): LimitSource {
-  return { current: () => limit, started: () => {}, completed: () => {} };
+  return { current: () => limit, started: () => {}, completed: () => {}, refused: () => {} };
 }
 
 /** Windows this many times `windowMs` old close with any number of samples (a quiet service still adapts). */
@@ -33,7 +35,8 @@ export class AdaptiveLimit implements LimitSource {
   #sum = 0;
   #count = 0;
   #maxInFlight = 0;
-  /** Requests admitted before this instant are left out of the window (a probe measures only its own). */
+  #limited = false;
+  /** Requests admitted before this instant are left out of the window (a probe, or the window after a cut, measures only its own). */
   #since = Number.NEGATIVE_INFINITY;
 
   constructor(params: GradientParams, now: number, random: () => number = Math.random) {
@@ -57,6 +60,10 @@ export class AdaptiveLimit implements LimitSource {
     if (inFlight > this.#maxInFlight) this.#maxInFlight = inFlight;
   }
 
+  refused(): void {
+    this.#limited = true;
+  }
+
   completed(rttMs: number, startedAt: number, now: number): void {
     if (startedAt < this.#since) return;
     this.#sum += rttMs;
@@ -65,19 +72,26 @@ export class AdaptiveLimit implements LimitSource {
     const p = this.#params;
     if (age < p.windowMs || (this.#count < p.minSamples && age < p.windowMs * STRETCH)) return;
     const probing = this.#state.resume !== undefined;
+    const before = this.#state.limit;
     this.#state = gradientStep(
       this.#state,
-      { rtt: this.#sum / this.#count, maxInFlight: this.#maxInFlight },
+      { rtt: this.#sum / this.#count, maxInFlight: this.#maxInFlight, limited: this.#limited },
       now,
       p,
       this.#random(),
     );
     this.#limit = effectiveLimit(this.#state);
-    // A probe starts now: only requests admitted from now on show the unloaded latency.
-    if (!probing && this.#state.resume !== undefined) this.#since = now;
+    // A probe starts now, the limit was cut, or it grew in slow start: only requests admitted
+    // from now on show the latency at the new limit (those admitted before would cut it again
+    // for the same queue, or hide the queue a slow-start step made).
+    const state = this.#state;
+    if ((!probing && state.resume !== undefined) || state.limit < before || (state.slowStart && state.limit > before)) {
+      this.#since = now;
+    }
     this.#windowStart = now;
     this.#sum = 0;
     this.#count = 0;
     this.#maxInFlight = 0;
+    this.#limited = false;
   }
 }

@@ -3,7 +3,9 @@
  * Gradient2 and Envoy's adaptive concurrency filter. Trade-off: it needs no capacity figure and
  * follows the service's own latency, but it only reacts to queueing it can see (latency that
  * rises with requests in flight), and it spends a short window now and then at `minLimit` to
- * re-measure the unloaded latency.
+ * re-measure the unloaded latency. It cuts at once and grows slowly: every window spent above
+ * capacity adds its queue to the latency of everything admitted in it, while a window spent a
+ * little below capacity costs only a little goodput.
  *
  * Pure: a step takes the state, one window's measurements and the instant, and returns the
  * next state. The middleware collects windows (src/shed/window.ts); tests feed synthetic ones.
@@ -15,11 +17,11 @@ export interface GradientOptions {
   minLimit?: number;
   /** Highest limit (default 1000). */
   maxLimit?: number;
-  /** Limit before the first measurement (default 20). */
+  /** Limit after the first probe, from which it grows 1.5× per window until requests queue (default 4, clamped to [minLimit, maxLimit]). */
   initialLimit?: number;
   /** How much slower than the long-term latency the short-term one may be before the limit shrinks (default 1.3). */
   tolerance?: number;
-  /** Weight of each new limit against the old one, in (0, 1] (default 0.2): lower is smoother, slower. */
+  /** Share of the headroom √limit a window that did not queue adds to the limit, in (0, 1] (default 0.2): lower grows slower. */
   smoothing?: number;
   /** How many windows the long-term latency averages over (default 600). */
   longWindow?: number;
@@ -38,7 +40,7 @@ export type GradientParams = Required<GradientOptions>;
 export const GRADIENT_DEFAULTS: GradientParams = Object.freeze({
   minLimit: 4,
   maxLimit: 1000,
-  initialLimit: 20,
+  initialLimit: 4,
   tolerance: 1.3,
   smoothing: 0.2,
   longWindow: 600,
@@ -53,14 +55,18 @@ export interface GradientSample {
   rtt: number;
   /** Most requests in flight at once during the window. */
   maxInFlight: number;
+  /** Whether the limit refused a request during the window (with a reserve, the flood is refused while in flight stays far under the limit). */
+  limited?: boolean;
 }
 
 /** The adaptive limit's state. */
 export interface GradientState {
   /** The current limit (fractional; requests in flight are compared with its floor). */
   limit: number;
-  /** Long-term latency (ms): restarted by each probe from the unloaded latency, then an exponential average over `longWindow` windows; 0 before the first probe. */
+  /** Long-term latency (ms): restarted by each probe from the unloaded latency, then an exponential average over `longWindow` windows that did not queue; 0 before the first probe. */
   longRtt: number;
+  /** True from the start until the first window that queues: the limit grows 1.5× per window meanwhile (as TCP's slow start). */
+  slowStart: boolean;
   /** Windows measured so far. */
   windows: number;
   /** When the next probe starts (ms on the limiter's clock). */
@@ -69,10 +75,18 @@ export interface GradientState {
   resume: number | undefined;
 }
 
-/** The long-term latency decays this much per window when it is more than twice the short-term one. */
-const LONG_DECAY = 0.95;
+/**
+ * Growth per window in slow start: the windows lag the limit (a window's requests were mostly
+ * admitted under the previous one), so TCP's doubling would overshoot up to 4× capacity
+ * before a window shows it; 1.5 overshoots at most ~2.25× for one window and still goes
+ * from 4 to 1000 in 14 windows.
+ */
+const SLOW_START = 1.5;
 
-/** The gradient is never below this: the limit at most halves per window, before smoothing. */
+/** The share of the gap a window faster than the long-term latency closes at once. */
+const FAST_DOWN = 0.5;
+
+/** The gradient is never below this: the limit at most halves per window. */
 const MIN_GRADIENT = 0.5;
 
 /**
@@ -84,6 +98,7 @@ export function initialGradient(params: GradientParams, now: number): GradientSt
   return {
     limit: params.minLimit,
     longRtt: 0,
+    slowStart: true,
     windows: 0,
     nextProbeAt: now + params.probeIntervalMs,
     resume: clamp(params.initialLimit, params.minLimit, params.maxLimit),
@@ -101,12 +116,16 @@ export function effectiveLimit(state: GradientState): number {
  *
  * - During a probe (the limit held at `minLimit`, so no queue forms) the window's latency is
  *   the unloaded latency: the long-term average restarts from it and the limit resumes.
- * - Otherwise the gradient `tolerance × long / short`, clamped to [0.5, 1], scales the limit
- *   down while requests queue; while they do not (gradient 1) the limit grows by a headroom of
- *   √limit, to keep looking for capacity (Envoy's headroom; Gradient2 adds its queue size on
- *   every window, which settles higher above capacity, at a higher latency). The result is
- *   smoothed and bounded. A window using under half the limit does not grow it (the app, not
- *   the service, was the limit then).
+ * - A window slower than `tolerance` × the long-term latency queued: the limit is cut at once
+ *   (unsmoothed, as an AIMD cut) by the gradient `tolerance × long / short`, at most halved.
+ *   Such a window is left out of the long-term average: under sustained queueing an average of
+ *   every window creeps up, and the limit with it (Gradient2's drift); probes re-measure it.
+ *   A window faster than the long-term latency halves the gap at once.
+ * - A window that did not queue grows the limit: 1.5× during slow start, otherwise by a
+ *   headroom of `smoothing` × √limit (Envoy's headroom, smoothed), to keep looking for
+ *   capacity. A window using under half the limit in which the limit refused nothing does not
+ *   grow it (the app, not the service, was the limit then; with a reserve, the flood is
+ *   refused at its share of the limit, which can be far under half of it).
  */
 export function gradientStep(
   state: GradientState,
@@ -120,26 +139,32 @@ export function gradientStep(
     return {
       limit: state.resume,
       longRtt: sample.rtt,
+      slowStart: state.slowStart,
       windows: state.windows + 1,
       nextProbeAt: now + params.probeIntervalMs * (0.9 + 0.2 * jitter),
       resume: undefined,
     };
   }
   const windows = state.windows + 1;
-  let longRtt = state.longRtt + (sample.rtt - state.longRtt) * (2 / (params.longWindow + 1));
-  // The service got faster (a spike ended): let the long-term latency catch up quickly.
-  if (longRtt / sample.rtt > 2) longRtt *= LONG_DECAY;
+  const queued = sample.rtt > params.tolerance * state.longRtt;
+  // Faster than the long-term latency: a spike ended, or the probe met a noisy moment (one
+  // window on a busy host can be 1.5× slow), so it comes down fast. Slower but not queued: the
+  // slow average. Queued: left out.
+  const weight = sample.rtt < state.longRtt ? FAST_DOWN : queued ? 0 : 2 / (params.longWindow + 1);
+  const longRtt = state.longRtt + (sample.rtt - state.longRtt) * weight;
   let limit = state.limit;
-  const appLimited = sample.maxInFlight < limit / 2;
-  const gradient = clamp((params.tolerance * longRtt) / sample.rtt, MIN_GRADIENT, 1);
-  if (!(appLimited && gradient >= 1)) {
-    const target = gradient < 1 ? limit * gradient : limit + Math.sqrt(limit);
-    limit = clamp(limit * (1 - params.smoothing) + target * params.smoothing, params.minLimit, params.maxLimit);
+  let slowStart = state.slowStart;
+  if (queued) {
+    limit *= Math.max(MIN_GRADIENT, (params.tolerance * state.longRtt) / sample.rtt);
+    slowStart = false;
+  } else if (sample.limited === true || sample.maxInFlight >= limit / 2) {
+    limit = slowStart ? limit * SLOW_START : limit + params.smoothing * Math.sqrt(limit);
   }
+  limit = clamp(limit, params.minLimit, params.maxLimit);
   if (now >= state.nextProbeAt) {
-    return { limit: params.minLimit, longRtt, windows, nextProbeAt: state.nextProbeAt, resume: limit };
+    return { limit: params.minLimit, longRtt, slowStart, windows, nextProbeAt: state.nextProbeAt, resume: limit };
   }
-  return { limit, longRtt, windows, nextProbeAt: state.nextProbeAt, resume: undefined };
+  return { limit, longRtt, slowStart, windows, nextProbeAt: state.nextProbeAt, resume: undefined };
 }
 
 function clamp(value: number, low: number, high: number): number {

@@ -107,6 +107,8 @@ export class Shedder<Req> implements LoadShedHandle {
     // With a fleet, this process's own count does not limit: the fleet's pools do (a level
     // allowed no slot at all, or shed for pressure, is refused here without a round trip).
     if (!admits(fleet === undefined ? this.#inFlight : 0, priority, this.#allowance, this.#pressure.cutoff)) {
+      // Refused by the limit, not by event-loop pressure: the adaptive limit is binding.
+      if (priority < this.#pressure.cutoff) source?.refused();
       return this.#shedAt(priority);
     }
     if (fleet === undefined) return this.#hold(undefined);

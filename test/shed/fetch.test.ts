@@ -1,9 +1,17 @@
 // loadShed's fetch-handler flavour (sluice/http called with a Web Request, or `.fetch`):
 // shed answers, and a release exactly once whether the handler answers, throws, or the
-// request is aborted first (and answers later).
-import { loadShed } from "sluice/http";
+// request is aborted first (and answers later) — also aborted before it was admitted, and on a
+// real server whose clients destroy their sockets (fetch handlers on @hono/node-server, and
+// Hono's own middleware called as a plain fetch handler, without its Node bindings).
+import { connect } from "node:net";
+import { serve } from "@hono/node-server";
+import { Hono } from "hono";
+import { loadShed as honoShed } from "sluice/hono";
+import { type LoadShedHandle, loadShed } from "sluice/http";
 import { describe, expect, it } from "vitest";
 import { deferred } from "../http/conformance.ts";
+import { listening } from "../support/listening.ts";
+import { within } from "../support/poll.ts";
 
 const request = (priority = 5, signal?: AbortSignal) =>
   new Request("http://x/", { headers: { "x-priority": String(priority) }, ...(signal ? { signal } : {}) });
@@ -50,6 +58,75 @@ describe("loadShed for fetch handlers", () => {
     await pending;
     expect(shed.stats()).toMatchObject({ inFlight: 0, admitted: 2 });
   });
+
+  it("releases at once a request already aborted when it is admitted (its client left while a store decided)", async () => {
+    const shed = loadShed({ limit: 3, priority });
+    const aborter = new AbortController();
+    aborter.abort();
+    const gate = deferred();
+    const pending = shed(request(5, aborter.signal), async () => {
+      await gate.promise;
+      return new Response("late");
+    });
+    expect(shed.stats()).toMatchObject({ inFlight: 0, admitted: 1 });
+    gate.resolve();
+    await pending;
+    expect(shed.stats()).toMatchObject({ inFlight: 0, admitted: 1 });
+  });
+
+  it.each(["sluice/http on @hono/node-server", "Hono without its Node bindings"])(
+    "%s: a client that destroys its socket while the handler waits leaves in flight at once",
+    async (kind) => {
+      const gate = deferred();
+      let entered = 0;
+      let done = 0;
+      const handle = async () => {
+        entered++;
+        await gate.promise;
+        done++;
+        return new Response("late");
+      };
+      let shed: LoadShedHandle;
+      let fetchHandler: (request: Request) => Promise<Response> | Response;
+      if (kind.startsWith("sluice/http")) {
+        const s = loadShed({ limit: 5 });
+        shed = s;
+        fetchHandler = (req) => s(req, handle);
+      } else {
+        const app = new Hono();
+        const s = honoShed({ limit: 5 });
+        shed = s;
+        app.use(s);
+        app.get("/hang", handle);
+        // Called as a plain fetch handler (no env: as on Bun, Deno or a worker).
+        fetchHandler = (req) => app.fetch(req);
+      }
+      const server = serve({ fetch: fetchHandler, port: 0, hostname: "127.0.0.1" });
+      const { url, close } = await listening(server as never);
+      try {
+        const { port } = new URL(url);
+        const sockets = [0, 1].map(() => {
+          const socket = connect(Number(port), "127.0.0.1", () =>
+            socket.write("GET /hang HTTP/1.1\r\nHost: x\r\n\r\n"),
+          );
+          socket.on("error", () => {});
+          return socket;
+        });
+        for (const more = within(); entered < 2 && more(); ) await new Promise((r) => setTimeout(r, 5));
+        expect(shed.stats().inFlight).toBe(2);
+        for (const socket of sockets) socket.destroy();
+        for (const more = within(); shed.stats().inFlight > 0 && more(); ) await new Promise((r) => setTimeout(r, 5));
+        expect(shed.stats().inFlight).toBe(0);
+        expect(done).toBe(0); // released on the disconnect, while the handlers still wait
+        gate.resolve();
+        for (const more = within(); done < 2 && more(); ) await new Promise((r) => setTimeout(r, 5));
+        expect(shed.stats()).toMatchObject({ inFlight: 0, admitted: 2, shed: 0 });
+      } finally {
+        gate.resolve();
+        await close();
+      }
+    },
+  );
 
   it("reports stats and Prometheus text", async () => {
     const shed = loadShed({ limit: 1, name: "api", priority });

@@ -2,7 +2,7 @@
 // problem body; a reserve lets critical requests through a full limit; and every admitted
 // request leaves the in-flight count exactly once — finished, thrown, or with its socket
 // destroyed mid-response (before the handler answered, and after the first body chunk).
-import { createServer, type IncomingMessage } from "node:http";
+import { createServer, type IncomingMessage, type Server } from "node:http";
 import { connect } from "node:net";
 import { Readable } from "node:stream";
 import { serve } from "@hono/node-server";
@@ -46,6 +46,8 @@ type Options = Parameters<typeof loadShed>[0];
 interface Started extends Listening {
   shed: LoadShedHandle;
   routes: Routes;
+  /** The server's open connections. */
+  server: Pick<Server, "getConnections">;
 }
 
 const priorityHeader = (value: string | string[] | undefined | null) => (value == null ? 5 : Number(value));
@@ -88,7 +90,7 @@ const frameworks: Record<string, (options: Options) => Promise<Started>> = {
       if (req.url === "/stream") return void slowBody(routes).pipe(res);
       res.end("ok");
     }).listen(0, "127.0.0.1");
-    return { ...(await listening(server)), shed, routes };
+    return { ...(await listening(server)), shed, routes, server };
   },
   async express(options) {
     const routes = new Routes();
@@ -106,7 +108,8 @@ const frameworks: Record<string, (options: Options) => Promise<Started>> = {
     });
     app.get("/stream", (_req, res) => void slowBody(routes).pipe(res));
     app.get("/ok", (_req, res) => void res.send("ok"));
-    return { ...(await listening(app.listen(0, "127.0.0.1"))), shed, routes };
+    const server = app.listen(0, "127.0.0.1");
+    return { ...(await listening(server)), shed, routes, server };
   },
   async koa(options) {
     const routes = new Routes();
@@ -125,7 +128,8 @@ const frameworks: Record<string, (options: Options) => Promise<Started>> = {
       }
       ctx.body = ctx.path === "/stream" ? slowBody(routes) : "ok";
     });
-    return { ...(await listening(app.listen(0, "127.0.0.1"))), shed, routes };
+    const server = app.listen(0, "127.0.0.1");
+    return { ...(await listening(server)), shed, routes, server };
   },
   async fastify(options) {
     const routes = new Routes();
@@ -144,7 +148,7 @@ const frameworks: Record<string, (options: Options) => Promise<Started>> = {
     app.get("/stream", (_req, reply) => reply.send(slowBody(routes)));
     app.get("/ok", async () => "ok");
     await app.listen({ port: 0, host: "127.0.0.1" });
-    return { ...(await listening(app.server, "127.0.0.1", () => app.close())), shed, routes };
+    return { ...(await listening(app.server, "127.0.0.1", () => app.close())), shed, routes, server: app.server };
   },
   async "hono (node-server)"(options) {
     const routes = new Routes();
@@ -164,8 +168,8 @@ const frameworks: Record<string, (options: Options) => Promise<Started>> = {
       c.body(Readable.toWeb(slowBody(routes)) as ReadableStream, 200, { "content-type": "text/plain" }),
     );
     app.get("/ok", (c) => c.text("ok"));
-    const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" });
-    return { ...(await listening(server as never)), shed, routes };
+    const server = serve({ fetch: app.fetch, port: 0, hostname: "127.0.0.1" }) as Server;
+    return { ...(await listening(server)), shed, routes, server };
   },
 };
 
@@ -290,6 +294,49 @@ describe.skipIf(redis === undefined).each(Object.keys(frameworks))(
       expect(second.status).toBe(200);
       hold.resolve();
       expect((await first).status).toBe(200);
+    });
+
+    it("releases a request whose client left while the fleet store was deciding", async () => {
+      // The store's connection is held by a BLPOP: the admission's commands queue behind it in
+      // Redis until the LPUSH, so the client surely leaves before the admission answers.
+      const url = (redis as { url: string }).url;
+      const held = new Redis(url);
+      const control = new Redis(url);
+      try {
+        const prefix = uniquePrefix(`shed-left-${name.replace(/\W+/g, "-")}`);
+        const store = new RedisStore({ client: held, prefix });
+        const { url: base, shed, server } = await startOn(name)({ limit: 2, store, name: "fleet" });
+        await held.ping(); // connected, scripts aside
+        const id = await held.client("ID");
+        void held.blpop(`${prefix}:gate`, 0);
+        const queued = async () => {
+          const info = (await control.client("LIST", "ID", String(id))) as string;
+          return /cmd=blpop/.test(info) && Number(/ qbuf=(\d+)/.exec(info)?.[1]) > 0;
+        };
+        const connections = () => new Promise<number>((r, j) => server.getConnections((e, n) => (e ? j(e) : r(n))));
+        const before = await connections();
+        const socket = await rawRequest(base, "/ok");
+        for (const more = within(); !(await queued()) && more(); ) await new Promise((r) => setTimeout(r, 5));
+        expect(await queued()).toBe(true);
+        socket.destroy();
+        for (const more = within(); (await connections()) > before && more(); )
+          await new Promise((r) => setTimeout(r, 5));
+        expect(await connections()).toBe(before);
+        await control.lpush(`${prefix}:gate`, "go");
+        for (const more = within(); shed.stats().admitted < 1 && more(); ) await new Promise((r) => setTimeout(r, 5));
+        expect(shed.stats().admitted).toBe(1);
+        await settled(shed, 0);
+        // Its fleet lease came back too: another process's shedder finds both slots free.
+        const other = loadShed({ limit: 2, store: new RedisStore({ client, prefix }), name: "fleet" });
+        const gate = deferred();
+        const slow = other(new Request("http://x/"), () => gate.promise.then(() => new Response("ok")));
+        expect((await other(new Request("http://x/"), () => new Response("ok"))).status).toBe(200);
+        gate.resolve();
+        await slow;
+      } finally {
+        held.disconnect();
+        control.disconnect();
+      }
     });
   },
 );

@@ -8,6 +8,7 @@ export interface ShedServer {
     shed: { limit?: number; inFlight: number; shed: number; shedByPriority: number[] } | undefined;
     served: number[];
     cpu: NodeJS.CpuUsage;
+    limits: (number | undefined)[];
   }>;
   stop(): Promise<void>;
 }

@@ -8,7 +8,7 @@
 // "under-pressure", slots, holdMs, burnMs, shed: loadShed options (limit, reserve, adaptive),
 // underPressure: its options }. The request header x-priority is the priority (default 5).
 // It prints its port; over IPC it answers "stats" with { shed: loadShed's stats, served:
-// 200s by priority, cpu: process.cpuUsage() }.
+// 200s by priority, cpu: process.cpuUsage(), limits: loadShed's limit every 100 ms since start }.
 import underPressure from "@fastify/under-pressure";
 import Fastify from "fastify";
 import { loadShed } from "../../dist/http/fastify.js";
@@ -65,8 +65,12 @@ app.get("/work", async (request) => {
 });
 app.get("/hello", async () => "hello");
 
+// The limit over time (the adaptive one moves): sampled, never keeping the process alive.
+const limits = [];
+if (shed !== undefined) setInterval(() => limits.push(shed.stats().limit), 100).unref();
+
 await app.listen({ port: 0, host: "127.0.0.1" });
 process.on("message", (message) => {
-  if (message === "stats") process.send({ shed: shed?.stats(), served, cpu: process.cpuUsage() });
+  if (message === "stats") process.send({ shed: shed?.stats(), served, cpu: process.cpuUsage(), limits });
 });
 process.send?.({ port: app.server.address().port });
