@@ -41,6 +41,7 @@ import { type RestoredTable, type RestoreReport, savedTable, sumReport } from ".
 import { saveTable } from "./save-table.ts";
 import { DEPTH, Sketch, sketchBytes } from "./sketch.ts";
 import { decodeSnapshot, encodeSnapshot, type TableSnapshot } from "./snapshot.ts";
+import { type SavedFilter, SummaryFilter } from "./summary-filter.ts";
 import { Table } from "./table.ts";
 
 /** The names of {@link MemoryStoreOptions}, for every place that takes them (startClusterStore too). */
@@ -56,8 +57,8 @@ export interface MemoryStoreOptions {
   /** Hard cap on exact records in the `Map` tier, across all rules (default: no cap beyond fresh-state expiry). */
   maxKeys?: number;
   /**
-   * Bytes for everything past `maxKeys`, across all rules: the compact tier (2/3) and the
-   * summaries (1/3). Default: 2,400 bytes per `maxKeys`, between 64 KiB and 24 MiB. Given
+   * Bytes for everything past `maxKeys`, across all rules: the compact tier (2/3), the
+   * summaries (1/6) and the filter of the keys they hold (1/6). Default: 2,400 bytes per `maxKeys`, between 64 KiB and 24 MiB. Given
    * alone, `maxKeys` defaults to maxBytes / 1,000.
    */
   maxBytes?: number;
@@ -107,10 +108,17 @@ export interface MemoryStoreStats {
   refused: number;
   /** Bytes held by summaries (all rules together, within `maxBytes`). */
   sketchBytes: number;
+  /** Bytes of the filter of keys pushed into a summary (within `maxBytes`; 0 until first needed). */
+  filterBytes: number;
+  /**
+   * Keys joined into the filter since its older generation was last emptied (a key pushed into
+   * a summary twice counts twice); past 1 key per 16 bits of a generation, false positives grow.
+   */
+  filterKeys: number;
   /**
    * The summaries' error bound: the chance that a key never summarised is read back as
-   * summarised (and so possibly over-counted): the fullest summary's share of live cells, to
-   * the power of its rows.
+   * summarised (and so possibly over-counted): the filter's false-positive rate times the
+   * fullest summary's share of live cells to the power of its rows.
    */
   summaryErrorBound: number;
   /** Keys reset while summarised, pinned fresh until their summarised state expires. */
@@ -147,6 +155,7 @@ export class MemoryStore implements Store {
   readonly #sketchWidth: number;
   readonly #compactBudget: number;
   readonly #summaryBudget: number;
+  readonly #filterBudget: number;
   readonly #maxPins: number;
   readonly #protectedCap: number;
   #seed: number;
@@ -161,6 +170,10 @@ export class MemoryStore implements Store {
   /** Where `#released` starts (entries before it are done). */
   #releasedHead = 0;
   #compact: CompactTable | undefined = undefined;
+  /** Which keys the summaries may hold (created with the first summarised key). */
+  #filter: SummaryFilter<string> | undefined = undefined;
+  /** Restored tables (by id) whose keys' bits came with the loaded filter, at this saved index. */
+  #filtered = new Map<string, number>();
   /** Restored tables waiting for their rule to be bound (by table id). */
   #pending = new Map<string, TableSnapshot>();
   /** What each restored table became (by table id), for `restored()`. */
@@ -199,7 +212,9 @@ export class MemoryStore implements Store {
       maxBytes ??
       (maxKeys === undefined ? Number.POSITIVE_INFINITY : Math.min(24 * 2 ** 20, Math.max(65536, maxKeys * 2400)));
     this.#compactBudget = Math.floor((this.maxBytes * 2) / 3);
-    this.#summaryBudget = this.maxBytes - this.#compactBudget;
+    // Half of the rest is the filter's: cells saturate under a large flood, bits stay useful.
+    this.#filterBudget = Number.isFinite(this.maxBytes) ? Math.floor((this.maxBytes - this.#compactBudget) / 2) : 0;
+    this.#summaryBudget = this.maxBytes - this.#compactBudget - this.#filterBudget;
     this.#sketchWidth = Math.min(MAX_WIDTH, sketchWidth ?? MAX_WIDTH);
     // A fifth of the Map tier stays for probation: room for new keys to prove they come back.
     this.#protectedCap = Number.isFinite(this.maxKeys) ? Math.floor(this.maxKeys * 0.8) : Number.POSITIVE_INFINITY;
@@ -249,7 +264,9 @@ export class MemoryStore implements Store {
       approximate: this.#approximate,
       refused: this.#refused,
       sketchBytes,
-      summaryErrorBound: bound,
+      filterBytes: this.#filter?.bytes ?? 0,
+      filterKeys: this.#filter?.joins ?? 0,
+      summaryErrorBound: bound * (this.#filter?.errorBound ?? 1),
       pins: this.#pins,
       pinsDropped: this.#pinsDropped,
     };
@@ -421,6 +438,7 @@ export class MemoryStore implements Store {
   #drop(id: string, table: Table): void {
     this.#size -= table.size;
     this.#tables.delete(id);
+    this.#filter?.forget(id);
     this.#pins -= table.pins.size;
     if (table.index > 0) {
       const compact = this.#compact;
@@ -438,10 +456,27 @@ export class MemoryStore implements Store {
    * inside it.
    */
   snapshot(savedAt: number = systemClock.now()): string {
-    const tables: TableSnapshot[] = [...this.#pending.values()];
+    const filter = this.#filter;
+    // A waiting table's bits are in the filter only if they came with it.
+    const tables: TableSnapshot[] = [...this.#pending.values()].map((p) => {
+      const { filterIndex, ...rest } = p;
+      const kept = this.#filtered.get(`${p.id}\u0000${p.shape}`);
+      return filter !== undefined && kept !== undefined && kept === filterIndex ? p : rest;
+    });
     const compact = this.#compact;
-    for (const table of this.#tables.values()) tables.push(saveTable(table, compact, this.#seed));
-    return encodeSnapshot(tables, savedAt);
+    for (const table of this.#tables.values()) {
+      const saved = saveTable(table, compact, this.#seed);
+      // Cells restored without their keys' bits still matter: the next restore must not trust the filter for them.
+      if (filter !== undefined && saved.sketch !== undefined && !(now(table) < table.unfilteredUntil)) {
+        saved.filterIndex = table.index;
+      }
+      tables.push(saved);
+    }
+    return encodeSnapshot(
+      tables,
+      savedAt,
+      filter?.save(this.#seed, (id) => id),
+    );
   }
 
   /**
@@ -455,7 +490,8 @@ export class MemoryStore implements Store {
    * Returns the number of records read.
    */
   restore(text: string): number {
-    const tables = decodeSnapshot(text);
+    const { tables, filter } = decodeSnapshot(text);
+    if (filter !== undefined) this.#loadFilter(filter, tables);
     let records = 0;
     for (const snapshot of tables) {
       const id = `${snapshot.id}\u0000${snapshot.shape}`;
@@ -492,6 +528,22 @@ export class MemoryStore implements Store {
       return copy;
     });
     return sumReport(tables);
+  }
+
+  /**
+   * Takes a saved summary filter when this store has none in use yet, is of its size and can take
+   * its seed: the restored tables that name their index in it are then read through it.
+   */
+  #loadFilter(saved: SavedFilter, tables: TableSnapshot[]): void {
+    const bits = SummaryFilter.bitsFor(this.#filterBudget);
+    if (bits !== saved.bits || (this.#filter !== undefined && this.#filter.joins > 0)) return;
+    if (saved.seed !== this.#seed && !this.#unhashed()) return;
+    const filter = new SummaryFilter<string>(bits);
+    if (!filter.load(saved, (id) => id)) return;
+    this.#filter = filter;
+    this.#seed = saved.seed;
+    for (const t of tables)
+      if (t.filterIndex !== undefined) this.#filtered.set(`${t.id}\u0000${t.shape}`, t.filterIndex);
   }
 
   /** Whether nothing was hashed yet (a restored seed may then replace ours). */
@@ -615,6 +667,11 @@ export class MemoryStore implements Store {
     }
     if (own === undefined) table.sketch = sketch;
     else own.absorb(sketch, t);
+    // Unless the filter came with the file and places this table's keys where it did, the file
+    // says nothing of which keys the cells hold: until they stop mattering, every key may be in them.
+    if (this.#filtered.get(table.id) !== table.index) {
+      table.unfilteredUntil = Math.max(table.unfilteredUntil, (table.sketch as Sketch).freshAt);
+    }
     const width = (table.sketch as Sketch).width;
     if (width < from) {
       report.reasons.push(
@@ -798,7 +855,7 @@ export class MemoryStore implements Store {
     }
     const h1 = h[0] as number;
     const h2 = h[1] as number;
-    if (sketch?.present(h1, h2, t) && !this.#pinned(table, h1, h2, t)) {
+    if (sketch?.present(h1, h2, t) && this.#mayHold(table, h1, h2, t) && !this.#pinned(table, h1, h2, t)) {
       const approx = new Approx(createRecord(rule), h1, h2, rule);
       const result = this.#decideApprox(table, key, approx, cost, t, op, at);
       if (op !== "peek" && op !== "get" && storesNewRecord(rule, op, result)) this.#insert(table, key, approx, t);
@@ -893,6 +950,25 @@ export class MemoryStore implements Store {
     }
     return result;
   }
+
+  /**
+   * Whether `table`'s summary may hold the key (h1, h2): the filter holds it, or the filter cannot
+   * tell (none yet, or cells restored from a snapshot, which saves no keys, still matter).
+   */
+  #mayHold(table: Table, h1: number, h2: number, t: number): boolean {
+    const filter = this.#filter;
+    return filter === undefined || t < table.unfilteredUntil || filter.mayHold(table.index, h1, h2);
+  }
+
+  /**
+   * Whether what table `id` joined into the filter up to `at` no longer matters on its clock (a
+   * table restored but not bound yet still matters; a dropped one does not).
+   */
+  readonly #filterPast = (id: string, at: number): boolean => {
+    const table = this.#tables.get(id);
+    if (table !== undefined) return !(at > now(table));
+    return !this.#pending.has(id);
+  };
 
   /** Whether a summarised key was reset and its summary is to be ignored until its pin runs out. */
   #pinned(table: Table, h1: number, h2: number, t: number): boolean {
@@ -1000,6 +1076,11 @@ export class MemoryStore implements Store {
     if (table.pins.size > 0 && table.pins.delete(h1 * 65536 + (h2 >>> 16))) this.#pins--;
     table.sketch ??= this.#newSketch(table);
     table.sketch.add(h1, h2, record, t, approx?.rate);
+    const bits = SummaryFilter.bitsFor(this.#filterBudget);
+    if (bits === 0) return;
+    this.#filter ??= new SummaryFilter<string>(bits);
+    // The sketch's own fresh-at bounds what the key's cells hold (and so what its read-back needs).
+    this.#filter.add(table.id, table.index, h1, h2, table.sketch.freshAt, this.#filterPast);
   }
 
   /**

@@ -108,6 +108,8 @@ export class Table {
   clock: unknown;
   /** Where records pushed out under `maxKeys` are summarised (created at the first eviction). */
   sketch: Sketch | undefined = undefined;
+  /** Until this instant the summary filter cannot tell which keys `sketch` holds (cells restored from a snapshot). */
+  unfilteredUntil = Number.NEGATIVE_INFINITY;
   /** This table's index in the store's compact tier (0: none). */
   index = 0;
   /** Records of this table held in the compact tier. */
