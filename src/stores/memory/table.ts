@@ -27,6 +27,13 @@ import type { Sketch } from "./sketch.ts";
  */
 const EMPTY = new Map<string, unknown>();
 
+/**
+ * Rotations of every table so far (in every store): a store counts its tables' records again
+ * only after one (a rotation is the only way a table drops records behind its store's back), so
+ * a full store's insert is O(1), not a walk of its rules.
+ */
+export const rotations = { count: 0 };
+
 /** One segment: two generations, oldest first, with a kept cursor for O(1) shifts. */
 class Segment {
   current = EMPTY;
@@ -276,6 +283,7 @@ export class Table {
   }
 
   private rotate(now: number): void {
+    rotations.count++;
     // Untouched for a whole horizon: everything current is fresh too.
     const all = now >= this.rotateAt + this.horizonMs;
     this.main.rotate(all);
