@@ -31,6 +31,7 @@ import {
   recordFreshAt,
 } from "../../core/rule.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
+import { warn } from "../../core/warn.ts";
 import { CompactTable, MAX_TABLE_INDEX } from "../compact/compact-table.ts";
 import { fingerprint, randomSeed } from "../compact/fingerprint.ts";
 import { compactable, decodeRecord, encodeRecord, STATE_WORDS } from "../compact/state-codec.ts";
@@ -191,6 +192,8 @@ export class MemoryStore implements Store {
   #pins = 0;
   #pinsDropped = 0;
   #fullest: Table | undefined = undefined;
+  /** Whether the saturation warning was emitted (once per store). */
+  #warned = false;
   #scanIn = 0;
   readonly #h = new Uint32Array(3);
 
@@ -1094,6 +1097,21 @@ export class MemoryStore implements Store {
     this.#filter ??= new SummaryFilter<string>(bits);
     // The sketch's own fresh-at bounds what the key's cells hold (and so what its read-back needs).
     this.#filter.add(table.id, table.index, h1, h2, table.sketch.freshAt, this.#filterPast);
+    if (!this.#warned && (this.#summarised & 4095) === 0) this.#checkSaturation(table.sketch, this.#filter, t);
+  }
+
+  /**
+   * Warns once (`SLUICE_STORE_SATURATED`) when a never-seen key is likely (over 1%) to be read
+   * back over-counted: the summary filter past its capacity and the summary's cells mostly live.
+   */
+  #checkSaturation(sketch: Sketch, filter: SummaryFilter<string>, t: number): void {
+    const bound = filter.errorBound * sketch.fill(t) ** DEPTH;
+    if (!(bound > 0.01)) return;
+    this.#warned = true;
+    warn(
+      `MemoryStore: about ${(100 * bound).toFixed(1)}% of never-seen keys may now be refused as over-counted (stats().summaryErrorBound): ${this.#summarised} records were pushed past \`maxKeys\` (${this.maxKeys}) into ${this.maxBytes} bytes of compact tier, filter and summaries; raise \`maxBytes\` (or \`maxKeys\`) so that honest clients keep passing`,
+      "SLUICE_STORE_SATURATED",
+    );
   }
 
   /**
