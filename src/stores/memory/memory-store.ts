@@ -1032,20 +1032,22 @@ export class MemoryStore implements Store {
    */
   #evict(inserting: Table, t: number): void {
     let victim = inserting;
-    // With many rules, the fullest is looked for every 64 evictions, not on every one.
+    // With many rules the fullest is looked for once per max(64, rules) evictions, not on every
+    // one: amortised O(1) whatever the number of rules. Between scans the inserting rule is the
+    // victim when it holds at least as many as the last fullest (so rules flooded in turn, which
+    // keep overtaking each other, never force a scan each).
     const cached = this.#fullest;
     if (
       this.#tables.size <= 4 ||
       --this.#scanIn <= 0 ||
       cached === undefined ||
-      cached.size < inserting.size ||
       this.#tables.get(cached.id) !== cached
     ) {
-      // Amortised O(1) per eviction whatever the number of rules.
       this.#scanIn = Math.max(64, this.#tables.size);
       for (const table of this.#tables.values()) if (table.size > victim.size) victim = table;
       this.#fullest = victim;
-    } else victim = cached;
+    } else if (cached.size > inserting.size) victim = cached;
+    else this.#fullest = inserting;
     const entry = victim.shift();
     if (entry === undefined) return;
     const [key, record] = entry;
