@@ -7,6 +7,9 @@
 // Run with: npm run bench   (or: npm run build && node --expose-gc bench/memory.mjs)
 // The restore shape alone (snapshot + restore past maxKeys, issue 34):
 //   npm run build && node --expose-gc bench/memory.mjs --restore [flood keys, default BENCH_FLOOD / 5]
+// Floods past the cliff (issue 34), per shape: honest refusals and escapes against an uncapped
+// store, heap growth, ns per decision beside the uncapped store's:
+//   npm run build && node --expose-gc bench/memory.mjs --shapes [algorithm:keys:perKey[:rules] ...]
 
 import { RateLimiter as TokenLimiter } from "limiter";
 import { RateLimiterMemory } from "rate-limiter-flexible";
@@ -481,6 +484,136 @@ async function restoreShape() {
   console.table(rows);
 }
 
+const SHAPE_SPECS = {
+  "fixed-window": { algorithm: "fixed-window", limit: 10, windowMs: HOUR },
+  "sliding-window": { algorithm: "sliding-window", limit: 10, windowMs: HOUR },
+  "token-bucket": { algorithm: "token-bucket", capacity: 10, refillPerSecond: 10 / 3600 },
+  gcra: { algorithm: "gcra", limit: 10, periodMs: HOUR },
+  "leaky-bucket": { algorithm: "leaky-bucket", capacity: 10, leakPerSecond: 10 / 3600 },
+  "sliding-log": { algorithm: "sliding-log", limit: 10, windowMs: HOUR },
+  concurrency: { algorithm: "concurrency", limit: 10, leaseMs: HOUR },
+};
+
+/**
+ * Child process: one flood shape through `MemoryStore({ maxKeys: 10_000 })` (default budget,
+ * seed 14), or through an uncapped store (`capped` false: for its ns per decision only).
+ * `keys` new keys each send `per` requests (and one more when per > 1) through each of `rules`
+ * rules within one window; 1,000 returning keys send one request at each fifth of the flood, and
+ * 10,000 brand-new keys one after it. Returning and brand-new keys are asked of an uncapped
+ * store too (keys are independent, so it needs no flood): an honest refusal is one it admits and
+ * the capped store refuses; an escape, the other way round, or a flood key admitted past 10.
+ */
+async function measureShape(algorithm, keys, per, nRules, capped) {
+  const { ManualClock } = await import("../dist/index.js");
+  const clock = new ManualClock(1_800_000_000_000 - (1_800_000_000_000 % HOUR) + 1);
+  const make = (store) =>
+    Array.from({ length: nRules }, (_, i) => createLimiter(SHAPE_SPECS[algorithm], { clock, store, name: `r${i}` }));
+  const free = make(new MemoryStore());
+  const before = held();
+  const store = capped ? new MemoryStore({ maxKeys: 10_000, seed: 14 }) : new MemoryStore();
+  const limiters = make(store);
+  const t = { honest: 0, refused: 0, escapes: 0, first: 0 };
+  const ask = (key) => {
+    for (let r = 0; r < nRules; r++) {
+      const want = free[r].tryAcquire(key).allowed;
+      const got = limiters[r].tryAcquire(key).allowed;
+      if (want) t.honest++;
+      if (want && !got) t.refused++;
+      if (got && !want) t.escapes++;
+    }
+  };
+  const step = Math.floor(keys / 5);
+  let ms = 0;
+  for (let k = 0; k < keys; k++) {
+    if (k % step === 0) for (let g = 0; g < 1000; g++) ask(`good${g}`);
+    const key = `new${k}`;
+    const t0 = performance.now();
+    for (let r = 0; r < nRules; r++) {
+      const limiter = limiters[r];
+      let n = 0;
+      for (let j = 0; j < per; j++) {
+        if (limiter.tryAcquire(key).allowed) n++;
+        else if (j === 0) t.first++;
+      }
+      if (per > 1 && limiter.tryAcquire(key).allowed) n++;
+      if (n > 10) t.escapes++;
+    }
+    ms += performance.now() - t0;
+    if (k % 65536 === 0) clock.advance(1);
+  }
+  clock.advance(1000);
+  for (let i = 0; i < 10_000; i++) ask(`fresh${i}`);
+  const grown = held() - before;
+  const decisions = keys * nRules * (per + (per > 1 ? 1 : 0));
+  if (free.length !== nRules) throw new Error("unreachable"); // the oracle outlives the measure
+  console.log(JSON.stringify({ ...t, ns: (ms * 1e6) / decisions, heldMB: grown / 2 ** 20, stats: store.stats() }));
+}
+
+async function shapes() {
+  const { execFileSync } = await import("node:child_process");
+  const asked = process.argv.slice(3);
+  const list =
+    asked.length > 0
+      ? asked
+      : [
+          "fixed-window:1000000:1",
+          "fixed-window:1500000:1",
+          "fixed-window:3000000:1",
+          "gcra:3000000:1",
+          "sliding-log:200000:10",
+          "sliding-log:600000:10",
+          "concurrency:600000:10",
+          "token-bucket:600000:10",
+          "fixed-window:5000:1:1",
+          "fixed-window:5000:1:200",
+        ];
+  const rows = [];
+  for (const shape of list) {
+    const [algorithm, keys, per, rules = "1"] = shape.split(":");
+    const run = (capped) =>
+      JSON.parse(
+        execFileSync(
+          process.execPath,
+          ["--expose-gc", process.argv[1], "--shape", algorithm, keys, per, rules, capped ? "capped" : "free"],
+          { encoding: "utf8", maxBuffer: 1 << 24 },
+        )
+          .trim()
+          .split("\n")
+          .pop(),
+      );
+    const c = run(true);
+    const u = run(false);
+    const s = c.stats;
+    const pct = (n, of) => `${((100 * n) / Math.max(1, of)).toFixed(2)}%`;
+    rows.push({
+      shape: `${algorithm} ${Number(keys).toLocaleString("en")} keys × ${per}${rules === "1" ? "" : `, ${rules} rules`}`,
+      "honest refused": `${pct(c.refused, c.honest)} (${c.refused}/${c.honest})`,
+      "first requests refused": pct(c.first, Number(keys) * Number(rules)),
+      escapes: c.escapes,
+      "capped MB": c.heldMB.toFixed(1),
+      "uncapped MB": u.heldMB.toFixed(1),
+      "ns/decision": Math.round(c.ns),
+      "uncapped ns": Math.round(u.ns),
+      "compact keys": `${s.compactKeys}/${s.compactCapacity}`,
+      "filter keys": s.filterKeys,
+      "error bound": s.summaryErrorBound.toExponential(1),
+    });
+  }
+  console.log(
+    "\nFloods past maxKeys 10,000 (default budget, 24 MiB), against an uncapped store fed the same honest keys",
+  );
+  console.table(rows);
+}
+
+if (process.argv[2] === "--shape") {
+  const [algorithm, keys, per, rules, which] = process.argv.slice(3);
+  await measureShape(algorithm, Number(keys), Number(per), Number(rules), which === "capped");
+  process.exit(0);
+}
+if (process.argv[2] === "--shapes") {
+  await shapes();
+  process.exit(0);
+}
 if (process.argv[2] === "--restore") {
   await restoreShape();
   process.exit(0);

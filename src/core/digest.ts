@@ -18,8 +18,8 @@ const K256 = new Uint32Array([
 ]);
 
 /** The message padded to whole 64-byte blocks (0x80, zeros, the bit length big-endian), as 32-bit words. */
-function blocks(text: string): Uint32Array {
-  const bytes = new TextEncoder().encode(text);
+function blocks(text: string | Uint8Array): Uint32Array {
+  const bytes = typeof text === "string" ? new TextEncoder().encode(text) : text;
   const total = Math.ceil((bytes.length + 9) / 64) * 64;
   const padded = new Uint8Array(total);
   padded.set(bytes);
@@ -73,7 +73,7 @@ export function sha1(text: string): Uint8Array {
 }
 
 /** SHA-256 of `text` (UTF-8), 32 bytes. */
-export function sha256(text: string): Uint8Array {
+export function sha256(text: string | Uint8Array): Uint8Array {
   const m = blocks(text);
   const h = new Uint32Array([
     0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,

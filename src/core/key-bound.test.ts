@@ -11,6 +11,20 @@ import { hashedKey } from "./key-bound.ts";
 const SPEC = { algorithm: "fixed-window", limit: 1, windowMs: 60_000 } as const;
 
 describe("maxKeyBytes", () => {
+  it("long keys differing only in lone surrogates hash apart; a well-formed key hashes as UTF-8 always did", async () => {
+    const { createHash } = await import("node:crypto");
+    const base = "k".repeat(2000);
+    const forms = [`${base}\ud800`, `${base}\udc00`, `${base}\ufffd`, `${base}\udc00\ud800`, `${base}\ud800\udc00`];
+    expect(new Set(forms.map(hashedKey)).size).toBe(forms.length);
+    const limiter = createLimiter(SPEC, { clock: new ManualClock(0) });
+    await warningsOf(() => {
+      for (const key of forms) expect(limiter.tryAcquire(key).allowed, JSON.stringify(key.slice(-2))).toBe(true);
+    });
+    for (const key of [`${base}é`, `${base}\ud800\udc00`]) {
+      expect(hashedKey(key)).toBe(`sha256:${createHash("sha256").update(key).digest("base64url")}`);
+    }
+  });
+
   it("hashes keys past 1 KB by default (bytes, not characters), warning once; the same long key keeps its state", async () => {
     const events: DecisionEvent[] = [];
     const limiter = createLimiter(SPEC, { clock: new ManualClock(0), onDecision: (e) => events.push(e) });

@@ -41,9 +41,32 @@ export function checkMaxKeyBytes(value: unknown): number {
   return value;
 }
 
-/** The hashed form of a key too long to store. */
+/**
+ * `text` as WTF-8: UTF-8, but a lone surrogate is written as its own three bytes where UTF-8
+ * (TextEncoder) writes U+FFFD, so two keys that differ only in lone surrogates hash apart. A
+ * well-formed key gets its UTF-8 bytes, so its hashed form is what it always was.
+ */
+function wtf8(text: string): string | Uint8Array {
+  const out: number[] = [];
+  let lone = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.codePointAt(i) as number;
+    if (c < 0x80) out.push(c);
+    else if (c < 0x800) out.push(0xc0 | (c >> 6), 0x80 | (c & 63));
+    else if (c < 0x10000) {
+      if (c >= 0xd800 && c <= 0xdfff) lone = true;
+      out.push(0xe0 | (c >> 12), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+    } else {
+      out.push(0xf0 | (c >> 18), 0x80 | ((c >> 12) & 63), 0x80 | ((c >> 6) & 63), 0x80 | (c & 63));
+      i++;
+    }
+  }
+  return lone ? Uint8Array.from(out) : text;
+}
+
+/** The hashed form of a key too long to store (lone surrogates kept apart: see `wtf8`). */
 export function hashedKey(key: string): string {
-  return `sha256:${base64url(sha256(key))}`;
+  return `sha256:${base64url(sha256(wtf8(key)))}`;
 }
 
 /**

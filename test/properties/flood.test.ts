@@ -100,11 +100,14 @@ function run(...args: string[]) {
 }
 
 describe("issue 14: honest clients pass under the attacker's best flood, in bounded memory", () => {
-  for (const algorithm of ["fixed-window", "gcra"]) {
+  for (const algorithm of ["fixed-window", "gcra", "sliding-log", "concurrency"]) {
     for (const [name, keys, perKey] of [
       ["200,000 new keys each spending its whole limit", 200_000, 10],
       ["1,000,000 one-request keys", 1_000_000, 1],
     ] as const) {
+      // A log's one-shot flood is the fixed window's (one entry fits exactly); its whole-limit
+      // flood is issue 34's cause 2 (a log of 10 entries now stays in the compact tier as a bound).
+      if (algorithm !== "fixed-window" && algorithm !== "gcra" && perKey === 1) continue;
       it(`${algorithm}, ${name}: ≤ 1% refused (returning, and new keys' first request), ≤ 32 MB`, () => {
         const r = run(algorithm, String(keys), String(perKey));
         const s = r.stats;

@@ -14,10 +14,11 @@ const held = () => {
 const [mode, a, b] = process.argv.slice(2);
 
 function flood(algorithm, keys, perKey) {
-  const spec =
-    algorithm === "gcra"
-      ? { algorithm, limit: 10, periodMs: HOUR }
-      : { algorithm: "fixed-window", limit: 10, windowMs: HOUR };
+  const spec = {
+    gcra: { algorithm, limit: 10, periodMs: HOUR },
+    "sliding-log": { algorithm, limit: 10, windowMs: HOUR },
+    concurrency: { algorithm, limit: 10, leaseMs: HOUR },
+  }[algorithm] ?? { algorithm: "fixed-window", limit: 10, windowMs: HOUR };
   const clock = new ManualClock(1_800_000_000_000 - (1_800_000_000_000 % HOUR) + 1);
   const before = held();
   const store = new MemoryStore({ maxKeys: 10_000, seed: 14 });

@@ -1,9 +1,12 @@
 /**
  * The capped store's middle tier: the compact table (bucket.ts) on an ArrayBuffer, updated in
  * place. A slot is 24 bytes: 32 + 16 bits of fingerprint, a 15-bit table (rule) index and two
- * float64 words of state (see state-codec.ts). A key lives in one bucket of 8 slots; when it is
- * full, the bucket's oldest slot is given up (FIFO) and its state handed back to the caller, who
- * summarises it. The shared store (threads) runs the same buckets on a SharedArrayBuffer.
+ * float64 words of state (see state-codec.ts). A key lives in one of two buckets of 8 slots
+ * (the emptier when it is placed: two choices keep the buckets evenly filled, so a bucket
+ * overflows only once the whole tier is nearly full, and the keys placed first are not the
+ * first given up); when both are full, the first one's oldest slot is given up (FIFO) and its
+ * state handed back to the caller, who summarises it. The shared store (threads) runs the same
+ * buckets on a SharedArrayBuffer, one bucket a key (its compare-and-swap updates one word).
  *
  * A slot number is `bucket · BUCKET_SLOTS + entry`; entries move down when one before them is
  * removed, so a slot number is only good until the next `remove` or `claim`.
@@ -20,6 +23,7 @@ import {
   tableOfTag,
   tagOf,
 } from "./bucket.ts";
+import { fmix32 } from "./fingerprint.ts";
 import { STATE_WORDS } from "./state-codec.ts";
 
 export { BUCKET_SLOTS, MAX_TABLE_INDEX } from "./bucket.ts";
@@ -84,16 +88,22 @@ export class CompactTable {
     return stateAt(0, E, slot);
   }
 
-  /** The first u32 of the key's bucket. */
-  #base(table: number, h: Uint32Array): number {
-    return bucketOf(table, h[2] as number, this.#buckets) * BUCKET_SLOTS * E;
+  /** The key's second bucket (its first is `bucketOf(table, h3)`; the two may be one). */
+  #second(table: number, h3: number): number {
+    return bucketOf(table, fmix32(h3 ^ 0x5bd1e995), this.#buckets);
   }
 
-  /** The slot holding (`table`, fingerprint `h`), or -1. */
+  /** The slot holding (`table`, fingerprint `h`) in either of its buckets, or -1. */
   find(table: number, h: Uint32Array): number {
-    const base = this.#base(table, h);
-    const e = findEntry(this.#u32, base, E, h[0] as number, tagOf(h[1] as number, table));
-    return e < 0 ? -1 : base / E + e;
+    const tag = tagOf(h[1] as number, table);
+    const h1 = h[0] as number;
+    const first = bucketOf(table, h[2] as number, this.#buckets) * BUCKET_SLOTS * E;
+    let e = findEntry(this.#u32, first, E, h1, tag);
+    if (e >= 0) return first / E + e;
+    const second = this.#second(table, h[2] as number) * BUCKET_SLOTS * E;
+    if (second === first) return -1;
+    e = findEntry(this.#u32, second, E, h1, tag);
+    return e < 0 ? -1 : second / E + e;
   }
 
   /** The table index stored in `slot` (0: empty). */
@@ -114,7 +124,12 @@ export class CompactTable {
    * is given up: `victim` then names what was there and `victimWords` holds its state.
    */
   claim(table: number, h: Uint32Array): number {
-    return this.claimIn(bucketOf(table, h[2] as number, this.#buckets), table, h[0] as number, h[1] as number);
+    const first = bucketOf(table, h[2] as number, this.#buckets);
+    const second = this.#second(table, h[2] as number);
+    const u32 = this.#u32;
+    const bucket =
+      countEntries(u32, second * BUCKET_SLOTS * E, E) < countEntries(u32, first * BUCKET_SLOTS * E, E) ? second : first;
+    return this.claimIn(bucket, table, h[0] as number, h[1] as number);
   }
 
   /** Buckets of the table (a snapshot's slots are placed back only into a table of as many). */

@@ -1,9 +1,11 @@
 /**
- * A rule's record as (at most) two float64 words, exactly: how the compact tier stores a key's
- * state without an object per key. A record that does not fit (a sliding log of more than two
- * entries (one inside a composite), a ban, a composite wider than two words, counts past 2^26) is not encoded: it skips
- * the compact tier and is summarised instead, which is conservative. Words are plain numbers
- * in a Float64Array, so the same codec serves an ArrayBuffer or a SharedArrayBuffer.
+ * A rule's record as (at most) two float64 words: how the compact tier stores a key's state
+ * without an object per key. Exact, but for a bare sliding log (or concurrency spec) of more than
+ * two entries, which is kept as a bound of its own key's log (see `encodeLogBound`). A record
+ * that does not fit (a log of more than one entry inside a composite, a ban, a composite wider
+ * than two words, counts past 2^26) is not encoded: it skips the compact tier and is summarised
+ * instead, which is conservative. Words are plain numbers in a Float64Array, so the same codec
+ * serves an ArrayBuffer or a SharedArrayBuffer.
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { FixedWindowState } from "../../algorithms/fixed-window.ts";
@@ -19,6 +21,44 @@ export const STATE_WORDS = 2;
 
 /** Counts packed two to a word stay below this (so the pair is an exact integer). */
 const PACK = 2 ** 26;
+/** A log bound's span (whole ms back to its oldest entry) stays below this; its count is packed above it. */
+const SPAN = 2 ** 32;
+/** Most entries a log bound holds (count · SPAN + span stays an exact integer). */
+const MAX_BOUND_ENTRIES = 2 ** 20;
+
+/**
+ * A bare log of more than two entries as a bound of itself, per key (never shared with another
+ * key): the newest entry exactly, the oldest at the newest less the whole ms back to it, and
+ * all the others at the newest. Every entry is then read at or after its real instant and the
+ * newest is the log's own (a log reads a clock behind its newest entry as that entry's instant:
+ * a later one would let older entries expire early), so the bound counts as many entries, each
+ * for at least as long: it admits no more than the log, in any window from now on, under any
+ * limit. Word 0 is the newest entry; word 1 is `-(n · 2^32 + back) - 1`, which no exact log
+ * writes there (its second entry is at or after a first entry ≥ 0). A log whose newest entry is
+ * negative, or longer than 2^20 entries, does not fit; a span of 2^32 ms or more is shortened
+ * (its oldest entry read later still).
+ */
+function encodeLogBound(s: SlidingLogState, words: Float64Array, at: number): boolean {
+  const len = s.buf.length;
+  const oldest = s.buf[s.head % len] as number;
+  const newest = s.buf[(s.head + s.n - 1) % len] as number;
+  if (!(newest >= 0) || s.n > MAX_BOUND_ENTRIES) return false;
+  let back = Math.min(SPAN - 1, Math.max(0, Math.floor(newest - oldest)));
+  // The subtraction rounds: make sure the decoded oldest is at or after the real one.
+  while (back > 0 && newest - back < oldest) back--;
+  words[at] = newest;
+  words[at + 1] = -(s.n * SPAN + back) - 1;
+  return true;
+}
+
+/** The log `encodeLogBound` wrote (`b`, its word 1, is negative). */
+function decodeLogBound(newest: number, b: number): SlidingLogState {
+  const packed = -(b + 1);
+  const n = Math.floor(packed / SPAN);
+  const buf = new Array<number>(n).fill(newest);
+  buf[0] = newest - (packed - n * SPAN);
+  return { buf, head: 0, n };
+}
 
 /**
  * Float64 words one member's state takes in the compact tier. In a composite a sliding log
@@ -90,6 +130,7 @@ function encodeMember(m: Algorithm, state: unknown, words: Float64Array, at: num
     case "sliding-log":
     case "concurrency": {
       const s = state as SlidingLogState;
+      if (bare && s.n > 2) return encodeLogBound(s, words, at);
       if (s.n > (bare ? 2 : 1)) return false;
       const len = s.buf.length;
       words[at] = s.n > 0 ? (s.buf[s.head % len] as number) : Number.NaN;
@@ -116,6 +157,7 @@ function decodeMember(m: Algorithm, words: Float64Array, at: number, bare: boole
     }
     case "sliding-log":
     case "concurrency": {
+      if (bare && b < 0 && a >= 0) return decodeLogBound(a, b);
       const buf: number[] = [];
       if (!Number.isNaN(a)) buf.push(a);
       if (!Number.isNaN(b)) buf.push(b);

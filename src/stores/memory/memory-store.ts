@@ -31,6 +31,7 @@ import {
   recordFreshAt,
 } from "../../core/rule.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
+import { warn } from "../../core/warn.ts";
 import { CompactTable, MAX_TABLE_INDEX } from "../compact/compact-table.ts";
 import { fingerprint, randomSeed } from "../compact/fingerprint.ts";
 import { compactable, decodeRecord, encodeRecord, STATE_WORDS } from "../compact/state-codec.ts";
@@ -41,7 +42,8 @@ import { type RestoredTable, type RestoreReport, savedTable, sumReport } from ".
 import { saveTable } from "./save-table.ts";
 import { DEPTH, Sketch, sketchBytes } from "./sketch.ts";
 import { decodeSnapshot, encodeSnapshot, type TableSnapshot } from "./snapshot.ts";
-import { Table } from "./table.ts";
+import { type SavedFilter, SummaryFilter } from "./summary-filter.ts";
+import { rotations, Table } from "./table.ts";
 
 /** The names of {@link MemoryStoreOptions}, for every place that takes them (startClusterStore too). */
 export const MEMORY_STORE_OPTIONS = [
@@ -56,9 +58,10 @@ export interface MemoryStoreOptions {
   /** Hard cap on exact records in the `Map` tier, across all rules (default: no cap beyond fresh-state expiry). */
   maxKeys?: number;
   /**
-   * Bytes for everything past `maxKeys`, across all rules: the compact tier (2/3) and the
-   * summaries (1/3). Default: 2,400 bytes per `maxKeys`, between 64 KiB and 24 MiB. Given
-   * alone, `maxKeys` defaults to maxBytes / 1,000.
+   * Bytes for everything past `maxKeys`, across all rules: the summaries (1/16, or up to 1/6
+   * when that is at most 64 KiB), then of the rest the compact tier (4/5) and the filter of the
+   * keys the summaries hold (1/5). Default: 2,400 bytes per
+   * `maxKeys`, between 64 KiB and 24 MiB. Given alone, `maxKeys` defaults to maxBytes / 1,000.
    */
   maxBytes?: number;
   /** Cells per summary row, at most (default: as many as the summary budget allows, up to 65536). */
@@ -107,10 +110,17 @@ export interface MemoryStoreStats {
   refused: number;
   /** Bytes held by summaries (all rules together, within `maxBytes`). */
   sketchBytes: number;
+  /** Bytes of the filter of keys pushed into a summary (within `maxBytes`; 0 until first needed). */
+  filterBytes: number;
+  /**
+   * Keys joined into the filter since its older generation was last emptied (a key pushed into
+   * a summary twice counts twice); past 1 key per 16 bits of a generation, false positives grow.
+   */
+  filterKeys: number;
   /**
    * The summaries' error bound: the chance that a key never summarised is read back as
-   * summarised (and so possibly over-counted): the fullest summary's share of live cells, to
-   * the power of its rows.
+   * summarised (and so possibly over-counted): the filter's false-positive rate times the
+   * fullest summary's share of live cells to the power of its rows.
    */
   summaryErrorBound: number;
   /** Keys reset while summarised, pinned fresh until their summarised state expires. */
@@ -147,6 +157,7 @@ export class MemoryStore implements Store {
   readonly #sketchWidth: number;
   readonly #compactBudget: number;
   readonly #summaryBudget: number;
+  readonly #filterBudget: number;
   readonly #maxPins: number;
   readonly #protectedCap: number;
   #seed: number;
@@ -161,11 +172,17 @@ export class MemoryStore implements Store {
   /** Where `#released` starts (entries before it are done). */
   #releasedHead = 0;
   #compact: CompactTable | undefined = undefined;
+  /** Which keys the summaries may hold (created with the first summarised key). */
+  #filter: SummaryFilter<string> | undefined = undefined;
+  /** Restored tables (by id) whose keys' bits came with the loaded filter, at this saved index. */
+  #filtered = new Map<string, number>();
   /** Restored tables waiting for their rule to be bound (by table id). */
   #pending = new Map<string, TableSnapshot>();
   /** What each restored table became (by table id), for `restored()`. */
   #restores = new Map<string, RestoredTable>();
   #size = 0;
+  /** `rotations.count` when `#size` was last counted from the tables. */
+  #countedAt = -1;
   #sweepIn = SWEEP_EVERY;
   #evicted = 0;
   #compactHits = 0;
@@ -175,6 +192,8 @@ export class MemoryStore implements Store {
   #pins = 0;
   #pinsDropped = 0;
   #fullest: Table | undefined = undefined;
+  /** Whether the saturation warning was emitted (once per store). */
+  #warned = false;
   #scanIn = 0;
   readonly #h = new Uint32Array(3);
 
@@ -198,8 +217,16 @@ export class MemoryStore implements Store {
     this.maxBytes =
       maxBytes ??
       (maxKeys === undefined ? Number.POSITIVE_INFINITY : Math.min(24 * 2 ** 20, Math.max(65536, maxKeys * 2400)));
-    this.#compactBudget = Math.floor((this.maxBytes * 2) / 3);
-    this.#summaryBudget = this.maxBytes - this.#compactBudget;
+    // Under a large flood summary cells saturate while exact slots and filter bits stay useful:
+    // at 24 MiB, 3,000,000 one-request keys refused 1.35% of honest requests with 2/3 compact,
+    // 1/6 filter, 1/6 summaries; 0.29% with this (bench/memory.mjs --shapes). A small store keeps
+    // a sixth for its summaries, where a few cells more keep keys apart.
+    const capped = Number.isFinite(this.maxBytes);
+    const summaries = Math.max(Math.floor(this.maxBytes / 16), Math.min(Math.floor(this.maxBytes / 6), 65536));
+    const rest = capped ? this.maxBytes - summaries : this.maxBytes;
+    this.#compactBudget = capped ? Math.floor((rest * 4) / 5) : rest;
+    this.#filterBudget = capped ? rest - this.#compactBudget : 0;
+    this.#summaryBudget = summaries;
     this.#sketchWidth = Math.min(MAX_WIDTH, sketchWidth ?? MAX_WIDTH);
     // A fifth of the Map tier stays for probation: room for new keys to prove they come back.
     this.#protectedCap = Number.isFinite(this.maxKeys) ? Math.floor(this.maxKeys * 0.8) : Number.POSITIVE_INFINITY;
@@ -249,7 +276,9 @@ export class MemoryStore implements Store {
       approximate: this.#approximate,
       refused: this.#refused,
       sketchBytes,
-      summaryErrorBound: bound,
+      filterBytes: this.#filter?.bytes ?? 0,
+      filterKeys: this.#filter?.joins ?? 0,
+      summaryErrorBound: bound * (this.#filter?.errorBound ?? 1),
       pins: this.#pins,
       pinsDropped: this.#pinsDropped,
     };
@@ -421,6 +450,7 @@ export class MemoryStore implements Store {
   #drop(id: string, table: Table): void {
     this.#size -= table.size;
     this.#tables.delete(id);
+    this.#filter?.forget(id);
     this.#pins -= table.pins.size;
     if (table.index > 0) {
       const compact = this.#compact;
@@ -438,10 +468,27 @@ export class MemoryStore implements Store {
    * inside it.
    */
   snapshot(savedAt: number = systemClock.now()): string {
-    const tables: TableSnapshot[] = [...this.#pending.values()];
+    const filter = this.#filter;
+    // A waiting table's bits are in the filter only if they came with it.
+    const tables: TableSnapshot[] = [...this.#pending.values()].map((p) => {
+      const { filterIndex, ...rest } = p;
+      const kept = this.#filtered.get(`${p.id}\u0000${p.shape}`);
+      return filter !== undefined && kept !== undefined && kept === filterIndex ? p : rest;
+    });
     const compact = this.#compact;
-    for (const table of this.#tables.values()) tables.push(saveTable(table, compact, this.#seed));
-    return encodeSnapshot(tables, savedAt);
+    for (const table of this.#tables.values()) {
+      const saved = saveTable(table, compact, this.#seed);
+      // Cells restored without their keys' bits still matter: the next restore must not trust the filter for them.
+      if (filter !== undefined && saved.sketch !== undefined && !(now(table) < table.unfilteredUntil)) {
+        saved.filterIndex = table.index;
+      }
+      tables.push(saved);
+    }
+    return encodeSnapshot(
+      tables,
+      savedAt,
+      filter?.save(this.#seed, (id) => id),
+    );
   }
 
   /**
@@ -455,7 +502,8 @@ export class MemoryStore implements Store {
    * Returns the number of records read.
    */
   restore(text: string): number {
-    const tables = decodeSnapshot(text);
+    const { tables, filter } = decodeSnapshot(text);
+    if (filter !== undefined) this.#loadFilter(filter, tables);
     let records = 0;
     for (const snapshot of tables) {
       const id = `${snapshot.id}\u0000${snapshot.shape}`;
@@ -492,6 +540,22 @@ export class MemoryStore implements Store {
       return copy;
     });
     return sumReport(tables);
+  }
+
+  /**
+   * Takes a saved summary filter when this store has none in use yet, is of its size and can take
+   * its seed: the restored tables that name their index in it are then read through it.
+   */
+  #loadFilter(saved: SavedFilter, tables: TableSnapshot[]): void {
+    const bits = SummaryFilter.bitsFor(this.#filterBudget);
+    if (bits !== saved.bits || (this.#filter !== undefined && this.#filter.joins > 0)) return;
+    if (saved.seed !== this.#seed && !this.#unhashed()) return;
+    const filter = new SummaryFilter<string>(bits);
+    if (!filter.load(saved, (id) => id)) return;
+    this.#filter = filter;
+    this.#seed = saved.seed;
+    for (const t of tables)
+      if (t.filterIndex !== undefined) this.#filtered.set(`${t.id}\u0000${t.shape}`, t.filterIndex);
   }
 
   /** Whether nothing was hashed yet (a restored seed may then replace ours). */
@@ -615,6 +679,11 @@ export class MemoryStore implements Store {
     }
     if (own === undefined) table.sketch = sketch;
     else own.absorb(sketch, t);
+    // Unless the filter came with the file and places this table's keys where it did, the file
+    // says nothing of which keys the cells hold: until they stop mattering, every key may be in them.
+    if (this.#filtered.get(table.id) !== table.index) {
+      table.unfilteredUntil = Math.max(table.unfilteredUntil, (table.sketch as Sketch).freshAt);
+    }
     const width = (table.sketch as Sketch).width;
     if (width < from) {
       report.reasons.push(
@@ -798,7 +867,7 @@ export class MemoryStore implements Store {
     }
     const h1 = h[0] as number;
     const h2 = h[1] as number;
-    if (sketch?.present(h1, h2, t) && !this.#pinned(table, h1, h2, t)) {
+    if (sketch?.present(h1, h2, t) && this.#mayHold(table, h1, h2, t) && !this.#pinned(table, h1, h2, t)) {
       const approx = new Approx(createRecord(rule), h1, h2, rule);
       const result = this.#decideApprox(table, key, approx, cost, t, op, at);
       if (op !== "peek" && op !== "get" && storesNewRecord(rule, op, result)) this.#insert(table, key, approx, t);
@@ -894,6 +963,25 @@ export class MemoryStore implements Store {
     return result;
   }
 
+  /**
+   * Whether `table`'s summary may hold the key (h1, h2): the filter holds it, or the filter cannot
+   * tell (none yet, or cells restored from a snapshot, which saves no keys, still matter).
+   */
+  #mayHold(table: Table, h1: number, h2: number, t: number): boolean {
+    const filter = this.#filter;
+    return filter === undefined || t < table.unfilteredUntil || filter.mayHold(table.index, h1, h2);
+  }
+
+  /**
+   * Whether what table `id` joined into the filter up to `at` no longer matters on its clock (a
+   * table restored but not bound yet still matters; a dropped one does not).
+   */
+  readonly #filterPast = (id: string, at: number): boolean => {
+    const table = this.#tables.get(id);
+    if (table !== undefined) return !(at > now(table));
+    return !this.#pending.has(id);
+  };
+
   /** Whether a summarised key was reset and its summary is to be ignored until its pin runs out. */
   #pinned(table: Table, h1: number, h2: number, t: number): boolean {
     if (table.pins.size === 0) return false;
@@ -926,8 +1014,11 @@ export class MemoryStore implements Store {
 
   /** Stores a record in the `Map` tier (`returning`: straight into the protected segment), first pushing one out if it is full. */
   #insert(table: Table, key: string, record: unknown, t: number, returning = false): void {
-    // Tables drop fresh generations on their own; count again before evicting anything.
-    if (this.#size >= this.maxKeys) this.#size = this.size;
+    // Tables drop fresh generations on their own (only by rotating): count again before evicting anything.
+    if (this.#size >= this.maxKeys && this.#countedAt !== rotations.count) {
+      this.#countedAt = rotations.count;
+      this.#size = this.size;
+    }
     if (this.#size >= this.maxKeys) this.#evict(table, t);
     table.add(key, record, returning);
     this.#size++;
@@ -941,19 +1032,22 @@ export class MemoryStore implements Store {
    */
   #evict(inserting: Table, t: number): void {
     let victim = inserting;
-    // With many rules, the fullest is looked for every 64 evictions, not on every one.
+    // With many rules the fullest is looked for once per max(64, rules) evictions, not on every
+    // one: amortised O(1) whatever the number of rules. Between scans the inserting rule is the
+    // victim when it holds at least as many as the last fullest (so rules flooded in turn, which
+    // keep overtaking each other, never force a scan each).
     const cached = this.#fullest;
     if (
       this.#tables.size <= 4 ||
       --this.#scanIn <= 0 ||
       cached === undefined ||
-      cached.size < inserting.size ||
       this.#tables.get(cached.id) !== cached
     ) {
-      this.#scanIn = 64;
+      this.#scanIn = Math.max(64, this.#tables.size);
       for (const table of this.#tables.values()) if (table.size > victim.size) victim = table;
       this.#fullest = victim;
-    } else victim = cached;
+    } else if (cached.size > inserting.size) victim = cached;
+    else this.#fullest = inserting;
     const entry = victim.shift();
     if (entry === undefined) return;
     const [key, record] = entry;
@@ -1000,6 +1094,26 @@ export class MemoryStore implements Store {
     if (table.pins.size > 0 && table.pins.delete(h1 * 65536 + (h2 >>> 16))) this.#pins--;
     table.sketch ??= this.#newSketch(table);
     table.sketch.add(h1, h2, record, t, approx?.rate);
+    const bits = SummaryFilter.bitsFor(this.#filterBudget);
+    if (bits === 0) return;
+    this.#filter ??= new SummaryFilter<string>(bits);
+    // The sketch's own fresh-at bounds what the key's cells hold (and so what its read-back needs).
+    this.#filter.add(table.id, table.index, h1, h2, table.sketch.freshAt, this.#filterPast);
+    if (!this.#warned && (this.#summarised & 4095) === 0) this.#checkSaturation(table.sketch, this.#filter, t);
+  }
+
+  /**
+   * Warns once (`SLUICE_STORE_SATURATED`) when a never-seen key is likely (over 1%) to be read
+   * back over-counted: the summary filter past its capacity and the summary's cells mostly live.
+   */
+  #checkSaturation(sketch: Sketch, filter: SummaryFilter<string>, t: number): void {
+    const bound = filter.errorBound * sketch.fill(t) ** DEPTH;
+    if (!(bound > 0.01)) return;
+    this.#warned = true;
+    warn(
+      `MemoryStore: about ${(100 * bound).toFixed(1)}% of never-seen keys may now be refused as over-counted (stats().summaryErrorBound): ${this.#summarised} records were pushed past \`maxKeys\` (${this.maxKeys}) into ${this.maxBytes} bytes of compact tier, filter and summaries; raise \`maxBytes\` (or \`maxKeys\`) so that honest clients keep passing`,
+      "SLUICE_STORE_SATURATED",
+    );
   }
 
   /**

@@ -6,6 +6,7 @@
  */
 import { describeValue } from "../../core/describe-value.ts";
 import { ArgumentError } from "../../core/errors.ts";
+import type { SavedFilter } from "./summary-filter.ts";
 
 /** Identifies our files; anything else is foreign. */
 export const SNAPSHOT_FORMAT = "sluice-memory-state";
@@ -44,6 +45,14 @@ export interface TableSnapshot {
   sketch?: { width: number; seed: number; cells: string } | undefined;
   /** Running blocks kept beside the records (rules without a ban): [key, until]. */
   blocks?: Array<[string, number]> | undefined;
+  /** The table's index in the saved summary filter (its keys' probes hash it in), when a filter travels. */
+  filterIndex?: number | undefined;
+}
+
+/** What a snapshot holds: its tables, and the store's summary filter if it had one. */
+export interface StoreSnapshot {
+  tables: TableSnapshot[];
+  filter?: SavedFilter | undefined;
 }
 
 /** Widest sketch a snapshot may ask for (what `sketchWidth` allows). */
@@ -78,12 +87,21 @@ export function reviver(_key: string, value: unknown): unknown {
 }
 
 /** Writes tables as snapshot text. */
-export function encodeSnapshot(tables: TableSnapshot[], savedAt: number): string {
-  return JSON.stringify({ format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, savedAt, tables }, replacer);
+export function encodeSnapshot(tables: TableSnapshot[], savedAt: number, filter?: SavedFilter): string {
+  return JSON.stringify(
+    {
+      format: SNAPSHOT_FORMAT,
+      version: SNAPSHOT_VERSION,
+      savedAt,
+      tables,
+      ...(filter === undefined ? {} : { filter }),
+    },
+    replacer,
+  );
 }
 
 /** Reads snapshot text; ArgumentError (naming what is wrong) for anything that is not ours, whole. */
-export function decodeSnapshot(text: string): TableSnapshot[] {
+export function decodeSnapshot(text: string): StoreSnapshot {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text, reviver);
@@ -172,6 +190,9 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
     ) {
       throw new ArgumentError(`${where}: blocks must be [key, until] pairs with a finite instant`);
     }
+    if (t.filterIndex !== undefined && !(Number.isSafeInteger(t.filterIndex) && (t.filterIndex as number) >= 0)) {
+      throw new ArgumentError(`${where}: "filterIndex" must be a table index (got ${describeValue(t.filterIndex)})`);
+    }
     const sketch = t.sketch as Record<string, unknown> | undefined;
     if (sketch !== undefined) {
       const { width, seed, cells } = sketch;
@@ -191,7 +212,39 @@ export function decodeSnapshot(text: string): TableSnapshot[] {
       }
     }
   });
-  return doc.tables as TableSnapshot[];
+  if (doc.filter !== undefined) checkFilter(doc.filter);
+  return { tables: doc.tables as TableSnapshot[], filter: doc.filter as SavedFilter | undefined };
+}
+
+/** Checks a saved summary filter's figures (its bits are checked against the store's size when loaded). */
+function checkFilter(value: unknown): void {
+  const f = value as Record<string, unknown> | null;
+  const pair = (v: unknown, each: (x: unknown) => boolean) => Array.isArray(v) && v.length === 2 && v.every(each);
+  const count = (x: unknown) => Number.isSafeInteger(x) && (x as number) >= 0;
+  const owners = (x: unknown) =>
+    Array.isArray(x) &&
+    x.every(
+      (o) =>
+        Array.isArray(o) &&
+        o.length === 2 &&
+        typeof o[0] === "string" &&
+        typeof o[1] === "number" &&
+        !Number.isNaN(o[1]),
+    );
+  if (
+    typeof f !== "object" ||
+    f === null ||
+    !(count(f.bits) && (f.bits as number) % 32 === 0 && (f.bits as number) > 0) ||
+    !isSeed(f.seed) ||
+    !(f.current === 0 || f.current === 1) ||
+    !pair(f.joins, count) ||
+    !pair(f.gens, (g) => typeof g === "string") ||
+    !pair(f.fresh, owners)
+  ) {
+    throw new ArgumentError(
+      "state file filter must have bits (a multiple of 32), a seed, current (0 or 1), two join counts, two base64 generations and two lists of [table id, fresh-at]",
+    );
+  }
 }
 
 /** Whether `value` is a hash seed (an unsigned 32-bit integer). */

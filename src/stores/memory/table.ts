@@ -27,6 +27,13 @@ import type { Sketch } from "./sketch.ts";
  */
 const EMPTY = new Map<string, unknown>();
 
+/**
+ * Rotations of every table so far (in every store): a store counts its tables' records again
+ * only after one (a rotation is the only way a table drops records behind its store's back), so
+ * a full store's insert is O(1), not a walk of its rules.
+ */
+export const rotations = { count: 0 };
+
 /** One segment: two generations, oldest first, with a kept cursor for O(1) shifts. */
 class Segment {
   current = EMPTY;
@@ -108,6 +115,8 @@ export class Table {
   clock: unknown;
   /** Where records pushed out under `maxKeys` are summarised (created at the first eviction). */
   sketch: Sketch | undefined = undefined;
+  /** Until this instant the summary filter cannot tell which keys `sketch` holds (cells restored from a snapshot). */
+  unfilteredUntil = Number.NEGATIVE_INFINITY;
   /** This table's index in the store's compact tier (0: none). */
   index = 0;
   /** Records of this table held in the compact tier. */
@@ -274,6 +283,7 @@ export class Table {
   }
 
   private rotate(now: number): void {
+    rotations.count++;
     // Untouched for a whole horizon: everything current is fresh too.
     const all = now >= this.rotateAt + this.horizonMs;
     this.main.rotate(all);

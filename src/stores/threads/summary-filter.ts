@@ -27,12 +27,9 @@
  *   their cells (as before it existed), never fewer.
  */
 
-import { fmix32 } from "../compact/fingerprint.ts";
+import { filterProbes, PROBES } from "../compact/filter-probes.ts";
 import { NO_INSTANT, raiseInstant, readInstant } from "./instant-word.ts";
 import { H, type Layout, type Views } from "./layout.ts";
-
-/** Bits a key sets (and a lookup tests) in a generation. */
-const PROBES = 4;
 
 /** A thread's view of the shared filter. */
 export class SummaryFilter {
@@ -58,11 +55,7 @@ export class SummaryFilter {
 
   /** Fills `#probes` for the key (h1, h2) of rule `rule`: double hashing, decorrelated from its cells' columns. */
   #hash(rule: number, h1: number, h2: number): void {
-    const a = fmix32(h1 ^ Math.imul(rule + 1, 0x9e3779b1));
-    const b = fmix32(h2 ^ a ^ 0x5bd1e995) | 1;
-    // Multiply-high maps 32 hash bits onto any number of bits (no power-of-two rounding).
-    for (let i = 0; i < PROBES; i++)
-      this.#probes[i] = Math.floor((((a + Math.imul(i, b)) >>> 0) * this.#bits) / 0x100000000);
+    filterProbes(rule, h1, h2, this.#bits, this.#probes);
   }
 
   /** Whether generation `gen` holds every probe. */

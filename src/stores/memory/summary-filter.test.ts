@@ -1,0 +1,64 @@
+// The in-process summary filter on its own: no false negative while a generation matters, a
+// rotation only once everything joined into the older generation is past, false positives
+// within a bound at capacity, and a save/load round trip. Keys are fixed fingerprint pairs.
+import { describe, expect, it } from "vitest";
+import { SummaryFilter } from "./summary-filter.ts";
+
+const BITS = 32 * 512; // 16,384 bits a generation: a capacity of 1,024 keys
+const key = (i: number): [number, number] => [
+  Math.imul(i, 0x9e3779b1) >>> 0,
+  (Math.imul(i, 0x85ebca6b) & 0xffff0000) >>> 0,
+];
+
+describe("SummaryFilter", () => {
+  it("holds every key joined while its generation matters; a key never joined mostly not", () => {
+    const f = new SummaryFilter(BITS);
+    const never = () => false;
+    for (let i = 0; i < 3000; i++) f.add("a", 1, ...key(i), 100, never);
+    for (let i = 0; i < 3000; i++) expect(f.mayHold(1, ...key(i))).toBe(true);
+    // The same key under another table index is another key.
+    let other = 0;
+    for (let i = 0; i < 3000; i++) if (f.mayHold(2, ...key(i))) other++;
+    expect(other).toBeLessThan(3000);
+    expect(f.rotations).toBe(1); // the first rotation empties the never-used generation only
+  });
+
+  it("rotates only when everything joined into the older generation is past, then forgets it", () => {
+    const f = new SummaryFilter(BITS);
+    let now = 0;
+    const past = (_owner: string, at: number) => !(at > now);
+    for (let i = 0; i < 1024; i++) f.add("a", 1, ...key(i), 100, past); // fills gen 0, rotates to gen 1
+    for (let i = 1024; i < 2048 + 256; i++) f.add("b", 1, ...key(i), 200, past); // gen 0 (fresh at 100) matters: no rotation
+    expect(f.rotations).toBe(1);
+    expect(f.mayHold(1, ...key(0))).toBe(true);
+    now = 100;
+    for (let i = 2048 + 256; i < 2048 + 512; i++) f.add("b", 1, ...key(i), 200, past);
+    expect(f.rotations).toBe(2);
+    let kept = 0;
+    for (let i = 0; i < 1024; i++) if (f.mayHold(1, ...key(i))) kept++;
+    expect(kept).toBeLessThan(1024 / 2); // forgotten (what remains are false positives of the other generation)
+    for (let i = 1024; i < 2048 + 512; i++) expect(f.mayHold(1, ...key(i))).toBe(true);
+  });
+
+  it("false positives at capacity stay near 0.24% and within errorBound", () => {
+    const f = new SummaryFilter(BITS * 8);
+    for (let i = 0; i < (BITS * 8) / 16; i++) f.add("a", 3, ...key(i), 100, () => false);
+    let fp = 0;
+    const tries = 100_000;
+    for (let i = 1_000_000; i < 1_000_000 + tries; i++) if (f.mayHold(3, ...key(i))) fp++;
+    expect(fp / tries).toBeLessThan(0.005);
+    expect(f.errorBound).toBeGreaterThan(0.0015);
+    expect(f.errorBound).toBeLessThan(0.005);
+  });
+
+  it("a saved filter loads into one of its size only, with its owners", () => {
+    const f = new SummaryFilter(BITS);
+    for (let i = 0; i < 100; i++) f.add("a", 1, ...key(i), 100, () => false);
+    const saved = f.save(7, (o) => o);
+    const g = new SummaryFilter(BITS);
+    expect(g.load(saved, (o) => o)).toBe(true);
+    for (let i = 0; i < 100; i++) expect(g.mayHold(1, ...key(i))).toBe(true);
+    expect(g.joins).toBe(100);
+    expect(new SummaryFilter(BITS * 2).load(saved, (o) => o)).toBe(false);
+  });
+});
