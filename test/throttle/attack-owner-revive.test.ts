@@ -1,7 +1,7 @@
 // Attack on the fleet queue (issue 32): a process whose tickets were dropped as dead while its
 // event loop was stalled longer than its owner TTL (min(leaseMs, 10 s)), and which schedules a
 // new job as soon as it wakes, never gets its dropped jobs back: they wait forever, no error.
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 import { attackChild, sleep } from "./attack-support.ts";
