@@ -5,6 +5,8 @@ import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
+import { createThrottle, systemClock } from "../../src/index.ts";
+import { RedisStore } from "../../src/stores/redis/redis-store.ts";
 import { ensureBuilt, ROOT } from "../cli/helpers.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 
@@ -31,5 +33,27 @@ describe.skipIf(redis === undefined)("fleet queue attack: a process that is done
     expect(r.stdout).toBe('done {"queued":0,"running":0,"done":3,"failed":0,"expired":0}\n');
     expect(r.error).toBeUndefined(); // not killed by the 15 s timeout
     expect(r.status).toBe(0);
+  });
+
+  // Same cause, per key: each key whose head had to wait keeps its wake-up timer (fleet-link.ts
+  // #wake, until the lease wait fires) after its jobs are done, and its heartbeat timer until the
+  // next beat: an idle throttle over many keys holds thousands of timers for up to leaseMs.
+  it.fails("2,000 keys done: an idle throttle holds no timer per key", { timeout: 30_000 }, async () => {
+    const store = await RedisStore.connect({ url: redis?.url ?? "", prefix: uniquePrefix("attack-keys-timers") });
+    const throttle = createThrottle({ name: "timers", store, clock: systemClock, concurrency: 1 });
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;
+    const before = timers();
+    try {
+      const jobs = [];
+      for (let i = 0; i < 2000; i++)
+        for (const _ of [1, 2]) jobs.push(throttle.schedule(async () => {}, { key: `k${i}` }));
+      await Promise.all(jobs);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(throttle.stats()).toEqual({ queued: 0, running: 0, done: 4000, failed: 0, expired: 0 });
+      expect(timers() - before).toBeLessThan(10);
+    } finally {
+      await throttle.close();
+      await store.close();
+    }
   });
 });
