@@ -142,9 +142,12 @@ async function fleet(script, argsFor) {
   );
   for (const c of children) c.proc.stdin.end("go\n");
   // A process that has not finished after FLEET_TIMEOUT_MS is killed and reported as stuck.
-  const timer = setTimeout(() => {
-    for (const c of children) c.proc.kill("SIGKILL");
-  }, Number(process.env.FLEET_TIMEOUT_MS ?? 120_000));
+  const timer = setTimeout(
+    () => {
+      for (const c of children) c.proc.kill("SIGKILL");
+    },
+    Number(process.env.FLEET_TIMEOUT_MS ?? 120_000),
+  );
   const outputs = await Promise.all(children.map((c) => c.output));
   clearTimeout(timer);
   return outputs;

@@ -14,6 +14,8 @@ export interface FleetTicket {
   readonly priority: number;
   /** Units of the rate it takes. */
   readonly cost: number;
+  /** It keeps a place it had (sent again after a 429): ahead of the tickets of its priority without one. */
+  readonly front?: boolean;
 }
 
 /** A ticket the store granted: it may start now (or after `delayMs`, a leaky bucket's spacing). */

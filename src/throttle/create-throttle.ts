@@ -5,6 +5,7 @@
  */
 import { ConfigError } from "../core/errors.ts";
 import { hasFleetQueue } from "../core/fleet-queue.ts";
+import { shareOf } from "../core/share.ts";
 import type { Store } from "../core/store.ts";
 import { createLimiter, type LimiterOptions } from "../limiter.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
@@ -12,8 +13,8 @@ import { type JobOutcome, outcomeIterator, type ThrottleEvents } from "./events.
 import { FleetLink } from "./fleet-link.ts";
 import type { Task } from "./job.ts";
 import type { ThrottleStats } from "./ledger.ts";
-import { resolveThrottleOptions, type ScheduleOptions, type ThrottleOptions } from "./options.ts";
-import { ThrottleRunner } from "./runner.ts";
+import { type ResolvedOptions, resolveThrottleOptions, type ScheduleOptions, type ThrottleOptions } from "./options.ts";
+import { type FleetFallback, ThrottleRunner } from "./runner.ts";
 import { Upstream } from "./upstream.ts";
 import type { HeadersLike, ResponseLike, UpstreamHint } from "./upstream-headers.ts";
 
@@ -22,6 +23,21 @@ import type { HeadersLike, ResponseLike, UpstreamHint } from "./upstream-headers
  * runs every third of it): short, whatever `leaseMs`, since a dead head blocks its whole key.
  */
 const MAX_OWNER_TTL_MS = 10_000;
+
+/** This process's share of the limits, on a MemoryStore of its own (`onError: { instances }`). */
+function fallbackOf(opts: ResolvedOptions): FleetFallback | undefined {
+  if (opts.onError === "wait") return undefined;
+  const n = opts.onError.instances;
+  const o: LimiterOptions = { store: new MemoryStore() };
+  if (opts.clock !== undefined) o.clock = opts.clock;
+  return {
+    limiters: {
+      rate: opts.rateSpec === undefined ? undefined : createLimiter(shareOf(opts.rateSpec, n), o),
+      slots: undefined,
+    },
+    concurrency: opts.concurrency === undefined ? undefined : Math.max(1, Math.floor(opts.concurrency / n)),
+  };
+}
 
 /** A throttle: `schedule` work, and it runs when the limits allow. */
 export interface Throttle {
@@ -106,11 +122,14 @@ export function createThrottle(options: ThrottleOptions): Throttle {
       {
         waiting: (key) => runner.fleetWaiting(key),
         granted: (key, grant) => runner.fleetGranted(key, grant),
-        failed: (key, error) => runner.events.emit("error", { key, error }),
+        failed: (key, error) => {
+          runner.events.emit("error", { key, error });
+          runner.fleetFailed(key);
+        },
       },
       (error) => runner.events.emit("error", { key: "", error }),
     );
-    runner.useFleet(link);
+    runner.useFleet(link, fallbackOf(opts));
   }
   const upstream = new Upstream(runner, opts, store);
   const throttle: Throttle = {

@@ -17,6 +17,8 @@ export class KeyQueue<T extends QueueNode> {
   pumping = false;
   /** Something changed while a decision was in flight (a local release): decide again before sleeping. */
   dirty = false;
+  /** Served by the local fallback while the store is down (fleet queue): until the key is idle. */
+  local = false;
   /** Cancels the armed wake-up, if any. */
   cancelWake: (() => void) | undefined = undefined;
 
@@ -48,7 +50,10 @@ export class KeyQueues<T extends QueueNode> {
     if (kq === undefined) {
       kq = this.#spare.pop();
       if (kq === undefined) kq = new KeyQueue<T>(key);
-      else kq.key = key;
+      else {
+        kq.key = key;
+        kq.local = false;
+      }
       this.#keys.set(key, kq);
     }
     return kq;

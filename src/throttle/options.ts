@@ -51,6 +51,13 @@ export interface ThrottleOptions {
    * no wake-up's lag costs the fleet a slot. 0: grant only what fits now.
    */
   lookaheadMs?: number;
+  /**
+   * Fleet queue: what a key's jobs do while the store cannot be reached. `"wait"` (default):
+   * they keep waiting (until `maxWaitMs`), and none starts without a grant. `{ instances: n }`:
+   * they run on a local throttle enforcing this process's 1/n share of each limit (counts
+   * divided and rounded down, at least 1; rates divided), until the key is idle again.
+   */
+  onError?: "wait" | { instances: number };
 }
 
 /** Options of `throttle.schedule` (and `wrap`, `fetch`). */
@@ -86,6 +93,7 @@ export interface ResolvedOptions {
   fetch: typeof fetch | undefined;
   fleet: boolean;
   lookaheadMs: number;
+  onError: "wait" | { instances: number };
 }
 
 const KNOWN = [
@@ -103,6 +111,7 @@ const KNOWN = [
   "fetch",
   "fleet",
   "lookaheadMs",
+  "onError",
 ] as const;
 
 /** Default lease of a running job's slot (the concurrency spec's own default). */
@@ -111,6 +120,15 @@ export const DEFAULT_LEASE_MS = 60_000;
 export const DEFAULT_KEY = "default";
 /** Default priority: the middle of 0–9. */
 export const DEFAULT_PRIORITY = 5;
+
+function throttleOnError(value: unknown): "wait" | { instances: number } {
+  if (value === undefined || value === "wait") return "wait";
+  const instances = (value as { instances?: unknown } | null)?.instances;
+  if (typeof value === "object" && value !== null && Object.keys(value).length === 1) {
+    return { instances: positiveInteger("onError.instances", instances) };
+  }
+  throw new ConfigError("onError", `onError must be "wait" or { instances } (got ${describeValue(value)})`, value);
+}
 
 function fleetFlag(value: unknown): boolean {
   if (typeof value !== "boolean")
@@ -189,6 +207,7 @@ export function resolveThrottleOptions(options: unknown): ResolvedOptions {
     fetch: o.fetch,
     fleet: o.fleet === undefined ? true : fleetFlag(o.fleet),
     lookaheadMs: o.lookaheadMs === undefined ? 50 : positiveInteger("lookaheadMs", o.lookaheadMs, 0),
+    onError: throttleOnError(o.onError),
   };
 }
 

@@ -27,6 +27,12 @@ import { Ledger, type ThrottleStats } from "./ledger.ts";
 import { type ResolvedOptions, resolveJobOptions, type ScheduleOptions } from "./options.ts";
 import { isPromise, type Permit, type PermitLimiters, returnPermit, takePermit } from "./permit.ts";
 
+/** This process's share of the limits, run locally while the store is down. */
+export interface FleetFallback {
+  limiters: PermitLimiters;
+  concurrency: number | undefined;
+}
+
 /** Backoff after a store call that failed outright (the job keeps its place and waits). */
 const STORE_RETRY_MS = 250;
 
@@ -64,6 +70,10 @@ export class ThrottleRunner {
   /** Waiting jobs by ticket id (fleet mode), and each job's ticket. */
   readonly #tickets = new Map<string, Job>();
   readonly #ticketOf = new WeakMap<Job, string>();
+  /** Jobs that keep a place they had (sent again after a 429): resent with it. */
+  readonly #front = new WeakSet<Job>();
+  /** The local limits a key runs on while its store calls fail (`onError: { instances }`). */
+  #fallback: FleetFallback | undefined;
   /** Tickets being cancelled: a grant that crossed the cancel goes back. */
   readonly #dropped = new Set<string>();
   #nextTicket = 0;
@@ -80,9 +90,40 @@ export class ThrottleRunner {
     });
   }
 
-  /** Serves every job through the store's fleet queue (set once, before the first job). */
-  useFleet(link: FleetLink): void {
+  /**
+   * Serves every job through the store's fleet queue (set once, before the first job); with a
+   * fallback, a key whose store call fails runs on it until the key is idle again.
+   */
+  useFleet(link: FleetLink, fallback?: FleetFallback): void {
     this.#fleet = link;
+    this.#fallback = fallback;
+  }
+
+  /** The limiters that decide `kq`'s permits: the fallback's while it runs locally. */
+  #limitersOf(kq: KeyQueue<Job>): PermitLimiters {
+    return kq.local && this.#fallback !== undefined ? this.#fallback.limiters : this.#limiters;
+  }
+
+  /**
+   * A fleet call for `key` failed (the store is down). With a fallback, the key's waiting jobs
+   * leave the fleet's queue (best effort: a grant that still comes goes back) and run on this
+   * process's share of the limits until the key is idle; without one they keep waiting.
+   */
+  fleetFailed(key: string): void {
+    const kq = this.#keys.find(key);
+    if (this.#fallback === undefined || kq === undefined || kq.local) return;
+    kq.local = true;
+    for (const job of kq.queue) {
+      const ticket = this.#ticketOf.get(job);
+      if (ticket === undefined || !this.#tickets.delete(ticket)) continue;
+      this.#ticketOf.delete(job);
+      this.#dropped.add(ticket);
+      (this.#fleet as FleetLink)
+        .cancel(key, ticket)
+        .then(() => this.#dropped.delete(ticket))
+        .catch(() => {});
+    }
+    this.#pump(kq);
   }
 
   /** The tickets of `key` still waiting in this process (fleet mode). */
@@ -92,7 +133,7 @@ export class ThrottleRunner {
     const out: FleetTicket[] = [];
     for (const job of kq.queue) {
       const id = this.#ticketOf.get(job);
-      if (id !== undefined) out.push({ id, priority: job.priority, cost: job.cost });
+      if (id !== undefined) out.push({ id, priority: job.priority, cost: job.cost, front: this.#front.has(job) });
     }
     return out;
   }
@@ -206,11 +247,12 @@ export class ThrottleRunner {
     if (this.events.has("queued")) {
       this.events.emit("queued", { key: job.key, priority: job.priority, cost: job.cost });
     }
-    if (this.#fleet !== undefined) {
+    if (this.#fleet !== undefined && !kq.local) {
       const id = String(this.#nextTicket++);
       this.#tickets.set(id, job);
       this.#ticketOf.set(job, id);
-      this.#fleet.submit(kq.key, { id, priority: job.priority, cost: job.cost });
+      if (keepPlace) this.#front.add(job);
+      this.#fleet.submit(kq.key, { id, priority: job.priority, cost: job.cost, front: keepPlace });
     } else if (kq.queue.peek() === job) this.#wakeNow(kq);
     const { maxWaitMs } = job.options;
     if (!job.queued || maxWaitMs === Number.POSITIVE_INFINITY) return;
@@ -221,8 +263,9 @@ export class ThrottleRunner {
 
   /** Decides permits for `kq`'s queue head until one is refused or the queue is empty. */
   #pump(kq: KeyQueue<Job>): void {
-    // A fleet queue decides in the store: grants arrive through fleetGranted.
-    if (this.#fleet !== undefined) return;
+    // A fleet queue decides in the store: grants arrive through fleetGranted (unless the key
+    // runs on the local fallback while the store is down).
+    if (this.#fleet !== undefined && !kq.local) return;
     if (kq.pumping) {
       kq.dirty = true;
       return;
@@ -241,7 +284,8 @@ export class ThrottleRunner {
       const job = kq.queue.peek();
       if (job === undefined || this.#closedHard()) break;
       // A slot this process holds can only come back through a local release, which pumps again.
-      if (this.#opts.concurrency !== undefined && kq.running >= this.#opts.concurrency) break;
+      const concurrency = kq.local ? this.#fallback?.concurrency : this.#opts.concurrency;
+      if (concurrency !== undefined && kq.running >= concurrency) break;
       const now = this.#clock.now();
       const pausedUntil = this.#pauses.until(kq.key, now);
       if (pausedUntil > 0) {
@@ -251,7 +295,7 @@ export class ThrottleRunner {
       job.deciding = true;
       let permit: Permit | Promise<Permit>;
       try {
-        permit = takePermit(this.#limiters, kq.key, job.cost);
+        permit = takePermit(this.#limitersOf(kq), kq.key, job.cost);
       } catch (error) {
         this.#storeFailed(kq, job, error);
         break;
@@ -324,7 +368,7 @@ export class ThrottleRunner {
 
   /** Decides again now: a slot came back, a new head arrived, or the head went away. */
   #wakeNow(kq: KeyQueue<Job>): void {
-    if (this.#fleet !== undefined) return;
+    if (this.#fleet !== undefined && !kq.local) return;
     if (kq.pumping) {
       kq.dirty = true;
       return;
@@ -340,7 +384,7 @@ export class ThrottleRunner {
     this.#ledger.releasing++;
     // What is being given back is still held in the store: count it as running here until then.
     kq.running++;
-    returnPermit(this.#limiters, kq.key, job.cost, permit)
+    returnPermit(this.#limitersOf(kq), kq.key, job.cost, permit)
       .catch((error: unknown) => this.events.emit("error", { key: kq.key, error }))
       .finally(() => {
         this.#ledger.releasing--;
@@ -457,7 +501,7 @@ export class ThrottleRunner {
 
   /** Takes a waiting job out of its queue and rejects it. */
   #drop(kq: KeyQueue<Job>, job: Job, error: unknown, status: OutcomeStatus): void {
-    const wasHead = kq.queue.peek() === job && this.#fleet === undefined;
+    const wasHead = kq.queue.peek() === job && (this.#fleet === undefined || kq.local);
     if (!kq.queue.remove(job)) return;
     const ticket = this.#ticketOf.get(job);
     if (ticket !== undefined && this.#tickets.delete(ticket)) {

@@ -35,7 +35,7 @@ afterAll(async () => {
 
 async function owners(
   n: number,
-  config: { rate?: object[]; concurrency?: number; ownerTtlMs?: number },
+  config: { rate?: object[]; concurrency?: number; ownerTtlMs?: number; leaseMs?: number },
 ): Promise<Array<{ q: FleetQueue; heard: Heard }>> {
   const prefix = uniquePrefix("fleet-queue");
   const out: Array<{ q: FleetQueue; heard: Heard }> = [];
@@ -50,7 +50,7 @@ async function owners(
           ? undefined
           : {
               id: "name:throttle:t:concurrency",
-              spec: { algorithm: "concurrency", limit: config.concurrency, leaseMs: 10_000 } as never,
+              spec: { algorithm: "concurrency", limit: config.concurrency, leaseMs: config.leaseMs ?? 10_000 } as never,
             },
       ownerTtlMs: config.ownerTtlMs ?? 10_000,
       listener: heard,
@@ -92,6 +92,19 @@ describe.skipIf(redis === undefined)("Redis fleet queue", () => {
     expect(a.heard.grants.map((g) => g.id)).toEqual(["a1", "a3", "a2"]);
   });
 
+  it("a ticket that keeps its place (sent again after a 429) goes ahead of its priority, not of a higher one", async () => {
+    const [a] = await owners(1, { concurrency: 1 });
+    if (a === undefined) throw new Error("owners");
+    await a.q.enqueue("k", [{ id: "run", priority: 5, cost: 1 }]);
+    await a.q.enqueue("k", [
+      { id: "p5", priority: 5, cost: 1 },
+      { id: "p4", priority: 4, cost: 1 },
+    ]);
+    await a.q.enqueue("k", [{ id: "again", priority: 5, cost: 1, front: true }]);
+    for (const id of ["run", "p4", "again"]) await a.q.release("k", id, false);
+    expect(a.heard.grants.map((g) => g.id)).toEqual(["run", "p4", "again", "p5"]);
+  });
+
   it("a rate-blocked head: only its owner is told when to call again, and that call grants what fits", async () => {
     const [a, b] = await owners(2, { rate: [{ algorithm: "fixed-window", limit: 2, windowMs: 500 }] });
     if (a === undefined || b === undefined) throw new Error("owners");
@@ -113,6 +126,25 @@ describe.skipIf(redis === undefined)("Redis fleet queue", () => {
       await b.q.pump("k");
       await until(() => b.heard.grants.length === 2);
     }
+  });
+
+  it("a renewed lease keeps its slot past leaseMs; one no longer renewed frees it for the head", async () => {
+    const [a, b] = await owners(2, { concurrency: 1, leaseMs: 1000 });
+    if (a === undefined || b === undefined) throw new Error("owners");
+    await a.q.enqueue("k", [{ id: "a1", priority: 5, cost: 1 }]);
+    await b.q.enqueue("k", [{ id: "b1", priority: 5, cost: 1 }]);
+    // Renewed every 200 ms (a timer late by up to 800 ms on a loaded machine still renews in time).
+    for (let i = 0; i < 8; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      expect(await a.q.renew("k", "a1")).toBe(true);
+    }
+    // At least 1600 ms held by renewals: b1 still waits (its owner's heartbeat grants nothing).
+    await b.q.heartbeat("k");
+    expect(b.heard.grants).toEqual([]);
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(await a.q.renew("k", "a1")).toBe(false); // expired: no longer held
+    await b.q.heartbeat("k");
+    await until(() => b.heard.grants.length === 1);
   });
 
   it("a dead owner's tickets leave the queue; cancel gives a grant back; a forgotten owner hears so", async () => {

@@ -177,7 +177,7 @@ export class RedisFleetQueue implements FleetQueue {
 
   async enqueue(key: string, tickets: readonly FleetTicket[]): Promise<void> {
     const args: string[] = [];
-    for (const t of tickets) args.push(this.#full(t.id), String(t.priority), String(t.cost));
+    for (const t of tickets) args.push(this.#full(t.id), `${t.priority}${t.front === true ? "f" : ""}`, String(t.cost));
     await this.#call(key, "e", args);
   }
 

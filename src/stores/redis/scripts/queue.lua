@@ -13,7 +13,7 @@
 -- ARGV (after the guard's deadline): 1 expiry grace, 2 op, 3 the owners' channel prefix,
 -- 4 the calling owner, 5 an owner's time to live (ms), 6 the rate rule's descriptor ('' none),
 -- 7 the concurrency rule's ('' none), 8 the user key, 9 the lookahead (ms), then the op's arguments:
---   'e' enqueue: id priority cost, repeated      'c' cancel: id
+--   'e' enqueue: id priority(+'f') cost, repeated   'c' cancel: id
 --   'r' release: id refund('1'/'0')              'n' renew: id
 --   'h' heartbeat (the owner is alive)           'p' pump
 -- Every op then grants what now fits, head first: grants to the caller come back in the reply,
@@ -91,21 +91,26 @@ local function pump()
     else
       cost = tonumber(cost)
       local ok, wait, delay = true, 0, 0
-      if RC then ok, wait = decide(RC, KC, 1, PEEK, nil) end
-      if not ok then return wait, owner end
+      -- A grant ahead holds its slot from now: only while at least half the slots stay free.
+      local ahead = lookahead
+      if RC then
+        ok, wait = decide(RC, KC, 1, PEEK, nil)
+        if FIG[2] < ceil(RC.first.limit / 2) then ahead = 0 end
+      end
+      if not ok then return wait, owner, 0 end
       local rateAt, leaseAt = '-', '-'
       local at = now
       if RR then
         at = cursor
         ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
-        if not ok and wait <= lookahead then
+        if not ok and wait <= ahead then
           -- Due within the lookahead: the units are taken at the due instant itself (the
           -- rule decides at that instant, as it would then) and the job starts then (delayMs),
           -- so no round trip or timer lag of the wake-up costs the fleet a slot.
           at = now + ceil(wait)
           ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
         end
-        if not ok then return wait, owner end
+        if not ok then return wait, owner, ahead end
         delay = (delay or 0) + (at - now)
         rateAt = fmt('%d', at)
         if at > cursor then
@@ -172,7 +177,15 @@ if op == 'e' then
       local _, leaseAt, rateAt = match(g, '^(%S+) (%S+) (%S+)')
       mine[#mine + 1] = id .. ',' .. leaseAt .. ',0,' .. rateAt
     elseif call('HEXISTS', KH, 't:' .. id) == 0 then
-      call('ZADD', KQ, tonumber(ARGV[i + 1]) * 1099511627776 + first, id)
+      -- A priority ending in 'f' keeps a place it had (a request sent again after a 429): ahead
+      -- of every ticket of its priority that arrived without one, in arrival order among those.
+      local p = ARGV[i + 1]
+      local score = first
+      if sub(p, -1) == 'f' then
+        p = sub(p, 1, -2)
+        score = first - 549755813888
+      end
+      call('ZADD', KQ, tonumber(p) * 1099511627776 + score, id)
       call('HSET', KH, 't:' .. id, ARGV[i + 2] .. ' ' .. me)
     end
   end
@@ -209,14 +222,14 @@ elseif op == 'h' then
   if not touch() then status = '0' end
 end
 
-local wait, headOwner = pump()
+local wait, headOwner, headAhead = pump()
 for owner, list in pairs(others) do
   call('PUBLISH', channel .. owner, cjson.encode({ k = userKey, g = table.concat(list, ';') }))
 end
 local waitText = ''
 if wait and wait < INF then
   -- Wake when the head comes within the lookahead: that call grants it (and what follows).
-  local w = ceil(wait - lookahead)
+  local w = ceil(wait - headAhead)
   if w < 1 then w = 1 end
   if headOwner == me then
     waitText = fmt('%d', w)
