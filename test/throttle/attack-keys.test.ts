@@ -1,0 +1,54 @@
+// Attack on the fleet queue (issue 32): keys with odd characters. A key cut through a surrogate
+// pair (e.g. `name.slice(0, 8)` of a name with an emoji) is a valid JS string: a job of that key
+// waiting in one process must start when another process's job of the key ends.
+import { afterAll, describe, expect, it } from "vitest";
+import { createThrottle, systemClock } from "../../src/index.ts";
+import { RedisStore } from "../../src/stores/redis/redis-store.ts";
+import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
+
+const redis = await standaloneRedis("throttle fleet queue: attack, keys");
+
+describe.skipIf(redis === undefined)("fleet queue attack: keys with odd characters", () => {
+  const prefix = uniquePrefix("attack-keys");
+  const opened: RedisStore[] = [];
+  afterAll(async () => {
+    for (const s of opened) await s.close();
+  });
+
+  async function owner() {
+    const store = await RedisStore.connect({ url: redis?.url ?? "", prefix, timeoutMs: 2000 });
+    opened.push(store);
+    return createThrottle({ name: "keys", store, clock: systemClock, concurrency: 1 });
+  }
+
+  async function handOff(key: string): Promise<string> {
+    const [a, b] = [await owner(), await owner()];
+    let release!: () => void;
+    const held = a.schedule(() => new Promise<void>((r) => (release = r)), { key });
+    await new Promise((r) => setTimeout(r, 100));
+    const waiting = b.schedule(async () => "b ran", { key, maxWaitMs: 5000 });
+    await new Promise((r) => setTimeout(r, 100));
+    release();
+    await held;
+    try {
+      return await waiting.catch((e: Error) => e.name);
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  }
+
+  it("a hash tag, an emoji, a NUL and a 20,000-character key hand off across processes", {
+    timeout: 30_000,
+  }, async () => {
+    for (const key of ["{tag}x", "😀{x}", "a\u0000b", "k".repeat(20_000)]) expect(await handOff(key)).toBe("b ran");
+  });
+
+  // Cause: the grant PUBLISHed to the other process carries the key as Redis holds it (UTF-8, the
+  // lone surrogate replaced by U+FFFD) in queue.lua's message { k = userKey }; fleet-queue.ts hands
+  // it to the runner, which finds no such key (runner.ts fleetGranted) and drops the grant: the job
+  // waits until maxWaitMs (forever without it) while its lease is held.
+  it.fails("a key cut through a surrogate pair hands off across processes", { timeout: 30_000 }, async () => {
+    expect(await handOff("user-\uD83D")).toBe("b ran");
+  });
+});
