@@ -3,9 +3,9 @@
 // Redis, as sluice's RedisStore does with the same client: the same keys, the same requests,
 // compared on `success`/`allowed`, which request is refused, `remaining` and the reset instant
 // (the peer's `reset` is a Unix time in ms; sluice's `resetMs` is a duration from now).
-// @upstash/ratelimit is not a devDependency: UPSTASH_RATELIMIT_DIR names a node_modules holding
-// it (`npm i @upstash/ratelimit` in a scratch directory); without it this suite is skipped, and
-// says so. docs/migrate/upstash-ratelimit.md states how it was run and what it found.
+// @upstash/ratelimit is a devDependency (pinned); UPSTASH_RATELIMIT_DIR may name another
+// node_modules holding it, to check another version; the suite fails when it is missing.
+// docs/migrate/upstash-ratelimit.md states what it found.
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -34,12 +34,12 @@ interface Peer {
   };
 }
 
-const dir = process.env.UPSTASH_RATELIMIT_DIR;
+const dir = process.env.UPSTASH_RATELIMIT_DIR ?? join(process.cwd(), "node_modules");
 const entry = dir === undefined ? undefined : join(dir, "@upstash", "ratelimit", "dist", "index.mjs");
 const peer: Peer | undefined =
   entry !== undefined && existsSync(entry) ? ((await import(pathToFileURL(entry).href)) as Peer) : undefined;
-if (peer === undefined)
-  console.log("upstash-ratelimit side by side skipped: set UPSTASH_RATELIMIT_DIR (see the header)");
+// A devDependency: its absence is a broken install, not a reason to skip.
+if (peer === undefined) throw new Error(`@upstash/ratelimit not found at ${entry} (npm ci installs it)`);
 
 const redis: SharedRedis | undefined = peer === undefined ? undefined : await findRedis();
 if (peer !== undefined && redis === undefined) noRedis("the @upstash/ratelimit side by side");
