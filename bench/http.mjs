@@ -414,7 +414,7 @@ async function main() {
           .map((s) => [`step ${s}`, s]),
       ]) {
         if (!variants.includes(v)) continue;
-        console.log(`  ${name.padEnd(34)} ${c(v).padStart(9)} ${pct(median(ratios[v])).padStart(7)} (${quartiles(v)})`);
+        console.log(`  ${name.padEnd(38)} ${c(v).padStart(9)} ${pct(median(ratios[v])).padStart(7)} (${quartiles(v)})`);
       }
     } finally {
       for (const server of servers) {
