@@ -402,7 +402,7 @@ export function bindLimiter(
       if (cost === undefined) cost = 1;
       else if (cost !== 1) checkCost(cost);
       const now = clock === undefined ? systemClock.now() : read(clock);
-      return stamp(decide(boundKey(key), cost, now, op, at) as Decision, now);
+      return stampAt(decide(boundKey(key), cost, now, op, at) as Decision, now);
     };
     tryLease = (key, cost) =>
       holdLease(
