@@ -130,7 +130,7 @@ export class EnvoyConfigBuilder {
           ? level.keyOnly.get(key)
           : wildcard === undefined
             ? level.exact.get(id)
-            : level.wildcards.find((n) => n.key === key && n.value === value);
+            : level.wildcards.find(key, value);
       if (duplicate !== undefined) {
         fail("descriptors", `duplicate descriptor ${path} (first defined in ${duplicate.file})`, path);
       }
@@ -151,7 +151,7 @@ export class EnvoyConfigBuilder {
       };
       if (value === undefined) level.keyOnly.set(key, node);
       else if (wildcard === undefined) level.exact.set(id, node);
-      else level.wildcards.push(node);
+      else level.wildcards.add(node);
       this.#descriptors(d.descriptors, node.children, domain, segments, file, fail);
     }
   }
