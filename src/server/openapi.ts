@@ -206,9 +206,15 @@ export const OPENAPI = {
                         type: "object",
                         properties: {
                           domain: { type: "string" },
+                          descriptorCount: { type: "integer" },
                           descriptors: { type: "array", items: { type: "object" } },
                         },
                       },
+                    },
+                    reloading: {
+                      description:
+                        "A reload in progress (its phase, and the descriptors or rules done so far), or null.",
+                      type: ["object", "null"],
                     },
                   },
                 },
