@@ -4,7 +4,11 @@ import type { Writable } from "node:stream";
 import { parseBytes, parseDuration } from "../config/units.ts";
 import { parseTrust, type TrustProxy } from "../http/client-key.ts";
 import { CLIENT_HEADERS, type ClientHeader } from "../server/client-address.ts";
-import { DEFAULT_MAX_CALLS, DEFAULT_MAX_CALLS_PER_CONNECTION } from "../server/envoy/call-bounds.ts";
+import {
+  DEFAULT_MAX_CALLS,
+  DEFAULT_MAX_CALLS_PER_CONNECTION,
+  DEFAULT_MAX_CONNECTIONS,
+} from "../server/envoy/call-bounds.ts";
 import type { GrpcTls } from "../server/envoy/grpc-server.ts";
 import { DEFAULT_MAX_KEY_LENGTH } from "../server/key-length.ts";
 import { startServer } from "../server/server.ts";
@@ -42,6 +46,11 @@ Options:
                          most gRPC calls open at once on one connection (default 100)
   --grpc-max-buffered S  most request bytes held at once over all gRPC calls still
                          arriving, e.g. 32mb (default 32mb)
+  --grpc-idle-timeout D  close a gRPC connection with no call open for this long (default
+                         5m; HTTP/2 PINGs do not keep it open)
+  --grpc-max-connections N
+                         most gRPC connections open at once (default 1000); more are
+                         closed on arrival
   --envoy-response-headers
                          send RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset in
                          response_headers_to_add (as envoyproxy/ratelimit's
@@ -174,6 +183,8 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     "grpc-max-calls": { type: "string" },
     "grpc-max-calls-per-connection": { type: "string" },
     "grpc-max-buffered": { type: "string" },
+    "grpc-idle-timeout": { type: "string" },
+    "grpc-max-connections": { type: "string" },
     "envoy-response-headers": { type: "boolean" },
   });
   if (parsed.values.help) {
@@ -242,11 +253,17 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   const maxBufferedBytes = parseBytes(bufferedText);
   if (maxBufferedBytes === undefined || maxBufferedBytes < 1)
     throw new UsageError(`--grpc-max-buffered must be a size like 32mb (got ${JSON.stringify(bufferedText)})`);
+  const idleText = str(parsed, "grpc-idle-timeout") ?? "5m";
+  const idleTimeoutMs = parseDuration(idleText);
+  if (idleTimeoutMs === undefined || idleTimeoutMs < 1)
+    throw new UsageError(`--grpc-idle-timeout must be a duration like 5m (got ${JSON.stringify(idleText)})`);
   const grpcBounds = {
     callTimeoutMs,
     maxCalls: num(parsed, "grpc-max-calls", DEFAULT_MAX_CALLS),
     maxCallsPerConnection: num(parsed, "grpc-max-calls-per-connection", DEFAULT_MAX_CALLS_PER_CONNECTION),
     maxBufferedBytes,
+    idleTimeoutMs,
+    maxConnections: num(parsed, "grpc-max-connections", DEFAULT_MAX_CONNECTIONS),
   };
   const token = str(parsed, "token") ?? (process.env.SLUICE_TOKEN || undefined);
   const log = (line: string) => io.stderr.write(`sluice: ${line}\n`);
