@@ -11,7 +11,7 @@ import {
 } from "../server/envoy/call-bounds.ts";
 import type { GrpcTls } from "../server/envoy/grpc-server.ts";
 import { DEFAULT_MAX_KEY_LENGTH } from "../server/key-length.ts";
-import { startServer } from "../server/server.ts";
+import { DEFAULT_MAX_CONNECTIONS as DEFAULT_MAX_HTTP_CONNECTIONS, startServer } from "../server/server.ts";
 import { DEFAULT_POLICY, FIXED_POLICIES, isFixedPolicy } from "../stores/remote/failure-policy.ts";
 import { DEFAULT_TIMEOUT_MS } from "../stores/remote/with-timeout.ts";
 import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
@@ -84,6 +84,8 @@ Options:
                          the API (default: none, no CORS headers)
   --no-watch             reload only on SIGHUP, not on file change
   --shutdown-timeout D   longest a graceful close waits for in-flight requests (default 10s)
+  --max-connections N    most HTTP connections open at once (default 10000); more are closed
+                         on arrival
   -h, --help             this help
 
 Example:
@@ -168,6 +170,7 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     "max-batch": { type: "string" },
     "no-watch": { type: "boolean" },
     "shutdown-timeout": { type: "string" },
+    "max-connections": { type: "string" },
     "max-key-length": { type: "string" },
     "max-config-bytes": { type: "string" },
     "trust-proxy": { type: "string" },
@@ -291,6 +294,7 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     corsOrigins,
     watch: parsed.values["no-watch"] !== true,
     shutdownTimeoutMs,
+    maxConnections: num(parsed, "max-connections", DEFAULT_MAX_HTTP_CONNECTIONS),
     log,
     ...(str(parsed, "redis") === undefined ? {} : { redis: str(parsed, "redis") as string }),
     cluster: parsed.values.cluster === true,

@@ -64,11 +64,23 @@ export interface ServeOptions extends StoreOptions {
   watch: boolean;
   /** Longest a graceful close waits for in-flight requests before cutting connections (ms). */
   shutdownTimeoutMs: number;
+  /** Most HTTP connections open at once; more are closed on arrival (default {@link DEFAULT_MAX_CONNECTIONS}). */
+  maxConnections?: number;
   log: (line: string) => void;
 }
 
 /** How often slow requests are looked for: a slow body is closed at most this long after `requestTimeout`. */
 const SLOW_CHECK_MS = 1000;
+
+/** Default most HTTP connections open at once (`--max-connections`). */
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
+
+/**
+ * Longest a connection may be silent, request or not: a socket that never sends a byte is closed
+ * too. Under headersTimeout (10 s) on purpose: Node's check of that bound, on a socket that sent
+ * nothing, restarts the socket's own timer, so a longer one never fired (measured on Node 20).
+ */
+const SOCKET_IDLE_MS = 9_000;
 
 /** How long idle keep-alive sockets stay open after SIGTERM, so requests already on the wire are answered. */
 const IDLE_GRACE_MS = 1000;
@@ -188,6 +200,11 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   // A slow client may not hold a socket for Node's default 5 minutes: checks are tiny.
   server.headersTimeout = 10_000;
   server.requestTimeout = 15_000;
+  // headersTimeout counts from a request's first byte: a connection that never sends one lived
+  // forever. Silent past SOCKET_IDLE_MS, any socket is closed (Node destroys it: no 'timeout'
+  // listener); keep-alive sockets close sooner, at keepAliveTimeout.
+  server.timeout = SOCKET_IDLE_MS;
+  server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
