@@ -20,9 +20,9 @@ import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
 export const SERVE_HELP = `Usage: sluice serve --config FILE [options]
        sluice serve --grpc-port N --envoy-config PATH [options]
 
-Runs the rate-limit service: POST /v1/check, /v1/peek, /v1/reset, GET /v1/forward-auth (for
-reverse proxies), GET /v1/rules, /healthz, /metrics, /openapi.json, and a status page at
-GET /. The rules file is reloaded when it changes and on SIGHUP; an invalid file is refused
+Runs the rate-limit service: POST /v1/check, /v1/peek, /v1/reset, /v1/refund, /v1/release
+and /v1/renew (leases of concurrency rules), GET /v1/forward-auth (for reverse proxies),
+GET /v1/rules, /healthz, /metrics, /openapi.json, and a status page at GET /. The rules file is reloaded when it changes and on SIGHUP; an invalid file is refused
 and the last good rules stay. SIGTERM / SIGINT close gracefully.
 
 Options:
