@@ -12,6 +12,7 @@ import {
 import type { GrpcTls } from "../server/envoy/grpc-server.ts";
 import { DEFAULT_MAX_KEY_LENGTH } from "../server/key-length.ts";
 import { DEFAULT_MAX_CONNECTIONS as DEFAULT_MAX_HTTP_CONNECTIONS, startServer } from "../server/server.ts";
+import type { ServeShedOptions } from "../server/shed.ts";
 import { DEFAULT_POLICY, FIXED_POLICIES, isFixedPolicy } from "../stores/remote/failure-policy.ts";
 import { DEFAULT_TIMEOUT_MS } from "../stores/remote/with-timeout.ts";
 import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
@@ -86,6 +87,13 @@ Options:
   --shutdown-timeout D   longest a graceful close waits for in-flight requests (default 10s)
   --max-connections N    most HTTP connections open at once (default 10000); more are closed
                          on arrival
+  --shed-limit N|adaptive
+                         shed load past N calls in flight over both doors (or a limit that
+                         follows measured latency): least critical first (status page, then
+                         decisions; /metrics keeps a reserve, health probes are never shed),
+                         answered 503 + Retry-After (gRPC: UNAVAILABLE)
+  --shed-max-delay D     shed, least critical first, while the event loop's mean delay
+                         passes D, e.g. 100ms
   -h, --help             this help
 
 Example:
@@ -171,6 +179,8 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     "no-watch": { type: "boolean" },
     "shutdown-timeout": { type: "string" },
     "max-connections": { type: "string" },
+    "shed-limit": { type: "string" },
+    "shed-max-delay": { type: "string" },
     "max-key-length": { type: "string" },
     "max-config-bytes": { type: "string" },
     "trust-proxy": { type: "string" },
@@ -268,6 +278,7 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     idleTimeoutMs,
     maxConnections: num(parsed, "grpc-max-connections", DEFAULT_MAX_CONNECTIONS),
   };
+  const shed = parseShed(str(parsed, "shed-limit"), str(parsed, "shed-max-delay"));
   const token = str(parsed, "token") ?? (process.env.SLUICE_TOKEN || undefined);
   const log = (line: string) => io.stderr.write(`sluice: ${line}\n`);
 
@@ -295,6 +306,7 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     watch: parsed.values["no-watch"] !== true,
     shutdownTimeoutMs,
     maxConnections: num(parsed, "max-connections", DEFAULT_MAX_HTTP_CONNECTIONS),
+    ...(shed === undefined ? {} : { shed }),
     log,
     ...(str(parsed, "redis") === undefined ? {} : { redis: str(parsed, "redis") as string }),
     cluster: parsed.values.cluster === true,
@@ -357,4 +369,23 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   );
 
   return exit;
+}
+
+/** `--shed-limit` and `--shed-max-delay`, checked; undefined when neither is given. */
+function parseShed(limitText: string | undefined, delayText: string | undefined): ServeShedOptions | undefined {
+  if (limitText === undefined && delayText === undefined) return undefined;
+  const shed: ServeShedOptions = {};
+  if (limitText !== undefined) {
+    const limit = limitText === "adaptive" ? "adaptive" : Number(limitText);
+    if (limit !== "adaptive" && (!Number.isSafeInteger(limit) || limit < 1))
+      throw new UsageError(`--shed-limit must be a positive integer or "adaptive" (got ${JSON.stringify(limitText)})`);
+    shed.limit = limit;
+  }
+  if (delayText !== undefined) {
+    const ms = parseDuration(delayText);
+    if (ms === undefined || !(ms > 0))
+      throw new UsageError(`--shed-max-delay must be a duration like 100ms (got ${JSON.stringify(delayText)})`);
+    shed.maxEventLoopDelayMs = ms;
+  }
+  return shed;
 }

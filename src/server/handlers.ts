@@ -98,7 +98,8 @@ export function handleMetrics(_req: IncomingMessage, res: ServerResponse, ctx: S
     });
   }
   const envoy = ctx.envoy?.state.metrics.render() ?? "";
-  sendText(res, 200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(gauges) + envoy);
+  const shed = ctx.shed?.prometheus() ?? "";
+  sendText(res, 200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(gauges) + envoy + shed);
 }
 
 /**

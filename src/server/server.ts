@@ -19,6 +19,7 @@ import { Metrics } from "./metrics.ts";
 import { Reloader } from "./reload.ts";
 import { route, routeOf } from "./router.ts";
 import { applyConfig } from "./rules-state.ts";
+import { type ServeShedOptions, ServiceShedder } from "./shed.ts";
 import { openStore, type StoreOptions } from "./store.ts";
 
 /** Options of {@link startServer}. */
@@ -66,6 +67,8 @@ export interface ServeOptions extends StoreOptions {
   shutdownTimeoutMs: number;
   /** Most HTTP connections open at once; more are closed on arrival (default {@link DEFAULT_MAX_CONNECTIONS}). */
   maxConnections?: number;
+  /** The service's own load shedding over both doors (`--shed-limit`, `--shed-max-delay`); default none. */
+  shed?: ServeShedOptions;
   log: (line: string) => void;
 }
 
@@ -107,6 +110,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const clock = options.clock === undefined ? {} : { clock: options.clock };
   const service = new RateLimiterService({ store: store.store, ...clock });
   const metrics = new Metrics();
+  const shed =
+    options.shed === undefined || (options.shed.limit === undefined && options.shed.maxEventLoopDelayMs === undefined)
+      ? undefined
+      : new ServiceShedder(options.shed);
   const context: ServerContext = {
     service,
     store,
@@ -121,6 +128,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     token: options.token,
     rules: new Map(),
     envoy: undefined,
+    shed,
   };
   const apply = (config: Parameters<typeof applyConfig>[1]) => {
     const result = applyConfig(service, config);
@@ -152,6 +160,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           maxMessageBytes: options.maxGrpcMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
           bounds: { ...DEFAULT_CALL_BOUNDS, ...options.grpcBounds },
           responseHeaders: options.envoyResponseHeaders === true,
+          shed,
         },
         ...(options.maxOverrideRules === undefined ? {} : { maxOverrideRules: options.maxOverrideRules }),
         maxConfigBytes,
@@ -162,6 +171,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         },
       });
     } catch (error) {
+      shed?.close();
       await store.close();
       throw error;
     }
@@ -194,6 +204,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       metrics.request(r, res.statusCode);
       if (r === "/v1/check") metrics.latency((performance.now() - started) / 1000);
     });
+    if (shed !== undefined && !shed.admitHttp(routeOf(req), res)) return;
     void route(req, res, context, options.log);
   });
   server.keepAliveTimeout = 5000;
@@ -215,6 +226,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     });
   } catch (error) {
     // The gRPC listener and the store are already up: release them so the process can exit.
+    shed?.close();
     await envoy?.close(0);
     await store.close();
     throw error;
@@ -242,6 +254,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       clearTimeout(grace);
       clearTimeout(force);
       await grpcClosed;
+      shed?.close();
       await store.close();
       return served;
     })();
