@@ -195,15 +195,17 @@ export class EnvoyService {
 }
 
 /**
- * Makes the service's `envoy:` rules those of `config` (state that still fits is kept), and
- * `config` the one answering: in slices of rules, the new rules first, then the switch to
- * `config`, then the old rules removed (a call between slices finds every rule its config names).
+ * Makes the service's `envoy:` rules fit `config`, and `config` the one answering: rules are
+ * registered on first use (decide.ts), so only the rules in use are looked at; each is updated
+ * to its descriptor's new spec (state that still fits is kept) or removed when `config` no longer
+ * has it. In slices of rules: updates first, then the switch to `config`, then removals.
  */
 async function applyRules(state: EnvoyState, config: EnvoyConfig, progress?: SliceProgress): Promise<void> {
   const rules: RuleDefinition[] = [];
   for (const node of limitedNodes(config)) {
     const spec = node.limit?.spec;
-    if (spec !== undefined) rules.push({ name: node.limit?.rule as string, spec, tiers: {} });
+    const name = node.limit?.rule as string;
+    if (spec !== undefined && state.service.hasRule(name)) rules.push({ name, spec, tiers: {} });
   }
   for (const info of state.service.rules()) {
     // Overrides are added on first use; keep them (and their counts) across reloads.
