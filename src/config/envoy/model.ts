@@ -83,6 +83,12 @@ export function emptyLevel(): EnvoyLevel {
   return { exact: new Map(), wildcards: new WildcardIndex(), keyOnly: new Map() };
 }
 
+/**
+ * The children of every leaf descriptor: one shared empty level (a level of its own per leaf,
+ * three empty tables, was about a fifth of a large config's memory). Never added to.
+ */
+export const LEAF_LEVEL: EnvoyLevel = Object.freeze(emptyLevel());
+
 /** Whether a level holds no descriptor. */
 export function isEmptyLevel(level: EnvoyLevel): boolean {
   return level.exact.size === 0 && level.wildcards.size === 0 && level.keyOnly.size === 0;

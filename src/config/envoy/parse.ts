@@ -15,6 +15,7 @@ import {
   type EnvoyRateLimit,
   type EnvoyUnit,
   emptyLevel,
+  LEAF_LEVEL,
   UNIT_MS,
 } from "./model.ts";
 
@@ -155,7 +156,8 @@ export class EnvoyConfigBuilder {
         shadowMode: flag("shadow_mode"),
         detailedMetric: flag("detailed_metric") || flag("value_to_metric"),
         shareThreshold: flag("share_threshold"),
-        children: emptyLevel(),
+        // A leaf shares one empty level: only a descriptor with descriptors gets its own.
+        children: Array.isArray(d.descriptors) && d.descriptors.length > 0 ? emptyLevel() : LEAF_LEVEL,
         file,
       };
       if (value === undefined) level.keyOnly.set(key, node);
