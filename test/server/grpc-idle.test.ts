@@ -9,10 +9,12 @@ import { writeFileSync } from "node:fs";
 import { type ClientHttp2Session, connect } from "node:http2";
 import { connect as tcp } from "node:net";
 import { join } from "node:path";
+import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, type Served, serve, tempDir } from "../cli/helpers.ts";
 import { within } from "../support/poll.ts";
 import { rlsClient } from "./envoy-client.ts";
+import { makePki } from "./tls-certs.ts";
 
 const tmp = tempDir();
 const config = join(tmp.dir, "app.yaml");
@@ -79,6 +81,43 @@ describe("gRPC connections", () => {
       // The grpc-js client reconnects on its next call, as Envoy does.
       expect((await client.ask("app", [{ entries: [["user", "a"]] }])).overall_code).toBe("OK");
       client.close();
+    } finally {
+      await s.stop();
+    }
+  }, 90_000);
+
+  it("over TLS too: a connection that finished its handshake but never sent the preface is closed, and the server lives on", async () => {
+    const pki = makePki(tmp.dir);
+    const s = await serve([
+      "--grpc-port",
+      "0",
+      "--envoy-config",
+      config,
+      "--grpc-idle-timeout",
+      "1s",
+      "--grpc-tls-cert",
+      pki.serverCertPath,
+      "--grpc-tls-key",
+      pki.serverKeyPath,
+    ]);
+    try {
+      const address = grpcAddress(s);
+      const port = Number(address.slice(address.lastIndexOf(":") + 1));
+      const silent = tlsConnect({
+        host: "127.0.0.1",
+        port,
+        ca: pki.ca,
+        servername: "localhost",
+        ALPNProtocols: ["h2"],
+      });
+      silent.on("error", () => undefined);
+      await new Promise<void>((resolve) => silent.once("secureConnect", () => resolve()));
+      await new Promise<void>((resolve) => silent.once("close", () => resolve())); // the vitest timeout fails this otherwise
+      // (A TLS socket refuses a TCP reset: the first version crashed the service here.)
+      const client = rlsClient(address, { tls: { ca: pki.ca } });
+      expect((await client.ask("app", [{ entries: [["user", "t"]] }])).overall_code).toBe("OK");
+      client.close();
+      expect(s.child.exitCode).toBeNull();
     } finally {
       await s.stop();
     }

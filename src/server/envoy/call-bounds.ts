@@ -197,7 +197,13 @@ export class CallTracker {
   #closeIdle(session: Http2Session): void {
     const socket = this.#sockets.get(session);
     if (!this.#greeted.has(session) && socket !== undefined) {
-      socket.resetAndDestroy();
+      // A TCP reset where the handle allows it; a TLS socket (its handle is not a TCP one)
+      // refuses a reset and is destroyed instead.
+      try {
+        socket.resetAndDestroy();
+      } catch {
+        socket.destroy();
+      }
       return;
     }
     if (session.closed || session.destroyed) return;

@@ -260,8 +260,10 @@ export async function listenGrpc(
     const session = made;
     made = undefined;
     if (session === undefined) return;
-    if (!calls.connect(session, socket)) {
-      socket.resetAndDestroy(); // past --grpc-max-connections
+    // Under TLS the TCP socket below (node's `_parent`): a TLS socket cannot be reset.
+    const tcp = tls === undefined ? socket : ((socket as Socket & { _parent?: Socket })._parent ?? socket);
+    if (!calls.connect(session, tcp)) {
+      tcp.destroy(); // past --grpc-max-connections
       return;
     }
     sessions.add(session);
