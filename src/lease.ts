@@ -8,6 +8,13 @@
  */
 import type { Decision } from "./algorithms/decision.ts";
 
+/** A renewal's answer for a lease no longer held: the key as it stands, denied for good. */
+function gone(r: Decision): Decision {
+  r.allowed = false;
+  r.retryAfterMs = Number.POSITIVE_INFINITY;
+  return r;
+}
+
 /** What the handles run: a lease operation at a receipt. */
 export type LeaseAct = (op: "release" | "renew", at: number) => Decision | Promise<Decision>;
 
@@ -40,11 +47,6 @@ export function holdLease(d: Decision, act: LeaseAct, peek: () => Decision | Pro
     if (r.allowed && r.at !== undefined) at = r.at;
     return r;
   };
-  const gone = (r: Decision): Decision => {
-    r.allowed = false;
-    r.retryAfterMs = Number.POSITIVE_INFINITY;
-    return r;
-  };
   const release = () => {
     released ??= inTurn(() => act("release", at));
     return released;
@@ -66,4 +68,52 @@ export function holdLease(d: Decision, act: LeaseAct, peek: () => Decision | Pro
   Object.defineProperty(d, "release", { value: release, writable: true, configurable: true });
   Object.defineProperty(d, "renew", { value: renew, writable: true, configurable: true });
   return d;
+}
+
+/** What a lease handle may act through after its rule was updated: a limiter, seen structurally. */
+export interface LeaseHolder {
+  readonly specs: readonly { readonly algorithm: string }[];
+  release(key: string, receipt: { cost: number; at: number }): Decision | Promise<Decision>;
+  renew(key: string, receipt: { cost: number; at: number }): Decision | Promise<Decision>;
+  peek(key: string): Decision | Promise<Decision>;
+}
+
+/** Each replaced limiter's successor (updateRule): see `handOver`. */
+const successors = new WeakMap<object, LeaseHolder>();
+
+/**
+ * `next` replaces `old` (the service's updateRule): leases taken through `old` are released and
+ * renewed through `next` from now on, so they are decided under the rule as it now stands, on a
+ * binding the store still has (a ClusterStore host forgets a closed limiter's binding, and a
+ * RedisStore binding decides with the specs it was made with).
+ */
+export function handOver(old: object, next: LeaseHolder): void {
+  if (old === next) return;
+  successors.set(old, next);
+}
+
+/** The limiter that now holds `limiter`'s leases: its latest successor, or undefined when none. */
+export function successorOf(limiter: object): LeaseHolder | undefined {
+  let next = successors.get(limiter);
+  if (next === undefined) return undefined;
+  for (let later = successors.get(next); later !== undefined; later = successors.get(later)) next = later;
+  return next;
+}
+
+/**
+ * A lease operation through `next`, the limiter that replaced the one the lease was taken with.
+ * A rule updated to have no concurrency member holds no leases: the lease is gone (a release
+ * answers the peek; a renewal is denied).
+ */
+export function leaseThrough(
+  next: LeaseHolder,
+  key: string,
+  cost: number,
+  op: "release" | "renew",
+  at: number,
+): Decision | Promise<Decision> {
+  if (next.specs.some((s) => s.algorithm === "concurrency")) return next[op](key, { cost, at });
+  const d = next.peek(key);
+  if (op === "release") return d;
+  return d instanceof Promise ? d.then(gone) : gone(d);
 }

@@ -121,7 +121,7 @@ describe("lease promises the library breaks (it.fails until fixed)", () => {
   // leaseMs per waiter. Likely cause: src/acquire.ts WaitQueues sleep for the denial's
   // retryAfterMs (the oldest lease's expiry, an upper bound for leases); a release does not wake
   // the key's queue (src/lease.ts), and no shorter poll is used for leased rules.
-  it.fails("acquire() gets a slot freed by a release without waiting out leaseMs", async () => {
+  it("acquire() gets a slot freed by a release without waiting out leaseMs", async () => {
     const clock = new ManualClock(T);
     const limiter = createLimiter(lease(1, 60_000), clock);
     const held = limiter.tryAcquire("k");

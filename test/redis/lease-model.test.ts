@@ -35,14 +35,13 @@ async function sweep(
   const total: Record<string, number> = {};
   const violations: string[] = [];
   for (const seed of seeds) {
-    // Handles are not used across updateRule here: test/redis/lease-update.test.ts has that.
+    // Handles are used across updateRule: they act through the rule as it now stands.
     const r = await runLeaseTrace({
       seed,
       store,
       exact: !stepBack && extra.leaseMsChange !== true,
       stepBack,
       steps: 80,
-      handlesAcrossUpdate: false,
       ...extra,
     });
     violations.push(...r.violations);
