@@ -51,6 +51,12 @@ export interface FleetQueueConfig {
   readonly lookaheadMs?: number;
   /** How long an owner's tickets outlive its last heartbeat, in ms. */
   readonly ownerTtlMs: number;
+  /**
+   * "subscription": where the store can see it, an owner is alive while its link is (no
+   * heartbeats needed; see {@link FleetQueue.heartbeatless}). Default "heartbeat": alive until
+   * `ownerTtlMs` after its last call.
+   */
+  readonly liveness?: "heartbeat" | "subscription";
   readonly listener: FleetListener;
 }
 
@@ -58,8 +64,17 @@ export interface FleetQueueConfig {
 export interface FleetQueue {
   /** This process's id in the queue. */
   readonly owner: string;
-  /** Adds tickets of `key` (idempotent by id) and grants what fits. */
-  enqueue(key: string, tickets: readonly FleetTicket[]): Promise<void>;
+  /**
+   * True when the store tells an owner's liveness without heartbeats (then `heartbeat` is only a
+   * rare rescue pump); absent or false: heartbeats every `ownerTtlMs / 3` keep waiting tickets.
+   */
+  readonly heartbeatless?: boolean;
+  /**
+   * Adds tickets of `key` (idempotent by id) and grants what fits. `resent`: sent again after
+   * the link was lost (the store may have lost running jobs' leases too). Resolves false when the
+   * store had forgotten this owner (tickets of it may have been dropped: send them again).
+   */
+  enqueue(key: string, tickets: readonly FleetTicket[], resent?: boolean): Promise<boolean | undefined | void>;
   /** Takes a ticket out: "removed" (it waited), "returned" (its grant was given back), "unknown". */
   cancel(key: string, id: string): Promise<"removed" | "returned" | "unknown">;
   /** A granted job ended: frees its lease (and with `refund` its rate units) and grants what fits. */

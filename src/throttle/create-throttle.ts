@@ -124,12 +124,16 @@ export function createThrottle(options: ThrottleOptions): Throttle {
         rate: rate === undefined ? undefined : { id: id("", rate.specs), specs: rate.specs },
         concurrency:
           slots === undefined ? undefined : { id: id(":concurrency", slots.specs), spec: slots.specs[0] as never },
-        ownerTtlMs: Math.min(opts.leaseMs, MAX_OWNER_TTL_MS),
+        // Half a lease: a dead process (heartbeats by deadline, a Cluster) is dead before the
+        // leases it last renewed expire, so its waiting tickets never take a freed slot.
+        ownerTtlMs: Math.max(1, Math.min(Math.floor(opts.leaseMs / 2), MAX_OWNER_TTL_MS)),
+        liveness: "subscription",
         lookaheadMs: opts.lookaheadMs,
       },
       runner.clock,
       {
         waiting: (key) => runner.fleetWaiting(key),
+        idle: (key) => runner.fleetIdle(key),
         granted: (key, grant) => runner.fleetGranted(key, grant),
         failed: (key, error) => {
           runner.events.emit("error", { key, error });

@@ -11,11 +11,16 @@
 -- 'due' the head owner told to wake), 3 the rate record, 4 the concurrency record. All four
 -- share one hash tag: one Cluster slot.
 -- ARGV (after the guard's deadline): 1 expiry grace, 2 op, 3 the owners' channel prefix,
--- 4 the calling owner, 5 an owner's time to live (ms), 6 the rate rule's descriptor ('' none),
--- 7 the concurrency rule's ('' none), 8 the user key, 9 the lookahead (ms), then the op's arguments:
+-- 4 the calling owner, 5 an owner's time to live (ms), followed by 's' when an owner is alive
+-- while its channel has a subscriber (no heartbeats: a standalone server, where PUBSUB NUMSUB
+-- sees every subscriber; a killed process's connection closes, so it is dead at once), 6 the
+-- rate rule's descriptor ('' none), 7 the concurrency rule's ('' none), 8 the user key as sent
+-- back in messages (fleet-queue.ts encodes it losslessly), 9 the lookahead (ms), then the op's
+-- arguments:
 --   'e' enqueue: id priority(+'f') cost, repeated   'c' cancel: id
---   'r' release: id refund('1'/'0')              'n' renew: id
---   'h' heartbeat (the owner is alive)           'p' pump
+--   'E' enqueue after a lost link (the same)      'r' release: id refund('1'/'0')
+--   'n' renew: id                                 'h' heartbeat (the owner is alive)
+--   'p' pump
 -- Every op then grants what now fits, head first: grants to the caller come back in the reply,
 -- grants to other owners are PUBLISHed on their channel, and when the head must wait for the
 -- rate (or a lease's expiry) its owner is told when to call again.
@@ -23,7 +28,9 @@
 -- the head, should pump again; '' for no such wake) and the caller's grants "id,leaseAt,delayMs;...".
 
 local KQ, KH, KR, KC = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local op, channel, me, ownerTtl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local op, channel, me = ARGV[2], ARGV[3], ARGV[4]
+local bySubscription = sub(ARGV[5], -1) == 's'
+local ownerTtl = tonumber(bySubscription and sub(ARGV[5], 1, -2) or ARGV[5])
 local userKey, lookahead = ARGV[8], tonumber(ARGV[9])
 local now = sluice_ms
 
@@ -74,6 +81,23 @@ local mine, others = {}, {}
 -- where it was taken, and no later decision at an earlier instant can start a job into it.
 local cursor = now
 
+-- Whether `owner` is alive: the caller is; else its channel has a subscriber, or its heartbeat
+-- deadline has not passed (answers cached for this call).
+local living = {}
+local function alive(owner)
+  if owner == me then return true end
+  local known = living[owner]
+  if known == nil then
+    if bySubscription then
+      known = call('PUBSUB', 'NUMSUB', channel .. owner)[2] > 0
+    else
+      known = tonumber(call('HGET', KH, 'o:' .. owner) or '0') >= now
+    end
+    living[owner] = known
+  end
+  return known
+end
+
 local function pump()
   local hz = tonumber(call('HGET', KH, 'hz') or '0')
   if hz > cursor then cursor = hz end
@@ -83,8 +107,7 @@ local function pump()
     local t = call('HGET', KH, 't:' .. head)
     local cost, owner
     if t then cost, owner = match(t, '^(%S+) (%S+)$') end
-    local alive = owner and tonumber(call('HGET', KH, 'o:' .. owner) or '0') >= now
-    if not alive then
+    if not (owner and alive(owner)) then
       -- A dead process's ticket never blocks the queue: it leaves when it reaches the head.
       call('ZREM', KQ, head)
       call('HDEL', KH, 't:' .. head)
@@ -98,6 +121,10 @@ local function pump()
         if FIG[2] < ceil(RC.first.limit / 2) then ahead = 0 end
       end
       if not ok then return wait, owner, 0 end
+      -- After a lost store (a restart that lost the leases of jobs still running), nothing new
+      -- is granted for a lease's span: running jobs take their slots back at their renewals.
+      local hold = RC and tonumber(call('HGET', KH, 'hold') or '0') or 0
+      if hold > now then return hold - now, owner, 0 end
       local rateAt, leaseAt = '-', '-'
       local at = now
       if RR then
@@ -124,7 +151,12 @@ local function pump()
       end
       call('ZREM', KQ, head)
       call('HDEL', KH, 't:' .. head)
-      call('HSET', KH, 'g:' .. head, owner .. ' ' .. leaseAt .. ' ' .. rateAt .. ' ' .. fmt('%d', cost))
+      -- Only a lease's grant is kept (its renewals, release and a crossing cancel need it): a
+      -- rate-only grant holds nothing to give back, and a field per job would grow the hash of
+      -- a busy key forever. (Its grant sent again after a lost message is a new grant.)
+      if leaseAt ~= '-' then
+        call('HSET', KH, 'g:' .. head, owner .. ' ' .. leaseAt .. ' ' .. rateAt .. ' ' .. fmt('%d', cost))
+      end
       local g = head .. ',' .. leaseAt .. ',' .. fmt('%d', delay or 0) .. ',' .. fmt('%d', at)
       if owner == me then
         mine[#mine + 1] = g
@@ -152,9 +184,14 @@ local function giveBack(id, refund)
 end
 
 -- Marks the caller alive until now + ownerTtl; returns whether it was known (alive) before.
+-- (By subscription: always known; its tickets dropped while its link was down are sent again
+-- when the link comes back.)
 local function touch()
-  local known = tonumber(call('HGET', KH, 'o:' .. me) or '0') >= now
-  call('HSET', KH, 'o:' .. me, fmt('%d', now + ownerTtl))
+  local known = true
+  if not bySubscription then
+    known = tonumber(call('HGET', KH, 'o:' .. me) or '0') >= now
+    call('HSET', KH, 'o:' .. me, fmt('%d', now + ownerTtl))
+  end
   -- The queue outlives its busiest owner's heartbeat by a margin; running jobs' grants too
   -- (their renewals touch it as well).
   call('PEXPIRE', KH, 4 * ownerTtl)
@@ -162,9 +199,21 @@ local function touch()
   return known
 end
 
+-- Holds new grants for a lease's span (see pump): the store lost leases of running jobs.
+local function holdGrants()
+  if not RC then return end
+  local until_ = now + RC.first.W
+  if tonumber(call('HGET', KH, 'hold') or '0') < until_ then call('HSET', KH, 'hold', fmt('%d', until_)) end
+end
+
 local status = '1'
-if op == 'e' then
-  touch()
+if op == 'e' or op == 'E' then
+  -- 0: the store had forgotten this owner (its tickets that reached the head meanwhile were
+  -- dropped as dead): it sends its other waiting tickets again.
+  if not touch() then status = '0' end
+  -- Sent again after a lost link: a concurrency record that is gone lost the leases of jobs
+  -- that may still run.
+  if op == 'E' and RC and call('EXISTS', KC) == 0 then holdGrants() end
   local seq = call('HINCRBY', KH, 'seq', (#ARGV - 9) / 3)
   local first = seq - (#ARGV - 9) / 3
   for i = 10, #ARGV, 3 do
@@ -202,19 +251,32 @@ elseif op == 'c' then
 elseif op == 'r' then
   if not giveBack(ARGV[10], ARGV[11] == '1') then status = '0' end
 elseif op == 'n' then
-  -- 1: the lease is renewed (its receipt moves to now); 0: it is no longer held.
+  -- 1: the lease is renewed (its receipt moves to now); 0: it is no longer held and no slot is
+  -- free to take it back. A lease the store lost (a restart, or it expired while its process
+  -- stalled) is taken again when a slot is free: the job is running, so it counts. A lost
+  -- concurrency record (a restart) also holds new grants for a lease's span (see pump), so
+  -- the other running jobs get their slots back first.
   local id = ARGV[10]
   local g = call('HGET', KH, 'g:' .. id)
   status = '0'
-  if g then
-    local owner, leaseAt, rateAt, cost = match(g, '^(%S+) (%S+) (%S+) (%S+)$')
-    if leaseAt == '-' or decide(RC, KC, 1, RENEW, tonumber(leaseAt)) then
-      status = '1'
-      if leaseAt ~= '-' then
-        call('HSET', KH, 'g:' .. id, owner .. ' ' .. fmt('%d', now) .. ' ' .. rateAt .. ' ' .. cost)
-      end
-      call('PEXPIRE', KH, 4 * ownerTtl)
+  local owner, leaseAt, rateAt, cost = me, nil, '-', '1'
+  if g then owner, leaseAt, rateAt, cost = match(g, '^(%S+) (%S+) (%S+) (%S+)$') end
+  if leaseAt == '-' then
+    status = '1'
+  elseif RC then
+    local held = leaseAt and decide(RC, KC, 1, RENEW, tonumber(leaseAt))
+    if not held then
+      if call('EXISTS', KC) == 0 then holdGrants() end
+      held = decide(RC, KC, 1, CHECK, nil)
     end
+    if held then
+      status = '1'
+      call('HSET', KH, 'g:' .. id, owner .. ' ' .. fmt('%d', now) .. ' ' .. rateAt .. ' ' .. cost)
+    end
+  end
+  if status == '1' then
+    call('PEXPIRE', KH, 4 * ownerTtl)
+    call('PEXPIRE', KQ, 4 * ownerTtl)
   end
 elseif op == 'h' then
   -- 0: the store had forgotten this owner (a restart, a failover, a long pause): its tickets
@@ -222,6 +284,8 @@ elseif op == 'h' then
   if not touch() then status = '0' end
 end
 
+-- A heartbeat by subscription is never sent; a heartbeat by deadline pumps (a dead head's
+-- ticket leaves when its deadline passed).
 local wait, headOwner, headAhead = pump()
 for owner, list in pairs(others) do
   call('PUBLISH', channel .. owner, cjson.encode({ k = userKey, g = table.concat(list, ';') }))
@@ -240,6 +304,8 @@ if wait and wait < INF then
     if call('HGET', KH, 'due') ~= tell then
       call('HSET', KH, 'due', tell)
       call('PUBLISH', channel .. headOwner, cjson.encode({ k = userKey, w = w }))
+      -- (A head owner that dies before its wake-up is found dead by the next call on the key:
+      -- any waiting process's rare rescue pump, fleet-link.ts.)
     end
   end
 end
