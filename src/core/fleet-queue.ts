@@ -74,6 +74,7 @@ export interface FleetQueue {
    * the link was lost (the store may have lost running jobs' leases too). Resolves false when the
    * store had forgotten this owner (tickets of it may have been dropped: send them again).
    */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a queue written before the answer existed resolves void
   enqueue(key: string, tickets: readonly FleetTicket[], resent?: boolean): Promise<boolean | undefined | void>;
   /** Takes a ticket out: "removed" (it waited), "returned" (its grant was given back), "unknown". */
   cancel(key: string, id: string): Promise<"removed" | "returned" | "unknown">;

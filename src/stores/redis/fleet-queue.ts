@@ -38,6 +38,7 @@ function ruleParts(parts: StoreParts, id: string, specs: readonly AlgorithmSpec[
 }
 
 /** Lone surrogates and NUL: what a key cannot carry through Redis's UTF-8 unchanged. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is the escape character, so it is escaped too
 const ODD = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 
 /**
@@ -54,6 +55,7 @@ export function wireKey(key: string): string {
 /** The key `wireKey` encoded. */
 export function keyOfWire(wire: string): string {
   if (!wire.includes("\u0000")) return wire;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is the escape character
   return wire.replace(/\u0000(\u0000|[0-9a-f]{4})/g, (_, m: string) =>
     m === "\u0000" ? "\u0000" : String.fromCharCode(Number.parseInt(m, 16)),
   );
