@@ -32,8 +32,10 @@ export interface FleetGrant {
 export interface FleetListener {
   /** Tickets of `key` were granted. */
   granted(key: string, grants: readonly FleetGrant[]): void;
-  /** This process owns `key`'s head ticket, which must wait `ms`: it should `pump(key)` then. */
+  /** This process is to wake `key`'s queue (its head must wait `ms`): it should `pump(key)` then. */
   wake(key: string, ms: number): void;
+  /** Optional: a call of this process on `key` found another process (or none) to wake it: drop its wake-up. */
+  unwake?(key: string): void;
   /** The link to the store came back after a loss: tickets may have been lost, send them again. */
   relinked(): void;
 }

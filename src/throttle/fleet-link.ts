@@ -68,6 +68,10 @@ export class FleetLink {
               if (host.idle(key)) this.idle(key);
             },
             wake: (key, ms) => this.#wake(key, ms),
+            unwake: (key) => {
+              this.#wakes.get(key)?.();
+              this.#wakes.delete(key);
+            },
             relinked: () => this.#resendAll(),
           },
         });
@@ -203,7 +207,9 @@ export class FleetLink {
       key,
       after(this.#clock, ms, () => {
         this.#wakes.delete(key);
-        if (this.#host.idle(key)) return;
+        // Pumped even with no ticket of this process waiting: the store chose this process to
+        // wake the key (a wake-up told with a grant is short, and one with nothing to do is
+        // dropped by any call whose reply names another waker).
         if (this.#live.has(key)) this.#live.set(key, this.#clock.now());
         this.#queue
           .then((q) => q.pump(key))

@@ -190,6 +190,7 @@ export class RedisFleetQueue implements FleetQueue {
     const listener = this.#config.listener;
     if (grants.length > 0) listener.granted(key, this.#mine(grants));
     if (wait !== undefined) listener.wake(key, wait);
+    else listener.unwake?.(key);
     return status;
   }
 

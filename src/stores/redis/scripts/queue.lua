@@ -81,6 +81,11 @@ local mine, others = {}, {}
 -- where it was taken, and no later decision at an earlier instant can start a job into it.
 local cursor = now
 
+-- How far ahead a call grants the head's next start when none is pending ahead (ms): one rate
+-- spacing of 4 starts a second and faster (slower rates cost few commands a second anyway),
+-- and the most a job so granted starts after its maxWaitMs.
+local NEXT_MS = 250
+
 -- Whether `owner` is alive: the caller is; else its channel has a subscriber, or its heartbeat
 -- deadline has not passed (answers cached for this call).
 local living = {}
@@ -120,24 +125,29 @@ local function pump()
         ok, wait = decide(RC, KC, 1, PEEK, nil)
         if FIG[2] < ceil(RC.first.limit / 2) then ahead = 0 end
       end
-      if not ok then return wait, owner, 0 end
+      if not ok then return wait, owner, 0, head end
       -- After a lost store (a restart that lost the leases of jobs still running), nothing new
       -- is granted for a lease's span: running jobs take their slots back at their renewals.
       local hold = RC and tonumber(call('HGET', KH, 'hold') or '0') or 0
-      if hold > now then return hold - now, owner, 0 end
+      if hold > now then return hold - now, owner, 0, head end
       local rateAt, leaseAt = '-', '-'
       local at = now
       if RR then
         at = cursor
         ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
-        if not ok and wait <= ahead then
+        -- With no grant pending ahead, one ticket due within NEXT_MS is granted ahead too: at
+        -- saturation the call that follows a start (its process's next enqueue) decides the next
+        -- start, so a job costs that call and one PUBLISH, not also a wake-up and its pump.
+        local reach = ahead
+        if ahead > 0 and cursor <= now and NEXT_MS > reach then reach = NEXT_MS end
+        if not ok and wait <= reach then
           -- Due within the lookahead: the units are taken at the due instant itself (the
           -- rule decides at that instant, as it would then) and the job starts then (delayMs),
           -- so no round trip or timer lag of the wake-up costs the fleet a slot.
           at = now + ceil(wait)
           ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
         end
-        if not ok then return wait, owner, ahead end
+        if not ok then return wait, owner, ahead, head end
         delay = (delay or 0) + (at - now)
         rateAt = fmt('%d', at)
         if at > cursor then
@@ -286,27 +296,50 @@ end
 
 -- A heartbeat by subscription is never sent; a heartbeat by deadline pumps (a dead head's
 -- ticket leaves when its deadline passed).
-local wait, headOwner, headAhead = pump()
-for owner, list in pairs(others) do
-  call('PUBLISH', channel .. owner, cjson.encode({ k = userKey, g = table.concat(list, ';') }))
-end
+local wait, headOwner, headAhead, headId = pump()
+-- One process wakes when the head comes within the lookahead, and its call grants it (and what
+-- follows); the others do not poll. The waker is recorded in 'due' ("waker head dueAt"), and
+-- every reply tells its caller whether it is (still) the waker: one that is not any more drops
+-- its wake-up (fleet-link.ts), so no wake-up is left over to cost a call.
 local waitText = ''
+local wakeFor, wakeMs = nil, nil
 if wait and wait < INF then
-  -- Wake when the head comes within the lookahead: that call grants it (and what follows).
   local w = ceil(wait - headAhead)
   if w < 1 then w = 1 end
-  if headOwner == me then
-    waitText = fmt('%d', w)
-  else
-    -- The head's owner wakes at the due instant and grants whatever then fits (told once per
-    -- head and instant; the others do not poll).
-    local tell = headOwner .. ' ' .. fmt('%d', now + w)
-    if call('HGET', KH, 'due') ~= tell then
-      call('HSET', KH, 'due', tell)
-      call('PUBLISH', channel .. headOwner, cjson.encode({ k = userKey, w = w }))
-      -- (A head owner that dies before its wake-up is found dead by the next call on the key:
-      -- any waiting process's rare rescue pump, fleet-link.ts.)
-    end
+  local dueAt = now + w
+  local told = call('HGET', KH, 'due')
+  local toldBy, toldId, toldAt
+  if told then toldBy, toldId, toldAt = match(told, '^(%S+) (%S+) (%S+)$') end
+  local waker = nil
+  -- A process this call grants to, when the head is due soon: told in that grant's message,
+  -- free. At saturation each start's message names who decides the next start (its own next
+  -- call, which grants it ahead, or else its wake-up); the caller, superseded, drops its own.
+  local last = nil
+  for owner in pairs(others) do
+    if last == nil or owner > last then last = owner end
   end
+  if last and w <= 2 * NEXT_MS + lookahead then
+    waker, wakeFor, wakeMs = last, last, w
+  elseif headOwner == me or toldBy == me then
+    -- The caller: told in its reply, free.
+    waker = me
+    waitText = fmt('%d', w)
+  elseif toldId ~= headId or tonumber(toldAt) > dueAt then
+    -- The head's owner, told once per head ticket and again only when it is due earlier than
+    -- told (each call would otherwise tell it anew: a PUBLISH per call). Due later than told,
+    -- its wake-up's pump answers the rest. (One that dies before waking is found dead by the
+    -- next call on the key: any waiting process's rare rescue pump, fleet-link.ts.)
+    waker = headOwner
+    call('PUBLISH', channel .. headOwner, cjson.encode({ k = userKey, w = w }))
+  end
+  if waker then call('HSET', KH, 'due', waker .. ' ' .. headId .. ' ' .. fmt('%d', dueAt)) end
+else
+  -- No head, or one that waits for nothing that will come: no waker.
+  call('HDEL', KH, 'due')
+end
+for owner, list in pairs(others) do
+  local m = { k = userKey, g = table.concat(list, ';') }
+  if owner == wakeFor then m.w = wakeMs end
+  call('PUBLISH', channel .. owner, cjson.encode(m))
 end
 return status .. '|' .. waitText .. '|' .. table.concat(mine, ';')
