@@ -261,11 +261,11 @@ elseif op == 'c' then
 elseif op == 'r' then
   if not giveBack(ARGV[10], ARGV[11] == '1') then status = '0' end
 elseif op == 'n' then
-  -- 1: the lease is renewed (its receipt moves to now); 0: it is no longer held and no slot is
-  -- free to take it back. A lease the store lost (a restart, or it expired while its process
-  -- stalled) is taken again when a slot is free: the job is running, so it counts. A lost
-  -- concurrency record (a restart) also holds new grants for a lease's span (see pump), so
-  -- the other running jobs get their slots back first.
+  -- 1: the lease is renewed (its receipt moves to now); 0: it is no longer held (it expired:
+  -- its slot may have gone to the head), or it was lost and no slot is free to take it back.
+  -- A grant the store lost (a restart, a failover) is taken again when a slot is free: the job
+  -- is running, so it counts. A lost concurrency record also holds new grants for a lease's
+  -- span (see pump), so the other running jobs get their slots back first.
   local id = ARGV[10]
   local g = call('HGET', KH, 'g:' .. id)
   status = '0'
@@ -274,8 +274,10 @@ elseif op == 'n' then
   if leaseAt == '-' then
     status = '1'
   elseif RC then
-    local held = leaseAt and decide(RC, KC, 1, RENEW, tonumber(leaseAt))
-    if not held then
+    local held
+    if g then
+      held = decide(RC, KC, 1, RENEW, tonumber(leaseAt))
+    else
       if call('EXISTS', KC) == 0 then holdGrants() end
       held = decide(RC, KC, 1, CHECK, nil)
     end
