@@ -31,6 +31,9 @@ local KQ, KH, KR, KC = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op, channel, me = ARGV[2], ARGV[3], ARGV[4]
 local bySubscription = sub(ARGV[5], -1) == 's'
 local ownerTtl = tonumber(bySubscription and sub(ARGV[5], 1, -2) or ARGV[5])
+-- How long the queue outlives the last call on it: a margin past its busiest owner's heartbeat
+-- (by subscription, past the waiting processes' rescue calls, every 3 ownerTtl).
+local keep = (bySubscription and 8 or 4) * ownerTtl
 local userKey, lookahead = ARGV[8], tonumber(ARGV[9])
 local now = sluice_ms
 
@@ -194,18 +197,19 @@ local function giveBack(id, refund)
 end
 
 -- Marks the caller alive until now + ownerTtl; returns whether it was known (alive) before.
--- (By subscription: always known; its tickets dropped while its link was down are sent again
--- when the link comes back.)
+-- (By subscription: known while the queue exists; its tickets dropped while its link was down
+-- are sent again when the link comes back.)
 local function touch()
-  local known = true
+  -- A queue that expired (or was lost) forgot every ticket: its owners send theirs again.
+  local known = call('EXISTS', KH) == 1
   if not bySubscription then
     known = tonumber(call('HGET', KH, 'o:' .. me) or '0') >= now
     call('HSET', KH, 'o:' .. me, fmt('%d', now + ownerTtl))
   end
   -- The queue outlives its busiest owner's heartbeat by a margin; running jobs' grants too
   -- (their renewals touch it as well).
-  call('PEXPIRE', KH, 4 * ownerTtl)
-  call('PEXPIRE', KQ, 4 * ownerTtl)
+  call('PEXPIRE', KH, keep)
+  call('PEXPIRE', KQ, keep)
   return known
 end
 
@@ -287,8 +291,8 @@ elseif op == 'n' then
     end
   end
   if status == '1' then
-    call('PEXPIRE', KH, 4 * ownerTtl)
-    call('PEXPIRE', KQ, 4 * ownerTtl)
+    call('PEXPIRE', KH, keep)
+    call('PEXPIRE', KQ, keep)
   end
 elseif op == 'h' then
   -- 0: the store had forgotten this owner (a restart, a failover, a long pause): its tickets
