@@ -21,8 +21,10 @@ import { Upstream } from "./upstream.ts";
 import type { HeadersLike, ResponseLike, UpstreamHint } from "./upstream-headers.ts";
 
 /**
- * Longest a dead process's waiting tickets hold their place in a fleet queue (its heartbeat
- * runs every third of it): short, whatever `leaseMs`, since a dead head blocks its whole key.
+ * Longest a dead process's waiting tickets hold their place in a fleet queue kept alive by
+ * heartbeats (a Cluster: every third of it; on standalone Redis a process is alive while its
+ * subscription is, and this paces only its rescue calls): short, whatever `leaseMs`, since a
+ * dead head blocks its whole key.
  */
 const MAX_OWNER_TTL_MS = 10_000;
 
