@@ -31,6 +31,16 @@ const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
 
 const admin = new Redis(URL);
 
+// Both contenders get the same client: ioredis with its default options (what a user passes
+// in). BENCH_CLIENT=tuned gives sluice's client { enableOfflineQueue: false,
+// autoResendUnfulfilledCommands: false } instead, as before.
+const TUNED = process.env.BENCH_CLIENT === "tuned";
+const sluiceClient = (url) =>
+  TUNED ? new Redis(url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false }) : new Redis(url);
+// BENCH_ONLY: comma-separated contender names (rate-limiter-flexible is always kept);
+// BENCH_ABUSE=0 skips the abusive-traffic part.
+const ONLY = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
+
 async function redisCpuSeconds() {
   const info = await admin.info("cpu");
   const field = (name) => Number(/^(?:\s*)?/.test(info) && new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1]);
@@ -96,7 +106,7 @@ const contenders = [
     name: "sluice fixed-window",
     pattern: `bench-fw-${run}:*`,
     make() {
-      const client = new Redis(URL, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
+      const client = sluiceClient(URL);
       const store = new RedisStore({ client, prefix: `bench-fw-${run}:` });
       const limiter = createLimiter({ algorithm: "fixed-window", limit: 100, windowMs: 60_000 }, { store });
       return {
@@ -110,7 +120,7 @@ const contenders = [
     name: "sluice gcra",
     pattern: `bench-gc-${run}:*`,
     make() {
-      const client = new Redis(URL, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
+      const client = sluiceClient(URL);
       const store = new RedisStore({ client, prefix: `bench-gc-${run}:` });
       const limiter = createLimiter({ algorithm: "gcra", limit: 100, periodMs: 60_000 }, { store });
       return {
@@ -146,6 +156,13 @@ const contenders = [
   },
 ];
 
+if (ONLY !== undefined) {
+  for (let i = contenders.length - 1; i >= 0; i--) {
+    const name = contenders[i].name;
+    if (name !== "rate-limiter-flexible" && !ONLY.includes(name)) contenders.splice(i, 1);
+  }
+}
+
 const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const loadBefore = loadAverage();
 const results = new Map(contenders.map((c) => [c.name, []]));
@@ -180,6 +197,9 @@ const summary = new Map(
       client: median(rs.map((r) => r.clientUsPerDecision)),
       bytes: median(rs.map((r) => r.memory.bytes)),
       rates: rs.map((r) => Math.round(r.perSecond / 1000)).join(" "),
+      // Each round's ratio to rate-limiter-flexible's run in the same round (the rounds interleave).
+      ratios: rs.map((r, i) => r.perSecond / results.get("rate-limiter-flexible")[i].perSecond),
+      p99Ratios: rs.map((r, i) => r.p99 / results.get("rate-limiter-flexible")[i].p99),
     },
   ]),
 );
@@ -195,13 +215,18 @@ const rows = [...summary].map(([name, r]) => ({
   "client CPU µs/decision": r.client.toFixed(2),
   "bytes/key": Math.round(r.bytes),
   "k/s per round": r.rates,
+  "min × rlf (paired)": Math.min(...r.ratios).toFixed(2),
+  "max p99 ÷ rlf (paired)": Math.max(...r.p99Ratios).toFixed(2),
 }));
 console.log(
   `Redis benchmark: ${DECISIONS} decisions over ${KEYS} keys, ${IN_FLIGHT} in flight, median of ${ROUNDS} interleaved rounds (${URL})`,
 );
 console.table(rows);
-console.log(`load average before: ${loadBefore}; after: ${loadAfter} (${ROUNDS} rounds)`);
+console.log(
+  `load average before: ${loadBefore}; after: ${loadAfter} (${ROUNDS} rounds, ${TUNED ? "tuned" : "default"} ioredis client)`,
+);
 admin.disconnect();
+if (process.env.BENCH_ABUSE === "0") process.exit(0);
 
 // --- Abusive traffic, on a private server -------------------------------------------------
 const ABUSERS = 100;
@@ -251,7 +276,7 @@ const abuseContenders = [
   {
     name: "sluice gcra (deny cache)",
     make(prefix) {
-      const client = new Redis(privateUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
+      const client = sluiceClient(privateUrl);
       const store = new RedisStore({ client, prefix });
       const limiter = createLimiter({ algorithm: "gcra", limit: ABUSE_LIMIT, periodMs: 60_000 }, { store });
       return {
@@ -267,7 +292,7 @@ const abuseContenders = [
   {
     name: "sluice gcra (denyCache: false)",
     make(prefix) {
-      const client = new Redis(privateUrl, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
+      const client = sluiceClient(privateUrl);
       const store = new RedisStore({ client, prefix, denyCache: false });
       const limiter = createLimiter({ algorithm: "gcra", limit: ABUSE_LIMIT, periodMs: 60_000 }, { store });
       return {
