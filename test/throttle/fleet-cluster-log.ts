@@ -1,6 +1,9 @@
 // The log of a fleet run from outside (fleet-cluster*.test.ts, fleet-threads*.test.ts): lines
 // `<process> <kind> ...` stamped by the one system clock, and the checks the fleet must pass.
 // (The same checks as fleet-queue.test.ts's for Redis, where they are inline.)
+import { spawn } from "node:child_process";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt } from "../cli/helpers.ts";
 
 /** One job of the run. */
 export interface Job {
@@ -102,4 +105,79 @@ export function shares(log: FleetLog, procs: number): number[] {
 export function startsPerSecond(log: FleetLog): number {
   const t = [...log.jobs.values()].filter((j) => j.start !== undefined).map((j) => j.start as number);
   return ((t.length - 1) * 1000) / (Math.max(...t) - Math.min(...t));
+}
+
+/** Runs a fleet application (`child`) to its end; its log. */
+function runFleet(child: string, mode: string, options: object, jobs: number, depth = 8): Promise<FleetLog> {
+  const proc = spawn(process.execPath, [child, mode, JSON.stringify(options), String(jobs), "7000", String(depth)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let text = "";
+  proc.stdout.setEncoding("utf8");
+  proc.stdout.on("data", (d: string) => (text += d));
+  return new Promise((resolve, reject) => {
+    proc.on("error", reject);
+    proc.on("close", (code) =>
+      code === 0 ? resolve(parseFleetLog(text)) : reject(new Error(`exit ${code}:\n${text}`)),
+    );
+  });
+}
+
+/**
+ * The fleet checks on one application (`child`: 4 processes or threads on one store, see
+ * fleet-cluster-child.mjs), `jobs` per process; `kill` names how the holder is ended.
+ */
+export function describeFleet(title: string, child: string, JOBS: number, kill: string): void {
+  const run = (mode: string, options: object, jobs = JOBS) => runFleet(child, mode, options, jobs);
+  describe(title, () => {
+    beforeAll(() => ensureBuilt());
+
+    it("concurrency 3, jobs of random priority: at most 3 running, no priority or arrival inversion across workers", {
+      timeout: 60_000,
+    }, async () => {
+      const log = await run("burst", { concurrency: 3, leaseMs: 10_000 });
+      expect(log.done.map((d) => d.failed)).toEqual([[], [], [], []]);
+      expect([...log.jobs.values()].filter((j) => j.end !== undefined).length).toBe(4 * JOBS);
+      expect(mostRunning(log)).toBeLessThanOrEqual(3);
+      expect(inversions(log).slice(0, 5)).toEqual([]);
+    });
+
+    it("rate 100/s with concurrency 4 under equal demand: no window over the rate, shares within ±10%, throughput reported", {
+      timeout: 60_000,
+    }, async () => {
+      const rate = 100;
+      const log = await run("steady", {
+        rate: { algorithm: "gcra", limit: rate, periodMs: 1000, burst: 1 },
+        concurrency: 4,
+        leaseMs: 10_000,
+      });
+      expect(log.done.map((d) => d.failed)).toEqual([[], [], [], []]);
+      expect(mostRunning(log)).toBeLessThanOrEqual(4);
+      // burst 1: at most one admission per 10 ms, so at most `rate` in any second.
+      expect(windowsOver(log.admitted, 1000, rate)).toBe(0);
+      const share = shares(log, 4);
+      const mean = share.reduce((a, b) => a + b, 0) / 4;
+      for (const s of share) expect(Math.abs(s - mean) / mean, `shares ${share}`).toBeLessThanOrEqual(0.1);
+      const perSecond = startsPerSecond(log);
+      console.log(
+        `${title}: ${perSecond.toFixed(1)} starts/s = ${((perSecond / rate) * 100).toFixed(1)}% of the limit; shares ${share}`,
+      );
+      // A share of wall time on a shared machine: asserted loosely.
+      expect(perSecond / rate).toBeGreaterThanOrEqual(0.5);
+    });
+
+    it(`${kill} holding every slot with tickets at the head: the other's jobs all run, none before it`, {
+      timeout: 60_000,
+    }, async () => {
+      const log = await run("kill", { concurrency: 2, leaseMs: 1500 }, 10);
+      const killedAt = log.marks.get("K") as number;
+      const holder = [...log.jobs.values()].filter((j) => j.proc === 0);
+      const other = [...log.jobs.values()].filter((j) => j.proc === 1);
+      expect(holder.filter((j) => j.start !== undefined)).toHaveLength(2);
+      expect(log.done).toEqual([{ proc: 1, failed: [], stats: expect.anything() }]);
+      expect(other.filter((j) => j.end !== undefined)).toHaveLength(10);
+      // Both slots were held until the kill: nothing of the other worker started before it.
+      expect(Math.min(...other.map((j) => j.start as number))).toBeGreaterThanOrEqual(killedAt);
+    });
+  });
 }

@@ -9,11 +9,10 @@
 import cluster, { type Worker } from "node:cluster";
 import { ArgumentError } from "../../core/errors.ts";
 import { checkOptions } from "../../core/options.ts";
+import { isQueueMessage, type QueueCall, QueueHost } from "../fleet-queue-host.ts";
 import { MEMORY_STORE_OPTIONS, MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts";
 import { createDispatcher } from "./dispatcher.ts";
 import { type BatchMessage, isMessage } from "./protocol.ts";
-import { QueueHost } from "./queue-host.ts";
-import { isQueueMessage, type QueueCall } from "./queue-protocol.ts";
 
 /** Options of {@link startClusterStore}: those of the MemoryStore that holds the state. */
 export type ClusterPrimaryOptions = MemoryStoreOptions;

@@ -1,24 +1,85 @@
 /**
- * The fleet queue of `sluice/cluster` (SPEC §16), kept by the node:cluster primary: per
- * (throttle, key) one queue of tickets from every worker, in priority then arrival order, granted
- * in one synchronous step with the limiter's own rule code: `check` on the primary's MemoryStore
- * bindings of the throttle's rate rule (the same record the workers' rate limiter checks, so a
+ * A fleet queue kept by one process or thread for every other (SPEC §16): the node:cluster
+ * primary for ClusterStore's workers (cluster/queue-client.ts, over IPC), the store's creating
+ * thread for SharedMemoryStore's threads (threads/queue-channel.ts, over a BroadcastChannel).
+ * Per (throttle, key) one queue of tickets from every owner, in priority then arrival order,
+ * granted in one synchronous step with the limiter's own rule code: `check` on the store's
+ * bindings of the throttle's rate rule (the same record the owners' rate limiter checks, so a
  * fleet pause's block holds it) and of its concurrency rule (whose leases the runner renews and
  * releases). The semantics are queue.lua's; only the bookkeeping lives here. Grants go to their
- * worker as a message (in the reply to its call, or pushed); a head that must wait for the rate
- * or a lease's expiry is granted by the primary's own timer at that instant: nobody polls. A
- * worker that exits loses its tickets and gives back its grants' slots at once; an owner whose
- * heartbeat stopped (a hung worker) loses its tickets when they reach the head.
+ * owner as a message (in the reply to its call, or pushed); a head that must wait for the rate
+ * or a lease's expiry is granted by the host's own timer at that instant: nobody polls. An
+ * owner that is gone (`disconnect`) loses its tickets and gives back its grants' slots at once;
+ * one whose heartbeat stopped loses its tickets when they reach the head.
  */
-import type { Decision } from "../../algorithms/decision.ts";
-import { type Clock, systemClock } from "../../core/clock.ts";
-import type { Operation } from "../../core/decide-rule.ts";
-import type { FleetGrant } from "../../core/fleet-queue.ts";
-import { compileRule } from "../../core/rule.ts";
-import { validateSpec } from "../../core/spec.ts";
-import type { BoundRule } from "../../core/store.ts";
-import type { MemoryStore } from "../memory/memory-store.ts";
-import { CHANNEL, type QueueCall, type QueuePush, type QueueReply, type QueueRules } from "./queue-protocol.ts";
+import type { Decision } from "../algorithms/decision.ts";
+import { type Clock, systemClock } from "../core/clock.ts";
+import type { Operation } from "../core/decide-rule.ts";
+import type { FleetGrant } from "../core/fleet-queue.ts";
+import { compileRule } from "../core/rule.ts";
+import { type AlgorithmSpec, validateSpec } from "../core/spec.ts";
+import type { BoundRule, RuleBinding } from "../core/store.ts";
+
+/** Marks fleet-queue messages among whatever else travels on the same channel. */
+export const QUEUE_CHANNEL = "sluice:queue";
+
+/** What a queue decides with: the rate limiter's rule and the concurrency rule (ids and specs). */
+export interface QueueRules {
+  readonly rate: { readonly id: string; readonly specs: readonly AlgorithmSpec[] } | null;
+  readonly concurrency: { readonly id: string; readonly spec: AlgorithmSpec } | null;
+  readonly ownerTtlMs: number;
+}
+
+/**
+ * An owner's call: "o" open (`rules`; the reply's status is the owner's id), "e" enqueue
+ * (args: id, priority, cost, front 0|1, repeated), "c" cancel (id), "r" release (id, refund
+ * 0|1), "n" renew (id), "h" heartbeat, "x" close (the owner's waiting tickets leave).
+ */
+export interface QueueCall {
+  readonly channel: typeof QUEUE_CHANNEL;
+  readonly type: "queue";
+  /** Unique among the host's callers; the reply carries it back. */
+  readonly seq: number;
+  /** The owner's id (from "o"'s reply); "" for "o". */
+  readonly owner: string;
+  readonly op: "o" | "e" | "c" | "r" | "n" | "h" | "x";
+  readonly key: string;
+  readonly args: readonly (string | number)[];
+  readonly rules?: QueueRules;
+}
+
+/** The host's answer to a call: a status and the caller's grants it decided in that step. */
+export interface QueueReply {
+  readonly channel: typeof QUEUE_CHANNEL;
+  readonly type: "queue-reply";
+  readonly seq: number;
+  readonly status: string;
+  readonly key: string;
+  readonly grants: readonly FleetGrant[];
+  readonly error?: string;
+}
+
+/** Grants the host decided for `owner` outside its calls. */
+export interface QueuePush {
+  readonly channel: typeof QUEUE_CHANNEL;
+  readonly type: "queue-push";
+  readonly owner: string;
+  readonly key: string;
+  readonly grants: readonly FleetGrant[];
+}
+
+/** True when `message` is a fleet-queue message of `type`. */
+export function isQueueMessage<T extends QueueCall | QueueReply | QueuePush>(
+  message: unknown,
+  type: T["type"],
+): message is T {
+  return (
+    typeof message === "object" &&
+    message !== null &&
+    (message as { channel?: unknown }).channel === QUEUE_CHANNEL &&
+    (message as { type?: unknown }).type === type
+  );
+}
 
 /** A waiting ticket. */
 interface Ticket {
@@ -60,20 +121,25 @@ interface Queue {
 const PRIORITY = 2 ** 40;
 const FRONT = 2 ** 39;
 
-/** Sends a message to a worker (dropped if it is gone). */
-export type SendTo = (worker: number, message: QueuePush) => void;
+/** Sends a push to a caller (a worker's or thread's id; dropped if it is gone). */
+export type SendTo = (caller: number, message: QueuePush) => void;
 
-/** The primary's fleet queues. */
+/** The store a host decides on: only its bindings are used. */
+export interface HostStore {
+  bind(binding: RuleBinding): BoundRule;
+}
+
+/** The fleet queues one host keeps. */
 export class QueueHost {
-  readonly #store: MemoryStore;
+  readonly #store: HostStore;
   readonly #send: SendTo;
   readonly #clock: Clock;
   readonly #queues = new Map<string, Queue>();
-  /** Owner id → its queue, worker and heartbeat deadline. */
+  /** Owner id → its queue, caller (worker or thread) and heartbeat deadline. */
   readonly #owners = new Map<string, { queue: Queue; worker: number; until: number }>();
   #next = 1;
 
-  constructor(store: MemoryStore, send: SendTo, clock: Clock = systemClock) {
+  constructor(store: HostStore, send: SendTo, clock: Clock = systemClock) {
     this.#store = store;
     this.#send = send;
     this.#clock = clock;
@@ -107,7 +173,14 @@ export class QueueHost {
   }
 
   #reply(call: QueueCall, status: string, grants: FleetGrant[], error?: string): QueueReply {
-    const reply = { channel: CHANNEL, type: "queue-reply", seq: call.seq, status, key: call.key, grants } as const;
+    const reply = {
+      channel: QUEUE_CHANNEL,
+      type: "queue-reply",
+      seq: call.seq,
+      status,
+      key: call.key,
+      grants,
+    } as const;
     return error === undefined ? reply : { ...reply, error };
   }
 
@@ -274,7 +347,8 @@ export class QueueHost {
     }
     for (const [owner, grants] of others) {
       const o = this.#owners.get(owner);
-      if (o !== undefined) this.#send(o.worker, { channel: CHANNEL, type: "queue-push", owner, key: kq.key, grants });
+      if (o !== undefined)
+        this.#send(o.worker, { channel: QUEUE_CHANNEL, type: "queue-push", owner, key: kq.key, grants });
     }
     if (wait !== undefined && Number.isFinite(wait)) {
       // The primary grants at the due instant itself (no worker is told to poll).
