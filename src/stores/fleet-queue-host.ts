@@ -13,7 +13,7 @@
  * one whose heartbeat stopped loses its tickets when they reach the head.
  */
 import type { Decision } from "../algorithms/decision.ts";
-import { type Clock, systemClock } from "../core/clock.ts";
+import { after, type Clock, systemClock } from "../core/clock.ts";
 import type { Operation } from "../core/decide-rule.ts";
 import type { FleetGrant } from "../core/fleet-queue.ts";
 import { compileRule } from "../core/rule.ts";
@@ -106,7 +106,8 @@ interface KeyQueue {
   /** Sorted by score. */
   readonly tickets: Ticket[];
   readonly grants: Map<string, Grant>;
-  timer: ReturnType<typeof setTimeout> | undefined;
+  /** Cancels the armed grant at the head's due instant. */
+  timer: (() => void) | undefined;
 }
 
 /** One throttle's queue (shared by the workers that open it with the same rules). */
@@ -297,10 +298,8 @@ export class QueueHost {
    * others' are pushed. A head that must wait arms the key's timer for the instant it may fit.
    */
   #pump(queue: Queue, kq: KeyQueue, caller: string | undefined, mine: FleetGrant[]): void {
-    if (kq.timer !== undefined) {
-      clearTimeout(kq.timer);
-      kq.timer = undefined;
-    }
+    kq.timer?.();
+    kq.timer = undefined;
     const now = this.#clock.now();
     const others = new Map<string, FleetGrant[]>();
     let wait: number | undefined;
@@ -352,8 +351,15 @@ export class QueueHost {
     }
     if (wait !== undefined && Number.isFinite(wait)) {
       // The primary grants at the due instant itself (no worker is told to poll).
-      kq.timer = setTimeout(() => this.#pump(queue, kq, undefined, []), Math.max(1, Math.ceil(wait)));
-      kq.timer.unref?.();
+      kq.timer = after(
+        this.#clock,
+        Math.max(1, Math.ceil(wait)),
+        () => {
+          kq.timer = undefined;
+          this.#pump(queue, kq, undefined, []);
+        },
+        true,
+      );
     }
     if (kq.tickets.length === 0 && kq.grants.size === 0 && kq.timer === undefined) queue.keys.delete(kq.key);
   }
@@ -386,7 +392,7 @@ export class QueueHost {
   /** Stops every timer and releases the bindings. */
   stop(): void {
     for (const queue of this.#queues.values()) {
-      for (const kq of queue.keys.values()) if (kq.timer !== undefined) clearTimeout(kq.timer);
+      for (const kq of queue.keys.values()) kq.timer?.();
       queue.rate?.release();
       queue.slots?.release();
     }
