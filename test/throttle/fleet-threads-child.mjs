@@ -10,7 +10,7 @@ import { SharedMemoryStore } from "../../dist/stores/threads/index.js";
 
 if (isMainThread) {
   const [mode, optionsJson, jobs, seed, depth] = process.argv.slice(2);
-  const store = new SharedMemoryStore({ maxKeys: 1000 });
+  const store = new SharedMemoryStore({ maxKeys: 1000, recordWords: 16 });
   const count = mode === "kill" ? 2 : 4;
   const workers = [];
   let ready = 0;
