@@ -56,13 +56,14 @@ export class HostedFleetQueue implements FleetQueue {
 
   /** Registers this owner with the host. */
   async start(): Promise<void> {
-    const { rate, concurrency, ownerTtlMs } = this.#config;
+    const { rate, concurrency, ownerTtlMs, lookaheadMs = 0 } = this.#config;
     this.#open = true;
     try {
       const reply = await this.#call("o", "", [], {
         rate: rate === undefined ? null : { id: rate.id, specs: rate.specs },
         concurrency: concurrency === undefined ? null : { id: concurrency.id, spec: concurrency.spec },
         ownerTtlMs,
+        lookaheadMs,
       });
       this.#owner = reply.status;
     } catch (error) {

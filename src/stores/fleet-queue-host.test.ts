@@ -12,9 +12,13 @@ const T = 1_000_000;
 function setup(rules: Partial<QueueRules>) {
   const clock = new ManualClock(T);
   const pushed: Array<{ to: number; owner: string; ids: string[] }> = [];
+  const grants: FleetGrant[] = [];
   const host = new QueueHost(
     new MemoryStore(),
-    (to, m: QueuePush) => pushed.push({ to, owner: m.owner, ids: m.grants.map((g) => g.id) }),
+    (to, m: QueuePush) => {
+      pushed.push({ to, owner: m.owner, ids: m.grants.map((g) => g.id) });
+      grants.push(...m.grants);
+    },
     clock,
   );
   let seq = 1;
@@ -32,7 +36,7 @@ function setup(rules: Partial<QueueRules>) {
       rules: { rate: null, concurrency: null, ownerTtlMs: 1000, ...rules },
     }).status;
   const ids = (grants: readonly FleetGrant[]) => grants.map((g) => g.id);
-  return { clock, host, pushed, call, open, ids };
+  return { clock, host, pushed, grants, call, open, ids };
 }
 
 const slots = (limit: number) => ({
@@ -82,6 +86,25 @@ describe("fleet queue host", () => {
     expect(pushed).toEqual([]);
     clock.advance(1);
     expect(pushed).toEqual([{ to: 1, owner: a, ids: ["2"] }]);
+  });
+
+  it("with lookaheadMs, a head due within it is granted early, its units taken at the due instant and a delayMs until then", () => {
+    const { clock, call, open, ids, grants } = setup({
+      rate: { id: "r", specs: [{ algorithm: "gcra", limit: 1, periodMs: 1000, burst: 1 } as never] },
+      lookaheadMs: 50,
+      ownerTtlMs: 10_000, // no heartbeat here
+    });
+    const a = open(1);
+    expect(ids(call(1, a, "e", ["1", 5, 1, 0, "2", 5, 1, 0, "3", 5, 1, 0]).grants)).toEqual(["1"]);
+    clock.advance(949);
+    expect(grants).toEqual([]);
+    clock.advance(1); // 50 ms before "2" is due
+    expect(grants).toEqual([{ id: "2", leased: false, delayMs: 50, at: T + 1000 }]);
+    // "3" is due at T + 2000 (the rate record counts "2" at its due instant, not at the grant).
+    clock.advance(999);
+    expect(grants).toHaveLength(1);
+    clock.advance(1);
+    expect(grants[1]).toEqual({ id: "3", leased: false, delayMs: 50, at: T + 2000 });
   });
 
   it("an owner gone (its worker exited) loses its tickets and gives its slots back at once", () => {

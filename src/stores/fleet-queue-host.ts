@@ -28,6 +28,8 @@ export interface QueueRules {
   readonly rate: { readonly id: string; readonly specs: readonly AlgorithmSpec[] } | null;
   readonly concurrency: { readonly id: string; readonly spec: AlgorithmSpec } | null;
   readonly ownerTtlMs: number;
+  /** Grants a ticket whose rate units are due within this many ms at once (FleetQueueConfig.lookaheadMs). */
+  readonly lookaheadMs?: number;
 }
 
 /**
@@ -106,6 +108,11 @@ interface KeyQueue {
   /** Sorted by score. */
   readonly tickets: Ticket[];
   readonly grants: Map<string, Grant>;
+  /**
+   * The latest instant a rate decision was made at (ahead of now, with the lookahead): later
+   * decisions are made no earlier, so the key's rate record never sees time run back.
+   */
+  cursor: number;
   /** Cancels the armed grant at the head's due instant. */
   timer: (() => void) | undefined;
 }
@@ -115,6 +122,7 @@ interface Queue {
   readonly rate: BoundRule | undefined;
   readonly slots: BoundRule | undefined;
   readonly ownerTtlMs: number;
+  readonly lookaheadMs: number;
   readonly keys: Map<string, KeyQueue>;
   seq: number;
 }
@@ -187,7 +195,7 @@ export class QueueHost {
 
   /** A worker's new owner on the queue of `rules` (bound once per distinct rules). */
   #open(worker: number, rules: QueueRules): string {
-    const name = JSON.stringify([rules.rate, rules.concurrency]);
+    const name = JSON.stringify([rules.rate, rules.concurrency, rules.lookaheadMs ?? 0]);
     let queue = this.#queues.get(name);
     if (queue === undefined) {
       const bind = (id: string, specs: readonly unknown[]) =>
@@ -196,6 +204,7 @@ export class QueueHost {
         rate: rules.rate === null ? undefined : bind(rules.rate.id, rules.rate.specs),
         slots: rules.concurrency === null ? undefined : bind(rules.concurrency.id, [rules.concurrency.spec]),
         ownerTtlMs: rules.ownerTtlMs,
+        lookaheadMs: rules.lookaheadMs ?? 0,
         keys: new Map(),
         seq: 0,
       };
@@ -209,7 +218,7 @@ export class QueueHost {
   #keyQueue(queue: Queue, key: string): KeyQueue {
     let kq = queue.keys.get(key);
     if (kq === undefined) {
-      kq = { key, tickets: [], grants: new Map(), timer: undefined };
+      kq = { key, tickets: [], grants: new Map(), cursor: 0, timer: undefined };
       queue.keys.set(key, kq);
     }
     return kq;
@@ -303,6 +312,8 @@ export class QueueHost {
     const now = this.#clock.now();
     const others = new Map<string, FleetGrant[]>();
     let wait: number | undefined;
+    /** How far ahead of now the head may be granted (queue.lua's rule). */
+    let ahead = 0;
     for (let head = kq.tickets[0]; head !== undefined; head = kq.tickets[0]) {
       const owner = this.#owners.get(head.owner);
       if (owner === undefined || owner.until < now) {
@@ -310,23 +321,35 @@ export class QueueHost {
         kq.tickets.shift();
         continue;
       }
+      ahead = queue.lookaheadMs;
       if (queue.slots !== undefined) {
         const d = this.#decide(queue.slots, kq.key, 1, now, "peek");
         if (!d.allowed) {
           wait = d.retryAfterMs; // a lease's expiry (Infinity: only a release frees one)
+          ahead = 0;
           break;
         }
+        // A grant ahead holds its slot from now: only while at least half the slots stay free.
+        if (d.remaining < Math.ceil(d.limit / 2)) ahead = 0;
       }
       let delayMs = 0;
       let rateAt: number | undefined;
       if (queue.rate !== undefined) {
-        const d = this.#decide(queue.rate, kq.key, head.cost, now, "check");
+        let at = Math.max(now, kq.cursor);
+        let d = this.#decide(queue.rate, kq.key, head.cost, at, "check");
+        if (!d.allowed && d.retryAfterMs + (at - now) <= ahead) {
+          // Due within the lookahead: its units are taken at the due instant itself and the job
+          // starts then (delayMs), so no timer's lag or message costs the fleet a slot.
+          at += Math.ceil(d.retryAfterMs);
+          d = this.#decide(queue.rate, kq.key, head.cost, at, "check");
+        }
         if (!d.allowed) {
-          wait = d.retryAfterMs;
+          wait = d.retryAfterMs + (at - now);
           break;
         }
-        delayMs = d.delayMs;
-        rateAt = now;
+        delayMs = d.delayMs + (at - now);
+        rateAt = at;
+        if (at > kq.cursor) kq.cursor = at;
       }
       let leaseAt: number | undefined;
       if (queue.slots !== undefined) {
@@ -336,7 +359,7 @@ export class QueueHost {
       kq.tickets.shift();
       const g: Grant = { owner: head.owner, leaseAt, rateAt, cost: head.cost };
       kq.grants.set(head.id, g);
-      const grant = this.#grantOf(head.id, g, delayMs, now);
+      const grant = this.#grantOf(head.id, g, delayMs, rateAt ?? now);
       if (head.owner === caller) mine.push(grant);
       else {
         let list = others.get(head.owner);
@@ -353,7 +376,8 @@ export class QueueHost {
       // The primary grants at the due instant itself (no worker is told to poll).
       kq.timer = after(
         this.#clock,
-        Math.max(1, Math.ceil(wait)),
+        // Once the head comes within the lookahead: that step grants it (and what follows).
+        Math.max(1, Math.ceil(wait - ahead)),
         () => {
           kq.timer = undefined;
           this.#pump(queue, kq, undefined, []);
@@ -361,7 +385,9 @@ export class QueueHost {
         true,
       );
     }
-    if (kq.tickets.length === 0 && kq.grants.size === 0 && kq.timer === undefined) queue.keys.delete(kq.key);
+    if (kq.tickets.length === 0 && kq.grants.size === 0 && kq.timer === undefined && kq.cursor <= now) {
+      queue.keys.delete(kq.key);
+    }
   }
 
   /** `worker` exited: its owners' tickets leave and their grants' slots are given back. */
