@@ -53,7 +53,10 @@ if (cluster.isPrimary) {
   const throttle = createThrottle({ name: "fleet", store, clock: systemClock, ...JSON.parse(optionsJson) });
   const random = mulberry32(Number(seed) + index);
   const log = (line) => process.stdout.write(`${index} ${line}\n`);
-  throttle.on("start", (e) => log(`A ${e.at}`));
+  // Admissions of the run's key only (the warm-up's key has its own limit).
+  throttle.on("start", (e) => {
+    if (e.key !== "warm-up") log(`A ${e.at}`);
+  });
   let started = 0;
   const job = (i, priority, ms) => {
     const name = `${index}-${i}`;

@@ -49,7 +49,10 @@ if (isMainThread) {
   const random = mulberry32(Number(seed) + index);
   // Through the parent (a thread's own stdout is a stream the parent drains late).
   const log = (line) => parentPort.postMessage({ fleet: "line", line: `${index} ${line}\n` });
-  throttle.on("start", (e) => log(`A ${e.at}`));
+  // Admissions of the run's key only (the warm-up's key has its own limit).
+  throttle.on("start", (e) => {
+    if (e.key !== "warm-up") log(`A ${e.at}`);
+  });
   let started = 0;
   const job = (i, priority, ms) => {
     const name = `${index}-${i}`;
