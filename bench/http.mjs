@@ -31,7 +31,8 @@
 // BENCH_VARIANTS (a comma list of the variants to run, default all: bare, sluice, peer,
 // sluice:deny, peer:deny, headers with BENCH_FLOOR=1, base with BENCH_BASE_DIST),
 // BENCH_SHED=1 (adds loadShed with a fixed limit never reached, "shed", and, on Fastify,
-// @fastify/under-pressure with its defaults, "pressure": SPEC §16's overhead goal),
+// @fastify/under-pressure with its defaults, "pressure": SPEC §16's overhead goal; and sluice's
+// middleware on a concurrency spec, "lease": a slot taken and released per request),
 // BENCH_STEPS (Fastify only: adds the bisection steps of bench/fastify-steps.mjs, e.g.
 // BENCH_STEPS=s0,s1,s2,s3,s4,s5; list them in BENCH_VARIANTS too when that is set).
 import { execFileSync, spawn } from "node:child_process";
@@ -85,6 +86,9 @@ const sluiceModule = (limiter, file) =>
 /** The limit of a run: never reached ("pass"), or reached at once so nearly every request is denied ("deny"). */
 const limitOf = (mode) => (mode === "deny" ? DENY_LIMIT : LIMIT);
 
+/** The concurrency spec of the "lease" variant: slots never all held, every request takes and releases one. */
+const LEASE_SPEC = { algorithm: "concurrency", limit: 1_000_000, leaseMs: 60_000 };
+
 /** Server side: build the variant, listen on a free loopback port, print it. */
 async function serve(variant) {
   const [framework, limiter, mode] = variant.split(":");
@@ -100,6 +104,9 @@ async function serve(variant) {
     } else if (limiter === "shed") {
       const { loadShed } = await import("../dist/http/express.js");
       app.use(loadShed({ limit: 1_000_000 }));
+    } else if (limiter === "lease") {
+      const { rateLimit } = await import("../dist/http/express.js");
+      app.use(rateLimit({ spec: LEASE_SPEC }));
     } else if (limiter === "peer") {
       const { rateLimit } = await import("express-rate-limit");
       app.use(rateLimit({ windowMs: WINDOW_MS, limit, standardHeaders: "draft-8", legacyHeaders: false }));
@@ -138,6 +145,9 @@ async function serve(variant) {
     } else if (limiter === "shed") {
       const { loadShed } = await import("../dist/http/fastify.js");
       await app.register(loadShed({ limit: 1_000_000 }));
+    } else if (limiter === "lease") {
+      const { rateLimit } = await import("../dist/http/fastify.js");
+      await app.register(rateLimit, { spec: LEASE_SPEC });
     } else if (limiter === "pressure") {
       const { default: underPressure } = await import("@fastify/under-pressure");
       await app.register(underPressure, { maxEventLoopDelay: 1000, maxEventLoopUtilization: 0.98 });
@@ -336,7 +346,8 @@ async function main() {
   if (process.env.BENCH_BASE_DIST) variants.push("base");
   if (process.env.BENCH_STEPS) variants.push(...process.env.BENCH_STEPS.split(","));
   // loadShed with a limit never reached, and @fastify/under-pressure (Fastify only) beside it.
-  if (process.env.BENCH_SHED === "1") variants.push("shed", "pressure");
+  // (And sluice's middleware on a concurrency spec, "lease": a slot taken and released per request.)
+  if (process.env.BENCH_SHED === "1") variants.push("shed", "pressure", "lease");
   if (process.env.BENCH_VARIANTS) {
     const chosen = process.env.BENCH_VARIANTS.split(",");
     // The ratios are to the bare app's blocks: it always runs.
@@ -396,13 +407,14 @@ async function main() {
         ["sluice, BENCH_BASE_DIST build", "base"],
         ["loadShed (fixed limit, never reached)", "shed"],
         ...(framework === "fastify" ? [["@fastify/under-pressure", "pressure"]] : []),
+        ["sluice, concurrency spec (leases)", "lease"],
         ...(process.env.BENCH_STEPS ?? "")
           .split(",")
           .filter(Boolean)
           .map((s) => [`step ${s}`, s]),
       ]) {
         if (!variants.includes(v)) continue;
-        console.log(`  ${name.padEnd(34)} ${c(v).padStart(9)} ${pct(median(ratios[v])).padStart(7)} (${quartiles(v)})`);
+        console.log(`  ${name.padEnd(38)} ${c(v).padStart(9)} ${pct(median(ratios[v])).padStart(7)} (${quartiles(v)})`);
       }
     } finally {
       for (const server of servers) {

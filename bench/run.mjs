@@ -1,11 +1,12 @@
 // `npm run bench`: every benchmark, one after another, each side by side with its peers.
-// The figures the README quotes come from this command. BENCH_ONLY=memory,redis,cluster,http,serve
+// The figures the README quotes come from this command. BENCH_ONLY=memory,hot-key,redis,cluster,http,serve
 // picks some; each file also runs alone (see its header).
 import { spawnSync } from "node:child_process";
 import { loadavg } from "node:os";
 
 const all = [
   ["memory", ["--expose-gc", "bench/memory.mjs"]],
+  ["hot-key", ["bench/hot-key.mjs"]],
   ["redis", ["bench/redis.mjs"]],
   ["cluster", ["bench/cluster.mjs"]],
   ["http", ["bench/http.mjs"]],

@@ -1,7 +1,10 @@
 /**
  * `acquire`: wait for a permit instead of failing fast. Waiters on one key are served in
  * arrival order; each sleeps exactly the `retryAfterMs` its check returned, so nobody polls
- * and nobody sleeps longer than needed.
+ * and nobody sleeps longer than needed. Leases are the exception: a denial's retryAfterMs (the
+ * oldest lease's expiry) is only an upper bound, since a holder may release any time. A release
+ * in this process wakes the key's first waiter at once (`wake`); only releases this process
+ * cannot see (another process's, on a shared store) are found by trying again every `pollMs`.
  */
 
 import type { Decision } from "./algorithms/decision.ts";
@@ -19,8 +22,16 @@ export interface AcquireOptions {
 }
 
 interface Waiter {
+  /** Lets it take its turn (it reached the head of its queue). */
   wake: () => void;
+  /** Ends its current sleep early (a slot was freed); set while it sleeps. */
+  kick: (() => void) | undefined;
+  /** A slot was freed while it was not sleeping: its next sleep ends at once. */
+  kicked: boolean;
 }
+
+/** The reason a sleep ended early because a slot was freed (never seen outside this module). */
+const KICK = Symbol("slot freed");
 
 /** FIFO queues of waiters, one per key. */
 export class WaitQueues {
@@ -29,8 +40,9 @@ export class WaitQueues {
   /**
    * Waits (FIFO per key) until `attempt` allows. `attempt` is the limiter's own `tryAcquire`;
    * `clock` measures the waits. With `pollMs` (leases: a denial's retryAfterMs is only an upper
-   * bound, and a release is announced to no one) it tries again every `pollMs` until then, and
-   * gives up only once `maxWaitMs` has passed.
+   * bound) it gives up only once `maxWaitMs` has passed, is woken by `wake(key)`, and tries
+   * again at least every `pollMs` (Infinity: every release is seen by `wake`, as on a store in
+   * this process alone).
    */
   async acquire(
     key: string,
@@ -50,7 +62,7 @@ export class WaitQueues {
       queue = [];
       this.#queues.set(key, queue);
     }
-    const me: Waiter = { wake: () => {} };
+    const me: Waiter = { wake: () => {}, kick: undefined, kicked: false };
     queue.push(me);
     try {
       if (queue[0] !== me) await this.#turn(me, signal);
@@ -74,8 +86,11 @@ export class WaitQueues {
         if (pollMs !== undefined && now >= deadline) {
           throw new WaitTimeoutError(`${JSON.stringify(key)}: no slot was free within \`maxWaitMs\` (${maxWaitMs} ms)`);
         }
-        const wakeAt = pollMs === undefined ? passesAt : Math.min(passesAt, now + pollMs, deadline);
-        await sleep(clock, Math.max(0, wakeAt - now), signal);
+        if (pollMs === undefined) {
+          await sleep(clock, Math.max(0, passesAt - now), signal);
+          continue;
+        }
+        await this.#nap(me, Math.max(0, Math.min(passesAt, now + pollMs, deadline) - now), clock, signal);
       }
     } finally {
       const i = queue.indexOf(me);
@@ -85,6 +100,38 @@ export class WaitQueues {
       } else if (i === 0) {
         (queue[0] as Waiter).wake();
       }
+    }
+  }
+
+  /**
+   * A slot of `key` was freed in this process (a release, a reset): the key's
+   * first waiter tries again now; if it takes the slot, the next one's turn follows.
+   */
+  wake(key: string): void {
+    const first = this.#queues.get(key)?.[0];
+    if (first === undefined) return;
+    if (first.kick !== undefined) first.kick();
+    else first.kicked = true;
+  }
+
+  /** Sleeps `ms` on `clock`, or until `wake` kicks `me`; rejects when aborted. */
+  async #nap(me: Waiter, ms: number, clock: Clock, signal: AbortSignal | undefined): Promise<void> {
+    if (me.kicked) {
+      me.kicked = false;
+      return;
+    }
+    if (signal?.aborted) throw abortReason(signal);
+    const stop = new AbortController();
+    const onAbort = () => stop.abort(abortReason(signal as AbortSignal));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    me.kick = () => stop.abort(KICK);
+    try {
+      await sleep(clock, ms, stop.signal);
+    } catch (error) {
+      if (error !== KICK) throw error;
+    } finally {
+      me.kick = undefined;
+      signal?.removeEventListener("abort", onAbort);
     }
   }
 
@@ -99,4 +146,19 @@ export class WaitQueues {
       signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
+}
+
+/** Wait queues by store and rule id: limiters sharing state share waiters (and wake each other). */
+const shared = new WeakMap<object, Map<string, WaitQueues>>();
+
+/**
+ * The wait queues of rule `id` on `store`: one per (store, id), so a release through any limiter
+ * of the rule (one replaced by updateRule, a second with the same name) wakes the rule's waiters.
+ */
+export function waitQueuesOf(store: object, id: string): WaitQueues {
+  let byId = shared.get(store);
+  if (byId === undefined) shared.set(store, (byId = new Map()));
+  let queues = byId.get(id);
+  if (queues === undefined) byId.set(id, (queues = new WaitQueues()));
+  return queues;
 }

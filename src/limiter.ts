@@ -3,7 +3,7 @@
  * The limiter owns what every store shares: reading the clock once per decision, validating
  * keys and costs, waiting in `acquire`.
  */
-import { type AcquireOptions, WaitQueues } from "./acquire.ts";
+import { type AcquireOptions, waitQueuesOf } from "./acquire.ts";
 import { type Decision, stampAt } from "./algorithms/decision.ts";
 import { type BanPolicy, validateBan } from "./core/ban.ts";
 import { type Clock, stopwatch, systemClock } from "./core/clock.ts";
@@ -18,7 +18,7 @@ import type { AlgorithmSpec, RuleSpec } from "./core/spec.ts";
 import { validateRule } from "./core/spec.ts";
 import type { BoundRule, Store } from "./core/store.ts";
 import { warn } from "./core/warn.ts";
-import { holdLease } from "./lease.ts";
+import { holdLease, leaseThrough, successorOf } from "./lease.ts";
 import { MemoryStore } from "./stores/memory/memory-store.ts";
 
 /** Options of {@link createLimiter}. */
@@ -145,9 +145,10 @@ export interface Limiter<S extends Store = Store> {
 }
 
 /**
- * How often `acquire` tries again on a rule with a concurrency member: slots free by releases,
- * which are announced to no one, long before the retryAfterMs a denial gives (the oldest
- * lease's expiry). One check per waiting key per 25 ms.
+ * How often `acquire` tries again on a rule with a concurrency member whose store other
+ * processes share: their releases free slots long before the retryAfterMs a denial gives (the
+ * oldest lease's expiry), and are announced to no one here. Releases in this process wake the
+ * waiters at once (src/acquire.ts). One check per waiting key per 25 ms.
  */
 const LEASE_POLL_MS = 25;
 
@@ -352,7 +353,8 @@ export function bindLimiter(
   const checked = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
   // Without a hook the hot path stays one direct call into the store.
   const decide = onDecision === undefined ? checked : observed(checked, identity, onDecision);
-  const waits = new WaitQueues();
+  // Shared by the limiters of this rule on this store: a release through any of them wakes its waiters.
+  const waits = waitQueuesOf(store, id);
   // Rules with a concurrency member hold leases: their allowed checks carry release()/renew().
   const leased = compiled.members.some((m) => m.renew !== undefined);
   // A lease's receipt is the instant its check was decided: the limiter's clock, or the store's
@@ -367,13 +369,19 @@ export function bindLimiter(
   let tryLease: (key: string, cost: number) => Decision | Promise<Decision> = () => {
     throw new Error("unreachable: set below");
   };
+  // This limiter, once built: its lease handles act through its successor after updateRule.
+  let self: Limiter | undefined;
+  /** A slot of `key` may be free now: its first waiter in this process tries again. */
+  const freed = (key: string) => waits.wake(boundKey(key));
+  // A MemoryStore is this process's alone: every release is seen by `freed`, so no poll.
+  const leasePollMs = store instanceof MemoryStore ? Number.POSITIVE_INFINITY : LEASE_POLL_MS;
   const acquire = async (key: string, acquireOptions: AcquireOptions = {}) => {
     checkKey(key);
     const cost = acquireOptions.cost ?? 1;
     checkCost(cost);
     const stored = boundKey(key);
     if (leased) {
-      return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) => tryLease(key, c), LEASE_POLL_MS);
+      return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) => tryLease(key, c), leasePollMs);
     }
     return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) =>
       decide(stored, c, clock === undefined ? undefined : read(clock), "check"),
@@ -402,22 +410,32 @@ export function bindLimiter(
       if (cost === undefined) cost = 1;
       else if (cost !== 1) checkCost(cost);
       const now = clock === undefined ? systemClock.now() : read(clock);
-      return stamp(decide(boundKey(key), cost, now, op, at) as Decision, now);
+      return stampAt(decide(boundKey(key), cost, now, op, at) as Decision, now);
+    };
+    /** A lease handle's call: through the rule's current limiter after updateRule, else here. */
+    const lease = (key: string, cost: number, op: "release" | "renew", at: number) => {
+      const next = successorOf(self as Limiter);
+      if (next !== undefined) return leaseThrough(next, key, cost, op, at);
+      const d = run(key, cost, op, at);
+      if (op === "release") freed(key);
+      return d;
     };
     tryLease = (key, cost) =>
       holdLease(
         run(key, cost, "check"),
-        (op, at) => run(key, cost, op, at),
-        () => run(key, 1, "peek"),
+        (op, at) => lease(key, cost, op, at),
+        () => (successorOf(self as Limiter) ?? { peek: (k: string) => run(k, 1, "peek") }).peek(key),
       );
-    return {
+    self = {
       specs,
       // Rules without a concurrency member keep the one direct call.
       tryAcquire: leased ? (key, cost = 1) => tryLease(key, cost) as Decision : (key, cost) => run(key, cost, "check"),
       release: (key, arg) => {
         leaseCall("release");
         const [cost, at] = leaseArgs("release", arg);
-        return run(key, cost, "release", at);
+        const d = run(key, cost, "release", at);
+        freed(key);
+        return d;
       },
       renew: (key, arg) => {
         leaseCall("renew");
@@ -446,11 +464,13 @@ export function bindLimiter(
         checkKey(key);
         // In-process stores reset synchronously; their `reset` returns nothing to wait for.
         void bound.reset(boundKey(key));
+        freed(key);
         return undefined;
       },
       acquire,
       close,
     };
+    return self;
   }
   // Async stores: argument errors reject, so callers handle one failure style.
   const run = (key: string, cost: number, op: Operation, at?: number): Promise<Decision> => {
@@ -468,21 +488,35 @@ export function bindLimiter(
       return Promise.reject(error);
     }
   };
+  /** A lease handle's call: through the rule's current limiter after updateRule, else here. */
+  const lease = (key: string, cost: number, op: "release" | "renew", at: number) => {
+    const next = successorOf(self as Limiter);
+    if (next !== undefined) return leaseThrough(next, key, cost, op, at);
+    const d = run(key, cost, op, at);
+    if (op === "release")
+      void d.then(
+        () => freed(key),
+        () => {},
+      );
+    return d;
+  };
   tryLease = (key, cost) =>
     run(key, cost, "check").then((d) =>
       holdLease(
         d,
-        (op, at) => run(key, cost, op, at),
-        () => run(key, 1, "peek"),
+        (op, at) => lease(key, cost, op, at),
+        () => (successorOf(self as Limiter) ?? { peek: (k: string) => run(k, 1, "peek") }).peek(key),
       ),
     );
-  return {
+  self = {
     specs,
     tryAcquire: leased ? (key, cost = 1) => tryLease(key, cost) : (key, cost = 1) => run(key, cost, "check"),
     release: async (key, arg) => {
       leaseCall("release");
       const [cost, at] = leaseArgs("release", arg);
-      return run(key, cost, "release", at);
+      const d = await run(key, cost, "release", at);
+      freed(key);
+      return d;
     },
     renew: async (key, arg) => {
       leaseCall("renew");
@@ -510,10 +544,12 @@ export function bindLimiter(
     reset: async (key) => {
       checkKey(key);
       await bound.reset(boundKey(key));
+      freed(key);
     },
     acquire,
     close,
   } as Limiter;
+  return self;
 }
 
 /** Wraps a check so every outcome reaches `onDecision` with its duration. */

@@ -13,6 +13,7 @@ import type { RuleIdentity } from "./core/identity.ts";
 import { checkOptions } from "./core/options.ts";
 import { type AlgorithmSpec, type LimitSpec, type RuleSpec, validateRule } from "./core/spec.ts";
 import type { Store } from "./core/store.ts";
+import { handOver } from "./lease.ts";
 import {
   bindLimiter,
   checkCost,
@@ -130,6 +131,12 @@ export class RateLimiterService<S extends Store = MemoryStore> {
     // Without options the rule keeps its tiers; pass `{ tiers: {} }` to drop them.
     const rule = this.#build(name, spec, options ?? old.given);
     this.#rules.set(name, rule);
+    // Requests in flight release (and renew) their leases through the rule as it now stands.
+    handOver(old.base, rule.base);
+    for (const [tier, limiter] of old.tiers) {
+      const next = rule.tiers.get(tier);
+      if (next !== undefined) handOver(limiter, next);
+    }
     closeRule(old);
     return this;
   }

@@ -36,14 +36,16 @@ export function concurrency(spec: ConcurrencySpec): Algorithm<SlidingLogState> {
     release: (s, now, cost, at) => log.refund(s, now, cost, at),
     refund: () => {},
     renew(s, now, cost, at, commit) {
-      const [t, newest, skip] = liveLog(s, now, limit, W);
+      // Every unexpired lease is held, also past a limit lowered since (liveLog uncapped).
+      const [t, newest, skip] = liveLog(s, now, limit, W, false);
       const n = s.n - skip;
+      const free = Math.max(0, limit - n);
       if (countAt(s, skip, at) < cost) {
-        return decision(false, limit, limit - n, Number.POSITIVE_INFINITY, n > 0 ? Math.ceil(newest + W - now) : 0);
+        return decision(false, limit, free, Number.POSITIVE_INFINITY, n > 0 ? Math.ceil(newest + W - now) : 0);
       }
       // Moved to `now` itself, the new receipt (t is later only when another clock logged a later lease).
       if (commit) commitLog(s, skip, now, cost, limit, at);
-      return decision(true, limit, limit - n, 0, Math.ceil(t + W - now));
+      return decision(true, limit, free, 0, Math.ceil(t + W - now));
     },
   };
 }

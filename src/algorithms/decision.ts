@@ -92,6 +92,12 @@ class Decided implements Decision {
     public resetMs: number,
     public delayMs: number,
   ) {}
+  /** Stamps `d` if it is a Decided (a plain store); false for any other decision. */
+  static stamp(d: Decision, at: number): boolean {
+    if (!(#at in d)) return false;
+    (d as Decided).#at = at;
+    return true;
+  }
   get at(): number | undefined {
     return this.#at;
   }
@@ -108,6 +114,7 @@ class Decided implements Decision {
 export function stampAt(d: Decision, at: number): Decision {
   // Decisions built by decision() keep `at` behind an accessor (a plain store); others (decoded
   // from a remote store, a composite) get it not enumerated, so every decision compares and prints alike.
+  if (Decided.stamp(d, at)) return d;
   if ("at" in d) d.at = at;
   else Object.defineProperty(d, "at", { value: at, writable: true, configurable: true });
   return d;

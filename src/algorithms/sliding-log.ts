@@ -29,10 +29,13 @@ function dropOldest(s: SlidingLogState, keep: number): void {
   }
 }
 
-/** Appends `count` copies of `t`, growing the buffer (at most to `limit`) when full. */
+/**
+ * Appends `count` copies of `t`, growing the buffer when full: doubling, but not past `limit`
+ * unless the entries themselves need more (leases held past a lowered limit, see liveLog).
+ */
 function append(s: SlidingLogState, t: number, count: number, limit: number): void {
   if (s.n + count > s.buf.length) {
-    const size = Math.min(limit, Math.max(s.n + count, s.buf.length * 2, 4));
+    const size = Math.max(s.n + count, Math.min(limit, Math.max(s.buf.length * 2, 4)));
     const grown = new Array<number>(size);
     for (let i = 0; i < s.n; i++) grown[i] = at(s, i);
     s.buf = grown;
@@ -71,14 +74,23 @@ export function takeAt(s: SlidingLogState, receipt: number, cost: number): numbe
 
 /**
  * The log's reading at `now`: `t` (now, or the newest entry's time when the clock stepped
- * back), the newest entry, and `skip`, the entries that no longer count (at or before t − W, or
- * older than the newest `limit`, kept after updateRule lowered the limit), so `s.n − skip` count.
+ * back), the newest entry, and `skip`, the entries that no longer count, so `s.n − skip` count.
+ * Entries at or before t − W never count. With `capped` (a sliding log) neither do those older
+ * than the newest `limit`, kept after updateRule lowered the limit: a rate only ever needs the
+ * newest `limit`. Leases are not capped: each is a request still in flight, which counts (and
+ * can be renewed or released) until it leaves, whatever the limit became meanwhile.
  */
-export function liveLog(s: SlidingLogState, now: number, limit: number, W: number): [number, number, number] {
+export function liveLog(
+  s: SlidingLogState,
+  now: number,
+  limit: number,
+  W: number,
+  capped = true,
+): [number, number, number] {
   const newest = s.n > 0 ? at(s, s.n - 1) : Number.NEGATIVE_INFINITY;
   // A clock that stepped back is read as "no time passed": the newest entry's time.
   const t = Math.max(now, newest);
-  let skip = Math.max(0, s.n - limit);
+  let skip = capped ? Math.max(0, s.n - limit) : 0;
   while (skip < s.n && at(s, skip) <= t - W) skip++;
   return [t, newest, skip];
 }
@@ -145,6 +157,7 @@ export function logAlgorithm(
   W: number,
   kind: "sliding-log" | "concurrency",
 ): Algorithm<SlidingLogState> {
+  const leases = kind === "concurrency";
   return {
     kind,
     spec,
@@ -152,7 +165,9 @@ export function logAlgorithm(
     horizonMs: W,
     create: () => ({ buf: [], head: 0, n: 0 }),
     freshAt: (s) => (s.n > 0 ? at(s, s.n - 1) + W : Number.NEGATIVE_INFINITY),
-    shape: `${kind}/${W}`,
+    // A lease log reads the same under any leaseMs (its entries are receipts), so a new leaseMs
+    // keeps the leases in flight; a rate's window is part of what its entries mean.
+    shape: leases ? kind : `${kind}/${W}`,
     summary: {
       // (newest, count): `count` entries all at the newest instant count at least as long and as
       // much as the log they stand for, in every window from now on.
@@ -186,9 +201,18 @@ export function logAlgorithm(
       takeAt(s, receipt, cost);
     },
     force(s, now, cost) {
+      const take = Math.min(cost, limit);
+      if (leases) {
+        // Held leases are never pushed out (each is a request in flight): the expired go, and the
+        // penalty's units join the rest, at most `limit` of them (more could never change an answer
+        // sooner than these expire).
+        const [t, , skip] = liveLog(s, now, limit, W, false);
+        dropOldest(s, s.n - skip);
+        append(s, t, take, limit);
+        return;
+      }
       // Only the newest `limit` entries ever matter, so at most `limit` are kept (as step does).
       const t = Math.max(now, s.n > 0 ? at(s, s.n - 1) : Number.NEGATIVE_INFINITY);
-      const take = Math.min(cost, limit);
       dropOldest(s, limit - take);
       append(s, t, take, limit);
     },
@@ -196,17 +220,19 @@ export function logAlgorithm(
       // Entries that no longer count are skipped here and removed only when a request commits: a
       // peek or a denial at a later instant must not forget entries that a clock stepping back
       // would still count.
-      const [t, newest, skip] = liveLog(s, now, limit, W);
+      const [t, newest, skip] = liveLog(s, now, limit, W, !leases);
+      // More than `limit` leases are in flight only after updateRule lowered the limit: no slot is free.
       const n = s.n - skip;
+      const free = Math.max(0, limit - n);
       const reset = n > 0 ? Math.ceil(newest + W - now) : 0;
-      if (cost > limit) return decision(false, limit, limit - n, Number.POSITIVE_INFINITY, reset);
+      if (cost > limit) return decision(false, limit, free, Number.POSITIVE_INFINITY, reset);
       if (n + cost > limit) {
         const oldest = at(s, skip + n + cost - limit - 1);
-        return decision(false, limit, limit - n, Math.ceil(oldest + W - now), reset);
+        return decision(false, limit, free, Math.ceil(oldest + W - now), reset);
       }
       // A sliding log appends at t; a lease is logged at its receipt, `now` itself, even when
       // another process's clock logged a later one (so its release names it exactly).
-      if (commit) commitLog(s, skip, kind === "concurrency" ? now : t, cost, limit);
+      if (commit) commitLog(s, skip, leases ? now : t, cost, limit);
       // cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
       return decision(true, limit, limit - n - cost, 0, cost > 0 ? Math.ceil(t + W - now) : reset);
     },

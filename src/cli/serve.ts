@@ -4,10 +4,15 @@ import type { Writable } from "node:stream";
 import { parseBytes, parseDuration } from "../config/units.ts";
 import { parseTrust, type TrustProxy } from "../http/client-key.ts";
 import { CLIENT_HEADERS, type ClientHeader } from "../server/client-address.ts";
-import { DEFAULT_MAX_CALLS, DEFAULT_MAX_CALLS_PER_CONNECTION } from "../server/envoy/call-bounds.ts";
+import {
+  DEFAULT_MAX_CALLS,
+  DEFAULT_MAX_CALLS_PER_CONNECTION,
+  DEFAULT_MAX_CONNECTIONS,
+} from "../server/envoy/call-bounds.ts";
 import type { GrpcTls } from "../server/envoy/grpc-server.ts";
 import { DEFAULT_MAX_KEY_LENGTH } from "../server/key-length.ts";
-import { startServer } from "../server/server.ts";
+import { DEFAULT_MAX_CONNECTIONS as DEFAULT_MAX_HTTP_CONNECTIONS, startServer } from "../server/server.ts";
+import type { ServeShedOptions } from "../server/shed.ts";
 import { DEFAULT_POLICY, FIXED_POLICIES, isFixedPolicy } from "../stores/remote/failure-policy.ts";
 import { DEFAULT_TIMEOUT_MS } from "../stores/remote/with-timeout.ts";
 import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
@@ -16,9 +21,9 @@ import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
 export const SERVE_HELP = `Usage: sluice serve --config FILE [options]
        sluice serve --grpc-port N --envoy-config PATH [options]
 
-Runs the rate-limit service: POST /v1/check, /v1/peek, /v1/reset, GET /v1/forward-auth (for
-reverse proxies), GET /v1/rules, /healthz, /metrics, /openapi.json, and a status page at
-GET /. The rules file is reloaded when it changes and on SIGHUP; an invalid file is refused
+Runs the rate-limit service: POST /v1/check, /v1/peek, /v1/reset, /v1/refund, /v1/release
+and /v1/renew (leases of concurrency rules), GET /v1/forward-auth (for reverse proxies),
+GET /v1/rules, /healthz, /metrics, /openapi.json, and a status page at GET /. The rules file is reloaded when it changes and on SIGHUP; an invalid file is refused
 and the last good rules stay. SIGTERM / SIGINT close gracefully.
 
 Options:
@@ -42,6 +47,11 @@ Options:
                          most gRPC calls open at once on one connection (default 100)
   --grpc-max-buffered S  most request bytes held at once over all gRPC calls still
                          arriving, e.g. 32mb (default 32mb)
+  --grpc-idle-timeout D  close a gRPC connection with no call open for this long (default
+                         5m; HTTP/2 PINGs do not keep it open)
+  --grpc-max-connections N
+                         most gRPC connections open at once (default 1000); more are
+                         closed on arrival
   --envoy-response-headers
                          send RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset in
                          response_headers_to_add (as envoyproxy/ratelimit's
@@ -75,6 +85,15 @@ Options:
                          the API (default: none, no CORS headers)
   --no-watch             reload only on SIGHUP, not on file change
   --shutdown-timeout D   longest a graceful close waits for in-flight requests (default 10s)
+  --max-connections N    most HTTP connections open at once (default 10000); more are closed
+                         on arrival
+  --shed-limit N|adaptive
+                         shed load past N calls in flight over both doors (or a limit that
+                         follows measured latency): least critical first (status page, then
+                         decisions; /metrics keeps a reserve, health probes are never shed),
+                         answered 503 + Retry-After (gRPC: UNAVAILABLE)
+  --shed-max-delay D     shed, least critical first, while the event loop's mean delay
+                         passes D, e.g. 100ms
   -h, --help             this help
 
 Example:
@@ -159,6 +178,9 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     "max-batch": { type: "string" },
     "no-watch": { type: "boolean" },
     "shutdown-timeout": { type: "string" },
+    "max-connections": { type: "string" },
+    "shed-limit": { type: "string" },
+    "shed-max-delay": { type: "string" },
     "max-key-length": { type: "string" },
     "max-config-bytes": { type: "string" },
     "trust-proxy": { type: "string" },
@@ -174,6 +196,8 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     "grpc-max-calls": { type: "string" },
     "grpc-max-calls-per-connection": { type: "string" },
     "grpc-max-buffered": { type: "string" },
+    "grpc-idle-timeout": { type: "string" },
+    "grpc-max-connections": { type: "string" },
     "envoy-response-headers": { type: "boolean" },
   });
   if (parsed.values.help) {
@@ -242,12 +266,19 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   const maxBufferedBytes = parseBytes(bufferedText);
   if (maxBufferedBytes === undefined || maxBufferedBytes < 1)
     throw new UsageError(`--grpc-max-buffered must be a size like 32mb (got ${JSON.stringify(bufferedText)})`);
+  const idleText = str(parsed, "grpc-idle-timeout") ?? "5m";
+  const idleTimeoutMs = parseDuration(idleText);
+  if (idleTimeoutMs === undefined || idleTimeoutMs < 1)
+    throw new UsageError(`--grpc-idle-timeout must be a duration like 5m (got ${JSON.stringify(idleText)})`);
   const grpcBounds = {
     callTimeoutMs,
     maxCalls: num(parsed, "grpc-max-calls", DEFAULT_MAX_CALLS),
     maxCallsPerConnection: num(parsed, "grpc-max-calls-per-connection", DEFAULT_MAX_CALLS_PER_CONNECTION),
     maxBufferedBytes,
+    idleTimeoutMs,
+    maxConnections: num(parsed, "grpc-max-connections", DEFAULT_MAX_CONNECTIONS),
   };
+  const shed = parseShed(str(parsed, "shed-limit"), str(parsed, "shed-max-delay"));
   const token = str(parsed, "token") ?? (process.env.SLUICE_TOKEN || undefined);
   const log = (line: string) => io.stderr.write(`sluice: ${line}\n`);
 
@@ -274,6 +305,8 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     corsOrigins,
     watch: parsed.values["no-watch"] !== true,
     shutdownTimeoutMs,
+    maxConnections: num(parsed, "max-connections", DEFAULT_MAX_HTTP_CONNECTIONS),
+    ...(shed === undefined ? {} : { shed }),
     log,
     ...(str(parsed, "redis") === undefined ? {} : { redis: str(parsed, "redis") as string }),
     cluster: parsed.values.cluster === true,
@@ -336,4 +369,23 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   );
 
   return exit;
+}
+
+/** `--shed-limit` and `--shed-max-delay`, checked; undefined when neither is given. */
+function parseShed(limitText: string | undefined, delayText: string | undefined): ServeShedOptions | undefined {
+  if (limitText === undefined && delayText === undefined) return undefined;
+  const shed: ServeShedOptions = {};
+  if (limitText !== undefined) {
+    const limit = limitText === "adaptive" ? "adaptive" : Number(limitText);
+    if (limit !== "adaptive" && (!Number.isSafeInteger(limit) || limit < 1))
+      throw new UsageError(`--shed-limit must be a positive integer or "adaptive" (got ${JSON.stringify(limitText)})`);
+    shed.limit = limit;
+  }
+  if (delayText !== undefined) {
+    const ms = parseDuration(delayText);
+    if (ms === undefined || !(ms > 0))
+      throw new UsageError(`--shed-max-delay must be a duration like 100ms (got ${JSON.stringify(delayText)})`);
+    shed.maxEventLoopDelayMs = ms;
+  }
+  return shed;
 }

@@ -10,6 +10,7 @@ import type { Decision } from "../algorithms/decision.ts";
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError, type SluiceError, StoreError } from "../core/errors.ts";
 import { readProblem, slugOf } from "../http/problem.ts";
+import { holdLease } from "../lease.ts";
 import { checkCost, checkKey } from "../limiter.ts";
 import { CHECK_OPTIONS } from "../service.ts";
 import { Breaker } from "../stores/remote/breaker.ts";
@@ -34,6 +35,12 @@ export interface ClientRefundOptions extends ClientCheckOptions {
   at?: number;
 }
 
+/** Per-call options of `release` and `renew`. */
+export interface ClientLeaseOptions extends ClientCheckOptions {
+  /** The leases' receipt: the `decision.at` of the check that took them (or of their last renewal). */
+  at: number;
+}
+
 /** A client of `sluice serve`. */
 export interface SluiceClient {
   /** Takes `cost` units of `rule` for `key` (the service's `POST /v1/check`). */
@@ -44,6 +51,14 @@ export interface SluiceClient {
   reset(rule: string, key: string, options?: Pick<ClientCheckOptions, "tier">): Promise<void>;
   /** Gives `cost` units back (`POST /v1/refund`; pass the check's `at`); resolves to what a peek then says, rejects with StoreError when the service cannot. */
   refund(rule: string, key: string, options?: ClientRefundOptions): Promise<Decision>;
+  /**
+   * Gives back the leases a check of a rule with a concurrency member took (`POST /v1/release`,
+   * pass the check's `at`); resolves to what a peek then says. An allowed check's Decision also
+   * carries `release()` and `renew()`, which call this and {@link SluiceClient.renew} in order.
+   */
+  release(rule: string, key: string, options: ClientLeaseOptions): Promise<Decision>;
+  /** Starts the leases' `leaseMs` again (`POST /v1/renew`): allowed with their new receipt `at`, or denied when no longer held. */
+  renew(rule: string, key: string, options: ClientLeaseOptions): Promise<Decision>;
   /** Waits for calls in flight, then closes the sockets; later calls reject. */
   close(): Promise<void>;
   /** True while the circuit breaker answers calls by the policy without asking the service. */
@@ -83,7 +98,7 @@ class Calls {
 const SERVICE = 0;
 
 const CALL_KEYS: ReadonlySet<string> = new Set(CHECK_OPTIONS);
-const REFUND_KEYS: ReadonlySet<string> = new Set([...CHECK_OPTIONS, "at"]);
+const RECEIPT_KEYS: ReadonlySet<string> = new Set([...CHECK_OPTIONS, "at"]);
 const RESET_KEYS: ReadonlySet<string> = new Set(["tier"] satisfies (typeof CHECK_OPTIONS)[number][]);
 
 function checkCall(rule: unknown, key: unknown, options: unknown, keys: ReadonlySet<string>): Item {
@@ -165,13 +180,32 @@ class Client implements SluiceClient {
     throw this.#refusalOf(reply, rule);
   }
 
-  async refund(rule: string, key: string, options?: ClientRefundOptions): Promise<Decision> {
-    const item = checkCall(rule, key, options, REFUND_KEYS);
+  refund(rule: string, key: string, options?: ClientRefundOptions): Promise<Decision> {
+    return this.#receiptCall("refund", rule, key, options, false);
+  }
+
+  release(rule: string, key: string, options: ClientLeaseOptions): Promise<Decision> {
+    return this.#receiptCall("release", rule, key, options, true);
+  }
+
+  renew(rule: string, key: string, options: ClientLeaseOptions): Promise<Decision> {
+    return this.#receiptCall("renew", rule, key, options, true);
+  }
+
+  /** A call naming a check's receipt `at` (optional for a refund, required for a lease call). */
+  async #receiptCall(
+    call: "refund" | "release" | "renew",
+    rule: string,
+    key: string,
+    options: ClientRefundOptions | undefined,
+    required: boolean,
+  ): Promise<Decision> {
+    const item = checkCall(rule, key, options, RECEIPT_KEYS);
     const at = options?.at;
-    if (at !== undefined) {
+    if (at !== undefined || required) {
       if (typeof at !== "number" || !Number.isFinite(at)) {
         throw new ArgumentError(
-          `refund \`at\` must be a finite instant in ms (a decision's \`at\`) (got ${describeValue(at)})`,
+          `${call} \`at\` must be a finite instant in ms (a decision's \`at\`) (got ${describeValue(at)})`,
         );
       }
       item.at = at;
@@ -180,7 +214,7 @@ class Client implements SluiceClient {
     // In order with the calls around it, as reset.
     const run = (async () => {
       await this.#flush();
-      return this.#track(this.#transport.post("v1/refund", item, this.#options.timeoutMs));
+      return this.#track(this.#transport.post(`v1/${call}`, item, this.#options.timeoutMs));
     })();
     this.#barrier = run.catch(() => undefined);
     const reply = await run;
@@ -332,11 +366,30 @@ class Client implements SluiceClient {
       try {
         const d = readDecision(body[i]);
         this.#policy.learn(p.item.rule, d);
-        p.resolve(d);
+        p.resolve(p.op === "check" ? this.#withLease(d, p.item) : d);
       } catch (error) {
         this.#outage([p], error as StoreError);
       }
     });
+  }
+
+  /**
+   * An allowed check's `release()` and `renew()` (src/lease.ts: idempotent, in order), for its
+   * leases on a rule with a concurrency member; on any other rule they reject with the
+   * service's ArgumentError (the client does not know the rule's specs).
+   */
+  #withLease(d: Decision, item: Item): Decision {
+    const { rule, key } = item;
+    const options = (at: number): ClientLeaseOptions => ({
+      at,
+      ...(item.cost === undefined ? {} : { cost: item.cost }),
+      ...(item.tier === undefined ? {} : { tier: item.tier }),
+    });
+    return holdLease(
+      d,
+      (op, at) => this[op](rule, key, options(at)),
+      () => this.peek(rule, key, item.tier === undefined ? undefined : { tier: item.tier }),
+    );
   }
 
   /** Answers calls the service could not make by the failure policy. */

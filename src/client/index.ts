@@ -4,5 +4,11 @@
  */
 
 export type { FallbackLimiter, FixedPolicy } from "../stores/remote/failure-policy.ts";
-export { type ClientCheckOptions, type ClientRefundOptions, createClient, type SluiceClient } from "./client.ts";
+export {
+  type ClientCheckOptions,
+  type ClientLeaseOptions,
+  type ClientRefundOptions,
+  createClient,
+  type SluiceClient,
+} from "./client.ts";
 export type { ClientOnError, ClientOptions } from "./options.ts";

@@ -50,6 +50,8 @@ export function decideRule(
   op: Operation,
   at?: number,
 ): Decision {
+  // The hot path first: one test of `op` (each test against another name costs a string compare).
+  if (op === "check" && rule.bare) return (rule.members[0] as Algorithm).step(record, now, cost, true);
   if (op === "penalty" || op === "block" || op === "get") return decideCall(rule, record, now, cost, op);
   if (op === "release" || op === "renew") return decideLease(rule, record, now, cost, op, at as number);
   if (rule.bare) {

@@ -32,8 +32,10 @@ export interface FleetGrant {
 export interface FleetListener {
   /** Tickets of `key` were granted. */
   granted(key: string, grants: readonly FleetGrant[]): void;
-  /** This process owns `key`'s head ticket, which must wait `ms`: it should `pump(key)` then. */
+  /** This process is to wake `key`'s queue (its head must wait `ms`): it should `pump(key)` then. */
   wake(key: string, ms: number): void;
+  /** Optional: a call of this process on `key` found another process (or none) to wake it: drop its wake-up. */
+  unwake?(key: string): void;
   /** The link to the store came back after a loss: tickets may have been lost, send them again. */
   relinked(): void;
 }
@@ -51,6 +53,12 @@ export interface FleetQueueConfig {
   readonly lookaheadMs?: number;
   /** How long an owner's tickets outlive its last heartbeat, in ms. */
   readonly ownerTtlMs: number;
+  /**
+   * "subscription": where the store can see it, an owner is alive while its link is (no
+   * heartbeats needed; see {@link FleetQueue.heartbeatless}). Default "heartbeat": alive until
+   * `ownerTtlMs` after its last call.
+   */
+  readonly liveness?: "heartbeat" | "subscription";
   readonly listener: FleetListener;
 }
 
@@ -58,8 +66,18 @@ export interface FleetQueueConfig {
 export interface FleetQueue {
   /** This process's id in the queue. */
   readonly owner: string;
-  /** Adds tickets of `key` (idempotent by id) and grants what fits. */
-  enqueue(key: string, tickets: readonly FleetTicket[]): Promise<void>;
+  /**
+   * True when the store tells an owner's liveness without heartbeats (then `heartbeat` is only a
+   * rare rescue pump); absent or false: heartbeats every `ownerTtlMs / 3` keep waiting tickets.
+   */
+  readonly heartbeatless?: boolean;
+  /**
+   * Adds tickets of `key` (idempotent by id) and grants what fits. `resent`: sent again after
+   * the link was lost (the store may have lost running jobs' leases too). Resolves false when the
+   * store had forgotten this owner (tickets of it may have been dropped: send them again).
+   */
+  // biome-ignore lint/suspicious/noConfusingVoidType: a queue written before the answer existed resolves void
+  enqueue(key: string, tickets: readonly FleetTicket[], resent?: boolean): Promise<boolean | undefined | void>;
   /** Takes a ticket out: "removed" (it waited), "returned" (its grant was given back), "unknown". */
   cancel(key: string, id: string): Promise<"removed" | "returned" | "unknown">;
   /** A granted job ended: frees its lease (and with `refund` its rate units) and grants what fits. */

@@ -20,7 +20,10 @@ export interface CheckItem {
 }
 
 const FIELDS = new Set(["rule", "key", "cost", "tier"]);
-const REFUND_FIELDS = new Set([...FIELDS, "at"]);
+const RECEIPT_FIELDS = new Set([...FIELDS, "at"]);
+
+/** Whether an item carries a receipt `at`: none (check, peek, reset), optional (refund), required (release, renew). */
+export type Receipt = "none" | "optional" | "required";
 
 /** A value as JSON for an error message, cut short: messages echo input, never all of it. */
 export function show(value: unknown): string {
@@ -51,11 +54,14 @@ export function validateItem(
   ctx: ServerContext,
   at: string,
   extra: Record<string, unknown>,
-  refund = false,
+  receipt: Receipt = "none",
 ): CheckItem {
-  const fields = refund ? REFUND_FIELDS : FIELDS;
+  const fields = receipt === "none" ? FIELDS : RECEIPT_FIELDS;
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-    const shape = refund ? "{ rule, key, cost?, tier?, at? }" : "{ rule, key, cost?, tier? }";
+    const shape =
+      receipt === "none"
+        ? "{ rule, key, cost?, tier? }"
+        : `{ rule, key, cost?, tier?, ${receipt === "required" ? "at" : "at?"} }`;
     throw badRequest("invalid-check", `${at}must be an object ${shape} (got ${show(raw)})`, extra);
   }
   const item = raw as Record<string, unknown>;
@@ -67,11 +73,11 @@ export function validateItem(
         extra,
       );
   }
-  const receipt = item.at;
-  if (receipt !== undefined && (typeof receipt !== "number" || !Number.isFinite(receipt))) {
+  const stamp = item.at;
+  if ((stamp !== undefined || receipt === "required") && (typeof stamp !== "number" || !Number.isFinite(stamp))) {
     throw badRequest(
       "invalid-check",
-      `${at}\`at\` must be a finite instant in ms (a check's \`at\`) (got ${show(receipt)})`,
+      `${at}\`at\` must be a finite instant in ms (a check's \`at\`) (got ${show(stamp)})`,
       extra,
     );
   }
@@ -92,7 +98,7 @@ export function validateItem(
       key,
       ...(cost === undefined ? {} : { cost }),
       ...(tier === undefined ? {} : { tier }),
-      ...(receipt === undefined ? {} : { at: receipt as number }),
+      ...(stamp === undefined ? {} : { at: stamp as number }),
     },
     ctx,
     at,
@@ -132,11 +138,16 @@ export function refundOptionsOf(item: CheckItem): CheckOptions & { at?: number }
   return o;
 }
 
+/** The service options of a lease call's item (its receipt, required by validation). */
+export function leaseOptionsOf(item: CheckItem): CheckOptions & { at: number } {
+  return { ...optionsOf(item), at: item.at as number };
+}
+
 /** Reads and validates the body: the items, and whether it was a batch (an array). */
 export async function readItems(
   req: IncomingMessage,
   ctx: ServerContext,
-  refund = false,
+  receipt: Receipt = "none",
 ): Promise<{ items: CheckItem[]; batch: boolean }> {
   const body = await readJson(req, ctx.maxBodyBytes);
   const batch = Array.isArray(body);
@@ -151,7 +162,7 @@ export async function readItems(
     );
   }
   const items = raw.map((item, i) =>
-    validateItem(item, ctx, batch ? `[${i}]: ` : "", batch ? { index: i } : {}, refund),
+    validateItem(item, ctx, batch ? `[${i}]: ` : "", batch ? { index: i } : {}, receipt),
   );
   return { items, batch };
 }

@@ -1,5 +1,5 @@
 /**
- * `POST /v1/check`, `/v1/peek`, `/v1/reset` and `/v1/refund`: the body of {@link readItems},
+ * `POST /v1/check`, `/v1/peek`, `/v1/reset`, `/v1/refund`, `/v1/release` and `/v1/renew`: the body of {@link readItems},
  * answered in order with Decision JSON. Peek says what a check would say and changes nothing;
  * reset forgets the key under the rule (every tier) and answers what a peek would then say; a
  * refund gives units back (with `at`, a check's receipt, only what that check took and the
@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { STORE_FAILURE_RETRY_AFTER_SECONDS } from "../http/answer.ts";
 import { type Decision, StoreError } from "../index.ts";
-import { type CheckItem, optionsOf, readItems, refundOptionsOf } from "./check-items.ts";
+import { type CheckItem, leaseOptionsOf, optionsOf, readItems, refundOptionsOf } from "./check-items.ts";
 import type { ServerContext } from "./context.ts";
 import { checkDeadline } from "./deadline.ts";
 import { HttpError } from "./problem.ts";
@@ -85,7 +85,7 @@ export async function handlePeek(req: IncomingMessage, res: ServerResponse, ctx:
 
 /** Handles `POST /v1/refund`. */
 export async function handleRefund(req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> {
-  const { items, batch } = await readItems(req, ctx, true);
+  const { items, batch } = await readItems(req, ctx, "optional");
   checkDeadline(req);
   const decisions = await onStore(ctx, () => {
     const results = items.map((item) => ctx.service.refund(item.rule, item.key, refundOptionsOf(item)));
@@ -93,6 +93,31 @@ export async function handleRefund(req: IncomingMessage, res: ServerResponse, ct
   });
   answer(res, batch, decisions);
 }
+
+/**
+ * `POST /v1/release` and `/v1/renew`: the lease calls of a rule with a concurrency member, for
+ * the leases a `/v1/check` took (its `at` is their receipt). A release frees them and answers
+ * what a peek then says; a renewal starts their `leaseMs` again and answers with their new
+ * receipt `at`, or denied (changing nothing) when they are no longer held. A rule without a
+ * concurrency member holds no leases: 400.
+ */
+function leaseHandler(op: "release" | "renew") {
+  return async (req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> => {
+    const { items, batch } = await readItems(req, ctx, "required");
+    checkDeadline(req);
+    const decisions = await onStore(ctx, () => {
+      const results = items.map((item) => ctx.service[op](item.rule, item.key, leaseOptionsOf(item)));
+      return ctx.store.store.synchronous ? (results as Decision[]) : Promise.all(results);
+    });
+    answer(res, batch, decisions);
+  };
+}
+
+/** Handles `POST /v1/release`. */
+export const handleRelease = leaseHandler("release");
+
+/** Handles `POST /v1/renew`. */
+export const handleRenew = leaseHandler("renew");
 
 /** Handles `POST /v1/reset`. */
 export async function handleReset(req: IncomingMessage, res: ServerResponse, ctx: ServerContext): Promise<void> {

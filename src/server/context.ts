@@ -4,6 +4,7 @@ import type { RateLimiterService, RuleInfo, Store } from "../index.ts";
 import type { EnvoyService } from "./envoy/envoy-service.ts";
 import type { Metrics } from "./metrics.ts";
 import type { Reloader } from "./reload.ts";
+import type { ServiceShedder } from "./shed.ts";
 import type { ServiceStore } from "./store.ts";
 
 /** Shared state of one running server. */
@@ -30,4 +31,6 @@ export interface ServerContext {
   rules: Map<string, RuleInfo & { summary: string }>;
   /** The Envoy API (`--grpc-port`), when running. */
   envoy: EnvoyService | undefined;
+  /** The service's own load shedding (`--shed-limit`, `--shed-max-delay`), when set. */
+  shed: ServiceShedder | undefined;
 }

@@ -3,8 +3,10 @@ import { readFileSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { describeRule } from "../config/describe.ts";
 import { describeEnvoy, type EnvoyDescriptorInfo } from "../config/envoy/describe.ts";
+import type { EnvoyConfig } from "../config/envoy/model.ts";
 import { systemClock } from "../index.ts";
 import type { ServerContext } from "./context.ts";
+import type { ReloadProgress } from "./envoy/envoy-service.ts";
 import type { Gauge } from "./metrics.ts";
 import { sendJson, sendText } from "./respond.ts";
 
@@ -12,16 +14,47 @@ const STATUS_PAGE = readFileSync(new URL("./status.html", import.meta.url));
 
 /** `GET /v1/rules`: every rule with its normalised specs, tiers and a summary in words; Envoy domains and their descriptors. */
 export function handleRules(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): void {
-  sendJson(res, 200, { rules: [...ctx.rules.values()], envoy: envoyView(ctx) });
+  sendJson(res, 200, { rules: [...ctx.rules.values()], envoy: envoyView(ctx, Number.POSITIVE_INFINITY) });
 }
 
-/** The Envoy config as listed by /v1/rules and /v1/status: per domain, every limited descriptor path. */
+/**
+ * Descriptors listed per domain by /v1/status (the page polls it every few seconds): a config of
+ * 20,000 descriptors made each answer 4 MB. `descriptorCount` says how many there are, and
+ * /v1/rules lists them all.
+ */
+export const STATUS_DESCRIPTORS = 100;
+
+/** Each config described once: it never changes, a reload makes a new one. */
+const described = new WeakMap<EnvoyConfig, ReturnType<typeof describeEnvoy>>();
+
+/**
+ * The Envoy config as listed by /v1/rules (every descriptor) and /v1/status (the first `most` of
+ * each domain): per domain its limited descriptor paths and their count; and the reload in
+ * progress, if any.
+ */
 function envoyView(
   ctx: ServerContext,
-): { domains: Array<{ domain: string; descriptors: EnvoyDescriptorInfo[] }> } | null {
+  most: number,
+): {
+  domains: Array<{ domain: string; descriptorCount: number; descriptors: EnvoyDescriptorInfo[] }>;
+  reloading: ReloadProgress | null;
+} | null {
   const envoy = ctx.envoy;
   if (envoy === undefined) return null;
-  return { domains: describeEnvoy(envoy.state.config) };
+  const config = envoy.state.config;
+  let domains = described.get(config);
+  if (domains === undefined) {
+    domains = describeEnvoy(config);
+    described.set(config, domains);
+  }
+  return {
+    domains: domains.map(({ domain, descriptors }) => ({
+      domain,
+      descriptorCount: descriptors.length,
+      descriptors: descriptors.length > most ? descriptors.slice(0, most) : descriptors,
+    })),
+    reloading: envoy.reloading ?? null,
+  };
 }
 
 /** When the rules file was last loaded or tried, as an ISO instant. */
@@ -65,7 +98,8 @@ export function handleMetrics(_req: IncomingMessage, res: ServerResponse, ctx: S
     });
   }
   const envoy = ctx.envoy?.state.metrics.render() ?? "";
-  sendText(res, 200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(gauges) + envoy);
+  const shed = ctx.shed?.prometheus() ?? "";
+  sendText(res, 200, "text/plain; version=0.0.4; charset=utf-8", ctx.metrics.render(gauges) + envoy + shed);
 }
 
 /**
@@ -100,7 +134,7 @@ export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: Se
     },
     storeErrors: ctx.metrics.storeErrors,
     rules,
-    envoy: envoyView(ctx),
+    envoy: envoyView(ctx, STATUS_DESCRIPTORS),
   });
 }
 

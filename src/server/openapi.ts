@@ -48,6 +48,11 @@ const REFUND_BODY = {
   content: json({ oneOf: [ref("RefundRequest"), { type: "array", minItems: 1, items: ref("RefundRequest") }] }),
 };
 
+const LEASE_BODY = {
+  required: true,
+  content: json({ oneOf: [ref("LeaseRequest"), { type: "array", minItems: 1, items: ref("LeaseRequest") }] }),
+};
+
 const DECISIONS = {
   description: "A Decision, or an array of Decisions in request order when the body was an array.",
   content: json({ oneOf: [ref("Decision"), { type: "array", items: ref("Decision") }] }),
@@ -139,6 +144,26 @@ export const OPENAPI = {
         responses: { "200": DECISIONS, ...BODY_ERRORS, ...DEADLINE.responses },
       },
     },
+    "/v1/release": {
+      post: {
+        operationId: "release",
+        summary:
+          "Give back the `cost` leases of `key` under `rule` (a rule with a concurrency member) that the check with receipt `at` took; idempotent, and a lease that expired frees nothing. Answers what a peek would then say.",
+        parameters: DEADLINE.parameters,
+        requestBody: LEASE_BODY,
+        responses: { "200": DECISIONS, ...BODY_ERRORS, ...DEADLINE.responses },
+      },
+    },
+    "/v1/renew": {
+      post: {
+        operationId: "renew",
+        summary:
+          "Start the `leaseMs` of the `cost` leases with receipt `at` again: allowed with their new receipt `at`, or denied (changing nothing) when they are no longer held.",
+        parameters: DEADLINE.parameters,
+        requestBody: LEASE_BODY,
+        responses: { "200": DECISIONS, ...BODY_ERRORS, ...DEADLINE.responses },
+      },
+    },
     "/v1/forward-auth": {
       get: {
         operationId: "forwardAuth",
@@ -206,9 +231,15 @@ export const OPENAPI = {
                         type: "object",
                         properties: {
                           domain: { type: "string" },
+                          descriptorCount: { type: "integer" },
                           descriptors: { type: "array", items: { type: "object" } },
                         },
                       },
+                    },
+                    reloading: {
+                      description:
+                        "A reload in progress (its phase, and the descriptors or rules done so far), or null.",
+                      type: ["object", "null"],
                     },
                   },
                 },
@@ -296,6 +327,18 @@ export const OPENAPI = {
           },
         },
       },
+      LeaseRequest: {
+        type: "object",
+        required: ["rule", "key", "at"],
+        additionalProperties: false,
+        properties: {
+          ...REQUEST_FIELDS,
+          at: {
+            type: "number",
+            description: "The leases' receipt: the `at` of the check that took them, or of their last renewal.",
+          },
+        },
+      },
       Decision: {
         type: "object",
         required: ["allowed", "limit", "remaining", "retryAfterMs", "resetMs", "delayMs"],
@@ -311,7 +354,8 @@ export const OPENAPI = {
           delayMs: { type: "integer", description: "leaky-bucket: how long the admitted request should wait." },
           at: {
             type: "number",
-            description: "The instant (ms, the service's clock) it was decided: the receipt `/v1/refund` takes.",
+            description:
+              "The instant (ms, the service's clock) it was decided: the receipt `/v1/refund`, `/v1/release` and `/v1/renew` take.",
           },
           parts: { type: "array", items: { $ref: "#/components/schemas/Decision" } },
           failure: {

@@ -18,7 +18,7 @@ export class Reloader {
   /** The last reload error message, or undefined when the last load succeeded. */
   lastError: string | undefined;
   readonly #apply: (config: RulesConfig) => ApplyResult;
-  readonly #prepare: ((config: RulesConfig) => Promise<() => void>) | undefined;
+  readonly #prepare: ((config: RulesConfig) => Promise<() => Promise<void>>) | undefined;
   readonly #metrics: Metrics;
   readonly #log: (line: string) => void;
   readonly #maxBytes: number | undefined;
@@ -32,7 +32,7 @@ export class Reloader {
     metrics: Metrics,
     log: (line: string) => void,
     /** Checks what else the file feeds (the Envoy API's domains); returns how to apply it. */
-    prepare?: (config: RulesConfig) => Promise<() => void>,
+    prepare?: (config: RulesConfig) => Promise<() => Promise<void>>,
     maxBytes?: number,
   ) {
     this.#prepare = prepare;
@@ -56,7 +56,7 @@ export class Reloader {
       const config = await loadRulesFile(this.path, this.#maxBytes === undefined ? {} : { maxBytes: this.#maxBytes });
       const commit = await this.#prepare?.(config);
       const r = this.#apply(config);
-      commit?.();
+      await commit?.();
       this.lastError = undefined;
       this.#metrics.reloads.success++;
       this.#metrics.lastReloadOk = 1;

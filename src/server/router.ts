@@ -5,7 +5,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isSluiceError } from "../index.ts";
 import { requireToken } from "./auth.ts";
-import { handleCheck, handlePeek, handleRefund, handleReset } from "./check.ts";
+import { handleCheck, handlePeek, handleRefund, handleRelease, handleRenew, handleReset } from "./check.ts";
 import { show } from "./check-items.ts";
 import type { ServerContext } from "./context.ts";
 import { answerPreflight, corsHeaders } from "./cors.ts";
@@ -30,6 +30,8 @@ export const ROUTES: ReadonlyMap<string, Route> = new Map<string, Route>([
   ["/v1/peek", { method: "POST", auth: true, handler: handlePeek }],
   ["/v1/reset", { method: "POST", auth: true, handler: handleReset }],
   ["/v1/refund", { method: "POST", auth: true, handler: handleRefund }],
+  ["/v1/release", { method: "POST", auth: true, handler: handleRelease }],
+  ["/v1/renew", { method: "POST", auth: true, handler: handleRenew }],
   ["/v1/forward-auth", { method: "GET", auth: true, handler: handleForwardAuth }],
   ["/v1/rules", { method: "GET", auth: true, handler: handleRules }],
   ["/v1/status", { method: "GET", auth: true, handler: handleStatus }],

@@ -19,6 +19,7 @@ import { Metrics } from "./metrics.ts";
 import { Reloader } from "./reload.ts";
 import { route, routeOf } from "./router.ts";
 import { applyConfig } from "./rules-state.ts";
+import { type ServeShedOptions, ServiceShedder } from "./shed.ts";
 import { openStore, type StoreOptions } from "./store.ts";
 
 /** Options of {@link startServer}. */
@@ -64,11 +65,25 @@ export interface ServeOptions extends StoreOptions {
   watch: boolean;
   /** Longest a graceful close waits for in-flight requests before cutting connections (ms). */
   shutdownTimeoutMs: number;
+  /** Most HTTP connections open at once; more are closed on arrival (default {@link DEFAULT_MAX_CONNECTIONS}). */
+  maxConnections?: number;
+  /** The service's own load shedding over both doors (`--shed-limit`, `--shed-max-delay`); default none. */
+  shed?: ServeShedOptions;
   log: (line: string) => void;
 }
 
 /** How often slow requests are looked for: a slow body is closed at most this long after `requestTimeout`. */
 const SLOW_CHECK_MS = 1000;
+
+/** Default most HTTP connections open at once (`--max-connections`). */
+export const DEFAULT_MAX_CONNECTIONS = 10_000;
+
+/**
+ * Longest a connection may be silent, request or not: a socket that never sends a byte is closed
+ * too. Under headersTimeout (10 s) on purpose: Node's check of that bound, on a socket that sent
+ * nothing, restarts the socket's own timer, so a longer one never fired (measured on Node 20).
+ */
+const SOCKET_IDLE_MS = 9_000;
 
 /** How long idle keep-alive sockets stay open after SIGTERM, so requests already on the wire are answered. */
 const IDLE_GRACE_MS = 1000;
@@ -95,6 +110,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const clock = options.clock === undefined ? {} : { clock: options.clock };
   const service = new RateLimiterService({ store: store.store, ...clock });
   const metrics = new Metrics();
+  const shed =
+    options.shed === undefined || (options.shed.limit === undefined && options.shed.maxEventLoopDelayMs === undefined)
+      ? undefined
+      : new ServiceShedder(options.shed);
   const context: ServerContext = {
     service,
     store,
@@ -109,6 +128,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     token: options.token,
     rules: new Map(),
     envoy: undefined,
+    shed,
   };
   const apply = (config: Parameters<typeof applyConfig>[1]) => {
     const result = applyConfig(service, config);
@@ -140,6 +160,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           maxMessageBytes: options.maxGrpcMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
           bounds: { ...DEFAULT_CALL_BOUNDS, ...options.grpcBounds },
           responseHeaders: options.envoyResponseHeaders === true,
+          shed,
         },
         ...(options.maxOverrideRules === undefined ? {} : { maxOverrideRules: options.maxOverrideRules }),
         maxConfigBytes,
@@ -150,6 +171,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         },
       });
     } catch (error) {
+      shed?.close();
       await store.close();
       throw error;
     }
@@ -182,12 +204,18 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       metrics.request(r, res.statusCode);
       if (r === "/v1/check") metrics.latency((performance.now() - started) / 1000);
     });
+    if (shed !== undefined && !shed.admitHttp(routeOf(req), res)) return;
     void route(req, res, context, options.log);
   });
   server.keepAliveTimeout = 5000;
   // A slow client may not hold a socket for Node's default 5 minutes: checks are tiny.
   server.headersTimeout = 10_000;
   server.requestTimeout = 15_000;
+  // headersTimeout counts from a request's first byte: a connection that never sends one lived
+  // forever. Silent past SOCKET_IDLE_MS, any socket is closed (Node destroys it: no 'timeout'
+  // listener); keep-alive sockets close sooner, at keepAliveTimeout.
+  server.timeout = SOCKET_IDLE_MS;
+  server.maxConnections = options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -198,6 +226,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     });
   } catch (error) {
     // The gRPC listener and the store are already up: release them so the process can exit.
+    shed?.close();
     await envoy?.close(0);
     await store.close();
     throw error;
@@ -225,6 +254,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       clearTimeout(grace);
       clearTimeout(force);
       await grpcClosed;
+      shed?.close();
       await store.close();
       return served;
     })();

@@ -131,8 +131,12 @@ function concurrency(limit: number, W: number, log: number[] = []): ReferenceMod
       }
       return d;
     },
-    shape: `concurrency/${W}`,
-    respec: (spec) => concurrency((spec as { limit: number }).limit, W, log),
+    // Leases are receipts, read alike under any leaseMs: a new leaseMs keeps them (same shape).
+    shape: "concurrency",
+    respec: (spec) => {
+      const { limit: l, leaseMs } = spec as { limit: number; leaseMs?: number };
+      return concurrency(l, leaseMs ?? W, log);
+    },
     release: (now, cost, receipt) => model.refund(now, cost, receipt),
     // A refund is for rate units: leases leave by release or expiry only.
     refund: () => {},

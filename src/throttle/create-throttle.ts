@@ -21,8 +21,10 @@ import { Upstream } from "./upstream.ts";
 import type { HeadersLike, ResponseLike, UpstreamHint } from "./upstream-headers.ts";
 
 /**
- * Longest a dead process's waiting tickets hold their place in a fleet queue (its heartbeat
- * runs every third of it): short, whatever `leaseMs`, since a dead head blocks its whole key.
+ * Longest a dead process's waiting tickets hold their place in a fleet queue kept alive by
+ * heartbeats (a Cluster: every third of it; on standalone Redis a process is alive while its
+ * subscription is, and this paces only its rescue calls): short, whatever `leaseMs`, since a
+ * dead head blocks its whole key.
  */
 const MAX_OWNER_TTL_MS = 10_000;
 
@@ -124,12 +126,16 @@ export function createThrottle(options: ThrottleOptions): Throttle {
         rate: rate === undefined ? undefined : { id: id("", rate.specs), specs: rate.specs },
         concurrency:
           slots === undefined ? undefined : { id: id(":concurrency", slots.specs), spec: slots.specs[0] as never },
-        ownerTtlMs: Math.min(opts.leaseMs, MAX_OWNER_TTL_MS),
+        // Half a lease: a dead process (heartbeats by deadline, a Cluster) is dead before the
+        // leases it last renewed expire, so its waiting tickets never take a freed slot.
+        ownerTtlMs: Math.max(1, Math.min(Math.floor(opts.leaseMs / 2), MAX_OWNER_TTL_MS)),
+        liveness: "subscription",
         lookaheadMs: opts.lookaheadMs,
       },
       runner.clock,
       {
         waiting: (key) => runner.fleetWaiting(key),
+        idle: (key) => runner.fleetIdle(key),
         granted: (key, grant) => runner.fleetGranted(key, grant),
         failed: (key, error) => {
           runner.events.emit("error", { key, error });

@@ -1,10 +1,12 @@
 /**
  * The runner's side of a fleet queue (src/core/fleet-queue.ts): jobs go to the store as tickets
  * (a key's new jobs of one event-loop turn in one call), grants come back from the store, and
- * nothing polls. Timers: the head owner's wake-up at the due instant, a heartbeat per key while
- * tickets of this process wait in it (so a dead process's tickets leave the queue), and a retry
- * after a failed call. A link that comes back after a loss (a Redis restart, a failover) sends
- * every waiting ticket again (the store ignores those it still holds).
+ * nothing polls. Timers: the head owner's wake-up at the due instant (cancelled once the key has
+ * no waiting ticket), one heartbeat timer for the whole process while tickets of it wait (so a
+ * dead process's tickets leave the queue; where the store sees liveness itself, only a rare
+ * rescue pump), and a retry after a failed call. A link that comes back after a loss (a Redis
+ * restart, a failover) sends every waiting ticket again (the store ignores those it still
+ * holds); so does an owner the store had forgotten (a stall past its time to live).
  */
 import { after, type Clock } from "../core/clock.ts";
 import type { FleetGrant, FleetQueue, FleetQueueConfig, FleetQueueStore, FleetTicket } from "../core/fleet-queue.ts";
@@ -16,6 +18,8 @@ const RETRY_MS = 250;
 export interface FleetHost {
   /** Tickets of `key` still waiting in this process. */
   waiting(key: string): FleetTicket[];
+  /** Whether no ticket of `key` waits in this process (cheap). */
+  idle(key: string): boolean;
   /** The store granted `grant` of `key`. */
   granted(key: string, grant: FleetGrant): void;
   /** A store call failed (the jobs keep waiting). */
@@ -26,14 +30,19 @@ export interface FleetHost {
 export class FleetLink {
   readonly #clock: Clock;
   readonly #host: FleetHost;
-  readonly #heartbeatMs: number;
+  readonly #ownerTtlMs: number;
+  /** The heartbeat's period, once the queue is open (it depends on how the store sees liveness). */
+  #heartbeatMs: number;
   readonly #open: () => Promise<FleetQueue>;
   #opened: Promise<FleetQueue> | undefined;
   /** Tickets to send, by key, flushed once per turn. */
   readonly #outbox = new Map<string, FleetTicket[]>();
-  /** Per key: the armed wake-up (pump at the due instant) and heartbeat. */
+  /** Per key: the armed wake-up (pump at the due instant). */
   readonly #wakes = new Map<string, () => void>();
-  readonly #beats = new Map<string, () => void>();
+  /** Keys with tickets of this process waiting, and the last call on each (a call is a heartbeat). */
+  readonly #live = new Map<string, number>();
+  /** The one heartbeat timer (armed while #live is not empty). */
+  #beat: (() => void) | undefined;
   #flushing = false;
   #closed = false;
 
@@ -46,6 +55,7 @@ export class FleetLink {
   ) {
     this.#clock = clock;
     this.#host = host;
+    this.#ownerTtlMs = config.ownerTtlMs;
     this.#heartbeatMs = Math.max(1, Math.floor(config.ownerTtlMs / 3));
     // Opened on the first job: an idle throttle holds no connection (its subscription's).
     this.#open = () => {
@@ -55,11 +65,24 @@ export class FleetLink {
           listener: {
             granted: (key, grants) => {
               for (const g of grants) host.granted(key, g);
+              if (host.idle(key)) this.idle(key);
             },
             wake: (key, ms) => this.#wake(key, ms),
+            unwake: (key) => {
+              this.#wakes.get(key)?.();
+              this.#wakes.delete(key);
+            },
             relinked: () => this.#resendAll(),
           },
         });
+        this.#opened.then(
+          (q) => {
+            // Liveness seen by the store: the heartbeat only rescues a key whose head owner died
+            // after it was told to wake (rare), so it runs seldom and costs nothing per job.
+            if (q.heartbeatless === true) this.#heartbeatMs = Math.max(1, 3 * this.#ownerTtlMs);
+          },
+          () => {},
+        );
         this.#opened.catch((error: unknown) => {
           // A failed open is tried again by the next call.
           this.#opened = undefined;
@@ -95,37 +118,61 @@ export class FleetLink {
   }
 
   /** One enqueue call; on failure the tickets still waiting are sent again after a pause. */
-  #send(key: string, tickets: FleetTicket[]): void {
+  #send(key: string, tickets: FleetTicket[], resent = false): void {
+    this.#live.set(key, this.#clock.now());
     this.#queue
-      .then((q) => q.enqueue(key, tickets))
+      .then((q) => q.enqueue(key, tickets, resent))
+      .then((known) => {
+        if (known !== false) return;
+        // The store had forgotten this process: tickets of it that reached the head meanwhile
+        // were dropped as dead. The others still waiting go again (those it holds keep their place).
+        const sent = new Set(tickets.map((t) => t.id));
+        const others = this.#host.waiting(key).filter((t) => !sent.has(t.id));
+        if (others.length > 0) this.#send(key, others);
+      })
       .catch((error: unknown) => {
         this.#host.failed(key, error);
         if (this.#closed) return;
         after(this.#clock, RETRY_MS, () => {
           const still = new Set(this.#host.waiting(key).map((t) => t.id));
           const again = tickets.filter((t) => still.has(t.id));
-          if (again.length > 0) this.#send(key, again);
+          if (again.length > 0) this.#send(key, again, resent);
         });
       });
   }
 
   /** Every waiting ticket of every key, again (the store may have lost them). */
   #resendAll(): void {
-    for (const key of this.#beats.keys()) {
+    for (const key of [...this.#live.keys()]) {
       const tickets = this.#host.waiting(key);
-      if (tickets.length > 0) this.#send(key, tickets);
+      // Marked as sent again: the store may also have lost running jobs' leases (it then holds
+      // new grants of the key until they are back, queue.lua).
+      if (tickets.length > 0) this.#send(key, tickets, true);
     }
   }
 
-  /** Keeps a heartbeat for `key` while tickets of this process wait in it. */
+  /** Keeps the heartbeat going while tickets of this process wait in `key`. */
   #watch(key: string): void {
-    if (this.#beats.has(key) || this.#closed) return;
-    const beat = () => {
-      if (this.#closed || this.#host.waiting(key).length === 0) {
-        this.#beats.delete(key);
-        return;
+    if (this.#closed) return;
+    if (!this.#live.has(key)) this.#live.set(key, this.#clock.now());
+    if (this.#beat === undefined) this.#beat = after(this.#clock, this.#heartbeatMs, () => this.#tick());
+  }
+
+  /**
+   * One timer for every key: a key called on within the last half period needs no heartbeat
+   * (any call says this process is alive), so a key's beats stay under 1.5 periods apart.
+   */
+  #tick(): void {
+    this.#beat = undefined;
+    if (this.#closed) return;
+    const now = this.#clock.now();
+    for (const [key, last] of this.#live) {
+      if (this.#host.idle(key)) {
+        this.#live.delete(key);
+        continue;
       }
-      this.#beats.set(key, after(this.#clock, this.#heartbeatMs, beat));
+      if (now - last < this.#heartbeatMs / 2) continue;
+      this.#live.set(key, now);
       this.#queue
         .then((q) => q.heartbeat(key))
         .then(
@@ -137,8 +184,19 @@ export class FleetLink {
           },
           (error: unknown) => this.#host.failed(key, error),
         );
-    };
-    this.#beats.set(key, after(this.#clock, this.#heartbeatMs, beat));
+    }
+    if (this.#live.size > 0) this.#beat = after(this.#clock, this.#heartbeatMs, () => this.#tick());
+  }
+
+  /** No ticket of `key` waits here any more: its wake-up and heartbeat end (an idle throttle holds no timer). */
+  idle(key: string): void {
+    this.#wakes.get(key)?.();
+    this.#wakes.delete(key);
+    this.#live.delete(key);
+    if (this.#live.size === 0 && this.#beat !== undefined) {
+      this.#beat();
+      this.#beat = undefined;
+    }
   }
 
   /** This process owns `key`'s head: grant what fits `ms` from now. */
@@ -149,7 +207,10 @@ export class FleetLink {
       key,
       after(this.#clock, ms, () => {
         this.#wakes.delete(key);
-        if (this.#host.waiting(key).length === 0) return;
+        // Pumped even with no ticket of this process waiting: the store chose this process to
+        // wake the key (a wake-up told with a grant is short, and one with nothing to do is
+        // dropped by any call whose reply names another waker).
+        if (this.#live.has(key)) this.#live.set(key, this.#clock.now());
         this.#queue
           .then((q) => q.pump(key))
           .catch((error: unknown) => {
@@ -179,9 +240,10 @@ export class FleetLink {
   async close(): Promise<void> {
     this.#closed = true;
     for (const cancel of this.#wakes.values()) cancel();
-    for (const cancel of this.#beats.values()) cancel();
+    this.#beat?.();
+    this.#beat = undefined;
     this.#wakes.clear();
-    this.#beats.clear();
+    this.#live.clear();
     if (this.#opened === undefined) return;
     try {
       await (await this.#opened).close();

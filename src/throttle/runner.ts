@@ -128,7 +128,14 @@ export class ThrottleRunner {
         .then(() => this.#dropped.delete(ticket))
         .catch(() => {});
     }
+    (this.#fleet as FleetLink).idle(key);
     this.#pump(kq);
+  }
+
+  /** Whether no job of `key` waits in this process for a fleet grant (fleet mode). */
+  fleetIdle(key: string): boolean {
+    const kq = this.#keys.find(key);
+    return kq === undefined || kq.local || kq.queue.size === 0;
   }
 
   /** The tickets of `key` still waiting in this process (fleet mode). */
@@ -523,6 +530,7 @@ export class ThrottleRunner {
     job.cancelExpiry?.();
     job.cancelExpiry = undefined;
     job.unlisten();
+    if (kq.queue.size === 0 && !kq.local) this.#fleet?.idle(kq.key);
     this.#ledger.settle(job, error, status);
     if (kq.queue.size === 0 && kq.cancelWake !== undefined) {
       kq.cancelWake();

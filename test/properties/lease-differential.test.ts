@@ -104,15 +104,15 @@ describe("leases against an independent model", () => {
     );
   });
 
-  // Known broken (lease-known.test.ts has the minimal traces): a held lease's renewal is denied
-  // after updateRule lowered the limit (e.g. seed 20261220 of the default run).
-  it.fails("MemoryStore, updateRule lowering the limit: every answer as the model says", async () => {
+  // Was broken until the lease branch (lease-known.test.ts has the minimal traces): a held
+  // lease's renewal was denied after updateRule lowered the limit (e.g. seed 20261220).
+  it("MemoryStore, updateRule lowering the limit: every answer as the model says", async () => {
     await sweep("memory exact, limit down", 150, { store: () => new MemoryStore(), exact: true, limitDown: true }, {});
   });
 
-  // Known broken: updateRule with a new leaseMs starts the key fresh, and admits `limit` more
-  // beside the leases in flight.
-  it.fails("MemoryStore, updateRule changing leaseMs: never past the limit", async () => {
+  // Was broken until the lease branch: updateRule with a new leaseMs started the key fresh, and
+  // admitted `limit` more beside the leases in flight.
+  it("MemoryStore, updateRule changing leaseMs: never past the limit", async () => {
     await sweep(
       "memory leaseMs change",
       150,

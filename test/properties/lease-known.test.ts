@@ -9,7 +9,7 @@ const lease = (limit: number, leaseMs: number) => ({ algorithm: "concurrency", l
 /** Free slots of `key`: a peek of one unit says what taking it would leave. */
 const free = (d: Decision): number => (d.allowed ? d.remaining + 1 : 0);
 
-describe("lease promises the library breaks (it.fails until fixed)", () => {
+describe("lease promises the library broke, as minimal traces (it.fails while broken)", () => {
   // Found by lease-differential.test.ts (safety sweeps with clock steps back); minimal trace:
   // two limiters share one store, their clocks 5 ms apart (two processes on a ClusterStore, two
   // threads on a SharedMemoryStore, a request whose clock reading was delayed before it reached
@@ -47,8 +47,9 @@ describe("lease promises the library breaks (it.fails until fixed)", () => {
   // requests are admitted beside the ones still running (4 in flight for limit 2).
   // Likely cause: logAlgorithm's shape `${kind}/${W}` (sliding-log.ts) puts leaseMs in the
   // identity of the state; a concurrency log reads the same under any leaseMs (entries are
-  // receipts), so the state could be kept.
-  it.fails("updateRule changing leaseMs keeps the leases in flight", () => {
+  // receipts), so the state could be kept. Fixed on the lease branch (the shape is
+  // "concurrency", without leaseMs): passes since.
+  it("updateRule changing leaseMs keeps the leases in flight", () => {
     const clock = new ManualClock(T);
     const service = new RateLimiterService({ clock }).addRule("r", lease(2, 1000));
     expect(service.check("r", "k").allowed).toBe(true);
@@ -64,7 +65,8 @@ describe("lease promises the library breaks (it.fails until fixed)", () => {
   // Got: denied, retryAfterMs Infinity ("no longer held"): the holder is told its lease is gone.
   // Likely cause: concurrency.ts renew counts receipts only past liveLog's `skip`, which skips
   // entries older than the newest `limit` (right for admission, wrong for "is it still held").
-  it.fails("a held lease renews after updateRule lowered the limit", () => {
+  // Fixed on the lease branch (a lease log skips only expired entries): passes since.
+  it("a held lease renews after updateRule lowered the limit", () => {
     const clock = new ManualClock(T);
     const service = new RateLimiterService({ clock }).addRule("r", lease(5, 60_000));
     const l1 = service.check("r", "k", { cost: 3 }) as Decision;
@@ -85,8 +87,8 @@ describe("lease promises the library breaks (it.fails until fixed)", () => {
   // back at 5 the store counts 2 and admits 3 more: 8 requests in flight for limit 5.
   // Likely cause: sliding-log.ts liveLog's skip mixes "expired" with "past the newest limit"; a
   // commit may drop only the expired ones (a penalty's force has the same flaw: it keeps at most
-  // `limit` entries).
-  it.fails("a renewal after the limit was lowered forgets no other lease", () => {
+  // `limit` entries). Fixed on the lease branch, with the next one: passes since.
+  it("a renewal after the limit was lowered forgets no other lease", () => {
     const clock = new ManualClock(T);
     const service = new RateLimiterService({ clock }).addRule("r", lease(5, 60_000));
     expect((service.check("r", "k", { cost: 3 }) as Decision).allowed).toBe(true);
@@ -101,7 +103,7 @@ describe("lease promises the library breaks (it.fails until fixed)", () => {
     expect(service.check("r", "k").allowed).toBe(false);
   });
 
-  it.fails("a penalty after the limit was lowered forgets no lease", () => {
+  it("a penalty after the limit was lowered forgets no lease", () => {
     const clock = new ManualClock(T);
     const service = new RateLimiterService({ clock }).addRule("r", lease(4, 60_000));
     expect((service.check("r", "k", { cost: 3 }) as Decision).allowed).toBe(true);
@@ -120,8 +122,9 @@ describe("lease promises the library breaks (it.fails until fixed)", () => {
   // Got: it waits until the released lease would have expired (60 s later): a slot sits idle for
   // leaseMs per waiter. Likely cause: src/acquire.ts WaitQueues sleep for the denial's
   // retryAfterMs (the oldest lease's expiry, an upper bound for leases); a release does not wake
-  // the key's queue (src/lease.ts), and no shorter poll is used for leased rules.
-  it.fails("acquire() gets a slot freed by a release without waiting out leaseMs", async () => {
+  // the key's queue (src/lease.ts), and no shorter poll is used for leased rules. Fixed on the
+  // lease branch (a release in this process wakes the key's first waiter): passes since.
+  it("acquire() gets a slot freed by a release without waiting out leaseMs", async () => {
     const clock = new ManualClock(T);
     const limiter = createLimiter(lease(1, 60_000), clock);
     const held = limiter.tryAcquire("k");

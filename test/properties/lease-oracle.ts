@@ -49,6 +49,23 @@ export class LeaseModel {
     return this.hw;
   }
 
+  /**
+   * updateRule with a new leaseMs at reading `now`: leases and penalty units already expired
+   * under the old leaseMs stay gone (their slots may have been given to others since); the
+   * ones still held count under the new leaseMs from their receipt.
+   */
+  changeLeaseMs(leaseMs: number, now: number): void {
+    this.see(now);
+    for (const l of this.leases) if (!this.holds(l)) l.gone = true;
+    for (const [key, p] of this.phantoms) {
+      this.phantoms.set(
+        key,
+        p.filter((t) => t + this.leaseMs > this.hw),
+      );
+    }
+    this.leaseMs = leaseMs;
+  }
+
   /** Whether `lease` still counts: not released and not `leaseMs` old at the latest reading. */
   holds(lease: ModelLease): boolean {
     return !lease.gone && lease.receipt + this.leaseMs > this.hw;
@@ -69,9 +86,9 @@ export class LeaseModel {
   }
 
   /**
-   * Whether a penalty of `key` still counts. The store keeps at most `limit` log entries, so a
-   * penalty on a full key replaces older entries (a lease's among them) instead of adding to
-   * them: the model does not follow that, and compares such a key for safety only.
+   * Whether a penalty of `key` still counts. A penalty's units are log entries like a lease's
+   * (the store adds at most `limit` per penalty, and a release at the penalty's instant may take
+   * one of them): the model does not follow that, and compares such a key for safety only.
    */
   penalised(key: string): boolean {
     return (this.phantoms.get(key) ?? []).some((p) => p + this.leaseMs > this.hw);

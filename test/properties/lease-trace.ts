@@ -26,7 +26,7 @@ export interface TraceOptions {
   handlesAcrossUpdate?: boolean;
   /** updateRule may lower the limit (a held lease past the new limit: see lease-known.test.ts). */
   limitDown?: boolean;
-  /** updateRule with a new leaseMs (known to forget leases: see lease-known.test.ts). */
+  /** updateRule with a new leaseMs (leases in flight keep counting: see lease-known.test.ts). */
   leaseMsChange?: boolean;
   steps?: number;
   start?: number;
@@ -200,7 +200,7 @@ export async function runLeaseTrace(o: TraceOptions): Promise<TraceResult> {
       hit("reset");
     } else if (r < 0.9) {
       const change = o.leaseMsChange === true && rnd() < 0.3;
-      if (change) model.leaseMs = pick([100, 1000, 60_000]);
+      if (change) model.changeLeaseMs(pick([100, 1000, 60_000]), now);
       else model.limit = o.limitDown === true ? int(1, 6) : int(model.limit, 6);
       service.updateRule("r", specOf());
       if (o.handlesAcrossUpdate === false) for (const h of held) h.handle = false;

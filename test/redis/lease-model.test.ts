@@ -1,6 +1,6 @@
 // The lease attack's model (test/properties/lease-oracle.ts) against the remote stores: seeded
 // traces of acquisitions, releases (by handle, by receipt, double, stale), renewals, clock moves,
-// resets, updateRule (limit up), penalties, blocks and composites, on RedisStore (the Lua twin)
+// resets, updateRule (limit up and down, leaseMs), penalties, blocks and composites, on RedisStore (the Lua twin)
 // and ClusterStore (socket transport: one host, the trace through a second store as a client).
 // Every answer is compared with the model, not with another store. Seeds printed; SLUICE_SEED
 // shifts them.
@@ -23,20 +23,26 @@ afterAll(() => {
 });
 
 /** Runs `n` seeded traces on `store()`; fails with the violations found. */
-async function sweep(label: string, n: number, store: () => import("sluice").Store, stepBack = false) {
+async function sweep(
+  label: string,
+  n: number,
+  store: () => import("sluice").Store,
+  stepBack = false,
+  extra: { limitDown?: boolean; leaseMsChange?: boolean } = {},
+) {
   const seeds = Array.from({ length: runs(n) }, (_, i) => (SEED + 1000 + i) >>> 0);
   console.log(`${label}: seeds ${seeds[0]}..${seeds[seeds.length - 1]}`);
   const total: Record<string, number> = {};
   const violations: string[] = [];
   for (const seed of seeds) {
-    // Handles are not used across updateRule here: test/redis/lease-update.test.ts has that.
+    // Handles are used across updateRule: they act through the rule as it now stands.
     const r = await runLeaseTrace({
       seed,
       store,
-      exact: !stepBack,
+      exact: !stepBack && extra.leaseMsChange !== true,
       stepBack,
       steps: 80,
-      handlesAcrossUpdate: false,
+      ...extra,
     });
     violations.push(...r.violations);
     for (const [k, c] of Object.entries(r.counts)) total[k] = (total[k] ?? 0) + c;
@@ -44,7 +50,8 @@ async function sweep(label: string, n: number, store: () => import("sluice").Sto
   console.log(`${label}: ${JSON.stringify(total)}`);
   expect(violations.slice(0, 3).join("\n\n")).toBe("");
   const labels = ["acquire allowed", "acquire denied", "release held", "renew held", "renew not held"];
-  for (const k of [...labels, stepBack ? "step back" : "peek compared"]) {
+  const also = stepBack ? ["step back"] : extra.leaseMsChange ? ["update leaseMs"] : ["peek compared"];
+  for (const k of [...labels, ...also]) {
     expect(total[k] ?? 0, `${label} exercised "${k}" too rarely`).toBeGreaterThanOrEqual(Math.floor(runs(n) * 0.5));
   }
 }
@@ -77,6 +84,38 @@ describe("leases on remote stores against the model", () => {
           timeoutMs: WORK_BOUND_MS,
         });
       await sweep("redis step back", 30, store, true);
+    },
+    300_000,
+  );
+
+  // The Lua twin of a lowered limit (leases past it are held: renewed, released, never pushed
+  // out by a renewal or a penalty) and of a new leaseMs (the leases in flight keep counting).
+  it.skipIf(redis === undefined)(
+    "RedisStore, updateRule lowering the limit: every answer as the model says",
+    async () => {
+      const store = () =>
+        new RedisStore({
+          client: clients.io,
+          prefix: uniquePrefix("lease-model-down"),
+          expiryGraceMs: 600_000,
+          timeoutMs: WORK_BOUND_MS,
+        });
+      await sweep("redis exact, limit down", 30, store, false, { limitDown: true });
+    },
+    300_000,
+  );
+
+  it.skipIf(redis === undefined)(
+    "RedisStore, updateRule changing leaseMs: never past the limit",
+    async () => {
+      const store = () =>
+        new RedisStore({
+          client: clients.io,
+          prefix: uniquePrefix("lease-model-ms"),
+          expiryGraceMs: 600_000,
+          timeoutMs: WORK_BOUND_MS,
+        });
+      await sweep("redis leaseMs change", 30, store, false, { leaseMsChange: true });
     },
     300_000,
   );

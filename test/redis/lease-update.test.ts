@@ -56,11 +56,10 @@ describe("release() after updateRule (a config reload mid-request)", () => {
     expect(await reload(new MemoryStore())).toEqual([2, 2]);
   });
 
-  // On Redis the slot is freed, but release() answers with the old rule's limit: got [1, 2]
-  // (1 free of limit 2, where the reloaded rule has 2 free of 3).
-  // Likely cause: the handle runs on the limiter of the check (bound to the old specs; the
-  // service's updateRule closed it), so its peek of the answer is decided with the old limit.
-  it.skipIf(redis === undefined).fails("RedisStore: the answer of release() is the new rule's", async () => {
+  // Was broken (fixed on the lease branch): on Redis the slot was freed, but release() answered
+  // with the old rule's limit ([1, 2]): the handle ran on the limiter of the check, bound to the
+  // old specs. Now the handle acts through the rule as it stands (src/lease.ts handOver).
+  it.skipIf(redis === undefined)("RedisStore: the answer of release() is the new rule's", async () => {
     expect(await reload(onRedis())).toEqual([2, 2]);
   });
 
@@ -68,12 +67,59 @@ describe("release() after updateRule (a config reload mid-request)", () => {
     expect((await reload(onRedis()))[1]).toBe(2);
   });
 
-  // Got a peek of 1 free slot of 3: release() fails ("rule binding N is not registered": updateRule closed the old
-  // limiter, which released its binding on the host) and is answered by onError; the lease is
-  // never given back and holds its slot for leaseMs (60 s here): a leaked slot per request in
-  // flight at each reload. Likely cause: the handle keeps the old limiter's binding id
-  // (src/lease.ts holdLease over the old limiter's run); the cluster host forgets it on close.
-  it.fails("ClusterStore: the lease is freed", async () => {
+  // Was broken (fixed on the lease branch): release() failed ("rule binding N is not
+  // registered": updateRule closed the old limiter, which released its binding on the host) and
+  // was answered by onError, so the slot stayed taken for leaseMs. Now it acts through the
+  // current limiter's binding.
+  it("ClusterStore: the lease is freed", async () => {
     expect((await reload(onCluster()))[1]).toBe(2);
+  });
+});
+
+/**
+ * The traces of test/properties/lease-known.test.ts on a store: leases past a lowered limit are
+ * held (renewable), and neither a renewal nor a penalty pushes another lease out. Returns
+ * [renewal after the limit went down allowed, admitted once the limit is back, penalty trace admitted].
+ */
+async function lowered(store: () => Store): Promise<[boolean, boolean, boolean]> {
+  const clock = new ManualClock(T);
+  const s1 = new RateLimiterService({ clock, store: store() }).addRule("r", lease(5));
+  const l1 = (await s1.check("r", "k", { cost: 3 })) as Decision;
+  clock.advance(1);
+  const l2 = (await s1.check("r", "k", { cost: 2 })) as Decision;
+  s1.updateRule("r", lease(1));
+  clock.advance(1);
+  const renewed = ((await s1.renew("r", "k", { cost: 3, at: l1.at as number })) as Decision).allowed;
+  await (l2.renew as () => Promise<Decision>)();
+  s1.updateRule("r", lease(5));
+  clock.advance(1);
+  const admitted = ((await s1.check("r", "k")) as Decision).allowed;
+  const s2 = new RateLimiterService({ clock, store: store() }).addRule("p", lease(4));
+  await s2.check("p", "k", { cost: 3 });
+  s2.updateRule("p", lease(1));
+  clock.advance(1);
+  await s2.penalty("p", "k");
+  s2.updateRule("p", lease(4));
+  clock.advance(1);
+  return [renewed, admitted, ((await s2.check("p", "k")) as Decision).allowed];
+}
+
+describe("leases past a lowered limit, on every store (the Lua twin and the cluster host alike)", () => {
+  const clients = useStandaloneClients(redis);
+  const expected: [boolean, boolean, boolean] = [true, false, false];
+  it("MemoryStore", async () => {
+    expect(await lowered(() => new MemoryStore())).toEqual(expected);
+  });
+  it.skipIf(redis === undefined)("RedisStore", async () => {
+    const prefix = uniquePrefix("lease-lowered");
+    const store = new RedisStore({ client: clients.io, prefix, expiryGraceMs: 600_000, timeoutMs: WORK_BOUND_MS });
+    expect(await lowered(() => store)).toEqual(expected);
+  });
+  it("ClusterStore", async () => {
+    const socket = join(dir, `low${cluster.length}.sock`);
+    const host = new ClusterStore({ socket, timeoutMs: WORK_BOUND_MS });
+    const client = new ClusterStore({ socket, timeoutMs: WORK_BOUND_MS });
+    cluster.push(client, host);
+    expect(await lowered(() => client)).toEqual(expected);
   });
 });

@@ -19,7 +19,7 @@ describe.skipIf(redis === undefined)("fleet queue attack: a process that is done
   // Cause: the head owner's wake-up (fleet-link.ts #wake, a ref'd `after`) is armed for the
   // head's wait (here the running job's lease, leaseMs) and is not cancelled when the head's
   // ticket is granted, so it holds the process until it fires, 60 s later.
-  it.fails("an idle throttle with concurrency on Redis holds nothing open", { timeout: 30_000 }, () => {
+  it("an idle throttle with concurrency on Redis holds nothing open", { timeout: 30_000 }, () => {
     const code = `
       import { createThrottle } from "${DIST}/index.js";
       import { RedisStore } from "${DIST}/stores/redis/index.js";
@@ -38,7 +38,7 @@ describe.skipIf(redis === undefined)("fleet queue attack: a process that is done
   // Same cause, per key: each key whose head had to wait keeps its wake-up timer (fleet-link.ts
   // #wake, until the lease wait fires) after its jobs are done, and its heartbeat timer until the
   // next beat: an idle throttle over many keys holds thousands of timers for up to leaseMs.
-  it.fails("2,000 keys done: an idle throttle holds no timer per key", { timeout: 30_000 }, async () => {
+  it("2,000 keys done: an idle throttle holds no timer per key", { timeout: 30_000 }, async () => {
     const store = await RedisStore.connect({ url: redis?.url ?? "", prefix: uniquePrefix("attack-keys-timers") });
     const throttle = createThrottle({ name: "timers", store, clock: systemClock, concurrency: 1 });
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === "Timeout").length;

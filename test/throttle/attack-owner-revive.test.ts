@@ -14,7 +14,7 @@ describe.skipIf(redis === undefined)("fleet queue attack: a stalled owner revive
   // Cause: queue.lua's enqueue op calls touch() and ignores that the owner was unknown (its
   // tickets dropped at the head as dead), so the next heartbeat answers "known" and fleet-link.ts
   // never sends the dropped tickets again.
-  it.fails("a job queued before the stall still runs after it", { timeout: 30_000 }, async () => {
+  it("a job queued before the stall still runs after it", { timeout: 30_000 }, async () => {
     const prefix = uniquePrefix("attack-revive");
     const options = { concurrency: 1, leaseMs: 600 };
     const b = await attackChild(redis?.url ?? "", prefix, options);

@@ -15,7 +15,7 @@ describe.skipIf(server === undefined)("fleet queue attack: concurrency across a 
   // Cause: the restart forgets the running job's grant and lease; its renewal ('n' in queue.lua)
   // answers 0 and LeaseKeeper does nothing about it, and the resent tickets of the other process
   // are granted at once into an empty concurrency record.
-  it.fails("concurrency 1: a job running through the restart keeps the other process waiting", {
+  it("concurrency 1: a job running through the restart keeps the other process waiting", {
     timeout: 30_000,
   }, async () => {
     const redis = server as OwnedRedis;

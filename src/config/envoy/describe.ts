@@ -24,7 +24,7 @@ export function describeEnvoy(config: EnvoyConfig): Array<{ domain: string; desc
   for (const domain of [...config.domains.keys()].sort()) {
     const descriptors: EnvoyDescriptorInfo[] = [];
     const walk = (level: EnvoyLevel, path: EnvoyDescriptorInfo["path"]) => {
-      for (const node of [...level.exact.values(), ...level.wildcards, ...level.keyOnly.values()]) {
+      for (const node of [...level.exact.values(), ...level.wildcards.nodes, ...level.keyOnly.values()]) {
         const here = [...path, node.value === undefined ? { key: node.key } : { key: node.key, value: node.value }];
         if (node.limit !== undefined) descriptors.push(info(node, here));
         walk(node.children, here);

@@ -10,19 +10,23 @@ import { DEFAULT_MAX_CONFIG_BYTES, readConfigText } from "../rules-file.ts";
 import type { EnvoyConfig } from "./model.ts";
 import { EnvoyConfigBuilder } from "./parse.ts";
 import { type ParsedDocument, parseDocuments, parseDocumentsOffThread } from "./parse-off-thread.ts";
+import { counted, runSliced, type SliceProgress } from "./sliced.ts";
 
-/** Adds parsed `---` documents of `file` to `builder` (the first YAML error throws ConfigError). */
-function addDocuments(builder: EnvoyConfigBuilder, docs: ParsedDocument[], file: string): void {
+/**
+ * The steps adding parsed `---` documents of `file` to `builder` (the first YAML error throws
+ * ConfigError): one per descriptor, run in slices by a reload ({@link runSliced}).
+ */
+function* documentSteps(builder: EnvoyConfigBuilder, docs: ParsedDocument[], file: string): Generator<void> {
   for (const doc of docs) {
     if ("error" in doc) throw new ConfigError("file", `${file}: not valid YAML: ${doc.error}`);
     if (doc.value === null || doc.value === undefined) continue; // an empty document
-    builder.add(doc.value, file);
+    yield* builder.steps(doc.value, file);
   }
 }
 
 /** Parses envoy config text from `file` into `builder` (a file may hold several `---` documents). */
 export function addEnvoyText(builder: EnvoyConfigBuilder, text: string, file: string): void {
-  addDocuments(builder, parseDocuments(text), file);
+  for (const _ of documentSteps(builder, parseDocuments(text), file));
 }
 
 /** The config files `path` names: itself, or the .yaml/.yml files directly inside it. */
@@ -43,14 +47,17 @@ export async function envoyConfigFiles(path: string): Promise<string[]> {
  * Reads and validates envoy config at `path` (a file or a directory) into `builder` (which may
  * hold other documents already: a path defined twice is an error); throws ConfigError.
  * `maxBytes` (`--max-config-bytes`, as for the rules file) bounds all its files together, checked
- * before each is read. Files past 64 KB are parsed on a worker thread, and between files the
- * event loop gets a turn, so a reload holds it only to validate what was parsed.
+ * before each is read. Files past 64 KB are parsed on a worker thread, and what was parsed is
+ * validated and built in slices of descriptors with turns of the event loop between them, so a
+ * reload of a huge config never holds the loop for long. `progress` hears the descriptors built.
  */
 export async function loadEnvoyConfig(
   path: string,
   builder = new EnvoyConfigBuilder(),
   maxBytes = DEFAULT_MAX_CONFIG_BYTES,
+  progress?: SliceProgress,
 ): Promise<EnvoyConfig> {
+  let built = 0;
   let left = maxBytes;
   const files = await envoyConfigFiles(path);
   for (const [i, file] of files.entries()) {
@@ -58,7 +65,9 @@ export async function loadEnvoyConfig(
     const text = await readConfigText("envoy config", file, left, limit);
     left -= Buffer.byteLength(text, "utf8");
     // Large files are parsed on a worker thread: the event loop keeps answering meanwhile.
-    addDocuments(builder, await parseDocumentsOffThread(text), file);
+    const docs = await parseDocumentsOffThread(text);
+    const before = built;
+    built += await runSliced(counted(documentSteps(builder, docs, file)), (done) => progress?.(before + done));
     if (i < files.length - 1) await new Promise((resolve) => setImmediate(resolve));
   }
   return builder.config;

@@ -3,7 +3,7 @@
  * at each level the most specific descriptor wins (exact value, then the first wildcard value
  * that matches, then key only); a limit applies only if it sits at the request's last entry.
  */
-import type { EnvoyConfig, EnvoyLevel, EnvoyNode } from "./model.ts";
+import { type EnvoyConfig, type EnvoyLevel, type EnvoyNode, isEmptyLevel } from "./model.ts";
 
 /** A request descriptor entry. */
 export interface DescriptorEntry {
@@ -34,19 +34,12 @@ export function matchDescriptor(
   let found: EnvoyNode | undefined;
   for (const [i, entry] of entries.entries()) {
     let node: EnvoyNode | undefined = level.exact.get(`${entry.key}\0${entry.value}`);
-    if (node === undefined) {
-      for (const w of level.wildcards) {
-        if (w.key === entry.key && (w.wildcard as RegExp).test(entry.value)) {
-          node = w;
-          break;
-        }
-      }
-    }
+    if (node === undefined && level.wildcards.size > 0) node = level.wildcards.match(entry.key, entry.value);
     node ??= level.keyOnly.get(entry.key);
     if (node === undefined) break;
     values.push(node.shareThreshold && node.wildcard !== undefined ? (node.value as string) : entry.value);
     if (node.limit !== undefined && i === entries.length - 1) found = node;
-    if (node.children.exact.size + node.children.wildcards.length + node.children.keyOnly.size === 0) break;
+    if (isEmptyLevel(node.children)) break;
     level = node.children;
   }
   if (found === undefined) return undefined;

@@ -1,9 +1,12 @@
 /**
  * envoyproxy/ratelimit configuration as sluice holds it: per domain, a tree of descriptor
  * nodes. Each level is indexed the way the Go service looks it up (exact key/value first, then
- * wildcard values in file order, then key only), so matching is a few map lookups per entry.
+ * the first wildcard value in file order that matches, then key only), so matching costs a few
+ * map lookups per entry, and the wildcard lookup grows with the value, not with the number of
+ * wildcards (src/config/envoy/wildcard-index.ts).
  */
 import type { AlgorithmSpec } from "../../core/spec.ts";
+import { WildcardIndex } from "./wildcard-index.ts";
 
 /** Rate-limit units of envoyproxy/ratelimit, in the order of the protobuf `Unit` enum (1..6). */
 export const ENVOY_UNITS = ["second", "minute", "hour", "day", "month", "year"] as const;
@@ -64,8 +67,8 @@ export interface EnvoyNode {
 export interface EnvoyLevel {
   /** `key\0value` → node. */
   exact: Map<string, EnvoyNode>;
-  /** Wildcard-valued nodes in file order (the first that matches wins). */
-  wildcards: EnvoyNode[];
+  /** Wildcard-valued nodes: in file order (`.nodes`; the first that matches wins), indexed. */
+  wildcards: WildcardIndex;
   /** `key` → node without a value. */
   keyOnly: Map<string, EnvoyNode>;
 }
@@ -77,18 +80,24 @@ export interface EnvoyConfig {
 
 /** A new empty level. */
 export function emptyLevel(): EnvoyLevel {
-  return { exact: new Map(), wildcards: [], keyOnly: new Map() };
+  return { exact: new Map(), wildcards: new WildcardIndex(), keyOnly: new Map() };
 }
+
+/**
+ * The children of every leaf descriptor: one shared empty level (a level of its own per leaf,
+ * three empty tables, was about a fifth of a large config's memory). Never added to.
+ */
+export const LEAF_LEVEL: EnvoyLevel = Object.freeze(emptyLevel());
 
 /** Whether a level holds no descriptor. */
 export function isEmptyLevel(level: EnvoyLevel): boolean {
-  return level.exact.size === 0 && level.wildcards.length === 0 && level.keyOnly.size === 0;
+  return level.exact.size === 0 && level.wildcards.size === 0 && level.keyOnly.size === 0;
 }
 
 /** Every node of `config` that carries a rate limit (depth first, file order within a level). */
 export function* limitedNodes(config: EnvoyConfig): Generator<EnvoyNode> {
   function* walk(level: EnvoyLevel): Generator<EnvoyNode> {
-    for (const node of [...level.exact.values(), ...level.wildcards, ...level.keyOnly.values()]) {
+    for (const node of [...level.exact.values(), ...level.wildcards.nodes, ...level.keyOnly.values()]) {
       if (node.limit !== undefined) yield node;
       yield* walk(node.children);
     }

@@ -15,6 +15,7 @@ import {
   type EnvoyRateLimit,
   type EnvoyUnit,
   emptyLevel,
+  LEAF_LEVEL,
   UNIT_MS,
 } from "./model.ts";
 
@@ -69,6 +70,16 @@ export class EnvoyConfigBuilder {
 
   /** Adds one parsed YAML document read from `file`. */
   add(doc: unknown, file: string): this {
+    for (const _ of this.steps(doc, file));
+    return this;
+  }
+
+  /**
+   * Adds one parsed document one descriptor at a time: each `yield` follows one descriptor, a
+   * point where a caller may give the event loop a turn (a reload of 20,000 descriptors in one
+   * go held it for half a second; see {@link runSliced}).
+   */
+  *steps(doc: unknown, file: string): Generator<void, void, undefined> {
     const fail = (field: string, message: string, value: unknown): never => {
       throw new ConfigError(field, `${file}: ${message} (got ${describeValue(value)})`, value);
     };
@@ -83,18 +94,17 @@ export class EnvoyConfigBuilder {
       level = emptyLevel();
       this.config.domains.set(domain as string, level);
     }
-    this.#descriptors(doc.descriptors, level, domain as string, [], file, fail);
-    return this;
+    yield* this.#descriptors(doc.descriptors, level, domain as string, [], file, fail);
   }
 
-  #descriptors(
+  *#descriptors(
     list: unknown,
     level: EnvoyLevel,
     domain: string,
     parent: Array<[string, string | null]>,
     file: string,
     fail: (field: string, message: string, value: unknown) => never,
-  ): void {
+  ): Generator<void, void, undefined> {
     const at =
       parent.length === 0 ? domain : `${domain}.${parent.map(([k, v]) => (v === null ? k : `${k}_${v}`)).join(".")}`;
     if (list === undefined || list === null) return;
@@ -130,7 +140,7 @@ export class EnvoyConfigBuilder {
           ? level.keyOnly.get(key)
           : wildcard === undefined
             ? level.exact.get(id)
-            : level.wildcards.find((n) => n.key === key && n.value === value);
+            : level.wildcards.find(key, value);
       if (duplicate !== undefined) {
         fail("descriptors", `duplicate descriptor ${path} (first defined in ${duplicate.file})`, path);
       }
@@ -146,13 +156,15 @@ export class EnvoyConfigBuilder {
         shadowMode: flag("shadow_mode"),
         detailedMetric: flag("detailed_metric") || flag("value_to_metric"),
         shareThreshold: flag("share_threshold"),
-        children: emptyLevel(),
+        // A leaf shares one empty level: only a descriptor with descriptors gets its own.
+        children: Array.isArray(d.descriptors) && d.descriptors.length > 0 ? emptyLevel() : LEAF_LEVEL,
         file,
       };
       if (value === undefined) level.keyOnly.set(key, node);
       else if (wildcard === undefined) level.exact.set(id, node);
-      else level.wildcards.push(node);
-      this.#descriptors(d.descriptors, node.children, domain, segments, file, fail);
+      else level.wildcards.add(node);
+      yield;
+      yield* this.#descriptors(d.descriptors, node.children, domain, segments, file, fail);
     }
   }
 }

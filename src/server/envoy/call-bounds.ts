@@ -9,9 +9,13 @@
  *   before any of the message is read;
  * - most request bytes held at once across every call (messages still arriving): a call whose
  *   next bytes would pass it is refused RESOURCE_EXHAUSTED and its buffers are dropped. With the
- *   per-message bound this is what keeps 1,000 slow 1 MB senders from holding 1 GB.
+ *   per-message bound this is what keeps 1,000 slow 1 MB senders from holding 1 GB;
+ * - connections: most open at once (past it a new one is closed on arrival), and a connection
+ *   with no call open for the idle bound is closed (GOAWAY, then the socket): HTTP/2 PINGs or a
+ *   connection that never sends its preface do not keep it. Envoy reconnects when it next calls.
  */
 import type { Http2Session, ServerHttp2Stream } from "node:http2";
+import type { Socket } from "node:net";
 
 /** The bounds (`sluice serve --grpc-call-timeout`, `--grpc-max-calls`, ...). */
 export interface CallBounds {
@@ -23,6 +27,10 @@ export interface CallBounds {
   maxCallsPerConnection: number;
   /** Most request-message bytes held at once over all calls still arriving. */
   maxBufferedBytes: number;
+  /** Longest a connection may stay open with no call open, in ms. */
+  idleTimeoutMs: number;
+  /** Most connections open at once. */
+  maxConnections: number;
 }
 
 /** Default call deadline: the HTTP door's request timeout (server.ts). */
@@ -34,12 +42,19 @@ export const DEFAULT_MAX_CALLS_PER_CONNECTION = 100;
 /** Default most request bytes held over all calls (32 default-sized messages). */
 export const DEFAULT_MAX_BUFFERED_BYTES = 32 * 1024 * 1024;
 
+/** Default idle bound of a connection: Envoy keeps its connection to a rate limit service open between calls. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 5 * 60_000;
+/** Default most connections open at once (Envoy opens a few per worker thread). */
+export const DEFAULT_MAX_CONNECTIONS = 1000;
+
 /** The default bounds. */
 export const DEFAULT_CALL_BOUNDS: CallBounds = {
   callTimeoutMs: DEFAULT_CALL_TIMEOUT_MS,
   maxCalls: DEFAULT_MAX_CALLS,
   maxCallsPerConnection: DEFAULT_MAX_CALLS_PER_CONNECTION,
   maxBufferedBytes: DEFAULT_MAX_BUFFERED_BYTES,
+  idleTimeoutMs: DEFAULT_IDLE_TIMEOUT_MS,
+  maxConnections: DEFAULT_MAX_CONNECTIONS,
 };
 
 /** One open call. */
@@ -62,6 +77,12 @@ export class CallTracker {
   /** In arrival order, which is deadline order (one timeout for all). */
   readonly #calls = new Map<ServerHttp2Stream, Call>();
   readonly #perSession = new Map<Http2Session, number>();
+  /** Each connection with no call open, and since when (performance.now()). */
+  readonly #idle = new Map<Http2Session, number>();
+  /** Each connection's raw socket (node:http2 hands out only a proxy of it). */
+  readonly #sockets = new WeakMap<Http2Session, Socket>();
+  /** Connections whose peer sent its HTTP/2 preface. */
+  readonly #greeted = new WeakSet<Http2Session>();
   #buffered = 0;
   #sweeper: ReturnType<typeof setInterval> | undefined;
 
@@ -79,9 +100,32 @@ export class CallTracker {
     return this.#buffered;
   }
 
-  /** Starts sweeping expired calls (several times per deadline, at most once a second). */
+  /** Connections open now. */
+  get connections(): number {
+    return this.#perSession.size + this.#idle.size;
+  }
+
+  /**
+   * Tracks a new connection (idle until its first call) and its raw `socket`; false when there
+   * are already `maxConnections` (then close it).
+   */
+  connect(session: Http2Session, socket: Socket | undefined, now = performance.now()): boolean {
+    if (this.connections >= this.bounds.maxConnections) return false;
+    this.#idle.set(session, now);
+    if (socket !== undefined) this.#sockets.set(session, socket);
+    // The peer's SETTINGS open its preface: before them, closing the session leaves the socket.
+    session.once("remoteSettings", () => this.#greeted.add(session));
+    session.once("close", () => {
+      this.#idle.delete(session);
+      this.#perSession.delete(session);
+    });
+    return true;
+  }
+
+  /** Starts sweeping expired calls and idle connections (several times per bound, at most once a second). */
   start(): void {
-    const every = Math.max(10, Math.min(1000, Math.floor(this.bounds.callTimeoutMs / 4)));
+    const shortest = Math.min(this.bounds.callTimeoutMs, this.bounds.idleTimeoutMs);
+    const every = Math.max(10, Math.min(1000, Math.floor(shortest / 4)));
     this.#sweeper = setInterval(() => this.sweep(performance.now()), every);
     this.#sweeper.unref();
   }
@@ -104,7 +148,10 @@ export class CallTracker {
     }
     const call: Call = { session, deadline: performance.now() + this.bounds.callTimeoutMs, held: 0, expire };
     this.#calls.set(stream, call);
-    if (session !== undefined) this.#perSession.set(session, onSession + 1);
+    if (session !== undefined) {
+      this.#perSession.set(session, onSession + 1);
+      this.#idle.delete(session);
+    }
     stream.once("close", () => this.#release(stream, call));
     return undefined;
   }
@@ -127,13 +174,41 @@ export class CallTracker {
     call.held = 0;
   }
 
-  /** Cuts every call whose deadline is before `now`. */
+  /** Cuts every call whose deadline is before `now`, and closes connections idle for the idle bound. */
   sweep(now: number): void {
     for (const [stream, call] of this.#calls) {
       if (call.deadline > now) break;
       this.#release(stream, call);
       call.expire();
     }
+    // In order of becoming idle: the first still within its bound ends the sweep.
+    for (const [session, since] of this.#idle) {
+      if (now - since < this.bounds.idleTimeoutMs) break;
+      this.#idle.delete(session);
+      this.#closeIdle(session);
+    }
+  }
+
+  /**
+   * Closes an idle connection: GOAWAY (no call is open), and the session destroyed a second
+   * later if the peer has not closed it. A peer that never sent its preface is reset at once:
+   * node:http2 then leaves the socket open however its session is closed.
+   */
+  #closeIdle(session: Http2Session): void {
+    const socket = this.#sockets.get(session);
+    if (!this.#greeted.has(session) && socket !== undefined) {
+      // A TCP reset where the handle allows it; a TLS socket (its handle is not a TCP one)
+      // refuses a reset and is destroyed instead.
+      try {
+        socket.resetAndDestroy();
+      } catch {
+        socket.destroy();
+      }
+      return;
+    }
+    if (session.closed || session.destroyed) return;
+    session.close();
+    setTimeout(() => session.destroy(), 1000).unref();
   }
 
   #release(stream: ServerHttp2Stream, call: Call): void {
@@ -144,7 +219,11 @@ export class CallTracker {
     const session = call.session;
     if (session === undefined) return;
     const left = (this.#perSession.get(session) ?? 1) - 1;
-    if (left <= 0) this.#perSession.delete(session);
-    else this.#perSession.set(session, left);
+    if (left > 0) this.#perSession.set(session, left);
+    else {
+      this.#perSession.delete(session);
+      // Idle from now (re-inserted: the map stays in order of becoming idle), unless it is gone.
+      if (!session.closed && !session.destroyed) this.#idle.set(session, performance.now());
+    }
   }
 }

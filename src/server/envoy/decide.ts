@@ -106,6 +106,9 @@ export async function shouldRateLimit(state: EnvoyState, request: RlsRequest): P
     else (match.node.shadowMode ? shadow : enforced).push(counted);
   });
 
+  for (const c of enforced) ensureRule(service, c.limit);
+  for (const c of shadow) ensureRule(service, c.limit);
+  for (const c of reports) ensureRule(service, c.limit);
   const item = (c: Counted, cost = c.cost): GroupCheck => ({ rule: c.limit.rule, key: c.match.key, cost });
   const enforcedDecisions = blocked
     ? await Promise.all(enforced.map((c) => service.peek(c.limit.rule, c.match.key, { cost: c.cost })))
@@ -146,6 +149,15 @@ export async function shouldRateLimit(state: EnvoyState, request: RlsRequest): P
   const overall = statuses.some((s) => s.code === "OVER_LIMIT") ? "OVER_LIMIT" : "OK";
   metrics.calls[overall]++;
   return { overall_code: overall, statuses };
+}
+
+/**
+ * Registers a descriptor's rule on its first use: a rule costs ~2.6 KB (its limiter and compiled
+ * algorithm), so a 20,000-descriptor config held 51 MB of rules at start for descriptors that
+ * might never be called. Reloads update or remove the rules in use (envoy-service.ts).
+ */
+function ensureRule(service: RateLimiterService<Store>, limit: EnvoyRateLimit): void {
+  if (!service.hasRule(limit.rule)) service.addRule(limit.rule, limit.spec as NonNullable<EnvoyRateLimit["spec"]>);
 }
 
 function countOver(state: EnvoyState, c: Counted): void {

@@ -245,10 +245,27 @@ export async function listenGrpc(
   // Announced to clients (Envoy opens another connection rather than exceed it), and enforced
   // by the tracker for clients that ignore it.
   server.updateSettings({ maxConcurrentStreams: options.bounds.maxCallsPerConnection });
-  // TCP_NODELAY: a response leaves as headers + data + trailers, and with Nagle on its last
-  // frames would wait for the client's delayed ACK (~40 ms on Linux).
-  server.on("connection", (socket: Socket) => socket.setNoDelay(true));
+  // Sockets not yet sessions (a TLS handshake under way) count too; sessions are counted by the tracker.
+  server.maxConnections = options.bounds.maxConnections;
+  // node:http2 makes the session inside its own listener of the socket's arrival, which runs
+  // before this one: the socket arriving here is the one of the session just made.
+  let made: Http2Session | undefined;
   server.on("session", (session: Http2Session) => {
+    made = session;
+  });
+  server.on(tls === undefined ? "connection" : "secureConnection", (socket: Socket) => {
+    // TCP_NODELAY: a response leaves as headers + data + trailers, and with Nagle on its last
+    // frames would wait for the client's delayed ACK (~40 ms on Linux).
+    socket.setNoDelay(true);
+    const session = made;
+    made = undefined;
+    if (session === undefined) return;
+    // Under TLS the TCP socket below (node's `_parent`): a TLS socket cannot be reset.
+    const tcp = tls === undefined ? socket : ((socket as Socket & { _parent?: Socket })._parent ?? socket);
+    if (!calls.connect(session, tcp)) {
+      tcp.destroy(); // past --grpc-max-connections
+      return;
+    }
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
   });

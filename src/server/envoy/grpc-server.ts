@@ -13,6 +13,7 @@
 import type { IncomingHttpHeaders } from "node:http2";
 import { ArgumentError, StoreError } from "../../core/errors.ts";
 import { bearerMatches } from "../auth.ts";
+import type { ServiceShedder } from "../shed.ts";
 import type { CallBounds } from "./call-bounds.ts";
 import { type EnvoyState, shouldRateLimit } from "./decide.ts";
 import { GrpcError, GrpcStatus, type GrpcTls, listenGrpc, type RunningGrpc, type UnaryMethod } from "./grpc-http2.ts";
@@ -50,6 +51,8 @@ export interface GrpcOptions extends RequestBound {
   responseHeaders: boolean;
   /** Whether the service can answer now (store reachable, config loaded). */
   healthy: () => Promise<boolean>;
+  /** The service's load shedding (`--shed-limit`), when set: a shed call is UNAVAILABLE. */
+  shed?: ServiceShedder | undefined;
   log: (line: string) => void;
 }
 
@@ -102,10 +105,26 @@ function rateLimitMethod(getState: () => EnvoyState, options: GrpcOptions): Unar
   return {
     ...(options.token === undefined ? {} : { admit: tokenGuard(options.token) }),
     answer: async (buf, start, end) => {
-      const request = readRequest(buf, start, end, options);
-      const response = await shouldRateLimit(getState(), request).catch(statusOf);
-      if (options.responseHeaders) response.response_headers_to_add = limitHeaders(response.statuses);
-      return encodeRlsResponse(response, PREFIX);
+      const shed = options.shed;
+      const release = shed?.admitGrpc();
+      if (shed !== undefined && release === undefined) {
+        const s = shed.retryAfterSeconds;
+        throw new GrpcError(
+          GrpcStatus.UNAVAILABLE,
+          `the service is shedding load to stay responsive; retry after ${s} second${s === 1 ? "" : "s"}`,
+        );
+      }
+      let ok = false;
+      try {
+        const request = readRequest(buf, start, end, options);
+        const response = await shouldRateLimit(getState(), request).catch(statusOf);
+        if (options.responseHeaders) response.response_headers_to_add = limitHeaders(response.statuses);
+        const reply = encodeRlsResponse(response, PREFIX);
+        ok = true;
+        return reply;
+      } finally {
+        release?.(ok);
+      }
     },
   };
 }

@@ -10,7 +10,7 @@
  * recycling changes no answer, and a stream of distinct overrides holds a bounded set of rules.
  */
 import type { DescriptorEntry, EnvoyMatch } from "../../config/envoy/match.ts";
-import { ENVOY_UNITS, type EnvoyNode, type EnvoyUnit, emptyLevel, UNIT_MS } from "../../config/envoy/model.ts";
+import { ENVOY_UNITS, type EnvoyNode, type EnvoyUnit, LEAF_LEVEL, UNIT_MS } from "../../config/envoy/model.ts";
 import { specFor } from "../../config/envoy/parse.ts";
 import type { AlgorithmSpec } from "../../core/spec.ts";
 import type { EnvoyState } from "./decide.ts";
@@ -31,7 +31,6 @@ function unitOf(unit: string | number): EnvoyUnit | undefined {
  * An override node is a leaf outside the config tree, so every one shares one empty level and
  * one empty `replaces`: a stream of distinct overrides allocates no Maps per rule for them.
  */
-const LEAF: EnvoyNode["children"] = emptyLevel();
 const NO_REPLACES: string[] = [];
 
 function nodeOf(rule: string, unit: EnvoyUnit, rpu: number, spec: AlgorithmSpec | undefined): EnvoyNode {
@@ -44,7 +43,7 @@ function nodeOf(rule: string, unit: EnvoyUnit, rpu: number, spec: AlgorithmSpec 
     shadowMode: false,
     detailedMetric: true,
     shareThreshold: false,
-    children: LEAF,
+    children: LEAF_LEVEL,
     file: "(override)",
   };
 }

@@ -332,13 +332,21 @@ export class MemoryStore implements Store {
       check: (key, cost, now, op, at) => {
         const t = now === undefined ? systemClock.now() : now;
         if (--this.#sweepIn === 0) this.#sweep(t, bound.clock);
+        if (op === "check" && bound.blocks === undefined) {
+          // The hot path, tested first: a check of a live key is one Map lookup and one decision
+          // (each further test of `op` against another name costs more than the lookup's hashing).
+          const record = bound.get(key, t);
+          if (record === undefined) return this.#miss(bound, key, cost, t, op, at);
+          if (record instanceof Approx) return this.#decideApprox(bound, key, record, cost, t, op, at);
+          return decideRule(bound.rule, record, t, cost, op, at);
+        }
         // Blocks of a rule without a ban (core/block.ts): one field test while the rule has none.
         if (bound.blocks !== undefined || (op === "block" && blocksBeside(bound.rule))) {
           return this.#blockable(bound, key, cost, t, op, at);
         }
         if (op === "penalty" || op === "block") return this.#force(bound, key, cost, t, op);
         if (op !== "peek" && op !== "get") {
-          // The hot path (as #decide has it, inline): a live key is one Map lookup and one decision.
+          // A live key is one Map lookup and one decision.
           const record = bound.get(key, t);
           if (record !== undefined) {
             if (record instanceof Approx) return this.#decideApprox(bound, key, record, cost, t, op, at);

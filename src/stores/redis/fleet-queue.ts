@@ -37,6 +37,30 @@ function ruleParts(parts: StoreParts, id: string, specs: readonly AlgorithmSpec[
   return { text: bound.descriptor.join(" "), infix: bound.infixes[0] as string };
 }
 
+/** Lone surrogates and NUL: what a key cannot carry through Redis's UTF-8 unchanged. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is the escape character, so it is escaped too
+const ODD = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/**
+ * A key as the script sends it back in messages: unchanged when it is well-formed UTF-16 without
+ * NUL; else each lone surrogate as NUL and its 4 hex digits and a NUL as two (UTF-8 would turn a
+ * lone surrogate into U+FFFD, and the grant would name no key of this process).
+ */
+export function wireKey(key: string): string {
+  return key.replace(ODD, (c) =>
+    c === "\u0000" ? "\u0000\u0000" : `\u0000${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
+}
+
+/** The key `wireKey` encoded. */
+export function keyOfWire(wire: string): string {
+  if (!wire.includes("\u0000")) return wire;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: NUL is the escape character
+  return wire.replace(/\u0000(\u0000|[0-9a-f]{4})/g, (_, m: string) =>
+    m === "\u0000" ? "\u0000" : String.fromCharCode(Number.parseInt(m, 16)),
+  );
+}
+
 /** A script reply: `status|wait|grants`. */
 function parseReply(reply: unknown): { status: string; wait: number | undefined; grants: FleetGrant[] } {
   const text = Array.isArray(reply) ? reply[0] : reply;
@@ -73,6 +97,8 @@ export class RedisFleetQueue implements FleetQueue {
   readonly #channel: string;
   #subscription: Subscription | undefined;
   #lost = false;
+  /** Owners are alive while subscribed (a standalone server, asked for it): no heartbeats. */
+  readonly heartbeatless: boolean;
 
   constructor(parts: StoreParts, config: FleetQueueConfig) {
     this.#parts = parts;
@@ -84,6 +110,8 @@ export class RedisFleetQueue implements FleetQueue {
     this.#slots = concurrency === undefined ? undefined : ruleParts(parts, concurrency.id, [concurrency.spec]);
     this.#queueInfix = ruleDigest(`queue:${tagId}`, "");
     this.#channel = `${parts.prefix}queue:`;
+    // PUBSUB NUMSUB sees one node's subscribers: a Cluster keeps heartbeats.
+    this.heartbeatless = config.liveness === "subscription" && !parts.commands.cluster;
   }
 
   /** Subscribes to this owner's channel: grants and wake-ups made by other processes' calls. */
@@ -98,8 +126,9 @@ export class RedisFleetQueue implements FleetQueue {
         } catch {
           return;
         }
-        if (m.g !== undefined) listener.granted(m.k, this.#mine(parseGrants(m.g)));
-        if (m.w !== undefined) listener.wake(m.k, m.w);
+        const key = keyOfWire(m.k);
+        if (m.g !== undefined) listener.granted(key, this.#mine(parseGrants(m.g)));
+        if (m.w !== undefined) listener.wake(key, m.w);
       },
       (live) => {
         if (!live) this.#lost = true;
@@ -134,10 +163,10 @@ export class RedisFleetQueue implements FleetQueue {
       op,
       this.#channel,
       this.owner,
-      String(this.#config.ownerTtlMs),
+      `${this.#config.ownerTtlMs}${this.heartbeatless ? "s" : ""}`,
       this.#rate?.text ?? "",
       this.#slots?.text ?? "",
-      key,
+      wireKey(key),
       String(this.#config.lookaheadMs ?? 0),
       ...args,
     ];
@@ -161,6 +190,7 @@ export class RedisFleetQueue implements FleetQueue {
     const listener = this.#config.listener;
     if (grants.length > 0) listener.granted(key, this.#mine(grants));
     if (wait !== undefined) listener.wake(key, wait);
+    else listener.unwake?.(key);
     return status;
   }
 
@@ -175,10 +205,10 @@ export class RedisFleetQueue implements FleetQueue {
     return grants.map((g) => ({ ...g, id: g.id.slice(cut) }));
   }
 
-  async enqueue(key: string, tickets: readonly FleetTicket[]): Promise<void> {
+  async enqueue(key: string, tickets: readonly FleetTicket[], resent = false): Promise<boolean> {
     const args: string[] = [];
     for (const t of tickets) args.push(this.#full(t.id), `${t.priority}${t.front === true ? "f" : ""}`, String(t.cost));
-    await this.#call(key, "e", args);
+    return (await this.#call(key, resent ? "E" : "e", args)) === "1";
   }
 
   async cancel(key: string, id: string): Promise<"removed" | "returned" | "unknown"> {

@@ -11,11 +11,17 @@
  * bound rule that asks that limiter (which keeps its own spec and clock: the way to enforce an
  * instance's share of a limit). The limiter is described by shape (FallbackLimiter), so no
  * store depends on the limiter module above it.
+ *
+ * A lease the fallback grants (a rule with a concurrency member) is the fallback's: the
+ * decision's `release()` / `renew()` act there, not on the remote store (which never saw it, and
+ * may be back by then), so an outage cannot leak the fallback's slots.
  */
-import { type Decision, decision } from "../../algorithms/decision.ts";
+import { type Decision, decision, stampAt } from "../../algorithms/decision.ts";
+import { type Clock, systemClock } from "../../core/clock.ts";
 import { markFreshAnswer, type Operation } from "../../core/decide-rule.ts";
 import { describeValue } from "../../core/describe-value.ts";
 import { ArgumentError, type StoreError } from "../../core/errors.ts";
+import { attachLease } from "../../core/hold-lease.ts";
 import { compileRule } from "../../core/rule.ts";
 import { checkInstances, shareOf } from "../../core/share.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
@@ -144,7 +150,10 @@ export function fixedAnswer(policy: "deny" | "allow", limit: number, cost: numbe
   return { ...decision(true, limit, Math.max(0, limit - cost), 0, 0), failure: { policy, error } };
 }
 
-/** A bound rule whose calls a limiter decides (for `onError: Limiter`); `now` is the limiter's own. */
+/**
+ * A bound rule whose calls a limiter decides (for `onError: Limiter`); `now` is the limiter's own.
+ * Its allowed checks keep the limiter's own lease handles (a leased limiter gives them).
+ */
 function limiterRule(limiter: FallbackLimiter): BoundRule {
   return {
     check: async (key, cost, _now, op) => {
@@ -185,6 +194,24 @@ export interface PolicyTarget<R> {
   bind?(store: Store, instances: number): BoundRule;
   /** Hears every failure before the policy answers (the once-only warning). */
   onFailure?(error: StoreError): void;
+  /**
+   * For a rule with a concurrency member bound to a store: the clock its fallback store's leases
+   * are timed by (the limiter's, else the system clock), so their handles can act there.
+   */
+  readonly leases?: Clock;
+}
+
+/**
+ * `d` with `failure` set, keeping what is not enumerated: its receipt `at` and its lease handles
+ * (a fallback limiter's own), which a spread would drop.
+ */
+function withFailure(d: Decision, failure: NonNullable<Decision["failure"]>): Decision {
+  const out: Decision = { ...d, failure };
+  for (const name of ["at", "release", "renew"] as const) {
+    const value = d[name];
+    if (value !== undefined) Object.defineProperty(out, name, { value, writable: true, configurable: true });
+  }
+  return out;
 }
 
 /**
@@ -208,8 +235,26 @@ export function failurePolicy<R>(onError: OnError<R>, target: PolicyTarget<R>): 
       target.onFailure?.(error);
       if (onError === "throw") throw error;
       if (onError === "deny" || onError === "allow") return fixedAnswer(onError, target.limit(), cost, error);
-      const d = await fallback().check(key, cost, now, op);
-      return { ...d, failure: { policy: "fallback", error } };
+      const failure = { policy: "fallback" as const, error };
+      const bound = fallback();
+      if (op !== "check" || target.leases === undefined || isLimiter(onError) || typeof onError === "function") {
+        return withFailure(await bound.check(key, cost, now, op), failure);
+      }
+      // A fallback store granting a lease: decided at a known instant (its receipt), released there.
+      const clock = target.leases;
+      const t = now ?? clock.now();
+      const d = withFailure(await bound.check(key, cost, t, op), failure);
+      if (!d.allowed) return d;
+      const mark = (r: Decision) => withFailure(r, failure);
+      return attachLease(
+        stampAt(d, t),
+        t,
+        async (call, at) => {
+          const r = mark(await bound.check(key, cost, clock.now(), call, at));
+          return call === "renew" && r.allowed ? stampAt(r, clock.now()) : r;
+        },
+        async () => mark(await bound.check(key, 1, clock.now(), "peek")),
+      );
     },
     async forget(key) {
       if (bound !== undefined) await bound.reset(key);
@@ -228,7 +273,9 @@ export function rulePolicy(
 ): FailurePolicy {
   const limit = Math.min(...rule.rule.members.map((a) => a.limit));
   const bind = (store: Store, instances: number) => store.bind(instances === 1 ? rule : shareBinding(rule, instances));
-  return failurePolicy(onError, { rule, limit: () => limit, bind, onFailure });
+  const leased = rule.rule.members.some((m) => m.renew !== undefined);
+  const leases = leased ? (rule.clock ?? systemClock) : undefined;
+  return failurePolicy(onError, { rule, limit: () => limit, bind, onFailure, ...(leases ? { leases } : {}) });
 }
 
 /** `rule` limited to one of `instances` processes' share, under an id of its own. */

@@ -11,11 +11,16 @@
 -- 'due' the head owner told to wake), 3 the rate record, 4 the concurrency record. All four
 -- share one hash tag: one Cluster slot.
 -- ARGV (after the guard's deadline): 1 expiry grace, 2 op, 3 the owners' channel prefix,
--- 4 the calling owner, 5 an owner's time to live (ms), 6 the rate rule's descriptor ('' none),
--- 7 the concurrency rule's ('' none), 8 the user key, 9 the lookahead (ms), then the op's arguments:
+-- 4 the calling owner, 5 an owner's time to live (ms), followed by 's' when an owner is alive
+-- while its channel has a subscriber (no heartbeats: a standalone server, where PUBSUB NUMSUB
+-- sees every subscriber; a killed process's connection closes, so it is dead at once), 6 the
+-- rate rule's descriptor ('' none), 7 the concurrency rule's ('' none), 8 the user key as sent
+-- back in messages (fleet-queue.ts encodes it losslessly), 9 the lookahead (ms), then the op's
+-- arguments:
 --   'e' enqueue: id priority(+'f') cost, repeated   'c' cancel: id
---   'r' release: id refund('1'/'0')              'n' renew: id
---   'h' heartbeat (the owner is alive)           'p' pump
+--   'E' enqueue after a lost link (the same)      'r' release: id refund('1'/'0')
+--   'n' renew: id                                 'h' heartbeat (the owner is alive)
+--   'p' pump
 -- Every op then grants what now fits, head first: grants to the caller come back in the reply,
 -- grants to other owners are PUBLISHed on their channel, and when the head must wait for the
 -- rate (or a lease's expiry) its owner is told when to call again.
@@ -23,7 +28,12 @@
 -- the head, should pump again; '' for no such wake) and the caller's grants "id,leaseAt,delayMs;...".
 
 local KQ, KH, KR, KC = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local op, channel, me, ownerTtl = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local op, channel, me = ARGV[2], ARGV[3], ARGV[4]
+local bySubscription = sub(ARGV[5], -1) == 's'
+local ownerTtl = tonumber(bySubscription and sub(ARGV[5], 1, -2) or ARGV[5])
+-- How long the queue outlives the last call on it: a margin past its busiest owner's heartbeat
+-- (by subscription, past the waiting processes' rescue calls, every 3 ownerTtl).
+local keep = (bySubscription and 8 or 4) * ownerTtl
 local userKey, lookahead = ARGV[8], tonumber(ARGV[9])
 local now = sluice_ms
 
@@ -74,6 +84,28 @@ local mine, others = {}, {}
 -- where it was taken, and no later decision at an earlier instant can start a job into it.
 local cursor = now
 
+-- How far ahead a call grants the head's next start when none is pending ahead (ms): one rate
+-- spacing of 4 starts a second and faster (slower rates cost few commands a second anyway),
+-- and the most a job so granted starts after its maxWaitMs.
+local NEXT_MS = 250
+
+-- Whether `owner` is alive: the caller is; else its channel has a subscriber, or its heartbeat
+-- deadline has not passed (answers cached for this call).
+local living = {}
+local function alive(owner)
+  if owner == me then return true end
+  local known = living[owner]
+  if known == nil then
+    if bySubscription then
+      known = call('PUBSUB', 'NUMSUB', channel .. owner)[2] > 0
+    else
+      known = tonumber(call('HGET', KH, 'o:' .. owner) or '0') >= now
+    end
+    living[owner] = known
+  end
+  return known
+end
+
 local function pump()
   local hz = tonumber(call('HGET', KH, 'hz') or '0')
   if hz > cursor then cursor = hz end
@@ -83,8 +115,7 @@ local function pump()
     local t = call('HGET', KH, 't:' .. head)
     local cost, owner
     if t then cost, owner = match(t, '^(%S+) (%S+)$') end
-    local alive = owner and tonumber(call('HGET', KH, 'o:' .. owner) or '0') >= now
-    if not alive then
+    if not (owner and alive(owner)) then
       -- A dead process's ticket never blocks the queue: it leaves when it reaches the head.
       call('ZREM', KQ, head)
       call('HDEL', KH, 't:' .. head)
@@ -97,20 +128,29 @@ local function pump()
         ok, wait = decide(RC, KC, 1, PEEK, nil)
         if FIG[2] < ceil(RC.first.limit / 2) then ahead = 0 end
       end
-      if not ok then return wait, owner, 0 end
+      if not ok then return wait, owner, 0, head end
+      -- After a lost store (a restart that lost the leases of jobs still running), nothing new
+      -- is granted for a lease's span: running jobs take their slots back at their renewals.
+      local hold = RC and tonumber(call('HGET', KH, 'hold') or '0') or 0
+      if hold > now then return hold - now, owner, 0, head end
       local rateAt, leaseAt = '-', '-'
       local at = now
       if RR then
         at = cursor
         ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
-        if not ok and wait <= ahead then
+        -- With no grant pending ahead, one ticket due within NEXT_MS is granted ahead too: at
+        -- saturation the call that follows a start (its process's next enqueue) decides the next
+        -- start, so a job costs that call and one PUBLISH, not also a wake-up and its pump.
+        local reach = ahead
+        if ahead > 0 and cursor <= now and NEXT_MS > reach then reach = NEXT_MS end
+        if not ok and wait <= reach then
           -- Due within the lookahead: the units are taken at the due instant itself (the
           -- rule decides at that instant, as it would then) and the job starts then (delayMs),
           -- so no round trip or timer lag of the wake-up costs the fleet a slot.
           at = now + ceil(wait)
           ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
         end
-        if not ok then return wait, owner, ahead end
+        if not ok then return wait, owner, ahead, head end
         delay = (delay or 0) + (at - now)
         rateAt = fmt('%d', at)
         if at > cursor then
@@ -124,7 +164,12 @@ local function pump()
       end
       call('ZREM', KQ, head)
       call('HDEL', KH, 't:' .. head)
-      call('HSET', KH, 'g:' .. head, owner .. ' ' .. leaseAt .. ' ' .. rateAt .. ' ' .. fmt('%d', cost))
+      -- Only a lease's grant is kept (its renewals, release and a crossing cancel need it): a
+      -- rate-only grant holds nothing to give back, and a field per job would grow the hash of
+      -- a busy key forever. (Its grant sent again after a lost message is a new grant.)
+      if leaseAt ~= '-' then
+        call('HSET', KH, 'g:' .. head, owner .. ' ' .. leaseAt .. ' ' .. rateAt .. ' ' .. fmt('%d', cost))
+      end
       local g = head .. ',' .. leaseAt .. ',' .. fmt('%d', delay or 0) .. ',' .. fmt('%d', at)
       if owner == me then
         mine[#mine + 1] = g
@@ -152,19 +197,37 @@ local function giveBack(id, refund)
 end
 
 -- Marks the caller alive until now + ownerTtl; returns whether it was known (alive) before.
+-- (By subscription: known while the queue exists; its tickets dropped while its link was down
+-- are sent again when the link comes back.)
 local function touch()
-  local known = tonumber(call('HGET', KH, 'o:' .. me) or '0') >= now
-  call('HSET', KH, 'o:' .. me, fmt('%d', now + ownerTtl))
+  -- A queue that expired (or was lost) forgot every ticket: its owners send theirs again.
+  local known = call('EXISTS', KH) == 1
+  if not bySubscription then
+    known = tonumber(call('HGET', KH, 'o:' .. me) or '0') >= now
+    call('HSET', KH, 'o:' .. me, fmt('%d', now + ownerTtl))
+  end
   -- The queue outlives its busiest owner's heartbeat by a margin; running jobs' grants too
   -- (their renewals touch it as well).
-  call('PEXPIRE', KH, 4 * ownerTtl)
-  call('PEXPIRE', KQ, 4 * ownerTtl)
+  call('PEXPIRE', KH, keep)
+  call('PEXPIRE', KQ, keep)
   return known
 end
 
+-- Holds new grants for a lease's span (see pump): the store lost leases of running jobs.
+local function holdGrants()
+  if not RC then return end
+  local until_ = now + RC.first.W
+  if tonumber(call('HGET', KH, 'hold') or '0') < until_ then call('HSET', KH, 'hold', fmt('%d', until_)) end
+end
+
 local status = '1'
-if op == 'e' then
-  touch()
+if op == 'e' or op == 'E' then
+  -- 0: the store had forgotten this owner (its tickets that reached the head meanwhile were
+  -- dropped as dead): it sends its other waiting tickets again.
+  if not touch() then status = '0' end
+  -- Sent again after a lost link: a concurrency record that is gone lost the leases of jobs
+  -- that may still run.
+  if op == 'E' and RC and call('EXISTS', KC) == 0 then holdGrants() end
   local seq = call('HINCRBY', KH, 'seq', (#ARGV - 9) / 3)
   local first = seq - (#ARGV - 9) / 3
   for i = 10, #ARGV, 3 do
@@ -202,19 +265,34 @@ elseif op == 'c' then
 elseif op == 'r' then
   if not giveBack(ARGV[10], ARGV[11] == '1') then status = '0' end
 elseif op == 'n' then
-  -- 1: the lease is renewed (its receipt moves to now); 0: it is no longer held.
+  -- 1: the lease is renewed (its receipt moves to now); 0: it is no longer held (it expired:
+  -- its slot may have gone to the head), or it was lost and no slot is free to take it back.
+  -- A grant the store lost (a restart, a failover) is taken again when a slot is free: the job
+  -- is running, so it counts. A lost concurrency record also holds new grants for a lease's
+  -- span (see pump), so the other running jobs get their slots back first.
   local id = ARGV[10]
   local g = call('HGET', KH, 'g:' .. id)
   status = '0'
-  if g then
-    local owner, leaseAt, rateAt, cost = match(g, '^(%S+) (%S+) (%S+) (%S+)$')
-    if leaseAt == '-' or decide(RC, KC, 1, RENEW, tonumber(leaseAt)) then
-      status = '1'
-      if leaseAt ~= '-' then
-        call('HSET', KH, 'g:' .. id, owner .. ' ' .. fmt('%d', now) .. ' ' .. rateAt .. ' ' .. cost)
-      end
-      call('PEXPIRE', KH, 4 * ownerTtl)
+  local owner, leaseAt, rateAt, cost = me, nil, '-', '1'
+  if g then owner, leaseAt, rateAt, cost = match(g, '^(%S+) (%S+) (%S+) (%S+)$') end
+  if leaseAt == '-' then
+    status = '1'
+  elseif RC then
+    local held
+    if g then
+      held = decide(RC, KC, 1, RENEW, tonumber(leaseAt))
+    else
+      if call('EXISTS', KC) == 0 then holdGrants() end
+      held = decide(RC, KC, 1, CHECK, nil)
     end
+    if held then
+      status = '1'
+      call('HSET', KH, 'g:' .. id, owner .. ' ' .. fmt('%d', now) .. ' ' .. rateAt .. ' ' .. cost)
+    end
+  end
+  if status == '1' then
+    call('PEXPIRE', KH, keep)
+    call('PEXPIRE', KQ, keep)
   end
 elseif op == 'h' then
   -- 0: the store had forgotten this owner (a restart, a failover, a long pause): its tickets
@@ -222,25 +300,52 @@ elseif op == 'h' then
   if not touch() then status = '0' end
 end
 
-local wait, headOwner, headAhead = pump()
-for owner, list in pairs(others) do
-  call('PUBLISH', channel .. owner, cjson.encode({ k = userKey, g = table.concat(list, ';') }))
-end
+-- A heartbeat by subscription is never sent; a heartbeat by deadline pumps (a dead head's
+-- ticket leaves when its deadline passed).
+local wait, headOwner, headAhead, headId = pump()
+-- One process wakes when the head comes within the lookahead, and its call grants it (and what
+-- follows); the others do not poll. The waker is recorded in 'due' ("waker head dueAt"), and
+-- every reply tells its caller whether it is (still) the waker: one that is not any more drops
+-- its wake-up (fleet-link.ts), so no wake-up is left over to cost a call.
 local waitText = ''
+local wakeFor, wakeMs = nil, nil
 if wait and wait < INF then
-  -- Wake when the head comes within the lookahead: that call grants it (and what follows).
   local w = ceil(wait - headAhead)
   if w < 1 then w = 1 end
-  if headOwner == me then
-    waitText = fmt('%d', w)
-  else
-    -- The head's owner wakes at the due instant and grants whatever then fits (told once per
-    -- head and instant; the others do not poll).
-    local tell = headOwner .. ' ' .. fmt('%d', now + w)
-    if call('HGET', KH, 'due') ~= tell then
-      call('HSET', KH, 'due', tell)
-      call('PUBLISH', channel .. headOwner, cjson.encode({ k = userKey, w = w }))
-    end
+  local dueAt = now + w
+  local told = call('HGET', KH, 'due')
+  local toldBy, toldId, toldAt
+  if told then toldBy, toldId, toldAt = match(told, '^(%S+) (%S+) (%S+)$') end
+  local waker = nil
+  -- A process this call grants to, when the head is due soon: told in that grant's message,
+  -- free. At saturation each start's message names who decides the next start (its own next
+  -- call, which grants it ahead, or else its wake-up); the caller, superseded, drops its own.
+  local last = nil
+  for owner in pairs(others) do
+    if last == nil or owner > last then last = owner end
   end
+  if last and w <= 2 * NEXT_MS + lookahead then
+    waker, wakeFor, wakeMs = last, last, w
+  elseif headOwner == me or toldBy == me then
+    -- The caller: told in its reply, free.
+    waker = me
+    waitText = fmt('%d', w)
+  elseif toldId ~= headId or tonumber(toldAt) > dueAt then
+    -- The head's owner, told once per head ticket and again only when it is due earlier than
+    -- told (each call would otherwise tell it anew: a PUBLISH per call). Due later than told,
+    -- its wake-up's pump answers the rest. (One that dies before waking is found dead by the
+    -- next call on the key: any waiting process's rare rescue pump, fleet-link.ts.)
+    waker = headOwner
+    call('PUBLISH', channel .. headOwner, cjson.encode({ k = userKey, w = w }))
+  end
+  if waker then call('HSET', KH, 'due', waker .. ' ' .. headId .. ' ' .. fmt('%d', dueAt)) end
+else
+  -- No head, or one that waits for nothing that will come: no waker.
+  call('HDEL', KH, 'due')
+end
+for owner, list in pairs(others) do
+  local m = { k = userKey, g = table.concat(list, ';') }
+  if owner == wakeFor then m.w = wakeMs end
+  call('PUBLISH', channel .. owner, cjson.encode(m))
 end
 return status .. '|' .. waitText .. '|' .. table.concat(mine, ';')

@@ -49,24 +49,33 @@ local function sl_refund(P, S, now, cost, at)
 end
 
 -- A penalty: at most `limit` units are kept (only the newest `limit` ever matter), so the oldest
--- go until `limit - take` remain, then `take` units are appended at max(now, newest).
+-- go until `limit - take` remain, then `take` units are appended at max(now, newest). On leases
+-- (P.exact) held leases are never pushed out: only the expired go (force of the TS).
 local function sl_force(P, S, now, cost)
   local limit, ts, cs = P.limit, S.ts, S.cs
   local t = now
   if S.last >= S.h and ts[S.last] > t then t = ts[S.last] end
   local take = cost
   if take > limit then take = limit end
-  local drop = S.n - (limit - take)
-  while drop > 0 and S.h <= S.last do
-    local c = cs[S.h]
-    if c <= drop then
-      drop = drop - c
-      S.n = S.n - c
+  if P.exact then
+    local cut = t - P.W
+    while S.h <= S.last and ts[S.h] <= cut do
+      S.n = S.n - cs[S.h]
       S.h = S.h + 1
-    else
-      cs[S.h] = c - drop
-      S.n = S.n - drop
-      drop = 0
+    end
+  else
+    local drop = S.n - (limit - take)
+    while drop > 0 and S.h <= S.last do
+      local c = cs[S.h]
+      if c <= drop then
+        drop = drop - c
+        S.n = S.n - c
+        S.h = S.h + 1
+      else
+        cs[S.h] = c - drop
+        S.n = S.n - drop
+        drop = 0
+      end
     end
   end
   local last = S.last
@@ -84,8 +93,9 @@ end
 
 -- liveLog of the TS: the log's reading at `now`. Returns t (now, or the newest entry's time when
 -- the clock stepped back), the newest entry, and where the counting units start (run i, `off`
--- units into it) and how many count (n). Entries at or before t - W no longer count, and only the
--- newest `limit` can matter (more are kept after updateRule lowers the limit).
+-- units into it) and how many count (n). Entries at or before t - W no longer count, and for a
+-- sliding log only the newest `limit` can matter (more are kept after updateRule lowers the
+-- limit); every unexpired lease (P.exact) counts, also past a lowered limit.
 local function sl_live(P, S, now)
   local limit, ts, cs, last = P.limit, S.ts, S.cs, S.last
   local newest = -INF
@@ -94,7 +104,7 @@ local function sl_live(P, S, now)
   local t = now
   if newest > t then t = newest end
   local i, off = S.h, S.n - limit
-  if off < 0 then off = 0 end
+  if off < 0 or P.exact then off = 0 end
   while i <= last and off >= cs[i] do
     off = off - cs[i]
     i = i + 1
@@ -145,7 +155,10 @@ local function sl_step(P, S, now, cost, commit)
   local t, newest, i, off, n = sl_live(P, S, now)
   local reset = 0
   if n > 0 then reset = ceil(newest + W - now) end
-  if cost > limit then return false, limit - n, INF, reset end
+  -- More than `limit` leases are in flight only after updateRule lowered the limit: none is free.
+  local free = limit - n
+  if free < 0 then free = 0 end
+  if cost > limit then return false, free, INF, reset end
   if n + cost > limit then
     -- The (n + cost - limit)-th oldest live unit (0-based index below), found by walking the runs.
     local idx, j = n + cost - limit - 1 + off, i
@@ -153,7 +166,7 @@ local function sl_step(P, S, now, cost, commit)
       idx = idx - cs[j]
       j = j + 1
     end
-    return false, limit - n, ceil(ts[j] + W - now), reset
+    return false, free, ceil(ts[j] + W - now), reset
   end
   if commit then
     -- Forget what was skipped, then append (merging with a newest run at the same time).
@@ -187,17 +200,19 @@ local function sl_renew(P, S, now, cost, at, commit)
       if j == i then found = found - off end
     end
   end
+  local free = limit - n
+  if free < 0 then free = 0 end
   if found < cost then
     local reset = 0
     if n > 0 then reset = ceil(newest + W - now) end
-    return false, limit - n, INF, reset
+    return false, free, INF, reset
   end
   if commit then
     sl_drop(S, i, off, n)
     sl_refund(P, S, now, cost, at)
     sl_place(S, now, cost)
   end
-  return true, limit - n, 0, ceil(t + W - now)
+  return true, free, 0, ceil(t + W - now)
 end
 
 -- Leases leave by release (the log's refund with a receipt) or expiry only: a refund is for rate
