@@ -12,6 +12,7 @@ import type { Decision } from "../../algorithms/decision.ts";
 import { markFreshAnswer, type Operation } from "../../core/decide-rule.ts";
 import { describeValue } from "../../core/describe-value.ts";
 import { ArgumentError, StoreError } from "../../core/errors.ts";
+import type { FleetQueue, FleetQueueConfig } from "../../core/fleet-queue.ts";
 import { checkOptions } from "../../core/options.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import type { MemoryStoreOptions } from "../memory/memory-store.ts";
@@ -31,6 +32,7 @@ import { firstFailureWarning } from "../remote/failure-warning.ts";
 import { checkTimeoutMs } from "../remote/with-timeout.ts";
 import { hasChannel, ipc, type Transport } from "./link.ts";
 import { type BindRecord, CHANNEL, decode, type Op, type OpName, type OpResult } from "./protocol.ts";
+import { openClusterFleetQueue } from "./queue-client.ts";
 import { DEFAULT_SOCKET_MODE, SocketLink, socketLink } from "./socket-link.ts";
 
 /** Options of {@link ClusterStore}. */
@@ -152,7 +154,15 @@ export class ClusterStore implements Store {
     this.#onError = onError;
     this.#onFailure = firstFailureWarning("ClusterStore", describePolicy(onError));
     this.#breaker = new Breaker(breaker);
+    this.openFleetQueue =
+      socket === undefined ? (config) => openClusterFleetQueue(config, Math.max(timeoutMs, 1000)) : undefined;
   }
+
+  /**
+   * Opens a throttle's fleet queue in the node:cluster primary (SPEC §16; queue-host.ts). Only
+   * on the IPC transport: with `socket` this is undefined and throttles keep per-process queues.
+   */
+  readonly openFleetQueue: ((config: FleetQueueConfig) => Promise<FleetQueue>) | undefined;
 
   /** With `socket`: true while this process hosts the shared store (false on the IPC transport). */
   get hosting(): boolean {

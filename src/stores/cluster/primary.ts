@@ -9,6 +9,7 @@
 import cluster, { type Worker } from "node:cluster";
 import { ArgumentError } from "../../core/errors.ts";
 import { checkOptions } from "../../core/options.ts";
+import { isQueueMessage, type QueueCall, QueueHost } from "../fleet-queue-host.ts";
 import { MEMORY_STORE_OPTIONS, MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts";
 import { createDispatcher } from "./dispatcher.ts";
 import { type BatchMessage, isMessage } from "./protocol.ts";
@@ -42,13 +43,26 @@ export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterP
   }
   const store = new MemoryStore(options);
   const dispatcher = createDispatcher(store);
+  // Throttles' fleet queues (queue-host.ts): grants for a worker outside its own call are pushed.
+  const queues = new QueueHost(store, (id, message) => {
+    const worker = cluster.workers?.[id];
+    if (worker?.isConnected()) worker.send(message, () => {});
+  });
   const onMessage = (worker: Worker, message: unknown) => {
+    if (isQueueMessage<QueueCall>(message, "queue")) {
+      const reply = queues.handle(worker.id, message);
+      if (worker.isConnected()) worker.send(reply, () => {});
+      return;
+    }
     if (!isMessage<BatchMessage>(message, "batch")) return;
     const reply = dispatcher.handle(worker.id, message);
     // A worker that died since it asked gets nothing; the callback swallows the send error.
     if (reply !== undefined && worker.isConnected()) worker.send(reply, () => {});
   };
-  const onExit = (worker: Worker) => dispatcher.disconnect(worker.id);
+  const onExit = (worker: Worker) => {
+    dispatcher.disconnect(worker.id);
+    queues.disconnect(worker.id);
+  };
   cluster.on("message", onMessage);
   cluster.on("exit", onExit);
   const primary: ClusterPrimary = {
@@ -59,6 +73,7 @@ export function startClusterStore(options: ClusterPrimaryOptions = {}): ClusterP
       cluster.off("message", onMessage);
       cluster.off("exit", onExit);
       dispatcher.stop();
+      queues.stop();
     },
   };
   running = primary;

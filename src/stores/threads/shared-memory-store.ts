@@ -20,6 +20,7 @@ import type { Clock } from "../../core/clock.ts";
 import { systemClock } from "../../core/clock.ts";
 import { describeValue } from "../../core/describe-value.ts";
 import { StoreError } from "../../core/errors.ts";
+import type { FleetQueue, FleetQueueConfig } from "../../core/fleet-queue.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import { fingerprint } from "../compact/fingerprint.ts";
 import { FreeList } from "../compact/free-list.ts";
@@ -29,11 +30,15 @@ import { codecFor } from "./codec.ts";
 import { blockWordTaken, type DecideContext, decide } from "./decide.ts";
 import { createMemory, H, type Layout, readLayout, viewsOf } from "./layout.ts";
 import { paramsOf, type SharedMemoryStoreOptions } from "./params.ts";
+import { hostFleetQueues, openThreadsFleetQueue, queueChannelName } from "./queue-channel.ts";
 import { Registry } from "./registry.ts";
 import { RuleViews } from "./rule-view.ts";
 import { Summary } from "./summary.ts";
 
 export type { SharedMemoryStoreOptions } from "./params.ts";
+
+/** Longest a fleet queue call waits for the creating thread's answer, in ms. */
+const QUEUE_TIMEOUT_MS = 5000;
 
 /** The value to pass to other threads (`workerData`, `postMessage`): structured-cloneable. */
 export interface SharedMemoryStoreHandle {
@@ -43,6 +48,8 @@ export interface SharedMemoryStoreHandle {
   readonly memory: WebAssembly.Memory;
   /** The memory's SharedArrayBuffer. */
   readonly buffer: SharedArrayBuffer;
+  /** The BroadcastChannel name of the throttles' fleet queues, kept by the creating thread. */
+  readonly queue?: string | undefined;
 }
 
 /** What `stats()` reports (the counters are shared by every thread). */
@@ -87,19 +94,29 @@ export class SharedMemoryStore implements Store {
   readonly #registry: Registry;
   readonly #rules: RuleViews;
   readonly #ctx: DecideContext;
+  /** The fleet queues' channel. */
+  readonly #queueName: string | undefined;
 
   /** Creates a store (and its memory) in this thread. */
   constructor(options: SharedMemoryStoreOptions);
   /** @internal Used by `attach`. */
-  constructor(options: SharedMemoryStoreOptions, attached: { memory: WebAssembly.Memory; layout: Layout });
-  constructor(options: SharedMemoryStoreOptions, attached?: { memory: WebAssembly.Memory; layout: Layout }) {
+  constructor(
+    options: SharedMemoryStoreOptions,
+    attached: { memory: WebAssembly.Memory; layout: Layout; queue: string | undefined },
+  );
+  constructor(
+    options: SharedMemoryStoreOptions,
+    attached?: { memory: WebAssembly.Memory; layout: Layout; queue: string | undefined },
+  ) {
     const { memory, layout } = attached ?? createMemory(paramsOf(options));
     // The memory's own buffer (a structured clone of the handle's may be another object over it).
     const buffer = bufferOf(memory);
     const views = viewsOf(buffer);
     this.#layout = layout;
     this.maxKeys = layout.maxKeys;
-    this.handle = Object.freeze({ kind: "sluice/threads", memory, buffer });
+    const queue = attached === undefined ? queueChannelName() : attached.queue;
+    this.handle = Object.freeze({ kind: "sluice/threads", memory, buffer, queue });
+    this.#queueName = queue;
     this.#registry = new Registry(views, layout);
     this.#rules = new RuleViews(this.#registry, layout.recordWords);
     const summaryFree = new FreeList(views.W, views.I, layout.summaryFreeHead, layout.summaryNextBase);
@@ -113,6 +130,20 @@ export class SharedMemoryStore implements Store {
       h: new Uint32Array(3),
       noteBlock: (index, until) => this.#registry.noteBlock(index, until),
     };
+    // The creating thread keeps the throttles' fleet queues (threads/queue-channel.ts); its
+    // channel is unref'd and lives as long as the thread.
+    if (attached === undefined && queue !== undefined) hostFleetQueues(queue, this);
+  }
+
+  /**
+   * Opens a throttle's fleet queue, kept by the thread that created the store (SPEC §16; see
+   * threads/queue-channel.ts).
+   */
+  openFleetQueue(config: FleetQueueConfig): Promise<FleetQueue> {
+    if (this.#queueName === undefined) {
+      return Promise.reject(new StoreError("this SharedMemoryStore's handle names no fleet queue channel"));
+    }
+    return openThreadsFleetQueue(this.#queueName, config, QUEUE_TIMEOUT_MS);
   }
 
   /** The store another thread created, from its `handle`; StoreError if the value is not one. */
@@ -123,7 +154,8 @@ export class SharedMemoryStore implements Store {
       );
     }
     const layout = readLayout(handle.memory);
-    return new SharedMemoryStore({ maxKeys: layout.maxKeys }, { memory: handle.memory, layout });
+    const queue = typeof handle.queue === "string" ? handle.queue : undefined;
+    return new SharedMemoryStore({ maxKeys: layout.maxKeys }, { memory: handle.memory, layout, queue });
   }
 
   /** Binds a rule: registers it (or finds it) in the shared registry and publishes its spec. */

@@ -1,0 +1,157 @@
+// The fleet queue host (fleet-queue-host.ts) at fixed instants (ManualClock) on a MemoryStore:
+// order across owners, hand-off by push, the host's own timer at the rate's due instant, a gone
+// owner's slots, cancel, renew, and a silent owner's tickets.
+import { describe, expect, it } from "vitest";
+import { ManualClock } from "../core/clock.ts";
+import type { FleetGrant } from "../core/fleet-queue.ts";
+import { QUEUE_CHANNEL, type QueueCall, QueueHost, type QueuePush, type QueueRules } from "./fleet-queue-host.ts";
+import { MemoryStore } from "./memory/memory-store.ts";
+
+const T = 1_000_000;
+
+function setup(rules: Partial<QueueRules>) {
+  const clock = new ManualClock(T);
+  const pushed: Array<{ to: number; owner: string; ids: string[] }> = [];
+  const grants: FleetGrant[] = [];
+  const host = new QueueHost(
+    new MemoryStore(),
+    (to, m: QueuePush) => {
+      pushed.push({ to, owner: m.owner, ids: m.grants.map((g) => g.id) });
+      grants.push(...m.grants);
+    },
+    clock,
+  );
+  let seq = 1;
+  const call = (from: number, owner: string, op: QueueCall["op"], args: (string | number)[] = [], key = "k") =>
+    host.handle(from, { channel: QUEUE_CHANNEL, type: "queue", seq: seq++, owner, op, key, args });
+  const open = (from: number) =>
+    host.handle(from, {
+      channel: QUEUE_CHANNEL,
+      type: "queue",
+      seq: seq++,
+      owner: "",
+      op: "o",
+      key: "",
+      args: [],
+      rules: { rate: null, concurrency: null, ownerTtlMs: 1000, ...rules },
+    }).status;
+  const ids = (grants: readonly FleetGrant[]) => grants.map((g) => g.id);
+  return { clock, host, pushed, grants, call, open, ids };
+}
+
+const slots = (limit: number) => ({
+  concurrency: { id: "c", spec: { algorithm: "concurrency", limit, leaseMs: 5000 } as never },
+});
+
+describe("fleet queue host", () => {
+  it("grants in priority then arrival order across owners; a grant for another owner is pushed to it", () => {
+    const { call, open, ids, pushed } = setup(slots(1));
+    const a = open(1);
+    const b = open(2);
+    expect(ids(call(1, a, "e", ["x", 5, 1, 0]).grants)).toEqual(["x"]); // the one slot
+    expect(call(1, a, "e", ["a5", 5, 1, 0]).grants).toEqual([]);
+    expect(call(2, b, "e", ["b5", 5, 1, 0, "b1", 1, 1, 0]).grants).toEqual([]);
+    // x ends: the head is b1 (priority 1), B's: pushed to worker 2.
+    expect(call(1, a, "r", ["x", 0]).grants).toEqual([]);
+    expect(pushed).toEqual([{ to: 2, owner: b, ids: ["b1"] }]);
+    // b1 ends: a5 arrived before b5: A's grant, pushed (B called).
+    expect(call(2, b, "r", ["b1", 0]).grants).toEqual([]);
+    expect(pushed[1]).toEqual({ to: 1, owner: a, ids: ["a5"] });
+    expect(ids(call(1, a, "r", ["a5", 0]).grants)).toEqual([]);
+    expect(pushed[2]).toEqual({ to: 2, owner: b, ids: ["b5"] });
+  });
+
+  it("a ticket sent again after a 429 (front) goes ahead of its priority's others", () => {
+    const { call, open, pushed } = setup(slots(1));
+    const a = open(1);
+    const b = open(2);
+    call(1, a, "e", ["x", 5, 1, 0]);
+    call(2, b, "e", ["b5", 5, 1, 0]);
+    call(1, a, "e", ["again", 5, 1, 1]);
+    call(1, a, "r", ["x", 0]);
+    expect(pushed).toEqual([]); // granted to the caller, A
+    expect(call(1, a, "r", ["again", 0]).grants).toEqual([]);
+    expect(pushed).toEqual([{ to: 2, owner: b, ids: ["b5"] }]);
+  });
+
+  it("a head that waits for the rate is granted by the host's timer at the due instant, to its owner", () => {
+    const { clock, call, open, ids, pushed } = setup({
+      rate: { id: "r", specs: [{ algorithm: "gcra", limit: 1, periodMs: 1000, burst: 1 } as never] },
+    });
+    const a = open(1);
+    const first = call(1, a, "e", ["1", 5, 1, 0, "2", 5, 1, 0]).grants;
+    expect(ids(first)).toEqual(["1"]);
+    expect(first[0]).toEqual({ id: "1", leased: false, delayMs: 0, at: T });
+    clock.advance(999);
+    expect(pushed).toEqual([]);
+    clock.advance(1);
+    expect(pushed).toEqual([{ to: 1, owner: a, ids: ["2"] }]);
+  });
+
+  it("with lookaheadMs, a head due within it is granted early, its units taken at the due instant and a delayMs until then", () => {
+    const { clock, call, open, ids, grants } = setup({
+      rate: { id: "r", specs: [{ algorithm: "gcra", limit: 1, periodMs: 1000, burst: 1 } as never] },
+      lookaheadMs: 50,
+      ownerTtlMs: 10_000, // no heartbeat here
+    });
+    const a = open(1);
+    expect(ids(call(1, a, "e", ["1", 5, 1, 0, "2", 5, 1, 0, "3", 5, 1, 0]).grants)).toEqual(["1"]);
+    clock.advance(949);
+    expect(grants).toEqual([]);
+    clock.advance(1); // 50 ms before "2" is due
+    expect(grants).toEqual([{ id: "2", leased: false, delayMs: 50, at: T + 1000 }]);
+    // "3" is due at T + 2000 (the rate record counts "2" at its due instant, not at the grant).
+    clock.advance(999);
+    expect(grants).toHaveLength(1);
+    clock.advance(1);
+    expect(grants[1]).toEqual({ id: "3", leased: false, delayMs: 50, at: T + 2000 });
+  });
+
+  it("an owner gone (its worker exited) loses its tickets and gives its slots back at once", () => {
+    const { call, open, host, pushed } = setup(slots(1));
+    const a = open(1);
+    const b = open(2);
+    call(1, a, "e", ["x", 5, 1, 0, "y", 0, 1, 0]);
+    call(2, b, "e", ["b", 5, 1, 0]);
+    host.disconnect(1);
+    expect(pushed).toEqual([{ to: 2, owner: b, ids: ["b"] }]);
+    expect(call(1, a, "h").error).toMatch(/unknown fleet queue owner/);
+  });
+
+  it("cancel: a waiting ticket is removed (1), a granted one given back (2) and its slot granted on, else 0", () => {
+    const { call, open, pushed } = setup(slots(1));
+    const a = open(1);
+    const b = open(2);
+    call(1, a, "e", ["x", 5, 1, 0, "w", 5, 1, 0]);
+    call(2, b, "e", ["b", 5, 1, 0]);
+    expect(call(1, a, "c", ["w"]).status).toBe("1");
+    expect(call(1, a, "c", ["x"]).status).toBe("2");
+    expect(pushed).toEqual([{ to: 2, owner: b, ids: ["b"] }]);
+    expect(call(1, a, "c", ["x"]).status).toBe("0");
+  });
+
+  it("renew holds a lease past its expiry; an expired lease is no longer held", () => {
+    const { clock, call, open } = setup(slots(1));
+    const a = open(1);
+    call(1, a, "e", ["x", 5, 1, 0, "y", 5, 1, 0]);
+    clock.advance(4000);
+    expect(call(1, a, "n", ["x"]).status).toBe("1");
+    clock.advance(4000); // 8 s after the grant, 4 s after the renewal: still held
+    expect(call(1, a, "e", []).grants).toEqual([]);
+    clock.advance(1001); // the renewed lease expired: the timer grants y
+    expect(call(1, a, "n", ["x"]).status).toBe("0");
+  });
+
+  it("a silent owner's tickets leave when they reach the head; its next heartbeat says it was forgotten", () => {
+    const { clock, call, open, pushed } = setup(slots(1));
+    const a = open(1);
+    const b = open(2);
+    call(2, b, "e", ["b", 5, 1, 0]);
+    call(1, a, "e", ["a", 5, 1, 0]);
+    clock.advance(1001); // A's heartbeat deadline (ownerTtlMs 1000) passed
+    expect(call(2, b, "r", ["b", 0]).grants).toEqual([]);
+    expect(pushed).toEqual([]);
+    expect(call(1, a, "h").status).toBe("0");
+    expect(call(1, a, "h").status).toBe("1");
+  });
+});

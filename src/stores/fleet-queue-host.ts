@@ -1,0 +1,440 @@
+/**
+ * A fleet queue kept by one process or thread for every other (SPEC §16): the node:cluster
+ * primary for ClusterStore's workers (cluster/queue-client.ts, over IPC), the store's creating
+ * thread for SharedMemoryStore's threads (threads/queue-channel.ts, over a BroadcastChannel).
+ * Per (throttle, key) one queue of tickets from every owner, in priority then arrival order,
+ * granted in one synchronous step with the limiter's own rule code: `check` on the store's
+ * bindings of the throttle's rate rule (the same record the owners' rate limiter checks, so a
+ * fleet pause's block holds it) and of its concurrency rule (whose leases the runner renews and
+ * releases). The semantics are queue.lua's; only the bookkeeping lives here. Grants go to their
+ * owner as a message (in the reply to its call, or pushed); a head that must wait for the rate
+ * or a lease's expiry is granted by the host's own timer at that instant: nobody polls. An
+ * owner that is gone (`disconnect`) loses its tickets and gives back its grants' slots at once;
+ * one whose heartbeat stopped loses its tickets when they reach the head.
+ */
+import type { Decision } from "../algorithms/decision.ts";
+import { after, type Clock, systemClock } from "../core/clock.ts";
+import type { Operation } from "../core/decide-rule.ts";
+import type { FleetGrant } from "../core/fleet-queue.ts";
+import { compileRule } from "../core/rule.ts";
+import { type AlgorithmSpec, validateSpec } from "../core/spec.ts";
+import type { BoundRule, RuleBinding } from "../core/store.ts";
+
+/** Marks fleet-queue messages among whatever else travels on the same channel. */
+export const QUEUE_CHANNEL = "sluice:queue";
+
+/** What a queue decides with: the rate limiter's rule and the concurrency rule (ids and specs). */
+export interface QueueRules {
+  readonly rate: { readonly id: string; readonly specs: readonly AlgorithmSpec[] } | null;
+  readonly concurrency: { readonly id: string; readonly spec: AlgorithmSpec } | null;
+  readonly ownerTtlMs: number;
+  /** Grants a ticket whose rate units are due within this many ms at once (FleetQueueConfig.lookaheadMs). */
+  readonly lookaheadMs?: number;
+}
+
+/**
+ * An owner's call: "o" open (`rules`; the reply's status is the owner's id), "e" enqueue
+ * (args: id, priority, cost, front 0|1, repeated), "c" cancel (id), "r" release (id, refund
+ * 0|1), "n" renew (id), "h" heartbeat, "x" close (the owner's waiting tickets leave).
+ */
+export interface QueueCall {
+  readonly channel: typeof QUEUE_CHANNEL;
+  readonly type: "queue";
+  /** Unique among the host's callers; the reply carries it back. */
+  readonly seq: number;
+  /** The owner's id (from "o"'s reply); "" for "o". */
+  readonly owner: string;
+  readonly op: "o" | "e" | "c" | "r" | "n" | "h" | "x";
+  readonly key: string;
+  readonly args: readonly (string | number)[];
+  readonly rules?: QueueRules;
+}
+
+/** The host's answer to a call: a status and the caller's grants it decided in that step. */
+export interface QueueReply {
+  readonly channel: typeof QUEUE_CHANNEL;
+  readonly type: "queue-reply";
+  readonly seq: number;
+  readonly status: string;
+  readonly key: string;
+  readonly grants: readonly FleetGrant[];
+  readonly error?: string;
+}
+
+/** Grants the host decided for `owner` outside its calls. */
+export interface QueuePush {
+  readonly channel: typeof QUEUE_CHANNEL;
+  readonly type: "queue-push";
+  readonly owner: string;
+  readonly key: string;
+  readonly grants: readonly FleetGrant[];
+}
+
+/** True when `message` is a fleet-queue message of `type`. */
+export function isQueueMessage<T extends QueueCall | QueueReply | QueuePush>(
+  message: unknown,
+  type: T["type"],
+): message is T {
+  return (
+    typeof message === "object" &&
+    message !== null &&
+    (message as { channel?: unknown }).channel === QUEUE_CHANNEL &&
+    (message as { type?: unknown }).type === type
+  );
+}
+
+/** A waiting ticket. */
+interface Ticket {
+  readonly id: string;
+  readonly owner: string;
+  readonly cost: number;
+  /** Priority, then arrival (a `front` ticket ahead of its priority's others): smaller first. */
+  readonly score: number;
+}
+
+/** A granted ticket: what giving it back undoes. */
+interface Grant {
+  readonly owner: string;
+  /** The lease's receipt (its last renewal), or undefined without concurrency. */
+  leaseAt: number | undefined;
+  /** The rate units' receipt, or undefined without a rate. */
+  readonly rateAt: number | undefined;
+  readonly cost: number;
+}
+
+/** One key's queue of one throttle. */
+interface KeyQueue {
+  readonly key: string;
+  /** Sorted by score. */
+  readonly tickets: Ticket[];
+  readonly grants: Map<string, Grant>;
+  /**
+   * The latest instant a rate decision was made at (ahead of now, with the lookahead): later
+   * decisions are made no earlier, so the key's rate record never sees time run back.
+   */
+  cursor: number;
+  /** Cancels the armed grant at the head's due instant. */
+  timer: (() => void) | undefined;
+}
+
+/** One throttle's queue (shared by the workers that open it with the same rules). */
+interface Queue {
+  readonly rate: BoundRule | undefined;
+  readonly slots: BoundRule | undefined;
+  readonly ownerTtlMs: number;
+  readonly lookaheadMs: number;
+  readonly keys: Map<string, KeyQueue>;
+  seq: number;
+}
+
+const PRIORITY = 2 ** 40;
+const FRONT = 2 ** 39;
+
+/** Sends a push to a caller (a worker's or thread's id; dropped if it is gone). */
+export type SendTo = (caller: number, message: QueuePush) => void;
+
+/** The store a host decides on: only its bindings are used. */
+export interface HostStore {
+  bind(binding: RuleBinding): BoundRule;
+}
+
+/** The fleet queues one host keeps. */
+export class QueueHost {
+  readonly #store: HostStore;
+  readonly #send: SendTo;
+  readonly #clock: Clock;
+  readonly #queues = new Map<string, Queue>();
+  /** Owner id → its queue, caller (worker or thread) and heartbeat deadline. */
+  readonly #owners = new Map<string, { queue: Queue; worker: number; until: number }>();
+  #next = 1;
+
+  constructor(store: HostStore, send: SendTo, clock: Clock = systemClock) {
+    this.#store = store;
+    this.#send = send;
+    this.#clock = clock;
+  }
+
+  /** Answers `worker`'s call. */
+  handle(worker: number, call: QueueCall): QueueReply {
+    const mine: FleetGrant[] = [];
+    let status = "1";
+    try {
+      if (call.op === "o") {
+        status = this.#open(worker, call.rules as QueueRules);
+      } else {
+        const owner = this.#owners.get(call.owner);
+        if (owner === undefined || owner.worker !== worker) {
+          return this.#reply(call, "0", [], `unknown fleet queue owner ${call.owner}`);
+        }
+        const now = this.#clock.now();
+        const known = owner.until >= now;
+        owner.until = now + owner.queue.ownerTtlMs;
+        const kq = this.#keyQueue(owner.queue, call.key);
+        status = this.#apply(owner.queue, kq, call, mine);
+        // A heartbeat after a silence: its tickets may have left the queue, the owner sends them again.
+        if (call.op === "h" && !known) status = "0";
+        this.#pump(owner.queue, kq, call.owner, mine);
+      }
+    } catch (error) {
+      return this.#reply(call, "0", [], error instanceof Error ? error.message : String(error));
+    }
+    return this.#reply(call, status, mine);
+  }
+
+  #reply(call: QueueCall, status: string, grants: FleetGrant[], error?: string): QueueReply {
+    const reply = {
+      channel: QUEUE_CHANNEL,
+      type: "queue-reply",
+      seq: call.seq,
+      status,
+      key: call.key,
+      grants,
+    } as const;
+    return error === undefined ? reply : { ...reply, error };
+  }
+
+  /** A worker's new owner on the queue of `rules` (bound once per distinct rules). */
+  #open(worker: number, rules: QueueRules): string {
+    const name = JSON.stringify([rules.rate, rules.concurrency, rules.lookaheadMs ?? 0]);
+    let queue = this.#queues.get(name);
+    if (queue === undefined) {
+      const bind = (id: string, specs: readonly unknown[]) =>
+        this.#store.bind({ id, rule: compileRule(specs.map((s) => validateSpec(s))) });
+      queue = {
+        rate: rules.rate === null ? undefined : bind(rules.rate.id, rules.rate.specs),
+        slots: rules.concurrency === null ? undefined : bind(rules.concurrency.id, [rules.concurrency.spec]),
+        ownerTtlMs: rules.ownerTtlMs,
+        lookaheadMs: rules.lookaheadMs ?? 0,
+        keys: new Map(),
+        seq: 0,
+      };
+      this.#queues.set(name, queue);
+    }
+    const id = `${worker}.${this.#next++}`;
+    this.#owners.set(id, { queue, worker, until: this.#clock.now() + rules.ownerTtlMs });
+    return id;
+  }
+
+  #keyQueue(queue: Queue, key: string): KeyQueue {
+    let kq = queue.keys.get(key);
+    if (kq === undefined) {
+      kq = { key, tickets: [], grants: new Map(), cursor: 0, timer: undefined };
+      queue.keys.set(key, kq);
+    }
+    return kq;
+  }
+
+  /** The limiter's own decision on `rule`'s record (the path the dispatcher answers workers with). */
+  #decide(rule: BoundRule, key: string, cost: number, now: number, op: Operation, at?: number): Decision {
+    return rule.check(key, cost, now, op, at) as Decision;
+  }
+
+  /** The call's own effect; its status. */
+  #apply(queue: Queue, kq: KeyQueue, call: QueueCall, mine: FleetGrant[]): string {
+    const a = call.args;
+    const full = (id: unknown) => `${call.owner}.${String(id)}`;
+    switch (call.op) {
+      case "e":
+        for (let i = 0; i + 3 < a.length; i += 4) {
+          const id = full(a[i]);
+          const granted = kq.grants.get(id);
+          if (granted !== undefined) {
+            // Sent again: its owner never heard the grant (it sends only tickets still waiting).
+            mine.push(this.#grantOf(id, granted, 0, granted.leaseAt ?? granted.rateAt ?? this.#clock.now()));
+          } else if (!kq.tickets.some((t) => t.id === id)) {
+            const seq = ++queue.seq;
+            const score = Number(a[i + 1]) * PRIORITY + (a[i + 3] === 1 ? seq - FRONT : seq);
+            insert(kq.tickets, { id, owner: call.owner, cost: Number(a[i + 2]), score });
+          }
+        }
+        return "1";
+      case "c": {
+        const id = full(a[0]);
+        const at = kq.tickets.findIndex((t) => t.id === id);
+        if (at >= 0) {
+          kq.tickets.splice(at, 1);
+          return "1";
+        }
+        return this.#giveBack(queue, kq, id, true) ? "2" : "0";
+      }
+      case "r":
+        return this.#giveBack(queue, kq, full(a[0]), a[1] === 1) ? "1" : "0";
+      case "n": {
+        const g = kq.grants.get(full(a[0]));
+        if (g === undefined) return "0";
+        if (g.leaseAt === undefined || queue.slots === undefined) return "1";
+        const now = this.#clock.now();
+        if (!this.#decide(queue.slots, kq.key, 1, now, "renew", g.leaseAt).allowed) return "0";
+        g.leaseAt = now;
+        return "1";
+      }
+      case "x":
+        for (let i = kq.tickets.length - 1; i >= 0; i--)
+          if (kq.tickets[i]?.owner === call.owner) kq.tickets.splice(i, 1);
+        for (const other of queue.keys.values()) {
+          if (other === kq) continue;
+          for (let i = other.tickets.length - 1; i >= 0; i--) {
+            if (other.tickets[i]?.owner === call.owner) other.tickets.splice(i, 1);
+          }
+        }
+        return "1";
+      default:
+        return "1"; // "h": the owner is alive (its deadline moved above)
+    }
+  }
+
+  #grantOf(id: string, g: Grant, delayMs: number, at: number): FleetGrant {
+    return { id: id.slice(g.owner.length + 1), leased: g.leaseAt !== undefined, delayMs, at };
+  }
+
+  /** Gives a grant back: its lease, and with `refund` its rate units. False: no such grant. */
+  #giveBack(queue: Queue, kq: KeyQueue, id: string, refund: boolean): boolean {
+    const g = kq.grants.get(id);
+    if (g === undefined) return false;
+    kq.grants.delete(id);
+    const now = this.#clock.now();
+    if (queue.slots !== undefined && g.leaseAt !== undefined) {
+      this.#decide(queue.slots, kq.key, 1, now, "release", g.leaseAt);
+    }
+    if (refund && queue.rate !== undefined && g.rateAt !== undefined) {
+      this.#decide(queue.rate, kq.key, g.cost, now, "refund", g.rateAt);
+    }
+    return true;
+  }
+
+  /**
+   * Grants every head ticket that fits now, head first; `caller`'s grants go to `mine`, the
+   * others' are pushed. A head that must wait arms the key's timer for the instant it may fit.
+   */
+  #pump(queue: Queue, kq: KeyQueue, caller: string | undefined, mine: FleetGrant[]): void {
+    kq.timer?.();
+    kq.timer = undefined;
+    const now = this.#clock.now();
+    const others = new Map<string, FleetGrant[]>();
+    let wait: number | undefined;
+    /** How far ahead of now the head may be granted (queue.lua's rule). */
+    let ahead = 0;
+    for (let head = kq.tickets[0]; head !== undefined; head = kq.tickets[0]) {
+      const owner = this.#owners.get(head.owner);
+      if (owner === undefined || owner.until < now) {
+        // A gone or silent owner's ticket never blocks the queue: it leaves at the head.
+        kq.tickets.shift();
+        continue;
+      }
+      ahead = queue.lookaheadMs;
+      if (queue.slots !== undefined) {
+        const d = this.#decide(queue.slots, kq.key, 1, now, "peek");
+        if (!d.allowed) {
+          wait = d.retryAfterMs; // a lease's expiry (Infinity: only a release frees one)
+          ahead = 0;
+          break;
+        }
+        // A grant ahead holds its slot from now: only while at least half the slots stay free.
+        if (d.remaining < Math.ceil(d.limit / 2)) ahead = 0;
+      }
+      let delayMs = 0;
+      let rateAt: number | undefined;
+      if (queue.rate !== undefined) {
+        let at = Math.max(now, kq.cursor);
+        let d = this.#decide(queue.rate, kq.key, head.cost, at, "check");
+        if (!d.allowed && d.retryAfterMs + (at - now) <= ahead) {
+          // Due within the lookahead: its units are taken at the due instant itself and the job
+          // starts then (delayMs), so no timer's lag or message costs the fleet a slot.
+          at += Math.ceil(d.retryAfterMs);
+          d = this.#decide(queue.rate, kq.key, head.cost, at, "check");
+        }
+        if (!d.allowed) {
+          wait = d.retryAfterMs + (at - now);
+          break;
+        }
+        delayMs = d.delayMs + (at - now);
+        rateAt = at;
+        if (at > kq.cursor) kq.cursor = at;
+      }
+      let leaseAt: number | undefined;
+      if (queue.slots !== undefined) {
+        this.#decide(queue.slots, kq.key, 1, now, "check");
+        leaseAt = now;
+      }
+      kq.tickets.shift();
+      const g: Grant = { owner: head.owner, leaseAt, rateAt, cost: head.cost };
+      kq.grants.set(head.id, g);
+      const grant = this.#grantOf(head.id, g, delayMs, rateAt ?? now);
+      if (head.owner === caller) mine.push(grant);
+      else {
+        let list = others.get(head.owner);
+        if (list === undefined) others.set(head.owner, (list = []));
+        list.push(grant);
+      }
+    }
+    for (const [owner, grants] of others) {
+      const o = this.#owners.get(owner);
+      if (o !== undefined)
+        this.#send(o.worker, { channel: QUEUE_CHANNEL, type: "queue-push", owner, key: kq.key, grants });
+    }
+    if (wait !== undefined && Number.isFinite(wait)) {
+      // The primary grants at the due instant itself (no worker is told to poll).
+      kq.timer = after(
+        this.#clock,
+        // Once the head comes within the lookahead: that step grants it (and what follows).
+        Math.max(1, Math.ceil(wait - ahead)),
+        () => {
+          kq.timer = undefined;
+          this.#pump(queue, kq, undefined, []);
+        },
+        true,
+      );
+    }
+    if (kq.tickets.length === 0 && kq.grants.size === 0 && kq.timer === undefined && kq.cursor <= now) {
+      queue.keys.delete(kq.key);
+    }
+  }
+
+  /** `worker` exited: its owners' tickets leave and their grants' slots are given back. */
+  disconnect(worker: number): void {
+    const touched = new Set<KeyQueue>();
+    const queues = new Set<Queue>();
+    for (const [id, o] of this.#owners) {
+      if (o.worker !== worker) continue;
+      this.#owners.delete(id);
+      queues.add(o.queue);
+      for (const kq of o.queue.keys.values()) {
+        const before = kq.tickets.length;
+        for (let i = kq.tickets.length - 1; i >= 0; i--) if (kq.tickets[i]?.owner === id) kq.tickets.splice(i, 1);
+        if (kq.tickets.length !== before) touched.add(kq);
+        for (const [gid, g] of kq.grants) {
+          if (g.owner !== id) continue;
+          // Its job died with it: the slot is free now (the rate units stay spent).
+          this.#giveBack(o.queue, kq, gid, false);
+          touched.add(kq);
+        }
+      }
+    }
+    for (const queue of queues) {
+      for (const kq of [...queue.keys.values()]) if (touched.has(kq)) this.#pump(queue, kq, undefined, []);
+    }
+  }
+
+  /** Stops every timer and releases the bindings. */
+  stop(): void {
+    for (const queue of this.#queues.values()) {
+      for (const kq of queue.keys.values()) kq.timer?.();
+      queue.rate?.release();
+      queue.slots?.release();
+    }
+    this.#queues.clear();
+    this.#owners.clear();
+  }
+}
+
+/** Inserts `t` after every ticket of a smaller or equal score (binary search). */
+function insert(tickets: Ticket[], t: Ticket): void {
+  let lo = 0;
+  let hi = tickets.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((tickets[mid] as Ticket).score <= t.score) lo = mid + 1;
+    else hi = mid;
+  }
+  tickets.splice(lo, 0, t);
+}

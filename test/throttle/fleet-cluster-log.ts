@@ -1,0 +1,183 @@
+// The log of a fleet run from outside (fleet-cluster*.test.ts, fleet-threads*.test.ts): lines
+// `<process> <kind> ...` stamped by the one system clock, and the checks the fleet must pass.
+// (The same checks as fleet-queue.test.ts's for Redis, where they are inline.)
+import { spawn } from "node:child_process";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ensureBuilt } from "../cli/helpers.ts";
+
+/** One job of the run. */
+export interface Job {
+  proc: number;
+  priority: number;
+  queued: number;
+  start?: number;
+  end?: number;
+}
+
+/** A parsed run. */
+export interface FleetLog {
+  jobs: Map<string, Job>;
+  admitted: number[];
+  done: Array<{ proc: number; failed: string[] }>;
+  /** Other lines by kind (e.g. "K": a kill's instant). */
+  marks: Map<string, number>;
+}
+
+/** Parses `<proc> <kind> a b c` lines. */
+export function parseFleetLog(text: string): FleetLog {
+  const log: FleetLog = { jobs: new Map(), admitted: [], done: [], marks: new Map() };
+  for (const line of text.split("\n")) {
+    const [p, kind, a, b, c] = line.split(" ");
+    const proc = Number(p);
+    if (kind === "Q") log.jobs.set(a as string, { proc, priority: Number(b), queued: Number(c) });
+    else if (kind === "A") log.admitted.push(Number(a));
+    else if (kind === "S") (log.jobs.get(a as string) as Job).start = Number(b);
+    else if (kind === "E") (log.jobs.get(a as string) as Job).end = Number(b);
+    else if (kind === "D") log.done.push({ proc, ...JSON.parse(line.slice(line.indexOf("{"))) });
+    else if (kind === "K") log.marks.set("K", Number(a));
+  }
+  return log;
+}
+
+/** The most jobs running at once (an end at the same instant as a start closes first). */
+export function mostRunning(log: FleetLog): number {
+  const edges: Array<[number, number]> = [];
+  for (const j of log.jobs.values()) {
+    if (j.start !== undefined) edges.push([j.start, 1], [j.end ?? Number.POSITIVE_INFINITY, -1]);
+  }
+  edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  let now = 0;
+  let most = 0;
+  for (const [, d] of edges) {
+    now += d;
+    most = Math.max(most, now);
+  }
+  return most;
+}
+
+/** Sliding windows of `windowMs` (starting at each admission) holding more than `limit` admissions. */
+export function windowsOver(admitted: number[], windowMs: number, limit: number): number {
+  const at = [...admitted].sort((a, b) => a - b);
+  let over = 0;
+  for (let i = 0, j = 0; i < at.length; i++) {
+    while ((at[j] as number) <= (at[i] as number) - windowMs) j++;
+    if (i - j + 1 > limit) over++;
+  }
+  return over;
+}
+
+/** Margin for instants stamped by different processes on a loaded machine: within it is no inversion. */
+export const MARGIN_MS = 250;
+
+/**
+ * Jobs that started while a job of strictly higher priority, or of equal priority scheduled
+ * earlier, had been waiting since before (both by more than MARGIN_MS): inversions.
+ */
+export function inversions(log: FleetLog): string[] {
+  const jobs = [...log.jobs.entries()].filter(([, j]) => j.start !== undefined);
+  const out: string[] = [];
+  for (const [x, jx] of jobs) {
+    for (const [y, jy] of jobs) {
+      if (x === y) continue;
+      const better = jy.priority < jx.priority || (jy.priority === jx.priority && jy.queued + MARGIN_MS < jx.queued);
+      if (
+        better &&
+        jy.queued + MARGIN_MS < (jx.start as number) &&
+        (jy.start as number) > (jx.start as number) + MARGIN_MS
+      ) {
+        out.push(`${x} (p${jx.priority}) started before ${y} (p${jy.priority})`);
+      }
+    }
+  }
+  return out;
+}
+
+/** Starts per process while every process still had demand (until the first one started its last job). */
+export function shares(log: FleetLog, procs: number): number[] {
+  const starts = [...log.jobs.values()].filter((j) => j.start !== undefined);
+  const lastStart = (p: number) => Math.max(...starts.filter((j) => j.proc === p).map((j) => j.start as number));
+  const all = Array.from({ length: procs }, (_, p) => p);
+  const until = Math.min(...all.map(lastStart));
+  return all.map((p) => starts.filter((j) => j.proc === p && (j.start as number) <= until).length);
+}
+
+/** Starts per second over the run. */
+export function startsPerSecond(log: FleetLog): number {
+  const t = [...log.jobs.values()].filter((j) => j.start !== undefined).map((j) => j.start as number);
+  return ((t.length - 1) * 1000) / (Math.max(...t) - Math.min(...t));
+}
+
+/** Runs a fleet application (`child`) to its end; its log. */
+function runFleet(child: string, mode: string, options: object, jobs: number, depth = 8): Promise<FleetLog> {
+  const proc = spawn(process.execPath, [child, mode, JSON.stringify(options), String(jobs), "7000", String(depth)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let text = "";
+  proc.stdout.setEncoding("utf8");
+  proc.stdout.on("data", (d: string) => (text += d));
+  return new Promise((resolve, reject) => {
+    proc.on("error", reject);
+    proc.on("close", (code) =>
+      code === 0 ? resolve(parseFleetLog(text)) : reject(new Error(`exit ${code}:\n${text}`)),
+    );
+  });
+}
+
+/**
+ * The fleet checks on one application (`child`: 4 processes or threads on one store, see
+ * fleet-cluster-child.mjs), `jobs` per process; `kill` names how the holder is ended.
+ */
+export function describeFleet(title: string, child: string, JOBS: number, kill: string): void {
+  const run = (mode: string, options: object, jobs = JOBS) => runFleet(child, mode, options, jobs);
+  describe(title, () => {
+    beforeAll(() => ensureBuilt());
+
+    it("concurrency 3, jobs of random priority: at most 3 running, no priority or arrival inversion across workers", {
+      timeout: 60_000,
+    }, async () => {
+      const log = await run("burst", { concurrency: 3, leaseMs: 10_000 });
+      expect(log.done.map((d) => d.failed)).toEqual([[], [], [], []]);
+      expect([...log.jobs.values()].filter((j) => j.end !== undefined).length).toBe(4 * JOBS);
+      expect(mostRunning(log)).toBeLessThanOrEqual(3);
+      expect(inversions(log).slice(0, 5)).toEqual([]);
+    });
+
+    it("rate 100/s with concurrency 4 under equal demand: no window over the rate, shares within ±10%, throughput reported", {
+      timeout: 60_000,
+    }, async () => {
+      const rate = 100;
+      const log = await run("steady", {
+        rate: { algorithm: "gcra", limit: rate, periodMs: 1000, burst: 1 },
+        concurrency: 4,
+        leaseMs: 10_000,
+      });
+      expect(log.done.map((d) => d.failed)).toEqual([[], [], [], []]);
+      expect(mostRunning(log)).toBeLessThanOrEqual(4);
+      // burst 1: at most one admission per 10 ms, so at most `rate` in any second.
+      expect(windowsOver(log.admitted, 1000, rate)).toBe(0);
+      const share = shares(log, 4);
+      const mean = share.reduce((a, b) => a + b, 0) / 4;
+      for (const s of share) expect(Math.abs(s - mean) / mean, `shares ${share}`).toBeLessThanOrEqual(0.1);
+      const perSecond = startsPerSecond(log);
+      console.log(
+        `${title}: ${perSecond.toFixed(1)} starts/s = ${((perSecond / rate) * 100).toFixed(1)}% of the limit; shares ${share}`,
+      );
+      // A share of wall time on a shared machine: asserted loosely.
+      expect(perSecond / rate).toBeGreaterThanOrEqual(0.5);
+    });
+
+    it(`${kill} holding every slot with tickets at the head: the other's jobs all run, none before it`, {
+      timeout: 60_000,
+    }, async () => {
+      const log = await run("kill", { concurrency: 2, leaseMs: 1500 }, 10);
+      const killedAt = log.marks.get("K") as number;
+      const holder = [...log.jobs.values()].filter((j) => j.proc === 0);
+      const other = [...log.jobs.values()].filter((j) => j.proc === 1);
+      expect(holder.filter((j) => j.start !== undefined)).toHaveLength(2);
+      expect(log.done).toEqual([{ proc: 1, failed: [], stats: expect.anything() }]);
+      expect(other.filter((j) => j.end !== undefined)).toHaveLength(10);
+      // Both slots were held until the kill: nothing of the other worker started before it.
+      expect(Math.min(...other.map((j) => j.start as number))).toBeGreaterThanOrEqual(killedAt);
+    });
+  });
+}
