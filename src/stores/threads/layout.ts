@@ -22,15 +22,16 @@ export const DEPTH = 4;
 /** Words of one summary cell block (fresh-at, the members' summary slots, a ban's three). */
 export const SUMMARY_WORDS = 16;
 
-/** Bits of each summary filter generation for a store of `maxKeys` keys: 16 per key in whole Int32 words, at least 2^13. */
-export function filterBitsFor(maxKeys: number): number {
-  return 32 * Math.max(256, Math.ceil((16 * maxKeys) / 32));
+/** Bits of each summary filter generation sized for `keys` keys: 16 per key in whole Int32 words, at least 2^13. */
+export function filterBitsFor(keys: number): number {
+  return 32 * Math.max(256, Math.ceil((16 * keys) / 32));
 }
 
 const MAGIC = 0x51c7ead5;
 // 3: the memory became a shared WebAssembly.Memory (whole pages). 4: an entry's tag holds the
-// returning bit (bucket.ts RETURNING) and a 14-bit table index; the summary filter.
-const VERSION = 4;
+// returning bit (bucket.ts RETURNING) and a 14-bit table index; the summary filter. 5: the
+// table and the filter are sized by a byte budget (params.ts), the filter's keys in the header.
+const VERSION = 5;
 /** Int32 slots of the header (a multiple of 2, so the 64-bit words after it stay aligned). */
 const HEADER_INTS = 32;
 
@@ -59,6 +60,8 @@ export const H = {
   filterBusy: 18,
   /** Joins into the filter's generation 0 (and, next slot, 1) since it was last emptied. */
   filterJoins0: 19,
+  /** Keys each generation of the summary filter is sized for (16 bits each; params.ts). */
+  filterKeys: 21,
 } as const;
 
 /** The sizes a store is built with (all in the header). */
@@ -72,6 +75,8 @@ export interface Params {
   arenaBytes: number;
   seed: number;
   maxKeys: number;
+  /** Keys each summary filter generation is sized for (at least `maxKeys`). */
+  filterKeys: number;
 }
 
 /** Offsets derived from the params: W indices, I indices, F indices, U byte offset. */
@@ -124,7 +129,7 @@ export function layoutOf(p: Params): Layout {
   const filterFreshBase = take(2 * p.maxRules);
   const ruleBlockBase = take(p.maxRules);
   const ruleSeenBase = take(p.maxRules);
-  const filterBits = filterBitsFor(p.maxKeys);
+  const filterBits = filterBitsFor(p.filterKeys);
   // Int32 regions: two per word.
   const ruleVersionBase = word * 2;
   const nextBase = ruleVersionBase + p.maxRules;
@@ -202,6 +207,7 @@ export function createMemory(p: Params): { memory: WebAssembly.Memory; layout: L
   I[H.arenaBytes] = p.arenaBytes;
   I[H.seed] = p.seed;
   I[H.maxKeys] = p.maxKeys;
+  I[H.filterKeys] = p.filterKeys;
   // Free lists: each block links to the next; the head (tag 0) points at block 0.
   initRegion(views, layout.table);
   for (let i = 0; i < p.summaryBlocks; i++) I[layout.summaryNextBase + i] = i + 1 < p.summaryBlocks ? i + 1 : -1;
@@ -234,6 +240,7 @@ export function readLayout(memory: unknown): Layout {
     arenaBytes: I[H.arenaBytes] as number,
     seed: I[H.seed] as number,
     maxKeys: I[H.maxKeys] as number,
+    filterKeys: I[H.filterKeys] as number,
   });
   if (Math.ceil(layout.bytes / PAGE_BYTES) * PAGE_BYTES !== buffer.byteLength) {
     throw new StoreError("SharedMemoryStore.attach: the memory's size does not match its header");
