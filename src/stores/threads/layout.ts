@@ -21,6 +21,8 @@ import { NO_INSTANT } from "./instant-word.ts";
 export const DEPTH = 4;
 /** Words of one summary cell block (fresh-at, the members' summary slots, a ban's three). */
 export const SUMMARY_WORDS = 16;
+/** Summary blocks kept apart for threads' private spares (summary.ts), beside the pool that backs cells. */
+export const RESERVE_BLOCKS = 256;
 
 /** Bits of each summary filter generation sized for `keys` keys: 16 per key in whole Int32 words, at least 2^13. */
 export function filterBitsFor(keys: number): number {
@@ -85,6 +87,10 @@ export interface Layout extends Params {
   table: SharedRegion;
   /** W: the free-list head of the summary pool. */
   summaryFreeHead: number;
+  /** W: the free-list head of the summary blocks reserved for threads' spares. */
+  summaryReserveHead: number;
+  /** W: per rule, its overflow cell (summary.ts), backed by a block from the start. */
+  overflowBase: number;
   /** W: the registry's identity words and spec words. */
   ruleIdBase: number;
   ruleSpecBase: number;
@@ -122,6 +128,7 @@ export function layoutOf(p: Params): Layout {
   };
   const freeHead = take(1);
   const summaryFreeHead = take(1);
+  const summaryReserveHead = take(1);
   const bucketBase = take(p.buckets);
   const ruleIdBase = take(p.maxRules);
   const ruleSpecBase = take(p.maxRules);
@@ -129,15 +136,18 @@ export function layoutOf(p: Params): Layout {
   const filterFreshBase = take(2 * p.maxRules);
   const ruleBlockBase = take(p.maxRules);
   const ruleSeenBase = take(p.maxRules);
+  const overflowBase = take(p.maxRules);
+  // The pool's blocks, then one per rule for its overflow cell, then the spares' reserve.
+  const summaryTotal = p.summaryBlocks + p.maxRules + RESERVE_BLOCKS;
   const filterBits = filterBitsFor(p.filterKeys);
   // Int32 regions: two per word.
   const ruleVersionBase = word * 2;
   const nextBase = ruleVersionBase + p.maxRules;
   const summaryNextBase = nextBase + p.blocks;
-  const filterBase = summaryNextBase + p.summaryBlocks;
+  const filterBase = summaryNextBase + summaryTotal;
   word = Math.ceil((filterBase + 2 * (filterBits / 32)) / 2);
   const blockBase = take((p.blocks * blockBytes(p.recordWords)) / 8);
-  const summaryBase = take(p.summaryBlocks * SUMMARY_WORDS);
+  const summaryBase = take(summaryTotal * SUMMARY_WORDS);
   const arenaBase = word * 8;
   const bytes = arenaBase + p.arenaBytes;
   const table: SharedRegion = {
@@ -153,6 +163,8 @@ export function layoutOf(p: Params): Layout {
     ...p,
     table,
     summaryFreeHead,
+    summaryReserveHead,
+    overflowBase,
     ruleIdBase,
     ruleSpecBase,
     cellBase,
@@ -212,6 +224,22 @@ export function createMemory(p: Params): { memory: WebAssembly.Memory; layout: L
   initRegion(views, layout.table);
   for (let i = 0; i < p.summaryBlocks; i++) I[layout.summaryNextBase + i] = i + 1 < p.summaryBlocks ? i + 1 : -1;
   W[layout.summaryFreeHead] = p.summaryBlocks > 0 ? 1n : 0n;
+  // Each rule's overflow cell holds its block from the start (empty: NaN), so joining into it
+  // needs only a thread's spare, never the pool (summary.ts).
+  for (let r = 0; r < p.maxRules; r++) {
+    const block = p.summaryBlocks + r;
+    W[layout.overflowBase + r] = BigInt(block + 1);
+    views.F.fill(
+      Number.NaN,
+      layout.summaryBase + block * SUMMARY_WORDS,
+      layout.summaryBase + (block + 1) * SUMMARY_WORDS,
+    );
+  }
+  const reserve = p.summaryBlocks + p.maxRules;
+  for (let i = reserve; i < reserve + RESERVE_BLOCKS; i++) {
+    I[layout.summaryNextBase + i] = i + 1 < reserve + RESERVE_BLOCKS ? i + 1 : -1;
+  }
+  W[layout.summaryReserveHead] = BigInt(reserve + 1);
   // The filter's generations hold no rule's keys yet (summary-filter.ts), no rule had a block,
   // and none was decided.
   W.fill(NO_INSTANT, layout.filterFreshBase, layout.filterFreshBase + 2 * p.maxRules);
