@@ -64,6 +64,8 @@ export const H = {
   filterJoins0: 19,
   /** Keys each generation of the summary filter is sized for (16 bits each; params.ts). */
   filterKeys: 21,
+  /** Joins into a rule's overflow cell (the summary pool had no block for a row: summary.ts). */
+  overflowed: 22,
 } as const;
 
 /** The sizes a store is built with (all in the header). */

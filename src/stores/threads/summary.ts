@@ -38,7 +38,7 @@ import type { RuleRecord } from "../../core/rule.ts";
 import { FreeList, indexOf, nextWord } from "../compact/free-list.ts";
 import type { Codec } from "./codec.ts";
 import { raiseInstant, readInstant } from "./instant-word.ts";
-import { DEPTH, type Layout, SUMMARY_WORDS, type Views } from "./layout.ts";
+import { DEPTH, H, type Layout, SUMMARY_WORDS, type Views } from "./layout.ts";
 import { SummaryFilter } from "./summary-filter.ts";
 
 /** Blocks a reclaim takes back before it stops (the rest wait for the pool's next empty turn). */
@@ -200,8 +200,9 @@ export class Summary {
       }
     }
     // A row had no room: the rule's overflow cell counts the key for every row (see `read`).
-    if (overflow && !this.#joinInto(this.#layout.overflowBase + rule, record, freshAt, codec, now, clockRule)) {
-      return false;
+    if (overflow) {
+      if (!this.#joinInto(this.#layout.overflowBase + rule, record, freshAt, codec, now, clockRule)) return false;
+      Atomics.add(this.#views.I, H.overflowed, 1);
     }
     if (this.#filter.add(rule, h1, h2, freshAt)) {
       this.#filter.rotate((r, at) => at + RECLAIM_MARGIN_MS <= this.instantOf(r, now, clockRule));
