@@ -9,7 +9,8 @@
 // BENCH_MAX_BYTES its maxBytes (default: as MemoryStore's budget, 24 MiB at 10,000 keys; 1 sizes
 // it for maxKeys alone, as before the budget); BENCH_SCALE multiplies both floods (3: 600,000
 // keys spending their limit, 3,000,000 one-request keys); BENCH_ALGORITHM the rule's algorithm
-// (sliding-log takes recordWords 11).
+// (sliding-log takes recordWords 11); BENCH_RULES runs every request through that many rules
+// (default 1; e.g. BENCH_RULES=50 BENCH_SCALE=0.05: 10,000 keys × 50 rules).
 // Last, what a never-seen key has left (a peek) after every 50,000 of 200,000 one-request keys:
 // the summary filter answers for it, so it is read back from the summary (and finds it climbed)
 // only as one of the filter's false positives, which grow past its capacity.
@@ -25,8 +26,16 @@ const SHARED_MAX_KEYS = Number(process.env.BENCH_MAX_KEYS ?? 10_000);
 const SHARED_MAX_BYTES = process.env.BENCH_MAX_BYTES === undefined ? undefined : Number(process.env.BENCH_MAX_BYTES);
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
 const ALGORITHM = process.env.BENCH_ALGORITHM ?? "gcra";
+const RULES = Number(process.env.BENCH_RULES ?? 1);
 if (ALGORITHM !== "gcra") {
-  Object.assign(SPEC, { algorithm: ALGORITHM, windowMs: 60_000, capacity: 10, refillPerSecond: 10 / 60, leakPerSecond: 10 / 60, leaseMs: 60_000 });
+  Object.assign(SPEC, {
+    algorithm: ALGORITHM,
+    windowMs: 60_000,
+    capacity: 10,
+    refillPerSecond: 10 / 60,
+    leakPerSecond: 10 / 60,
+    leaseMs: 60_000,
+  });
   delete SPEC.periodMs;
   for (const k of Object.keys(SPEC)) if (!specKeys(ALGORITHM).includes(k)) delete SPEC[k];
 }
@@ -49,7 +58,15 @@ const sharedStore = () =>
 /** One flood through one store; the refusals and the store's counters. */
 function run(store, keys, each) {
   const clock = new ManualClock(1_800_000_000_000);
-  const limiter = createLimiter(SPEC, { clock, store });
+  const limiters = Array.from({ length: RULES }, (_, r) => createLimiter(SPEC, { clock, store, name: `r${r}` }));
+  // One request through every rule: refused when any refuses.
+  const limiter = {
+    tryAcquire: (key) => {
+      let allowed = true;
+      for (const l of limiters) if (!l.tryAcquire(key).allowed) allowed = false;
+      return { allowed };
+    },
+  };
   let good = 0;
   let fresh = 0;
   let flood = 0;
@@ -65,6 +82,8 @@ function run(store, keys, each) {
     }
   }
   const pct = (n, of) => `${n} of ${of} (${((100 * n) / of).toFixed(1)}%)`;
+  if (RULES > 1)
+    return `${RULES} rules: well-behaved refused ${pct(good, GOOD * ROUNDS)}, brand-new refused ${pct(fresh, FRESH * ROUNDS)}`;
   return `well-behaved refused ${pct(good, GOOD * ROUNDS)}, brand-new refused ${pct(fresh, FRESH * ROUNDS)}`;
 }
 
