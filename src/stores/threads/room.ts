@@ -110,9 +110,10 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
  * The entry of the full draft at `dst` to give up: the oldest that may go (neither pinned nor
  * holding a running block, which the summary could not keep) and is not returning, unless more
  * than MAX_RETURNING that may go are returning or none is not: then the oldest returning. -1
- * when no entry may go. Among the entries that are not returning, a spent one (it would refuse
- * one more unit, judged at an instant of its own rule's clock: summary.ts `instantOf`) goes
- * first: read back from the summary, which counts at least its own state, it is refused all the
+ * when no entry may go. Before all of those, a spent one (it would refuse one more unit, judged
+ * at an instant of its own rule's clock: summary.ts `instantOf`), returning or not, goes first
+ * (a flood key spending its limit through many rules comes back to each between its requests,
+ * and is marked returning): read back from the summary, which counts at least its own state, it is refused all the
  * same, while a key with room left that is summarised among spent keys is read back
  * over-counted. A flood of keys spending their whole limit then pushes out its own keys, not the
  * honest keys waiting to come back (test/threads/flood-cliff.test.ts).
@@ -127,16 +128,17 @@ function victimOf(ctx: RoomContext, dst: number, count: number, index: number, n
     const o = dst + e * E;
     if (livePin(ctx, o, index, now) || liveBlock(ctx, dst, e, index, now)) continue;
     const tag = u32[o + 1] as number;
+    if (spent < 0 && isSpent(ctx, tableOfTag(tag) - 1, stateAt(dst, E, e), index, now)) spent = e;
     if ((tag & RETURNING) === 0) {
       if (probation < 0) probation = e;
-      if (spent < 0 && isSpent(ctx, tableOfTag(tag) - 1, stateAt(dst, E, e), index, now)) spent = e;
     } else {
       returned++;
       if (returning < 0) returning = e;
     }
   }
+  if (spent >= 0) return spent;
   if (probation < 0 || returned > MAX_RETURNING) return returning;
-  return spent < 0 ? probation : spent;
+  return probation;
 }
 
 /** Whether the record at `f64[at]` of rule `owner` would refuse one more unit now (on its clock; false when unknown). */
