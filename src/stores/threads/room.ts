@@ -119,7 +119,7 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
  * honest keys waiting to come back (test/threads/flood-cliff.test.ts).
  */
 function victimOf(ctx: RoomContext, dst: number, count: number, index: number, now: number): number {
-  const { u32, f64, E } = ctx.table;
+  const { u32, E } = ctx.table;
   let probation = -1;
   let spent = -1;
   let returning = -1;
