@@ -21,6 +21,8 @@ import { NO_INSTANT } from "./instant-word.ts";
 export const DEPTH = 4;
 /** Words of one summary cell block (fresh-at, the members' summary slots, a ban's three). */
 export const SUMMARY_WORDS = 16;
+/** Overflow cells of each rule (summary.ts), chosen by a key's top 4 fingerprint bits. */
+export const OVERFLOW_CELLS = 16;
 /** Summary blocks kept apart for threads' private spares (summary.ts), beside the pool that backs cells. */
 export const RESERVE_BLOCKS = 256;
 
@@ -91,7 +93,7 @@ export interface Layout extends Params {
   summaryFreeHead: number;
   /** W: the free-list head of the summary blocks reserved for threads' spares. */
   summaryReserveHead: number;
-  /** W: per rule, its overflow cell (summary.ts), backed by a block from the start. */
+  /** W: per rule, its `OVERFLOW_CELLS` overflow cells (summary.ts), backed by blocks from the start. */
   overflowBase: number;
   /** W: the registry's identity words and spec words. */
   ruleIdBase: number;
@@ -138,9 +140,9 @@ export function layoutOf(p: Params): Layout {
   const filterFreshBase = take(2 * p.maxRules);
   const ruleBlockBase = take(p.maxRules);
   const ruleSeenBase = take(p.maxRules);
-  const overflowBase = take(p.maxRules);
-  // The pool's blocks, then one per rule for its overflow cell, then the spares' reserve.
-  const summaryTotal = p.summaryBlocks + p.maxRules + RESERVE_BLOCKS;
+  const overflowBase = take(p.maxRules * OVERFLOW_CELLS);
+  // The pool's blocks, then the rules' overflow cells', then the spares' reserve.
+  const summaryTotal = p.summaryBlocks + p.maxRules * OVERFLOW_CELLS + RESERVE_BLOCKS;
   const filterBits = filterBitsFor(p.filterKeys);
   // Int32 regions: two per word.
   const ruleVersionBase = word * 2;
@@ -226,18 +228,18 @@ export function createMemory(p: Params): { memory: WebAssembly.Memory; layout: L
   initRegion(views, layout.table);
   for (let i = 0; i < p.summaryBlocks; i++) I[layout.summaryNextBase + i] = i + 1 < p.summaryBlocks ? i + 1 : -1;
   W[layout.summaryFreeHead] = p.summaryBlocks > 0 ? 1n : 0n;
-  // Each rule's overflow cell holds its block from the start (empty: NaN), so joining into it
+  // Each rule's overflow cells hold their blocks from the start (empty: NaN), so joining into it
   // needs only a thread's spare, never the pool (summary.ts).
-  for (let r = 0; r < p.maxRules; r++) {
-    const block = p.summaryBlocks + r;
-    W[layout.overflowBase + r] = BigInt(block + 1);
+  for (let c = 0; c < p.maxRules * OVERFLOW_CELLS; c++) {
+    const block = p.summaryBlocks + c;
+    W[layout.overflowBase + c] = BigInt(block + 1);
     views.F.fill(
       Number.NaN,
       layout.summaryBase + block * SUMMARY_WORDS,
       layout.summaryBase + (block + 1) * SUMMARY_WORDS,
     );
   }
-  const reserve = p.summaryBlocks + p.maxRules;
+  const reserve = p.summaryBlocks + p.maxRules * OVERFLOW_CELLS;
   for (let i = reserve; i < reserve + RESERVE_BLOCKS; i++) {
     I[layout.summaryNextBase + i] = i + 1 < reserve + RESERVE_BLOCKS ? i + 1 : -1;
   }

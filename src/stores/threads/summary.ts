@@ -25,10 +25,11 @@
  *
  * Any number of rules: when the pool has no block for a key's empty cell in some row (more rules
  * busy at once than it backs, every cell live), the key is joined into its rule's overflow cell
- * instead, a cell per rule that holds its block from the start (layout.ts). A read joins the
+ * instead (one of 16 per rule, by the key's top fingerprint bits, holding their blocks from the
+ * start: layout.ts). A read joins the
  * overflow cell, while it is live, into every row (an empty or stale row reads as the overflow
  * cell alone), so a key whose row had no room is still counted: rules past the pool share one
- * cell each, over-counted, never forgotten. Threads' spares come from a reserve of their own
+ * cells, over-counted, never forgotten. Threads' spares come from a reserve of their own
  * (`RESERVE_BLOCKS`) before the pool, and a join fills an empty cell from the pool, never from
  * its spare: a thread keeps a spare, so every join into a cell that has a block (the overflow
  * cell always has one) succeeds. (Before: with 7 rules flooded, the pool ran out and every
@@ -38,7 +39,7 @@ import type { RuleRecord } from "../../core/rule.ts";
 import { FreeList, indexOf, nextWord } from "../compact/free-list.ts";
 import type { Codec } from "./codec.ts";
 import { raiseInstant, readInstant } from "./instant-word.ts";
-import { DEPTH, H, type Layout, SUMMARY_WORDS, type Views } from "./layout.ts";
+import { DEPTH, H, type Layout, OVERFLOW_CELLS, SUMMARY_WORDS, type Views } from "./layout.ts";
 import { SummaryFilter } from "./summary-filter.ts";
 
 /** Blocks a reclaim takes back before it stops (the rest wait for the pool's next empty turn). */
@@ -109,6 +110,11 @@ export class Summary {
     return cellBase + (rule * DEPTH + row) * summaryWidth + column;
   }
 
+  /** The W index of the overflow cell of rule `rule` for a key whose h2 is `h2` (its top 4 bits: not the rows' columns). */
+  #overflow(rule: number, h2: number): number {
+    return this.#layout.overflowBase + rule * OVERFLOW_CELLS + (h2 >>> 28);
+  }
+
   /** Copies the cell whose word is `W[at]` into the scratch at `to`; false when it is empty. */
   #copy(at: number, to: number): boolean {
     const { W, F } = this.#views;
@@ -134,7 +140,7 @@ export class Summary {
     if (!this.#filter.mayHold(rule, h1, h2)) return undefined;
     const scratch = this.#scratch;
     const over = DEPTH * SUMMARY_WORDS;
-    const overLive = this.#copy(this.#layout.overflowBase + rule, over) && (scratch[over] as number) > now;
+    const overLive = this.#copy(this.#overflow(rule, h2), over) && (scratch[over] as number) > now;
     let rows = 0; // bit per row whose own cell is live
     for (let row = 0; row < DEPTH; row++) {
       const live =
@@ -201,7 +207,7 @@ export class Summary {
     }
     // A row had no room: the rule's overflow cell counts the key for every row (see `read`).
     if (overflow) {
-      if (!this.#joinInto(this.#layout.overflowBase + rule, record, freshAt, codec, now, clockRule)) return false;
+      if (!this.#joinInto(this.#overflow(rule, h2), record, freshAt, codec, now, clockRule)) return false;
       Atomics.add(this.#views.I, H.overflowed, 1);
     }
     if (this.#filter.add(rule, h1, h2, freshAt)) {
