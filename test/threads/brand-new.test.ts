@@ -7,6 +7,7 @@ import { createLimiter, ManualClock } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
 import { H } from "../../src/stores/threads/layout.ts";
+import { LEAST_BYTES } from "../../src/stores/threads/params.ts";
 
 const T0 = Date.UTC(2026, 11, 2, 9);
 const SPEC = { algorithm: "gcra", limit: 10, periodMs: 60_000 } as const;
@@ -14,7 +15,7 @@ const SPEC = { algorithm: "gcra", limit: 10, periodMs: 60_000 } as const;
 describe("SharedMemoryStore past maxKeys: brand-new keys under a flood of keys spending their limit", () => {
   it("are admitted exactly, while the flood's keys stay refused", () => {
     const clock = new ManualClock(T0);
-    const store = new SharedMemoryStore({ maxKeys: 3000, seed: 5 });
+    const store = new SharedMemoryStore({ maxKeys: 3000, seed: 5, maxBytes: LEAST_BYTES });
     const limiter = createLimiter(SPEC, { store, clock, name: "api" });
     // 10,000 keys spend their whole limit at one instant: 8,000 entries hold most of them exactly,
     // the rest are pushed out into the summary (all of its cells live and spent).

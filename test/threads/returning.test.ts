@@ -6,6 +6,7 @@
 import { createLimiter, ManualClock } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
+import { LEAST_BYTES } from "../../src/stores/threads/params.ts";
 
 const T0 = Date.UTC(2026, 11, 2, 9, 30);
 // 30 per minute, and the whole run lasts 0.2 s: a well-behaved key's 20 requests are all
@@ -26,7 +27,7 @@ const ROUNDS = 20;
 function run(flood: number, each: number) {
   const clock = new ManualClock(T0);
   // 1,000 buckets of 8 entries: 8,000 entries in all.
-  const store = new SharedMemoryStore({ maxKeys: 3000, seed: 7 });
+  const store = new SharedMemoryStore({ maxKeys: 3000, seed: 7, maxBytes: LEAST_BYTES });
   const limiter = createLimiter(SPEC, { store, clock, name: "api" });
   let refused = 0;
   let approximate = 0;

@@ -17,7 +17,7 @@ export interface RuleDef {
 
 /** What a worker is asked to do (see worker.mjs). */
 export interface Task {
-  kind: "flood" | "trace" | "chaos" | "evict" | "rounds";
+  kind: "flood" | "trace" | "chaos" | "evict" | "rounds" | "cliff";
   rules: RuleDef[];
   control: SharedArrayBuffer;
   now?: number;

@@ -96,6 +96,32 @@ if (task.kind === "flood") {
   }
   store.close();
   parentPort.postMessage({ allowed, approximate });
+} else if (task.kind === "cliff") {
+  // A flood past maxKeys (flood-cliff.test.ts), this thread's share (`slot` of `threads`), in
+  // rounds from `from` to `to`, at task.now + round ms: each round, every honest key checks once
+  // per rule, the round's brand-new keys once, then the round's flood keys `spend` times each.
+  // Answers the honest and brand-new refusals per rule and the flood's admissions per rule and key.
+  const F = task.flood;
+  const admitted = new Array(limiters.length * F).fill(0);
+  const honest = new Array(limiters.length).fill(0);
+  const fresh = new Array(limiters.length).fill(0);
+  const mine = (i) => i % task.threads === task.slot;
+  for (let round = task.from; round < task.to; round++) {
+    now = task.now + round;
+    for (let r = 0; r < limiters.length; r++) {
+      for (let g = 0; g < task.honest; g++) if (mine(g) && !limiters[r].tryAcquire(`user:${g}`).allowed) honest[r]++;
+      for (let n = 0; n < task.fresh; n++)
+        if (mine(n) && !limiters[r].tryAcquire(`new:${round}:${n}`).allowed) fresh[r]++;
+    }
+    const per = F / task.rounds;
+    for (let k = round * per; k < (round + 1) * per; k++) {
+      if (!mine(k)) continue;
+      for (let r = 0; r < limiters.length; r++)
+        for (let e = 0; e < task.spend; e++) if (limiters[r].tryAcquire(`bot:${k}`).allowed) admitted[r * F + k]++;
+    }
+  }
+  store.close();
+  parentPort.postMessage({ honest, fresh, admitted });
 } else if (task.kind === "chaos") {
   // Checks every rule until the main thread says stop (control[0] === 1) or the thread is
   // terminated. Per slot, from control[2 + slot · (2 + rules)]: decisions made, 1 while one is

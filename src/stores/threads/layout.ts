@@ -21,16 +21,21 @@ import { NO_INSTANT } from "./instant-word.ts";
 export const DEPTH = 4;
 /** Words of one summary cell block (fresh-at, the members' summary slots, a ban's three). */
 export const SUMMARY_WORDS = 16;
+/** Overflow cells of each rule (summary.ts), chosen by a key's top 4 fingerprint bits. */
+export const OVERFLOW_CELLS = 16;
+/** Summary blocks kept apart for threads' private spares (summary.ts), beside the pool that backs cells. */
+export const RESERVE_BLOCKS = 256;
 
-/** Bits of each summary filter generation for a store of `maxKeys` keys: 16 per key in whole Int32 words, at least 2^13. */
-export function filterBitsFor(maxKeys: number): number {
-  return 32 * Math.max(256, Math.ceil((16 * maxKeys) / 32));
+/** Bits of each summary filter generation sized for `keys` keys: 16 per key in whole Int32 words, at least 2^13. */
+export function filterBitsFor(keys: number): number {
+  return 32 * Math.max(256, Math.ceil((16 * keys) / 32));
 }
 
 const MAGIC = 0x51c7ead5;
 // 3: the memory became a shared WebAssembly.Memory (whole pages). 4: an entry's tag holds the
-// returning bit (bucket.ts RETURNING) and a 14-bit table index; the summary filter.
-const VERSION = 4;
+// returning bit (bucket.ts RETURNING) and a 14-bit table index; the summary filter. 5: the
+// table and the filter are sized by a byte budget (params.ts), the filter's keys in the header.
+const VERSION = 5;
 /** Int32 slots of the header (a multiple of 2, so the 64-bit words after it stay aligned). */
 const HEADER_INTS = 32;
 
@@ -59,6 +64,10 @@ export const H = {
   filterBusy: 18,
   /** Joins into the filter's generation 0 (and, next slot, 1) since it was last emptied. */
   filterJoins0: 19,
+  /** Keys each generation of the summary filter is sized for (16 bits each; params.ts). */
+  filterKeys: 21,
+  /** Joins into a rule's overflow cell (the summary pool had no block for a row: summary.ts). */
+  overflowed: 22,
 } as const;
 
 /** The sizes a store is built with (all in the header). */
@@ -72,6 +81,8 @@ export interface Params {
   arenaBytes: number;
   seed: number;
   maxKeys: number;
+  /** Keys each summary filter generation is sized for (at least `maxKeys`). */
+  filterKeys: number;
 }
 
 /** Offsets derived from the params: W indices, I indices, F indices, U byte offset. */
@@ -80,6 +91,10 @@ export interface Layout extends Params {
   table: SharedRegion;
   /** W: the free-list head of the summary pool. */
   summaryFreeHead: number;
+  /** W: the free-list head of the summary blocks reserved for threads' spares. */
+  summaryReserveHead: number;
+  /** W: per rule, its `OVERFLOW_CELLS` overflow cells (summary.ts), backed by blocks from the start. */
+  overflowBase: number;
   /** W: the registry's identity words and spec words. */
   ruleIdBase: number;
   ruleSpecBase: number;
@@ -117,6 +132,7 @@ export function layoutOf(p: Params): Layout {
   };
   const freeHead = take(1);
   const summaryFreeHead = take(1);
+  const summaryReserveHead = take(1);
   const bucketBase = take(p.buckets);
   const ruleIdBase = take(p.maxRules);
   const ruleSpecBase = take(p.maxRules);
@@ -124,15 +140,18 @@ export function layoutOf(p: Params): Layout {
   const filterFreshBase = take(2 * p.maxRules);
   const ruleBlockBase = take(p.maxRules);
   const ruleSeenBase = take(p.maxRules);
-  const filterBits = filterBitsFor(p.maxKeys);
+  const overflowBase = take(p.maxRules * OVERFLOW_CELLS);
+  // The pool's blocks, then the rules' overflow cells', then the spares' reserve.
+  const summaryTotal = p.summaryBlocks + p.maxRules * OVERFLOW_CELLS + RESERVE_BLOCKS;
+  const filterBits = filterBitsFor(p.filterKeys);
   // Int32 regions: two per word.
   const ruleVersionBase = word * 2;
   const nextBase = ruleVersionBase + p.maxRules;
   const summaryNextBase = nextBase + p.blocks;
-  const filterBase = summaryNextBase + p.summaryBlocks;
+  const filterBase = summaryNextBase + summaryTotal;
   word = Math.ceil((filterBase + 2 * (filterBits / 32)) / 2);
   const blockBase = take((p.blocks * blockBytes(p.recordWords)) / 8);
-  const summaryBase = take(p.summaryBlocks * SUMMARY_WORDS);
+  const summaryBase = take(summaryTotal * SUMMARY_WORDS);
   const arenaBase = word * 8;
   const bytes = arenaBase + p.arenaBytes;
   const table: SharedRegion = {
@@ -148,6 +167,8 @@ export function layoutOf(p: Params): Layout {
     ...p,
     table,
     summaryFreeHead,
+    summaryReserveHead,
+    overflowBase,
     ruleIdBase,
     ruleSpecBase,
     cellBase,
@@ -202,10 +223,27 @@ export function createMemory(p: Params): { memory: WebAssembly.Memory; layout: L
   I[H.arenaBytes] = p.arenaBytes;
   I[H.seed] = p.seed;
   I[H.maxKeys] = p.maxKeys;
+  I[H.filterKeys] = p.filterKeys;
   // Free lists: each block links to the next; the head (tag 0) points at block 0.
   initRegion(views, layout.table);
   for (let i = 0; i < p.summaryBlocks; i++) I[layout.summaryNextBase + i] = i + 1 < p.summaryBlocks ? i + 1 : -1;
   W[layout.summaryFreeHead] = p.summaryBlocks > 0 ? 1n : 0n;
+  // Each rule's overflow cells hold their blocks from the start (empty: NaN), so joining into it
+  // needs only a thread's spare, never the pool (summary.ts).
+  for (let c = 0; c < p.maxRules * OVERFLOW_CELLS; c++) {
+    const block = p.summaryBlocks + c;
+    W[layout.overflowBase + c] = BigInt(block + 1);
+    views.F.fill(
+      Number.NaN,
+      layout.summaryBase + block * SUMMARY_WORDS,
+      layout.summaryBase + (block + 1) * SUMMARY_WORDS,
+    );
+  }
+  const reserve = p.summaryBlocks + p.maxRules * OVERFLOW_CELLS;
+  for (let i = reserve; i < reserve + RESERVE_BLOCKS; i++) {
+    I[layout.summaryNextBase + i] = i + 1 < reserve + RESERVE_BLOCKS ? i + 1 : -1;
+  }
+  W[layout.summaryReserveHead] = BigInt(reserve + 1);
   // The filter's generations hold no rule's keys yet (summary-filter.ts), no rule had a block,
   // and none was decided.
   W.fill(NO_INSTANT, layout.filterFreshBase, layout.filterFreshBase + 2 * p.maxRules);
@@ -234,6 +272,7 @@ export function readLayout(memory: unknown): Layout {
     arenaBytes: I[H.arenaBytes] as number,
     seed: I[H.seed] as number,
     maxKeys: I[H.maxKeys] as number,
+    filterKeys: I[H.filterKeys] as number,
   });
   if (Math.ceil(layout.bytes / PAGE_BYTES) * PAGE_BYTES !== buffer.byteLength) {
     throw new StoreError("SharedMemoryStore.attach: the memory's size does not match its header");

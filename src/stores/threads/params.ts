@@ -7,6 +7,7 @@ import { ArgumentError } from "../../core/errors.ts";
 import { checkOptions } from "../../core/options.ts";
 import { MAX_TABLE_INDEX } from "../compact/bucket.ts";
 import { randomSeed } from "../compact/fingerprint.ts";
+import { blockBytes } from "../compact/shared-table.ts";
 import { MAX_MEMORY_BYTES } from "../compact/shared-word.ts";
 import { DEPTH, layoutOf, type Params } from "./layout.ts";
 
@@ -28,6 +29,12 @@ export interface SharedMemoryStoreOptions {
   summaryWidth?: number;
   /** Bytes for rule identities and specs, shared by all threads (default 65536). */
   ruleBytes?: number;
+  /**
+   * Bytes of the whole store (default: 2,400 per `maxKeys`, at most 24 MiB, as MemoryStore's
+   * budget, and never less than `maxKeys` alone needs). What `maxKeys` leaves goes 4/5 to more
+   * buckets of the table (keys held exactly past `maxKeys`) and 1/5 to the summary filter.
+   */
+  maxBytes?: number;
 }
 
 /** Keys per bucket of 8 the table is sized for at `maxKeys` (see `paramsOf`). */
@@ -40,7 +47,18 @@ const LIMITS = {
   maxRules: [1, MAX_TABLE_INDEX - 1],
   summaryWidth: [64, 65536],
   ruleBytes: [1024, 2 ** 30],
+  maxBytes: [1, MAX_MEMORY_BYTES],
 } as const;
+
+/** The default budget per key of `maxKeys`, and its ceiling (MemoryStore's: memory-store.ts). */
+const BYTES_PER_KEY = 2400;
+const DEFAULT_MAX_BYTES = 24 * 2 ** 20;
+
+/**
+ * @internal A `maxBytes` that sizes the store for `maxKeys` alone (no room past it): tests use
+ * it to overflow the table with few keys.
+ */
+export const LEAST_BYTES = 1;
 
 /** Validates the options and sizes the buffer; ArgumentError naming the option that is wrong. */
 export function paramsOf(options: SharedMemoryStoreOptions): Params {
@@ -51,6 +69,7 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
     "summaryWidth",
     "ruleBytes",
     "seed",
+    "maxBytes",
   ]);
   const { seed } = options;
   if (seed !== undefined && (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)) {
@@ -92,7 +111,35 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
     // Random by default, so no one can aim keys at one bucket; fixed in tests to replay exactly.
     seed: (seed === undefined ? randomSeed() : seed) | 0,
     maxKeys,
+    filterKeys: maxKeys,
   };
+  const least = layoutOf(params).bytes;
+  if (options.maxBytes === LEAST_BYTES) return params;
+  if (options.maxBytes !== undefined && options.maxBytes < least) {
+    throw new ArgumentError(
+      `SharedMemoryStore: \`maxBytes\` ${options.maxBytes} is less than the ${least} bytes { maxKeys: ${maxKeys}, ` +
+        `recordWords: ${recordWords}, maxRules: ${maxRules} } need; raise maxBytes or lower maxKeys`,
+    );
+  }
+  const budget = options.maxBytes ?? Math.max(least, Math.min(DEFAULT_MAX_BYTES, maxKeys * BYTES_PER_KEY));
+  // Past maxKeys a flood pushes keys out of the table: returning keys stay exact only while the
+  // table holds more entries than arrive between their returns, and never-seen keys skip the
+  // summary only while the filter has bits to spare (summary-filter.ts). Both are far cheaper
+  // than the summary's cells, so the budget past maxKeys buys them (bench/threads-flood.mjs).
+  const extra = budget - least;
+  if (extra > 0) {
+    // 16 bits a key in each of two generations: 4 bytes a key.
+    params.filterKeys = maxKeys + Math.floor(extra / 5 / 4);
+    // A bucket: its word, its block and its link, and a sixteenth of a spare block.
+    const perBucket = ((8 + blockBytes(recordWords) + 4) * 17) / 16;
+    params.buckets = buckets + Math.floor((extra * 4) / 5 / perBucket);
+    params.blocks = params.buckets + Math.max(256, params.buckets >> 4);
+    // Rounding of regions to whole words: give back buckets until the budget holds.
+    while (layoutOf(params).bytes > budget && params.buckets > buckets) {
+      params.buckets--;
+      params.blocks = params.buckets + Math.max(256, params.buckets >> 4);
+    }
+  }
   const { bytes } = layoutOf(params);
   if (bytes > MAX_MEMORY_BYTES) {
     throw new ArgumentError(

@@ -19,6 +19,7 @@
  * in the table, so they are counted in its fixed budget.
  */
 
+import { decideRule } from "../../core/decide-rule.ts";
 import { recordFreshAt } from "../../core/rule.ts";
 import { BUCKET_SLOTS, PINNED, RETURNING, removeEntry, stateAt, tableOfTag } from "../compact/bucket.ts";
 import type { SharedTable } from "../compact/shared-table.ts";
@@ -109,24 +110,43 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
  * The entry of the full draft at `dst` to give up: the oldest that may go (neither pinned nor
  * holding a running block, which the summary could not keep) and is not returning, unless more
  * than MAX_RETURNING that may go are returning or none is not: then the oldest returning. -1
- * when no entry may go.
+ * when no entry may go. Before all of those, a spent one (it would refuse one more unit, judged
+ * at an instant of its own rule's clock: summary.ts `instantOf`), returning or not, goes first
+ * (a flood key spending its limit through many rules comes back to each between its requests,
+ * and is marked returning): read back from the summary, which counts at least its own state, it is refused all the
+ * same, while a key with room left that is summarised among spent keys is read back
+ * over-counted. A flood of keys spending their whole limit then pushes out its own keys, not the
+ * honest keys waiting to come back (test/threads/flood-cliff.test.ts).
  */
 function victimOf(ctx: RoomContext, dst: number, count: number, index: number, now: number): number {
   const { u32, E } = ctx.table;
   let probation = -1;
+  let spent = -1;
   let returning = -1;
   let returned = 0;
   for (let e = 0; e < count; e++) {
     const o = dst + e * E;
     if (livePin(ctx, o, index, now) || liveBlock(ctx, dst, e, index, now)) continue;
-    if (((u32[o + 1] as number) & RETURNING) === 0) {
+    const tag = u32[o + 1] as number;
+    if (spent < 0 && isSpent(ctx, tableOfTag(tag) - 1, stateAt(dst, E, e), index, now)) spent = e;
+    if ((tag & RETURNING) === 0) {
       if (probation < 0) probation = e;
     } else {
       returned++;
       if (returning < 0) returning = e;
     }
   }
-  return probation < 0 || returned > MAX_RETURNING ? returning : probation;
+  if (spent >= 0) return spent;
+  if (probation < 0 || returned > MAX_RETURNING) return returning;
+  return probation;
+}
+
+/** Whether the record at `f64[at]` of rule `owner` would refuse one more unit now (on its clock; false when unknown). */
+function isSpent(ctx: RoomContext, owner: number, at: number, index: number, now: number): boolean {
+  const instant = owner === index ? now : ctx.summary.instantOf(owner, now, index);
+  if (instant === Number.NEGATIVE_INFINITY) return false;
+  const { rule, codec } = ctx.view(owner);
+  return !decideRule(rule, codec.decode(ctx.table.f64, at), instant, 1, "peek").allowed;
 }
 
 /**

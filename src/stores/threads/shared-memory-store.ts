@@ -66,6 +66,8 @@ export interface SharedMemoryStoreStats {
   refused: number;
   /** Checks denied because neither the table nor the summary had room for the key (see docs/threads.md). */
   unplaced: number;
+  /** Keys joined into their rule's overflow cell: the summary pool had no block for one of their cells (see docs/threads.md). */
+  overflowed: number;
   /** Resets of summarised keys that found their bucket's pins all taken (their next decisions may be approximate). */
   unpinned: number;
   /** Rules registered. */
@@ -214,6 +216,7 @@ export class SharedMemoryStore implements Store {
       refused: Atomics.load(I, H.refused),
       unplaced: Atomics.load(I, H.unsummarised),
       unpinned: Atomics.load(I, H.unpinned),
+      overflowed: Atomics.load(I, H.overflowed),
       rules,
       bytes: L.bytes,
     };

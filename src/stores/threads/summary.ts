@@ -22,12 +22,24 @@
  * what every store assumes: threads deciding one rule read one clock, give or take the margin.)
  * Without this, a store past four busy rules ran out of blocks for good and denied every new
  * key from then on.
+ *
+ * Any number of rules: when the pool has no block for a key's empty cell in some row (more rules
+ * busy at once than it backs, every cell live), the key is joined into its rule's overflow cell
+ * instead (one of 16 per rule, by the key's top fingerprint bits, holding their blocks from the
+ * start: layout.ts). A read joins the
+ * overflow cell, while it is live, into every row (an empty or stale row reads as the overflow
+ * cell alone), so a key whose row had no room is still counted: rules past the pool share one
+ * cells, over-counted, never forgotten. Threads' spares come from a reserve of their own
+ * (`RESERVE_BLOCKS`) before the pool, and a join fills an empty cell from the pool, never from
+ * its spare: a thread keeps a spare, so every join into a cell that has a block (the overflow
+ * cell always has one) succeeds. (Before: with 7 rules flooded, the pool ran out and every
+ * eviction failed, `unplaced`: every check of a new key was denied; test/threads/flood-cliff.test.ts.)
  */
 import type { RuleRecord } from "../../core/rule.ts";
-import { type FreeList, indexOf, nextWord } from "../compact/free-list.ts";
+import { FreeList, indexOf, nextWord } from "../compact/free-list.ts";
 import type { Codec } from "./codec.ts";
 import { raiseInstant, readInstant } from "./instant-word.ts";
-import { DEPTH, type Layout, SUMMARY_WORDS, type Views } from "./layout.ts";
+import { DEPTH, H, type Layout, OVERFLOW_CELLS, SUMMARY_WORDS, type Views } from "./layout.ts";
 import { SummaryFilter } from "./summary-filter.ts";
 
 /** Blocks a reclaim takes back before it stops (the rest wait for the pool's next empty turn). */
@@ -53,9 +65,12 @@ export class Summary {
   readonly #views: Views;
   readonly #layout: Layout;
   readonly #free: FreeList;
+  /** The blocks kept for threads' spares. */
+  readonly #reserve: FreeList;
   /** Which keys the cells may hold state of: others are read as never summarised, without their cells. */
   readonly #filter: SummaryFilter;
-  readonly #scratch = new Float64Array(SUMMARY_WORDS * DEPTH);
+  /** A copy of each row's cell and, last, the overflow cell's. */
+  readonly #scratch = new Float64Array(SUMMARY_WORDS * (DEPTH + 1));
   /** A block this thread took from the pool and has not published (reused on the next join). */
   #spare = -1;
   /** The cell (relative to the first) this thread's next reclaim starts at. */
@@ -73,6 +88,7 @@ export class Summary {
     this.#views = views;
     this.#layout = layout;
     this.#free = free;
+    this.#reserve = new FreeList(views.W, views.I, layout.summaryReserveHead, layout.summaryNextBase);
     this.#filter = new SummaryFilter(views, layout);
     this.#clocks = new Array<unknown>(layout.maxRules).fill(undefined);
     this.#seen = new Float64Array(layout.maxRules).fill(Number.NEGATIVE_INFINITY);
@@ -94,31 +110,54 @@ export class Summary {
     return cellBase + (rule * DEPTH + row) * summaryWidth + column;
   }
 
+  /** The W index of the overflow cell of rule `rule` for a key whose h2 is `h2` (its top 4 bits: not the rows' columns). */
+  #overflow(rule: number, h2: number): number {
+    return this.#layout.overflowBase + rule * OVERFLOW_CELLS + (h2 >>> 28);
+  }
+
+  /** Copies the cell whose word is `W[at]` into the scratch at `to`; false when it is empty. */
+  #copy(at: number, to: number): boolean {
+    const { W, F } = this.#views;
+    const scratch = this.#scratch;
+    for (;;) {
+      const word = Atomics.load(W, at);
+      const block = indexOf(word);
+      if (block < 0) return false;
+      const src = this.#layout.summaryBase + block * SUMMARY_WORDS;
+      for (let k = 0; k < SUMMARY_WORDS; k++) scratch[to + k] = F[src + k] as number;
+      // The copy counts only if the cell still points at that block (it was not recycled meanwhile).
+      if (Atomics.load(W, at) === word) return true;
+    }
+  }
+
   /**
-   * The records the rows hold for the key at `now` (one per row), or undefined when the filter
-   * does not hold the key or some row's cell is empty or past its fresh-at: then the key was
+   * The records the rows hold for the key at `now` (one per row, each joined with the rule's
+   * overflow cell while that is live), or undefined when the filter does not hold the key, or
+   * some row's cell is empty or past its fresh-at and so is the overflow cell: then the key was
    * never summarised, or what was no longer matters, and a fresh record is exact.
    */
   read(rule: number, h1: number, h2: number, now: number, codec: Codec): RuleRecord[] | undefined {
     if (!this.#filter.mayHold(rule, h1, h2)) return undefined;
-    const { W, F } = this.#views;
     const scratch = this.#scratch;
+    const over = DEPTH * SUMMARY_WORDS;
+    const overLive = this.#copy(this.#overflow(rule, h2), over) && (scratch[over] as number) > now;
+    let rows = 0; // bit per row whose own cell is live
     for (let row = 0; row < DEPTH; row++) {
-      const at = this.#cell(rule, row, h1, h2);
-      for (;;) {
-        const word = Atomics.load(W, at);
-        const block = indexOf(word);
-        if (block < 0) return undefined;
-        const src = this.#layout.summaryBase + block * SUMMARY_WORDS;
-        for (let k = 0; k < SUMMARY_WORDS; k++) scratch[row * SUMMARY_WORDS + k] = F[src + k] as number;
-        // The copy counts only if the cell still points at that block (it was not recycled meanwhile).
-        if (Atomics.load(W, at) !== word) continue;
-        if (!((scratch[row * SUMMARY_WORDS] as number) > now)) return undefined;
-        break;
-      }
+      const live =
+        this.#copy(this.#cell(rule, row, h1, h2), row * SUMMARY_WORDS) &&
+        (scratch[row * SUMMARY_WORDS] as number) > now;
+      if (live) rows |= 1 << row;
+      else if (!overLive) return undefined;
     }
     const records: RuleRecord[] = [];
-    for (let row = 0; row < DEPTH; row++) records.push(codec.read(scratch, row * SUMMARY_WORDS));
+    const overflow = overLive ? codec.read(scratch, over) : undefined;
+    for (let row = 0; row < DEPTH; row++) {
+      if ((rows & (1 << row)) === 0) records.push(overflow as RuleRecord);
+      else {
+        if (overflow !== undefined) codec.join(scratch, row * SUMMARY_WORDS, overflow, scratch[over] as number);
+        records.push(codec.read(scratch, row * SUMMARY_WORDS));
+      }
+    }
     return records;
   }
 
@@ -143,30 +182,67 @@ export class Summary {
       this.#seen[clockRule] = now;
       raiseInstant(W, this.#layout.ruleSeenBase + clockRule, Math.floor(now));
     }
-    for (let row = 0; row < DEPTH; row++) {
+    let overflow = false;
+    for (let row = 0; row < DEPTH && !overflow; row++) {
       const at = this.#cell(rule, row, h1, h2);
       for (;;) {
-        if (this.#spare < 0) this.#spare = this.#free.pop();
-        if (this.#spare < 0 && this.#reclaim(now, clockRule) > 0) this.#spare = this.#free.pop();
-        if (this.#spare < 0) return false;
         const word = Atomics.load(W, at);
-        const block = indexOf(word);
-        const dst = base + this.#spare * SUMMARY_WORDS;
-        if (block < 0) F.fill(Number.NaN, dst, dst + SUMMARY_WORDS);
-        else F.copyWithin(dst, base + block * SUMMARY_WORDS, base + (block + 1) * SUMMARY_WORDS);
-        if (Atomics.load(W, at) !== word) continue;
-        codec.join(F, dst, record, freshAt);
-        if (Atomics.compareExchange(W, at, word, nextWord(word, this.#spare)) === word) {
-          // The replaced block is unreachable from the cell now: it becomes this thread's spare.
-          this.#spare = block;
+        if (indexOf(word) >= 0) {
+          if (!this.#joinInto(at, record, freshAt, codec, now, clockRule)) return false;
           break;
         }
+        // An empty cell takes a block of the pool (the thread's spare stays its own).
+        let fresh = this.#free.pop();
+        if (fresh < 0 && this.#reclaim(now, clockRule) > 0) fresh = this.#free.pop();
+        if (fresh < 0) {
+          overflow = true;
+          break;
+        }
+        const dst = base + fresh * SUMMARY_WORDS;
+        F.fill(Number.NaN, dst, dst + SUMMARY_WORDS);
+        codec.join(F, dst, record, freshAt);
+        if (Atomics.compareExchange(W, at, word, nextWord(word, fresh)) === word) break;
+        this.#free.push(fresh);
       }
     }
+    // A row had no room: the rule's overflow cell counts the key for every row (see `read`).
+    if (overflow) {
+      if (!this.#joinInto(this.#overflow(rule, h2), record, freshAt, codec, now, clockRule)) return false;
+      Atomics.add(this.#views.I, H.overflowed, 1);
+    }
     if (this.#filter.add(rule, h1, h2, freshAt)) {
-      this.#filter.rotate((r, at) => at + RECLAIM_MARGIN_MS <= this.#instantOf(r, now, clockRule));
+      this.#filter.rotate((r, at) => at + RECLAIM_MARGIN_MS <= this.instantOf(r, now, clockRule));
     }
     return true;
+  }
+
+  /**
+   * Joins `record` into the cell whose word is `W[at]` by copy-on-write through this thread's
+   * spare (the block replaced becomes the spare); false only when the thread has no spare and
+   * neither the reserve nor the pool has a block. A cell a reclaim emptied meanwhile takes the
+   * spare itself.
+   */
+  #joinInto(at: number, record: RuleRecord, freshAt: number, codec: Codec, now: number, clockRule: number): boolean {
+    const { W, F } = this.#views;
+    const base = this.#layout.summaryBase;
+    for (;;) {
+      if (this.#spare < 0) this.#spare = this.#reserve.pop();
+      if (this.#spare < 0) this.#spare = this.#free.pop();
+      if (this.#spare < 0 && this.#reclaim(now, clockRule) > 0) this.#spare = this.#free.pop();
+      if (this.#spare < 0) return false;
+      const word = Atomics.load(W, at);
+      const block = indexOf(word);
+      const dst = base + this.#spare * SUMMARY_WORDS;
+      if (block < 0) F.fill(Number.NaN, dst, dst + SUMMARY_WORDS);
+      else F.copyWithin(dst, base + block * SUMMARY_WORDS, base + (block + 1) * SUMMARY_WORDS);
+      if (Atomics.load(W, at) !== word) continue;
+      codec.join(F, dst, record, freshAt);
+      if (Atomics.compareExchange(W, at, word, nextWord(word, this.#spare)) === word) {
+        // The replaced block is unreachable from the cell now: it becomes this thread's spare.
+        this.#spare = block;
+        return true;
+      }
+    }
   }
 
   /**
@@ -174,7 +250,7 @@ export class Summary {
    * `now` when both rules read the same clock in this thread, else the latest instant any thread
    * decided `rule` at when it joined (-Infinity: never). Instants of different clocks never compare.
    */
-  #instantOf(rule: number, now: number, clockRule: number): number {
+  instantOf(rule: number, now: number, clockRule: number): number {
     const clock = this.#clocks[clockRule];
     if (clock !== undefined && clock !== MIXED && this.#clocks[rule] === clock) return now;
     return Math.max(this.#seen[rule] as number, readInstant(this.#views.W, this.#layout.ruleSeenBase + rule));
@@ -183,7 +259,7 @@ export class Summary {
   /**
    * Empties cells (of every rule, round-robin from this thread's cursor, until RECLAIM_BATCH or a
    * full turn) whose fresh-at is RECLAIM_MARGIN_MS or more before an instant of their rule's clock
-   * (`#instantOf`), and returns their blocks to the pool; returns how many (0 without
+   * (`instantOf`), and returns their blocks to the pool; returns how many (0 without
    * scanning within RECLAIM_BACKOFF_MS, on `clockRule`'s clock at `now`, of a turn for it that
    * found none). Safe beside every other step: a cell is emptied by compare-and-swap of the word
    * that was read (its tag moves, so a join that copied the block fails its swap and a read that
@@ -198,7 +274,7 @@ export class Summary {
     let freed = 0;
     // Judged by its own rule's clock: a rule a day ahead must not find another rule's live cells stale.
     const instants = this.#instants;
-    for (let r = 0; r < maxRules; r++) instants[r] = this.#instantOf(r, now, clockRule);
+    for (let r = 0; r < maxRules; r++) instants[r] = this.instantOf(r, now, clockRule);
     for (let i = cells; i > 0 && freed < RECLAIM_BATCH; i--) {
       const at = cellBase + this.#cursor;
       const seen = instants[Math.floor(this.#cursor / perRule)] as number;
@@ -219,7 +295,7 @@ export class Summary {
 
   /** Gives the private spare back to the pool (when this thread is done with the store). */
   close(): void {
-    if (this.#spare >= 0) this.#free.push(this.#spare);
+    if (this.#spare >= 0) this.#reserve.push(this.#spare);
     this.#spare = -1;
   }
 }
