@@ -159,7 +159,7 @@ export class ClusterStore implements Store {
   }
 
   /**
-   * Opens a throttle's fleet queue in the node:cluster primary (SPEC §16; queue-host.ts). Only
+   * @internal Opens a throttle's fleet queue in the node:cluster primary (SPEC §16; queue-host.ts). Only
    * on the IPC transport: with `socket` this is undefined and throttles keep per-process queues.
    */
   readonly openFleetQueue: ((config: FleetQueueConfig) => Promise<FleetQueue>) | undefined;

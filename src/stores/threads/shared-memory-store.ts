@@ -138,7 +138,7 @@ export class SharedMemoryStore implements Store {
   }
 
   /**
-   * Opens a throttle's fleet queue, kept by the thread that created the store (SPEC §16; see
+   * @internal Opens a throttle's fleet queue, kept by the thread that created the store (SPEC §16; see
    * threads/queue-channel.ts).
    */
   openFleetQueue(config: FleetQueueConfig): Promise<FleetQueue> {
