@@ -1,6 +1,6 @@
 // The log of a fleet run from outside (fleet-cluster*.test.ts, fleet-threads*.test.ts): lines
 // `<process> <kind> ...` stamped by the one system clock, and the checks the fleet must pass.
-// (The same checks as fleet-queue.test.ts's for Redis, where they are inline.)
+// (fleet-queue.test.ts runs the same checks on its Redis fleets.)
 import { spawn } from "node:child_process";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
@@ -40,7 +40,7 @@ export function parseFleetLog(text: string): FleetLog {
 }
 
 /** The most jobs running at once (an end at the same instant as a start closes first). */
-export function mostRunning(log: FleetLog): number {
+export function mostRunning(log: Pick<FleetLog, "jobs">): number {
   const edges: Array<[number, number]> = [];
   for (const j of log.jobs.values()) {
     if (j.start !== undefined) edges.push([j.start, 1], [j.end ?? Number.POSITIVE_INFINITY, -1]);
@@ -73,7 +73,7 @@ export const MARGIN_MS = 250;
  * Jobs that started while a job of strictly higher priority, or of equal priority scheduled
  * earlier, had been waiting since before (both by more than MARGIN_MS): inversions.
  */
-export function inversions(log: FleetLog): string[] {
+export function inversions(log: Pick<FleetLog, "jobs">): string[] {
   const jobs = [...log.jobs.entries()].filter(([, j]) => j.start !== undefined);
   const out: string[] = [];
   for (const [x, jx] of jobs) {

@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
+import { inversions, mostRunning, windowsOver } from "./fleet-cluster-log.ts";
 
 const redis = await standaloneRedis("throttle fleet queue");
 const CHILD = fileURLToPath(new URL("./fleet-queue-child.mjs", import.meta.url));
@@ -73,64 +74,6 @@ async function fleet(options: object, mode: string, jobs = JOBS, depth = 8): Pro
   );
   for (const c of children) c.proc.stdin?.end("go\n");
   return parse(await Promise.all(children.map((c) => c.output)));
-}
-
-/** The most jobs running at once (an end at the same instant as a start closes first). */
-function mostRunning(log: Log): number {
-  const edges: Array<[number, number]> = [];
-  for (const j of log.jobs.values()) {
-    if (j.start !== undefined) edges.push([j.start, 1], [j.end ?? Number.POSITIVE_INFINITY, -1]);
-  }
-  edges.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
-  let now = 0;
-  let most = 0;
-  for (const [, d] of edges) {
-    now += d;
-    most = Math.max(most, now);
-  }
-  return most;
-}
-
-/** Sliding windows of `windowMs` (starting at each admission) holding more than `limit` admissions. */
-function windowsOver(admitted: number[], windowMs: number, limit: number): number {
-  const at = [...admitted].sort((a, b) => a - b);
-  let over = 0;
-  for (let i = 0, j = 0; i < at.length; i++) {
-    while ((at[j] as number) <= (at[i] as number) - windowMs) j++;
-    if (i - j + 1 > limit) over++;
-  }
-  return over;
-}
-
-/**
- * Margin for comparing instants stamped by different processes (a schedule reaches Redis a
- * round trip after its stamp; a start is stamped after the grant crossed the wire), on a
- * loaded 2-core machine: an order within it is not an inversion.
- */
-const MARGIN_MS = 250;
-
-/**
- * Jobs that started while a job of strictly higher priority, or of equal priority scheduled
- * earlier, had been waiting since before (both by more than MARGIN_MS): inversions.
- */
-function inversions(log: Log): string[] {
-  const jobs = [...log.jobs.entries()].filter(([, j]) => j.start !== undefined);
-  const out: string[] = [];
-  for (const [x, jx] of jobs) {
-    for (const [y, jy] of jobs) {
-      if (x === y) continue;
-      const better = jy.priority < jx.priority || (jy.priority === jx.priority && jy.queued + MARGIN_MS < jx.queued);
-      // y was waiting when x started, long enough to have reached the store, and started well after x.
-      if (
-        better &&
-        jy.queued + MARGIN_MS < (jx.start as number) &&
-        (jy.start as number) > (jx.start as number) + MARGIN_MS
-      ) {
-        out.push(`${x} (p${jx.priority}) started before ${y} (p${jy.priority})`);
-      }
-    }
-  }
-  return out;
 }
 
 describe.skipIf(redis === undefined)("one queue for the fleet on Redis: 4 processes", () => {
