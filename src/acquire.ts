@@ -36,6 +36,17 @@ const KICK = Symbol("slot freed");
 /** FIFO queues of waiters, one per key. */
 export class WaitQueues {
   #queues = new Map<string, Waiter[]>();
+  /** Called when no key has a waiter left (the registry then forgets these queues). */
+  readonly #onIdle: (() => void) | undefined;
+
+  constructor(onIdle?: () => void) {
+    this.#onIdle = onIdle;
+  }
+
+  /** Tells the registry when nothing waits here any more. */
+  #idle(): void {
+    if (this.#queues.size === 0) this.#onIdle?.();
+  }
 
   /**
    * Waits (FIFO per key) until `attempt` allows. `attempt` is the limiter's own `tryAcquire`;
@@ -53,9 +64,13 @@ export class WaitQueues {
   ): Promise<Decision> {
     const { cost = 1, maxWaitMs = Number.POSITIVE_INFINITY, signal } = options;
     if (typeof maxWaitMs !== "number" || Number.isNaN(maxWaitMs) || maxWaitMs < 0) {
+      this.#idle();
       throw new ArgumentError(`\`maxWaitMs\` must be a number ≥ 0 (got ${String(maxWaitMs)})`);
     }
-    if (signal?.aborted) throw abortReason(signal);
+    if (signal?.aborted) {
+      this.#idle();
+      throw abortReason(signal);
+    }
     const deadline = clock.now() + maxWaitMs;
     let queue = this.#queues.get(key);
     if (queue === undefined) {
@@ -97,6 +112,7 @@ export class WaitQueues {
       if (i >= 0) queue.splice(i, 1);
       if (queue.length === 0) {
         if (this.#queues.get(key) === queue) this.#queues.delete(key);
+        this.#idle();
       } else if (i === 0) {
         (queue[0] as Waiter).wake();
       }
@@ -158,7 +174,21 @@ const shared = new WeakMap<object, Map<string, WaitQueues>>();
 export function waitQueuesOf(store: object, id: string): WaitQueues {
   let byId = shared.get(store);
   if (byId === undefined) shared.set(store, (byId = new Map()));
-  let queues = byId.get(id);
-  if (queues === undefined) byId.set(id, (queues = new WaitQueues()));
+  const map = byId;
+  let queues = map.get(id);
+  if (queues === undefined) {
+    // Forgotten once nothing waits: a service creating rules by the thousand (Envoy overrides,
+    // tiers) must not keep one entry per rule it ever built.
+    const created: WaitQueues = new WaitQueues(() => {
+      if (map.get(id) === created) map.delete(id);
+    });
+    map.set(id, created);
+    queues = created;
+  }
   return queues;
+}
+
+/** A slot of `key` in rule `id` on `store` was freed: wakes its first waiter, if any waits. */
+export function wakeWaiter(store: object, id: string, key: string): void {
+  shared.get(store)?.get(id)?.wake(key);
 }

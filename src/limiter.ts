@@ -3,7 +3,7 @@
  * The limiter owns what every store shares: reading the clock once per decision, validating
  * keys and costs, waiting in `acquire`.
  */
-import { type AcquireOptions, waitQueuesOf } from "./acquire.ts";
+import { type AcquireOptions, waitQueuesOf, wakeWaiter } from "./acquire.ts";
 import { type Decision, stampAt } from "./algorithms/decision.ts";
 import { type BanPolicy, validateBan } from "./core/ban.ts";
 import { type Clock, stopwatch, systemClock } from "./core/clock.ts";
@@ -353,8 +353,6 @@ export function bindLimiter(
   const checked = composite && specs.length === 1 ? withParts(bound.check) : bound.check;
   // Without a hook the hot path stays one direct call into the store.
   const decide = onDecision === undefined ? checked : observed(checked, identity, onDecision);
-  // Shared by the limiters of this rule on this store: a release through any of them wakes its waiters.
-  const waits = waitQueuesOf(store, id);
   // Rules with a concurrency member hold leases: their allowed checks carry release()/renew().
   const leased = compiled.members.some((m) => m.renew !== undefined);
   // A lease's receipt is the instant its check was decided: the limiter's clock, or the store's
@@ -372,7 +370,9 @@ export function bindLimiter(
   // This limiter, once built: its lease handles act through its successor after updateRule.
   let self: Limiter | undefined;
   /** A slot of `key` may be free now: its first waiter in this process tries again. */
-  const freed = (key: string) => waits.wake(boundKey(key));
+  // The wait queues are shared by the limiters of this rule on this store (a release through any
+  // of them wakes its waiters), and looked up only when used: nothing is kept per rule while none waits.
+  const freed = (key: string) => wakeWaiter(store, id, boundKey(key));
   // A MemoryStore is this process's alone: every release is seen by `freed`, so no poll.
   const leasePollMs = store instanceof MemoryStore ? Number.POSITIVE_INFINITY : LEASE_POLL_MS;
   const acquire = async (key: string, acquireOptions: AcquireOptions = {}) => {
@@ -381,9 +381,15 @@ export function bindLimiter(
     checkCost(cost);
     const stored = boundKey(key);
     if (leased) {
-      return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) => tryLease(key, c), leasePollMs);
+      return waitQueuesOf(store, id).acquire(
+        stored,
+        acquireOptions,
+        clock ?? systemClock,
+        (c) => tryLease(key, c),
+        leasePollMs,
+      );
     }
-    return waits.acquire(stored, acquireOptions, clock ?? systemClock, (c) =>
+    return waitQueuesOf(store, id).acquire(stored, acquireOptions, clock ?? systemClock, (c) =>
       decide(stored, c, clock === undefined ? undefined : read(clock), "check"),
     );
   };
