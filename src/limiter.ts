@@ -277,6 +277,14 @@ function read(clock: Clock): number {
 }
 
 /**
+ * The identity of a limiter built by `createLimiter`: its `name`, or else its normalised specs
+ * (`validateRule`'s output). Stores key its records by `identityText` of it.
+ */
+export function limiterIdentity(name: string | undefined, specs: readonly AlgorithmSpec[]): RuleIdentity {
+  return name === undefined ? { kind: "spec", shape: JSON.stringify(specs) } : { kind: "name", name };
+}
+
+/**
  * Builds a limiter from a spec (or an array of specs: a composite that passes only if every
  * member passes). Throws ConfigError naming the bad field.
  *
@@ -292,12 +300,8 @@ export function createLimiter<S extends Store = MemoryStore>(
   const opts = resolveOptions(options);
   const ban = validateBan(opts.ban);
   const store: Store = opts.store ?? new MemoryStore();
-  let identity: RuleIdentity;
-  if (opts.name !== undefined) identity = { kind: "name", name: opts.name };
-  else {
-    identity = { kind: "spec", shape: JSON.stringify(specs) };
-    if (opts.store !== undefined) warnOnReuse(opts.store, identity);
-  }
+  const identity = limiterIdentity(opts.name, specs);
+  if (opts.name === undefined && opts.store !== undefined) warnOnReuse(opts.store, identity);
   return bindLimiter(
     specs,
     store,

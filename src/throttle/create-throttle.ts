@@ -3,12 +3,15 @@
  * the key's `rate` and `concurrency` allow, on any store: a shared store (Redis, the cluster
  * store, shared memory) makes the limits exact for the whole fleet. See docs/throttle.md.
  */
+
 import { ConfigError } from "../core/errors.ts";
 import { hasFleetQueue } from "../core/fleet-queue.ts";
+import { identityText } from "../core/identity.ts";
 import { shareOf } from "../core/share.ts";
+import type { AlgorithmSpec } from "../core/spec.ts";
 import { specLimit } from "../core/spec.ts";
 import type { Store } from "../core/store.ts";
-import { createLimiter, type LimiterOptions } from "../limiter.ts";
+import { createLimiter, type LimiterOptions, limiterIdentity } from "../limiter.ts";
 import { MemoryStore } from "../stores/memory/memory-store.ts";
 import { AdaptiveRate } from "./adaptive-rate-store.ts";
 import { type JobOutcome, outcomeIterator, type ThrottleEvents } from "./events.ts";
@@ -118,8 +121,9 @@ export function createThrottle(options: ThrottleOptions): Throttle {
   // A store that holds a queue for the fleet (Redis) decides every start there: one queue, in
   // priority then arrival order across processes, handed off by the store (docs/throttle.md).
   if (opts.store !== undefined && hasFleetQueue(store) && opts.fleet) {
-    const id = (suffix: string, specs: readonly unknown[]) =>
-      opts.name === undefined ? `spec:${JSON.stringify(specs)}` : `name:throttle:${opts.name}${suffix}`;
+    // The same store ids as the limiters above, so the queue decides on their records.
+    const id = (suffix: string, specs: readonly AlgorithmSpec[]) =>
+      identityText(limiterIdentity(base(suffix).name, specs));
     const link = new FleetLink(
       store,
       {
