@@ -3,7 +3,7 @@
  * joined into it (counts added within one window, backlogs added on top of each other), so a
  * cell only grows by units that were really counted and dominates every key joined into it.
  * Nothing read back from a cell is ever joined again as if it were a key's own count (the
- * ratchet that made every cell read "full"); see memory-store.ts for how read-back keys join
+ * ratchet that made every cell read "full"); see memory/decide-approx.ts for how read-back keys join
  * only what they added since.
  *
  * Slots are float64s (NaN: empty). These functions work on any Float64Array, over an

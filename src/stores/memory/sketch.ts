@@ -111,7 +111,7 @@ export class Sketch {
 
   /**
    * Adds `record` (as of `now`) into the key's cell of every row. With `rate` (per member a debt
-   * and a base, see memory-store.ts `Approx`), `record` is what a read-back key took since its
+   * and a base, see approx.ts `Approx`), `record` is what a read-back key took since its
    * read-back: see `joinRateOwn`.
    */
   add(h1: number, h2: number, record: RuleRecord, now: number, rate?: number[]): void {

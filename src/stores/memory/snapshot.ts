@@ -27,7 +27,7 @@ export interface TableSnapshot {
   /**
    * Records of the `Map` tier, oldest first: those of the probation segment, then those of the
    * protected one. A key read back from the summary has a third field: its debts and bases per
-   * rate-based member (memory-store.ts `Approx`), and its record is what it took since.
+   * rate-based member (approx.ts `Approx`), and its record is what it took since.
    */
   records: Array<[string, unknown] | [string, unknown, number[]]>;
   /** How many of `records` (the last ones) were in the protected segment (keys that came back). */

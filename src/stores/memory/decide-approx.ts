@@ -1,0 +1,104 @@
+/**
+ * A key read back from its rule's summary: decided on the summary's estimate with what it took
+ * since (`own`) added; what the decision takes or gives back is applied to `own` alone, so the
+ * summary grows by real units only.
+ */
+import type { Algorithm } from "../../algorithms/algorithm.ts";
+import type { Decision } from "../../algorithms/decision.ts";
+import { markReadBack } from "../../core/ban.ts";
+import { decideRule, type Operation } from "../../core/decide-rule.ts";
+import { banState, type CompiledRule, memberState, type RuleRecord } from "../../core/rule.ts";
+import { isRate, unitMs } from "../compact/summary-codec.ts";
+import { type Approx, oweUnits } from "./approx.ts";
+import type { StoreState } from "./store-state.ts";
+import { newSketch } from "./summarise.ts";
+import type { Table } from "./table.ts";
+
+/**
+ * A key read back from the summary: decided on the summary's estimate with `own` added, and
+ * what the decision takes (or gives back) is applied to `own` alone. When the summary no
+ * longer holds anything for the key, `own` is its exact record again.
+ */
+export function decideApprox(
+  s: StoreState,
+  table: Table,
+  key: string,
+  approx: Approx,
+  cost: number,
+  t: number,
+  op: Operation,
+  at?: number,
+): Decision {
+  const rule = table.rule;
+  table.sketch ??= newSketch(s, table);
+  const sketch = table.sketch;
+  const present = sketch.present(approx.h1, approx.h2, t);
+  if (!present && approx.settled(t)) {
+    if (op !== "peek" && op !== "get" && table.find(key) === approx) table.replace(key, approx.own);
+    return decideRule(rule, approx.own, t, cost, op, at);
+  }
+  const estimate = sketch.estimate(approx.own, approx.rate, present, t, (a, b) => permits(rule, a, b, t, cost));
+  const own = approx.own;
+  const ban = banState(rule, estimate);
+  const mine = banState(rule, own);
+  if (ban !== undefined && mine !== undefined) {
+    // The key's strikes are a chain on its own record (core/ban.ts), begun from its cells' at
+    // the first read-back; after that the cells' strikes are other keys' and only their ban
+    // still counts (the estimate summed `own`'s count into them: it is replaced by the chain).
+    if (mine.readBack !== true) {
+      mine.n = ban.n;
+      mine.since = ban.since;
+      markReadBack(mine);
+    }
+    ban.n = mine.n;
+    ban.since = mine.since;
+    if (mine.until > ban.until) ban.until = mine.until;
+    markReadBack(ban);
+  }
+  const result = decideRule(rule, estimate, t, cost, op, at);
+  result.approximate = true;
+  s.approximate++;
+  if (!result.allowed && op === "check") s.refused++;
+  if (op === "check" && result.allowed) {
+    rule.members.forEach((m: Algorithm, i) => {
+      m.step(memberState(rule, own, i), t, cost, true);
+    });
+    oweUnits(rule, approx.rate, cost);
+  } else if (op === "check" && ban !== undefined && mine !== undefined) {
+    // The denial counted on the estimate's chain (or its end, when it settled) is the key's.
+    mine.n = ban.n;
+    mine.since = ban.since;
+    mine.until = ban.until;
+    mine.readBack = ban.readBack === true;
+  } else if (op === "penalty" || op === "block") {
+    // What the call wrote on the estimate is written on the key's own record too; a penalty's
+    // units are a backlog on top of the summary's as an admission's are (each maps an instant
+    // x to max(x, now) + cost·T), so they are added to the debt as well.
+    decideRule(rule, own, t, cost, op);
+    if (op === "penalty") oweUnits(rule, approx.rate, cost);
+  } else if (op === "refund") {
+    rule.members.forEach((m: Algorithm, i) => {
+      m.refund(memberState(rule, own, i), t, cost, at);
+      if (isRate(m)) {
+        // What the refund gave back (a receipt gives back only what has not drained since).
+        const unit = cost * unitMs(m);
+        const give = at === undefined ? unit : Math.max(0, unit - Math.max(0, t - at));
+        approx.rate[2 * i] = (approx.rate[2 * i] as number) - give;
+      }
+    });
+  } else if (op === "release" || (op === "renew" && result.allowed)) {
+    // The key's own leases are released (or moved) exactly; what the summary holds for it only
+    // expires (conservative: a summarised lease counts until its leaseMs ends).
+    decideRule(rule, own, t, cost, op, at);
+  }
+  return result;
+}
+
+/** Whether record `a` admits more than `b` for `cost` at `t` (allowed first, then more remaining, then sooner). */
+function permits(rule: CompiledRule, a: RuleRecord, b: RuleRecord, t: number, cost: number): boolean {
+  const da = decideRule(rule, a, t, cost, "peek");
+  const db = decideRule(rule, b, t, cost, "peek");
+  if (da.allowed !== db.allowed) return da.allowed;
+  if (da.remaining !== db.remaining) return da.remaining > db.remaining;
+  return da.retryAfterMs < db.retryAfterMs;
+}

@@ -1,0 +1,85 @@
+/**
+ * Room in the `Map` tier: a record in, and when the tier is full one out first. The victim comes
+ * from the rule holding the most records (each table's segmented LRU gives its own: probation's
+ * oldest first) and goes down a tier: into the compact tier when its record fits there, else
+ * into its rule's summary.
+ */
+import type { RuleRecord } from "../../core/rule.ts";
+import { recordFreshAt } from "../../core/rule.ts";
+import { CompactTable } from "../compact/compact-table.ts";
+import { compactable, decodeRecord, encodeRecord } from "../compact/state-codec.ts";
+import { Approx } from "./approx.ts";
+import { now, type StoreState } from "./store-state.ts";
+import { summarise } from "./summarise.ts";
+import { rotations, type Table } from "./table.ts";
+
+/** Stores a record in the `Map` tier (`returning`: straight into the protected segment), first pushing one out if it is full. */
+export function insert(s: StoreState, table: Table, key: string, record: unknown, t: number, returning = false): void {
+  // Tables drop fresh generations on their own (only by rotating): count again before evicting anything.
+  if (s.size >= s.maxKeys && s.countedAt !== rotations.count) {
+    s.countedAt = rotations.count;
+    s.size = s.countRecords();
+  }
+  if (s.size >= s.maxKeys) evict(s, table, t);
+  table.add(key, record, returning);
+  s.size++;
+}
+
+/**
+ * Makes room for one record. The victim comes from the rule holding the most records, so a
+ * flood through one rule pushes out that rule's own records and never another's while the
+ * other holds fewer: capacity is shared fairly between rules. The victim goes to the compact
+ * tier when its record fits there, else into its rule's summary.
+ */
+export function evict(s: StoreState, inserting: Table, t: number): void {
+  let victim = inserting;
+  // With many rules the fullest is looked for once per max(64, rules) evictions, not on every
+  // one: amortised O(1) whatever the number of rules. Between scans the inserting rule is the
+  // victim when it holds at least as many as the last fullest (so rules flooded in turn, which
+  // keep overtaking each other, never force a scan each).
+  const cached = s.fullest;
+  if (s.tables.size <= 4 || --s.scanIn <= 0 || cached === undefined || s.tables.get(cached.id) !== cached) {
+    s.scanIn = Math.max(64, s.tables.size);
+    for (const table of s.tables.values()) if (table.size > victim.size) victim = table;
+    s.fullest = victim;
+  } else if (cached.size > inserting.size) victim = cached;
+  else s.fullest = inserting;
+  const entry = victim.shift();
+  if (entry === undefined) return;
+  const [key, record] = entry;
+  s.size--;
+  s.evicted++;
+  const at = victim === inserting ? t : now(victim);
+  if (record instanceof Approx) {
+    summarise(s, victim, record.h1, record.h2, record.own, at, record);
+    return;
+  }
+  if (!(recordFreshAt(victim.rule, record as RuleRecord) > at)) return; // fresh: nothing to keep
+  const h = s.hash(key);
+  const h1 = h[0] as number;
+  const h2 = h[1] as number;
+  if (victim.index > 0 && compactable(victim.rule) && s.compactBudget >= CompactTable.bytesFor(1)) {
+    s.compact ??= new CompactTable(CompactTable.bucketsFor(s.compactBudget));
+    const compact = s.compact;
+    const slot = compact.claim(victim.index, h);
+    pushedOut(s, compact, victim, at);
+    if (encodeRecord(victim.rule, record as RuleRecord, compact.words, compact.stateIndex(slot))) {
+      victim.compactSize++;
+      return;
+    }
+    compact.remove(slot);
+  }
+  summarise(s, victim, h1, h2, record as RuleRecord, at);
+}
+
+/** Summarises what the compact tier's last `claim` pushed out, if anything (`at`: the instant of `claimer`'s clock). */
+export function pushedOut(s: StoreState, compact: CompactTable, claimer: Table, at: number): void {
+  const pushed = compact.victim;
+  if (pushed.table === 0) return;
+  const owner = s.byIndex[pushed.table];
+  if (owner === undefined) return;
+  owner.compactSize--;
+  const ownerNow = owner === claimer ? at : now(owner);
+  const old = decodeRecord(owner.rule, compact.victimWords, 0);
+  if (recordFreshAt(owner.rule, old) > ownerNow) summarise(s, owner, pushed.h1, pushed.h2, old, ownerNow);
+}
