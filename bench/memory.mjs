@@ -512,20 +512,35 @@ async function measureShape(algorithm, keys, per, nRules, capped) {
   const before = held();
   const store = capped ? new MemoryStore({ maxKeys: 10_000, seed: 14 }) : new MemoryStore();
   const limiters = make(store);
-  const t = { honest: 0, refused: 0, escapes: 0, first: 0 };
-  const ask = (key) => {
+  const t = {
+    honest: 0,
+    refused: 0,
+    escapes: 0,
+    first: 0,
+    returning: 0,
+    returningRefused: 0,
+    fresh: 0,
+    freshRefused: 0,
+  };
+  const ask = (key, kind) => {
     for (let r = 0; r < nRules; r++) {
       const want = free[r].tryAcquire(key).allowed;
       const got = limiters[r].tryAcquire(key).allowed;
-      if (want) t.honest++;
-      if (want && !got) t.refused++;
+      if (want) {
+        t.honest++;
+        t[kind]++;
+      }
+      if (want && !got) {
+        t.refused++;
+        t[`${kind}Refused`]++;
+      }
       if (got && !want) t.escapes++;
     }
   };
   const step = Math.floor(keys / 5);
   let ms = 0;
   for (let k = 0; k < keys; k++) {
-    if (k % step === 0) for (let g = 0; g < 1000; g++) ask(`good${g}`);
+    if (k % step === 0) for (let g = 0; g < 1000; g++) ask(`good${g}`, "returning");
     const key = `new${k}`;
     const t0 = performance.now();
     for (let r = 0; r < nRules; r++) {
@@ -542,7 +557,7 @@ async function measureShape(algorithm, keys, per, nRules, capped) {
     if (k % 65536 === 0) clock.advance(1);
   }
   clock.advance(1000);
-  for (let i = 0; i < 10_000; i++) ask(`fresh${i}`);
+  for (let i = 0; i < 10_000; i++) ask(`fresh${i}`, "fresh");
   const grown = held() - before;
   const decisions = keys * nRules * (per + (per > 1 ? 1 : 0));
   if (free.length !== nRules) throw new Error("unreachable"); // the oracle outlives the measure
@@ -588,10 +603,12 @@ async function shapes() {
     rows.push({
       shape: `${algorithm} ${Number(keys).toLocaleString("en")} keys × ${per}${rules === "1" ? "" : `, ${rules} rules`}`,
       "honest refused": `${pct(c.refused, c.honest)} (${c.refused}/${c.honest})`,
+      "returning / new refused": `${pct(c.returningRefused, c.returning)} / ${pct(c.freshRefused, c.fresh)}`,
       "first requests refused": pct(c.first, Number(keys) * Number(rules)),
       escapes: c.escapes,
-      "capped MB": c.heldMB.toFixed(1),
-      "uncapped MB": u.heldMB.toFixed(1),
+      "tiers MB": ((s.compactBytes + s.sketchBytes + s.filterBytes) / 2 ** 20).toFixed(1),
+      "heap MB (with oracle)": c.heldMB.toFixed(1),
+      "uncapped heap MB": u.heldMB.toFixed(1),
       "ns/decision": Math.round(c.ns),
       "uncapped ns": Math.round(u.ns),
       "compact keys": `${s.compactKeys}/${s.compactCapacity}`,

@@ -78,3 +78,66 @@ describe(`a one-shot flood of ${FLOOD} keys past maxKeys ${MAX_KEYS}, with a res
     }, 60_000);
   }
 });
+
+// Many rules at once (issue 34, "any number of rules"): R rules of every algorithm in turn on one
+// store, each flooded with one-shot keys, while G returning keys per rule come back at each fifth
+// of the flood and N brand-new keys per rule arrive after it, with a restart in the middle.
+// The returning keys of all rules together are many times what the `Map` tier holds, so they
+// live in the compact tier between visits: each must survive there while the flood churns
+// through (before the compact tier protected keys that came back, every visit was a fresh
+// chance to be pushed into a saturated summary, and 6–40% of their requests were refused).
+// Against an uncapped store fed the same trace: no escapes, ≤ 1% honest refusals.
+const RULES = Math.round(Number(process.env.SLUICE_FLOOD_RULES ?? 24));
+const PER_RULE = Math.round(2_500 * SCALE);
+const GOOD = 250;
+const FRESH = 50;
+
+describe(`${RULES} rules flooded at once with ${PER_RULE} keys each past maxKeys ${MAX_KEYS}, restart in the middle (seed ${SEED})`, () => {
+  it("≤ 1% honest refusals, no escapes, the tiers within maxBytes", () => {
+    const clock = new ManualClock(Date.UTC(2026, 11, 7, 10));
+    const specs = Array.from({ length: RULES }, (_, r) => SPECS[(r + SEED) % SPECS.length] as AlgorithmSpec);
+    const bind = (service: RateLimiterService) => {
+      specs.forEach((spec, r) => service.addRule(`r${r}`, spec));
+      return service;
+    };
+    let store = new MemoryStore({ maxKeys: MAX_KEYS, seed: SEED });
+    let capped = bind(new RateLimiterService({ clock, store }));
+    const free = bind(new RateLimiterService({ clock }));
+    const tally = { returning: 0, returningRefused: 0, fresh: 0, freshRefused: 0, escapes: 0 };
+    const ask = (key: string, kind: "returning" | "fresh") => {
+      for (let r = 0; r < RULES; r++) {
+        const want = (free.check(`r${r}`, key) as Decision).allowed;
+        const got = (capped.check(`r${r}`, key) as Decision).allowed;
+        if (want) tally[kind]++;
+        if (want && !got) tally[`${kind}Refused`]++;
+        if (got && !want) tally.escapes++;
+      }
+    };
+    const step = PER_RULE / 5;
+    for (let k = 0; k < PER_RULE; k++) {
+      if (k % step === 0) for (let g = 0; g < GOOD; g++) ask(`user:${g}`, "returning");
+      if (k === PER_RULE / 2) {
+        const text = store.snapshot(clock.now());
+        store = new MemoryStore({ maxKeys: MAX_KEYS });
+        store.restore(text);
+        capped = bind(new RateLimiterService({ clock, store }));
+      }
+      // Flood keys are checked on both stores too: one the capped store admits, the uncapped refuses, is an escape.
+      for (let r = 0; r < RULES; r++) {
+        const key = `bot:${k}`;
+        const got = (capped.check(`r${r}`, key) as Decision).allowed;
+        if (got && !(free.check(`r${r}`, key) as Decision).allowed) tally.escapes++;
+      }
+      if (k % 512 === 0) clock.advance(1);
+    }
+    for (let i = 0; i < FRESH; i++) ask(`new:${i}`, "fresh");
+    const s = store.stats();
+    console.log(
+      `many rules: returning refused ${tally.returningRefused} of ${tally.returning}, new ${tally.freshRefused} of ${tally.fresh}, ${tally.escapes} escapes; compact ${s.compactKeys}/${s.compactCapacity}, filter ${s.filterKeys} keys, summary error bound ${s.summaryErrorBound.toExponential(1)} (seed ${SEED})`,
+    );
+    expect(tally.escapes).toBe(0);
+    expect(tally.returningRefused).toBeLessThanOrEqual(tally.returning / 100);
+    expect(tally.freshRefused).toBeLessThanOrEqual(tally.fresh / 100);
+    expect(s.compactBytes + s.sketchBytes + s.filterBytes).toBeLessThanOrEqual(s.maxBytes);
+  }, 60_000);
+});

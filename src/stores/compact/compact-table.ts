@@ -4,8 +4,11 @@
  * float64 words of state (see state-codec.ts). A key lives in one of two buckets of 8 slots
  * (the emptier when it is placed: two choices keep the buckets evenly filled, so a bucket
  * overflows only once the whole tier is nearly full, and the keys placed first are not the
- * first given up); when both are full, the first one's oldest slot is given up (FIFO) and its
- * state handed back to the caller, who summarises it. The shared store (threads) runs the same
+ * first given up); when both are full, the emptier one's oldest slot that is not returning is
+ * given up (a segmented FIFO: a key placed as returning, one that came back after it was
+ * pushed out before, survives a flood of keys that come once; past `MAX_RETURNING` returning
+ * entries, or with none other, the oldest returning one goes) and its state handed back to the
+ * caller, who summarises it. The shared store (threads) runs the same
  * buckets on a SharedArrayBuffer, one bucket a key (its compare-and-swap updates one word).
  *
  * A slot number is `bucket · BUCKET_SLOTS + entry`; entries move down when one before them is
@@ -18,6 +21,7 @@ import {
   countEntries,
   entryU32,
   findEntry,
+  RETURNING,
   removeEntry,
   stateAt,
   tableOfTag,
@@ -27,6 +31,13 @@ import { fmix32 } from "./fingerprint.ts";
 import { STATE_WORDS } from "./state-codec.ts";
 
 export { BUCKET_SLOTS, MAX_TABLE_INDEX } from "./bucket.ts";
+
+/**
+ * Returning entries a full bucket protects (as the shared store's threads/room.ts does): the
+ * rest of the bucket is where new keys wait to come back (two entries, so a new key survives one
+ * other new key's arrival).
+ */
+export const MAX_RETURNING = BUCKET_SLOTS - 2;
 
 /** 32-bit words per slot. */
 const E = entryU32(STATE_WORDS);
@@ -106,6 +117,11 @@ export class CompactTable {
     return e < 0 ? -1 : second / E + e;
   }
 
+  /** Whether `slot` holds a returning key (protected from keys that come once). */
+  returningAt(slot: number): boolean {
+    return ((this.#u32[slot * E + 1] as number) & RETURNING) !== 0;
+  }
+
   /** The table index stored in `slot` (0: empty). */
   tableOf(slot: number): number {
     return tableOfTag(this.#u32[slot * E + 1] as number);
@@ -120,16 +136,17 @@ export class CompactTable {
   }
 
   /**
-   * A slot for (`table`, `h`) at the end of its bucket. When the bucket is full its oldest slot
-   * is given up: `victim` then names what was there and `victimWords` holds its state.
+   * A slot for (`table`, `h`) at the end of its bucket (`returning`: marked as a key that came
+   * back). When the bucket is full one slot is given up (see the class): `victim` then names
+   * what was there and `victimWords` holds its state.
    */
-  claim(table: number, h: Uint32Array): number {
+  claim(table: number, h: Uint32Array, returning = false): number {
     const first = bucketOf(table, h[2] as number, this.#buckets);
     const second = this.#second(table, h[2] as number);
     const u32 = this.#u32;
     const bucket =
       countEntries(u32, second * BUCKET_SLOTS * E, E) < countEntries(u32, first * BUCKET_SLOTS * E, E) ? second : first;
-    return this.claimIn(bucket, table, h[0] as number, h[1] as number);
+    return this.claimIn(bucket, table, h[0] as number, h[1] as number, returning);
   }
 
   /** Buckets of the table (a snapshot's slots are placed back only into a table of as many). */
@@ -146,24 +163,26 @@ export class CompactTable {
    * `claim` in a known bucket: how a restore puts a saved slot back where `claim` had put it
    * (the key's text, and so its bucket hash, is not known there; its bucket is).
    */
-  claimIn(bucket: number, table: number, h1: number, h2: number): number {
+  claimIn(bucket: number, table: number, h1: number, h2: number, returning = false): number {
     const u32 = this.#u32;
     const base = bucket * BUCKET_SLOTS * E;
     this.victim.table = 0;
     let count = countEntries(u32, base, E);
     if (count === BUCKET_SLOTS) {
-      const tag = u32[base + 1] as number;
+      const e = victimEntry(u32, base);
+      const o = base + e * E;
+      const tag = u32[o + 1] as number;
       this.victim.table = tableOfTag(tag);
-      this.victim.h1 = u32[base] as number;
+      this.victim.h1 = u32[o] as number;
       this.victim.h2 = (tag & 0xffff0000) >>> 0;
-      const at = stateAt(base, E, 0);
+      const at = stateAt(base, E, e);
       for (let k = 0; k < STATE_WORDS; k++) this.victimWords[k] = this.words[at + k] as number;
-      removeEntry(u32, base, E, 0, count);
+      removeEntry(u32, base, E, e, count);
       count--;
       this.evicted++;
       this.size--;
     }
-    appendKey(u32, base, E, count, h1, tagOf(h2, table));
+    appendKey(u32, base, E, count, h1, returning ? (tagOf(h2, table) | RETURNING) >>> 0 : tagOf(h2, table));
     this.size++;
     return base / E + count;
   }
@@ -180,4 +199,25 @@ export class CompactTable {
       }
     }
   }
+}
+
+/**
+ * The entry of the full bucket at `u32[base]` to give up: the oldest that is not returning,
+ * unless more than `MAX_RETURNING` are returning or none is not: then the oldest returning.
+ */
+function victimEntry(u32: Uint32Array, base: number): number {
+  let returned = 0;
+  let probation = -1;
+  for (let e = 0, o = base + 1; e < BUCKET_SLOTS; e++, o += E) {
+    if (((u32[o] as number) & RETURNING) === 0) {
+      if (probation < 0) probation = e;
+    } else returned++;
+  }
+  return probation < 0 || returned > MAX_RETURNING ? firstReturning(u32, base) : probation;
+}
+
+/** The oldest returning entry of the full bucket at `u32[base]`. */
+function firstReturning(u32: Uint32Array, base: number): number {
+  for (let e = 0, o = base + 1; e < BUCKET_SLOTS; e++, o += E) if (((u32[o] as number) & RETURNING) !== 0) return e;
+  return 0;
 }

@@ -39,8 +39,8 @@ export function adopt(s: StoreState, table: Table, snapshot: TableSnapshot, repo
   }
   // Compact records are checked too before anything is loaded.
   const scratch = new Float64Array(STATE_WORDS);
-  const rows: Array<[number, number, number, number, number | undefined, RuleRecord]> = [];
-  for (const [h1, h2, w0, w1, bucket] of snapshot.compact ?? []) {
+  const rows: Array<[number, number, number, number, number | undefined, RuleRecord, boolean]> = [];
+  for (const [h1, h2, w0, w1, bucket, returning] of snapshot.compact ?? []) {
     scratch[0] = w0 as number;
     scratch[1] = w1 as number;
     const record = decodeRecord(rule, scratch, 0);
@@ -48,7 +48,7 @@ export function adopt(s: StoreState, table: Table, snapshot: TableSnapshot, repo
       refuse(`a compact record (fingerprint ${h1}) does not fit the rule's layout`);
       return;
     }
-    rows.push([h1 as number, h2 as number, w0 as number, w1 as number, bucket, record]);
+    rows.push([h1 as number, h2 as number, w0 as number, w1 as number, bucket, record, returning === 1]);
   }
   report.status = "adopted";
   // Blocks beside the records (rules without a ban) end at absolute instants, like records:
@@ -159,7 +159,7 @@ function adoptCompact(
   s: StoreState,
   table: Table,
   snapshot: TableSnapshot,
-  rows: Array<[number, number, number, number, number | undefined, RuleRecord]>,
+  rows: Array<[number, number, number, number, number | undefined, RuleRecord, boolean]>,
   t: number,
   report: RestoredTable,
 ): void {
@@ -178,7 +178,7 @@ function adoptCompact(
             ? "the rule has another place in the compact tier (bound in another order, or bound before the restore)"
             : undefined;
   let summarised = 0;
-  for (const [h1, h2, w0, w1, bucket, record] of rows) {
+  for (const [h1, h2, w0, w1, bucket, record, returning] of rows) {
     if (!(recordFreshAt(rule, record) > t)) {
       report.expired++;
       continue;
@@ -190,7 +190,7 @@ function adoptCompact(
     }
     s.compact ??= new CompactTable(buckets);
     const compact = s.compact;
-    const slot = compact.claimIn(bucket, table.index, h1, h2);
+    const slot = compact.claimIn(bucket, table.index, h1, h2, returning);
     pushedOut(s, compact, table, t);
     const words = compact.stateIndex(slot);
     compact.words[words] = w0;

@@ -32,7 +32,9 @@ export function saveTable(table: Table, compact: CompactTable | undefined, seed:
   if (compact !== undefined && table.compactSize > 0) {
     compact.forEach(table.index, (slot, h1, h2) => {
       const at = compact.stateIndex(slot);
-      rows.push([h1, h2, compact.words[at] as number, compact.words[at + 1] as number, compact.bucketOf(slot)]);
+      const row = [h1, h2, compact.words[at] as number, compact.words[at + 1] as number, compact.bucketOf(slot)];
+      if (compact.returningAt(slot)) row.push(1);
+      rows.push(row);
     });
     // forEach visits each bucket newest first; a restore appends oldest first, as they came.
     rows.reverse();

@@ -34,7 +34,8 @@ export interface TableSnapshot {
   protected?: number | undefined;
   /**
    * Records of the compact tier: [h1, h2, word0, word1, bucket] (fingerprints under `seed`),
-   * oldest first within a bucket; version 1 files have no bucket.
+   * oldest first within a bucket, and a sixth figure 1 for a returning key's (protected from
+   * floods of keys that come once); version 1 files have no bucket.
    */
   compact?: number[][] | undefined;
   /** Where the compact records were: the table's index in the compact tier, and the tier's buckets. */
@@ -275,7 +276,9 @@ function isWord32(value: unknown): boolean {
  * (version 2) its bucket among the saved tier's `buckets`.
  */
 function compactRow(row: unknown, buckets: number | undefined): boolean {
-  if (!Array.isArray(row) || (row.length !== 4 && row.length !== 5)) return false;
+  if (!Array.isArray(row) || row.length < 4 || row.length > 6) return false;
+  // A sixth figure, 1, marks a returning key (protected in the compact tier).
+  if (row.length === 6 && row[5] !== 1) return false;
   if (!isWord32(row[0]) || !isWord32(row[1]) || typeof row[2] !== "number" || typeof row[3] !== "number") return false;
   if (row.length === 4) return true;
   const bucket = row[4] as unknown;

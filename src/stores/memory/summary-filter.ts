@@ -113,7 +113,16 @@ export class SummaryFilter<Owner = string> {
     freshAt: number,
     past: (owner: Owner, at: number) => boolean,
   ): void {
-    const cur = this.#current;
+    let cur = this.#current;
+    // Past its capacity, while the older generation still matters (a flood within one window),
+    // the current one would take every further key alone: a key the older one already covers
+    // (the owner's fresh-at there is no earlier) joins whichever holds fewer, which empties
+    // neither any later and keeps both below the false-positive rate of one overfull one.
+    const joinsNow = this.#joins[cur] as number;
+    if (joinsNow >= this.#capacity && (this.#joins[cur ^ 1] as number) < joinsNow) {
+      const older = (this.#fresh[cur ^ 1] as Map<Owner, number>).get(owner);
+      if (older !== undefined && older >= freshAt) cur ^= 1;
+    }
     const fresh = this.#fresh[cur] as Map<Owner, number>;
     const was = fresh.get(owner);
     // NaN (never fresh) is kept as "always matters": comparisons with it are false.
@@ -127,6 +136,7 @@ export class SummaryFilter<Owner = string> {
     }
     const joins = (this.#joins[cur] as number) + 1;
     this.#joins[cur] = joins;
+    if (cur !== this.#current) return;
     // Full: a rotation is tried then, and every 256 joins after while the older one still matters.
     if (joins >= this.#capacity && ((joins - this.#capacity) & 255) === 0) this.#rotate(past);
   }

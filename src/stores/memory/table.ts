@@ -136,6 +136,8 @@ export class Table {
   protectedCap = Number.POSITIVE_INFINITY;
   /** Records moved from probation to the protected segment. */
   promoted = 0;
+  /** Whether the record the last `shift` returned came from the protected segment. */
+  shiftedProtected = false;
   /**
    * Once no binding is left (`refs` 0), when every record it holds is fresh: nothing changes an
    * unbound table's records, so its last change was before the release.
@@ -249,9 +251,14 @@ export class Table {
     return a || b;
   }
 
-  /** Removes and returns the record to evict: probation's oldest, else the protected segment's. */
+  /**
+   * Removes and returns the record to evict: probation's oldest, else the protected segment's
+   * (`shiftedProtected` then says so: its key came back, and the compact tier protects it too).
+   */
   shift(): [string, unknown] | undefined {
-    return this.probation.shift() ?? this.main.shift();
+    const entry = this.probation.shift();
+    this.shiftedProtected = entry === undefined;
+    return entry ?? this.main.shift();
   }
 
   /**

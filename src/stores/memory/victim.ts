@@ -4,6 +4,7 @@
  * oldest first) and goes down a tier: into the compact tier when its record fits there, else
  * into its rule's summary.
  */
+import { decideRule } from "../../core/decide-rule.ts";
 import type { RuleRecord } from "../../core/rule.ts";
 import { recordFreshAt } from "../../core/rule.ts";
 import { CompactTable } from "../compact/compact-table.ts";
@@ -61,7 +62,12 @@ export function evict(s: StoreState, inserting: Table, t: number): void {
   if (victim.index > 0 && compactable(victim.rule) && s.compactBudget >= CompactTable.bytesFor(1)) {
     s.compact ??= new CompactTable(CompactTable.bucketsFor(s.compactBudget));
     const compact = s.compact;
-    const slot = compact.claim(victim.index, h);
+    // A key that came back (the protected segment's) is protected in the compact tier too, so a
+    // flood of keys that come once cannot push it into the summary, unless it has spent its
+    // limit: read back from the summary it would be refused all the same, and a flood of keys
+    // spending their limit in one burst (promoted by their own repeats) stays unprotected.
+    const returning = victim.shiftedProtected && decideRule(victim.rule, record, at, 1, "peek").allowed;
+    const slot = compact.claim(victim.index, h, returning);
     pushedOut(s, compact, victim, at);
     if (encodeRecord(victim.rule, record as RuleRecord, compact.words, compact.stateIndex(slot))) {
       victim.compactSize++;
