@@ -97,7 +97,7 @@ describe(`${RULES} rules flooded at once with ${PER_RULE} keys each past maxKeys
     const clock = new ManualClock(Date.UTC(2026, 11, 7, 10));
     const specs = Array.from({ length: RULES }, (_, r) => SPECS[(r + SEED) % SPECS.length] as AlgorithmSpec);
     const bind = (service: RateLimiterService) => {
-      specs.forEach((spec, r) => service.addRule(`r${r}`, spec));
+      for (const [r, spec] of specs.entries()) service.addRule(`r${r}`, spec);
       return service;
     };
     let store = new MemoryStore({ maxKeys: MAX_KEYS, seed: SEED });
