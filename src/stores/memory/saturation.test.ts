@@ -22,6 +22,9 @@ describe("MemoryStore saturation", () => {
     const s = store.stats();
     expect(s.summaryErrorBound).toBeGreaterThan(0.01);
     expect(s.filterKeys).toBeGreaterThan(0);
+    // The filter's own false-positive rate bounds the summaries' (which also needs the cells live).
+    expect(s.filterErrorBound).toBeGreaterThan(0.01);
+    expect(s.summaryErrorBound).toBeLessThanOrEqual(s.filterErrorBound);
     expect(s.compactKeys).toBe(s.compactCapacity);
     expect(s.compactBytes + s.filterBytes + s.sketchBytes).toBeLessThanOrEqual(s.maxBytes);
   });
@@ -31,5 +34,6 @@ describe("MemoryStore saturation", () => {
     const warnings = await warningsOf(() => flood(store, 60_000));
     expect(warnings.filter((w) => w.code === "SLUICE_STORE_SATURATED")).toEqual([]);
     expect(store.stats().summaryErrorBound).toBeLessThan(0.01);
+    expect(store.stats().filterErrorBound).toBeLessThan(0.01);
   });
 });

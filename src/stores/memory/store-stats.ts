@@ -45,6 +45,11 @@ export interface MemoryStoreStats {
    */
   filterKeys: number;
   /**
+   * The filter's own false-positive rate: the chance that a key never summarised passes the
+   * filter (estimated from its joins; 0 until it is first needed). Past 1%, `maxBytes` is short.
+   */
+  filterErrorBound: number;
+  /**
    * The summaries' error bound: the chance that a key never summarised is read back as
    * summarised (and so possibly over-counted): the filter's false-positive rate times the
    * fullest summary's share of live cells to the power of its rows.
@@ -99,6 +104,7 @@ export function statsOf(s: StoreState): MemoryStoreStats {
     sketchBytes,
     filterBytes: s.filter?.bytes ?? 0,
     filterKeys: s.filter?.joins ?? 0,
+    filterErrorBound: s.filter?.errorBound ?? 0,
     summaryErrorBound: bound * (s.filter?.errorBound ?? 1),
     pins: s.pins,
     pinsDropped: s.pinsDropped,
