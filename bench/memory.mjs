@@ -9,7 +9,8 @@
 //   npm run build && node --expose-gc bench/memory.mjs --restore [flood keys, default BENCH_FLOOD / 5]
 // Floods past the cliff (issue 34), per shape: honest refusals and escapes against an uncapped
 // store, heap growth, ns per decision beside the uncapped store's:
-//   npm run build && node --expose-gc bench/memory.mjs --shapes [algorithm:keys:perKey[:rules] ...]
+//   npm run build && node --expose-gc bench/memory.mjs --shapes [algorithm:keys:perKey[:rules[:restart]] ...]
+// (`restart`: the capped store is snapshotted and restored into a new one halfway through the flood).
 
 import { RateLimiter as TokenLimiter } from "limiter";
 import { RateLimiterMemory } from "rate-limiter-flexible";
@@ -503,15 +504,15 @@ const SHAPE_SPECS = {
  * store too (keys are independent, so it needs no flood): an honest refusal is one it admits and
  * the capped store refuses; an escape, the other way round, or a flood key admitted past 10.
  */
-async function measureShape(algorithm, keys, per, nRules, capped) {
+async function measureShape(algorithm, keys, per, nRules, capped, restart) {
   const { ManualClock } = await import("../dist/index.js");
   const clock = new ManualClock(1_800_000_000_000 - (1_800_000_000_000 % HOUR) + 1);
   const make = (store) =>
     Array.from({ length: nRules }, (_, i) => createLimiter(SHAPE_SPECS[algorithm], { clock, store, name: `r${i}` }));
   const free = make(new MemoryStore());
   const before = held();
-  const store = capped ? new MemoryStore({ maxKeys: 10_000, seed: 14 }) : new MemoryStore();
-  const limiters = make(store);
+  let store = capped ? new MemoryStore({ maxKeys: 10_000, seed: 14 }) : new MemoryStore();
+  let limiters = make(store);
   const t = {
     honest: 0,
     refused: 0,
@@ -541,6 +542,13 @@ async function measureShape(algorithm, keys, per, nRules, capped) {
   let ms = 0;
   for (let k = 0; k < keys; k++) {
     if (k % step === 0) for (let g = 0; g < 1000; g++) ask(`good${g}`, "returning");
+    if (restart && k === Math.floor(keys / 2)) {
+      // A restart in the middle (`sluice serve --state`): the state as text, into a new store.
+      const text = store.snapshot(clock.now());
+      store = capped ? new MemoryStore({ maxKeys: 10_000 }) : new MemoryStore();
+      store.restore(text);
+      limiters = make(store);
+    }
     const key = `new${k}`;
     const t0 = performance.now();
     for (let r = 0; r < nRules; r++) {
@@ -581,15 +589,22 @@ async function shapes() {
           "token-bucket:600000:10",
           "fixed-window:5000:1:1",
           "fixed-window:5000:1:200",
+          "fixed-window:15000:1:200",
+          "fixed-window:5000:1:500",
+          "fixed-window:60000:1:50",
+          "gcra:15000:1:200",
+          "token-bucket:15000:1:200",
+          "sliding-log:3000:10:200",
+          "fixed-window:15000:1:200:restart",
         ];
   const rows = [];
   for (const shape of list) {
-    const [algorithm, keys, per, rules = "1"] = shape.split(":");
+    const [algorithm, keys, per, rules = "1", restart = ""] = shape.split(":");
     const run = (capped) =>
       JSON.parse(
         execFileSync(
           process.execPath,
-          ["--expose-gc", process.argv[1], "--shape", algorithm, keys, per, rules, capped ? "capped" : "free"],
+          ["--expose-gc", process.argv[1], "--shape", algorithm, keys, per, rules, capped ? "capped" : "free", restart],
           { encoding: "utf8", maxBuffer: 1 << 24 },
         )
           .trim()
@@ -601,7 +616,7 @@ async function shapes() {
     const s = c.stats;
     const pct = (n, of) => `${((100 * n) / Math.max(1, of)).toFixed(2)}%`;
     rows.push({
-      shape: `${algorithm} ${Number(keys).toLocaleString("en")} keys × ${per}${rules === "1" ? "" : `, ${rules} rules`}`,
+      shape: `${algorithm} ${Number(keys).toLocaleString("en")} keys × ${per}${rules === "1" ? "" : `, ${rules} rules`}${restart === "restart" ? ", restart midway" : ""}`,
       "honest refused": `${pct(c.refused, c.honest)} (${c.refused}/${c.honest})`,
       "returning / new refused": `${pct(c.returningRefused, c.returning)} / ${pct(c.freshRefused, c.fresh)}`,
       "first requests refused": pct(c.first, Number(keys) * Number(rules)),
@@ -623,8 +638,8 @@ async function shapes() {
 }
 
 if (process.argv[2] === "--shape") {
-  const [algorithm, keys, per, rules, which] = process.argv.slice(3);
-  await measureShape(algorithm, Number(keys), Number(per), Number(rules), which === "capped");
+  const [algorithm, keys, per, rules, which, restart] = process.argv.slice(3);
+  await measureShape(algorithm, Number(keys), Number(per), Number(rules), which === "capped", restart === "restart");
   process.exit(0);
 }
 if (process.argv[2] === "--shapes") {
