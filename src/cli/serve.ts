@@ -17,6 +17,7 @@ import { DEFAULT_MAX_SERIES } from "../server/top-series.ts";
 import { DEFAULT_POLICY, FIXED_POLICIES, isFixedPolicy } from "../stores/remote/failure-policy.ts";
 import { DEFAULT_TIMEOUT_MS } from "../stores/remote/with-timeout.ts";
 import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
+import { heapAdviceHere } from "./heap-fit.ts";
 
 /** Help text of `sluice serve`. */
 export const SERVE_HELP = `Usage: sluice serve --config FILE [options]
@@ -288,6 +289,8 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   const log = (line: string) => io.stderr.write(`sluice: ${line}\n`);
 
   const host = str(parsed, "host") ?? "127.0.0.1";
+  const heap = heapAdviceHere();
+  if (heap !== undefined) log(heap);
   const running = await startServer({
     ...(config === undefined ? {} : { config }),
     ...(grpcPort === undefined ? {} : { grpcPort }),
