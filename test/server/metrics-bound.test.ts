@@ -5,6 +5,7 @@
  * busiest rules and 100 descriptors; and the in-process store's tier fills and summary error
  * bound show in both (issue 34's "operators see it coming"). On the real bin.
  */
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, type Served, serve, tempDir } from "../cli/helpers.ts";
@@ -42,8 +43,9 @@ afterAll(async () => {
   tmp.cleanup();
 });
 
+const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${s.child.pid}/status`, "utf8"))?.[1]) * 1024;
 const metrics = async () => (await (await fetch(`${s.url}/metrics`)).text()).split("\n");
-const check = (checks: Array<{ rule: string; key: string }>) =>
+const check = (checks: Array<{ rule: string; key: string; cost?: number }>) =>
   fetch(`${s.url}/v1/check`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -52,11 +54,18 @@ const check = (checks: Array<{ rule: string; key: string }>) =>
 
 describe("one scrape stays small however large the config", () => {
   it('2,000 rules, each checked: 500 of their own series, the rest in rule="(other)"; the busy one gets its own', async () => {
+    const before = rss();
     for (let i = 0; i < RULES; i += 500)
       await check(Array.from({ length: 500 }, (_, j) => ({ rule: `r${i + j}`, key: "k" })));
+    // Each rule denied once more: a tier's status-page details (per-second figures and a sketch of
+    // denied keys, 47 KB each before they were bounded: 94 MB here) are kept for 1,000 tiers at most.
+    for (let i = 0; i < RULES; i += 500)
+      await check(Array.from({ length: 500 }, (_, j) => ({ rule: `r${i + j}`, key: "k2", cost: 6 })));
+    expect(rss() - before).toBeLessThan(60 * 2 ** 20);
     let lines = (await metrics()).filter((l) => l.startsWith("sluice_decisions_total{"));
     expect(lines.length).toBe(3 * 501);
     expect(lines).toContain('sluice_decisions_total{rule="(other)",outcome="allowed"} 1500');
+    expect(lines).toContain('sluice_decisions_total{rule="(other)",outcome="denied"} 1500');
     expect(lines.some((l) => l.startsWith('sluice_decisions_total{rule="r1999"'))).toBe(false);
     // r1999 becomes the busiest: after one scrape has chosen, it has a series of its own.
     await check(Array.from({ length: 20 }, () => ({ rule: "r1999", key: "busy" })));
