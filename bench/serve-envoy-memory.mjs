@@ -5,9 +5,9 @@
 // descriptor (CALLS calls, each of 10 descriptors with per-user values) and scrapes /metrics and
 // /v1/status meanwhile, and reports the peak RSS (VmHWM) and the size of each scrape.
 //
-// Run: npm run build && NODE_OPTIONS=--max-old-space-size=384 node bench/serve-envoy-memory.mjs
-// (without a heap cap V8 lets garbage pile up to its own default: 722 MB peak where the cap holds
-// it near 300 MB with no error; docs/operations.md's unit sets one)
+// Run: npm run build && node bench/serve-envoy-memory.mjs (NODE_OPTIONS=--max-old-space-size=384
+// as docs/operations.md's unit; before /metrics was bounded to --max-metric-series paths, its
+// 5.3 MB scrapes were garbage that took the peak to 593-722 MB without that cap, 286-295 MB now)
 // Env: DESCRIPTORS (default 20000), CALLS (default 20000), USERS (default 5000), MAX_KEYS (the
 // service's --max-keys, default 200000: what traffic may hold in the store is bounded there)
 import { spawn } from "node:child_process";

@@ -13,9 +13,11 @@ import type { GrpcTls } from "../server/envoy/grpc-server.ts";
 import { DEFAULT_MAX_KEY_LENGTH } from "../server/key-length.ts";
 import { DEFAULT_MAX_CONNECTIONS as DEFAULT_MAX_HTTP_CONNECTIONS, startServer } from "../server/server.ts";
 import type { ServeShedOptions } from "../server/shed.ts";
+import { DEFAULT_MAX_SERIES } from "../server/top-series.ts";
 import { DEFAULT_POLICY, FIXED_POLICIES, isFixedPolicy } from "../stores/remote/failure-policy.ts";
 import { DEFAULT_TIMEOUT_MS } from "../stores/remote/with-timeout.ts";
 import { InputError, num, parseFlags, str, UsageError } from "./args.ts";
+import { heapAdviceHere } from "./heap-fit.ts";
 
 /** Help text of `sluice serve`. */
 export const SERVE_HELP = `Usage: sluice serve --config FILE [options]
@@ -76,6 +78,9 @@ Options:
   --max-batch N          most checks in one batch (default 1000)
   --max-key-length N     longest key in UTF-8 bytes; longer ones get 400 (default 512)
   --max-config-bytes S   largest rules file read, at start and on reload (default 1mb)
+  --max-metric-series N  most rules, and most Envoy descriptor paths, with /metrics series of
+                         their own: the busiest; the rest count in one "(other)" series
+                         (default 500)
   --trust-proxy T        forward-auth without key: trust this many proxy hops (e.g. 1), or
                          these proxy addresses/CIDRs (e.g. 127.0.0.1,10.0.0.0/8), to name
                          the client (default: none, the peer address is the key)
@@ -183,6 +188,7 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     "shed-max-delay": { type: "string" },
     "max-key-length": { type: "string" },
     "max-config-bytes": { type: "string" },
+    "max-metric-series": { type: "string" },
     "trust-proxy": { type: "string" },
     "proxy-header": { type: "string" },
     "cors-origin": { type: "string" },
@@ -283,6 +289,8 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
   const log = (line: string) => io.stderr.write(`sluice: ${line}\n`);
 
   const host = str(parsed, "host") ?? "127.0.0.1";
+  const heap = heapAdviceHere();
+  if (heap !== undefined) log(heap);
   const running = await startServer({
     ...(config === undefined ? {} : { config }),
     ...(grpcPort === undefined ? {} : { grpcPort }),
@@ -300,6 +308,7 @@ export async function serveCommand(argv: string[], io: { stdout: Writable; stder
     envoyResponseHeaders: parsed.values["envoy-response-headers"] === true,
     maxKeyLength: num(parsed, "max-key-length", DEFAULT_MAX_KEY_LENGTH),
     maxConfigBytes,
+    maxMetricSeries: num(parsed, "max-metric-series", DEFAULT_MAX_SERIES),
     trustProxy,
     proxyHeader: proxyHeader as ClientHeader,
     corsOrigins,

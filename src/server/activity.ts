@@ -1,18 +1,36 @@
 /**
  * What the status page shows per rule tier (a rule's own spec is the tier `null`): admitted,
  * denied and failed per second (a {@link Timeline}), totals since the tier appeared, and the
- * keys denied most right now (a {@link HeavyHitters}), as rates. All fixed-size, so memory grows
- * with the rules and tiers in the config, never with keys or time.
+ * keys denied most right now (a {@link HeavyHitters}), as rates. All fixed-size, so memory never
+ * grows with keys or time; and bounded in the number of tiers too: a tier's per-second figures
+ * and its sketch of denied keys (about 15 KB) are kept for at most {@link MAX_DETAILED_TIERS}
+ * tiers at once, so a rules file of 20,000 rules, each called, does not hold 47 KB per tier
+ * (608 MB for 10,000 rules before this bound). Past it, a tier gets its details once another
+ * has been idle for the whole window (its figures were all zero); its totals are always kept.
  */
 import type { Clock } from "../core/clock.ts";
 import { HeavyHitters } from "./heavy-hitters.ts";
 import { type Outcome, type Series, Timeline } from "./timeline.ts";
 
-interface TierActivity {
+/** Most tiers with per-second figures and a sketch of denied keys at once. */
+export const MAX_DETAILED_TIERS = 1000;
+
+/** Sketch of a tier's denied keys: 256 × 4 counters (over-count at most e/256 ≈ 1% of its denials, w.h.p.). */
+const SKETCH = { width: 256, depth: 4 } as const;
+
+interface TierDetail {
   timeline: Timeline;
-  denied: HeavyHitters;
+  /** Made on the tier's first denial with a key. */
+  denied: HeavyHitters | undefined;
+  /** The second of the tier's last decision. */
+  last: number;
+}
+
+interface TierActivity {
   /** Decisions since the tier appeared: allowed, denied, failure. */
   totals: [number, number, number];
+  /** Per-second figures and denied keys, while the tier holds one of the bounded places. */
+  detail: TierDetail | undefined;
 }
 
 /** One key among the most denied, with its recent denial rate (never a count that reads as a total). */
@@ -44,12 +62,18 @@ export interface RuleTiers {
 export class Activity {
   readonly #clock: Clock;
   readonly #seconds: number;
+  readonly #maxDetailed: number;
   /** rule → tier (null: the rule's own spec) → activity. */
   readonly #rules = new Map<string, Map<string | null, TierActivity>>();
+  /** Tiers holding details now. */
+  readonly #detailed = new Set<TierActivity>();
+  /** The second idle details were last looked for (at most once a second). */
+  #swept = Number.NEGATIVE_INFINITY;
 
-  constructor(clock: Clock, seconds = 300) {
+  constructor(clock: Clock, seconds = 300, maxDetailed = MAX_DETAILED_TIERS) {
     this.#clock = clock;
     this.#seconds = seconds;
+    this.#maxDetailed = maxDetailed;
   }
 
   #of(rule: string, tier: string | null): TierActivity {
@@ -60,42 +84,58 @@ export class Activity {
     }
     let a = tiers.get(tier);
     if (a === undefined) {
-      a = {
-        timeline: new Timeline(this.#seconds),
-        denied: new HeavyHitters({ clock: this.#clock }),
-        totals: [0, 0, 0],
-      };
+      a = { totals: [0, 0, 0], detail: undefined };
       tiers.set(tier, a);
     }
     return a;
   }
 
+  /** `a`'s details, made if a place is free (or freed by a tier idle for the whole window). */
+  #detailOf(a: TierActivity, now: number): TierDetail | undefined {
+    if (a.detail !== undefined) return a.detail;
+    if (this.#detailed.size >= this.#maxDetailed && now > this.#swept) {
+      this.#swept = now;
+      for (const other of this.#detailed) {
+        if ((other.detail as TierDetail).last <= now - this.#seconds) {
+          other.detail = undefined;
+          this.#detailed.delete(other);
+        }
+      }
+    }
+    if (this.#detailed.size >= this.#maxDetailed) return undefined;
+    a.detail = { timeline: new Timeline(this.#seconds), denied: undefined, last: now };
+    this.#detailed.add(a);
+    return a.detail;
+  }
+
   /** Counts one decision of `rule`'s `tier`; a denied one counts for `key` (when known) among the most denied. */
   record(rule: string, tier: string | null, outcome: Outcome, key?: string): void {
     const a = this.#of(rule, tier);
-    a.timeline.record(Math.floor(this.#clock.now() / 1000), outcome);
     a.totals[outcome === "allowed" ? 0 : outcome === "denied" ? 1 : 2]++;
-    if (outcome === "denied" && key !== undefined) a.denied.add(key);
+    const now = Math.floor(this.#clock.now() / 1000);
+    const detail = this.#detailOf(a, now);
+    if (detail === undefined) return;
+    detail.last = now;
+    detail.timeline.record(now, outcome);
+    if (outcome === "denied" && key !== undefined) {
+      detail.denied ??= new HeavyHitters({ clock: this.#clock, ...SKETCH });
+      detail.denied.add(key);
+    }
   }
 
   /** The page's view of `rule`'s `tier` now. */
   view(rule: string, tier: string | null): TierView {
     const a = this.#rules.get(rule)?.get(tier);
     const now = Math.floor(this.#clock.now() / 1000);
-    if (a === undefined) {
-      return {
-        tier,
-        totals: { allowed: 0, denied: 0, failure: 0 },
-        series: new Timeline(this.#seconds).series(now),
-        topDenied: [],
-      };
-    }
-    const [allowed, denied, failure] = a.totals;
-    const topDenied = a.denied.top().map((h) => ({
-      key: h.key,
-      perMinute: Math.round(a.denied.perMinute(h.count) * 10) / 10,
-    }));
-    return { tier, totals: { allowed, denied, failure }, series: a.timeline.series(now), topDenied };
+    const [allowed, denied, failure] = a?.totals ?? [0, 0, 0];
+    const detail = a?.detail;
+    const sketch = detail?.denied;
+    const topDenied =
+      sketch === undefined
+        ? []
+        : sketch.top().map((h) => ({ key: h.key, perMinute: Math.round(sketch.perMinute(h.count) * 10) / 10 }));
+    const series = (detail?.timeline ?? new Timeline(this.#seconds)).series(now);
+    return { tier, totals: { allowed, denied, failure }, series, topDenied };
   }
 
   /** Drops rules and tiers no longer in the config (a reload removed them). */
@@ -104,8 +144,12 @@ export class Activity {
     for (const r of rules) keep.set(r.name, new Set([null, ...Object.keys(r.tiers)]));
     for (const [rule, tiers] of this.#rules) {
       const kept = keep.get(rule);
+      for (const [tier, a] of tiers) {
+        if (kept?.has(tier) === true) continue;
+        this.#detailed.delete(a);
+        tiers.delete(tier);
+      }
       if (kept === undefined) this.#rules.delete(rule);
-      else for (const tier of tiers.keys()) if (!kept.has(tier)) tiers.delete(tier);
     }
   }
 }

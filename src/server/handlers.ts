@@ -9,6 +9,7 @@ import type { ServerContext } from "./context.ts";
 import type { ReloadProgress } from "./envoy/envoy-service.ts";
 import type { Gauge } from "./metrics.ts";
 import { sendJson, sendText } from "./respond.ts";
+import { STORE_GAUGE_HELP } from "./store.ts";
 
 const STATUS_PAGE = readFileSync(new URL("./status.html", import.meta.url));
 
@@ -18,11 +19,18 @@ export function handleRules(_req: IncomingMessage, res: ServerResponse, ctx: Ser
 }
 
 /**
- * Descriptors listed per domain by /v1/status (the page polls it every few seconds): a config of
- * 20,000 descriptors made each answer 4 MB. `descriptorCount` says how many there are, and
- * /v1/rules lists them all.
+ * Descriptors listed by /v1/status, over all domains (the page polls it every few seconds): a
+ * config of 20,000 descriptors made each answer 4 MB. `descriptorCount` says how many a domain
+ * has, `domainCount` how many domains there are, and /v1/rules lists them all.
  */
 export const STATUS_DESCRIPTORS = 100;
+
+/**
+ * Rules listed by /v1/status: the busiest (most decisions since start), in config order. Each
+ * carries 300 s of per-second figures per tier, so 20,000 rules would make each answer tens of
+ * megabytes. `ruleCount` says how many there are; /v1/rules lists them all.
+ */
+export const STATUS_RULES = 100;
 
 /** Each config described once: it never changes, a reload makes a new one. */
 const described = new WeakMap<EnvoyConfig, ReturnType<typeof describeEnvoy>>();
@@ -36,6 +44,7 @@ function envoyView(
   ctx: ServerContext,
   most: number,
 ): {
+  domainCount: number;
   domains: Array<{ domain: string; descriptorCount: number; descriptors: EnvoyDescriptorInfo[] }>;
   reloading: ReloadProgress | null;
 } | null {
@@ -47,14 +56,17 @@ function envoyView(
     domains = describeEnvoy(config);
     described.set(config, domains);
   }
-  return {
-    domains: domains.map(({ domain, descriptors }) => ({
-      domain,
-      descriptorCount: descriptors.length,
-      descriptors: descriptors.length > most ? descriptors.slice(0, most) : descriptors,
-    })),
-    reloading: envoy.reloading ?? null,
-  };
+  // `most` descriptors in all, and a domain listed only while some are left for it (at least one
+  // each), so neither many descriptors nor many domains of one each make the answer long.
+  let left = most;
+  const shown: Array<{ domain: string; descriptorCount: number; descriptors: EnvoyDescriptorInfo[] }> = [];
+  for (const { domain, descriptors } of domains) {
+    if (left <= 0) break;
+    const listed = descriptors.length > left ? descriptors.slice(0, left) : descriptors;
+    left -= Math.max(1, listed.length);
+    shown.push({ domain, descriptorCount: descriptors.length, descriptors: listed });
+  }
+  return { domainCount: domains.length, domains: shown, reloading: envoy.reloading ?? null };
 }
 
 /** When the rules file was last loaded or tried, as an ISO instant. */
@@ -92,7 +104,9 @@ export function handleMetrics(_req: IncomingMessage, res: ServerResponse, ctx: S
   for (const [name, value] of Object.entries(ctx.store.stats())) {
     gauges.push({
       name,
-      help: `In-process store: ${name.replace("sluice_store_", "").replace("_total", "")} (see MemoryStore.stats()).`,
+      help:
+        STORE_GAUGE_HELP[name] ??
+        `In-process store: ${name.replace("sluice_store_", "").replace("_total", "")} (see MemoryStore.stats()).`,
       type: name.endsWith("_total") ? "counter" : "gauge",
       value,
     });
@@ -110,7 +124,7 @@ export function handleMetrics(_req: IncomingMessage, res: ServerResponse, ctx: S
  * (`keys`, null where the store cannot count them; `keysSummarised`: a lower bound).
  */
 export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: ServerContext): void {
-  const rules = [...ctx.rules.values()].map((r) => {
+  const rules = busiestRules(ctx, STATUS_RULES).map((r) => {
     const [allowed, denied, failure] = ctx.metrics.decisions.get(r.name) ?? [0, 0, 0];
     const byTier = [
       { ...ctx.metrics.activity.view(r.name, null), summary: r.summary, ...keysOf(ctx, r.name, undefined) },
@@ -133,9 +147,28 @@ export function handleStatus(_req: IncomingMessage, res: ServerResponse, ctx: Se
       reloads: ctx.metrics.reloads,
     },
     storeErrors: ctx.metrics.storeErrors,
+    ruleCount: ctx.rules.size,
     rules,
     envoy: envoyView(ctx, STATUS_DESCRIPTORS),
   });
+}
+
+/** The `most` rules with the most decisions since start (all of them when there are no more), in config order. */
+function busiestRules(ctx: ServerContext, most: number) {
+  const all = [...ctx.rules.values()];
+  if (all.length <= most) return all;
+  const total = (name: string) => {
+    const [a, d, f] = ctx.metrics.decisions.get(name) ?? [0, 0, 0];
+    return a + d + f;
+  };
+  const kept = new Set(
+    all
+      .map((r, i): [number, number] => [total(r.name), i])
+      .sort((x, y) => y[0] - x[0] || x[1] - y[1])
+      .slice(0, most)
+      .map(([, i]) => i),
+  );
+  return all.filter((_, i) => kept.has(i));
 }
 
 /**

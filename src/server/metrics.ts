@@ -1,12 +1,15 @@
 /**
  * The service's counters and their Prometheus text exposition (format 0.0.4). Label values are
- * rule names from the config, never request keys, so cardinality stays bounded.
+ * rule names from the config, never request keys; and of those, at most `--max-metric-series`
+ * (the busiest) have series of their own, the rest count in `rule="(other)"` ({@link TopSeries}),
+ * so a rules file of 20,000 rules does not make every scrape megabytes long.
  */
 
 import type { Decision } from "../algorithms/decision.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
 import { outcomeOf } from "../http/answer.ts";
 import { Activity } from "./activity.ts";
+import { DEFAULT_MAX_SERIES, TopSeries } from "./top-series.ts";
 
 /** Upper bounds (seconds) of the check-latency histogram buckets. */
 export const LATENCY_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
@@ -25,6 +28,8 @@ export interface Gauge {
 export class Metrics {
   /** rule → [allowed, denied, failure]: `failure` counts answers of the store's failure policy (an outage, not a limit). */
   readonly decisions = new Map<string, [number, number, number]>();
+  /** The same counts as /metrics exposes them: the busiest rules, the rest folded. */
+  readonly #exposed: TopSeries<[number, number, number]>;
   /** Decisions answered by the store's failure policy, and checks that failed on the store. */
   storeErrors = 0;
   /** `${route} ${status}` → count. */
@@ -40,8 +45,9 @@ export class Metrics {
   /** Per-second counts, totals and most-denied keys per rule tier, for the status page. */
   readonly activity: Activity;
 
-  constructor(clock: Clock = systemClock) {
+  constructor(clock: Clock = systemClock, maxSeries = DEFAULT_MAX_SERIES) {
     this.activity = new Activity(clock);
+    this.#exposed = new TopSeries(maxSeries, () => [0, 0, 0]);
   }
 
   /**
@@ -57,7 +63,9 @@ export class Metrics {
     }
     const outcome = outcomeOf(decision) === "failure" ? "failure" : decision.allowed ? "allowed" : "denied";
     this.activity.record(rule, tier, outcome, key);
-    cell[outcome === "allowed" ? 0 : outcome === "denied" ? 1 : 2]++;
+    const i = outcome === "allowed" ? 0 : outcome === "denied" ? 1 : 2;
+    cell[i]++;
+    this.#exposed.cell(rule)[i]++;
   }
 
   /** Counts one HTTP response. */
@@ -85,7 +93,8 @@ export class Metrics {
       "counter",
       'Rate-limit decisions, by rule and outcome (allowed, denied; "failure": answered by the store\'s failure policy during an outage).',
     );
-    for (const [rule, [allowed, denied, failure]] of this.decisions) {
+    this.#exposed.reselect();
+    for (const [rule, [allowed, denied, failure]] of this.#exposed.entries()) {
       out.push(`sluice_decisions_total{rule="${escapeLabel(rule)}",outcome="allowed"} ${allowed}`);
       out.push(`sluice_decisions_total{rule="${escapeLabel(rule)}",outcome="denied"} ${denied}`);
       out.push(`sluice_decisions_total{rule="${escapeLabel(rule)}",outcome="failure"} ${failure}`);

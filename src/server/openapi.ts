@@ -225,6 +225,7 @@ export const OPENAPI = {
                   description: "null without the Envoy API.",
                   type: ["object", "null"],
                   properties: {
+                    domainCount: { type: "integer" },
                     domains: {
                       type: "array",
                       items: {
@@ -253,7 +254,8 @@ export const OPENAPI = {
     "/v1/status": {
       get: {
         operationId: "status",
-        summary: "Totals per rule, store and config state (what the status page polls).",
+        summary:
+          "Totals per rule (the 100 busiest; ruleCount says how many there are), store tiers and config state (what the status page polls).",
         responses: { "200": { description: "Status.", content: json({ type: "object" }) }, ...AUTH_ERRORS },
       },
     },

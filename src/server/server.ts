@@ -21,6 +21,7 @@ import { route, routeOf } from "./router.ts";
 import { applyConfig } from "./rules-state.ts";
 import { type ServeShedOptions, ServiceShedder } from "./shed.ts";
 import { openStore, type StoreOptions } from "./store.ts";
+import { DEFAULT_MAX_SERIES } from "./top-series.ts";
 
 /** Options of {@link startServer}. */
 export interface ServeOptions extends StoreOptions {
@@ -55,6 +56,8 @@ export interface ServeOptions extends StoreOptions {
   maxKeyLength?: number;
   /** Largest rules file read, at start and on reload (default {@link DEFAULT_MAX_CONFIG_BYTES}). */
   maxConfigBytes?: number;
+  /** Most rules, and most Envoy descriptor paths, with /metrics series of their own (default {@link DEFAULT_MAX_SERIES}). */
+  maxMetricSeries?: number;
   /** Proxies trusted to name the client of a forward-auth request (default: none). */
   trustProxy?: TrustProxy;
   /** The header trusted proxies write the client address to (default x-forwarded-for). */
@@ -109,7 +112,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const store = await openStore(options);
   const clock = options.clock === undefined ? {} : { clock: options.clock };
   const service = new RateLimiterService({ store: store.store, ...clock });
-  const metrics = new Metrics();
+  const metrics = new Metrics(systemClock, options.maxMetricSeries ?? DEFAULT_MAX_SERIES);
   const shed =
     options.shed === undefined || (options.shed.limit === undefined && options.shed.maxEventLoopDelayMs === undefined)
       ? undefined
@@ -163,6 +166,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           shed,
         },
         ...(options.maxOverrideRules === undefined ? {} : { maxOverrideRules: options.maxOverrideRules }),
+        maxMetricSeries: options.maxMetricSeries ?? DEFAULT_MAX_SERIES,
         maxConfigBytes,
         healthy: async () => {
           if (context.reloader?.lastError !== undefined) return false;

@@ -4,7 +4,7 @@
  * needs either installed.
  */
 import { identityText } from "../core/identity.ts";
-import { MemoryStore as Memory, type MemoryStore, type RuleKeys, type Store } from "../index.ts";
+import { MemoryStore as Memory, type MemoryStore, type MemoryStoreStats, type RuleKeys, type Store } from "../index.ts";
 
 import { DEFAULT_PREFIX } from "../stores/redis/defaults.ts";
 import { DEFAULT_POLICY, type FixedPolicy } from "../stores/remote/failure-policy.ts";
@@ -65,6 +65,52 @@ function seed(text: string): { host: string; port: number } {
   return { host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 6379) };
 }
 
+/** What each of {@link storeGauges} means, for /metrics' HELP lines. */
+export const STORE_GAUGE_HELP: Record<string, string> = {
+  sluice_store_keys: "Keys held exactly in the in-process store's Map tier.",
+  sluice_store_max_keys: "The Map tier's cap (--max-keys; 0: none).",
+  sluice_store_keys_fill: "The Map tier's fill: keys ÷ --max-keys (0..1; 0 without a cap).",
+  sluice_store_compact_fill: "The compact tier's fill: its keys ÷ its slots (0..1).",
+  sluice_store_bytes_fill:
+    "The budget past --max-keys in use: compact tier, filter and summaries ÷ their budget (0..1).",
+  sluice_store_max_bytes: "The budget of the compact tier, filter and summaries, in bytes (0: none).",
+  sluice_store_summary_error_bound:
+    "The summary's error bound: the chance that a key never pushed out reads as summarised, and so may be over-counted (0..1).",
+};
+
+/** A fill: held ÷ room, 0 while there is no room yet (a tier not yet needed) or no cap. */
+const fill = (held: number, room: number) => (room > 0 && Number.isFinite(room) ? held / room : 0);
+
+/**
+ * The in-process store's gauges for /metrics and the status page: each tier's occupancy, its
+ * room and its fill (0..1), evictions, decisions made from summarised state, and the summary's
+ * error bound (the chance that a key never summarised reads as summarised, and so may be
+ * over-counted): saturation shows here before users feel it.
+ */
+export function storeGauges(s: MemoryStoreStats): Record<string, number> {
+  const summaryBytes = s.compactBytes + s.sketchBytes + s.filterBytes;
+  return {
+    sluice_store_keys: s.keys,
+    sluice_store_max_keys: Number.isFinite(s.maxKeys) ? s.maxKeys : 0,
+    sluice_store_keys_fill: fill(s.keys, s.maxKeys),
+    sluice_store_evicted_total: s.evicted,
+    sluice_store_refused_total: s.refused,
+    sluice_store_compact_keys: s.compactKeys,
+    sluice_store_compact_capacity: s.compactCapacity,
+    sluice_store_compact_fill: fill(s.compactKeys, s.compactCapacity),
+    sluice_store_compact_evicted_total: s.compactEvicted,
+    sluice_store_summarised_total: s.summarised,
+    sluice_store_approximate_total: s.approximate,
+    sluice_store_summary_bytes: s.sketchBytes,
+    sluice_store_filter_bytes: s.filterBytes,
+    sluice_store_filter_keys: s.filterKeys,
+    sluice_store_max_bytes: Number.isFinite(s.maxBytes) ? s.maxBytes : 0,
+    sluice_store_bytes_fill: fill(summaryBytes, s.maxBytes),
+    sluice_store_summary_error_bound: s.summaryErrorBound,
+    sluice_store_pins: s.pins,
+  };
+}
+
 /** Opens the store the options describe. */
 export async function openStore(options: StoreOptions): Promise<ServiceStore> {
   if (options.redis === undefined) {
@@ -80,24 +126,7 @@ export async function openStore(options: StoreOptions): Promise<ServiceStore> {
       store: memory,
       kind: "memory",
       where: "in-process",
-      stats: () => {
-        const s = memory.stats();
-        // Each tier's occupancy and evictions, decisions made from summarised state and the
-        // summary's error bound: saturation shows here before users feel it.
-        return {
-          sluice_store_keys: s.keys,
-          sluice_store_evicted_total: s.evicted,
-          sluice_store_refused_total: s.refused,
-          sluice_store_compact_keys: s.compactKeys,
-          sluice_store_compact_capacity: s.compactCapacity,
-          sluice_store_compact_evicted_total: s.compactEvicted,
-          sluice_store_summarised_total: s.summarised,
-          sluice_store_approximate_total: s.approximate,
-          sluice_store_summary_bytes: s.sketchBytes,
-          sluice_store_summary_error_bound: s.summaryErrorBound,
-          sluice_store_pins: s.pins,
-        };
-      },
+      stats: () => storeGauges(memory.stats()),
       keysOf: (rule, tier) => memory.keysOf(identityText({ kind: "rule", name: rule, tier })),
       ping: async () => undefined,
       close: async () => {

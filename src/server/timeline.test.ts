@@ -71,3 +71,26 @@ describe("Activity", () => {
     expect(a.view("api", null).topDenied).toEqual([]);
   });
 });
+
+describe("Activity's bound on detailed tiers", () => {
+  it("keeps per-second figures and denied keys for at most maxDetailed tiers; a tier idle for the whole window gives its place up", () => {
+    const clock = new ManualClock().set(Date.UTC(2026, 11, 1));
+    const a = new Activity(clock, 3, 2);
+    a.record("r1", null, "denied", "k");
+    a.record("r2", null, "denied", "k");
+    a.record("r3", null, "denied", "k");
+    // r3's totals are kept; no place for its figures yet.
+    expect(a.view("r3", null)).toMatchObject({ totals: { denied: 1 }, topDenied: [] });
+    expect(a.view("r3", null).series.denied).toEqual([0, 0, 0]);
+    expect(a.view("r1", null).series.denied).toEqual([0, 0, 1]);
+    clock.advance(2000);
+    a.record("r1", null, "allowed");
+    clock.advance(2000);
+    // r2 has been idle for the whole window (3 s): r3 takes its place; r1 was busy since.
+    a.record("r3", null, "denied", "k");
+    expect(a.view("r3", null)).toMatchObject({ totals: { denied: 2 }, topDenied: [{ key: "k" }] });
+    expect(a.view("r3", null).series.denied).toEqual([0, 0, 1]);
+    expect(a.view("r2", null)).toMatchObject({ totals: { denied: 1 }, topDenied: [] });
+    expect(a.view("r1", null).series.allowed).toEqual([1, 0, 0]);
+  });
+});

@@ -129,6 +129,10 @@ describe.skipIf(!chromiumAvailable)("the status page in headless Chromium", () =
       // The store's own counts, labelled; no store failures, so no failure banner.
       expect(Number(await page.textContent('#store [data-figure="sluice_store_keys"] dd'))).toBeGreaterThan(0);
       expect(await page.textContent("#store")).toContain("keys held exactly");
+      // Each tier's fill and the summary's error bound, as percentages (issue 34: operators see it coming).
+      for (const figure of ["sluice_store_keys_fill", "sluice_store_compact_fill", "sluice_store_summary_error_bound"])
+        expect(await page.textContent(`#store [data-figure="${figure}"] dd`)).toMatch(/^\d+(\.\d+)?%$/);
+      expect(await page.textContent("#store")).toContain("summary error bound");
       expect(await page.isVisible("#failures")).toBe(false);
       // Each tier's keys as the store counts them: `bulk` alone on search's pro tier, `scraper`
       // alone on its own spec; pings holds mallory, eve and the polite keys.

@@ -39,6 +39,8 @@ export interface EnvoyOptions {
   maxConfigBytes?: number;
   /** Most Envoy limit-override rules alive at once (default {@link DEFAULT_MAX_OVERRIDE_RULES}). */
   maxOverrideRules?: number;
+  /** Most descriptor paths with /metrics series of their own (`--max-metric-series`). */
+  maxMetricSeries?: number;
   /** Whether the store answers and the rules file loaded (the health service adds the envoy config). */
   healthy: () => Promise<boolean>;
 }
@@ -100,7 +102,7 @@ export class EnvoyService {
       config,
       service,
       clock: options.clock ?? { now: () => Date.now() },
-      metrics: new EnvoyMetrics(),
+      metrics: new EnvoyMetrics(undefined, options.maxMetricSeries),
       overrides: new OverridePool(() => state, options.maxOverrideRules ?? DEFAULT_MAX_OVERRIDE_RULES),
     };
     await applyRules(state, config);
