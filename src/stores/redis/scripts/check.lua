@@ -117,22 +117,33 @@ local function parseNow(nowText)
   return tonumber(nowText)
 end
 
--- Decides the call's batch; returns the reply's text. The rules are parsed once per call: each
--- member's parameters once. They are keyed by the index text the checks name them by ("1",
--- "2", ...), so a check needs no tonumber for it.
+-- Compiled rules by the text of their parameters. A function library keeps them from call to
+-- call (a script starts empty on every call): parsing a one-member rule (seven tonumber, four
+-- tables) cost a call ~30,000 Redis instructions, a one-check call's quarter (callgrind). A
+-- compiled rule holds nothing of a call but scratch refilled on use. Emptied past 256 rules.
+local compiled, compiledCount = {}, 0
+
+-- Decides the call's batch; returns the reply's text. The rules are keyed by the index text the
+-- checks name them by ("1", "2", ...), so a check needs no tonumber for it.
 local function sluice_batch()
   rules, out, n, k = {}, {}, 0, 0
   local a = 3
   for r = 1, tonumber(ARGV[2]) do
-    local count = tonumber(ARGV[a])
-    local after, withinMs, forMs = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3])
-    a = a + 4
-    local members = {}
-    for i = 1, count do
-      members[i] = ALGO[ARGV[a]](tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
-      a = a + 4
+    local last = a + 3 + 4 * tonumber(ARGV[a])
+    local text = table.concat(ARGV, ' ', a, last)
+    local R = compiled[text]
+    if not R then
+      local members = {}
+      for i = 1, tonumber(ARGV[a]) do
+        local m = a + 4 * i
+        members[i] = ALGO[ARGV[m]](tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
+      end
+      R = compileRule(members, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
+      if compiledCount >= 256 then compiled, compiledCount = {}, 0 end
+      compiled[text], compiledCount = R, compiledCount + 1
     end
-    rules[tostring(r)] = compileRule(members, after, withinMs, forMs)
+    rules[r == 1 and '1' or tostring(r)] = R
+    a = last + 1
   end
   if ARGV[a] == '=' then
     -- Every check of this batch has the same rule, op, cost and now (the usual case: one busy
