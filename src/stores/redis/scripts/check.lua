@@ -121,7 +121,9 @@ end
 -- call (a script starts empty on every call): parsing a one-member rule (seven tonumber, four
 -- tables) cost a call ~30,000 Redis instructions, a one-check call's quarter (callgrind). A
 -- compiled rule holds nothing of a call but scratch refilled on use. Emptied past 256 rules.
-local compiled, compiledCount = {}, 0
+-- A script, whose table is new on every call, skips it (ARGV is there as a script loads; a
+-- library is defined before any call).
+local compiled, compiledCount, keepRules = {}, 0, not ARGV
 
 -- Decides the call's batch; returns the reply's text. The rules are keyed by the index text the
 -- checks name them by ("1", "2", ...), so a check needs no tonumber for it.
@@ -130,8 +132,8 @@ local function sluice_batch()
   local a = 3
   for r = 1, tonumber(ARGV[2]) do
     local last = a + 3 + 4 * tonumber(ARGV[a])
-    local text = table.concat(ARGV, ' ', a, last)
-    local R = compiled[text]
+    local text = keepRules and table.concat(ARGV, ' ', a, last)
+    local R = text and compiled[text]
     if not R then
       local members = {}
       for i = 1, tonumber(ARGV[a]) do
@@ -139,8 +141,10 @@ local function sluice_batch()
         members[i] = ALGO[ARGV[m]](tonumber(ARGV[m + 1]), tonumber(ARGV[m + 2]), tonumber(ARGV[m + 3]))
       end
       R = compileRule(members, tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]))
-      if compiledCount >= 256 then compiled, compiledCount = {}, 0 end
-      compiled[text], compiledCount = R, compiledCount + 1
+      if text then
+        if compiledCount >= 256 then compiled, compiledCount = {}, 0 end
+        compiled[text], compiledCount = R, compiledCount + 1
+      end
     end
     rules[r == 1 and '1' or tostring(r)] = R
     a = last + 1
