@@ -7,7 +7,7 @@
 // everything the server did meanwhile (parsing, the program, its commands, replies). With
 // BASE_DIST (another build's dist/, e.g. main's) both builds run against the same server.
 // Needs valgrind and redis-server. Run with:
-//   npm run build && node bench/redis-callgrind.mjs   (BASE_DIST=/path/to/other/dist, BENCH_DECISIONS)
+//   npm run build && node bench/redis-callgrind.mjs   (BASE_DIST=/path/to/other/dist, BENCH_DECISIONS, BENCH_IN_FLIGHT)
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -20,7 +20,8 @@ import { decideMany } from "./decide-loop.mjs";
 
 const DECISIONS = Number(process.env.BENCH_DECISIONS ?? 10_000);
 const KEYS = 10_000;
-const IN_FLIGHT = 64;
+// BENCH_IN_FLIGHT=1 sends one check per call: the fixed cost of a call.
+const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 64);
 const SPECS = {
   "fixed-window": { algorithm: "fixed-window", limit: 1_000_000, windowMs: 3_600_000 },
   gcra: { algorithm: "gcra", limit: 1_000_000, periodMs: 3_600_000 },

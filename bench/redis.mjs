@@ -8,7 +8,8 @@
 // running every contender for BENCH_DECISIONS / BENCH_ROUNDS decisions, in a rotating order), so
 // a burst of other work lands on every contender alike. The headline ratios pool every slice
 // (total decisions ÷ total time; p99 over every latency); the spread of the per-round ratios is
-// printed beside them, with the load average.
+// printed beside them, with the load average, and the ratio of CPU per decision (Redis and this
+// process together), which stalls do not move: the throughput ratio where both sides are CPU-bound.
 // Contenders (sluice's on the user's own ioredis client with default options, as a user
 // migrating passes it in, unless named otherwise):
 //   sluice fixed-window, sluice gcra, sluice gcra (EVALSHA: a user whose ACL refuses FCALL and
@@ -222,6 +223,8 @@ console.table(
     "Redis CPU µs/decision": r.serverCpu.toFixed(2),
     "Redis command µs/decision": r.commandCpu.toFixed(2),
     "client CPU µs/decision": r.clientCpu.toFixed(2),
+    // What the ratio is where both contenders are CPU-bound (a busy machine): stalls cost no CPU.
+    "rlf's CPU ÷ this (Redis + client)": ((base.serverCpu + base.clientCpu) / (r.serverCpu + r.clientCpu)).toFixed(2),
     "bytes/key": Math.round(r.bytes),
   })),
 );
