@@ -7,14 +7,11 @@
 //    (acquire, then release at once); per-operation p50/p99 and operations/s, median of
 //    BENCH_ROUNDS rounds (interleaved). Compare as ratios only: the machine may be shared.
 // Run with: npm run build && node bench/lease.mjs   (BENCH_ROUNDS, default 3; BENCH_OPS, default 40000)
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { loadavg } from "node:os";
 import { Redis } from "ioredis";
 import { createLimiter } from "../dist/index.js";
 import { RedisStore } from "../dist/stores/redis/index.js";
+import { commandStats, median, privateRedis, ready } from "./redis-kit.mjs";
 
 const SEQUENTIAL = 2000;
 const OPS = Number(process.env.BENCH_OPS ?? 40_000);
@@ -23,40 +20,13 @@ const KEYS = 10_000;
 const IN_FLIGHT = 64;
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
 
-function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-const dir = mkdtempSync(join(tmpdir(), "sluice-bench-lease-"));
-const port = await freePort();
-const server = spawn(
-  "redis-server",
-  ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
-  { stdio: "ignore" },
-);
-const url = `redis://127.0.0.1:${port}`;
-const admin = new Redis(url, { retryStrategy: () => 50 });
-admin.on("error", () => {}); // refused until the server is up
-for (let i = 0; i < 100; i++) {
-  try {
-    await admin.ping();
-    break;
-  } catch {
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const server = await privateRedis();
+const { url, admin } = server;
 
 /** Commands the server has run, by name (INFO's own calls excluded). */
 async function commands() {
-  const stats = await admin.info("commandstats");
   const out = {};
-  for (const m of stats.matchAll(/cmdstat_([\w|]+):calls=(\d+)/g)) if (m[1] !== "info") out[m[1]] = Number(m[2]);
+  for (const [name, { calls }] of Object.entries(await commandStats(admin))) out[name] = calls;
   return out;
 }
 const total = (c) => Object.values(c).reduce((a, b) => a + b, 0);
@@ -75,7 +45,7 @@ function setup(spec, prefix) {
   const limiter = createLimiter(spec, { store, name: "bench" });
   return {
     limiter,
-    ready: () => new Promise((r) => (client.status === "ready" ? r() : client.once("ready", r))),
+    ready: () => ready(client),
     close: () => store.close().then(() => client.disconnect()),
   };
 }
@@ -168,7 +138,6 @@ for (let round = 0; round < ROUNDS; round++) {
     await s.close();
   }
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 console.log(`Round trips: ${SEQUENTIAL} operations one at a time (private redis-server ${url})`);
 console.table(trips);
@@ -190,6 +159,4 @@ console.log(
   `lease operation / rate check: p50 ×${(Number(lease["p50 ms per operation"]) / Number(rate["p50 ms per operation"])).toFixed(2)}, throughput ×${(lease["Redis operations/s"] / rate["Redis operations/s"]).toFixed(2)}`,
 );
 
-admin.disconnect();
-server.kill();
-rmSync(dir, { recursive: true, force: true });
+server.stop();

@@ -1,12 +1,13 @@
 // Redis's instructions per decision, counted by valgrind (callgrind) on a private redis-server:
 // a figure the machine's load does not move, for comparing Redis-side changes (the script, its
-// arguments, the reply) where timings on a shared machine drown them. Per spec: 10k decisions
-// fill 10k keys (not counted), then BENCH_DECISIONS more over the same keys, 64 in flight,
-// through RedisStore and ioredis; the count covers everything the server did meanwhile
-// (parsing, the script, its commands, replies). With BASE_DIST (another build's dist/, e.g.
-// main's) both builds run against the same server and the ratio is printed.
+// arguments, the reply) where timings on a shared machine drown them, and for comparing with
+// rate-limiter-flexible (the same limit over the same keys). Per spec: 10k decisions fill 10k
+// keys (not counted), then BENCH_DECISIONS more over the same keys, 64 in flight, through
+// RedisStore and ioredis, by FCALL and by EVALSHA (a user refused functions); the count covers
+// everything the server did meanwhile (parsing, the program, its commands, replies). With
+// BASE_DIST (another build's dist/, e.g. main's) both builds run against the same server.
 // Needs valgrind and redis-server. Run with:
-//   npm run build && node bench/redis-callgrind.mjs   (BASE_DIST=/path/to/other/dist, BENCH_DECISIONS)
+//   npm run build && node bench/redis-callgrind.mjs   (BASE_DIST=/path/to/other/dist, BENCH_DECISIONS, BENCH_IN_FLIGHT)
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
@@ -14,11 +15,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
+import { RateLimiterRedis } from "rate-limiter-flexible";
 import { decideMany } from "./decide-loop.mjs";
 
 const DECISIONS = Number(process.env.BENCH_DECISIONS ?? 10_000);
 const KEYS = 10_000;
-const IN_FLIGHT = 64;
+// BENCH_IN_FLIGHT=1 sends one check per call: the fixed cost of a call.
+const IN_FLIGHT = Number(process.env.BENCH_IN_FLIGHT ?? 64);
 const SPECS = {
   "fixed-window": { algorithm: "fixed-window", limit: 1_000_000, windowMs: 3_600_000 },
   gcra: { algorithm: "gcra", limit: 1_000_000, periodMs: 3_600_000 },
@@ -72,24 +75,50 @@ async function counted(work) {
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
 const decide = (limiter, n) => decideMany(limiter, keys, n, IN_FLIGHT);
 
+// The user "scripts" is refused FCALL and FUNCTION (as on servers older than 7 and some managed
+// services): its store falls back to EVALSHA of the same program.
+await admin.call("ACL", "SETUSER", "scripts", "on", "nopass", "~*", "&*", "+@all", "-fcall", "-function");
 const rows = [];
 for (const [name, spec] of Object.entries(SPECS)) {
   const row = { spec: name };
   for (const [build, path] of Object.entries(builds)) {
     const { createLimiter } = await import(`${path}/index.js`);
     const { RedisStore } = await import(`${path}/stores/redis/index.js`);
-    const client = new Redis(url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false });
-    await new Promise((r) => client.once("ready", r));
-    const prefix = `cg-${build}-${Math.random().toString(36).slice(2, 8)}:`;
-    const store = new RedisStore({ client, prefix, timeoutMs: 60_000, denyCache: false });
-    const limiter = createLimiter(spec, { store });
-    await decide(limiter, KEYS);
-    row[`${build}: instructions/decision`] = Math.round((await counted(() => decide(limiter, DECISIONS))) / DECISIONS);
-    await store.close();
-    client.disconnect();
+    for (const [how, user] of [
+      ["FCALL", {}],
+      ["EVALSHA", { username: "scripts", password: "x" }],
+    ]) {
+      const client = new Redis(url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false, ...user });
+      await new Promise((r) => client.once("ready", r));
+      const prefix = `cg-${build}-${Math.random().toString(36).slice(2, 8)}:`;
+      const store = new RedisStore({ client, prefix, timeoutMs: 60_000, denyCache: false });
+      const limiter = createLimiter(spec, { store });
+      await decide(limiter, KEYS);
+      row[`${build} ${how}`] = Math.round((await counted(() => decide(limiter, DECISIONS))) / DECISIONS);
+      await store.close();
+      client.disconnect();
+    }
   }
-  if (builds.base)
-    row["this ÷ base"] = (row["this: instructions/decision"] / row["base: instructions/decision"]).toFixed(3);
+  // rate-limiter-flexible (a fixed window of the same limit): one EVALSHA per decision.
+  const client = new Redis(url);
+  const rlf = new RateLimiterRedis({
+    storeClient: client,
+    points: spec.limit,
+    duration: (spec.windowMs ?? spec.periodMs) / 1000,
+    keyPrefix: `cg-rl-${name}`,
+  });
+  const consume = {
+    tryAcquire: (key) =>
+      rlf.consume(key, 1).then(
+        () => ({}),
+        () => ({}),
+      ),
+  };
+  await decide(consume, KEYS);
+  row["rate-limiter-flexible"] = Math.round((await counted(() => decide(consume, DECISIONS))) / DECISIONS);
+  client.disconnect();
+  row["rlf ÷ this FCALL"] = (row["rate-limiter-flexible"] / row["this FCALL"]).toFixed(2);
+  if (builds.base) row["this ÷ base (FCALL)"] = (row["this FCALL"] / row["base FCALL"]).toFixed(3);
   rows.push(row);
 }
 console.log(

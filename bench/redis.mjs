@@ -1,64 +1,67 @@
 // Redis benchmark: sluice's RedisStore beside rate-limiter-flexible's RateLimiterRedis, same
-// ioredis client kind, same Redis, one process: 100k decisions over 10k keys with 64 in flight.
-// Reports decisions/s, p50/p99 latency, Redis CPU per decision (INFO cpu), this process's CPU
-// per decision (is a contender client-bound?) and bytes per key (MEMORY USAGE sample).
-// The machine may be shared and noisy: rounds are interleaved (each round runs every contender,
-// in a rotating order) and each figure is the median over rounds; the load average is printed.
-// Key prefixes are equally long for every contender, so bytes/key compares like with like.
-// Then abusive traffic: 100 keys already over their limit, hammered with DECISIONS checks, on
-// a private redis-server started here (so INFO commandstats counts only this run's commands):
-// decisions/s, Redis commands per repeated denial and Redis CPU per decision, sluice (deny
-// cache on, and off) beside rate-limiter-flexible.
+// ioredis client kind, same Redis, one process: decisions over 10k keys with 64 in flight.
+// Reports decisions/s, p50/p99 latency, Redis CPU per decision two ways (INFO cpu: the whole
+// server, network included; INFO commandstats: the commands' own time), this process's CPU per
+// decision (is a contender client-bound?) and bytes per key (MEMORY USAGE sample).
+// The machine may be shared and noisy. Each contender keeps one limiter and one client for the
+// whole run, and the run alternates between them in short slices (BENCH_ROUNDS rounds, each
+// running every contender for BENCH_DECISIONS / BENCH_ROUNDS decisions, in a rotating order), so
+// a burst of other work lands on every contender alike. The headline ratios pool every slice
+// (total decisions ÷ total time; p99 over every latency); the spread of the per-round ratios is
+// printed beside them, with the load average, and the ratio of CPU per decision (Redis and this
+// process together), which stalls do not move: the throughput ratio where both sides are CPU-bound.
+// Contenders (sluice's on the user's own ioredis client with default options, as a user
+// migrating passes it in, unless named otherwise):
+//   sluice fixed-window, sluice gcra, sluice gcra (EVALSHA: a user whose ACL refuses FCALL and
+//   FUNCTION, as on servers older than 7 and some managed services), sluice gcra
+//   (RedisStore.connect: the client sluice builds), rate-limiter-flexible.
+// By default the server is a private redis-server started here (so its counters hold only this
+// run's commands, and no other process's commands queue ahead of them); REDIS_URL names another
+// (then the EVALSHA contender is left out: it needs an ACL user).
+// Then abusive traffic: 100 keys already over their limit, hammered with BENCH_DECISIONS checks
+// (on a private server): decisions/s, Redis commands per repeated denial and Redis CPU per
+// decision, sluice (deny cache on, and off) beside rate-limiter-flexible.
 // Run with: npm run build && node bench/redis.mjs
-// (REDIS_URL selects the server; default redis://127.0.0.1:6379. BENCH_ROUNDS, default 5.)
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+// (BENCH_DECISIONS, default 100,000 per contender; BENCH_ROUNDS, default 10; BENCH_ONLY=a,b
+// keeps the named contenders and rate-limiter-flexible; BENCH_ABUSE=0 skips the abusive part.)
 import { Redis } from "ioredis";
 import { RateLimiterRedis } from "rate-limiter-flexible";
 import { createLimiter } from "../dist/index.js";
 import { RedisStore } from "../dist/stores/redis/index.js";
+import { commandStats, loadAverage, median, privateRedis, ready, serverCpuSeconds, statsDelta } from "./redis-kit.mjs";
 
-const URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const DECISIONS = Number(process.env.BENCH_DECISIONS ?? 100_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
+const SLICE = Math.ceil(DECISIONS / ROUNDS);
 const KEYS = 10_000;
 const IN_FLIGHT = 64;
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const run = Math.random().toString(36).slice(2, 8);
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
-
-const admin = new Redis(URL);
-
-// Both contenders get the same client: ioredis with its default options (what a user passes
-// in). BENCH_CLIENT=tuned gives sluice's client { enableOfflineQueue: false,
-// autoResendUnfulfilledCommands: false } instead, as before.
-const TUNED = process.env.BENCH_CLIENT === "tuned";
-const sluiceClient = (url) =>
-  TUNED ? new Redis(url, { enableOfflineQueue: false, autoResendUnfulfilledCommands: false }) : new Redis(url);
-// BENCH_ONLY: comma-separated contender names (rate-limiter-flexible is always kept);
-// BENCH_ABUSE=0 skips the abusive-traffic part.
 const ONLY = process.env.BENCH_ONLY?.split(",").map((s) => s.trim());
+// The user's own client: warnings about its options are expected here.
+process.removeAllListeners("warning");
 
-async function redisCpuSeconds() {
-  const info = await admin.info("cpu");
-  const field = (name) => Number(/^(?:\s*)?/.test(info) && new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1]);
-  return field("used_cpu_sys") + field("used_cpu_user");
+const own = process.env.REDIS_URL === undefined ? await privateRedis() : undefined;
+const URL = own?.url ?? process.env.REDIS_URL;
+const admin = own?.admin ?? new Redis(URL);
+if (own !== undefined) {
+  // The EVALSHA contender's user: everything but functions.
+  await admin.call("ACL", "SETUSER", "scripts", "on", "nopass", "~*", "&*", "+@all", "-fcall", "-function");
 }
 
-/** Runs DECISIONS checks, IN_FLIGHT at a time, over the keys in a shuffled cycle. */
-async function measure(check) {
-  const latencies = new Float64Array(DECISIONS);
+/** Runs `n` checks, IN_FLIGHT at a time, over the keys in a strided cycle from `start`. */
+async function measure(check, start, n) {
+  const latencies = new Float64Array(n);
   let next = 0;
   let allowed = 0;
-  const cpu0 = await redisCpuSeconds();
+  const cpu0 = await serverCpuSeconds(admin);
+  const stats0 = await commandStats(admin);
   const own0 = process.cpuUsage();
   const started = performance.now();
   const worker = async () => {
-    while (next < DECISIONS) {
+    while (next < n) {
       const i = next++;
-      const key = keys[(i * 7919) % KEYS];
+      const key = keys[((start + i) * 7919) % KEYS];
       const t0 = performance.now();
       if (await check(key)) allowed++;
       latencies[i] = performance.now() - t0;
@@ -66,17 +69,10 @@ async function measure(check) {
   };
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker));
   const seconds = (performance.now() - started) / 1000;
-  const own = process.cpuUsage(own0);
-  const cpu = (await redisCpuSeconds()) - cpu0;
-  latencies.sort();
-  return {
-    perSecond: DECISIONS / seconds,
-    p50: latencies[Math.floor(DECISIONS * 0.5)],
-    p99: latencies[Math.floor(DECISIONS * 0.99)],
-    cpuUsPerDecision: (cpu / DECISIONS) * 1e6,
-    clientUsPerDecision: (own.user + own.system) / DECISIONS,
-    allowed,
-  };
+  const client = process.cpuUsage(own0);
+  const stats = statsDelta(stats0, await commandStats(admin));
+  const cpu = (await serverCpuSeconds(admin)) - cpu0;
+  return { n, seconds, latencies, cpu, commandUsec: stats.usec, clientUsec: client.user + client.system, allowed };
 }
 
 async function bytesPerKey(pattern) {
@@ -89,7 +85,7 @@ async function bytesPerKey(pattern) {
   } while (cursor !== "0" && sample.length < 500);
   let total = 0;
   for (const key of sample.slice(0, 500)) total += Number(await admin.memory("USAGE", key, "SAMPLES", "0"));
-  return { bytes: total / Math.min(sample.length, 500), keys: sample.length };
+  return total / Math.min(sample.length, 500);
 }
 
 async function cleanup(pattern) {
@@ -101,40 +97,47 @@ async function cleanup(pattern) {
   } while (cursor !== "0");
 }
 
+const GCRA = { algorithm: "gcra", limit: 100, periodMs: 60_000 };
+const FIXED = { algorithm: "fixed-window", limit: 100, windowMs: 60_000 };
+
+/** A sluice contender on a client made by `connect(prefix)` (resolving to { store, close }). */
+function sluice(name, tag, spec, connect) {
+  const prefix = `bench-${tag}-${run}:`;
+  return {
+    name,
+    pattern: `${prefix}*`,
+    async make() {
+      const { store, close } = await connect(prefix);
+      const limiter = createLimiter(spec, { store });
+      return { check: async (key) => (await limiter.tryAcquire(key)).allowed, close };
+    },
+  };
+}
+/** On the user's own ioredis client, default options (`options` for the client beside the URL). */
+const userClient = (options) => async (prefix) => {
+  const client = new Redis(URL, options);
+  await ready(client);
+  const store = new RedisStore({ client, prefix });
+  return { store, close: () => store.close().then(() => client.disconnect()) };
+};
+
 const contenders = [
-  {
-    name: "sluice fixed-window",
-    pattern: `bench-fw-${run}:*`,
-    make() {
-      const client = sluiceClient(URL);
-      const store = new RedisStore({ client, prefix: `bench-fw-${run}:` });
-      const limiter = createLimiter({ algorithm: "fixed-window", limit: 100, windowMs: 60_000 }, { store });
-      return {
-        ready: () => new Promise((r) => (client.status === "ready" ? r() : client.once("ready", r))),
-        check: async (key) => (await limiter.tryAcquire(key)).allowed,
-        close: () => store.close().then(() => client.disconnect()),
-      };
-    },
-  },
-  {
-    name: "sluice gcra",
-    pattern: `bench-gc-${run}:*`,
-    make() {
-      const client = sluiceClient(URL);
-      const store = new RedisStore({ client, prefix: `bench-gc-${run}:` });
-      const limiter = createLimiter({ algorithm: "gcra", limit: 100, periodMs: 60_000 }, { store });
-      return {
-        ready: () => new Promise((r) => (client.status === "ready" ? r() : client.once("ready", r))),
-        check: async (key) => (await limiter.tryAcquire(key)).allowed,
-        close: () => store.close().then(() => client.disconnect()),
-      };
-    },
-  },
+  sluice("sluice fixed-window", "fw", FIXED, userClient({})),
+  sluice("sluice gcra", "gc", GCRA, userClient({})),
+  ...(own === undefined
+    ? []
+    : [sluice("sluice gcra (EVALSHA)", "ge", GCRA, userClient({ username: "scripts", password: "x" }))]),
+  sluice("sluice gcra (RedisStore.connect)", "gk", GCRA, async (prefix) => {
+    const store = await RedisStore.connect({ url: URL, prefix });
+    return { store, close: () => store.close() };
+  }),
   {
     name: "rate-limiter-flexible",
+    // The same length as sluice's prefixes, so bytes/key compares like with like.
     pattern: `bench-rl-${run}:*`,
-    make() {
+    async make() {
       const client = new Redis(URL);
+      await ready(client);
       const limiter = new RateLimiterRedis({
         storeClient: client,
         points: 100,
@@ -150,125 +153,99 @@ const contenders = [
               return false;
             },
           ),
-        close: () => client.disconnect(),
+        close: async () => client.disconnect(),
       };
     },
   },
-];
+].filter((c) => ONLY === undefined || c.name === "rate-limiter-flexible" || ONLY.includes(c.name));
 
-if (ONLY !== undefined) {
-  for (let i = contenders.length - 1; i >= 0; i--) {
-    const name = contenders[i].name;
-    if (name !== "rate-limiter-flexible" && !ONLY.includes(name)) contenders.splice(i, 1);
-  }
-}
-
-const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 const loadBefore = loadAverage();
-const results = new Map(contenders.map((c) => [c.name, []]));
+const live = [];
+for (const c of contenders) {
+  await cleanup(c.pattern);
+  const made = await c.make();
+  await measure(made.check, 0, Math.min(DECISIONS, 20_000)); // warm-up: keys filled, library or script loaded
+  live.push({ ...c, ...made, slices: [] });
+}
 for (let round = 0; round < ROUNDS; round++) {
-  for (let i = 0; i < contenders.length; i++) {
-    const c = contenders[(i + round) % contenders.length];
-    await cleanup(c.pattern);
-    const { ready, check, close } = c.make();
-    await ready?.();
-    await measure(check); // warm-up round fills the keys and the script caches (not counted)
-    const r = await measure(check);
-    r.memory = await bytesPerKey(c.pattern);
-    await close();
-    results.get(c.name).push(r);
-    await cleanup(c.pattern);
+  for (let i = 0; i < live.length; i++) {
+    const c = live[(i + round) % live.length];
+    c.slices.push(await measure(c.check, round * SLICE, SLICE));
+    // Sampled at once: gcra's records expire seconds after their last check.
+    if (round === ROUNDS - 1) c.bytes = await bytesPerKey(c.pattern);
   }
 }
 const loadAfter = loadAverage();
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-};
-const summary = new Map(
-  [...results].map(([name, rs]) => [
-    name,
-    {
-      perSecond: median(rs.map((r) => r.perSecond)),
-      p50: median(rs.map((r) => r.p50)),
-      p99: median(rs.map((r) => r.p99)),
-      cpu: median(rs.map((r) => r.cpuUsPerDecision)),
-      client: median(rs.map((r) => r.clientUsPerDecision)),
-      bytes: median(rs.map((r) => r.memory.bytes)),
-      rates: rs.map((r) => Math.round(r.perSecond / 1000)).join(" "),
-      // Each round's ratio to rate-limiter-flexible's run in the same round (the rounds interleave).
-      ratios: rs.map((r, i) => r.perSecond / results.get("rate-limiter-flexible")[i].perSecond),
-      p99Ratios: rs.map((r, i) => r.p99 / results.get("rate-limiter-flexible")[i].p99),
-    },
-  ]),
-);
+const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))];
+const summary = new Map();
+for (const c of live) {
+  const all = new Float64Array(c.slices.reduce((a, s) => a + s.n, 0));
+  let at = 0;
+  for (const s of c.slices) {
+    all.set(s.latencies, at);
+    at += s.n;
+  }
+  all.sort();
+  const n = all.length;
+  const sum = (f) => c.slices.reduce((a, s) => a + f(s), 0);
+  summary.set(c.name, {
+    perSecond: n / sum((s) => s.seconds),
+    p50: quantile(all, 0.5),
+    p99: quantile(all, 0.99),
+    serverCpu: (sum((s) => s.cpu) / n) * 1e6,
+    commandCpu: sum((s) => s.commandUsec) / n,
+    clientCpu: sum((s) => s.clientUsec) / n,
+    bytes: c.bytes,
+    slices: c.slices.map((s) => ({ rate: s.n / s.seconds, p99: quantile(s.latencies.sort(), 0.99) })),
+  });
+  await c.close();
+  await cleanup(c.pattern);
+}
 const base = summary.get("rate-limiter-flexible");
-const rows = [...summary].map(([name, r]) => ({
-  contender: name,
-  "decisions/s": Math.round(r.perSecond),
-  "× rlf": (r.perSecond / base.perSecond).toFixed(2),
-  "p50 ms": r.p50.toFixed(3),
-  "p99 ms": r.p99.toFixed(3),
-  "p99 ÷ rlf": (r.p99 / base.p99).toFixed(2),
-  "Redis CPU µs/decision": r.cpu.toFixed(2),
-  "client CPU µs/decision": r.client.toFixed(2),
-  "bytes/key": Math.round(r.bytes),
-  "k/s per round": r.rates,
-  "min × rlf (paired)": Math.min(...r.ratios).toFixed(2),
-  "max p99 ÷ rlf (paired)": Math.max(...r.p99Ratios).toFixed(2),
-}));
+const spread = (xs) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return `${sorted[0].toFixed(2)} / ${median(sorted).toFixed(2)} / ${sorted.at(-1).toFixed(2)}`;
+};
 console.log(
-  `Redis benchmark: ${DECISIONS} decisions over ${KEYS} keys, ${IN_FLIGHT} in flight, median of ${ROUNDS} interleaved rounds (${URL})`,
+  `Redis benchmark: ${DECISIONS} decisions per contender over ${KEYS} keys, ${IN_FLIGHT} in flight, in ${ROUNDS} alternating rounds (${own ? "private redis-server" : URL})`,
 );
-console.table(rows);
-console.log(
-  `load average before: ${loadBefore}; after: ${loadAfter} (${ROUNDS} rounds, ${TUNED ? "tuned" : "default"} ioredis client)`,
+console.table(
+  [...summary].map(([name, r]) => ({
+    contender: name,
+    "decisions/s": Math.round(r.perSecond),
+    "× rlf": (r.perSecond / base.perSecond).toFixed(2),
+    "× rlf per round (min / median / max)": spread(r.slices.map((s, i) => s.rate / base.slices[i].rate)),
+    "p50 ms": r.p50.toFixed(3),
+    "p99 ms": r.p99.toFixed(3),
+    "p99 ÷ rlf": (r.p99 / base.p99).toFixed(2),
+    "p99 ÷ rlf per round (min / median / max)": spread(r.slices.map((s, i) => s.p99 / base.slices[i].p99)),
+    "Redis CPU µs/decision": r.serverCpu.toFixed(2),
+    "Redis command µs/decision": r.commandCpu.toFixed(2),
+    "client CPU µs/decision": r.clientCpu.toFixed(2),
+    // What the ratio is where both contenders are CPU-bound (a busy machine): stalls cost no CPU.
+    "rlf's CPU ÷ this (Redis + client)": ((base.serverCpu + base.clientCpu) / (r.serverCpu + r.clientCpu)).toFixed(2),
+    "bytes/key": Math.round(r.bytes),
+  })),
 );
-admin.disconnect();
+console.log(`load average before: ${loadBefore}; after: ${loadAfter}`);
+if (own === undefined) admin.disconnect();
+else own.stop();
 if (process.env.BENCH_ABUSE === "0") process.exit(0);
 
 // --- Abusive traffic, on a private server -------------------------------------------------
 const ABUSERS = 100;
 const ABUSE_LIMIT = 10;
+const ABUSE_ROUNDS = 5;
 
-function freePort() {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-const dir = mkdtempSync(join(tmpdir(), "sluice-bench-"));
-const port = await freePort();
-const privateServer = spawn(
-  "redis-server",
-  ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
-  { stdio: "ignore" },
-);
-const privateUrl = `redis://127.0.0.1:${port}`;
-const privateAdmin = new Redis(privateUrl, { retryStrategy: () => 50 });
-privateAdmin.on("error", () => {}); // refused until the server is up
-for (let i = 0; i < 100; i++) {
-  try {
-    await privateAdmin.ping();
-    break;
-  } catch {
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const abuseServer = await privateRedis();
+const privateUrl = abuseServer.url;
+const privateAdmin = abuseServer.admin;
 
 /** Commands the private server has run (INFO's own calls excluded) and its CPU seconds. */
 async function serverCounters() {
-  const stats = await privateAdmin.info("commandstats");
-  let calls = 0;
-  for (const m of stats.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) if (m[1] !== "info") calls += Number(m[2]);
-  const cpu = await privateAdmin.info("cpu");
-  const field = (name) => Number(new RegExp(`${name}:([\\d.]+)`).exec(cpu)?.[1]);
-  return { calls, cpu: field("used_cpu_sys") + field("used_cpu_user") };
+  const stats = Object.values(await commandStats(privateAdmin));
+  return { calls: stats.reduce((a, s) => a + s.calls, 0), cpu: await serverCpuSeconds(privateAdmin) };
 }
 
 const abusers = Array.from({ length: ABUSERS }, (_, i) => `abuser:${i}`);
@@ -276,7 +253,7 @@ const abuseContenders = [
   {
     name: "sluice gcra (deny cache)",
     make(prefix) {
-      const client = sluiceClient(privateUrl);
+      const client = new Redis(privateUrl);
       const store = new RedisStore({ client, prefix });
       const limiter = createLimiter({ algorithm: "gcra", limit: ABUSE_LIMIT, periodMs: 60_000 }, { store });
       return {
@@ -292,7 +269,7 @@ const abuseContenders = [
   {
     name: "sluice gcra (denyCache: false)",
     make(prefix) {
-      const client = sluiceClient(privateUrl);
+      const client = new Redis(privateUrl);
       const store = new RedisStore({ client, prefix, denyCache: false });
       const limiter = createLimiter({ algorithm: "gcra", limit: ABUSE_LIMIT, periodMs: 60_000 }, { store });
       return {
@@ -352,7 +329,7 @@ async function abuse(check) {
 }
 
 const abuseResults = new Map(abuseContenders.map((c) => [c.name, []]));
-for (let round = 0; round < ROUNDS; round++) {
+for (let round = 0; round < ABUSE_ROUNDS; round++) {
   for (let i = 0; i < abuseContenders.length; i++) {
     const c = abuseContenders[(i + round) % abuseContenders.length];
     const prefix = `abuse-${run}-${round}-${i}:`;
@@ -366,7 +343,7 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 const abuseBase = median(abuseResults.get("rate-limiter-flexible").map((r) => r.perSecond));
 console.log(
-  `\nAbusive traffic: ${DECISIONS} checks over ${ABUSERS} keys already over their limit (${ABUSE_LIMIT}/min), ${IN_FLIGHT} in flight, median of ${ROUNDS} rounds (private redis-server)`,
+  `\nAbusive traffic: ${DECISIONS} checks over ${ABUSERS} keys already over their limit (${ABUSE_LIMIT}/min), ${IN_FLIGHT} in flight, median of ${ABUSE_ROUNDS} rounds (private redis-server)`,
 );
 console.table(
   [...abuseResults].map(([name, rs]) => ({
@@ -378,6 +355,4 @@ console.table(
     allowed: rs.map((r) => r.allowed).join(" "),
   })),
 );
-privateAdmin.disconnect();
-privateServer.kill("SIGKILL");
-rmSync(dir, { recursive: true, force: true });
+abuseServer.stop();

@@ -193,11 +193,11 @@ const CONFIGS: Config[] = [
   },
 ];
 
-/** Script calls (EVALSHA + EVAL) a server has run so far. */
+/** Calls of the check program (FCALL, EVALSHA, EVAL) a server has run so far. */
 async function scriptCalls(port: number): Promise<number> {
   const info = (await rawCommand(port, "INFO commandstats")) ?? "";
   let calls = 0;
-  for (const name of ["evalsha", "eval"])
+  for (const name of ["fcall", "evalsha", "eval"])
     calls += Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
   return calls;
 }

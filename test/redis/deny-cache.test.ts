@@ -45,11 +45,11 @@ function store(client: RedisClientLike, prefix: string, options: object = {}): R
   return s;
 }
 
-/** Script calls (EVALSHA + EVAL) the server has run so far. */
+/** Calls of the check program (FCALL, EVALSHA, EVAL) the server has run so far. */
 async function scriptCalls(admin: Redis): Promise<number> {
   const info = await admin.info("commandstats");
   let calls = 0;
-  for (const name of ["evalsha", "eval"]) {
+  for (const name of ["fcall", "evalsha", "eval"]) {
     const m = new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(info);
     calls += Number(m?.[1] ?? 0);
   }

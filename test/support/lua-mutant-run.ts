@@ -124,11 +124,15 @@ test("Lua mutants against the parity suite", { timeout: 24 * 3600_000 }, async (
       const watchdog = setInterval(() => {
         admin.ping().catch(async (error: Error) => {
           if (!/BUSY/.test(error.message)) return;
-          await admin.call("SCRIPT", "KILL").catch(async (kill: Error) => {
-            if (!/UNKILLABLE/.test(kill.message)) return;
-            hung = true;
-            await admin.call("SHUTDOWN", "NOSAVE").catch(() => undefined);
-          });
+          // Checks run as a function (FCALL) where the server has them, else as a script.
+          const kill = (what: string) => admin.call(what, "KILL");
+          await kill("FUNCTION")
+            .catch(() => kill("SCRIPT"))
+            .catch(async (refused: Error) => {
+              if (!/UNKILLABLE/.test(refused.message)) return;
+              hung = true;
+              await admin.call("SHUTDOWN", "NOSAVE").catch(() => undefined);
+            });
         });
       }, 3000);
       let result: Result;
@@ -145,6 +149,7 @@ test("Lua mutants against the parity suite", { timeout: 24 * 3600_000 }, async (
       if (hung) return;
       try {
         await admin.call("SCRIPT", "FLUSH");
+        await admin.call("FUNCTION", "FLUSH");
         await admin.flushdb();
       } catch {
         // Still busy (a killed script not yet gone): end here, the parent restarts Redis.

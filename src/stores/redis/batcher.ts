@@ -8,7 +8,7 @@
  * usual case, sent once).
  *
  * Errors that prove the script did not run are recovered within `timeoutMs`, never after it:
- * NOSCRIPT → the same call with EVAL (which also caches the script); TRYAGAIN, ASK, MOVED and
+ * a missing function or script → loaded, or sent with EVAL (check-call.ts); TRYAGAIN, ASK, MOVED and
  * CLUSTERDOWN (a slot being migrated or a cluster reconfiguring: some keys of a multi-key call
  * are elsewhere) → the batch is split into one call per check, and a single check is retried
  * after a short pause. Any other error fails the batch without a retry (it may have run), so
@@ -27,10 +27,9 @@ import { Coalescer } from "../remote/coalescer.ts";
 import { exchange } from "../remote/exchange.ts";
 import { localMs } from "../remote/with-timeout.ts";
 import { Batch, type BatchRule, type Pending } from "./batch.ts";
-import type { RedisCommands } from "./client.ts";
+import type { CheckCaller } from "./check-call.ts";
 import type { NodeState } from "./nodes.ts";
 import { decodeCheck, replyFigures } from "./reply.ts";
-import type { CheckScript } from "./script.ts";
 
 /**
  * Most checks decided by one script call. A full batch is sent at once, mid-turn, so with many
@@ -53,7 +52,7 @@ const REPLY_MARGIN = 0.2;
 
 /**
  * Errors that prove a script call did not run and that a smaller call (one check) may get
- * past, so sending again cannot count twice (NOSCRIPT, the other one, is cured by EVAL).
+ * past, so sending again cannot count twice (a missing function or script, the other kind, is cured in check-call.ts).
  */
 const SPLIT = /^(?:ReplyError: )?(?:TRYAGAIN|ASK|MOVED|CLUSTERDOWN)\b|^Too many Cluster redirections/;
 
@@ -70,8 +69,7 @@ interface Attempt {
 
 /** Queues checks and sends them as batched script calls. */
 export class Batcher {
-  readonly #commands: RedisCommands;
-  readonly #script: CheckScript;
+  readonly #caller: CheckCaller;
   readonly #timeoutMs: number;
   /** How long after sending a call may still start in Redis: `timeoutMs` less a margin for the reply's way back. */
   readonly #budgetMs: number;
@@ -88,9 +86,8 @@ export class Batcher {
     this.#parked = resolve;
   };
 
-  constructor(commands: RedisCommands, script: CheckScript, timeoutMs: number, graceMs: number) {
-    this.#commands = commands;
-    this.#script = script;
+  constructor(caller: CheckCaller, timeoutMs: number, graceMs: number) {
+    this.#caller = caller;
     this.#timeoutMs = timeoutMs;
     this.#budgetMs = timeoutMs - Math.max(1, Math.floor(timeoutMs * REPLY_MARGIN));
     this.#grace = String(graceMs);
@@ -185,20 +182,11 @@ export class Batcher {
     if (error !== undefined) throw error;
   }
 
-  /** One EVALSHA, or EVAL when the server does not have the script (it did not run). */
-  async #call(batch: Batch, attempt: Attempt): Promise<unknown> {
-    const keys = batch.keys;
+  /** One call of the check program (FCALL, or EVALSHA: check-call.ts). */
+  #call(batch: Batch, attempt: Attempt): Promise<unknown> {
     // The script must not start after the point where its reply could still reach us in time.
     const args = batch.args(batch.node.deadline(attempt.sentAt, this.#budgetMs), this.#grace);
-    const { sha, source } = this.#script;
-    try {
-      return await this.#commands.evalsha(sha, keys, args);
-    } catch (error) {
-      // Unless the callers were already answered by the failure policy (timeout): running it
-      // now would count requests that were told something else.
-      if (!attempt.late && message(error).startsWith("NOSCRIPT")) return this.#commands.eval(source, keys, args);
-      throw error;
-    }
+    return this.#caller.call(batch.keys, args, () => attempt.late);
   }
 
   /** Decodes the reply and settles every check, or returns the error for a malformed reply (settling none). */

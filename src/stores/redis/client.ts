@@ -51,6 +51,11 @@ export interface RedisCommands {
   /** Why it cannot subscribe (with `subscribes: false`), for the error refusing an explicit `denyCache`. */
   readonly noSubscription?: string;
   evalsha(sha: string, keys: string[], args: string[]): Promise<unknown>;
+  /**
+   * Sends one raw command to the one server (FUNCTION LOAD, FCALL: check-call.ts); undefined
+   * on a Cluster, whose nodes would each need the library, and on REST clients.
+   */
+  command?(args: string[]): Promise<unknown>;
   eval(source: string, keys: string[], args: string[]): Promise<unknown>;
   del(keys: string[]): Promise<unknown>;
   publish(channel: string, message: string): Promise<unknown>;

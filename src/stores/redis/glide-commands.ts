@@ -60,6 +60,7 @@ export function glideCommands(c: Record<string, unknown>): RedisCommands {
     noSubscription: "a valkey-glide client cannot (it delivers pub/sub only to the callback given when it is created)",
     evalsha: (sha, keys, args) => send(["EVALSHA", sha, String(keys.length), ...keys, ...args]),
     eval: (source, keys, args) => send(["EVAL", source, String(keys.length), ...keys, ...args]),
+    ...(cluster ? {} : { command: send }),
     del: (keys) => send(["DEL", ...keys]),
     publish: (channel, message) => send(["PUBLISH", channel, message]),
     subscribe: () =>

@@ -43,11 +43,13 @@ export function ioredisCommands(c: Record<string, unknown>): RedisCommands {
   const evalScript = connected(c.eval as Send);
   const del = connected(c.del as Send);
   const publish = connected(c.publish as Send);
+  const raw = connected(c.call as Send);
   return {
     cluster,
     // ioredis flattens array arguments one level (v5 and v6), so nothing is spread here.
     evalsha: (sha, keys, args) => evalsha(sha, keys.length, keys, args),
     eval: (source, keys, args) => evalScript(source, keys.length, keys, args),
+    ...(cluster || typeof c.call !== "function" ? {} : { command: (args: string[]) => raw(...args) }),
     del: (keys) => del(...keys),
     publish: (channel, message) => publish(channel, message),
     subscribe: async (channel, onMessage, onLink, onEnd) => {

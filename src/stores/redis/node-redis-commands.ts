@@ -42,6 +42,7 @@ export function nodeRedisCommands(c: Record<string, unknown>): RedisCommands {
     cluster,
     evalsha: (sha, keys, args) => run(["EVALSHA", sha, String(keys.length), ...keys, ...args], keys[0]),
     eval: (source, keys, args) => run(["EVAL", source, String(keys.length), ...keys, ...args], keys[0]),
+    ...(cluster ? {} : { command: (args: string[]) => run(args, undefined) }),
     del: (keys) => run(["DEL", ...keys], keys[0]),
     publish: (channel, message) => run(["PUBLISH", channel, message], channel),
     subscribe: async (channel, onMessage, onLink, onEnd) => {

@@ -20,6 +20,7 @@ import { firstFailureWarning } from "../remote/failure-warning.ts";
 import { checkTimeoutMs } from "../remote/with-timeout.ts";
 import { Batcher } from "./batcher.ts";
 import { RedisBoundRule, type StoreParts } from "./bound-rule.ts";
+import { CheckCaller } from "./check-call.ts";
 import { adaptClient, type RedisClientLike } from "./client.ts";
 import { connectClient, type RedisConnectOptions, splitConnectOptions } from "./connect.ts";
 import { DEFAULT_PREFIX } from "./defaults.ts";
@@ -169,7 +170,7 @@ export class RedisStore implements Store {
       timeoutMs: this.timeoutMs,
       commands,
       nodes: new Nodes(commands, checkBreaker(options.breaker)),
-      batcher: new Batcher(commands, checkScript(), this.timeoutMs, Math.ceil(grace)),
+      batcher: new Batcher(new CheckCaller(commands, checkScript()), this.timeoutMs, Math.ceil(grace)),
       onError,
       onFailure: firstFailureWarning(`RedisStore (prefix ${JSON.stringify(prefix)})`, describePolicy(onError)),
       denyCache,

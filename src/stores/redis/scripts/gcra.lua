@@ -73,8 +73,11 @@ end
 -- (bench/redis-callgrind.mjs). The denying paths keep the calls.
 local function em_step(P, S, now, cost, commit)
   local den, per, burst, tau = P.den, P.per, P.burst, P.tau
-  local nowMs = floor(now)
-  local nowTicks = floor((now - nowMs) * den)
+  -- floor(x) of a finite x is x - x % 1 here, exactly (x % 1 is x - floor(x), an exact
+  -- difference), without math.floor's C call (~500 Redis instructions each, callgrind).
+  local nowMs = now - now % 1
+  local nowTicks = (now - nowMs) * den
+  nowTicks = nowTicks - nowTicks % 1
   local ms, ticks = S.ms, S.ticks
   if S.den ~= den and ticks ~= 0 then ms, ticks = ms + 1, 0 end
   local dm, frac = ms - nowMs, ticks - nowTicks
@@ -93,13 +96,19 @@ local function em_step(P, S, now, cost, commit)
     local after = backlog + need
     if commit then
       local at = nowTicks + after
-      local carry = floor(at / den)
+      local carry = at / den
+      carry = carry - carry % 1
       S.ms, S.ticks, S.den = nowMs + carry, at - carry * den, den
     end
     local delay = 0
     if P.delays then delay = ceil(backlog / den) end
-    -- after <= tau: never below 0, so em_remaining's clamp is not needed here.
-    return true, floor((tau - after) / per), delay, ceil(after / den)
+    -- after <= tau: never below 0, so em_remaining's clamp is not needed here. The same floor
+    -- as above, and ceil(q) as floor(q) + 1 unless q is whole (q >= 0: no sign of zero to keep).
+    local left = (tau - after) / per
+    local reset = after / den
+    local part = reset % 1
+    if part > 0 then reset = reset - part + 1 end
+    return true, left - left % 1, delay, reset
   end
   return false, em_remaining(P, backlog), ceil((backlog + need - tau) / den), ceil(backlog / den)
 end
@@ -108,7 +117,8 @@ local function emission(delays)
   return function(per, den, burst)
     local tau = burst * per
     return {
-      per = per, den = den, burst = burst, tau = tau, nearMs = ceil(tau / den) + 1, delays = delays, S = {}, tails = {},
+      per = per, den = den, burst = burst, tau = tau, nearMs = ceil(tau / den) + 1, delays = delays,
+      S = {}, tails = {}, tailCount = 0,
       step = em_step, refund = em_refund, fresh = em_fresh, force = em_force,
       load = em_load, save = em_save, write = setState,
     }

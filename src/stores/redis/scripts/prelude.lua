@@ -19,7 +19,8 @@ local floor, ceil, abs = math.floor, math.ceil, math.abs
 local fmt, match, sub = string.format, string.match, string.sub
 local pack, unpack = struct.pack, struct.unpack
 local call = redis.call
-local tonumber, pcall, KEYS, ARGV = tonumber, pcall, KEYS, ARGV
+local tonumber, pcall = tonumber, pcall
+-- KEYS and ARGV are the guard's locals (script.ts): the call's own, as a script or a function.
 
 -- src/algorithms/decision.ts ceilMs: rounds a duration up, ignoring float noise below EPSILON.
 local function ceilMs(ms)
@@ -52,7 +53,17 @@ local function enc(x)
   return t
 end
 
-local grace = tonumber(ARGV[1])
+local grace = 0
+
+-- The state each call starts from: no texts cached (TXT would grow across calls of a function
+-- library, whose definitions live on) and the call's expiry grace. A script (EVAL) runs this
+-- file on every call and starts at once; the function library (FCALL, script.ts) defines it
+-- once and starts each call with sluice_begin.
+local function sluice_begin()
+  TXT = {}
+  grace = tonumber(ARGV[1])
+end
+if ARGV then sluice_begin() end
 -- Longest expiry written: 2^53 ms (285,000 years); beyond it Redis would refuse the command.
 local MAX_TTL = TWO_POW_53
 
