@@ -98,11 +98,66 @@ describe("Shedder with an adaptive limit", () => {
       expect(shedder.admit({ p: 5 })).toBeUndefined(); // the flood's 2 of 8 are taken: refused
       clock.advance(10);
       for (const release of held) release();
+      // One more request: a window lasts at least twice the long-term latency (10 ms).
+      const extra = shedder.admit({ p: 5 }) as Release;
+      clock.advance(10);
+      extra();
     };
     finish(2); // the first probe (at 8) ends: slow start from 8
     expect(shedder.stats().limit).toBe(8);
     finish(2); // 2 of 8 in flight, the limit refused one, no queue: grows (1.5×, slow start)
     expect(shedder.stats().limit).toBe(12);
+  });
+
+  it("keeps a reserve during a probe: covered levels admitted against the limit the probe resumes", () => {
+    const clock = new ManualClock(0);
+    const shedder = new Shedder<{ p: number }>({
+      limit: "adaptive",
+      adaptive: { minSamples: 1, windowMs: 10, minLimit: 4, initialLimit: 20, probeIntervalMs: 1000 },
+      reserve: { 0: 0.75 },
+      priority: (r) => r.p,
+      clock,
+    });
+    // Leave slow start: the first probe ends (limit 20), then a window queues (4× the latency).
+    let release = shedder.admit({ p: 5 }) as Release;
+    clock.advance(10);
+    release();
+    expect(shedder.stats().limit).toBe(20);
+    release = shedder.admit({ p: 5 }) as Release;
+    clock.advance(40);
+    release();
+    expect(shedder.stats().limit).toBe(10); // cut, at most halved; slow start over
+    // The next completion past 1000 ms starts a probe at minLimit 4.
+    clock.set(1100);
+    release = shedder.admit({ p: 5 }) as Release;
+    clock.advance(10);
+    release();
+    expect(shedder.stats().limit).toBe(4);
+    // The flood gets the probe's share (4 − 3 = 1 slot); critical requests get the steady 10.
+    const flood = shedder.admit({ p: 5 });
+    expect(flood).toBeTypeOf("function");
+    expect(shedder.admit({ p: 5 })).toBeUndefined();
+    let critical = 0;
+    while (shedder.admit({ p: 0 }) !== undefined) critical++;
+    expect(critical).toBe(9);
+    expect(shedder.stats().shedByPriority[0]).toBe(1);
+  });
+
+  it("admits covered levels against maxLimit during slow start (a flood's first windows shed no critical request)", () => {
+    const shedder = new Shedder<{ p: number }>({
+      limit: "adaptive",
+      adaptive: { maxLimit: 50 },
+      reserve: { 0: 0.5 },
+      priority: (r) => r.p,
+      clock: new ManualClock(0),
+    });
+    expect(shedder.stats().limit).toBe(4);
+    let flood = 0;
+    while (shedder.admit({ p: 5 }) !== undefined) flood++;
+    expect(flood).toBe(2);
+    let critical = 0;
+    while (shedder.admit({ p: 0 }) !== undefined) critical++;
+    expect(critical).toBe(48);
   });
 
   it("samples finished requests only: a release(false) (aborted, failed) moves nothing", () => {

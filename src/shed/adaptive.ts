@@ -3,12 +3,25 @@
  * steps the pure gradient algorithm (src/shed/gradient.ts) when a window closes. No timers: a
  * window closes on the completion that finds it old and full enough.
  */
-import { effectiveLimit, type GradientParams, type GradientState, gradientStep, initialGradient } from "./gradient.ts";
+import {
+  effectiveLimit,
+  type GradientParams,
+  type GradientState,
+  gradientStep,
+  initialGradient,
+  steadyLimit,
+} from "./gradient.ts";
 
 /** The limit `loadShed` admits against: a fixed number, or one that follows latency. */
 export interface LimitSource {
   /** Requests that may be in flight now. */
   current(): number;
+  /**
+   * The limit a reserve's shares are taken of: `current()`, except while the adaptive limit
+   * probes at `minLimit`, when it is the limit the probe resumes (a reserve holds during a
+   * probe: the probe holds back the less critical traffic only).
+   */
+  steady(): number;
   /** A request started (with `inFlight` counting it) at `now`. */
   started(inFlight: number): void;
   /** A request admitted at `startedAt` completed at `now` after `rttMs`. */
@@ -19,7 +32,7 @@ export interface LimitSource {
 
 /** A limit that never moves. */
 export function fixedLimit(limit: number): LimitSource {
-  return { current: () => limit, started: () => {}, completed: () => {}, refused: () => {} };
+  return { current: () => limit, steady: () => limit, started: () => {}, completed: () => {}, refused: () => {} };
 }
 
 /** Windows this many times `windowMs` old close with any number of samples (a quiet service still adapts). */
@@ -29,10 +42,12 @@ const STRETCH = 10;
 export class AdaptiveLimit implements LimitSource {
   #state: GradientState;
   #limit: number;
+  #steady: number;
   readonly #params: GradientParams;
   readonly #random: () => number;
   #windowStart: number;
   #sum = 0;
+  #max = 0;
   #count = 0;
   #maxInFlight = 0;
   #limited = false;
@@ -44,6 +59,7 @@ export class AdaptiveLimit implements LimitSource {
     this.#random = random;
     this.#state = initialGradient(params, now);
     this.#limit = effectiveLimit(this.#state);
+    this.#steady = steadyLimit(this.#state, params);
     this.#windowStart = now;
   }
 
@@ -54,6 +70,10 @@ export class AdaptiveLimit implements LimitSource {
 
   current(): number {
     return this.#limit;
+  }
+
+  steady(): number {
+    return this.#steady;
   }
 
   started(inFlight: number): void {
@@ -67,20 +87,26 @@ export class AdaptiveLimit implements LimitSource {
   completed(rttMs: number, startedAt: number, now: number): void {
     if (startedAt < this.#since) return;
     this.#sum += rttMs;
+    if (rttMs > this.#max) this.#max = rttMs;
     this.#count++;
     const age = now - this.#windowStart;
     const p = this.#params;
-    if (age < p.windowMs || (this.#count < p.minSamples && age < p.windowMs * STRETCH)) return;
+    // At least two long-term latencies old too: requests admitted at once after a step finish
+    // one latency later, before the queue the step builds; the window must reach the requests
+    // admitted once the new limit filled up, or slow start steps again past capacity.
+    if (age < p.windowMs || age < 2 * this.#state.longRtt || (this.#count < p.minSamples && age < p.windowMs * STRETCH))
+      return;
     const probing = this.#state.resume !== undefined;
     const before = this.#state.limit;
     this.#state = gradientStep(
       this.#state,
-      { rtt: this.#sum / this.#count, maxInFlight: this.#maxInFlight, limited: this.#limited },
+      { rtt: this.#sum / this.#count, maxRtt: this.#max, maxInFlight: this.#maxInFlight, limited: this.#limited },
       now,
       p,
       this.#random(),
     );
     this.#limit = effectiveLimit(this.#state);
+    this.#steady = steadyLimit(this.#state, this.#params);
     // A probe starts now, the limit was cut, or it grew in slow start: only requests admitted
     // from now on show the latency at the new limit (those admitted before would cut it again
     // for the same queue, or hide the queue a slow-start step made).
@@ -90,6 +116,7 @@ export class AdaptiveLimit implements LimitSource {
     }
     this.#windowStart = now;
     this.#sum = 0;
+    this.#max = 0;
     this.#count = 0;
     this.#maxInFlight = 0;
     this.#limited = false;
