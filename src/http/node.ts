@@ -46,6 +46,8 @@ export interface NodeRateLimit<
 /** Reads Node requests: the socket's peer address, headers joined as Node joins repeats. */
 export const nodeReader: RequestReader<IncomingMessage> = {
   address: (request) => socketPeer(request.socket),
+  // (A request built by hand, as some tests and frameworks' inject() do, may have none.)
+  connection: (request) => request.socket ?? undefined,
   header: (request, name) => {
     const value = request.headers[name];
     return Array.isArray(value) ? value.join(", ") : value;
