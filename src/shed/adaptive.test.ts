@@ -133,14 +133,48 @@ describe("Shedder with an adaptive limit", () => {
     clock.advance(10);
     release();
     expect(shedder.stats().limit).toBe(4);
-    // The flood gets the probe's share (4 − 3 = 1 slot); critical requests get the steady 10.
+    // The flood gets the probe's share (4 − 3 = 1 slot); critical requests the highest steady
+    // limit of the last 10 windows (20, before the cut): 19 more.
     const flood = shedder.admit({ p: 5 });
     expect(flood).toBeTypeOf("function");
     expect(shedder.admit({ p: 5 })).toBeUndefined();
     let critical = 0;
     while (shedder.admit({ p: 0 }) !== undefined) critical++;
-    expect(critical).toBe(9);
+    expect(critical).toBe(19);
     expect(shedder.stats().shedByPriority[0]).toBe(1);
+  });
+
+  it("lets a cut reach the reserve's levels only after 10 windows", () => {
+    const clock = new ManualClock(0);
+    const shedder = new Shedder<{ p: number }>({
+      limit: "adaptive",
+      adaptive: { minSamples: 1, windowMs: 10, minLimit: 4, initialLimit: 40, probeIntervalMs: 1e9 },
+      reserve: { 0: 0.5 },
+      priority: (r) => r.p,
+      clock,
+    });
+    const window = (rtt: number) => {
+      const release = shedder.admit({ p: 0 }) as Release;
+      clock.advance(rtt);
+      release();
+    };
+    window(10); // the first probe ends: 40, slow start
+    window(40); // queued: cut to 20 (halved at most), slow start over
+    expect(shedder.stats().limit).toBe(20);
+    const criticalRoom = () => {
+      const held: Release[] = [];
+      for (let r = shedder.admit({ p: 0 }); r !== undefined; r = shedder.admit({ p: 0 })) held.push(r as Release);
+      for (const release of held) release(false);
+      return held.length;
+    };
+    expect(criticalRoom()).toBe(40);
+    // 9 more windows, each queued (2× the long-term 10 ms): the limit falls to minLimit (13, 8, 5, 4…),
+    // the reserve's levels keep the highest limit of the last 10 windows (40 has left them, 20 not).
+    for (let i = 0; i < 9; i++) window(20);
+    expect(shedder.stats().limit).toBe(4);
+    expect(criticalRoom()).toBe(20);
+    window(20);
+    expect(criticalRoom()).toBe(13); // the next window's cut: 20 × 1.3 × 10 / 20
   });
 
   it("admits covered levels against maxLimit during slow start (a flood's first windows shed no critical request)", () => {

@@ -35,6 +35,9 @@ export function fixedLimit(limit: number): LimitSource {
   return { current: () => limit, steady: () => limit, started: () => {}, completed: () => {}, refused: () => {} };
 }
 
+/** How many windows a cut takes to reach the reserve's levels (about a second at the default 100 ms). */
+const RESERVE_WINDOWS = 10;
+
 /** Windows this many times `windowMs` old close with any number of samples (a quiet service still adapts). */
 const STRETCH = 10;
 
@@ -43,6 +46,8 @@ export class AdaptiveLimit implements LimitSource {
   #state: GradientState;
   #limit: number;
   #steady: number;
+  /** The steady limits of the last windows (newest last), at most {@link RESERVE_WINDOWS}. */
+  readonly #recent: number[] = [];
   readonly #params: GradientParams;
   readonly #random: () => number;
   #windowStart: number;
@@ -76,6 +81,21 @@ export class AdaptiveLimit implements LimitSource {
     return this.#steady;
   }
 
+  /**
+   * The limit the reserve's levels are admitted against: the highest steady limit of the last
+   * {@link RESERVE_WINDOWS} windows. A cut (a stall on a busy host cuts it to half in one
+   * window) sheds the less critical traffic at once, but reaches the reserve only when it
+   * lasts: critical requests already spread over the slots they had would be shed otherwise.
+   */
+  #reserveLimit(): number {
+    const state = this.#state;
+    const recent = this.#recent;
+    // (In slow start the reserve's levels have maxLimit; what the limit reached is kept.)
+    recent.push(state.slowStart ? effectiveLimit(state) : steadyLimit(state, this.#params));
+    if (recent.length > RESERVE_WINDOWS) recent.shift();
+    return state.slowStart ? this.#params.maxLimit : Math.max(...recent);
+  }
+
   started(inFlight: number): void {
     if (inFlight > this.#maxInFlight) this.#maxInFlight = inFlight;
   }
@@ -106,7 +126,7 @@ export class AdaptiveLimit implements LimitSource {
       this.#random(),
     );
     this.#limit = effectiveLimit(this.#state);
-    this.#steady = steadyLimit(this.#state, this.#params);
+    this.#steady = this.#reserveLimit();
     // A probe starts now, the limit was cut, or it grew in slow start: only requests admitted
     // from now on show the latency at the new limit (those admitted before would cut it again
     // for the same queue, or hide the queue a slow-start step made).

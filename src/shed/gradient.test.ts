@@ -63,7 +63,13 @@ describe("gradientStep at fixed windows", () => {
       why: "slow start ends: back to the last limit that did not queue if the gradient cuts less",
     },
   ])("$why", ({ rtt, maxRtt, inFlight, limit, slowStart = false, limited = false }) => {
-    const next = gradientStep(warm({ slowStart }), { rtt, maxRtt: maxRtt ?? rtt, maxInFlight: inFlight, limited }, 0, P, 0);
+    const next = gradientStep(
+      warm({ slowStart }),
+      { rtt, maxRtt: maxRtt ?? rtt, maxInFlight: inFlight, limited },
+      0,
+      P,
+      0,
+    );
     expect(next.limit).toBeCloseTo(limit, 6);
     expect(next.resume).toBeUndefined();
     expect(next.slowStart).toBe(slowStart && rtt <= 13);
