@@ -75,7 +75,7 @@ export const UNKNOWN_CLIENT: Client = { bytes: undefined, key: "unknown", storeK
 /** Warns once per code, as a process warning (console elsewhere). */
 export type Warn = (code: string, message: string) => void;
 
-/** What a connection resolved to (`trustProxy: false`): its client, and whether its peer is private or loopback. */
+/** What a socket address resolves to (`trustProxy: false`): its client, and whether the peer is private or loopback. */
 interface Peer {
   readonly client: Client;
   readonly socket: string;
@@ -99,10 +99,8 @@ export class ClientAddresses<Req> {
   readonly #proxyHeader: ProxyHeader;
   readonly #subnet: number;
   readonly #warn: Warn;
-  /** Socket address → client, for `trustProxy: false` (the client depends on the address alone). */
-  readonly #cache = new Map<string, Client>();
-  /** Cached peers that are private or loopback: only their forwarding header is worth a warning. */
-  readonly #local = new Set<string>();
+  /** Socket address → peer, for `trustProxy: false` (the client depends on the address alone). */
+  readonly #cache = new Map<string, Peer>();
   /** Whether SLUICE_UNTRUSTED_FORWARDED was given (then the header is not read any more). */
   #forwardedWarned = false;
   /**
@@ -145,7 +143,8 @@ export class ClientAddresses<Req> {
       const socket = this.#reader.address(request);
       // No address, or a Unix socket (warned, shared bucket): resolved per request as before.
       if (socket === undefined || socket === UNIX_SOCKET_PEER) return this.#bySocket(request);
-      peer = { client: this.#cached(socket), socket, local: LOCAL_PEER.test(socket) };
+      // (The address's own entry: a connection per request, as inject() makes, allocates nothing.)
+      peer = this.#cached(socket);
       this.#byConnection.set(connection, peer);
     }
     if (peer.local) this.#checkForwarded(request, peer.socket);
@@ -163,9 +162,9 @@ export class ClientAddresses<Req> {
     }
     if (socket === UNIX_SOCKET_PEER) return this.#unixPeer(this.#reader.header(request, this.#proxyHeader));
     if (this.#trust.kind === "none") {
-      const client = this.#cached(socket);
-      if (this.#local.has(socket)) this.#checkForwarded(request, socket);
-      return client;
+      const peer = this.#cached(socket);
+      if (peer.local) this.#checkForwarded(request, socket);
+      return peer.client;
     }
     const raw = this.#reader.header(request, this.#proxyHeader);
     if (raw === undefined) {
@@ -179,19 +178,16 @@ export class ClientAddresses<Req> {
   }
 
   /** The `trustProxy: false` client of a socket address, from the cache by address. */
-  #cached(socket: string): Client {
-    let client = this.#cache.get(socket);
-    if (client === undefined) {
-      client = this.#client(socket, []);
+  #cached(socket: string): Peer {
+    let peer = this.#cache.get(socket);
+    if (peer === undefined) {
+      // Private and loopback peers: only their forwarding header is worth a warning.
+      peer = { client: this.#client(socket, []), socket, local: LOCAL_PEER.test(socket) };
       // Bounded: a flood of distinct peers only costs a re-parse once the cache is full.
-      if (this.#cache.size >= CACHE_SIZE) {
-        this.#cache.clear();
-        this.#local.clear();
-      }
-      this.#cache.set(socket, client);
-      if (LOCAL_PEER.test(socket)) this.#local.add(socket);
+      if (this.#cache.size >= CACHE_SIZE) this.#cache.clear();
+      this.#cache.set(socket, peer);
     }
-    return client;
+    return peer;
   }
 
   /**
