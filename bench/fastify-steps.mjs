@@ -23,11 +23,12 @@ const RATE_LIMIT = '"default";r=999999999;t=3600';
 const fastifyReader = {
   address: (request) => nodeReader.address(request.raw),
   header: (request, name) => nodeReader.header(request.raw, name),
+  connection: (request) => request.raw.socket ?? undefined,
 };
 
 /** Adds step `step`'s onRequest hook to `app`, limiting by `spec`. */
 export function addStep(app, step, spec) {
-  const reader = step === "s2n" ? { address: fastifyReader.address, header: () => undefined } : fastifyReader;
+  const reader = step === "s2n" ? { ...fastifyReader, header: () => undefined } : fastifyReader;
   const engine = new Engine({ spec }, reader, []);
   const writer = new ReplyHeaderWriter();
   // Results kept somewhere, so no step's work is dead code to the compiler.

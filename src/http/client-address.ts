@@ -53,6 +53,11 @@ export interface RequestReader<Req> {
   address(request: Req): string | undefined;
   /** A header's value by its lower-case name. */
   header(request: Req, name: string): string | undefined;
+  /**
+   * The connection the request came on (a Node socket), if the adapter has one: without
+   * `trustProxy` a connection's client never changes, so it is resolved once per connection.
+   */
+  connection?(request: Req): object | undefined;
 }
 
 /** The client as far as `trustProxy` allows: its address bytes (if an IP) and its default key. */
@@ -69,6 +74,13 @@ export const UNKNOWN_CLIENT: Client = { bytes: undefined, key: "unknown", storeK
 
 /** Warns once per code, as a process warning (console elsewhere). */
 export type Warn = (code: string, message: string) => void;
+
+/** What a socket address resolves to (`trustProxy: false`): its client, and whether the peer is private or loopback. */
+interface Peer {
+  readonly client: Client;
+  readonly socket: string;
+  readonly local: boolean;
+}
 
 /** Reports each kind of misconfiguration once per middleware, as a process warning. */
 export function warner(): Warn {
@@ -87,12 +99,18 @@ export class ClientAddresses<Req> {
   readonly #proxyHeader: ProxyHeader;
   readonly #subnet: number;
   readonly #warn: Warn;
-  /** Socket address → client, for `trustProxy: false` (the client depends on the address alone). */
-  readonly #cache = new Map<string, Client>();
-  /** Cached peers that are private or loopback: only their forwarding header is worth a warning. */
-  readonly #local = new Set<string>();
+  /** Socket address → peer, for `trustProxy: false` (the client depends on the address alone). */
+  readonly #cache = new Map<string, Peer>();
   /** Whether SLUICE_UNTRUSTED_FORWARDED was given (then the header is not read any more). */
   #forwardedWarned = false;
+  /**
+   * Connection → client, for `trustProxy: false` and a reader that tells connections: a kept-alive
+   * connection's later requests skip the socket's address getter and the two lookups by address
+   * string (the per-request cost of the address path on a loopback benchmark). Weak: a closed
+   * connection's entry goes with it.
+   */
+  readonly #byConnection = new WeakMap<object, Peer>();
+  readonly #connection: ((request: Req) => object | undefined) | undefined;
 
   constructor(
     options: Pick<RateLimitOptions<Req>, "trustProxy" | "proxyHeader" | "ipv6Subnet">,
@@ -102,6 +120,8 @@ export class ClientAddresses<Req> {
     this.#reader = reader;
     this.#warn = warn;
     this.#trust = parseTrust(options.trustProxy);
+    // Only the `trustProxy: false` client is a function of the connection alone.
+    this.#connection = this.#trust.kind === "none" ? reader.connection : undefined;
     const proxyHeader = options.proxyHeader ?? "x-forwarded-for";
     if (proxyHeader !== "x-forwarded-for" && proxyHeader !== "forwarded") {
       throw new ConfigError(
@@ -116,6 +136,22 @@ export class ClientAddresses<Req> {
 
   /** The request's client, or undefined when the adapter could not tell the peer address. */
   of(request: Req): Client | undefined {
+    const connection = this.#connection?.(request);
+    if (connection === undefined) return this.#bySocket(request);
+    let peer = this.#byConnection.get(connection);
+    if (peer === undefined) {
+      const socket = this.#reader.address(request);
+      // No address, or a Unix socket (warned, shared bucket): resolved per request as before.
+      if (socket === undefined || socket === UNIX_SOCKET_PEER) return this.#bySocket(request);
+      // (The address's own entry: a connection per request, as inject() makes, allocates nothing.)
+      peer = this.#cached(socket);
+      this.#byConnection.set(connection, peer);
+    }
+    if (peer.local) this.#checkForwarded(request, peer.socket);
+    return peer.client;
+  }
+
+  #bySocket(request: Req): Client | undefined {
     const socket = this.#reader.address(request);
     if (socket === undefined) {
       this.#warn(
@@ -126,28 +162,9 @@ export class ClientAddresses<Req> {
     }
     if (socket === UNIX_SOCKET_PEER) return this.#unixPeer(this.#reader.header(request, this.#proxyHeader));
     if (this.#trust.kind === "none") {
-      let client = this.#cache.get(socket);
-      if (client === undefined) {
-        client = this.#client(socket, []);
-        // Bounded: a flood of distinct peers only costs a re-parse once the cache is full.
-        if (this.#cache.size >= CACHE_SIZE) {
-          this.#cache.clear();
-          this.#local.clear();
-        }
-        this.#cache.set(socket, client);
-        if (LOCAL_PEER.test(socket)) this.#local.add(socket);
-      }
-      // Without trust the header decides nothing; it is read (which makes Node build the request's
-      // headers object) only while it could still be worth its one warning.
-      if (
-        !this.#forwardedWarned &&
-        this.#proxyHeader === "x-forwarded-for" &&
-        this.#local.has(socket) &&
-        this.#reader.header(request, "x-forwarded-for") !== undefined
-      ) {
-        this.#warnForwarded(socket);
-      }
-      return client;
+      const peer = this.#cached(socket);
+      if (peer.local) this.#checkForwarded(request, socket);
+      return peer.client;
     }
     const raw = this.#reader.header(request, this.#proxyHeader);
     if (raw === undefined) {
@@ -158,6 +175,33 @@ export class ClientAddresses<Req> {
     }
     const chain = raw === undefined ? [] : this.#proxyHeader === "forwarded" ? forwardedFor(raw) : raw.split(",");
     return this.#client(socket, chain);
+  }
+
+  /** The `trustProxy: false` client of a socket address, from the cache by address. */
+  #cached(socket: string): Peer {
+    let peer = this.#cache.get(socket);
+    if (peer === undefined) {
+      // Private and loopback peers: only their forwarding header is worth a warning.
+      peer = { client: this.#client(socket, []), socket, local: LOCAL_PEER.test(socket) };
+      // Bounded: a flood of distinct peers only costs a re-parse once the cache is full.
+      if (this.#cache.size >= CACHE_SIZE) this.#cache.clear();
+      this.#cache.set(socket, peer);
+    }
+    return peer;
+  }
+
+  /**
+   * Without trust the header decides nothing; it is read (which makes Node build the request's
+   * headers object) only from a local peer, and only while it could still be worth its one warning.
+   */
+  #checkForwarded(request: Req, socket: string): void {
+    if (
+      !this.#forwardedWarned &&
+      this.#proxyHeader === "x-forwarded-for" &&
+      this.#reader.header(request, "x-forwarded-for") !== undefined
+    ) {
+      this.#warnForwarded(socket);
+    }
   }
 
   /**

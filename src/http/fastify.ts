@@ -68,6 +68,7 @@ function hookFor(
     {
       address: (request) => nodeReader.address(request.raw),
       header: (request, name) => nodeReader.header(request.raw, name),
+      connection: (request) => request.raw.socket ?? undefined,
     },
     adapterKeys,
     // @fastify/rate-limit's `x-ratelimit-reset` is the seconds left, not an epoch second.

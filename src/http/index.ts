@@ -53,6 +53,7 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
     {
       address: (r) => (isWebRequest(r) ? web.address(r) : nodeReader.address(r)),
       header: (r, name) => (isWebRequest(r) ? web.header(r, name) : nodeReader.header(r, name)),
+      connection: (r) => (isWebRequest(r) ? undefined : (r.socket ?? undefined)),
     },
     ["onLimited"],
   );

@@ -35,6 +35,7 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitH
     {
       address: (ctx) => nodeReader.address(ctx.req),
       header: (ctx, name) => nodeReader.header(ctx.req, name),
+      connection: (ctx) => ctx.req.socket ?? undefined,
     },
     ["onLimited"],
   );

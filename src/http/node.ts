@@ -46,6 +46,8 @@ export interface NodeRateLimit<
 /** Reads Node requests: the socket's peer address, headers joined as Node joins repeats. */
 export const nodeReader: RequestReader<IncomingMessage> = {
   address: (request) => socketPeer(request.socket),
+  // (A request built by hand, as some tests and frameworks' inject() do, may have none.)
+  connection: (request) => request.socket ?? undefined,
   header: (request, name) => {
     const value = request.headers[name];
     return Array.isArray(value) ? value.join(", ") : value;
@@ -92,8 +94,10 @@ export function onResponseEnd(
     left();
     return;
   }
-  response.once("finish", () => end(response.statusCode));
-  response.once("close", () => (response.writableFinished ? end(response.statusCode) : left()));
+  // One listener: Node emits 'close' on every response, after 'finish' when it was fully sent
+  // (on the next tick), alone when the connection went first. `on`, not `once`: it fires once
+  // anyway, and `once` allocates a wrapper per response.
+  response.on("close", () => (response.writableFinished ? end(response.statusCode) : left()));
 }
 
 /** Reports to `engine` how the response of a passing `verdict` ended (`count`), on its Node response `raw`. */

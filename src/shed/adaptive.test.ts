@@ -98,11 +98,100 @@ describe("Shedder with an adaptive limit", () => {
       expect(shedder.admit({ p: 5 })).toBeUndefined(); // the flood's 2 of 8 are taken: refused
       clock.advance(10);
       for (const release of held) release();
+      // One more request: a window lasts at least twice the long-term latency (10 ms).
+      const extra = shedder.admit({ p: 5 }) as Release;
+      clock.advance(10);
+      extra();
     };
     finish(2); // the first probe (at 8) ends: slow start from 8
     expect(shedder.stats().limit).toBe(8);
     finish(2); // 2 of 8 in flight, the limit refused one, no queue: grows (1.5×, slow start)
     expect(shedder.stats().limit).toBe(12);
+  });
+
+  it("keeps a reserve during a probe: covered levels admitted against the limit the probe resumes", () => {
+    const clock = new ManualClock(0);
+    const shedder = new Shedder<{ p: number }>({
+      limit: "adaptive",
+      adaptive: { minSamples: 1, windowMs: 10, minLimit: 4, initialLimit: 20, probeIntervalMs: 1000 },
+      reserve: { 0: 0.75 },
+      priority: (r) => r.p,
+      clock,
+    });
+    // Leave slow start: the first probe ends (limit 20), then a window queues (4× the latency).
+    let release = shedder.admit({ p: 5 }) as Release;
+    clock.advance(10);
+    release();
+    expect(shedder.stats().limit).toBe(20);
+    release = shedder.admit({ p: 5 }) as Release;
+    clock.advance(40);
+    release();
+    expect(shedder.stats().limit).toBe(10); // cut, at most halved; slow start over
+    // The next completion past 1000 ms starts a probe at minLimit 4.
+    clock.set(1100);
+    release = shedder.admit({ p: 5 }) as Release;
+    clock.advance(10);
+    release();
+    expect(shedder.stats().limit).toBe(4);
+    // The flood gets the probe's share (4 − 3 = 1 slot); critical requests the highest steady
+    // limit of the last 10 windows (20, before the cut): 19 more.
+    const flood = shedder.admit({ p: 5 });
+    expect(flood).toBeTypeOf("function");
+    expect(shedder.admit({ p: 5 })).toBeUndefined();
+    let critical = 0;
+    while (shedder.admit({ p: 0 }) !== undefined) critical++;
+    expect(critical).toBe(19);
+    expect(shedder.stats().shedByPriority[0]).toBe(1);
+  });
+
+  it("lets a cut reach the reserve's levels only after 10 windows", () => {
+    const clock = new ManualClock(0);
+    const shedder = new Shedder<{ p: number }>({
+      limit: "adaptive",
+      adaptive: { minSamples: 1, windowMs: 10, minLimit: 4, initialLimit: 40, probeIntervalMs: 1e9 },
+      reserve: { 0: 0.5 },
+      priority: (r) => r.p,
+      clock,
+    });
+    const window = (rtt: number) => {
+      const release = shedder.admit({ p: 0 }) as Release;
+      clock.advance(rtt);
+      release();
+    };
+    window(10); // the first probe ends: 40, slow start
+    window(40); // queued: cut to 20 (halved at most), slow start over
+    expect(shedder.stats().limit).toBe(20);
+    const criticalRoom = () => {
+      const held: Release[] = [];
+      for (let r = shedder.admit({ p: 0 }); r !== undefined; r = shedder.admit({ p: 0 })) held.push(r as Release);
+      for (const release of held) release(false);
+      return held.length;
+    };
+    expect(criticalRoom()).toBe(40);
+    // 9 more windows, each queued (2× the long-term 10 ms): the limit falls to minLimit (13, 8, 5, 4…),
+    // the reserve's levels keep the highest limit of the last 10 windows (40 has left them, 20 not).
+    for (let i = 0; i < 9; i++) window(20);
+    expect(shedder.stats().limit).toBe(4);
+    expect(criticalRoom()).toBe(20);
+    window(20);
+    expect(criticalRoom()).toBe(13); // the next window's cut: 20 × 1.3 × 10 / 20
+  });
+
+  it("admits covered levels against maxLimit during slow start (a flood's first windows shed no critical request)", () => {
+    const shedder = new Shedder<{ p: number }>({
+      limit: "adaptive",
+      adaptive: { maxLimit: 50 },
+      reserve: { 0: 0.5 },
+      priority: (r) => r.p,
+      clock: new ManualClock(0),
+    });
+    expect(shedder.stats().limit).toBe(4);
+    let flood = 0;
+    while (shedder.admit({ p: 5 }) !== undefined) flood++;
+    expect(flood).toBe(2);
+    let critical = 0;
+    while (shedder.admit({ p: 0 }) !== undefined) critical++;
+    expect(critical).toBe(48);
   });
 
   it("samples finished requests only: a release(false) (aborted, failed) moves nothing", () => {

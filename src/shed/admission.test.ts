@@ -20,6 +20,19 @@ describe("heldShares and allowances", () => {
   });
 });
 
+describe("allowances during an adaptive probe (steady limit above the probe's)", () => {
+  it.each([
+    // The levels a reserve covers keep their allowance of the steady limit; the rest get the probe's.
+    { reserve: { 0: 0.75 }, limit: 4, steady: 20, allowed: [20, 1, 1, 1, 1, 1, 1, 1, 1, 1] },
+    { reserve: { 1: 0.2 }, limit: 4, steady: 10, allowed: [10, 10, 3, 3, 3, 3, 3, 3, 3, 3] },
+    { reserve: { 0: 0.1, 3: 0.2 }, limit: 4, steady: 10, allowed: [10, 9, 9, 9, 2, 2, 2, 2, 2, 2] },
+    { reserve: { 8: 0.3 }, limit: 4, steady: 100, allowed: [100, 100, 100, 100, 100, 100, 100, 100, 100, 2] },
+    { reserve: {}, limit: 4, steady: 100, allowed: [4, 4, 4, 4, 4, 4, 4, 4, 4, 4], why: "no reserve: all probe" },
+  ])("reserve $reserve, probe at $limit, steady $steady", ({ reserve, limit, steady, allowed }) => {
+    expect(allowances(limit, heldShares(reserve), steady)).toEqual(allowed);
+  });
+});
+
 describe("admits", () => {
   const allowance = allowances(10, heldShares({ 1: 0.2 }));
   it.each([

@@ -28,10 +28,22 @@ export function heldShares(reserve: Reserve): number[] {
  * How many requests may be in flight when one of each priority arrives, for `limit`: the limit
  * less the slots held for more critical levels, rounded so that the reserve is never smaller
  * than its share (a share of a slot holds the whole slot).
+ *
+ * `steady` (default `limit`) is the limit outside an adaptive probe. While the probe holds the
+ * limit at `minLimit` to re-measure the unloaded latency, the levels a reserve covers keep
+ * their allowance of the steady limit, and only the uncovered ones are held to the probe's:
+ * otherwise a probe would shrink the reserve to a share of `minLimit` and shed critical
+ * requests for a window every probe interval.
  */
-export function allowances(limit: number, held: readonly number[]): number[] {
-  // The epsilon keeps 10 × 0.2 at 2 slots, not 3, despite binary fractions.
-  return held.map((share) => Math.max(0, limit - Math.ceil(limit * share - 1e-9)));
+export function allowances(limit: number, held: readonly number[], steady = limit): number[] {
+  // Levels 0–8 can hold a reserve, 9 cannot: the last level's held share is the whole reserve,
+  // and a level holding less than that is covered by some reserve.
+  const total = held[held.length - 1] ?? 0;
+  return held.map((share) => {
+    const base = share < total ? steady : limit;
+    // The epsilon keeps 10 × 0.2 at 2 slots, not 3, despite binary fractions.
+    return Math.max(0, base - Math.ceil(base * share - 1e-9));
+  });
 }
 
 /** Whether a request of `priority` is admitted with `inFlight` requests already running. */

@@ -12,6 +12,7 @@ import {
   type GradientState,
   gradientStep,
   initialGradient,
+  steadyLimit,
 } from "./gradient.ts";
 
 const P: GradientParams = { ...GRADIENT_DEFAULTS, probeIntervalMs: 1e12 };
@@ -42,10 +43,33 @@ describe("gradientStep at fixed windows", () => {
     },
     { rtt: 16, inFlight: 40, limit: 81.25, why: "app-limited but queueing: still cut" },
     { rtt: 10, inFlight: 100, slowStart: true, limit: 150, why: "slow start: 1.5× per window" },
+    { rtt: 12, inFlight: 100, slowStart: true, limit: 102, why: "slow start, latency rising (> 1.1×): additive step" },
+    {
+      rtt: 10,
+      maxRtt: 14,
+      inFlight: 100,
+      slowStart: true,
+      limit: 102,
+      why: "slow start, one request queued (max > 1.3×): additive step",
+    },
+    { rtt: 10, maxRtt: 13, inFlight: 100, slowStart: true, limit: 150, why: "slow start, max within tolerance" },
     { rtt: 10, inFlight: 40, slowStart: true, limit: 100, why: "slow start, app-limited: no growth" },
     { rtt: 20, inFlight: 100, slowStart: true, limit: 65, why: "slow start ends at the first queued window" },
-  ])("$why", ({ rtt, inFlight, limit, slowStart = false, limited = false }) => {
-    const next = gradientStep(warm({ slowStart }), { rtt, maxInFlight: inFlight, limited }, 0, P, 0);
+    {
+      rtt: 14,
+      inFlight: 100,
+      slowStart: true,
+      limit: 100 / 1.5,
+      why: "slow start ends: back to the last limit that did not queue if the gradient cuts less",
+    },
+  ])("$why", ({ rtt, maxRtt, inFlight, limit, slowStart = false, limited = false }) => {
+    const next = gradientStep(
+      warm({ slowStart }),
+      { rtt, maxRtt: maxRtt ?? rtt, maxInFlight: inFlight, limited },
+      0,
+      P,
+      0,
+    );
     expect(next.limit).toBeCloseTo(limit, 6);
     expect(next.resume).toBeUndefined();
     expect(next.slowStart).toBe(slowStart && rtt <= 13);
@@ -108,6 +132,17 @@ describe("gradientStep at fixed windows", () => {
     });
     expect(initialGradient(GRADIENT_DEFAULTS, 0).resume).toBe(4);
     expect(effectiveLimit(warm({ limit: 7.9 }))).toBe(7);
+  });
+});
+
+describe("steadyLimit: the limit a reserve is a share of", () => {
+  it.each([
+    { state: { limit: 37.6 }, steady: 37, why: "settled: the effective limit" },
+    { state: { limit: 4, resume: 52.9 }, steady: 52, why: "probing at minLimit: the limit it resumes" },
+    { state: { limit: 6, slowStart: true }, steady: 1000, why: "slow start: capacity unknown, maxLimit" },
+    { state: { limit: 4, resume: 4, slowStart: true }, steady: 1000, why: "the first probe is in slow start" },
+  ])("$why", ({ state, steady }) => {
+    expect(steadyLimit(warm(state), GRADIENT_DEFAULTS)).toBe(steady);
   });
 });
 

@@ -55,6 +55,8 @@ export interface GradientSample {
   rtt: number;
   /** Most requests in flight at once during the window. */
   maxInFlight: number;
+  /** Slowest latency (ms) in the window (default `rtt`): in slow start, one queued request stops the 1.5× steps. */
+  maxRtt?: number;
   /** Whether the limit refused a request during the window (with a reserve, the flood is refused while in flight stays far under the limit). */
   limited?: boolean;
 }
@@ -83,6 +85,15 @@ export interface GradientState {
  */
 const SLOW_START = 1.5;
 
+/**
+ * In slow start, a window this much slower than the long-term latency, but not queued, grows
+ * the limit by the additive headroom instead of 1.5× (as TCP's HyStart slows on a rise in
+ * delay): a 1.5× step lands up to 1.5× past capacity before a window shows it, and the queue
+ * of that overshoot would sit in the p99. Slow start itself ends only at a queued window, so
+ * one noisy window on a busy host does not leave it at a fraction of capacity.
+ */
+const SLOW_START_RISE = 1.1;
+
 /** The share of the gap a window faster than the long-term latency closes at once. */
 const FAST_DOWN = 0.5;
 
@@ -108,6 +119,18 @@ export function initialGradient(params: GradientParams, now: number): GradientSt
 /** The limit requests are admitted against: the whole part of the state's limit, never below 1. */
 export function effectiveLimit(state: GradientState): number {
   return Math.max(1, Math.floor(state.limit));
+}
+
+/**
+ * The limit a reserve is a share of (the levels it covers are admitted against it): during a
+ * probe, the whole part of the limit the probe resumes; during slow start, `maxLimit` (the
+ * capacity is not known yet, and a limit growing from 4 would shed critical requests for the
+ * first windows of a flood; slow start ends at the first window that queues); otherwise
+ * {@link effectiveLimit}.
+ */
+export function steadyLimit(state: GradientState, params: GradientParams): number {
+  if (state.slowStart) return params.maxLimit;
+  return state.resume === undefined ? effectiveLimit(state) : Math.max(1, Math.floor(state.resume));
 }
 
 /**
@@ -156,9 +179,15 @@ export function gradientStep(
   let slowStart = state.slowStart;
   if (queued) {
     limit *= Math.max(MIN_GRADIENT, (params.tolerance * state.longRtt) / sample.rtt);
+    // A queue in slow start: back to the last limit that showed none, if the gradient cut less.
+    if (slowStart) limit = Math.min(limit, state.limit / SLOW_START);
     slowStart = false;
   } else if (sample.limited === true || sample.maxInFlight >= limit / 2) {
-    limit = slowStart ? limit * SLOW_START : limit + params.smoothing * Math.sqrt(limit);
+    // The slowest request too: the requests that queued behind a step finish last, and in a
+    // window of many they move the mean little.
+    const rising =
+      sample.rtt > SLOW_START_RISE * state.longRtt || (sample.maxRtt ?? 0) > params.tolerance * state.longRtt;
+    limit = slowStart && !rising ? limit * SLOW_START : limit + params.smoothing * Math.sqrt(limit);
   }
   limit = clamp(limit, params.minLimit, params.maxLimit);
   if (now >= state.nextProbeAt) {

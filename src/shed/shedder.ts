@@ -40,6 +40,7 @@ export class Shedder<Req> implements LoadShedHandle {
   readonly #now: () => number;
   #allowance: readonly number[] = UNLIMITED;
   #allowanceFor = Number.NaN;
+  #allowanceSteady = Number.NaN;
   #inFlight = 0;
   #admitted = 0;
   readonly #shed = priorityCounts();
@@ -98,9 +99,11 @@ export class Shedder<Req> implements LoadShedHandle {
     const source = this.#source;
     if (source !== undefined) {
       const limit = source.current();
-      if (limit !== this.#allowanceFor) {
-        this.#allowance = allowances(limit, this.#held);
+      const steady = source.steady();
+      if (limit !== this.#allowanceFor || steady !== this.#allowanceSteady) {
+        this.#allowance = allowances(limit, this.#held, steady);
         this.#allowanceFor = limit;
+        this.#allowanceSteady = steady;
       }
     }
     const fleet = this.#fleet;

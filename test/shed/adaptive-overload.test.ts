@@ -1,0 +1,57 @@
+// The adaptive limit on a simulated overloaded service (test/shed/pool-sim.ts: a pool of slots,
+// an open-loop load at 2–3× its capacity, seeded stalls of a busy host), end to end through the
+// Shedder: the p99 of admitted requests stays within 2× the unloaded p99, goodput within 90% of
+// what the pool serves unloaded, and, with a reserve, every critical request (20% of the
+// offered load) passes: through slow start at the flood's first windows and through probes.
+// Simulated time, so the bounds are exact and replayable from the seed; the real server's
+// figures are bench/shed.mjs's.
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { runs, SEED } from "../support/seed.ts";
+import { type PoolModel, quantile, runPool } from "./pool-sim.ts";
+
+const arbModel: fc.Arbitrary<PoolModel> = fc
+  .record({
+    slots: fc.integer({ min: 4, max: 32 }),
+    holdMs: fc.integer({ min: 10, max: 100 }),
+    stall: fc.constantFrom(0, 0.002, 0.01),
+    stallShare: fc.double({ min: 0.1, max: 0.5, noNaN: true }),
+  })
+  .map(({ slots, holdMs, stall, stallShare }) => ({ slots, holdMs, stallRate: stall, stallMs: holdMs * stallShare }));
+
+/** The unloaded run: `slots` closed-loop clients, the pool full and no queue (as bench/shed.mjs calibrates). */
+const unloaded = (model: PoolModel, seed: number) => runPool(model, { factor: 1, seconds: 6, seed, closed: true });
+
+describe(`loadShed({ limit: "adaptive" }) on a simulated pool at 2–3× capacity (seed ${SEED}; replay with SLUICE_SEED)`, () => {
+  it("holds the p99 of admitted requests within 2× the unloaded p99, goodput ≥ 90%", () => {
+    fc.assert(
+      fc.property(arbModel, fc.double({ min: 2, max: 3, noNaN: true }), fc.integer(), (model, factor, seed) => {
+        const calm = unloaded(model, seed);
+        const run = runPool(model, { factor, seconds: 10, seed, shed: { limit: "adaptive" } });
+        expect(quantile(run.latencies, 0.99)).toBeLessThanOrEqual(2 * quantile(calm.latencies, 0.99));
+        expect(run.goodput).toBeGreaterThanOrEqual(0.9 * calm.goodput);
+      }),
+      { seed: SEED, numRuns: runs(30) },
+    );
+  });
+
+  it("with a reserve, passes every critical request (20% of the load) while the flood is shed", () => {
+    fc.assert(
+      fc.property(arbModel, fc.double({ min: 2, max: 3, noNaN: true }), fc.integer(), (model, factor, seed) => {
+        const run = runPool(model, {
+          factor,
+          seconds: 15,
+          seed,
+          criticalEvery: 5,
+          // Probes every 2 s instead of 10: several in a run.
+          shed: { limit: "adaptive", reserve: { 0: 0.75 }, adaptive: { probeIntervalMs: 2000 } },
+        });
+        expect(run.criticalOffered).toBeGreaterThan(0);
+        expect(run.criticalShedAt).toEqual([]);
+        const calm = unloaded(model, seed);
+        expect(quantile(run.latencies, 0.99)).toBeLessThanOrEqual(2 * quantile(calm.latencies, 0.99));
+      }),
+      { seed: SEED, numRuns: runs(30) },
+    );
+  });
+});

@@ -1,0 +1,145 @@
+/**
+ * A simulated overloaded service for the adaptive limit's property tests: a pool of `slots`
+ * slots each held `holdMs` (±`jitter`), FIFO past that (a database's connections, a worker
+ * pool), offered an open-loop load at even intervals, as bench/shed.mjs drives the real one.
+ * Time moves in steps of `stepMs` on a ManualClock; a `Shedder` admits at arrival and is
+ * released at completion, as the middleware does. A busy host is modelled by stalls: now and
+ * then the process runs nothing for a while, then handles every arrival and completion that
+ * came meanwhile (latencies include the stall, as a client sees it). Deterministic per seed.
+ */
+import { ManualClock } from "../../src/core/clock.ts";
+import { mulberry32 } from "../../src/core/seeded-random.ts";
+import type { LoadShedOptions } from "../../src/shed/options.ts";
+import { type Release, Shedder } from "../../src/shed/shedder.ts";
+
+/** The simulated service and its load. */
+export interface PoolModel {
+  slots: number;
+  holdMs: number;
+  /** Each hold is `holdMs` × (1 ± jitter), uniformly (default 0.1). */
+  jitter?: number;
+  /** Chance per ms that a stall starts (default 0: a quiet host). */
+  stallRate?: number;
+  /** Longest stall, ms; each is uniform in [0, stallMs] (default 0). */
+  stallMs?: number;
+}
+
+/** What one run measured. */
+export interface PoolRun {
+  /** Latencies (ms) of admitted requests that completed, in completion order. */
+  latencies: number[];
+  /** Completed requests a second over the pool's capacity (slots / holdMs). */
+  goodput: number;
+  /** Critical requests offered and shed. */
+  criticalOffered: number;
+  criticalShed: number;
+  /** When each critical request was shed (ms). */
+  criticalShedAt: number[];
+  /** The shedder's limit at each step of 100 ms. */
+  limits: (number | undefined)[];
+}
+
+const STEP_MS = 0.25;
+
+/**
+ * Runs `seconds` of `model` offered `factor` × its capacity, every `criticalEvery`-th request
+ * critical (priority 0, the rest 5; 0: none), through `loadShed(options)`, or no shedding
+ * without options. The first `warmupSeconds` are left out of the latencies and goodput.
+ */
+export function runPool(
+  model: PoolModel,
+  options: {
+    factor: number;
+    seconds: number;
+    seed: number;
+    shed?: LoadShedOptions<{ priority: number }>;
+    criticalEvery?: number;
+    warmupSeconds?: number;
+    /** Closed loop: `slots` clients each sending the next request when one completes (the unloaded run). */
+    closed?: boolean;
+  },
+): PoolRun {
+  const random = mulberry32(options.seed);
+  const clock = new ManualClock(0);
+  const shedder =
+    options.shed === undefined
+      ? undefined
+      : new Shedder<{ priority: number }>({ ...options.shed, clock, priority: (r) => r.priority });
+  const jitter = model.jitter ?? 0.1;
+  const capacityPerMs = model.slots / model.holdMs;
+  const intervalMs = 1 / (capacityPerMs * options.factor);
+  const endMs = options.seconds * 1000;
+  const warmupMs = (options.warmupSeconds ?? 1) * 1000;
+  let free = model.slots;
+  const queue: { arrived: number; release: Release | undefined }[] = [];
+  const running: { done: number; arrived: number; release: Release | undefined }[] = [];
+  const latencies: number[] = [];
+  const limits: (number | undefined)[] = [];
+  let completed = 0;
+  let sent = 0;
+  let criticalOffered = 0;
+  let criticalShed = 0;
+  const criticalShedAt: number[] = [];
+  let stallUntil = 0;
+  let nextArrival = 0;
+  const hold = () => model.holdMs * (1 + jitter * (2 * random() - 1));
+  const startOrQueue = (arrived: number, release: Release | undefined, now: number) => {
+    if (free > 0) {
+      free--;
+      running.push({ done: now + hold(), arrived, release });
+    } else queue.push({ arrived, release });
+  };
+  const arrive = (arrived: number, now: number) => {
+    const critical =
+      options.criticalEvery !== undefined && options.criticalEvery > 0 && sent % options.criticalEvery === 0;
+    sent++;
+    if (critical) criticalOffered++;
+    const release = shedder?.admit({ priority: critical ? 0 : 5 }) as Release | undefined;
+    if (shedder !== undefined && release === undefined) {
+      if (critical) {
+        criticalShed++;
+        criticalShedAt.push(now);
+      }
+      return;
+    }
+    startOrQueue(arrived, release, now);
+  };
+  if (options.closed === true) for (let i = 0; i < model.slots; i++) arrive(0, 0);
+  for (let step = 0; step * STEP_MS < endMs; step++) {
+    const now = step * STEP_MS;
+    if (step % (100 / STEP_MS) === 0) limits.push(shedder?.stats().limit);
+    if (now >= stallUntil && model.stallRate !== undefined && random() < model.stallRate * STEP_MS) {
+      stallUntil = now + random() * (model.stallMs ?? 0);
+    }
+    if (now < stallUntil) continue;
+    clock.set(now);
+    // Completions first (the slots they free go to the queue), then arrivals.
+    for (let i = running.length - 1; i >= 0; i--) {
+      const job = running[i] as (typeof running)[number];
+      if (job.done > now) continue;
+      running.splice(i, 1);
+      if (job.arrived >= warmupMs) {
+        latencies.push(now - job.arrived);
+        completed++;
+      }
+      job.release?.();
+      free++;
+      if (options.closed === true && now < endMs) arrive(now, now);
+    }
+    while (free > 0 && queue.length > 0) {
+      const next = queue.shift() as (typeof queue)[number];
+      startOrQueue(next.arrived, next.release, now);
+    }
+    if (options.closed !== true) {
+      for (; nextArrival <= now; nextArrival += intervalMs) arrive(nextArrival, now);
+    }
+  }
+  const goodput = completed / ((endMs - warmupMs) * capacityPerMs);
+  return { latencies, goodput, criticalOffered, criticalShed, criticalShedAt, limits };
+}
+
+/** The `q` quantile (0–1) of `values`. */
+export function quantile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
