@@ -18,21 +18,30 @@ export interface Job {
 export interface FleetLog {
   jobs: Map<string, Job>;
   admitted: number[];
+  /** The process of each admission in `admitted`. */
+  admittedBy: number[];
   done: Array<{ proc: number; failed: string[] }>;
   /** Other lines by kind (e.g. "K": a kill's instant). */
   marks: Map<string, number>;
+  /** Jobs that began more than once (a job must never run twice). */
+  twice: string[];
 }
 
 /** Parses `<proc> <kind> a b c` lines. */
 export function parseFleetLog(text: string): FleetLog {
-  const log: FleetLog = { jobs: new Map(), admitted: [], done: [], marks: new Map() };
+  const log: FleetLog = { jobs: new Map(), admitted: [], admittedBy: [], done: [], marks: new Map(), twice: [] };
   for (const line of text.split("\n")) {
     const [p, kind, a, b, c] = line.split(" ");
     const proc = Number(p);
     if (kind === "Q") log.jobs.set(a as string, { proc, priority: Number(b), queued: Number(c) });
-    else if (kind === "A") log.admitted.push(Number(a));
-    else if (kind === "S") (log.jobs.get(a as string) as Job).start = Number(b);
-    else if (kind === "E") (log.jobs.get(a as string) as Job).end = Number(b);
+    else if (kind === "A") {
+      log.admitted.push(Number(a));
+      log.admittedBy.push(proc);
+    } else if (kind === "S") {
+      const job = log.jobs.get(a as string) as Job;
+      if (job.start !== undefined) log.twice.push(a as string);
+      job.start = Number(b);
+    } else if (kind === "E") (log.jobs.get(a as string) as Job).end = Number(b);
     else if (kind === "D") log.done.push({ proc, ...JSON.parse(line.slice(line.indexOf("{"))) });
     else if (kind === "K") log.marks.set("K", Number(a));
   }
@@ -108,7 +117,7 @@ export function startsPerSecond(log: FleetLog): number {
 }
 
 /** Runs a fleet application (`child`) to its end; its log. */
-function runFleet(child: string, mode: string, options: object, jobs: number, depth = 8): Promise<FleetLog> {
+export function runFleet(child: string, mode: string, options: object, jobs: number, depth = 8): Promise<FleetLog> {
   const proc = spawn(process.execPath, [child, mode, JSON.stringify(options), String(jobs), "7000", String(depth)], {
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -139,6 +148,7 @@ export function describeFleet(title: string, child: string, JOBS: number, kill: 
       expect(log.done.map((d) => d.failed)).toEqual([[], [], [], []]);
       expect([...log.jobs.values()].filter((j) => j.end !== undefined).length).toBe(4 * JOBS);
       expect(mostRunning(log)).toBeLessThanOrEqual(3);
+      expect(log.twice).toEqual([]);
       expect(inversions(log).slice(0, 5)).toEqual([]);
     });
 
