@@ -1,6 +1,7 @@
 // The throttle's fleet queue without Redis: 4 node:cluster worker processes on a ClusterStore
-// (test/throttle/fleet-cluster-child.mjs) and 4 worker threads on a SharedMemoryStore
-// (fleet-threads-child.mjs), each keeping 8 jobs of 2-12 ms scheduled, FLEET_JOBS jobs per
+// (test/throttle/fleet-cluster-child.mjs), 4 unrelated processes on a ClusterStore `socket`
+// (fleet-socket-child.mjs: PM2's shape, one of them hosting) and 4 worker threads on a
+// SharedMemoryStore (fleet-threads-child.mjs), each keeping 8 jobs of 2-12 ms scheduled, FLEET_JOBS jobs per
 // worker, limited to RATE starts a second (gcra, burst 1) and 8 at once; `fleet: false` (the
 // per-process queues polling every pollMs) beside each. Throughput as a share of the configured
 // rate (starts over the span from the first start to the last) and each worker's share of the
@@ -51,12 +52,13 @@ console.log(`node ${process.version}, load average ${loadavg()[0].toFixed(2)}`);
 console.log(`4 workers × ${JOBS} jobs, limit ${RATE} starts/s, 8 at once:`);
 for (const [label, child] of [
   ["ClusterStore", "fleet-cluster-child.mjs"],
+  ["ClusterStore socket", "fleet-socket-child.mjs"],
   ["SharedMemoryStore", "fleet-threads-child.mjs"],
 ]) {
   for (const fleet of [true, false]) {
     const m = measure(await run(child, fleet));
     console.log(
-      `  ${label.padEnd(18)} ${fleet ? "fleet queue " : "fleet: false"} ${((m.perSecond / RATE) * 100).toFixed(1)}% of the limit; shares ${m.share} (spread ${(m.spread * 100).toFixed(0)}%)`,
+      `  ${label.padEnd(20)} ${fleet ? "fleet queue " : "fleet: false"} ${((m.perSecond / RATE) * 100).toFixed(1)}% of the limit; shares ${m.share} (spread ${(m.spread * 100).toFixed(0)}%)`,
     );
   }
 }

@@ -21,6 +21,7 @@ import {
   type QueueCall,
   type QueuePush,
   type QueueReply,
+  type WireGrant,
 } from "./fleet-queue-host.ts";
 
 /** Pause between attempts to open the queue again at a new host. */
@@ -49,6 +50,8 @@ interface Held {
   readonly cost: number;
   /** Its rate units' instant (undefined: none). */
   readonly at: number | undefined;
+  /** Its lease's receipt at the host (its last renewal), when the host said. */
+  leaseAt?: number | undefined;
 }
 
 /** How long a grant's rate units still count (the longest period among the rate's specs). */
@@ -157,6 +160,7 @@ export class HostedFleetQueue implements FleetQueue {
     for (const [key, grants] of this.#held) {
       for (const [id, g] of grants) {
         if (!g.leased && (g.at === undefined || g.at + this.#memoryMs <= now)) grants.delete(id);
+        else if (g.leased && g.leaseAt !== undefined) list.push([key, id, 1, g.cost, g.at ?? null, g.leaseAt]);
         else list.push([key, id, g.leased ? 1 : 0, g.cost, g.at ?? null]);
       }
       if (grants.size === 0) this.#held.delete(key);
@@ -176,7 +180,8 @@ export class HostedFleetQueue implements FleetQueue {
         costs?.delete(g.id);
         // A rate-only grant is never released: it is kept while its units count (pruned as others come).
         const rated = this.#config.rate !== undefined;
-        if (g.leased || rated) held.set(g.id, { leased: g.leased, cost, at: rated ? g.at : undefined });
+        const leaseAt = (g as WireGrant).leaseAt;
+        if (g.leased || rated) held.set(g.id, { leased: g.leased, cost, at: rated ? g.at : undefined, leaseAt });
       }
       if (costs?.size === 0) this.#costs.delete(key);
       for (const [id, g] of held) {
@@ -306,7 +311,10 @@ export class HostedFleetQueue implements FleetQueue {
   }
 
   async renew(key: string, id: string): Promise<boolean> {
-    return (await this.#call("n", key, [id])).status === "1";
+    const reply = await this.#call("n", key, [id]);
+    const held = this.#held.get(key)?.get(id);
+    if (held !== undefined && reply.leaseAt !== undefined) held.leaseAt = reply.leaseAt;
+    return reply.status === "1";
   }
 
   async heartbeat(key: string): Promise<boolean> {

@@ -42,9 +42,17 @@ export interface QueueRules {
 
 /**
  * A grant an owner held at a host that is gone, reported to the new one: key, ticket id, leased
- * (1) or not (0), cost, and the rate units' instant (null: no rate units).
+ * (1) or not (0), cost, the rate units' instant (null: no rate units), and the lease's receipt
+ * when the owner knows it (a host on shared records finds the lease there by it).
  */
-export type HeldGrant = readonly [key: string, id: string, leased: 0 | 1, cost: number, rateAt: number | null];
+export type HeldGrant =
+  | readonly [key: string, id: string, leased: 0 | 1, cost: number, rateAt: number | null]
+  | readonly [key: string, id: string, leased: 0 | 1, cost: number, rateAt: number | null, leaseAt: number];
+
+/** A grant on the wire: with its lease's receipt (the owner keeps it for a new host). */
+export interface WireGrant extends FleetGrant {
+  readonly leaseAt?: number;
+}
 
 /** How long a new host grants nothing after an owner came back from a lost one (at most). */
 export const REJOIN_GRACE_MS = 1000;
@@ -79,6 +87,8 @@ export interface QueueReply {
   readonly key: string;
   readonly grants: readonly FleetGrant[];
   readonly error?: string;
+  /** A renewal's new lease receipt. */
+  readonly leaseAt?: number;
 }
 
 /** Grants the host decided for `owner` outside its calls. */
@@ -160,6 +170,17 @@ export interface HostStore {
   bind(binding: RuleBinding): BoundRule;
 }
 
+/** How a host's records relate to a previous host's. */
+export interface QueueHostOptions {
+  /**
+   * The records outlive the host (SharedMemoryStore's shared memory): a host that takes over
+   * finds every lease and rate unit the old one took, so owners coming back bring only their
+   * grants' receipts, and nothing is forced or held back. Default false (ClusterStore's socket
+   * host starts with an empty MemoryStore).
+   */
+  readonly sharedRecords?: boolean;
+}
+
 /** The fleet queues one host keeps. */
 export class QueueHost {
   readonly #store: HostStore;
@@ -168,12 +189,14 @@ export class QueueHost {
   readonly #queues = new Map<string, Queue>();
   /** Owner id → its queue, caller (worker or thread) and heartbeat deadline. */
   readonly #owners = new Map<string, { queue: Queue; worker: number; until: number }>();
+  readonly #sharedRecords: boolean;
   #next = 1;
 
-  constructor(store: HostStore, send: SendTo, clock: Clock = systemClock) {
+  constructor(store: HostStore, send: SendTo, clock: Clock = systemClock, options: QueueHostOptions = {}) {
     this.#store = store;
     this.#send = send;
     this.#clock = clock;
+    this.#sharedRecords = options.sharedRecords === true;
   }
 
   /** Answers `worker`'s call. */
@@ -200,7 +223,13 @@ export class QueueHost {
     } catch (error) {
       return this.#reply(call, "0", [], error instanceof Error ? error.message : String(error));
     }
-    return this.#reply(call, status, mine);
+    const reply = this.#reply(call, status, mine);
+    if (call.op !== "n" || status !== "1") return reply;
+    const leaseAt = this.#owners
+      .get(call.owner)
+      ?.queue.keys.get(call.key)
+      ?.grants.get(`${call.owner}.${call.args[0]}`)?.leaseAt;
+    return leaseAt === undefined ? reply : { ...reply, leaseAt };
   }
 
   #reply(call: QueueCall, status: string, grants: FleetGrant[], error?: string): QueueReply {
@@ -246,6 +275,16 @@ export class QueueHost {
    * grace, so every owner can bring its grants back before new ones are made.
    */
   #adopt(queue: Queue, owner: string, held: readonly HeldGrant[], now: number): void {
+    if (this.#sharedRecords) {
+      // The records hold the grants' leases and units already: only the bookkeeping comes back
+      // (a lease whose receipt the owner does not know is left to expire: it is not renewed).
+      for (const [key, id, leased, cost, rateAt, leaseAt] of held) {
+        const g = { owner, leaseAt: leased === 1 ? leaseAt : undefined, rateAt: rateAt ?? undefined, cost };
+        if (g.leaseAt !== undefined || g.rateAt !== undefined)
+          this.#keyQueue(queue, key).grants.set(`${owner}.${id}`, g);
+      }
+      return;
+    }
     if (queue.graceUntil === 0) queue.graceUntil = now + Math.min(queue.ownerTtlMs, REJOIN_GRACE_MS);
     for (const [key, id, leased, cost, rateAt] of held) {
       const kq = this.#keyQueue(queue, key);
@@ -339,8 +378,9 @@ export class QueueHost {
     }
   }
 
-  #grantOf(id: string, g: Grant, delayMs: number, at: number): FleetGrant {
-    return { id: id.slice(g.owner.length + 1), leased: g.leaseAt !== undefined, delayMs, at };
+  #grantOf(id: string, g: Grant, delayMs: number, at: number): WireGrant {
+    const grant = { id: id.slice(g.owner.length + 1), leased: g.leaseAt !== undefined, delayMs, at };
+    return g.leaseAt === undefined ? grant : { ...grant, leaseAt: g.leaseAt };
   }
 
   /** Gives a grant back: its lease, and with `refund` its rate units. False: no such grant. */

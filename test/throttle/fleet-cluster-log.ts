@@ -191,3 +191,49 @@ export function describeFleet(title: string, child: string, JOBS: number, kill: 
     });
   });
 }
+
+/**
+ * The host's death mid-run (`child`'s mode "kill-host": 4 members bursting jobs of 50-250 ms, the
+ * hosting member killed 0.8 s in as another's job starts): the others carry on at a new host,
+ * with at most `concurrency` running, no job twice, every other job run (none failed), and no
+ * window over the rate: counting every start when the records outlive the host (`shared`), else
+ * the survivors' starts (the dead host's own starts die with its store, documented).
+ */
+export function describeHostDeath(title: string, child: string, shared: boolean): void {
+  describe(title, () => {
+    beforeAll(() => ensureBuilt());
+
+    it("a new host: at most `concurrency` running, no job twice, every other job runs, no window over the rate", {
+      timeout: 60_000,
+    }, async () => {
+      // A window longer than a socket host's grace (1 s), which alone would let it expire, and a
+      // rate that allows bursts (a new host that forgot the running jobs or the window's starts
+      // would let more start at once).
+      const rate = 30;
+      const jobs = 20;
+      const log = await runFleet(
+        child,
+        "kill-host",
+        { rate: { algorithm: "sliding-log", limit: rate, windowMs: 3000 }, concurrency: 3, leaseMs: 3000 },
+        jobs,
+      );
+      const killedAt = log.marks.get("K") as number;
+      // The host's jobs died with it: those it was running end at the kill.
+      for (const j of log.jobs.values()) if (j.proc === 0 && j.start !== undefined) j.end ??= killedAt;
+      const others = [...log.jobs.values()].filter((j) => j.proc !== 0);
+      expect(log.done.map((d) => [d.proc, d.failed]).sort()).toEqual([
+        [1, []],
+        [2, []],
+        [3, []],
+      ]);
+      expect(others.filter((j) => j.end !== undefined)).toHaveLength(3 * jobs);
+      // The run went on after the new host took over, and jobs were running across it.
+      expect(others.filter((j) => (j.start as number) > killedAt).length).toBeGreaterThan(jobs);
+      expect(others.some((j) => (j.start as number) < killedAt && (j.end as number) > killedAt)).toBe(true);
+      expect(log.twice).toEqual([]);
+      expect(mostRunning(log)).toBeLessThanOrEqual(3);
+      const counted = log.admitted.filter((_, i) => shared || log.admittedBy[i] !== 0);
+      expect(windowsOver(counted, 3000, rate)).toBe(0);
+    });
+  });
+}

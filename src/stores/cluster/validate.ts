@@ -127,8 +127,9 @@ export function invalidQueueCall(frame: unknown): string | undefined {
   const held = list(f, "held");
   if (typeof held === "string") return held;
   for (const [i, h] of held.entries()) {
-    if (!Array.isArray(h) || h.length !== 5) return `held[${i}] is not a 5-tuple`;
-    const [key, id, leased, cost, at] = h as unknown[];
+    if (!Array.isArray(h) || (h.length !== 5 && h.length !== 6)) return `held[${i}] is not a 5-tuple (or 6)`;
+    const [key, id, leased, cost, at, leaseAt] = h as unknown[];
+    if (h.length === 6 && !isInstant(leaseAt)) return `held[${i}]: the lease receipt is not finite`;
     if (typeof key !== "string" || key.length > MAX_KEY_CHARS || typeof id !== "string" || id.length > MAX_ID_CHARS)
       return `held[${i}]: the key or id is not a string`;
     if ((leased !== 0 && leased !== 1) || !Number.isSafeInteger(cost) || (cost as number) < 1)
