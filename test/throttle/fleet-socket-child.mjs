@@ -90,6 +90,12 @@ if (role === "member") {
       if (++exited === count) finish();
     });
   };
+  // Ended from outside (a bench's time limit): the members go too.
+  process.on("SIGTERM", () => {
+    for (const m of [...members, host]) m?.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(1);
+  });
   if (mode === "kill") {
     host = fork(new URL(import.meta.url), args, {
       env: { ...process.env, FLEET_ROLE: "host", FLEET_SOCKET: socket },
