@@ -8,7 +8,8 @@
  *
  * The host moves when its thread ends. Hosting is a lease in the store itself (a `concurrency`
  * rule of limit 1, leaseMs HOST_LEASE_MS, on the shared records: atomic across threads): the
- * creating thread takes it and renews it every HOST_BEAT_MS; a thread with a fleet queue open
+ * creating thread takes it at the first call it answers (a store no throttle uses binds
+ * nothing) and renews it every HOST_BEAT_MS; a thread with a fleet queue open
  * checks as often whether the lease is free, and the first to take it hosts and says so on the
  * channel. Owners hearing a new host open their queue again there with the grants they hold
  * (../fleet-queue-client.ts, `rejoins`) and send their waiting tickets again. The leases and
@@ -44,13 +45,25 @@ export function queueChannelName(): string {
 
 const unref = (x: unknown) => (x as { unref?: () => void }).unref?.();
 
+/** A thread's hosting: the host, its channel, the hold's receipt and the renewal timer. */
+interface Hosting {
+  readonly host: QueueHost;
+  readonly channel: BroadcastChannel;
+  receipt: number | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
 /** This thread's part in one store's queues: its hold on hosting, and the queues open here. */
 class Seat {
   readonly #name: string;
   readonly #store: HostStore;
-  readonly #lock: BoundRule;
-  /** While hosting: the host, its channel, the hold's receipt and the renewal timer. */
-  #hosting: { host: QueueHost; channel: BroadcastChannel; receipt: number; timer: NodeJS.Timeout } | undefined;
+  /** The hold on hosting, bound on first use (a store no throttle uses holds no rule for it). */
+  #lockRule: BoundRule | undefined;
+  /**
+   * While hosting: the host, its channel, the hold's receipt (undefined: not taken yet, the
+   * creating thread until the first call) and the renewal timer.
+   */
+  #hosting: Hosting | undefined;
   /** Queues open in this thread (the watch runs while there is one). */
   #open = 0;
   #watch: NodeJS.Timeout | undefined;
@@ -58,39 +71,66 @@ class Seat {
   constructor(name: string, store: HostStore) {
     this.#name = name;
     this.#store = store;
-    this.#lock = store.bind({
-      id: `sluice:fleet-host:${name}`,
-      rule: compileRule([validateSpec({ algorithm: "concurrency", limit: 1, leaseMs: HOST_LEASE_MS })]),
-    });
   }
 
-  /** Hosts if nobody holds hosting; true while this thread hosts. */
-  tryHost(): boolean {
-    if (this.#hosting !== undefined) return true;
+  get #lock(): BoundRule {
+    this.#lockRule ??= this.#store.bind({
+      id: `sluice:fleet-host:${this.#name}`,
+      rule: compileRule([validateSpec({ algorithm: "concurrency", limit: 1, leaseMs: HOST_LEASE_MS })]),
+    });
+    return this.#lockRule;
+  }
+
+  /** Takes the hold if it is free; its receipt, or undefined. */
+  #take(): number | undefined {
     const now = systemClock.now();
-    if (!(this.#lock.check("host", 1, now, "check") as { allowed: boolean }).allowed) return false;
+    return (this.#lock.check("host", 1, now, "check") as { allowed: boolean }).allowed ? now : undefined;
+  }
+
+  /**
+   * Hosts: at once with `hold` (the creating thread, which takes the hold at its first call: a
+   * store no throttle uses binds nothing for it), else only if the hold is free. True while
+   * this thread hosts.
+   */
+  tryHost(hold = false): boolean {
+    if (this.#hosting !== undefined) return true;
+    const receipt = hold ? undefined : this.#take();
+    if (!hold && receipt === undefined) return false;
     const channel = new BroadcastChannel(this.#name);
     unref(channel);
     const host = new QueueHost(this.#store, (_thread, message) => channel.postMessage(message), systemClock, {
       sharedRecords: true,
     });
+    const hosting: Hosting = { host, channel, receipt, timer: undefined };
     channel.onmessage = (event) => {
       const call = (event as unknown as { data: unknown }).data;
       if (!isQueueMessage<QueueCall>(call, "queue")) return;
+      if (hosting.receipt === undefined) {
+        // Answer only while holding: another thread that took the hold meanwhile hosts.
+        hosting.receipt = this.#take();
+        if (hosting.receipt === undefined) return this.#stepDown();
+        this.#beat(hosting);
+      }
       channel.postMessage(host.handle(Math.floor(call.seq / THREAD), call));
     };
-    const timer = setInterval(() => this.#renew(), HOST_BEAT_MS);
-    unref(timer);
-    this.#hosting = { host, channel, receipt: now, timer };
-    // Owners of queues opened at an earlier host (in any thread, this one too) come here.
-    channel.postMessage({ channel: QUEUE_CHANNEL, type: HOST_MESSAGE, thread: threadId });
+    this.#hosting = hosting;
+    if (receipt !== undefined) {
+      this.#beat(hosting);
+      // Owners of queues opened at an earlier host (in any thread, this one too) come here.
+      channel.postMessage({ channel: QUEUE_CHANNEL, type: HOST_MESSAGE, thread: threadId });
+    }
     return true;
+  }
+
+  #beat(h: Hosting): void {
+    h.timer = setInterval(() => this.#renew(), HOST_BEAT_MS);
+    unref(h.timer);
   }
 
   /** Keeps the hold; a hold lost (this thread stalled past HOST_LEASE_MS) ends hosting here. */
   #renew(): void {
     const h = this.#hosting;
-    if (h === undefined) return;
+    if (h?.receipt === undefined) return;
     const now = systemClock.now();
     if ((this.#lock.check("host", 1, now, "renew", h.receipt) as { allowed: boolean }).allowed) h.receipt = now;
     else this.#stepDown();
@@ -123,7 +163,7 @@ class Seat {
   close(): void {
     const h = this.#hosting;
     this.#stepDown();
-    if (h !== undefined) this.#lock.check("host", 1, systemClock.now(), "release", h.receipt);
+    if (h?.receipt !== undefined) this.#lock.check("host", 1, systemClock.now(), "release", h.receipt);
   }
 }
 
@@ -139,7 +179,7 @@ function seatOf(name: string, store: HostStore): Seat {
 /** Hosts the fleet queues of the store created in this thread (until its thread ends, or `close`). */
 export function hostFleetQueues(name: string, store: HostStore): { close(): void } {
   const seat = seatOf(name, store);
-  seat.tryHost();
+  seat.tryHost(true);
   return { close: () => seat.close() };
 }
 
