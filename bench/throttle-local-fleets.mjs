@@ -1,11 +1,13 @@
 // The throttle's fleet queue without Redis: 4 node:cluster worker processes on a ClusterStore
-// (test/throttle/fleet-cluster-child.mjs) and 4 worker threads on a SharedMemoryStore
-// (fleet-threads-child.mjs), each keeping 8 jobs of 2-12 ms scheduled, FLEET_JOBS jobs per
+// (test/throttle/fleet-cluster-child.mjs), 4 unrelated processes on a ClusterStore `socket`
+// (fleet-socket-child.mjs: PM2's shape, one of them hosting) and 4 worker threads on a
+// SharedMemoryStore (fleet-threads-child.mjs), each keeping 8 jobs of 2-12 ms scheduled, FLEET_JOBS jobs per
 // worker, limited to RATE starts a second (gcra, burst 1) and 8 at once; `fleet: false` (the
 // per-process queues polling every pollMs) beside each. Throughput as a share of the configured
 // rate (starts over the span from the first start to the last) and each worker's share of the
 // starts while all had demand (spread: (max - min) / mean).
-// Run with: npm run build && node bench/throttle-local-fleets.mjs   Knobs: BENCH_RATE, FLEET_JOBS.
+// Run with: npm run build && node bench/throttle-local-fleets.mjs   Knobs: BENCH_RATE, FLEET_JOBS,
+// FLEET_LIMIT_MS (a fleet not done by then is reported as not finished; default 180 s).
 // (Beside bench/throttle.mjs, whose fleet part is on Redis.)
 import { spawn } from "node:child_process";
 import { loadavg } from "node:os";
@@ -13,6 +15,7 @@ import { fileURLToPath } from "node:url";
 
 const RATE = Number(process.env.BENCH_RATE ?? 200);
 const JOBS = Number(process.env.FLEET_JOBS ?? 300);
+const LIMIT_MS = Number(process.env.FLEET_LIMIT_MS ?? 180_000);
 
 function run(child, fleet) {
   const options = {
@@ -28,8 +31,17 @@ function run(child, fleet) {
   let text = "";
   proc.stdout.setEncoding("utf8");
   proc.stdout.on("data", (d) => (text += d));
+  // A fleet that has not finished after LIMIT_MS is reported as such (its members are ended too).
+  const timer = setTimeout(() => {
+    text += "TIMEOUT\n";
+    proc.kill("SIGTERM");
+  }, LIMIT_MS);
   return new Promise((resolve, reject) =>
-    proc.on("close", (code) => (code === 0 ? resolve(text) : reject(new Error(`${child} exited ${code}`)))),
+    proc.on("close", (code) => {
+      clearTimeout(timer);
+      if (text.endsWith("TIMEOUT\n") || code === 0) resolve(text);
+      else reject(new Error(`${child} exited ${code}`));
+    }),
   );
 }
 
@@ -51,12 +63,20 @@ console.log(`node ${process.version}, load average ${loadavg()[0].toFixed(2)}`);
 console.log(`4 workers × ${JOBS} jobs, limit ${RATE} starts/s, 8 at once:`);
 for (const [label, child] of [
   ["ClusterStore", "fleet-cluster-child.mjs"],
+  ["ClusterStore socket", "fleet-socket-child.mjs"],
   ["SharedMemoryStore", "fleet-threads-child.mjs"],
 ]) {
   for (const fleet of [true, false]) {
-    const m = measure(await run(child, fleet));
+    const text = await run(child, fleet);
+    if (text.endsWith("TIMEOUT\n")) {
+      console.log(
+        `  ${label.padEnd(20)} ${fleet ? "fleet queue " : "fleet: false"} did not finish within ${LIMIT_MS} ms`,
+      );
+      continue;
+    }
+    const m = measure(text);
     console.log(
-      `  ${label.padEnd(18)} ${fleet ? "fleet queue " : "fleet: false"} ${((m.perSecond / RATE) * 100).toFixed(1)}% of the limit; shares ${m.share} (spread ${(m.spread * 100).toFixed(0)}%)`,
+      `  ${label.padEnd(20)} ${fleet ? "fleet queue " : "fleet: false"} ${((m.perSecond / RATE) * 100).toFixed(1)}% of the limit; shares ${m.share} (spread ${(m.spread * 100).toFixed(0)}%)`,
     );
   }
 }

@@ -4,10 +4,28 @@
  * The transport (IPC to the node:cluster primary, a BroadcastChannel between threads) hears
  * messages only while the queue is open or a call waits, so a closed queue's process or thread
  * is free to exit.
+ *
+ * A transport whose host can change (`rejoins`: ClusterStore's socket host, re-elected after a
+ * crash) opens the queue again at the new host when the old one is lost: calls wait for it, the
+ * owner reports the grants it still holds (its running jobs' leases, and the rate units of the
+ * last rate period), and the throttle is told to send its waiting tickets again (`relinked`).
  */
+import { systemClock } from "../core/clock.ts";
 import { StoreError } from "../core/errors.ts";
-import type { FleetQueue, FleetQueueConfig, FleetTicket } from "../core/fleet-queue.ts";
-import { isQueueMessage, QUEUE_CHANNEL, type QueueCall, type QueuePush, type QueueReply } from "./fleet-queue-host.ts";
+import type { FleetGrant, FleetQueue, FleetQueueConfig, FleetTicket } from "../core/fleet-queue.ts";
+import type { AlgorithmSpec } from "../core/spec.ts";
+import {
+  type HeldGrant,
+  isQueueMessage,
+  QUEUE_CHANNEL,
+  type QueueCall,
+  type QueuePush,
+  type QueueReply,
+  type WireGrant,
+} from "./fleet-queue-host.ts";
+
+/** Pause between attempts to open the queue again at a new host. */
+const REJOIN_RETRY_MS = 100;
 
 /** How an owner reaches its host. */
 export interface QueueTransport {
@@ -17,8 +35,39 @@ export interface QueueTransport {
   sequence(): number;
   /** Sends `call`; `failed` hears why it could not be sent. */
   send(call: QueueCall, failed: (error: StoreError) => void): void;
-  /** Starts hearing replies and pushes (`lost`: the host is gone for good); returns what stops it. */
+  /**
+   * Starts hearing replies and pushes (`lost`: the host is gone: for good, or until another is
+   * reached when `rejoins`); returns what stops it.
+   */
   listen(hear: (message: unknown) => void, lost: () => void): () => void;
+  /** A lost host may be followed by another (the next call reaches it): open the queue there. */
+  readonly rejoins?: boolean;
+}
+
+/** A grant this owner holds: what a new host needs to take its slot and units back. */
+interface Held {
+  readonly leased: boolean;
+  readonly cost: number;
+  /** Its rate units' instant (undefined: none). */
+  readonly at: number | undefined;
+  /** Its lease's receipt at the host (its last renewal), when the host said. */
+  leaseAt?: number | undefined;
+}
+
+/** How long a grant's rate units still count (the longest period among the rate's specs). */
+function rateMemoryMs(specs: readonly AlgorithmSpec[] | undefined): number {
+  let most = 0;
+  for (const spec of specs ?? []) {
+    const s = spec as unknown as Record<string, number | undefined>;
+    const capacity = s.capacity ?? 0;
+    const ms =
+      s.windowMs ??
+      s.periodMs ??
+      (s.refillPerSecond !== undefined ? (capacity * 1000) / s.refillPerSecond : undefined) ??
+      (s.leakPerSecond !== undefined ? (capacity * 1000) / s.leakPerSecond : 0);
+    most = Math.max(most, Number.isFinite(ms) ? ms : 0);
+  }
+  return most;
 }
 
 /** Opens a fleet queue at the transport's host; calls fail after `timeoutMs`. */
@@ -42,11 +91,18 @@ export class HostedFleetQueue implements FleetQueue {
   #open = false;
   /** Stops hearing, while listening. */
   #unlisten: (() => void) | undefined;
+  /** Settles once the queue is open at the current host (calls wait for it after a host is lost). */
+  #ready: Promise<void> = Promise.resolve();
+  /** With a transport that rejoins: waiting tickets' costs, and the grants held, by key and id. */
+  readonly #costs = new Map<string, Map<string, number>>();
+  readonly #held = new Map<string, Map<string, Held>>();
+  readonly #memoryMs: number;
 
   constructor(transport: QueueTransport, config: FleetQueueConfig, timeoutMs: number) {
     this.#transport = transport;
     this.#config = config;
     this.#timeoutMs = timeoutMs;
+    this.#memoryMs = rateMemoryMs(config.rate?.specs);
   }
 
   /** This owner's id at the host. */
@@ -56,21 +112,97 @@ export class HostedFleetQueue implements FleetQueue {
 
   /** Registers this owner with the host. */
   async start(): Promise<void> {
-    const { rate, concurrency, ownerTtlMs, lookaheadMs = 0 } = this.#config;
     this.#open = true;
     try {
-      const reply = await this.#call("o", "", [], {
-        rate: rate === undefined ? null : { id: rate.id, specs: rate.specs },
-        concurrency: concurrency === undefined ? null : { id: concurrency.id, spec: concurrency.spec },
-        ownerTtlMs,
-        lookaheadMs,
-      });
-      this.#owner = reply.status;
+      this.#owner = (await this.#send("o", "", [], this.#rules())).status;
     } catch (error) {
       this.#open = false;
       this.#listen();
       throw error;
     }
+  }
+
+  #rules(): NonNullable<QueueCall["rules"]> {
+    const { rate, concurrency, ownerTtlMs, lookaheadMs = 0 } = this.#config;
+    return {
+      rate: rate === undefined ? null : { id: rate.id, specs: rate.specs },
+      concurrency: concurrency === undefined ? null : { id: concurrency.id, spec: concurrency.spec },
+      ownerTtlMs,
+      lookaheadMs,
+    };
+  }
+
+  /**
+   * The host was lost and another may follow: open again there (calls wait meanwhile), bringing
+   * the grants still held, then have the throttle send its waiting tickets again.
+   */
+  #rejoin(): void {
+    this.#ready = new Promise<void>((done) => {
+      const attempt = () => {
+        if (!this.#open) return done();
+        this.#send("o", "", [], this.#rules(), this.#heldList()).then(
+          (reply) => {
+            this.#owner = reply.status;
+            done();
+            this.#config.listener.relinked();
+          },
+          () => setTimeout(attempt, REJOIN_RETRY_MS),
+        );
+      };
+      attempt();
+    });
+  }
+
+  /** The grants to bring to a new host (rate-only ones while their units still count). */
+  #heldList(): HeldGrant[] {
+    const list: HeldGrant[] = [];
+    const now = systemClock.now();
+    for (const [key, grants] of this.#held) {
+      for (const [id, g] of grants) {
+        if (!g.leased && (g.at === undefined || g.at + this.#memoryMs <= now)) grants.delete(id);
+        else if (g.leased && g.leaseAt !== undefined) list.push([key, id, 1, g.cost, g.at ?? null, g.leaseAt]);
+        else list.push([key, id, g.leased ? 1 : 0, g.cost, g.at ?? null]);
+      }
+      if (grants.size === 0) this.#held.delete(key);
+    }
+    return list;
+  }
+
+  /** Grants reach the throttle through here (and are remembered when the host can change). */
+  #granted(key: string, grants: readonly FleetGrant[]): void {
+    if (this.#transport.rejoins === true) {
+      const costs = this.#costs.get(key);
+      let held = this.#held.get(key);
+      if (held === undefined) this.#held.set(key, (held = new Map()));
+      const now = systemClock.now();
+      for (const g of grants) {
+        const cost = costs?.get(g.id) ?? 1;
+        costs?.delete(g.id);
+        // A rate-only grant is never released: it is kept while its units count (pruned as others come).
+        const rated = this.#config.rate !== undefined;
+        const leaseAt = (g as WireGrant).leaseAt;
+        if (g.leased || rated) held.set(g.id, { leased: g.leased, cost, at: rated ? g.at : undefined, leaseAt });
+      }
+      if (costs?.size === 0) this.#costs.delete(key);
+      for (const [id, g] of held) {
+        if (held.size <= 64) break;
+        if (!g.leased && (g.at === undefined || g.at + this.#memoryMs <= now)) held.delete(id);
+      }
+    }
+    this.#config.listener.granted(key, grants);
+  }
+
+  /**
+   * A grant given back (`refund`: with its rate units): a new host need not know it; without
+   * the refund its rate units still count while the rate remembers them.
+   */
+  #forget(key: string, id: string, refund = true): void {
+    const held = this.#held.get(key);
+    const g = held?.get(id);
+    if (!refund && g !== undefined && g.at !== undefined) held?.set(id, { leased: false, cost: g.cost, at: g.at });
+    else if (held?.delete(id) && held.size === 0) this.#held.delete(key);
+    const costs = this.#costs.get(key);
+    if (costs?.delete(id) && costs.size === 0) this.#costs.delete(key);
   }
 
   readonly #hear = (message: unknown): void => {
@@ -82,16 +214,18 @@ export class HostedFleetQueue implements FleetQueue {
       if (message.error !== undefined) w.fail(new StoreError(`${this.#transport.peer}: ${message.error}`));
       else w.settle(message);
     } else if (isQueueMessage<QueuePush>(message, "queue-push") && message.owner === this.#owner) {
-      if (message.grants.length > 0) this.#config.listener.granted(message.key, message.grants);
+      if (message.grants.length > 0) this.#granted(message.key, message.grants);
     }
   };
 
   readonly #lost = (): void => {
     const all = [...this.#waiting.values()];
     this.#waiting.clear();
-    this.#open = false;
+    const rejoin = this.#transport.rejoins === true && this.#open;
+    if (!rejoin) this.#open = false;
     this.#listen();
     for (const w of all) w.fail(new StoreError(`${this.#transport.peer} is gone`));
+    if (rejoin) this.#rejoin();
   };
 
   /** Hears messages while the queue is open or a call waits. */
@@ -105,10 +239,24 @@ export class HostedFleetQueue implements FleetQueue {
     }
   }
 
-  /** One call; the caller's grants in the reply go to the listener. */
-  #call(op: QueueCall["op"], key: string, args: (string | number)[], rules?: QueueCall["rules"]): Promise<QueueReply> {
+  /** One call, once the queue is open at the current host. */
+  async #call(op: QueueCall["op"], key: string, args: (string | number)[]): Promise<QueueReply> {
+    await this.#ready;
+    return this.#send(op, key, args);
+  }
+
+  /** Sends one call; the caller's grants in the reply go to the listener. */
+  #send(
+    op: QueueCall["op"],
+    key: string,
+    args: (string | number)[],
+    rules?: QueueCall["rules"],
+    held?: HeldGrant[],
+  ): Promise<QueueReply> {
     const seq = this.#transport.sequence();
-    const call: QueueCall = { channel: QUEUE_CHANNEL, type: "queue", seq, owner: this.#owner, op, key, args };
+    let call: QueueCall = { channel: QUEUE_CHANNEL, type: "queue", seq, owner: this.#owner, op, key, args };
+    if (rules !== undefined) call = { ...call, rules };
+    if (held !== undefined) call = { ...call, held };
     return new Promise<QueueReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         if (!this.#waiting.delete(seq)) return;
@@ -120,7 +268,7 @@ export class HostedFleetQueue implements FleetQueue {
       this.#waiting.set(seq, {
         settle: (r) => {
           clearTimeout(timer);
-          if (r.grants.length > 0) this.#config.listener.granted(r.key, r.grants);
+          if (r.grants.length > 0) this.#granted(r.key, r.grants);
           resolve(r);
         },
         fail: (e) => {
@@ -129,7 +277,7 @@ export class HostedFleetQueue implements FleetQueue {
         },
       });
       this.#listen();
-      this.#transport.send(rules === undefined ? call : { ...call, rules }, (error) => {
+      this.#transport.send(call, (error) => {
         const w = this.#waiting.get(seq);
         if (w === undefined) return;
         this.#waiting.delete(seq);
@@ -142,20 +290,31 @@ export class HostedFleetQueue implements FleetQueue {
   async enqueue(key: string, tickets: readonly FleetTicket[]): Promise<void> {
     const args: (string | number)[] = [];
     for (const t of tickets) args.push(t.id, t.priority, t.cost, t.front === true ? 1 : 0);
+    if (this.#transport.rejoins === true) {
+      let costs = this.#costs.get(key);
+      if (costs === undefined) this.#costs.set(key, (costs = new Map()));
+      for (const t of tickets) costs.set(t.id, t.cost);
+    }
     await this.#call("e", key, args);
   }
 
   async cancel(key: string, id: string): Promise<"removed" | "returned" | "unknown"> {
+    this.#forget(key, id);
     const { status } = await this.#call("c", key, [id]);
     return status === "1" ? "removed" : status === "2" ? "returned" : "unknown";
   }
 
   async release(key: string, id: string, refund: boolean): Promise<void> {
+    // Forgotten at once: if this call is lost with its host, the job has ended all the same.
+    this.#forget(key, id, refund);
     await this.#call("r", key, [id, refund ? 1 : 0]);
   }
 
   async renew(key: string, id: string): Promise<boolean> {
-    return (await this.#call("n", key, [id])).status === "1";
+    const reply = await this.#call("n", key, [id]);
+    const held = this.#held.get(key)?.get(id);
+    if (held !== undefined && reply.leaseAt !== undefined) held.leaseAt = reply.leaseAt;
+    return reply.status === "1";
   }
 
   async heartbeat(key: string): Promise<boolean> {

@@ -4,28 +4,39 @@
 import { describe, expect, it } from "vitest";
 import { ManualClock } from "../core/clock.ts";
 import type { FleetGrant } from "../core/fleet-queue.ts";
-import { QUEUE_CHANNEL, type QueueCall, QueueHost, type QueuePush, type QueueRules } from "./fleet-queue-host.ts";
+import {
+  type HeldGrant,
+  QUEUE_CHANNEL,
+  type QueueCall,
+  QueueHost,
+  type QueueHostOptions,
+  type QueuePush,
+  type QueueRules,
+  REJOIN_GRACE_MS,
+} from "./fleet-queue-host.ts";
 import { MemoryStore } from "./memory/memory-store.ts";
 
 const T = 1_000_000;
 
-function setup(rules: Partial<QueueRules>) {
-  const clock = new ManualClock(T);
+function setup(rules: Partial<QueueRules>, store = new MemoryStore(), options: QueueHostOptions = {}, at = T) {
+  const clock = new ManualClock(at);
   const pushed: Array<{ to: number; owner: string; ids: string[] }> = [];
   const grants: FleetGrant[] = [];
   const host = new QueueHost(
-    new MemoryStore(),
+    store,
     (to, m: QueuePush) => {
       pushed.push({ to, owner: m.owner, ids: m.grants.map((g) => g.id) });
       grants.push(...m.grants);
     },
     clock,
+    options,
   );
   let seq = 1;
   const call = (from: number, owner: string, op: QueueCall["op"], args: (string | number)[] = [], key = "k") =>
     host.handle(from, { channel: QUEUE_CHANNEL, type: "queue", seq: seq++, owner, op, key, args });
-  const open = (from: number) =>
+  const open = (from: number, held?: HeldGrant[]) =>
     host.handle(from, {
+      ...(held === undefined ? {} : { held }),
       channel: QUEUE_CHANNEL,
       type: "queue",
       seq: seq++,
@@ -153,5 +164,56 @@ describe("fleet queue host", () => {
     expect(pushed).toEqual([]);
     expect(call(1, a, "h").status).toBe("0");
     expect(call(1, a, "h").status).toBe("1");
+  });
+
+  it("a new host (empty records): a rejoining owner's running grant takes its slot, and nothing is granted during the grace", () => {
+    const { call, open, ids, pushed, clock } = setup(slots(2));
+    const a = open(1, [["k", "x", 1, 1, null]]); // A ran x at the lost host
+    const b = open(2);
+    expect(call(2, b, "e", ["b1", 0, 1, 0, "b2", 0, 1, 0]).grants).toEqual([]); // the grace
+    clock.advance(REJOIN_GRACE_MS - 1);
+    expect(pushed).toEqual([]);
+    clock.advance(1); // the grace ends: one slot is x's, so one of B's
+    expect(pushed).toEqual([{ to: 2, owner: b, ids: ["b1"] }]);
+    expect(ids(call(1, a, "r", ["x", 0]).grants)).toEqual([]); // x ends: its slot goes to b2
+    expect(pushed[1]).toEqual({ to: 2, owner: b, ids: ["b2"] });
+  });
+
+  it("a new host (empty records): a rejoining owner's rate units count again, at the takeover instant", () => {
+    const { call, open, pushed, clock } = setup({
+      rate: { id: "r", specs: [{ algorithm: "fixed-window", limit: 2, windowMs: 10_000 } as never] },
+    });
+    open(1, [
+      ["k", "x", 0, 1, T - 5000],
+      ["k", "y", 0, 1, T - 4000],
+    ]);
+    const b = open(2);
+    expect(call(2, b, "e", ["b1", 0, 1, 0]).grants).toEqual([]);
+    clock.advance(REJOIN_GRACE_MS);
+    expect(pushed).toEqual([]); // the window holds x and y
+  });
+
+  it("a new host on shared records: the rejoining owner brings its lease's receipt; nothing is forced or held back", () => {
+    const store = new MemoryStore();
+    const old = setup(slots(1), store);
+    const a0 = old.open(1);
+    expect(old.ids(old.call(1, a0, "e", ["x", 0, 1, 0]).grants)).toEqual(["x"]);
+    const renewed = old.host.handle(1, {
+      channel: QUEUE_CHANNEL,
+      type: "queue",
+      seq: 99,
+      owner: a0,
+      op: "n",
+      key: "k",
+      args: ["x"],
+    });
+    expect(renewed.leaseAt).toBe(T);
+    // The old host is gone; the new one decides on the same records.
+    const { call, open, pushed } = setup(slots(1), store, { sharedRecords: true });
+    const a = open(1, [["k", "x", 1, 1, null, T]]);
+    const b = open(2);
+    expect(call(2, b, "e", ["b1", 0, 1, 0]).grants).toEqual([]); // x's lease is in the records
+    expect(call(1, a, "r", ["x", 0]).grants).toEqual([]); // released by its receipt: b1 now, no grace
+    expect(pushed).toEqual([{ to: 2, owner: b, ids: ["b1"] }]);
   });
 });

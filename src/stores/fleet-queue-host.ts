@@ -11,6 +11,14 @@
  * or a lease's expiry is granted by the host's own timer at that instant: nobody polls. An
  * owner that is gone (`disconnect`) loses its tickets and gives back its grants' slots at once;
  * one whose heartbeat stopped loses its tickets when they reach the head.
+ *
+ * A host can change (ClusterStore's socket host re-elected after a crash): owners then open again
+ * at the new host with the grants they still hold (`held`). The new host takes those grants'
+ * slots and rate units back (forced, at the takeover instant: never earlier than they were
+ * taken, so it may run below the rate for a period, never above), and grants nothing for a
+ * grace of min(ownerTtlMs, 1 s) after the first such open, while the other owners come back
+ * with theirs: more than `concurrency` never run. Tickets whose grant was lost with the old host
+ * were never heard by their owner, which sends them again: no job runs twice.
  */
 import type { Decision } from "../algorithms/decision.ts";
 import { after, type Clock, systemClock } from "../core/clock.ts";
@@ -33,7 +41,25 @@ export interface QueueRules {
 }
 
 /**
- * An owner's call: "o" open (`rules`; the reply's status is the owner's id), "e" enqueue
+ * A grant an owner held at a host that is gone, reported to the new one: key, ticket id, leased
+ * (1) or not (0), cost, the rate units' instant (null: no rate units), and the lease's receipt
+ * when the owner knows it (a host on shared records finds the lease there by it).
+ */
+export type HeldGrant =
+  | readonly [key: string, id: string, leased: 0 | 1, cost: number, rateAt: number | null]
+  | readonly [key: string, id: string, leased: 0 | 1, cost: number, rateAt: number | null, leaseAt: number];
+
+/** A grant on the wire: with its lease's receipt (the owner keeps it for a new host). */
+export interface WireGrant extends FleetGrant {
+  readonly leaseAt?: number;
+}
+
+/** How long a new host grants nothing after an owner came back from a lost one (at most). */
+export const REJOIN_GRACE_MS = 1000;
+
+/**
+ * An owner's call: "o" open (`rules`, and `held` when it comes back from a lost host; the reply's
+ * status is the owner's id), "e" enqueue
  * (args: id, priority, cost, front 0|1, repeated), "c" cancel (id), "r" release (id, refund
  * 0|1), "n" renew (id), "h" heartbeat, "x" close (the owner's waiting tickets leave).
  */
@@ -48,6 +74,8 @@ export interface QueueCall {
   readonly key: string;
   readonly args: readonly (string | number)[];
   readonly rules?: QueueRules;
+  /** With "o": the owner held these grants at a host that is gone (present, even empty: a rejoin). */
+  readonly held?: readonly HeldGrant[];
 }
 
 /** The host's answer to a call: a status and the caller's grants it decided in that step. */
@@ -59,6 +87,8 @@ export interface QueueReply {
   readonly key: string;
   readonly grants: readonly FleetGrant[];
   readonly error?: string;
+  /** A renewal's new lease receipt. */
+  readonly leaseAt?: number;
 }
 
 /** Grants the host decided for `owner` outside its calls. */
@@ -125,6 +155,8 @@ interface Queue {
   readonly lookaheadMs: number;
   readonly keys: Map<string, KeyQueue>;
   seq: number;
+  /** Nothing is granted before this instant (owners coming back from a lost host, see the head). */
+  graceUntil: number;
 }
 
 const PRIORITY = 2 ** 40;
@@ -138,6 +170,17 @@ export interface HostStore {
   bind(binding: RuleBinding): BoundRule;
 }
 
+/** How a host's records relate to a previous host's. */
+export interface QueueHostOptions {
+  /**
+   * The records outlive the host (SharedMemoryStore's shared memory): a host that takes over
+   * finds every lease and rate unit the old one took, so owners coming back bring only their
+   * grants' receipts, and nothing is forced or held back. Default false (ClusterStore's socket
+   * host starts with an empty MemoryStore).
+   */
+  readonly sharedRecords?: boolean;
+}
+
 /** The fleet queues one host keeps. */
 export class QueueHost {
   readonly #store: HostStore;
@@ -146,12 +189,14 @@ export class QueueHost {
   readonly #queues = new Map<string, Queue>();
   /** Owner id → its queue, caller (worker or thread) and heartbeat deadline. */
   readonly #owners = new Map<string, { queue: Queue; worker: number; until: number }>();
+  readonly #sharedRecords: boolean;
   #next = 1;
 
-  constructor(store: HostStore, send: SendTo, clock: Clock = systemClock) {
+  constructor(store: HostStore, send: SendTo, clock: Clock = systemClock, options: QueueHostOptions = {}) {
     this.#store = store;
     this.#send = send;
     this.#clock = clock;
+    this.#sharedRecords = options.sharedRecords === true;
   }
 
   /** Answers `worker`'s call. */
@@ -160,7 +205,7 @@ export class QueueHost {
     let status = "1";
     try {
       if (call.op === "o") {
-        status = this.#open(worker, call.rules as QueueRules);
+        status = this.#open(worker, call.rules as QueueRules, call.held);
       } else {
         const owner = this.#owners.get(call.owner);
         if (owner === undefined || owner.worker !== worker) {
@@ -178,7 +223,13 @@ export class QueueHost {
     } catch (error) {
       return this.#reply(call, "0", [], error instanceof Error ? error.message : String(error));
     }
-    return this.#reply(call, status, mine);
+    const reply = this.#reply(call, status, mine);
+    if (call.op !== "n" || status !== "1") return reply;
+    const leaseAt = this.#owners
+      .get(call.owner)
+      ?.queue.keys.get(call.key)
+      ?.grants.get(`${call.owner}.${call.args[0]}`)?.leaseAt;
+    return leaseAt === undefined ? reply : { ...reply, leaseAt };
   }
 
   #reply(call: QueueCall, status: string, grants: FleetGrant[], error?: string): QueueReply {
@@ -194,7 +245,7 @@ export class QueueHost {
   }
 
   /** A worker's new owner on the queue of `rules` (bound once per distinct rules). */
-  #open(worker: number, rules: QueueRules): string {
+  #open(worker: number, rules: QueueRules, held: readonly HeldGrant[] | undefined): string {
     const name = JSON.stringify([rules.rate, rules.concurrency, rules.lookaheadMs ?? 0]);
     let queue = this.#queues.get(name);
     if (queue === undefined) {
@@ -207,12 +258,56 @@ export class QueueHost {
         lookaheadMs: rules.lookaheadMs ?? 0,
         keys: new Map(),
         seq: 0,
+        graceUntil: 0,
       };
       this.#queues.set(name, queue);
     }
     const id = `${worker}.${this.#next++}`;
-    this.#owners.set(id, { queue, worker, until: this.#clock.now() + rules.ownerTtlMs });
+    const now = this.#clock.now();
+    this.#owners.set(id, { queue, worker, until: now + rules.ownerTtlMs });
+    if (held !== undefined) this.#adopt(queue, id, held, now);
     return id;
+  }
+
+  /**
+   * An owner back from a lost host: its running grants take their slots and rate units here
+   * (forced: they run whatever this host decided meanwhile), and the queue grants nothing for a
+   * grace, so every owner can bring its grants back before new ones are made.
+   */
+  #adopt(queue: Queue, owner: string, held: readonly HeldGrant[], now: number): void {
+    if (this.#sharedRecords) {
+      // The records hold the grants' leases and units already: only the bookkeeping comes back
+      // (a lease whose receipt the owner does not know is left to expire: it is not renewed).
+      for (const [key, id, leased, cost, rateAt, leaseAt] of held) {
+        const g = { owner, leaseAt: leased === 1 ? leaseAt : undefined, rateAt: rateAt ?? undefined, cost };
+        if (g.leaseAt !== undefined || g.rateAt !== undefined)
+          this.#keyQueue(queue, key).grants.set(`${owner}.${id}`, g);
+      }
+      return;
+    }
+    if (queue.graceUntil === 0) queue.graceUntil = now + Math.min(queue.ownerTtlMs, REJOIN_GRACE_MS);
+    for (const [key, id, leased, cost, rateAt] of held) {
+      const kq = this.#keyQueue(queue, key);
+      let leaseAt: number | undefined;
+      if (leased === 1 && queue.slots !== undefined) {
+        this.#decide(queue.slots, key, 1, now, "penalty");
+        leaseAt = now;
+      }
+      let at: number | undefined;
+      if (rateAt !== null && queue.rate !== undefined) {
+        // At the takeover instant, not the old one: the record never sees time run back, and a
+        // window never holds fewer of them than it did.
+        at = Math.max(now, kq.cursor);
+        try {
+          this.#decide(queue.rate, key, cost, at, "penalty");
+        } catch {
+          // An algorithm without `penalty` (leaky bucket): its units are not retaken.
+        }
+      }
+      if (leaseAt !== undefined || at !== undefined) {
+        kq.grants.set(`${owner}.${id}`, { owner, leaseAt, rateAt: at, cost });
+      }
+    }
   }
 
   #keyQueue(queue: Queue, key: string): KeyQueue {
@@ -283,8 +378,9 @@ export class QueueHost {
     }
   }
 
-  #grantOf(id: string, g: Grant, delayMs: number, at: number): FleetGrant {
-    return { id: id.slice(g.owner.length + 1), leased: g.leaseAt !== undefined, delayMs, at };
+  #grantOf(id: string, g: Grant, delayMs: number, at: number): WireGrant {
+    const grant = { id: id.slice(g.owner.length + 1), leased: g.leaseAt !== undefined, delayMs, at };
+    return g.leaseAt === undefined ? grant : { ...grant, leaseAt: g.leaseAt };
   }
 
   /** Gives a grant back: its lease, and with `refund` its rate units. False: no such grant. */
@@ -310,6 +406,19 @@ export class QueueHost {
     kq.timer?.();
     kq.timer = undefined;
     const now = this.#clock.now();
+    if (now < queue.graceUntil) {
+      // Owners are still bringing back grants from a lost host: grant once they had the time.
+      kq.timer = after(
+        this.#clock,
+        queue.graceUntil - now,
+        () => {
+          kq.timer = undefined;
+          this.#pump(queue, kq, undefined, []);
+        },
+        true,
+      );
+      return;
+    }
     const others = new Map<string, FleetGrant[]>();
     let wait: number | undefined;
     /** How far ahead of now the head may be granted (queue.lua's rule). */

@@ -18,21 +18,30 @@ export interface Job {
 export interface FleetLog {
   jobs: Map<string, Job>;
   admitted: number[];
+  /** The process of each admission in `admitted`. */
+  admittedBy: number[];
   done: Array<{ proc: number; failed: string[] }>;
   /** Other lines by kind (e.g. "K": a kill's instant). */
   marks: Map<string, number>;
+  /** Jobs that began more than once (a job must never run twice). */
+  twice: string[];
 }
 
 /** Parses `<proc> <kind> a b c` lines. */
 export function parseFleetLog(text: string): FleetLog {
-  const log: FleetLog = { jobs: new Map(), admitted: [], done: [], marks: new Map() };
+  const log: FleetLog = { jobs: new Map(), admitted: [], admittedBy: [], done: [], marks: new Map(), twice: [] };
   for (const line of text.split("\n")) {
     const [p, kind, a, b, c] = line.split(" ");
     const proc = Number(p);
     if (kind === "Q") log.jobs.set(a as string, { proc, priority: Number(b), queued: Number(c) });
-    else if (kind === "A") log.admitted.push(Number(a));
-    else if (kind === "S") (log.jobs.get(a as string) as Job).start = Number(b);
-    else if (kind === "E") (log.jobs.get(a as string) as Job).end = Number(b);
+    else if (kind === "A") {
+      log.admitted.push(Number(a));
+      log.admittedBy.push(proc);
+    } else if (kind === "S") {
+      const job = log.jobs.get(a as string) as Job;
+      if (job.start !== undefined) log.twice.push(a as string);
+      job.start = Number(b);
+    } else if (kind === "E") (log.jobs.get(a as string) as Job).end = Number(b);
     else if (kind === "D") log.done.push({ proc, ...JSON.parse(line.slice(line.indexOf("{"))) });
     else if (kind === "K") log.marks.set("K", Number(a));
   }
@@ -108,7 +117,7 @@ export function startsPerSecond(log: FleetLog): number {
 }
 
 /** Runs a fleet application (`child`) to its end; its log. */
-function runFleet(child: string, mode: string, options: object, jobs: number, depth = 8): Promise<FleetLog> {
+export function runFleet(child: string, mode: string, options: object, jobs: number, depth = 8): Promise<FleetLog> {
   const proc = spawn(process.execPath, [child, mode, JSON.stringify(options), String(jobs), "7000", String(depth)], {
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -139,6 +148,7 @@ export function describeFleet(title: string, child: string, JOBS: number, kill: 
       expect(log.done.map((d) => d.failed)).toEqual([[], [], [], []]);
       expect([...log.jobs.values()].filter((j) => j.end !== undefined).length).toBe(4 * JOBS);
       expect(mostRunning(log)).toBeLessThanOrEqual(3);
+      expect(log.twice).toEqual([]);
       expect(inversions(log).slice(0, 5)).toEqual([]);
     });
 
@@ -178,6 +188,52 @@ export function describeFleet(title: string, child: string, JOBS: number, kill: 
       expect(other.filter((j) => j.end !== undefined)).toHaveLength(10);
       // Both slots were held until the kill: nothing of the other worker started before it.
       expect(Math.min(...other.map((j) => j.start as number))).toBeGreaterThanOrEqual(killedAt);
+    });
+  });
+}
+
+/**
+ * The host's death mid-run (`child`'s mode "kill-host": 4 members bursting jobs of 50-250 ms, the
+ * hosting member killed 0.8 s in as another's job starts): the others carry on at a new host,
+ * with at most `concurrency` running, no job twice, every other job run (none failed), and no
+ * window over the rate: counting every start when the records outlive the host (`shared`), else
+ * the survivors' starts (the dead host's own starts die with its store, documented).
+ */
+export function describeHostDeath(title: string, child: string, shared: boolean): void {
+  describe(title, () => {
+    beforeAll(() => ensureBuilt());
+
+    it("a new host: at most `concurrency` running, no job twice, every other job runs, no window over the rate", {
+      timeout: 60_000,
+    }, async () => {
+      // A window longer than a socket host's grace (1 s), which alone would let it expire, and a
+      // rate that allows bursts (a new host that forgot the running jobs or the window's starts
+      // would let more start at once).
+      const rate = 30;
+      const jobs = 20;
+      const log = await runFleet(
+        child,
+        "kill-host",
+        { rate: { algorithm: "sliding-log", limit: rate, windowMs: 3000 }, concurrency: 3, leaseMs: 3000 },
+        jobs,
+      );
+      const killedAt = log.marks.get("K") as number;
+      // The host's jobs died with it: those it was running end at the kill.
+      for (const j of log.jobs.values()) if (j.proc === 0 && j.start !== undefined) j.end ??= killedAt;
+      const others = [...log.jobs.values()].filter((j) => j.proc !== 0);
+      expect(log.done.map((d) => [d.proc, d.failed]).sort()).toEqual([
+        [1, []],
+        [2, []],
+        [3, []],
+      ]);
+      expect(others.filter((j) => j.end !== undefined)).toHaveLength(3 * jobs);
+      // The run went on after the new host took over, and jobs were running across it.
+      expect(others.filter((j) => (j.start as number) > killedAt).length).toBeGreaterThan(jobs);
+      expect(others.some((j) => (j.start as number) < killedAt && (j.end as number) > killedAt)).toBe(true);
+      expect(log.twice).toEqual([]);
+      expect(mostRunning(log)).toBeLessThanOrEqual(3);
+      const counted = log.admitted.filter((_, i) => shared || log.admittedBy[i] !== 0);
+      expect(windowsOver(counted, 3000, rate)).toBe(0);
     });
   });
 }

@@ -1,23 +1,27 @@
 // A worker_threads application for test/throttle/fleet-threads.test.ts (the built package): the
 // main thread creates the SharedMemoryStore (and so keeps the fleet queues) and starts the
-// threads; each thread runs one throttle named "fleet" on the attached store. Args: mode
+// threads; each thread is a fleet member (fleet-member.mjs) on the attached store. Args: mode
 // optionsJSON jobs seed [depth]; modes as in fleet-cluster-child.mjs ("kill": thread 0 is
-// ended with worker.terminate() 200 ms after thread 1 starts). Same log lines, same clock.
+// ended with worker.terminate() 200 ms after thread 1 starts), and "kill-host": thread 0
+// creates the store (so hosts the queues), the others attach it, all burst jobs of 50-250 ms,
+// and thread 0 is terminated 0.8 s into the run as another's job starts ("0 K <ms>"). Same log
+// lines, same clock.
 import { isMainThread, Worker, workerData } from "node:worker_threads";
-import { mulberry32 } from "../../dist/core/seeded-random.js";
-import { createThrottle, systemClock } from "../../dist/index.js";
 import { SharedMemoryStore } from "../../dist/stores/threads/index.js";
+import { fleetMember } from "./fleet-member.mjs";
 
 if (isMainThread) {
   const [mode, optionsJson, jobs, seed, depth] = process.argv.slice(2);
-  const store = new SharedMemoryStore({ maxKeys: 1000, recordWords: 16 });
+  // kill-host: thread 0 creates the store (and so hosts first); the others attach its handle.
+  let handle = mode === "kill-host" ? undefined : new SharedMemoryStore({ maxKeys: 1000, recordWords: 16 }).handle;
   const count = mode === "kill" ? 2 : 4;
   const workers = [];
   let ready = 0;
   let exited = 0;
+  let goAt = 0;
   const start = (i) => {
     const w = new Worker(new URL(import.meta.url), {
-      workerData: { handle: store.handle, index: i, mode, optionsJson, jobs, seed, depth },
+      workerData: { handle, index: i, mode, optionsJson, jobs, seed, depth },
     });
     workers[i] = w;
     w.on("message", (m) => {
@@ -30,7 +34,18 @@ if (isMainThread) {
               void workers[0].terminate();
             }, 200);
           }
-        } else if (++ready === count) for (const o of workers) o.postMessage({ fleet: "go" });
+        } else if (++ready === count) {
+          for (const o of workers) o.postMessage({ fleet: "go" });
+          goAt = Date.now();
+        }
+      } else if (m?.fleet === "handle") {
+        handle = m.handle;
+        for (let j = 1; j < count; j++) start(j);
+      } else if (m?.fleet === "started" && i !== 0 && goAt > 0 && Date.now() - goAt > 800 && exited === 0) {
+        // kill-host: while this thread's job (50-250 ms) runs, 0.8 s into the run.
+        goAt = 0;
+        process.stdout.write(`0 K ${Date.now()}\n`);
+        void workers[0].terminate();
       } else if (m?.fleet === "holding" && i === 0) start(1);
       else if (m?.fleet === "line") process.stdout.write(m.line);
     });
@@ -39,62 +54,28 @@ if (isMainThread) {
       if (++exited === count) process.exit(0);
     });
   };
-  if (mode === "kill") start(0);
+  if (mode === "kill" || mode === "kill-host") start(0);
   else for (let i = 0; i < count; i++) start(i);
 } else {
   const { parentPort } = await import("node:worker_threads");
   const { handle, index, mode, optionsJson, jobs, seed, depth } = workerData;
-  const store = SharedMemoryStore.attach(handle);
-  const throttle = createThrottle({ name: "fleet", store, clock: systemClock, ...JSON.parse(optionsJson) });
-  const random = mulberry32(Number(seed) + index);
-  // Through the parent (a thread's own stdout is a stream the parent drains late).
-  const log = (line) => parentPort.postMessage({ fleet: "line", line: `${index} ${line}\n` });
-  // Admissions of the run's key only (the warm-up's key has its own limit).
-  throttle.on("start", (e) => {
-    if (e.key !== "warm-up") log(`A ${e.at}`);
+  let store;
+  if (handle === undefined) {
+    store = new SharedMemoryStore({ maxKeys: 1000, recordWords: 40 }); // room for a sliding log of 30
+    parentPort.postMessage({ fleet: "handle", handle: store.handle });
+  } else store = SharedMemoryStore.attach(handle);
+  await fleetMember({
+    index,
+    store,
+    mode: mode === "kill-host" ? "long" : mode,
+    optionsJson,
+    jobs,
+    seed,
+    depth,
+    // Through the parent (a thread's own stdout is a stream the parent drains late).
+    log: (line) => parentPort.postMessage({ fleet: "line", line }),
+    send: (m) => parentPort.postMessage(m),
+    listen: (on) => parentPort.on("message", on),
+    end: () => parentPort.close(),
   });
-  let started = 0;
-  const job = (i, priority, ms) => {
-    const name = `${index}-${i}`;
-    log(`Q ${name} ${priority} ${Date.now()}`);
-    return throttle.schedule(
-      async () => {
-        log(`S ${name} ${Date.now()}`);
-        if (++started === 2 && ms < 0) parentPort.postMessage({ fleet: "holding" });
-        if (ms < 0) await new Promise(() => setInterval(() => {}, 1000));
-        await new Promise((resolve) => setTimeout(resolve, ms));
-        log(`E ${name} ${Date.now()}`);
-      },
-      { priority },
-    );
-  };
-  await throttle.schedule(async () => {}, { key: "warm-up" });
-  parentPort.on("message", async (m) => {
-    if (m?.fleet !== "go") return;
-    const n = Number(jobs);
-    const runs = [];
-    const lost = [];
-    const hold = mode === "kill" && index === 0;
-    if (mode === "steady") {
-      let next = 0;
-      const lane = async () => {
-        while (next < n) {
-          const i = next++;
-          await job(i, 5, 2 + Math.floor(random() * 10)).catch((e) => lost.push(String(e)));
-        }
-      };
-      await Promise.all(Array.from({ length: Number(depth ?? 8) }, lane));
-    } else {
-      for (let i = 0; i < (hold ? 6 : n); i++) {
-        if (hold) runs.push(job(i, 0, -1));
-        else runs.push(job(i, Math.floor(random() * 10), 2 + Math.floor(random() * 10)));
-      }
-    }
-    const results = await Promise.allSettled(runs);
-    const failed = [...lost, ...results.filter((r) => r.status === "rejected").map((r) => String(r.reason))];
-    await throttle.close();
-    log(`D ${JSON.stringify({ failed, stats: throttle.stats() })}`);
-    parentPort.close();
-  });
-  parentPort.postMessage({ fleet: "ready" });
 }

@@ -15,6 +15,7 @@ import { ArgumentError, StoreError } from "../../core/errors.ts";
 import type { FleetQueue, FleetQueueConfig } from "../../core/fleet-queue.ts";
 import { checkOptions } from "../../core/options.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
+import { openHostedFleetQueue } from "../fleet-queue-client.ts";
 import type { MemoryStoreOptions } from "../memory/memory-store.ts";
 import { MemoryStore } from "../memory/memory-store.ts";
 import { Breaker, type BreakerOptions, checkBreaker } from "../remote/breaker.ts";
@@ -33,7 +34,7 @@ import { checkTimeoutMs } from "../remote/with-timeout.ts";
 import { hasChannel, ipc, type Transport } from "./link.ts";
 import { type BindRecord, CHANNEL, decode, type Op, type OpName, type OpResult } from "./protocol.ts";
 import { openClusterFleetQueue } from "./queue-client.ts";
-import { DEFAULT_SOCKET_MODE, SocketLink, socketLink } from "./socket-link.ts";
+import { DEFAULT_SOCKET_MODE, SocketLink, socketLink, socketQueueTransport } from "./socket-link.ts";
 
 /** Options of {@link ClusterStore}. */
 export interface ClusterStoreOptions {
@@ -154,15 +155,18 @@ export class ClusterStore implements Store {
     this.#onError = onError;
     this.#onFailure = firstFailureWarning("ClusterStore", describePolicy(onError));
     this.#breaker = new Breaker(breaker);
+    const link = this.#link;
     this.openFleetQueue =
-      socket === undefined ? (config) => openClusterFleetQueue(config, Math.max(timeoutMs, 1000)) : undefined;
+      link instanceof SocketLink
+        ? (config) => openHostedFleetQueue(socketQueueTransport(link), config, Math.max(timeoutMs, 1000))
+        : (config) => openClusterFleetQueue(config, Math.max(timeoutMs, 1000));
   }
 
   /**
-   * @internal Opens a throttle's fleet queue in the node:cluster primary (SPEC §16; queue-host.ts). Only
-   * on the IPC transport: with `socket` this is undefined and throttles keep per-process queues.
+   * @internal Opens a throttle's fleet queue (SPEC §16; ../fleet-queue-host.ts) in the node:cluster
+   * primary, or with `socket` in the elected host (opened again at a new host after a re-election).
    */
-  readonly openFleetQueue: ((config: FleetQueueConfig) => Promise<FleetQueue>) | undefined;
+  readonly openFleetQueue: (config: FleetQueueConfig) => Promise<FleetQueue>;
 
   /** With `socket`: true while this process hosts the shared store (false on the IPC transport). */
   get hosting(): boolean {

@@ -11,6 +11,12 @@
  * only under a takeover lock and after checking again that nobody listens, so two processes
  * can never both think they host: one unlinking the file another has just bound.
  *
+ * Throttles' fleet queues (SPEC §16) live in the host too (../fleet-queue-host.ts): queue calls
+ * and replies travel as frames on the same connection, grants for another process are pushed
+ * on its connection, and a connection that closes (its process SIGKILLed) gives its tickets and
+ * slots back at once. After a re-election each owner opens its queue again at the new host with
+ * the grants it holds (../fleet-queue-client.ts, `rejoins`).
+ *
  * The socket is a trust boundary: the file is created owner-only (`socketMode` widens it), every
  * frame a peer sends is validated before anything is decided (validate.ts; a bad frame closes
  * that connection and is reported), the takeover lock is an owner-only file beside the socket
@@ -34,11 +40,13 @@ import net from "node:net";
 import { resolve } from "node:path";
 import { ArgumentError, StoreError } from "../../core/errors.ts";
 import { warn } from "../../core/warn.ts";
+import type { QueueTransport } from "../fleet-queue-client.ts";
+import { isQueueMessage, type QueueCall, QueueHost, type QueuePush, type QueueReply } from "../fleet-queue-host.ts";
 import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts";
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import type { Resyncable, Transport, Waiting } from "./link.ts";
 import { type BatchMessage, CHANNEL, isMessage, type ReplyMessage } from "./protocol.ts";
-import { invalidBatch } from "./validate.ts";
+import { invalidBatch, invalidQueueCall } from "./validate.ts";
 
 /** Attempts (bind, connect, take over) before a batch fails for want of a host. */
 const ATTEMPTS = 20;
@@ -67,6 +75,18 @@ const LOCAL = 0;
 const codeOf = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code;
 
 const links = new Map<string, SocketLink>();
+
+/** A fleet queue call waiting for a host, and who hears that it could not be sent. */
+interface QueueOut {
+  readonly call: QueueCall;
+  readonly failed: (error: StoreError) => void;
+}
+
+/** A fleet queue owner's ear: replies and pushes, and the loss of the host. */
+interface QueueEar {
+  readonly hear: (message: unknown) => void;
+  readonly lost: () => void;
+}
 
 /**
  * The transport for socket `path` in this process (one per path: stores on it share the host or
@@ -106,10 +126,15 @@ export class SocketLink implements Transport {
   #bound: { dev: number; ino: number } | undefined;
   #state: "idle" | "starting" | "host" | "client" = "idle";
   readonly #waiting = new Map<number, Waiting>();
-  #outbox: BatchMessage[] = [];
+  #outbox: Array<BatchMessage | QueueOut> = [];
   #nextSeq = 1;
   #socket: net.Socket | undefined;
   #dispatcher: Dispatcher | undefined;
+  /** While hosting: the throttles' fleet queues, and the clients' connections (for pushes). */
+  #queues: QueueHost | undefined;
+  readonly #connections = new Map<number, net.Socket>();
+  /** This process's fleet queue owners listening. */
+  readonly #ears = new Set<QueueEar>();
   readonly #stores = new Set<WeakRef<Resyncable>>();
 
   constructor(path: string, hostOptions: MemoryStoreOptions, socketMode: number) {
@@ -150,6 +175,34 @@ export class SocketLink implements Transport {
     }
   }
 
+  /** Sends a fleet queue call to the host (handling it here when this process hosts). */
+  postQueue(call: QueueCall, failed: (error: StoreError) => void): void {
+    if (this.#state === "host") {
+      const reply = (this.#queues as QueueHost).handle(LOCAL, call);
+      queueMicrotask(() => this.#hearQueue(reply));
+    } else if (this.#state === "client") this.#socket?.write(`${JSON.stringify(call)}\n`);
+    else {
+      this.#outbox.push({ call, failed });
+      if (this.#state === "idle") this.#start();
+    }
+  }
+
+  /** Hears fleet queue replies and pushes until the returned function is called. */
+  listenQueue(hear: (message: unknown) => void, lost: () => void): () => void {
+    const ear = { hear, lost };
+    this.#ears.add(ear);
+    return () => this.#ears.delete(ear);
+  }
+
+  #hearQueue(message: unknown): void {
+    for (const ear of [...this.#ears]) ear.hear(message);
+  }
+
+  /** The host is lost (its connection closed, or this process stepped down): every owner hears it. */
+  #queueLost(): void {
+    for (const ear of [...this.#ears]) ear.lost();
+  }
+
   #start(): void {
     this.#state = "starting";
     this.#elect().then(
@@ -164,13 +217,19 @@ export class SocketLink implements Transport {
         const outbox = this.#outbox;
         this.#outbox = [];
         if (binds.length > 0) this.post({ channel: CHANNEL, type: "batch", seq: 0, binds, releases: [], ops: [] });
-        for (const message of outbox) this.post(message);
+        for (const message of outbox) {
+          if ("call" in message) this.postQueue(message.call, message.failed);
+          else this.post(message);
+        }
       },
       (error: unknown) => {
         this.#state = "idle";
+        const outbox = this.#outbox;
         this.#outbox = [];
         const reason = error instanceof Error ? error.message : String(error);
-        this.#failAll(new StoreError(`could not reach or become ${this.peer}: ${reason}`, { cause: error }));
+        const failure = new StoreError(`could not reach or become ${this.peer}: ${reason}`, { cause: error });
+        this.#failAll(failure);
+        for (const message of outbox) if ("call" in message) message.failed(failure);
       },
     );
   }
@@ -228,7 +287,9 @@ export class SocketLink implements Transport {
           server.on("error", () => {}); // after listening, errors concern single connections
           // The server does not keep the process alive; connected clients do (see #serve).
           server.unref();
-          this.#dispatcher = createDispatcher(new MemoryStore(this.hostOptions));
+          const store = new MemoryStore(this.hostOptions);
+          this.#dispatcher = createDispatcher(store);
+          this.#queues = new QueueHost(store, (client, push) => this.#push(client, push));
           this.#watchFile(server);
           this.#state = "host";
           resolveHost();
@@ -265,8 +326,11 @@ export class SocketLink implements Transport {
       this.#state = "idle";
       this.#dispatcher?.stop();
       this.#dispatcher = undefined;
+      this.#queues?.stop();
+      this.#queues = undefined;
       server.close();
       for (const c of connections) c.destroy();
+      this.#queueLost();
       warn(
         `sluice cluster: ${this.#path} is no longer this process's socket; stepping down as host`,
         "SLUICE_CLUSTER_STEP_DOWN",
@@ -291,12 +355,24 @@ export class SocketLink implements Transport {
   /** Serves one client connection: frames in, one write of replies per chunk read. */
   #serve(connection: net.Socket): void {
     const dispatcher = this.#dispatcher as Dispatcher;
+    const queues = this.#queues as QueueHost;
     const client = nextClient++;
+    this.#connections.set(client, connection);
     connection.on("error", () => {}); // a client that dies mid-write: "close" follows
-    connection.on("close", () => dispatcher.disconnect(client));
+    connection.on("close", () => {
+      this.#connections.delete(client);
+      dispatcher.disconnect(client);
+      // Its process is gone (or cut off): its tickets leave, its grants' slots are free at once.
+      queues.disconnect(client);
+    });
     readFrames(
       connection,
       (frame) => {
+        if (isQueueMessage<QueueCall>(frame, "queue")) {
+          const why = invalidQueueCall(frame);
+          if (why !== undefined) throw new Error(why);
+          return queues.handle(client, frame);
+        }
         const invalid = invalidBatch(frame);
         if (invalid !== undefined) throw new Error(invalid);
         return dispatcher.handle(client, frame as BatchMessage);
@@ -304,6 +380,12 @@ export class SocketLink implements Transport {
       (reason) =>
         warn(`sluice cluster: closed a peer's connection to ${this.#path}: ${reason}`, "SLUICE_CLUSTER_BAD_FRAME"),
     );
+  }
+
+  /** Pushes a fleet queue grant to `client` (this process's owners when LOCAL). */
+  #push(client: number, push: QueuePush): void {
+    if (client === LOCAL) queueMicrotask(() => this.#hearQueue(push));
+    else this.#connections.get(client)?.write(`${JSON.stringify(push)}\n`);
   }
 
   /** Uses `socket`, connected to the host, for every batch until it closes. */
@@ -318,8 +400,13 @@ export class SocketLink implements Transport {
       this.#socket = undefined;
       this.#state = "idle";
       this.#failAll(new StoreError(`${this.peer} closed the connection`));
+      this.#queueLost();
     });
     readFrames(socket, (frame) => {
+      if (isQueueMessage<QueueReply>(frame, "queue-reply") || isQueueMessage<QueuePush>(frame, "queue-push")) {
+        this.#hearQueue(frame);
+        return undefined;
+      }
       if (!isMessage<ReplyMessage>(frame, "reply")) throw new Error("not a sluice reply");
       this.#reply(frame);
       return undefined;
@@ -389,6 +476,19 @@ export class SocketLink implements Transport {
 }
 
 let nextClient = LOCAL + 1;
+
+let nextQueueSeq = 1;
+
+/** The fleet queue transport over `link`: to whichever process hosts, again after a re-election. */
+export function socketQueueTransport(link: SocketLink): QueueTransport {
+  return {
+    peer: link.peer,
+    rejoins: true,
+    sequence: () => nextQueueSeq++,
+    send: (call, failed) => link.postQueue(call, failed),
+    listen: (hear, lost) => link.listenQueue(hear, lost),
+  };
+}
 
 /** Connects to the socket at `path`; rejects with the system error (ENOENT, ECONNREFUSED, ...). */
 function connect(path: string): Promise<net.Socket> {

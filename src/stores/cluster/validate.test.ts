@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { QUEUE_CHANNEL } from "../fleet-queue-host.ts";
 import { CHANNEL } from "./protocol.ts";
-import { invalidBatch } from "./validate.ts";
+import { invalidBatch, invalidQueueCall } from "./validate.ts";
 
 const batch = (ops: unknown[]) => ({ channel: CHANNEL, type: "batch", seq: 1, ops });
 const NOW = Date.UTC(2026, 11, 1);
@@ -29,5 +30,51 @@ describe("invalidBatch: operations from a socket peer", () => {
     ["a 4-tuple", [0, "k", 1, NOW], "not a 5-tuple"],
   ])("refuses %s", (_name, op, why) => {
     expect(invalidBatch(batch([op]))).toContain(why);
+  });
+});
+
+const call = (fields: object) => ({
+  channel: QUEUE_CHANNEL,
+  type: "queue",
+  seq: 1,
+  owner: "3.1",
+  key: "k",
+  args: [],
+  ...fields,
+});
+const rules = { rate: null, concurrency: { id: "c", spec: { algorithm: "concurrency", limit: 2 } }, ownerTtlMs: 500 };
+
+describe("invalidQueueCall: fleet queue calls from a socket peer", () => {
+  it.each([
+    ["an open", { op: "o", owner: "", rules }],
+    [
+      "a rejoin with held grants",
+      {
+        op: "o",
+        owner: "",
+        rules,
+        held: [
+          ["k", "7", 1, 1, NOW],
+          ["k", "8", 0, 2, null],
+        ],
+      },
+    ],
+    ["an enqueue", { op: "e", args: ["7", 0, 1, 0] }],
+    ["a release", { op: "r", args: ["7", 1] }],
+  ])("accepts %s", (_name, fields) => {
+    expect(invalidQueueCall(call(fields))).toBeUndefined();
+  });
+
+  it.each([
+    ["an unknown operation", { op: "z" }, "unknown fleet queue operation"],
+    ["an open without rules", { op: "o" }, "an open carries no rules"],
+    ["rules on an enqueue", { op: "e", rules }, "only an open carries rules"],
+    ["a held grant of negative cost", { op: "o", rules, held: [["k", "7", 1, -5, NOW]] }, "cost not a positive"],
+    ["a held grant that is not a tuple", { op: "o", rules, held: [{}] }, "is not a 5-tuple"],
+    ["arguments that are objects", { op: "e", args: [{}] }, "`args` holds"],
+    ["a key that is not a string", { op: "h", key: 5 }, "the key is not a string"],
+    ["no sequence number", { op: "h", seq: -1 }, "`seq`"],
+  ])("refuses %s", (_name, fields, why) => {
+    expect(invalidQueueCall(call(fields))).toContain(why);
   });
 });

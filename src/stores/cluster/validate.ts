@@ -91,3 +91,50 @@ function invalidOp(op: unknown): string | undefined {
   }
   return undefined;
 }
+
+const QUEUE_OPS = new Set(["o", "e", "c", "r", "n", "h", "x"]);
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+const isInstant = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+
+/**
+ * Why `frame` is not a valid fleet queue call from a peer (fleet-queue-host.ts), or undefined.
+ * Shapes only: the host answers a call whose content it cannot use with an error of its own,
+ * and a peer acts only on owners it opened on its connection.
+ */
+export function invalidQueueCall(frame: unknown): string | undefined {
+  const f = frame as Record<string, unknown>;
+  if (!isIndex(f.seq)) return "`seq` is not a non-negative safe integer";
+  if (typeof f.owner !== "string" || f.owner.length > MAX_ID_CHARS) return "`owner` is not a string";
+  if (typeof f.op !== "string" || !QUEUE_OPS.has(f.op)) return "unknown fleet queue operation";
+  if (typeof f.key !== "string" || f.key.length > MAX_KEY_CHARS)
+    return `the key is not a string of at most ${MAX_KEY_CHARS} characters`;
+  const args = list(f, "args");
+  if (typeof args === "string") return args;
+  if (!args.every((a) => (typeof a === "string" && a.length <= MAX_ID_CHARS) || isInstant(a)))
+    return "`args` holds something other than ids and numbers";
+  if (f.op !== "o") return f.rules === undefined && f.held === undefined ? undefined : "only an open carries rules";
+  const rules = f.rules as Record<string, unknown> | undefined;
+  if (typeof rules !== "object" || rules === null || Array.isArray(rules)) return "an open carries no rules";
+  if (!isCount(rules.ownerTtlMs) || rules.ownerTtlMs < 1) return "`ownerTtlMs` is not a positive integer";
+  if (rules.lookaheadMs !== undefined && !isCount(rules.lookaheadMs)) return "`lookaheadMs` is not an integer ≥ 0";
+  const rate = rules.rate as Record<string, unknown> | null;
+  if (rate !== null && (typeof rate !== "object" || typeof rate.id !== "string" || !Array.isArray(rate.specs)))
+    return "`rate` is not null or a rule id and specs";
+  const slots = rules.concurrency as Record<string, unknown> | null;
+  if (slots !== null && (typeof slots !== "object" || typeof slots.id !== "string" || typeof slots.spec !== "object"))
+    return "`concurrency` is not null or a rule id and spec";
+  if (f.held === undefined) return undefined;
+  const held = list(f, "held");
+  if (typeof held === "string") return held;
+  for (const [i, h] of held.entries()) {
+    if (!Array.isArray(h) || (h.length !== 5 && h.length !== 6)) return `held[${i}] is not a 5-tuple (or 6)`;
+    const [key, id, leased, cost, at, leaseAt] = h as unknown[];
+    if (h.length === 6 && !isInstant(leaseAt)) return `held[${i}]: the lease receipt is not finite`;
+    if (typeof key !== "string" || key.length > MAX_KEY_CHARS || typeof id !== "string" || id.length > MAX_ID_CHARS)
+      return `held[${i}]: the key or id is not a string`;
+    if ((leased !== 0 && leased !== 1) || !Number.isSafeInteger(cost) || (cost as number) < 1)
+      return `held[${i}]: \`leased\` is not 0 or 1, or the cost not a positive integer`;
+    if (at !== null && !isInstant(at)) return `held[${i}]: the rate instant is not null or finite`;
+  }
+  return undefined;
+}

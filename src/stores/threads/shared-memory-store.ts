@@ -145,7 +145,7 @@ export class SharedMemoryStore implements Store {
     if (this.#queueName === undefined) {
       return Promise.reject(new StoreError("this SharedMemoryStore's handle names no fleet queue channel"));
     }
-    return openThreadsFleetQueue(this.#queueName, config, QUEUE_TIMEOUT_MS);
+    return openThreadsFleetQueue(this.#queueName, config, QUEUE_TIMEOUT_MS, this);
   }
 
   /** The store another thread created, from its `handle`; StoreError if the value is not one. */
