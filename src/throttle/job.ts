@@ -4,6 +4,7 @@
  * the caller's signal does or when `timeoutMs` runs out.
  */
 
+import type { FleetGrant } from "../core/fleet-queue.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
 import type { JobOptions } from "./options.ts";
 import type { QueueNode } from "./priority-queue.ts";
@@ -34,6 +35,9 @@ export class Job implements QueueNode {
   cancelTimeout: (() => void) | undefined = undefined;
   onAbort: (() => void) | undefined = undefined;
   keeper: LeaseKeeper | undefined = undefined;
+  /** A fleet grant it holds until its due instant (granted ahead), and the timer that starts it. */
+  grant: FleetGrant | undefined = undefined;
+  cancelHold: (() => void) | undefined = undefined;
   /** Why the task's signal aborted on the throttle's side (its timeout). */
   timedOut: unknown = undefined;
   #controller: AbortController | undefined = undefined;
