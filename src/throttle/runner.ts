@@ -538,8 +538,18 @@ export class ThrottleRunner {
     job.started = true;
     job.startedAt = now;
     if (permit.lease !== undefined) {
-      job.keeper = new LeaseKeeper(permit.lease, this.#clock, this.#opts.leaseMs, (error) =>
-        this.events.emit("error", { key: kq.key, error }),
+      job.keeper = new LeaseKeeper(
+        permit.lease,
+        this.#clock,
+        this.#opts.leaseMs,
+        (error) => this.events.emit("error", { key: kq.key, error }),
+        (error) => {
+          // The slot may now run another job: a task that heeds its signal stops (its caller gets
+          // the task's own answer, as after an abort).
+          this.events.emit("error", { key: kq.key, error });
+          job.aborted = error;
+          job.abortTask(error);
+        },
       );
     }
     const { timeoutMs } = job.options;
@@ -589,7 +599,7 @@ export class ThrottleRunner {
   #timeout(job: Job): void {
     job.cancelTimeout = undefined;
     const reason = new DOMException(`the task ran past \`timeoutMs\` (${job.options.timeoutMs} ms)`, "TimeoutError");
-    job.timedOut = reason;
+    job.aborted = reason;
     job.abortTask(reason);
     this.#ledger.settle(job, reason, "expired");
   }
