@@ -8,7 +8,13 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { createThrottle, LeaseLostError, systemClock, type Throttle } from "../../src/index.ts";
 import { RedisStore } from "../../src/stores/redis/redis-store.ts";
-import { canStartRedis, OwnedRedis, standaloneRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
+import {
+  canStartRedis,
+  type OwnedRedis,
+  standaloneRedis,
+  startOwnedRedis,
+  uniquePrefix,
+} from "../support/redis-server.ts";
 
 const redis = await standaloneRedis("throttle lease lost");
 const canStart = await canStartRedis("throttle lease lost (restart)");
