@@ -14,6 +14,11 @@ export interface FleetTicket {
   readonly priority: number;
   /** Units of the rate it takes. */
   readonly cost: number;
+  /**
+   * Optional: units spent as a penalty once it is granted (past what the rate can admit at once:
+   * the adaptive rate slowing a rate of `burst: 1` by a longer interval). A store may ignore it.
+   */
+  readonly penalty?: number;
   /** It keeps a place it had (sent again after a 429): ahead of the tickets of its priority without one. */
   readonly front?: boolean;
 }

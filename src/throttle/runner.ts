@@ -33,6 +33,12 @@ export interface FleetFallback {
   concurrency: number | undefined;
 }
 
+/** The rate units a fleet ticket asks for: what the rate admits, and what it spends after as a penalty. */
+export interface Units {
+  cost: number;
+  penalty: number;
+}
+
 /** Backoff after a store call that failed outright (the job keeps its place and waits). */
 const STORE_RETRY_MS = 250;
 
@@ -78,9 +84,9 @@ export class ThrottleRunner {
   /** The store's queue for the fleet, when the store holds one (then nothing is decided here). */
   #fleet: FleetLink | undefined;
   /** The rate units a fleet ticket of `cost` asks for (the adaptive rate scales them); absent: `cost`. */
-  #unitsOf: ((key: string, cost: number) => number) | undefined;
+  #unitsOf: ((key: string, cost: number) => Units) | undefined;
   /** The units each ticket asked for, so a ticket sent again asks for the same. */
-  readonly #units = new WeakMap<Job, number>();
+  readonly #units = new WeakMap<Job, Units>();
   /** Waiting jobs by ticket id (fleet mode), and each job's ticket. */
   readonly #tickets = new Map<string, Job>();
   readonly #ticketOf = new WeakMap<Job, string>();
@@ -108,10 +114,17 @@ export class ThrottleRunner {
    * Serves every job through the store's fleet queue (set once, before the first job); with a
    * fallback, a key whose store call fails runs on it until the key is idle again.
    */
-  useFleet(link: FleetLink, fallback?: FleetFallback, unitsOf?: (key: string, cost: number) => number): void {
+  useFleet(link: FleetLink, fallback?: FleetFallback, unitsOf?: (key: string, cost: number) => Units): void {
     this.#fleet = link;
     this.#fallback = fallback;
     this.#unitsOf = unitsOf;
+  }
+
+  /** `job`'s ticket `id` (the units it asked for when first queued: a ticket sent again asks the same). */
+  #ticket(job: Job, id: string, front: boolean): FleetTicket {
+    const units = this.#units.get(job);
+    if (units === undefined) return { id, priority: job.priority, cost: job.cost, front };
+    return { id, priority: job.priority, cost: units.cost, penalty: units.penalty, front };
   }
 
   /** The limiters that decide `kq`'s permits: the fallback's while it runs locally. */
@@ -155,10 +168,7 @@ export class ThrottleRunner {
     const out: FleetTicket[] = [];
     for (const job of kq.queue) {
       const id = this.#ticketOf.get(job);
-      if (id !== undefined) {
-        const cost = this.#units.get(job) ?? job.cost;
-        out.push({ id, priority: job.priority, cost, front: this.#front.has(job) });
-      }
+      if (id !== undefined) out.push(this.#ticket(job, id, this.#front.has(job)));
     }
     return out;
   }
@@ -196,13 +206,14 @@ export class ThrottleRunner {
     const due = () => {
       job.cancelHold = nextTurn(() => {
         job.cancelHold = undefined;
-        // A process that lagged finds several grants due at once: they start at least half their
-        // grants' spacing apart (catching up, not in one burst that an upstream would see whole,
-        // and that a 429 answered to the first could no longer stop).
+        // A process that lagged finds several grants due at once (in any order: messages and
+        // replies arrive as they do): they start at least half their grants' spacing apart
+        // (catching up, not in one burst that an upstream would see whole, and that a 429
+        // answered to the first could no longer stop).
         const now = this.#clock.now();
         const last = kq.lastStart;
-        if (last !== undefined && grant.at > last.at) {
-          const earliest = last.local + (grant.at - last.at) / 2;
+        if (last !== undefined && grant.at !== last.at) {
+          const earliest = last.local + Math.abs(grant.at - last.at) / 2;
           if (earliest > now) {
             job.cancelHold = after(this.#clock, Math.ceil(earliest - now), due);
             return;
@@ -244,8 +255,7 @@ export class ThrottleRunner {
     this.#tickets.set(id, job);
     this.#ticketOf.set(job, id);
     this.#front.add(job);
-    const cost = this.#units.get(job) ?? job.cost;
-    (this.#fleet as FleetLink).submit(key, { id, priority: job.priority, cost, front: true });
+    (this.#fleet as FleetLink).submit(key, this.#ticket(job, id, true));
     const { maxWaitMs } = job.options;
     if (job.cancelExpiry === undefined && maxWaitMs !== Number.POSITIVE_INFINITY) {
       job.cancelExpiry = timer(this.#clock, job.enqueuedAt + maxWaitMs - this.#clock.now(), () => this.#expire(job));
@@ -370,9 +380,8 @@ export class ThrottleRunner {
       this.#tickets.set(id, job);
       this.#ticketOf.set(job, id);
       if (keepPlace) this.#front.add(job);
-      const cost = this.#unitsOf === undefined ? job.cost : this.#unitsOf(kq.key, job.cost);
-      this.#units.set(job, cost);
-      this.#fleet.submit(kq.key, { id, priority: job.priority, cost, front: keepPlace });
+      if (this.#unitsOf !== undefined) this.#units.set(job, this.#unitsOf(kq.key, job.cost));
+      this.#fleet.submit(kq.key, this.#ticket(job, id, keepPlace));
     } else if (kq.queue.peek() === job) this.#wakeNow(kq);
     const { maxWaitMs } = job.options;
     if (!job.queued || maxWaitMs === Number.POSITIVE_INFINITY) return;

@@ -209,7 +209,10 @@ export class RedisFleetQueue implements FleetQueue {
 
   async enqueue(key: string, tickets: readonly FleetTicket[], resent = false): Promise<boolean> {
     const args: string[] = [];
-    for (const t of tickets) args.push(this.#full(t.id), `${t.priority}${t.front === true ? "f" : ""}`, String(t.cost));
+    for (const t of tickets) {
+      const cost = t.penalty === undefined || t.penalty <= 0 ? String(t.cost) : `${t.cost}+${t.penalty}`;
+      args.push(this.#full(t.id), `${t.priority}${t.front === true ? "f" : ""}`, cost);
+    }
     return (await this.#call(key, resent ? "E" : "e", args)) === "1";
   }
 

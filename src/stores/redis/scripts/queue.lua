@@ -18,7 +18,7 @@
 -- rate rule's descriptor ('' none), 7 the concurrency rule's ('' none), 8 the user key as sent
 -- back in messages (fleet-queue.ts encodes it losslessly), 9 the lookahead (ms), then the op's
 -- arguments:
---   'e' enqueue: id priority(+'f') cost, repeated   'c' cancel: id
+--   'e' enqueue: id priority(+'f') cost(+'+'penalty), repeated   'c' cancel: id
 --   'E' enqueue after a lost link (the same)      'r' release: id refund('1'/'0')
 --   'n' renew: id                                 'h' heartbeat (the owner is alive)
 --   'p' pump                                      'l' leave: pump, the caller (closing) wakes nothing
@@ -128,7 +128,10 @@ local function pump()
     elseif pausedUntil > now then
       return pausedUntil - now, owner, 0, head
     else
-      cost = tonumber(cost)
+      -- "units+penalty": units past what the rate admits at once, spent once it is granted
+      -- (the adaptive rate slowing a rate of burst 1 by a longer interval).
+      local units, extra = match(cost, '^(%d+)%+(%d+)$')
+      if units then cost, extra = tonumber(units), tonumber(extra) else cost, extra = tonumber(cost), 0 end
       local ok, wait, delay = true, 0, 0
       -- A grant ahead holds its slot from now: only while at least half the slots stay free.
       local ahead = lookahead
@@ -159,6 +162,7 @@ local function pump()
           ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
         end
         if not ok then return wait, owner, ahead, head end
+        if extra > 0 then decide(RR, KR, extra, PENALTY, nil, at) end
         delay = (delay or 0) + (at - now)
         rateAt = fmt('%d', at)
         if at > cursor then
