@@ -18,8 +18,6 @@ export class KeyQueue<T extends QueueNode> {
    * their instant: out of the queue (no longer tickets), not yet started (a pause puts them back).
    */
   readonly held = new Set<T>();
-  /** The last fleet grant started here: when (this clock) and its instant (the store's clock). */
-  lastStart: { local: number; at: number } | undefined = undefined;
   /** A permit is being decided (one at a time per key, so grants follow queue order). */
   pumping = false;
   /** Something changed while a decision was in flight (a local release): decide again before sleeping. */
@@ -66,7 +64,6 @@ export class KeyQueues<T extends QueueNode> {
       else {
         kq.key = key;
         kq.local = false;
-        kq.lastStart = undefined;
       }
       this.#keys.set(key, kq);
     }

@@ -206,20 +206,6 @@ export class ThrottleRunner {
     const due = () => {
       job.cancelHold = nextTurn(() => {
         job.cancelHold = undefined;
-        // A process that lagged finds several grants due at once (in any order: messages and
-        // replies arrive as they do): they start at least half their grants' spacing apart
-        // (catching up, not in one burst that an upstream would see whole, and that a 429
-        // answered to the first could no longer stop).
-        const now = this.#clock.now();
-        const last = kq.lastStart;
-        if (last !== undefined && grant.at !== last.at) {
-          const earliest = last.local + Math.abs(grant.at - last.at) / 2;
-          if (earliest > now) {
-            job.cancelHold = after(this.#clock, Math.ceil(earliest - now), due);
-            return;
-          }
-        }
-        kq.lastStart = { local: now, at: grant.at };
         job.grant = undefined;
         this.#startGranted(kq, job, grant);
       });
