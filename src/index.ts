@@ -15,6 +15,7 @@ export {
   ConfigError,
   DuplicateRuleError,
   isSluiceError,
+  LeaseLostError,
   QueueFullError,
   SluiceError,
   StoreError,

@@ -82,13 +82,24 @@ export class ThrottleClosedError extends SluiceError {
   }
 }
 
+/**
+ * A running throttle job lost its concurrency slot: a renewal found its lease gone (it expired,
+ * or the store lost it and the slot went to another job), or no renewal reached the store for
+ * `leaseMs`. The job's signal aborts with it; another job may now hold the slot.
+ */
+export class LeaseLostError extends SluiceError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super("ERR_LEASE_LOST", message, options);
+  }
+}
+
 /** True when `error` is a sluice error, even across realms or duplicated package copies. */
 export function isSluiceError(error: unknown): error is SluiceError {
   return (
     error instanceof SluiceError ||
     (error instanceof Error &&
       typeof (error as { code?: unknown }).code === "string" &&
-      /^ERR_(INVALID_SPEC|INVALID_ARGUMENT|UNKNOWN_RULE|DUPLICATE_RULE|STORE|STORE_TIMEOUT|WAIT_TIMEOUT|QUEUE_FULL|THROTTLE_CLOSED)$/.test(
+      /^ERR_(INVALID_SPEC|INVALID_ARGUMENT|UNKNOWN_RULE|DUPLICATE_RULE|STORE|STORE_TIMEOUT|WAIT_TIMEOUT|QUEUE_FULL|THROTTLE_CLOSED|LEASE_LOST)$/.test(
         (error as unknown as { code: string }).code,
       ))
   );

@@ -14,6 +14,11 @@ export interface FleetTicket {
   readonly priority: number;
   /** Units of the rate it takes. */
   readonly cost: number;
+  /**
+   * Optional: units spent as a penalty once it is granted (past what the rate can admit at once:
+   * the adaptive rate slowing a rate of `burst: 1` by a longer interval). A store may ignore it.
+   */
+  readonly penalty?: number;
   /** It keeps a place it had (sent again after a 429): ahead of the tickets of its priority without one. */
   readonly front?: boolean;
 }
@@ -38,6 +43,11 @@ export interface FleetListener {
   unwake?(key: string): void;
   /** The link to the store came back after a loss: tickets may have been lost, send them again. */
   relinked(): void;
+  /**
+   * Optional: another process paused `key` for the fleet for `ms` more, until `until` (the
+   * store's clock, as grants' `at`): a grant decided before that instant must not start.
+   */
+  paused?(key: string, ms: number, until: number): void;
 }
 
 /** How a throttle's fleet queue decides. */
@@ -88,6 +98,17 @@ export interface FleetQueue {
   heartbeat(key: string): Promise<boolean>;
   /** Grants what fits (the head's owner, at its due instant). */
   pump(key: string): Promise<void>;
+  /**
+   * Optional: pauses `key` for the whole fleet for `ms` (nothing is granted until then) and tells
+   * every other owner of the key at once (`paused`). Resolves with the pause's end on the store's
+   * clock, and whether the key was paused already.
+   */
+  pause?(key: string, ms: number): Promise<{ until: number; already: boolean }>;
+  /**
+   * Optional: grants what fits, and makes sure this owner (closing) is not the one left to wake
+   * `key` (another owner with tickets is told instead).
+   */
+  leave?(key: string): Promise<void>;
   /** Ends the queue's link (its subscription). */
   close(): Promise<void>;
 }

@@ -98,21 +98,29 @@ export class AdaptiveRate {
    * fleet queue, whose grants do not pass through {@link wrap}'s `tryAcquire`: the ticket carries
    * them. The fraction is carried at once (a ticket cancelled later does not give it back).
    */
-  take(key: string, cost: number): number {
+  take(key: string, cost: number): { cost: number; penalty: number } {
     const e = this.#entry(key);
-    const { take, owed } = scaledCost(cost, this.factor(key), e.owed, this.maxCost);
+    const { take, extra, owed } = scaledCost(cost, this.factor(key), e.owed, this.maxCost);
     e.owed = owed;
-    return take;
+    return { cost: take, penalty: extra };
   }
 
   /** `rate` spending `cost / factor` units per job; every other call passes through. */
   wrap(rate: Limiter): Limiter {
     const tryAcquire = (key: string, cost = 1): Decision | Promise<Decision> => {
       const e = this.#entry(key);
-      const { take, owed } = scaledCost(cost, this.factor(key), e.owed, this.maxCost);
-      const decided = (d: Decision): Decision => {
-        // A refusal took nothing: the carried fraction stays for the next try.
-        if (d.allowed) e.owed = owed;
+      const { take, extra, owed } = scaledCost(cost, this.factor(key), e.owed, this.maxCost);
+      const decided = (d: Decision): Decision | Promise<Decision> => {
+        if (d.allowed) {
+          // A refusal took nothing: the carried fraction stays for the next try.
+          e.owed = owed;
+          // Units past what the rate holds at once: spent after the admission, so the next
+          // job waits for them (a longer interval).
+          if (extra > 0) {
+            const spent = rate.penalty(key, extra);
+            if (isPromise(spent)) return spent.then(() => d);
+          }
+        }
         // A pause somewhere in the fleet: a 429 may have cut the factor; read it before the pause ends.
         else if (d.banned === true) void this.refresh(key);
         return d;

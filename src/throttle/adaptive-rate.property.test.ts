@@ -87,4 +87,70 @@ describe("adaptive rate: bounds, convergence, recovery", () => {
       { numRuns: runs(60) },
     );
   });
+
+  it("a rate of burst 1 (bottleneck's minTime) adapts too: its interval stretches, and comes back", () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const params: AdaptiveParams = {
+          cut: s.cut,
+          recoverPerSecond: s.recoverPerSecond,
+          floor: s.floor,
+          refreshMs: s.refreshMs,
+        };
+        const clock = new ManualClock(T0);
+        const store = new MemoryStore();
+        // One unit at most at once (maxCost 1): what a job takes past it is a penalty.
+        const processes = [0, 1].map(() => {
+          const adaptive = new AdaptiveRate(store, "p", clock, params, 1);
+          const limiter = adaptive.wrap(
+            createLimiter({ algorithm: "gcra", limit: L, periodMs: 1000, burst: 1 }, { store, clock, name: "rate" }),
+          );
+          return { adaptive, limiter };
+        });
+        /** One second: the processes take turns sending as soon as the rate lets them. */
+        const second = (capacity: number) => {
+          const end = clock.now() + 1000;
+          let sent = 0;
+          for (let turn = 0; clock.now() < end; turn++) {
+            const p = processes[turn % 2] as (typeof processes)[number];
+            const f = p.adaptive.factor("k");
+            expect(f).toBeGreaterThanOrEqual(s.floor - 1e-9);
+            expect(f).toBeLessThanOrEqual(1);
+            const d = p.limiter.tryAcquire("k") as { allowed: boolean; retryAfterMs: number };
+            if (!d.allowed) {
+              clock.advance(Math.max(1, Math.min(Math.ceil(d.retryAfterMs), end - clock.now())));
+              continue;
+            }
+            sent++;
+            if (sent > capacity) {
+              // The 429 pauses the fleet for the rest of the second: one cut per pause.
+              void p.adaptive.cut("k", 1000);
+              break;
+            }
+          }
+          expect(sent).toBeLessThanOrEqual(L);
+          if (clock.now() < end) clock.advance(end - clock.now());
+          return sent;
+        };
+        const settleFor = Math.ceil(2 / s.recoverPerSecond) + 10;
+        for (let i = 0; i < settleFor; i++) second(s.capacity);
+        const settled = Array.from({ length: 60 }, () => second(s.capacity));
+        const most = Math.max(...settled);
+        const least = Math.min(...settled);
+        // Before: every second sent capacity + 1 and got its 429 (the configured interval, whatever
+        // the factor). Adapted, the sawtooth has seconds under the upstream's limit, unless a 429
+        // every second is where it settles (cut each second, recovering recoverPerSecond: the
+        // factor's fixed point recoverPerSecond / (1 - cut), or the floor, sends more than that).
+        const settlesAt = Math.max(s.floor, s.recoverPerSecond / (1 - s.cut));
+        if (L * settlesAt < 0.8 * s.capacity) expect(settled.some((n) => n <= s.capacity)).toBe(true);
+        expect(most).toBeLessThan(L);
+        expect(least).toBeGreaterThanOrEqual(Math.min(Math.floor(s.floor * L) - 1, s.capacity));
+        expect(most).toBeLessThanOrEqual(Math.max(s.capacity + 1, Math.ceil(s.floor * L) + 1));
+        const back = Math.ceil((1 - s.floor) / s.recoverPerSecond) + 2;
+        const after = Array.from({ length: back + 5 }, () => second(L));
+        expect(after.slice(back).every((n) => n >= L - 1)).toBe(true);
+      }),
+      { numRuns: runs(30) },
+    );
+  });
 });

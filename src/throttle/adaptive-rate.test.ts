@@ -34,13 +34,13 @@ describe("the AIMD steps", () => {
     [0.2, -5, 0.2], // a clock read out of order recovers nothing
   ])("%d recovers to %d after %d ms", (f, ms, want) => expect(recovered(f, ms, P)).toBeCloseTo(want, 12));
 
-  it("spends cost / factor units per job on average, whole units, within [cost, maxCost]", () => {
+  it("spends cost / factor units per job on average, whole units, within [cost, maxCost], the rest as a penalty", () => {
     const takes = (cost: number, f: number, n: number, maxCost = 100) => {
       let owed = 0;
-      const out: number[] = [];
+      const out: Array<number | string> = [];
       for (let i = 0; i < n; i++) {
         const s = scaledCost(cost, f, owed, maxCost);
-        out.push(s.take);
+        out.push(s.extra === 0 ? s.take : `${s.take}+${s.extra}`);
         owed = s.owed;
       }
       return out;
@@ -49,7 +49,11 @@ describe("the AIMD steps", () => {
     expect(takes(1, 0.5, 3)).toEqual([2, 2, 2]);
     expect(takes(1, 0.75, 6)).toEqual([1, 1, 2, 1, 1, 2]); // 8 units for 6 jobs: 0.75
     expect(takes(3, 0.6, 3)).toEqual([5, 5, 5]);
-    expect(takes(1, 0.1, 2, 4)).toEqual([4, 4]); // capped: a cost above the limit would never pass
+    // The rate admits 4 at once: the other 6 of 10 are a penalty (a cost above the limit would never pass).
+    expect(takes(1, 0.1, 2, 4)).toEqual(["4+6", "4+6"]);
+    // burst: 1 (bottleneck's minTime): one unit admitted, the rest spent after it.
+    expect(takes(1, 0.5, 3, 1)).toEqual(["1+1", "1+1", "1+1"]);
+    expect(takes(1, 0.75, 3, 1)).toEqual([1, 1, "1+1"]);
   });
 
   it("checks the option", () => {
@@ -167,17 +171,26 @@ describe("a throttle with `adaptive`", () => {
     expect(b.factor("k")).toBeCloseTo(0.5, 3);
   });
 
-  it("never spends more than the limit on one job: with `burst: 1` the factor cannot slow it, and nothing stalls", async () => {
+  it("slows a rate of `burst: 1` (bottleneck's minTime) by a longer interval: a job admits one unit, the rest is a penalty", async () => {
     const clock = new ManualClock(T0);
-    const t = createThrottle({ rate: { algorithm: "gcra", limit: 1, periodMs: 100, burst: 1 }, clock, adaptive: P });
+    // Recovery all but off: the factor stays at the cut (0.5) for the table.
+    const params = { ...P, recoverPerSecond: 1e-6 };
+    const t = createThrottle({
+      rate: { algorithm: "gcra", limit: 1, periodMs: 100, burst: 1 },
+      clock,
+      adaptive: params,
+    });
     await t.observe("default", tooMany(1));
     const starts: number[] = [];
     const jobs = Array.from({ length: 5 }, () => t.schedule(() => starts.push(clock.now() - T0)));
-    for (let i = 0; i < 15; i++) {
+    for (let i = 0; i < 25; i++) {
       clock.advance(100);
       await settle();
     }
-    expect(starts).toEqual([1000, 1100, 1200, 1300, 1400]);
+    // Before: [1000, 1100, 1200, 1300, 1400], the configured rate whatever the factor. Now 2 units
+    // a job (one admitted, one a penalty: 200 ms apart), but for one job of 1 unit: the factor sits
+    // a hair above 0.5 (the recovery), and its fraction, carried, falls due once.
+    expect(starts).toEqual([1000, 1200, 1300, 1500, 1700]);
     await t.close();
     await Promise.all(jobs);
   });

@@ -104,19 +104,22 @@ export function recovered(factor: number, elapsedMs: number, p: AdaptiveParams):
 /**
  * The units a job of `cost` takes at `factor`, so that jobs pass at `factor` × the configured
  * rate: `cost / factor` on average, whole units each, the fraction carried in `owed` from one
- * job to the next (error diffusion). Never less than `cost` (never above the configured rate),
- * never more than `maxCost` (a cost the rate could never admit would wait forever: the factor
- * then bottoms out at `cost / maxCost`, above the floor).
+ * job to the next (error diffusion), never less than `cost` (never above the configured rate).
+ * `take` is what the rate must admit (never more than `maxCost`, the most it can admit at once:
+ * a cost past it would wait forever); the rest is `extra`, spent as a penalty once the job is
+ * admitted, so a rate that holds one unit (`burst: 1`, bottleneck's `minTime`) is slowed by a
+ * longer interval where a roomier one is slowed by larger takes.
  */
 export function scaledCost(
   cost: number,
   factor: number,
   owed: number,
   maxCost: number,
-): { take: number; owed: number } {
+): { take: number; extra: number; owed: number } {
   const due = owed + cost / factor;
   // 1e-9: 1 / 0.5 + 0 must give 2 whatever the float rounding of the division.
-  const take = Math.min(maxCost, Math.max(cost, Math.floor(due + 1e-9)));
-  const left = due - take;
-  return { take, owed: left > 0 && left < 1 ? left : 0 };
+  const units = Math.max(cost, Math.floor(due + 1e-9));
+  const left = due - units;
+  const take = Math.min(maxCost, units);
+  return { take, extra: units - take, owed: left > 0 && left < 1 ? left : 0 };
 }

@@ -141,6 +141,7 @@ export function createThrottle(options: ThrottleOptions): Throttle {
         waiting: (key) => runner.fleetWaiting(key),
         idle: (key) => runner.fleetIdle(key),
         granted: (key, grant) => runner.fleetGranted(key, grant),
+        paused: (key, ms, until) => runner.fleetPaused(key, ms, until),
         failed: (key, error) => {
           runner.events.emit("error", { key, error });
           runner.fleetFailed(key);
@@ -163,7 +164,9 @@ export function createThrottle(options: ThrottleOptions): Throttle {
         runner.schedule(() => fn(...args), o),
     fetch: (input, init, o) => upstream.fetch(input, init, o),
     observe: (key, answer) => upstream.observe(key, answer),
-    pause: (key, ms) => upstream.pause(key, ms),
+    pause: async (key, ms) => {
+      await upstream.pause(key, ms);
+    },
     stats: () => runner.stats(),
     on(name, listener) {
       runner.events.on(name, listener);

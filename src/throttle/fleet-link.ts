@@ -24,6 +24,8 @@ export interface FleetHost {
   granted(key: string, grant: FleetGrant): void;
   /** A store call failed (the jobs keep waiting). */
   failed(key: string, error: unknown): void;
+  /** Another process paused `key` for the fleet for `ms`, until `until` on the store's clock. */
+  paused(key: string, ms: number, until: number): void;
 }
 
 /** One throttle's link to its fleet queue. */
@@ -73,6 +75,7 @@ export class FleetLink {
               this.#wakes.delete(key);
             },
             relinked: () => this.#resendAll(),
+            paused: (key, ms, until) => host.paused(key, ms, until),
           },
         });
         this.#opened.then(
@@ -236,9 +239,23 @@ export class FleetLink {
     return (await this.#queue).renew(key, id);
   }
 
-  /** Stops every timer and ends the subscription. */
+  /**
+   * Pauses `key` for the whole fleet in the store, which tells every other process at once;
+   * undefined when the store's queue cannot (then the caller blocks the key's record instead).
+   */
+  async pause(key: string, ms: number): Promise<{ until: number; already: boolean } | undefined> {
+    const q = await this.#queue;
+    return q.pause === undefined ? undefined : q.pause(key, ms);
+  }
+
+  /**
+   * Stops every timer and ends the subscription. A key this process was told to wake is handed
+   * to another process first: its wake-up dies with this link, and the key's head would wait for
+   * a rescue pump (3 owner lifetimes) after its due instant.
+   */
   async close(): Promise<void> {
     this.#closed = true;
+    const told = [...this.#wakes.keys()];
     for (const cancel of this.#wakes.values()) cancel();
     this.#beat?.();
     this.#beat = undefined;
@@ -246,7 +263,9 @@ export class FleetLink {
     this.#live.clear();
     if (this.#opened === undefined) return;
     try {
-      await (await this.#opened).close();
+      const q = await this.#opened;
+      if (q.leave !== undefined) await Promise.allSettled(told.map((key) => q.leave?.(key)));
+      await q.close();
     } catch {
       // It never opened: nothing to end.
     }

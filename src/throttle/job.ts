@@ -4,6 +4,7 @@
  * the caller's signal does or when `timeoutMs` runs out.
  */
 
+import type { FleetGrant } from "../core/fleet-queue.ts";
 import type { LeaseKeeper } from "./lease-keeper.ts";
 import type { JobOptions } from "./options.ts";
 import type { QueueNode } from "./priority-queue.ts";
@@ -34,8 +35,11 @@ export class Job implements QueueNode {
   cancelTimeout: (() => void) | undefined = undefined;
   onAbort: (() => void) | undefined = undefined;
   keeper: LeaseKeeper | undefined = undefined;
-  /** Why the task's signal aborted on the throttle's side (its timeout). */
-  timedOut: unknown = undefined;
+  /** A fleet grant it holds until its due instant (granted ahead), and the timer that starts it. */
+  grant: FleetGrant | undefined = undefined;
+  cancelHold: (() => void) | undefined = undefined;
+  /** Why the task's signal aborted on the throttle's side (its timeout, a lost lease). */
+  aborted: unknown = undefined;
   #controller: AbortController | undefined = undefined;
   #forward: (() => void) | undefined = undefined;
 
@@ -64,7 +68,7 @@ export class Job implements QueueNode {
       const controller = new AbortController();
       this.#controller = controller;
       const outer = this.options.signal;
-      if (this.timedOut !== undefined) controller.abort(this.timedOut);
+      if (this.aborted !== undefined) controller.abort(this.aborted);
       else if (outer?.aborted) controller.abort(outer.reason);
       else if (outer !== undefined) {
         this.#forward = () => controller.abort(outer.reason);

@@ -13,6 +13,11 @@ export class KeyQueue<T extends QueueNode> {
   readonly queue: PriorityQueue<T> = new Queue<T>();
   /** Jobs of this key running in this process. */
   running = 0;
+  /**
+   * Jobs the fleet's store granted ahead (a start due within its lookahead), waiting here for
+   * their instant: out of the queue (no longer tickets), not yet started (a pause puts them back).
+   */
+  readonly held = new Set<T>();
   /** A permit is being decided (one at a time per key, so grants follow queue order). */
   pumping = false;
   /** Something changed while a decision was in flight (a local release): decide again before sleeping. */
@@ -26,7 +31,13 @@ export class KeyQueue<T extends QueueNode> {
 
   /** Whether the key holds nothing and may be forgotten. */
   idle(): boolean {
-    return this.queue.size === 0 && this.running === 0 && !this.pumping && this.cancelWake === undefined;
+    return (
+      this.queue.size === 0 &&
+      this.held.size === 0 &&
+      this.running === 0 &&
+      !this.pumping &&
+      this.cancelWake === undefined
+    );
   }
 }
 
@@ -81,14 +92,17 @@ export class KeyQueues<T extends QueueNode> {
 
 /** Local pauses by key (until instants), forgetting those that are over once the table grows. */
 export class Pauses {
-  #until = new Map<string, number>();
+  #until = new Map<string, { until: number; store: number | undefined }>();
   #sweepAt = 1024;
 
-  /** Pauses `key` until `until` (the latest word wins: an upstream may shorten its own pause). */
-  set(key: string, until: number, now: number): void {
-    this.#until.set(key, until);
+  /**
+   * Pauses `key` until `until` (the latest word wins: an upstream may shorten its own pause);
+   * `store`: the same end on a fleet store's clock, once known.
+   */
+  set(key: string, until: number, now: number, store?: number): void {
+    this.#until.set(key, { until, store });
     if (this.#until.size >= this.#sweepAt) {
-      for (const [k, u] of this.#until) if (u <= now) this.#until.delete(k);
+      for (const [k, u] of this.#until) if (u.until <= now) this.#until.delete(k);
       this.#sweepAt = Math.max(1024, this.#until.size * 2);
     }
   }
@@ -97,10 +111,27 @@ export class Pauses {
   until(key: string, now: number): number {
     const u = this.#until.get(key);
     if (u === undefined) return 0;
-    if (u <= now) {
+    if (u.until <= now) {
       this.#until.delete(key);
       return 0;
     }
-    return u;
+    return u.until;
+  }
+
+  /** Records the running pause's end on the fleet store's clock (the store answered). */
+  confirm(key: string, store: number): void {
+    const u = this.#until.get(key);
+    if (u !== undefined) u.store = store;
+  }
+
+  /**
+   * Whether a grant decided at `at` (the store's clock) was decided before `key`'s running pause
+   * ended, so must not start: any grant while the store's end is not known yet (the pause was
+   * decided here and is on its way to the store, so every grant that arrives was made before it).
+   */
+  voids(key: string, at: number, now: number): boolean {
+    if (this.until(key, now) === 0) return false;
+    const store = this.#until.get(key)?.store;
+    return store === undefined || at < store;
   }
 }

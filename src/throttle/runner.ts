@@ -33,8 +33,24 @@ export interface FleetFallback {
   concurrency: number | undefined;
 }
 
+/** The rate units a fleet ticket asks for: what the rate admits, and what it spends after as a penalty. */
+export interface Units {
+  cost: number;
+  penalty: number;
+}
+
 /** Backoff after a store call that failed outright (the job keeps its place and waits). */
 const STORE_RETRY_MS = 250;
+
+/** Runs `fire` on the event loop's next turn, after pending I/O (setImmediate where it exists); returns a canceller. */
+function nextTurn(fire: () => void): () => void {
+  if (typeof globalThis.setImmediate === "function") {
+    const handle = setImmediate(fire);
+    return () => clearImmediate(handle);
+  }
+  const handle = setTimeout(fire, 0);
+  return () => clearTimeout(handle);
+}
 
 /** Runs `fire` after `ms` (at once when `ms` ≤ 0); returns a canceller. */
 function timer(clock: Clock, ms: number, fire: () => void): () => void {
@@ -68,9 +84,9 @@ export class ThrottleRunner {
   /** The store's queue for the fleet, when the store holds one (then nothing is decided here). */
   #fleet: FleetLink | undefined;
   /** The rate units a fleet ticket of `cost` asks for (the adaptive rate scales them); absent: `cost`. */
-  #unitsOf: ((key: string, cost: number) => number) | undefined;
+  #unitsOf: ((key: string, cost: number) => Units) | undefined;
   /** The units each ticket asked for, so a ticket sent again asks for the same. */
-  readonly #units = new WeakMap<Job, number>();
+  readonly #units = new WeakMap<Job, Units>();
   /** Waiting jobs by ticket id (fleet mode), and each job's ticket. */
   readonly #tickets = new Map<string, Job>();
   readonly #ticketOf = new WeakMap<Job, string>();
@@ -98,10 +114,17 @@ export class ThrottleRunner {
    * Serves every job through the store's fleet queue (set once, before the first job); with a
    * fallback, a key whose store call fails runs on it until the key is idle again.
    */
-  useFleet(link: FleetLink, fallback?: FleetFallback, unitsOf?: (key: string, cost: number) => number): void {
+  useFleet(link: FleetLink, fallback?: FleetFallback, unitsOf?: (key: string, cost: number) => Units): void {
     this.#fleet = link;
     this.#fallback = fallback;
     this.#unitsOf = unitsOf;
+  }
+
+  /** `job`'s ticket `id` (the units it asked for when first queued: a ticket sent again asks the same). */
+  #ticket(job: Job, id: string, front: boolean): FleetTicket {
+    const units = this.#units.get(job);
+    if (units === undefined) return { id, priority: job.priority, cost: job.cost, front };
+    return { id, priority: job.priority, cost: units.cost, penalty: units.penalty, front };
   }
 
   /** The limiters that decide `kq`'s permits: the fallback's while it runs locally. */
@@ -145,10 +168,7 @@ export class ThrottleRunner {
     const out: FleetTicket[] = [];
     for (const job of kq.queue) {
       const id = this.#ticketOf.get(job);
-      if (id !== undefined) {
-        const cost = this.#units.get(job) ?? job.cost;
-        out.push({ id, priority: job.priority, cost, front: this.#front.has(job) });
-      }
+      if (id !== undefined) out.push(this.#ticket(job, id, this.#front.has(job)));
     }
     return out;
   }
@@ -166,17 +186,96 @@ export class ThrottleRunner {
       return;
     }
     this.#tickets.delete(grant.id);
+    const now = this.#clock.now();
+    // Decided before a fleet pause ended (a grant ahead, or one that crossed the pause): it goes
+    // back to the queue, so no job reaches the upstream during the pause.
+    if (this.#pauses.voids(key, grant.at, now)) {
+      kq.queue.remove(job);
+      this.#putBack(kq, job, grant);
+      return;
+    }
+    // Held here until its instant (a pause heard meanwhile puts it back), and then for one more
+    // turn of the event loop: an answer that has arrived (a 429 of this process, a pause another
+    // process published) is read before the job starts, not after. Timers run before I/O in a
+    // turn, so a process that lagged would otherwise start its due jobs before reading the 429.
+    kq.queue.remove(job);
+    kq.held.add(job);
+    job.grant = grant;
+    job.cancelExpiry?.();
+    job.cancelExpiry = undefined;
+    const due = () => {
+      job.cancelHold = nextTurn(() => {
+        job.cancelHold = undefined;
+        job.grant = undefined;
+        this.#startGranted(kq, job, grant);
+      });
+    };
+    if (grant.delayMs > 0) job.cancelHold = after(this.#clock, grant.delayMs, due);
+    else due();
+  }
+
+  #startGranted(kq: KeyQueue<Job>, job: Job, grant: FleetGrant): void {
+    const { key } = kq;
     const fleet = this.#fleet as FleetLink;
     const lease = grant.leased
       ? { release: () => fleet.release(key, grant.id, false), renew: () => fleet.renew(key, grant.id) }
       : undefined;
-    this.#start(
-      kq,
-      job,
-      { granted: true, lease, rate: undefined, delayMs: grant.delayMs },
-      this.#clock.now(),
-      grant.at,
-    );
+    this.#start(kq, job, { granted: true, lease, rate: undefined, delayMs: 0 }, this.#clock.now(), grant.at);
+  }
+
+  /**
+   * A granted job that has not started goes back to the fleet's queue (a pause landed): its
+   * grant is given back (a lease, with its rate units), and it is sent again as a new ticket at
+   * the front of its priority, so it keeps its place ahead of later jobs. (A rate-only grant's
+   * units are not recorded in the store and stay spent.)
+   */
+  #putBack(kq: KeyQueue<Job>, job: Job, grant: FleetGrant): void {
+    const { key } = kq;
+    kq.held.delete(job);
+    job.cancelHold?.();
+    job.cancelHold = undefined;
+    job.grant = undefined;
+    if (grant.leased) this.#fleetCall(key, (f) => f.release(key, grant.id, true));
+    kq.queue.insertInOrder(job);
+    const id = String(this.#nextTicket++);
+    this.#tickets.set(id, job);
+    this.#ticketOf.set(job, id);
+    this.#front.add(job);
+    (this.#fleet as FleetLink).submit(key, this.#ticket(job, id, true));
+    const { maxWaitMs } = job.options;
+    if (job.cancelExpiry === undefined && maxWaitMs !== Number.POSITIVE_INFINITY) {
+      job.cancelExpiry = timer(this.#clock, job.enqueuedAt + maxWaitMs - this.#clock.now(), () => this.#expire(job));
+    }
+  }
+
+  /** Puts back every job of `key` held for a start granted before the key's running pause ends. */
+  #holdBack(key: string): void {
+    const kq = this.#keys.find(key);
+    if (kq === undefined || kq.held.size === 0) return;
+    const now = this.#clock.now();
+    for (const job of [...kq.held]) {
+      const grant = job.grant as FleetGrant;
+      if (this.#pauses.voids(key, grant.at, now)) this.#putBack(kq, job, grant);
+    }
+  }
+
+  /** Another process paused `key` for the fleet (the store told this one). */
+  fleetPaused(key: string, ms: number, until: number): void {
+    const now = this.#clock.now();
+    this.#pauses.set(key, now + ms, now, until);
+    if (this.events.has("pause")) this.events.emit("pause", { key, ms, reason: "fleet" });
+    this.#holdBack(key);
+  }
+
+  /**
+   * Pauses `key` in the fleet's store, which tells every other process at once; undefined when
+   * there is no fleet queue or it cannot (the caller blocks the key's record instead).
+   */
+  async pauseFleet(key: string, ms: number): Promise<{ already: boolean } | undefined> {
+    if (this.#fleet === undefined) return undefined;
+    const answer = await this.#fleet.pause(key, ms);
+    if (answer !== undefined) this.#pauses.confirm(key, answer.until);
+    return answer;
   }
 
   /** A store call behind the queue; close waits for it, and a failure is an `error` event. */
@@ -267,9 +366,8 @@ export class ThrottleRunner {
       this.#tickets.set(id, job);
       this.#ticketOf.set(job, id);
       if (keepPlace) this.#front.add(job);
-      const cost = this.#unitsOf === undefined ? job.cost : this.#unitsOf(kq.key, job.cost);
-      this.#units.set(job, cost);
-      this.#fleet.submit(kq.key, { id, priority: job.priority, cost, front: keepPlace });
+      if (this.#unitsOf !== undefined) this.#units.set(job, this.#unitsOf(kq.key, job.cost));
+      this.#fleet.submit(kq.key, this.#ticket(job, id, keepPlace));
     } else if (kq.queue.peek() === job) this.#wakeNow(kq);
     const { maxWaitMs } = job.options;
     if (!job.queued || maxWaitMs === Number.POSITIVE_INFINITY) return;
@@ -419,7 +517,7 @@ export class ThrottleRunner {
     now: number,
     at: number = permit.rate?.at ?? now,
   ): void {
-    kq.queue.remove(job);
+    if (!kq.queue.remove(job)) kq.held.delete(job);
     const ticket = this.#ticketOf.get(job);
     if (ticket !== undefined) this.#tickets.delete(ticket);
     this.#ledger.queued--;
@@ -435,8 +533,18 @@ export class ThrottleRunner {
     job.started = true;
     job.startedAt = now;
     if (permit.lease !== undefined) {
-      job.keeper = new LeaseKeeper(permit.lease, this.#clock, this.#opts.leaseMs, (error) =>
-        this.events.emit("error", { key: kq.key, error }),
+      job.keeper = new LeaseKeeper(
+        permit.lease,
+        this.#clock,
+        this.#opts.leaseMs,
+        (error) => this.events.emit("error", { key: kq.key, error }),
+        (error) => {
+          // The slot may now run another job: a task that heeds its signal stops (its caller gets
+          // the task's own answer, as after an abort).
+          this.events.emit("error", { key: kq.key, error });
+          job.aborted = error;
+          job.abortTask(error);
+        },
       );
     }
     const { timeoutMs } = job.options;
@@ -486,7 +594,7 @@ export class ThrottleRunner {
   #timeout(job: Job): void {
     job.cancelTimeout = undefined;
     const reason = new DOMException(`the task ran past \`timeoutMs\` (${job.options.timeoutMs} ms)`, "TimeoutError");
-    job.timedOut = reason;
+    job.aborted = reason;
     job.abortTask(reason);
     this.#ledger.settle(job, reason, "expired");
   }
@@ -519,7 +627,14 @@ export class ThrottleRunner {
   /** Takes a waiting job out of its queue and rejects it. */
   #drop(kq: KeyQueue<Job>, job: Job, error: unknown, status: OutcomeStatus): void {
     const wasHead = kq.queue.peek() === job && (this.#fleet === undefined || kq.local);
-    if (!kq.queue.remove(job)) return;
+    if (kq.held.delete(job)) {
+      // Granted ahead and not started: its grant goes back (only a lease's holds anything).
+      const grant = job.grant as FleetGrant;
+      job.cancelHold?.();
+      job.cancelHold = undefined;
+      job.grant = undefined;
+      if (grant.leased) this.#fleetCall(kq.key, (f) => f.release(kq.key, grant.id, true));
+    } else if (!kq.queue.remove(job)) return;
     const ticket = this.#ticketOf.get(job);
     if (ticket !== undefined && this.#tickets.delete(ticket)) {
       // Out of the fleet's queue too (a grant that crossed this comes back through fleetGranted).
@@ -530,7 +645,7 @@ export class ThrottleRunner {
     job.cancelExpiry?.();
     job.cancelExpiry = undefined;
     job.unlisten();
-    if (kq.queue.size === 0 && !kq.local) this.#fleet?.idle(kq.key);
+    if (kq.queue.size === 0 && !kq.local && this.#fleet !== undefined) this.#fleet.idle(kq.key);
     this.#ledger.settle(job, error, status);
     if (kq.queue.size === 0 && kq.cancelWake !== undefined) {
       kq.cancelWake();
@@ -563,6 +678,8 @@ export class ThrottleRunner {
     const now = this.#clock.now();
     this.#pauses.set(key, now + ms, now);
     if (this.events.has("pause")) this.events.emit("pause", { key, ms, reason });
+    // Jobs granted ahead wait for no store answer: the pause holds them back at once.
+    this.#holdBack(key);
     // A sleeping key re-reads its pause when it wakes; a key deciding now sees it next turn.
   }
 
@@ -598,7 +715,7 @@ export class ThrottleRunner {
     });
     if (!this.#draining) {
       for (const kq of [...this.#keys.values()]) {
-        for (const job of [...kq.queue])
+        for (const job of [...kq.queue, ...kq.held])
           this.#drop(kq, job, new ThrottleClosedError("the throttle closed before the job started"), "closed");
         kq.cancelWake?.();
         kq.cancelWake = undefined;

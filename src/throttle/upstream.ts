@@ -22,16 +22,24 @@ export class Upstream {
     private readonly adaptive?: AdaptiveRate,
   ) {}
 
-  /** Refuses `key` for `ms` here and, where the store can hold a block, for the whole fleet. */
-  async pause(key: string, ms: number, reason = "pause"): Promise<void> {
+  /**
+   * Refuses `key` for `ms` here and for the whole fleet: in the fleet queue's store, which tells
+   * every process at once (jobs granted ahead go back to the queue), or else as a block on the
+   * key's record where the store can hold one. Resolves with whether the fleet queue had the key
+   * paused already (undefined: no fleet queue answered).
+   */
+  async pause(key: string, ms: number, reason = "pause"): Promise<boolean | undefined> {
     if (typeof key !== "string") throw new ArgumentError(`pause: \`key\` must be a string (got ${describeValue(key)})`);
     if (typeof ms !== "number" || !Number.isFinite(ms) || ms <= 0) {
       throw new ArgumentError(`pause: \`ms\` must be a number of ms > 0 (got ${describeValue(ms)})`);
     }
     const whole = Math.ceil(ms);
     this.runner.pauseLocally(key, whole, reason);
+    const fleet = await this.runner.pauseFleet(key, whole);
+    if (fleet !== undefined) return fleet.already;
     const limiter = this.runner.pauseLimiter;
     if (limiter !== undefined && this.store.flexibleCalls === true) await limiter.block(key, whole);
+    return undefined;
   }
 
   /** Reads `answer` (a response, or its headers) for `key` and pauses the key as it asks. */
@@ -51,8 +59,8 @@ export class Upstream {
     // The check goes out before the block, on the same connection: no round trip is added before
     // the fleet is paused (every request another process starts meanwhile would be a 429 more).
     const before = status === 429 && this.adaptive !== undefined ? this.#pausedInStore(key) : undefined;
-    if (hint.pauseMs > 0) await this.pause(key, hint.pauseMs, hint.source ?? "upstream");
-    if (before !== undefined && !(await before)) await this.adaptive?.cut(key, hint.pauseMs);
+    const already = hint.pauseMs > 0 ? await this.pause(key, hint.pauseMs, hint.source ?? "upstream") : undefined;
+    if (before !== undefined && !(already ?? (await before))) await this.adaptive?.cut(key, hint.pauseMs);
     return hint;
   }
 

@@ -120,13 +120,14 @@ export class RedisFleetQueue implements FleetQueue {
     this.#subscription = await this.#parts.commands.subscribe(
       this.#channel + this.owner,
       (message) => {
-        let m: { k: string; g?: string; w?: number };
+        let m: { k: string; g?: string; w?: number; z?: number; u?: number };
         try {
           m = JSON.parse(message) as typeof m;
         } catch {
           return;
         }
         const key = keyOfWire(m.k);
+        if (m.z !== undefined && m.u !== undefined) listener.paused?.(key, m.z, m.u);
         if (m.g !== undefined) listener.granted(key, this.#mine(parseGrants(m.g)));
         if (m.w !== undefined) listener.wake(key, m.w);
       },
@@ -150,6 +151,7 @@ export class RedisFleetQueue implements FleetQueue {
       // No rate: a key of the queue's own that nothing writes (the script needs four keys).
       this.#rate === undefined ? `${q}R${key}` : head + this.#rate.infix + key,
       this.#slots === undefined ? `${q}C${key}` : head + this.#slots.infix + key,
+      `${q}P${key}`,
     ];
   }
 
@@ -207,7 +209,10 @@ export class RedisFleetQueue implements FleetQueue {
 
   async enqueue(key: string, tickets: readonly FleetTicket[], resent = false): Promise<boolean> {
     const args: string[] = [];
-    for (const t of tickets) args.push(this.#full(t.id), `${t.priority}${t.front === true ? "f" : ""}`, String(t.cost));
+    for (const t of tickets) {
+      const cost = t.penalty === undefined || t.penalty <= 0 ? String(t.cost) : `${t.cost}+${t.penalty}`;
+      args.push(this.#full(t.id), `${t.priority}${t.front === true ? "f" : ""}`, cost);
+    }
     return (await this.#call(key, resent ? "E" : "e", args)) === "1";
   }
 
@@ -230,6 +235,15 @@ export class RedisFleetQueue implements FleetQueue {
 
   async pump(key: string): Promise<void> {
     await this.#call(key, "p", []);
+  }
+
+  async pause(key: string, ms: number): Promise<{ until: number; already: boolean }> {
+    const [until = "", already] = (await this.#call(key, "z", [String(Math.ceil(ms))])).split(",");
+    return { until: Number(until), already: already === "1" };
+  }
+
+  async leave(key: string): Promise<void> {
+    await this.#call(key, "l", []);
   }
 
   async close(): Promise<void> {

@@ -8,8 +8,9 @@
 -- KEYS: 1 the queue (a sorted set of ticket ids, score priority * 2^40 + arrival number),
 -- 2 its hash (fields 't:<id>' a waiting ticket's "cost owner", 'g:<id>' a grant's
 -- "owner leaseAt rateAt cost", 'o:<owner>' an owner's deadline, 'seq' the arrival counter,
--- 'due' the head owner told to wake), 3 the rate record, 4 the concurrency record. All four
--- share one hash tag: one Cluster slot.
+-- 'due' the head owner told to wake, 'pz' the instant a fleet pause ends), 3 the rate record,
+-- 4 the concurrency record, 5 the owners that enqueued on the key (a sorted set, score the last
+-- enqueue: who hears a pause). All five share one hash tag: one Cluster slot.
 -- ARGV (after the guard's deadline): 1 expiry grace, 2 op, 3 the owners' channel prefix,
 -- 4 the calling owner, 5 an owner's time to live (ms), followed by 's' when an owner is alive
 -- while its channel has a subscriber (no heartbeats: a standalone server, where PUBSUB NUMSUB
@@ -17,17 +18,18 @@
 -- rate rule's descriptor ('' none), 7 the concurrency rule's ('' none), 8 the user key as sent
 -- back in messages (fleet-queue.ts encodes it losslessly), 9 the lookahead (ms), then the op's
 -- arguments:
---   'e' enqueue: id priority(+'f') cost, repeated   'c' cancel: id
+--   'e' enqueue: id priority(+'f') cost(+'+'penalty), repeated   'c' cancel: id
 --   'E' enqueue after a lost link (the same)      'r' release: id refund('1'/'0')
 --   'n' renew: id                                 'h' heartbeat (the owner is alive)
---   'p' pump
+--   'p' pump                                      'l' leave: pump, the caller (closing) wakes nothing
+--   'z' pause: ms (no grant until now + ms; every other live owner of the key hears it at once)
 -- Every op then grants what now fits, head first: grants to the caller come back in the reply,
 -- grants to other owners are PUBLISHed on their channel, and when the head must wait for the
 -- rate (or a lease's expiry) its owner is told when to call again.
 -- Reply: "status|wait|grants": status (op-specific, below), wait (ms until the caller, owning
 -- the head, should pump again; '' for no such wake) and the caller's grants "id,leaseAt,delayMs;...".
 
-local KQ, KH, KR, KC = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local KQ, KH, KR, KC, KP = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, channel, me = ARGV[2], ARGV[3], ARGV[4]
 local bySubscription = sub(ARGV[5], -1) == 's'
 local ownerTtl = tonumber(bySubscription and sub(ARGV[5], 1, -2) or ARGV[5])
@@ -36,6 +38,10 @@ local ownerTtl = tonumber(bySubscription and sub(ARGV[5], 1, -2) or ARGV[5])
 local keep = (bySubscription and 8 or 4) * ownerTtl
 local userKey, lookahead = ARGV[8], tonumber(ARGV[9])
 local now = sluice_ms
+-- A fleet pause (op 'z', an upstream's 429): nothing is granted before it ends, and the queue
+-- outlives it (an hour's X-RateLimit-Reset must not be forgotten by an idle queue).
+local pausedUntil = tonumber(call('HGET', KH, 'pz') or '0')
+if pausedUntil > now then keep = keep + (pausedUntil - now) end
 
 -- A rule from its descriptor text: "count after withinMs forMs (code p1 p2 p3)*" (bound-rule.ts).
 local function parseRule(text)
@@ -119,8 +125,13 @@ local function pump()
       -- A dead process's ticket never blocks the queue: it leaves when it reaches the head.
       call('ZREM', KQ, head)
       call('HDEL', KH, 't:' .. head)
+    elseif pausedUntil > now then
+      return pausedUntil - now, owner, 0, head
     else
-      cost = tonumber(cost)
+      -- "units+penalty": units past what the rate admits at once, spent once it is granted
+      -- (the adaptive rate slowing a rate of burst 1 by a longer interval).
+      local units, extra = match(cost, '^(%d+)%+(%d+)$')
+      if units then cost, extra = tonumber(units), tonumber(extra) else cost, extra = tonumber(cost), 0 end
       local ok, wait, delay = true, 0, 0
       -- A grant ahead holds its slot from now: only while at least half the slots stay free.
       local ahead = lookahead
@@ -151,6 +162,7 @@ local function pump()
           ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
         end
         if not ok then return wait, owner, ahead, head end
+        if extra > 0 then decide(RR, KR, extra, PENALTY, nil, at) end
         delay = (delay or 0) + (at - now)
         rateAt = fmt('%d', at)
         if at > cursor then
@@ -210,6 +222,7 @@ local function touch()
   -- (their renewals touch it as well).
   call('PEXPIRE', KH, keep)
   call('PEXPIRE', KQ, keep)
+  call('PEXPIRE', KP, keep)
   return known
 end
 
@@ -228,6 +241,8 @@ if op == 'e' or op == 'E' then
   -- Sent again after a lost link: a concurrency record that is gone lost the leases of jobs
   -- that may still run.
   if op == 'E' and RC and call('EXISTS', KC) == 0 then holdGrants() end
+  -- Who hears a pause of this key: one entry per owner (written once per call, not per ticket).
+  call('ZADD', KP, now, me)
   local seq = call('HINCRBY', KH, 'seq', (#ARGV - 9) / 3)
   local first = seq - (#ARGV - 9) / 3
   for i = 10, #ARGV, 3 do
@@ -294,6 +309,27 @@ elseif op == 'n' then
     call('PEXPIRE', KH, keep)
     call('PEXPIRE', KQ, keep)
   end
+elseif op == 'z' then
+  -- A fleet pause (the latest word wins: an upstream may shorten its own pause). Status
+  -- "until,1" when the key was paused already (its pause has cut the adaptive rate), "until,0".
+  -- Every other live owner that enqueued on the key hears it now, so a job it was granted ahead
+  -- (or whose grant crossed this) goes back to the queue instead of reaching the upstream.
+  local ms = tonumber(ARGV[10])
+  status = fmt('%d', now + ms) .. (pausedUntil > now and ',1' or ',0')
+  pausedUntil = now + ms
+  call('HSET', KH, 'pz', fmt('%d', pausedUntil))
+  keep = (bySubscription and 8 or 4) * ownerTtl + ms
+  touch()
+  local message = cjson.encode({ k = userKey, z = ms, u = pausedUntil })
+  for _, owner in ipairs(call('ZRANGE', KP, 0, -1)) do
+    if owner ~= me then
+      if alive(owner) then
+        call('PUBLISH', channel .. owner, message)
+      else
+        call('ZREM', KP, owner)
+      end
+    end
+  end
 elseif op == 'h' then
   -- 0: the store had forgotten this owner (a restart, a failover, a long pause): its tickets
   -- may be gone, and it sends them again.
@@ -326,11 +362,11 @@ if wait and wait < INF then
   end
   if last and w <= 2 * NEXT_MS + lookahead then
     waker, wakeFor, wakeMs = last, last, w
-  elseif headOwner == me or toldBy == me then
+  elseif (headOwner == me or toldBy == me) and op ~= 'l' then
     -- The caller: told in its reply, free.
     waker = me
     waitText = fmt('%d', w)
-  elseif toldId ~= headId or tonumber(toldAt) > dueAt then
+  elseif toldId ~= headId or tonumber(toldAt) > dueAt or toldBy == me then
     -- The head's owner, told once per head ticket and again only when it is due earlier than
     -- told (each call would otherwise tell it anew: a PUBLISH per call). Due later than told,
     -- its wake-up's pump answers the rest. (One that dies before waking is found dead by the
