@@ -8,6 +8,13 @@
 // past its limit, ≤ 1% of honest and of brand-new requests refused, the store within its
 // budget. Seeded (SLUICE_SEED, printed). SLUICE_FLOOD_SCALE multiplies the flood
 // (bench/threads-flood.mjs runs the full sizes).
+//
+// Many rules (issue 34): 50 rules, each request through all of them as a server's limiters run,
+// so the honest keys alone are 5,000 records past a `maxKeys: 1000` table and one record of 50
+// pushed out and read back over-counted refuses the request. Measured against an uncapped store
+// fed the same trace (a store whose table holds every record): the capped store admits no flood
+// key past what the uncapped one admits, and refuses at most 1% more brand-new requests and (not
+// yet the 1% of SPEC §10: see the test) 6% more honest ones.
 import type { SharedMemoryStoreOptions } from "sluice/threads";
 import { SharedMemoryStore } from "sluice/threads";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -18,23 +25,36 @@ const SEED = Number(process.env.SLUICE_SEED ?? 34);
 const SCALE = Number(process.env.SLUICE_FLOOD_SCALE ?? 1);
 const HOUR = 3_600_000;
 const LIMIT = 5;
-const RULES: RuleDef[] = [
-  { name: "fw", spec: { algorithm: "fixed-window", limit: LIMIT, windowMs: HOUR } },
-  { name: "sw", spec: { algorithm: "sliding-window", limit: LIMIT, windowMs: HOUR } },
-  { name: "tb", spec: { algorithm: "token-bucket", capacity: LIMIT, refillPerSecond: LIMIT / 3600 } },
-  { name: "gc", spec: { algorithm: "gcra", limit: LIMIT, periodMs: HOUR } },
-  { name: "lb", spec: { algorithm: "leaky-bucket", capacity: LIMIT, leakPerSecond: LIMIT / 3600 } },
-  { name: "sl", spec: { algorithm: "sliding-log", limit: LIMIT, windowMs: HOUR } },
-  { name: "cc", spec: { algorithm: "concurrency", limit: LIMIT, leaseMs: HOUR } },
-];
-const MAX_KEYS = 1000;
+/** One rule of each algorithm, `limit` an hour. */
+function rulesOf(limit: number): RuleDef[] {
+  return [
+    { name: "fw", spec: { algorithm: "fixed-window", limit, windowMs: HOUR } },
+    { name: "sw", spec: { algorithm: "sliding-window", limit, windowMs: HOUR } },
+    { name: "tb", spec: { algorithm: "token-bucket", capacity: limit, refillPerSecond: limit / 3600 } },
+    { name: "gc", spec: { algorithm: "gcra", limit, periodMs: HOUR } },
+    { name: "lb", spec: { algorithm: "leaky-bucket", capacity: limit, leakPerSecond: limit / 3600 } },
+    { name: "sl", spec: { algorithm: "sliding-log", limit, windowMs: HOUR } },
+    { name: "cc", spec: { algorithm: "concurrency", limit, leaseMs: HOUR } },
+  ];
+}
+const RULES = rulesOf(LIMIT);
 const ROUNDS = 5;
 const THREADS = 2;
-// 3× the table's entries at the default budget (about 2,900 buckets of 8 = 23,000 entries), over 7 rules.
-const FLOOD = Math.round(2_000 * SCALE) * ROUNDS;
-const HONEST = 200;
-const FRESH = 100;
-const SPEND = LIMIT + 1;
+
+/** One flood shape: its rules, the table, and how many keys of each kind (flood keys per round × ROUNDS). */
+interface Shape {
+  rules: RuleDef[];
+  /** Each rule's limit: a flood key checks each rule one more time. */
+  limit: number;
+  /** The store's `recordWords` (default 6). */
+  recordWords?: number;
+  maxKeys: number;
+  flood: number;
+  honest: number;
+  fresh: number;
+  /** Refusals per request across every rule (a request refused when any refuses), not per rule. */
+  anyRule: boolean;
+}
 
 interface Answer {
   honest: number[];
@@ -43,11 +63,11 @@ interface Answer {
 }
 
 /** Runs rounds [from, to) on new threads attached to `store`. */
-async function phase(store: SharedMemoryStore, from: number, to: number): Promise<Answer[]> {
+async function phase(store: SharedMemoryStore, shape: Shape, from: number, to: number): Promise<Answer[]> {
   const workers = Array.from({ length: THREADS }, (_, slot) =>
     spawnWorker<Answer>(store.handle, {
       kind: "cliff",
-      rules: RULES,
+      rules: shape.rules,
       control: new SharedArrayBuffer(16),
       now: Date.UTC(2026, 11, 7, 10),
       slot,
@@ -55,10 +75,11 @@ async function phase(store: SharedMemoryStore, from: number, to: number): Promis
       from,
       to,
       rounds: ROUNDS,
-      flood: FLOOD,
-      honest: HONEST,
-      fresh: FRESH,
-      spend: SPEND,
+      flood: shape.flood,
+      honest: shape.honest,
+      fresh: shape.fresh,
+      spend: shape.limit + 1,
+      anyRule: shape.anyRule,
     }),
   );
   const answers = await Promise.all(workers.map((w) => w.result));
@@ -66,50 +87,129 @@ async function phase(store: SharedMemoryStore, from: number, to: number): Promis
   return answers;
 }
 
-describe(`SharedMemoryStore: ${FLOOD} keys × ${RULES.length} rules spending their limit past maxKeys ${MAX_KEYS}, ${THREADS} threads, a restart (seed ${SEED})`, () => {
+/** The shape run on `store` with a restart after round 2: refusals per rule (or per request) and admissions per rule and flood key. */
+async function run(store: SharedMemoryStore, shape: Shape): Promise<Answer> {
+  const answers = [...(await phase(store, shape, 0, 2)), ...(await phase(store, shape, 2, ROUNDS))];
+  const n = shape.rules.length;
+  const total: Answer = {
+    honest: new Array(n).fill(0),
+    fresh: new Array(n).fill(0),
+    admitted: new Array(n * shape.flood).fill(0),
+  };
+  for (const a of answers) {
+    for (const k of ["honest", "fresh", "admitted"] as const) {
+      a[k].forEach((v, i) => {
+        total[k][i] = (total[k][i] as number) + v;
+      });
+    }
+  }
+  return total;
+}
+
+/** Flood keys (per rule) admitted past `bound`'s admissions for them. */
+function escapes(shape: Shape, admitted: number[], bound: (i: number) => number): number[] {
+  return shape.rules.map((_, r) => {
+    let n = 0;
+    for (let k = r * shape.flood; k < (r + 1) * shape.flood; k++) if ((admitted[k] as number) > bound(k)) n++;
+    return n;
+  });
+}
+
+const SEVEN: Shape = {
+  rules: RULES,
+  limit: LIMIT,
+  maxKeys: 1000,
+  flood: Math.round(2_000 * SCALE) * ROUNDS,
+  honest: 200,
+  fresh: 100,
+  anyRule: false,
+};
+
+describe(`SharedMemoryStore: ${SEVEN.flood} keys × ${RULES.length} rules spending their limit past maxKeys ${SEVEN.maxKeys}, ${THREADS} threads, a restart (seed ${SEED})`, () => {
   beforeAll(() => ensureBuilt(), 120_000);
 
   it("no key past its limit, ≤ 1% of honest and brand-new requests refused, the store within its budget", async () => {
+    const shape = SEVEN;
     const options: SharedMemoryStoreOptions = {
-      maxKeys: MAX_KEYS,
+      maxKeys: shape.maxKeys,
       seed: SEED,
       ...(process.env.SLUICE_THREADS_LEAST === "1" ? { maxBytes: LEAST_BYTES } : {}),
     };
     const store = new SharedMemoryStore(options);
     // The default budget: MemoryStore's, 2,400 bytes a key of maxKeys.
-    expect(store.stats().bytes).toBeLessThanOrEqual(MAX_KEYS * 2400);
-    const answers = [...(await phase(store, 0, 2)), ...(await phase(store, 2, ROUNDS))];
-    const honest = new Array(RULES.length).fill(0);
-    const fresh = new Array(RULES.length).fill(0);
-    const admitted = new Array(RULES.length * FLOOD).fill(0);
-    for (const a of answers) {
-      a.honest.forEach((n, r) => {
-        honest[r] += n;
-      });
-      a.fresh.forEach((n, r) => {
-        fresh[r] += n;
-      });
-      a.admitted.forEach((n, i) => {
-        admitted[i] += n;
-      });
-    }
-    const escapes = RULES.map((_, r) => admitted.slice(r * FLOOD, (r + 1) * FLOOD).filter((n) => n > LIMIT).length);
+    expect(store.stats().bytes).toBeLessThanOrEqual(shape.maxKeys * 2400);
+    const { honest, fresh, admitted } = await run(store, shape);
+    const escaped = escapes(shape, admitted, () => LIMIT);
     const stats = store.stats();
     const report = RULES.map(
-      (rule, r) => `${rule.name}: honest ${honest[r]}, new ${fresh[r]}, flood keys past limit ${escapes[r]}`,
+      (rule, r) => `${rule.name}: honest ${honest[r]}, new ${fresh[r]}, flood keys past limit ${escaped[r]}`,
     );
     console.log(
       `seed ${SEED}: evicted ${stats.evicted}, approximate ${stats.approximate}, bytes ${stats.bytes}; refused ${report.join("; ")}`,
     );
     // The flood did overflow the table, many times over.
-    expect(stats.evicted).toBeGreaterThan(FLOOD);
-    expect(escapes).toEqual(RULES.map(() => 0));
+    expect(stats.evicted).toBeGreaterThan(shape.flood);
+    expect(escaped).toEqual(RULES.map(() => 0));
     // The flood's keys were admitted to their limit (none refused early by the summary, mostly).
     expect(admitted.filter((n) => n < LIMIT).length).toBeLessThanOrEqual(0.01 * admitted.length);
     for (let r = 0; r < RULES.length; r++) {
-      expect(honest[r], RULES[r]?.name).toBeLessThanOrEqual(0.01 * HONEST * ROUNDS);
-      expect(fresh[r], RULES[r]?.name).toBeLessThanOrEqual(0.01 * FRESH * ROUNDS);
+      expect(honest[r], RULES[r]?.name).toBeLessThanOrEqual(0.01 * shape.honest * ROUNDS);
+      expect(fresh[r], RULES[r]?.name).toBeLessThanOrEqual(0.01 * shape.fresh * ROUNDS);
     }
     store.close();
+  }, 120_000);
+});
+
+const MANY: Shape = {
+  // 50 rules of the five algorithms whose records fit the default 6 words (the seven-rule shape
+  // above covers sliding logs and concurrency). Honest keys use half their limit over the rounds
+  // (an honest key at its very limit is refused by any over-count: a read-back is not exact).
+  rules: Array.from({ length: 50 }, (_, r) => {
+    const rule = rulesOf(10)[r % 5] as RuleDef;
+    return { ...rule, name: `${rule.name}${r}` };
+  }),
+  limit: 10,
+  maxKeys: 1000,
+  flood: Math.round(200 * SCALE) * ROUNDS,
+  honest: 100,
+  fresh: 20,
+  anyRule: true,
+};
+
+describe(`SharedMemoryStore: ${MANY.rules.length} rules, each request through all, ${MANY.flood} keys spending their limit past maxKeys ${MANY.maxKeys}, against an uncapped store (seed ${SEED})`, () => {
+  beforeAll(() => ensureBuilt(), 120_000);
+
+  it("admits no flood key past the uncapped store, refuses ≤ 6% more honest and ≤ 1% more brand-new requests, within its budget", async () => {
+    const shape = MANY;
+    const words = { recordWords: shape.recordWords ?? 6 };
+    const least = process.env.SLUICE_THREADS_LEAST === "1" ? { maxBytes: LEAST_BYTES } : {};
+    const capped = new SharedMemoryStore({ maxKeys: shape.maxKeys, seed: SEED, ...words, ...least });
+    expect(capped.stats().bytes).toBeLessThanOrEqual(shape.maxKeys * 2400);
+    // Every record of the trace fits its table with room to spare: it never summarises.
+    const records = shape.rules.length * (shape.honest + shape.fresh * ROUNDS + shape.flood);
+    const uncapped = new SharedMemoryStore({ maxKeys: 3 * records, seed: SEED, ...words });
+    const got = await run(capped, shape);
+    const want = await run(uncapped, shape);
+    const c = capped.stats();
+    expect(uncapped.stats().evicted).toBe(0);
+    const escaped = escapes(shape, got.admitted, (k) => want.admitted[k] as number);
+    const requests = shape.honest * ROUNDS;
+    const freshRequests = shape.fresh * ROUNDS;
+    console.log(
+      `seed ${SEED}, ${shape.rules.length} rules: capped refused honest ${got.honest[0]} of ${requests}, new ${got.fresh[0]} of ${freshRequests} ` +
+        `(uncapped ${want.honest[0]}, ${want.fresh[0]}); flood keys past the uncapped store ${escaped.reduce((a, b) => a + b, 0)}; ` +
+        `evicted ${c.evicted}, approximate ${c.approximate}, overflowed ${c.overflowed}, bytes ${c.bytes}`,
+    );
+    expect(c.evicted).toBeGreaterThan(shape.flood);
+    expect(escaped).toEqual(shape.rules.map(() => 0));
+    // Not yet SPEC §10's 1% (issue 34 stays open): with seeds 34, 1 and 2 this shape refused
+    // 3.0%, 0% and 0.8% of honest requests, as a few keys pushed out once are read back
+    // over-counted from their rule's overflow cells (the summary pool backs four rules' rows) and
+    // stay refused. The bound guards what the byte budget and spent-first eviction bought: sized
+    // for maxKeys alone (SLUICE_THREADS_LEAST=1) the store refused 78% of them.
+    expect((got.honest[0] as number) - (want.honest[0] as number)).toBeLessThanOrEqual(0.06 * requests);
+    expect((got.fresh[0] as number) - (want.fresh[0] as number)).toBeLessThanOrEqual(0.01 * freshRequests);
+    capped.close();
+    uncapped.close();
   }, 120_000);
 });

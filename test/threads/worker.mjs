@@ -101,17 +101,30 @@ if (task.kind === "flood") {
   // rounds from `from` to `to`, at task.now + round ms: each round, every honest key checks once
   // per rule, the round's brand-new keys once, then the round's flood keys `spend` times each.
   // Answers the honest and brand-new refusals per rule and the flood's admissions per rule and key.
+  // With `anyRule`, a request goes through every rule in turn (a server's limiters) and the
+  // refusals are per request (refused when any rule refuses), at index 0.
   const F = task.flood;
   const admitted = new Array(limiters.length * F).fill(0);
   const honest = new Array(limiters.length).fill(0);
   const fresh = new Array(limiters.length).fill(0);
   const mine = (i) => i % task.threads === task.slot;
+  /** Whether every rule admits `key` (all are checked). */
+  const allAdmit = (key) => {
+    let allowed = true;
+    for (const limiter of limiters) if (!limiter.tryAcquire(key).allowed) allowed = false;
+    return allowed;
+  };
   for (let round = task.from; round < task.to; round++) {
     now = task.now + round;
-    for (let r = 0; r < limiters.length; r++) {
-      for (let g = 0; g < task.honest; g++) if (mine(g) && !limiters[r].tryAcquire(`user:${g}`).allowed) honest[r]++;
-      for (let n = 0; n < task.fresh; n++)
-        if (mine(n) && !limiters[r].tryAcquire(`new:${round}:${n}`).allowed) fresh[r]++;
+    if (task.anyRule) {
+      for (let g = 0; g < task.honest; g++) if (mine(g) && !allAdmit(`user:${g}`)) honest[0]++;
+      for (let n = 0; n < task.fresh; n++) if (mine(n) && !allAdmit(`new:${round}:${n}`)) fresh[0]++;
+    } else {
+      for (let r = 0; r < limiters.length; r++) {
+        for (let g = 0; g < task.honest; g++) if (mine(g) && !limiters[r].tryAcquire(`user:${g}`).allowed) honest[r]++;
+        for (let n = 0; n < task.fresh; n++)
+          if (mine(n) && !limiters[r].tryAcquire(`new:${round}:${n}`).allowed) fresh[r]++;
+      }
     }
     const per = F / task.rounds;
     for (let k = round * per; k < (round + 1) * per; k++) {

@@ -31,8 +31,8 @@ export interface SharedMemoryStoreOptions {
   ruleBytes?: number;
   /**
    * Bytes of the whole store (default: 2,400 per `maxKeys`, at most 24 MiB, as MemoryStore's
-   * budget, and never less than `maxKeys` alone needs). What `maxKeys` leaves goes 4/5 to more
-   * buckets of the table (keys held exactly past `maxKeys`) and 1/5 to the summary filter.
+   * budget, and never less than `maxKeys` alone needs). What `maxKeys` leaves goes 9/10 to more
+   * buckets of the table (keys held exactly past `maxKeys`) and 1/10 to the summary filter.
    */
   maxBytes?: number;
 }
@@ -126,13 +126,16 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
   // table holds more entries than arrive between their returns, and never-seen keys skip the
   // summary only while the filter has bits to spare (summary-filter.ts). Both are far cheaper
   // than the summary's cells, so the budget past maxKeys buys them (bench/threads-flood.mjs).
+  // Mostly buckets: a tenth of it still holds 3,000,000 one-request keys with no brand-new key
+  // read back, while every bucket more keeps a returning record that 50 rules multiply
+  // (BENCH_RULES=50: 1.7% of honest requests refused with a fifth to the filter).
   const extra = budget - least;
   if (extra > 0) {
     // 16 bits a key in each of two generations: 4 bytes a key.
-    params.filterKeys = maxKeys + Math.floor(extra / 5 / 4);
+    params.filterKeys = maxKeys + Math.floor(extra / 10 / 4);
     // A bucket: its word, its block and its link, and a sixteenth of a spare block.
     const perBucket = ((8 + blockBytes(recordWords) + 4) * 17) / 16;
-    params.buckets = buckets + Math.floor((extra * 4) / 5 / perBucket);
+    params.buckets = buckets + Math.floor((extra * 9) / 10 / perBucket);
     params.blocks = params.buckets + Math.max(256, params.buckets >> 4);
     // Rounding of regions to whole words: give back buckets until the budget holds.
     while (layoutOf(params).bytes > budget && params.buckets > buckets) {
