@@ -93,6 +93,8 @@ export class HostedFleetQueue implements FleetQueue {
   #unlisten: (() => void) | undefined;
   /** Settles once the queue is open at the current host (calls wait for it after a host is lost). */
   #ready: Promise<void> = Promise.resolve();
+  /** Counts rejoins (an attempt of an older one stops). */
+  #epoch = 0;
   /** With a transport that rejoins: waiting tickets' costs, and the grants held, by key and id. */
   readonly #costs = new Map<string, Map<string, number>>();
   readonly #held = new Map<string, Map<string, Held>>();
@@ -137,11 +139,14 @@ export class HostedFleetQueue implements FleetQueue {
    * the grants still held, then have the throttle send its waiting tickets again.
    */
   #rejoin(): void {
+    // A host lost again while rejoining: the newest rejoin alone goes on (one owner per host).
+    const epoch = ++this.#epoch;
     this.#ready = new Promise<void>((done) => {
       const attempt = () => {
-        if (!this.#open) return done();
+        if (!this.#open || epoch !== this.#epoch) return done();
         this.#send("o", "", [], this.#rules(), this.#heldList()).then(
           (reply) => {
+            if (epoch !== this.#epoch) return done();
             this.#owner = reply.status;
             done();
             this.#config.listener.relinked();

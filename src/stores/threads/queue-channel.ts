@@ -163,7 +163,8 @@ class Seat {
   close(): void {
     const h = this.#hosting;
     this.#stepDown();
-    if (h?.receipt !== undefined) this.#lock.check("host", 1, systemClock.now(), "release", h.receipt);
+    // The store decides synchronously (a SharedMemoryStore binding): nothing to await.
+    if (h?.receipt !== undefined) void this.#lock.check("host", 1, systemClock.now(), "release", h.receipt);
   }
 }
 
