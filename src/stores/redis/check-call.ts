@@ -45,15 +45,10 @@ export class CheckCaller {
   /** The FUNCTION LOAD under way, shared by the calls that found the function missing meanwhile. */
   #loading: Promise<boolean> | undefined;
 
-  constructor(commands: RedisCommands, script: CheckScript, functions = true) {
+  constructor(commands: RedisCommands, script: CheckScript) {
     this.#commands = commands;
     this.#script = script;
-    this.#functions = functions && commands.command !== undefined;
-  }
-
-  /** Whether calls go by FCALL (for tests and benches). */
-  get functions(): boolean {
-    return this.#functions;
+    this.#functions = commands.command !== undefined;
   }
 
   /**
