@@ -4,6 +4,8 @@
 // Retry-After, or the RateLimit field), through (test/throttle-upstream/fleet-child.mjs):
 // - sluice: createThrottle + throttle.fetch on a RedisStore, a rate 5× the upstream's;
 //   with `concurrency` 1 and 4, with the rate alone, and with the rate alone plus `adaptive`;
+//   and the rate alone at 2× the upstream (its starts 100 ms apart at the default limit: longer
+//   than the time a loaded fleet takes to hear a 429), beside bottleneck's `minTime` alike;
 // - bottleneck clustered on the same Redis, the same limits (maxConcurrent, minTime), 429s retried
 //   after their Retry-After through its `failed` event;
 // - plain retries: no limiter, one request at a time per process, a 429 waits its Retry-After.
@@ -11,7 +13,8 @@
 // and admitted requests a second as a share of the upstream's limit.
 // Run with: npm run build && node bench/throttle-upstream.mjs
 // Knobs: UPSTREAM_JOBS (default 25), UPSTREAM_LIMIT (default 10), UPSTREAM_HEADER (retry-after |
-// ratelimit | x-ratelimit; x-ratelimit is read by sluice only).
+// ratelimit | x-ratelimit; x-ratelimit is read by sluice only), UPSTREAM_ROWS (a regular
+// expression: only the fleets whose label matches).
 import { loadavg } from "node:os";
 import { runFleet } from "../test/throttle-upstream/run-fleet.mjs";
 
@@ -21,8 +24,9 @@ const HEADER = process.env.UPSTREAM_HEADER ?? "retry-after";
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const RATE = LIMIT * 5;
 const gcra = { algorithm: "gcra", limit: RATE, periodMs: 1000, burst: 1 };
-// The adaptive rate spends up to 1/floor units a job: it needs a burst to spend them from.
 const gcraBurst = { ...gcra, burst: 10 };
+const gcraSlow = { ...gcra, limit: LIMIT * 2 };
+const ROWS = new RegExp(process.env.UPSTREAM_ROWS ?? "");
 
 const runs = [
   ["sluice, concurrency 1", "sluice", { rate: gcra, concurrency: 1 }],
@@ -32,7 +36,10 @@ const runs = [
   ["sluice, rate alone", "sluice", { rate: gcra }],
   ["sluice, rate alone (burst 10)", "sluice", { rate: gcraBurst }],
   ["sluice, rate alone (burst 10), adaptive", "sluice", { rate: gcraBurst, adaptive: true }],
+  ["sluice, rate alone, adaptive", "sluice", { rate: gcra, adaptive: true }],
   ["bottleneck, minTime alone", "bottleneck", { minTime: 1000 / RATE }],
+  ["sluice, rate alone at 2× the upstream", "sluice", { rate: gcraSlow }],
+  ["bottleneck, minTime alone at 2× the upstream", "bottleneck", { minTime: 1000 / (LIMIT * 2) }],
   ["plain retries", "plain", {}],
 ];
 
@@ -43,7 +50,7 @@ console.log(
   "| fleet | requests | 429s | windows with a 429 | most 429s in a window | admitted/s (share of the upstream's limit) | callers failed |",
 );
 console.log("|---|---|---|---|---|---|---|");
-for (const [label, mode, options] of runs) {
+for (const [label, mode, options] of runs.filter(([label]) => ROWS.test(label))) {
   const r = await runFleet({
     mode,
     options,

@@ -3,6 +3,7 @@ import {
   ConfigError,
   DuplicateRuleError,
   isSluiceError,
+  LeaseLostError,
   QueueFullError,
   SluiceError,
   StoreError,
@@ -24,6 +25,7 @@ describe("errors", () => {
       [new WaitTimeoutError("late"), "ERR_WAIT_TIMEOUT"],
       [new QueueFullError("full"), "ERR_QUEUE_FULL"],
       [new ThrottleClosedError("closed"), "ERR_THROTTLE_CLOSED"],
+      [new LeaseLostError("lost"), "ERR_LEASE_LOST"],
     ];
     for (const [error, code] of cases) {
       expect(error).toBeInstanceOf(SluiceError);

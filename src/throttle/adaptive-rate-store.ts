@@ -116,9 +116,18 @@ export class AdaptiveRate {
           e.owed = owed;
           // Units past what the rate holds at once: spent after the admission, so the next
           // job waits for them (a longer interval).
+          // The admission stands whatever becomes of the penalty (a store without it, an outage).
           if (extra > 0) {
-            const spent = rate.penalty(key, extra);
-            if (isPromise(spent)) return spent.then(() => d);
+            try {
+              const spent = rate.penalty(key, extra);
+              if (isPromise(spent))
+                return spent.then(
+                  () => d,
+                  () => d,
+                );
+            } catch {
+              // Only the takes slow this rate.
+            }
           }
         }
         // A pause somewhere in the fleet: a 429 may have cut the factor; read it before the pause ends.
