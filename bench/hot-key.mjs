@@ -61,6 +61,7 @@ const SPECS = {
   "token-bucket": { algorithm: "token-bucket", capacity: LIMIT, refillPerSecond: LIMIT },
   gcra: { algorithm: "gcra", limit: LIMIT, periodMs: 1000 },
   "sliding-window": { algorithm: "sliding-window", limit: LIMIT, windowMs: 1000 },
+  "sliding-log": { algorithm: "sliding-log", limit: LIMIT, windowMs: 1000 },
 };
 
 // BENCH_BASE_DIST=<another build's dist>: its sluice rows run beside this build's.

@@ -270,10 +270,15 @@ export function leaseArgs(call: "release" | "renew", arg: unknown): [number, num
 /** Reads an injected clock, refusing readings that would silently poison every figure. */
 function read(clock: Clock): number {
   const now = clock.now();
-  if (typeof now !== "number" || !Number.isFinite(now)) {
-    throw new ArgumentError(`clock.now() must return a finite number of ms (got ${describeValue(now)})`);
-  }
+  // (`now - now` is 0 for a finite number only: NaN and ±Infinity give NaN.) The throw is out
+  // of line: this runs on every decision, inside V8's inlining budget.
+  if (typeof now !== "number" || now - now !== 0) badReading(now);
   return now;
+}
+
+/** Refuses a clock reading that is not a finite number of ms. */
+function badReading(now: unknown): never {
+  throw new ArgumentError(`clock.now() must return a finite number of ms (got ${describeValue(now)})`);
 }
 
 /**

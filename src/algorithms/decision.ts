@@ -77,21 +77,37 @@ export function decision(
  * A Decision as `decision()` builds it: the fields of the interface, plus `at` kept in a private
  * field behind an accessor, so it is read as `decision.at` but not enumerated, compared or
  * serialised (decisions compare and print as before), and stamping it is a plain store.
+ * The fields are assigned in the constructor, not declared as class fields: a declared field is
+ * defined (as `undefined`) before the constructor assigns it, which doubles the stores and the
+ * bytecode V8 must fit into its inlining budget on the hot path.
  */
 class Decided implements Decision {
   #at: number | undefined = undefined;
+  declare allowed: boolean;
+  declare limit: number;
+  declare remaining: number;
+  declare retryAfterMs: number;
+  declare resetMs: number;
+  declare delayMs: number;
   declare parts?: Decision[];
   declare failure?: DecisionFailure;
   declare approximate?: true;
   declare banned?: true;
   constructor(
-    public allowed: boolean,
-    public limit: number,
-    public remaining: number,
-    public retryAfterMs: number,
-    public resetMs: number,
-    public delayMs: number,
-  ) {}
+    allowed: boolean,
+    limit: number,
+    remaining: number,
+    retryAfterMs: number,
+    resetMs: number,
+    delayMs: number,
+  ) {
+    this.allowed = allowed;
+    this.limit = limit;
+    this.remaining = remaining;
+    this.retryAfterMs = retryAfterMs;
+    this.resetMs = resetMs;
+    this.delayMs = delayMs;
+  }
   /** Stamps `d` if it is a Decided (a plain store); false for any other decision. */
   static stamp(d: Decision, at: number): boolean {
     if (!(#at in d)) return false;
@@ -112,12 +128,17 @@ class Decided implements Decision {
 
 /** Stamps `d` with the instant it was decided (its receipt for refunds and leases). */
 export function stampAt(d: Decision, at: number): Decision {
-  // Decisions built by decision() keep `at` behind an accessor (a plain store); others (decoded
-  // from a remote store, a composite) get it not enumerated, so every decision compares and prints alike.
-  if (Decided.stamp(d, at)) return d;
+  // Decisions built by decision() keep `at` behind an accessor (a plain store); others get it
+  // out of line (kept small: this is on every in-process decision's path).
+  if (!Decided.stamp(d, at)) stampOther(d, at);
+  return d;
+}
+
+/** Stamps a decision not built by decision() (decoded from a remote store, a composite). */
+function stampOther(d: Decision, at: number): void {
+  // Not enumerated, so every decision compares and prints alike.
   if ("at" in d) d.at = at;
   else Object.defineProperty(d, "at", { value: at, writable: true, configurable: true });
-  return d;
 }
 
 /** Tolerance for float noise in quotients such as `periodMs / limit` (far below the 1 ms docs/semantics.md §5 allows). */

@@ -63,11 +63,14 @@ function alignedWindow(spec: FixedWindowSpec): Algorithm<FixedWindowState> {
       const s = Math.max(Math.floor(now / W) * W, state.w);
       const count = state.w === s ? state.c : 0;
       const end = Math.ceil(s + W - now);
-      // A count kept from a larger limit (updateRule) may exceed this one: remaining is never negative.
-      const left = Math.max(0, limit - count);
-      if (cost > limit) return decision(false, limit, left, Number.POSITIVE_INFINITY, count > 0 ? end : 0);
-      if (count + cost > limit) return decision(false, limit, left, end, count > 0 ? end : 0);
       const c = count + cost;
+      // (Counts are never negative, so a cost above the limit is refused here too.) One return
+      // per outcome: the step stays small enough for V8 to inline on the hot path.
+      if (c > limit) {
+        // A count kept from a larger limit (updateRule) may exceed this one: remaining is never negative.
+        const retry = cost > limit ? Number.POSITIVE_INFINITY : end;
+        return decision(false, limit, Math.max(0, limit - count), retry, count > 0 ? end : 0);
+      }
       if (commit) {
         state.w = s;
         state.c = c;

@@ -97,9 +97,9 @@ export function slidingWindow(spec: SlidingWindowSpec): Algorithm<SlidingWindowS
       }
       const el = Math.max(0, now - s);
       const weighted = prev * (W - el);
-      const remaining = (c: number) => Math.max(0, Math.floor((LW - weighted - c * W) / W));
-      const reset = (c: number) => Math.ceil(c > 0 ? s + 2 * W - now : prev > 0 ? s + W - now : 0);
-      if (cost > L) return decision(false, L, remaining(cur), Number.POSITIVE_INFINITY, reset(cur));
+      if (cost > L) {
+        return decision(false, L, remainingOf(weighted, cur), Number.POSITIVE_INFINITY, resetOf(s, now, prev, cur));
+      }
       if (weighted + (cur + cost) * W <= LW) {
         cur += cost;
         if (commit) {
@@ -107,11 +107,23 @@ export function slidingWindow(spec: SlidingWindowSpec): Algorithm<SlidingWindowS
           state.p = prev;
           state.c = cur;
         }
-        return decision(true, L, remaining(cur), 0, reset(cur));
+        return decision(true, L, remainingOf(weighted, cur), 0, resetOf(s, now, prev, cur));
       }
-      return decision(false, L, remaining(cur), Math.ceil(passesAt(s, prev, cur, cost) - now), reset(cur));
+      const retry = Math.ceil(passesAt(s, prev, cur, cost) - now);
+      return decision(false, L, remainingOf(weighted, cur), retry, resetOf(s, now, prev, cur));
     },
   };
+
+  // Module-level to the step, not closures made per decision (each call allocated two).
+  /** Whole units left with `c` counted in the current window and `weighted` carried from the previous one. */
+  function remainingOf(weighted: number, c: number): number {
+    return Math.max(0, Math.floor((LW - weighted - c * W) / W));
+  }
+
+  /** ms until the key is fresh again, in window `s` with `prev` and `c` counted. */
+  function resetOf(s: number, now: number, prev: number, c: number): number {
+    return Math.ceil(c > 0 ? s + 2 * W - now : prev > 0 ? s + W - now : 0);
+  }
 
   /** Counts `(p, c)` of a state stored for window `w`, as seen from the later window `later`. */
   function shifted(w: number, p: number, c: number, later: number): [number, number] {

@@ -26,8 +26,20 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 const origin = Math.floor(performance.timeOrigin);
 const monotonic = performance;
 
+/**
+ * The monotonic reading as `performance.now()` gives it, but through `process.hrtime` where there
+ * is one: the same clock (libuv's monotonic time), read for about 70 fewer instructions (Node's
+ * `performance.now` checks its receiver with a `hasOwnProperty` on every call; callgrind). The
+ * offset is taken once; it only places the same ticks on the `performance.now()` scale.
+ */
+const hrtime: (() => [number, number]) | undefined = globalThis.process?.hrtime?.bind(globalThis.process);
+/** ms on libuv's monotonic clock (not indexed by destructuring: that walks the iterator protocol). */
+const hrMs = (t: [number, number]) => t[0] * 1000 + t[1] / 1e6;
+const hrOffset = hrtime === undefined ? 0 : monotonic.now() - hrMs(hrtime());
+const monotonicNow: () => number = hrtime === undefined ? () => monotonic.now() : () => hrMs(hrtime()) + hrOffset;
+
 /** The default clock: epoch milliseconds (integers) from a monotonic source. */
-export const systemClock: Clock = Object.freeze({ now: () => origin + Math.floor(monotonic.now()) });
+export const systemClock: Clock = Object.freeze({ now: () => origin + Math.floor(monotonicNow()) });
 
 /** Options of {@link coarseClock}. */
 export interface CoarseClockOptions {

@@ -51,7 +51,21 @@ export function decideRule(
   at?: number,
 ): Decision {
   // The hot path first: one test of `op` (each test against another name costs a string compare).
+  // Kept this small so V8 inlines it into a store's check (it does not inline past 460 bytes of
+  // bytecode): everything else is a call away.
   if (op === "check" && rule.bare) return (rule.members[0] as Algorithm).step(record, now, cost, true);
+  return decideOther(rule, record, now, cost, op, at);
+}
+
+/** `decideRule` past its hot path: composites, bans, and every operation but a bare rule's check. */
+function decideOther(
+  rule: CompiledRule,
+  record: RuleRecord,
+  now: number,
+  cost: number,
+  op: Operation,
+  at: number | undefined,
+): Decision {
   if (op === "penalty" || op === "block" || op === "get") return decideCall(rule, record, now, cost, op);
   if (op === "release" || op === "renew") return decideLease(rule, record, now, cost, op, at as number);
   if (rule.bare) {

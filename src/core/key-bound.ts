@@ -77,8 +77,8 @@ export function hashedKey(key: string): string {
 export function keyBound(maxKeyBytes: number, id: string): (key: string) => string {
   const surelyFits = Math.floor(maxKeyBytes / 3);
   let warned = false;
-  return (key) => {
-    if (key.length <= surelyFits) return key;
+  /** A key that may not fit: measured, and hashed when it does not. */
+  const bounded = (key: string) => {
     const bytes = utf8Length(key);
     if (bytes <= maxKeyBytes) return key;
     if (!warned) {
@@ -90,4 +90,6 @@ export function keyBound(maxKeyBytes: number, id: string): (key: string) => stri
     }
     return hashedKey(key);
   };
+  // The usual key costs one comparison; the rest is out of line (this is on every decision's path).
+  return (key) => (key.length <= surelyFits ? key : bounded(key));
 }

@@ -13,15 +13,16 @@
  * from the summary decides on the summary's estimate plus what it took since (its `own`
  * record); only `own` is ever added back, so the summary grows by real units only.
  */
+import type { Decision } from "../../algorithms/decision.ts";
 import { blocksBeside } from "../../core/block.ts";
 import { systemClock } from "../../core/clock.ts";
-import { decideRule } from "../../core/decide-rule.ts";
+import { decideRule, type Operation } from "../../core/decide-rule.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import { adopt } from "./adopt.ts";
 import { Approx } from "./approx.ts";
 import { blockable } from "./blocks.ts";
 import { decideApprox } from "./decide-approx.ts";
-import { force, miss } from "./decide-path.ts";
+import { decide, miss } from "./decide-path.ts";
 import { resetKey } from "./pins.ts";
 import { type RestoreReport, savedTable } from "./restore-report.ts";
 import { type MemoryStoreOptions, tierBudget } from "./store-options.ts";
@@ -113,30 +114,19 @@ export class MemoryStore implements Store {
     let released = false;
     return {
       check: (key, cost, now, op, at) => {
-        const t = now === undefined ? systemClock.now() : now;
-        if (--s.sweepIn === 0) sweep(s, t, bound.clock);
-        if (op === "check" && bound.blocks === undefined) {
-          // The hot path, tested first: a check of a live key is one Map lookup and one decision
-          // (each further test of `op` against another name costs more than the lookup's hashing).
-          const record = bound.get(key, t);
-          if (record === undefined) return miss(s, bound, key, cost, t, op, at);
-          if (record instanceof Approx) return decideApprox(s, bound, key, record, cost, t, op, at);
-          return decideRule(bound.rule, record, t, cost, op, at);
-        }
-        // Blocks of a rule without a ban (core/block.ts): one field test while the rule has none.
-        if (bound.blocks !== undefined || (op === "block" && blocksBeside(bound.rule))) {
-          return blockable(s, bound, key, cost, t, op, at);
-        }
-        if (op === "penalty" || op === "block") return force(s, bound, key, cost, t, op);
-        if (op !== "peek" && op !== "get") {
-          // A live key is one Map lookup and one decision.
-          const record = bound.get(key, t);
-          if (record !== undefined) {
-            if (record instanceof Approx) return decideApprox(s, bound, key, record, cost, t, op, at);
-            return decideRule(bound.rule, record, t, cost, op, at);
+        // The hot path, tested first: a check of a live key (no block, no sweep due) is one Map
+        // lookup and one decision. Kept this small so V8 inlines it into the limiter's call (it
+        // counts bytecode against an inlining budget): every other case is a call away.
+        if (op === "check" && now !== undefined && bound.blocks === undefined && s.sweepIn > 1) {
+          s.sweepIn--;
+          const record = bound.get(key, now);
+          // (`constructor`, not `instanceof`: a record's map check, where instanceof walks its prototypes.)
+          if (record !== undefined && (record as object).constructor !== Approx) {
+            return decideRule(bound.rule, record, now, cost, op, at);
           }
+          return notLive(s, bound, key, cost, now, op, at, record);
         }
-        return miss(s, bound, key, cost, t, op, at);
+        return offHotPath(s, bound, key, cost, now, op, at);
       },
       reset: (key) => resetKey(s, bound, key, now(bound)),
       release: () => {
@@ -181,4 +171,39 @@ export class MemoryStore implements Store {
   restored(): RestoreReport {
     return restoredOf(this.#s);
   }
+}
+
+/** A check past the hot path: another operation, no `now`, a block beside some record, or a sweep due. */
+function offHotPath(
+  s: StoreState,
+  bound: Table,
+  key: string,
+  cost: number,
+  now: number | undefined,
+  op: Operation,
+  at: number | undefined,
+): Decision {
+  const t = now === undefined ? systemClock.now() : now;
+  if (--s.sweepIn === 0) sweep(s, t, bound.clock);
+  // Blocks of a rule without a ban (core/block.ts): one field test while the rule has none.
+  if (bound.blocks !== undefined || (op === "block" && blocksBeside(bound.rule))) {
+    return blockable(s, bound, key, cost, t, op, at);
+  }
+  return decide(s, bound, key, cost, t, op, at);
+}
+
+/** A check of a key whose `Map`-tier record (`found`) is absent or read back from the summary. */
+function notLive(
+  s: StoreState,
+  bound: Table,
+  key: string,
+  cost: number,
+  t: number,
+  op: Operation,
+  at: number | undefined,
+  found: unknown,
+): Decision {
+  return found === undefined
+    ? miss(s, bound, key, cost, t, op, at)
+    : decideApprox(s, bound, key, found as Approx, cost, t, op, at);
 }
