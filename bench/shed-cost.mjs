@@ -15,7 +15,7 @@
 // draft-11 headers as constants from a hook: the floor), "sluice" (rateLimit, a fixed window
 // never reached), "peer" (@fastify/rate-limit / express-rate-limit alike); the bare app always runs). `node bench/shed-cost.mjs --run <framework> <variant> <n>` is one
 // run without valgrind (what the driver starts under it).
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 
@@ -108,7 +108,7 @@ async function run(framework, variant, n) {
 
 /** Total instructions of one run under callgrind (main thread: V8's compiler on it too, at the same points each run). */
 function instructions(framework, variant, n) {
-  const out = execFileSync(
+  const result = spawnSync(
     "valgrind",
     [
       "--tool=callgrind",
@@ -126,7 +126,12 @@ function instructions(framework, variant, n) {
     ],
     { encoding: "utf8", stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, BENCH_WARMUP: String(WARMUP) } },
   );
-  return Number(/Collected : (\d+)/.exec(out)?.[1]);
+  // valgrind reports on stderr.
+  const out = result.stderr;
+  const total = Number(/Collected : (\d+)/.exec(out)?.[1]);
+  if (!Number.isFinite(total))
+    throw new Error(`${framework} ${variant} ${n}: no count from valgrind\n${out.slice(-2000)}`);
+  return total;
 }
 
 async function main() {

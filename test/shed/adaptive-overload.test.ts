@@ -31,7 +31,7 @@ describe(`loadShed({ limit: "adaptive" }) on a simulated pool at 2–3× capacit
         expect(quantile(run.latencies, 0.99)).toBeLessThanOrEqual(2 * quantile(calm.latencies, 0.99));
         expect(run.goodput).toBeGreaterThanOrEqual(0.9 * calm.goodput);
       }),
-      { seed: SEED, numRuns: runs(30) },
+      { seed: SEED, numRuns: runs(15) },
     );
   });
 
@@ -51,7 +51,7 @@ describe(`loadShed({ limit: "adaptive" }) on a simulated pool at 2–3× capacit
         const calm = unloaded(model, seed);
         expect(quantile(run.latencies, 0.99)).toBeLessThanOrEqual(2 * quantile(calm.latencies, 0.99));
       }),
-      { seed: SEED, numRuns: runs(30) },
+      { seed: SEED, numRuns: runs(15) },
     );
   });
 });
