@@ -9,12 +9,12 @@
 // budget. Seeded (SLUICE_SEED, printed). SLUICE_FLOOD_SCALE multiplies the flood
 // (bench/threads-flood.mjs runs the full sizes).
 //
-// Many rules (issue 34): 50 rules, each request through all of them as a server's limiters run,
-// so the honest keys alone are 5,000 records past a `maxKeys: 1000` table and one record of 50
+// Many rules (issue 34): 100 rules, each request through all of them as a server's limiters run,
+// so the honest keys alone are 5,000 records past a `maxKeys: 1000` table and one record of 100
 // pushed out and read back over-counted refuses the request. Measured against an uncapped store
 // fed the same trace (a store whose table holds every record): the capped store admits no flood
-// key past what the uncapped one admits, and refuses at most 1% more brand-new requests and (not
-// yet the 1% of SPEC §10: see the test) 6% more honest ones.
+// key past what the uncapped one admits, and refuses at most 1% more honest requests (and, not yet
+// SPEC §10's 1%, 3% more brand-new ones: see the test).
 import type { SharedMemoryStoreOptions } from "sluice/threads";
 import { SharedMemoryStore } from "sluice/threads";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -164,24 +164,24 @@ const MANY: Shape = {
   // 50 rules of the five algorithms whose records fit the default 6 words (the seven-rule shape
   // above covers sliding logs and concurrency). Honest keys use half their limit over the rounds
   // (an honest key at its very limit is refused by any over-count: a read-back is not exact).
-  rules: Array.from({ length: 50 }, (_, r) => {
+  rules: Array.from({ length: 100 }, (_, r) => {
     const rule = rulesOf(10)[r % 5] as RuleDef;
     return { ...rule, name: `${rule.name}${r}` };
   }),
   limit: 10,
   maxKeys: 1000,
-  flood: Math.round(200 * SCALE) * ROUNDS,
-  honest: 100,
-  fresh: 20,
+  flood: Math.round(100 * SCALE) * ROUNDS,
+  honest: 50,
+  fresh: 40,
   anyRule: true,
 };
 
 describe(`SharedMemoryStore: ${MANY.rules.length} rules, each request through all, ${MANY.flood} keys spending their limit past maxKeys ${MANY.maxKeys}, against an uncapped store (seed ${SEED})`, () => {
   beforeAll(() => ensureBuilt(), 120_000);
 
-  it("admits no flood key past the uncapped store, refuses ≤ 6% more honest and ≤ 1% more brand-new requests, within its budget", async () => {
+  it("admits no flood key past the uncapped store, refuses ≤ 1% more honest requests (≤ 3% more brand-new ones), within its budget", async () => {
     const shape = MANY;
-    const words = { recordWords: shape.recordWords ?? 6 };
+    const words = { recordWords: shape.recordWords ?? 6, maxRules: shape.rules.length };
     const least = process.env.SLUICE_THREADS_LEAST === "1" ? { maxBytes: LEAST_BYTES } : {};
     const capped = new SharedMemoryStore({ maxKeys: shape.maxKeys, seed: SEED, ...words, ...least });
     expect(capped.stats().bytes).toBeLessThanOrEqual(shape.maxKeys * 2400);
@@ -202,13 +202,14 @@ describe(`SharedMemoryStore: ${MANY.rules.length} rules, each request through al
     );
     expect(c.evicted).toBeGreaterThan(shape.flood);
     expect(escaped).toEqual(shape.rules.map(() => 0));
-    // Not yet SPEC §10's 1% (issue 34 stays open): with seeds 34, 1 and 2 this shape refused
-    // 3.0%, 0% and 0.8% of honest requests, as a few keys pushed out once are read back
-    // over-counted from their rule's overflow cells (the summary pool backs four rules' rows) and
-    // stay refused. The bound guards what the byte budget and spent-first eviction bought: sized
-    // for maxKeys alone (SLUICE_THREADS_LEAST=1) the store refused 78% of them.
-    expect((got.honest[0] as number) - (want.honest[0] as number)).toBeLessThanOrEqual(0.06 * requests);
-    expect((got.fresh[0] as number) - (want.fresh[0] as number)).toBeLessThanOrEqual(0.01 * freshRequests);
+    // SPEC §10's 1%. Before records given up spent joined cells of their own (summary.ts), the
+    // honest keys pushed out were read back from their rule's overflow cells, which the flood
+    // filled (the summary pool backs four rules' rows): 50 rules refused 0.8–3.0% of honest
+    // requests (seeds 1, 2, 34), 200 rules up to 78% (bench/threads-flood.mjs, BENCH_RULES).
+    expect((got.honest[0] as number) - (want.honest[0] as number)).toBeLessThanOrEqual(0.01 * requests);
+    // Brand-new requests: not yet 1% at 100 rules (seeds 34, 1, 2 refused 1–2 of 100): a brand-new
+    // key is read back when a filter's false positive meets live cells in any of its 100 rules.
+    expect((got.fresh[0] as number) - (want.fresh[0] as number)).toBeLessThanOrEqual(0.03 * freshRequests);
     capped.close();
     uncapped.close();
   }, 120_000);

@@ -13,8 +13,8 @@ import { paramsOf } from "../../src/stores/threads/params.ts";
 import { ensureBuilt, ROOT } from "../cli/helpers.ts";
 
 it.each([
-  [6, 25_729_701],
-  [3, 43_447_368],
+  [6, 25_126_110],
+  [3, 41_754_579],
 ])("recordWords %i: maxKeys %i fits 4 GiB, one more is refused naming the options", (recordWords, largest) => {
   const fits = layoutOf(paramsOf({ maxKeys: largest, recordWords, seed: 1 })).bytes;
   expect(fits).toBeLessThanOrEqual(MAX_MEMORY_BYTES);

@@ -35,7 +35,8 @@ const MAGIC = 0x51c7ead5;
 // 3: the memory became a shared WebAssembly.Memory (whole pages). 4: an entry's tag holds the
 // returning bit (bucket.ts RETURNING) and a 14-bit table index; the summary filter. 5: the
 // table and the filter are sized by a byte budget (params.ts), the filter's keys in the header.
-const VERSION = 5;
+// 6: the spent cells and the spent filter (summary.ts).
+const VERSION = 6;
 /** Int32 slots of the header (a multiple of 2, so the 64-bit words after it stay aligned). */
 const HEADER_INTS = 32;
 
@@ -68,7 +69,24 @@ export const H = {
   filterKeys: 21,
   /** Joins into a rule's overflow cell (the summary pool had no block for a row: summary.ts). */
   overflowed: 22,
+  /** The spent filter's rotations (as `filterEpoch`, for the filter of keys given up spent: summary.ts). */
+  spentEpoch: 23,
+  /** 1 while a thread rotates the spent filter. */
+  spentBusy: 24,
+  /** Joins into the spent filter's generation 0 (and, next slot, 1) since it was last emptied. */
+  spentJoins0: 25,
 } as const;
+
+/** The header slots of one summary filter (summary-filter.ts): the filter of all keys summarised, or of those given up spent. */
+export interface FilterSlots {
+  epoch: number;
+  busy: number;
+  joins0: number;
+}
+/** Header slots of the summary filter. */
+export const SUMMARY_FILTER: FilterSlots = { epoch: H.filterEpoch, busy: H.filterBusy, joins0: H.filterJoins0 };
+/** Header slots of the spent filter. */
+export const SPENT_FILTER: FilterSlots = { epoch: H.spentEpoch, busy: H.spentBusy, joins0: H.spentJoins0 };
 
 /** The sizes a store is built with (all in the header). */
 export interface Params {
@@ -95,6 +113,8 @@ export interface Layout extends Params {
   summaryReserveHead: number;
   /** W: per rule, its `OVERFLOW_CELLS` overflow cells (summary.ts), backed by blocks from the start. */
   overflowBase: number;
+  /** W: per rule, its `OVERFLOW_CELLS` spent cells (summary.ts), backed by blocks from the start, after the overflow cells'. */
+  spentBase: number;
   /** W: the registry's identity words and spec words. */
   ruleIdBase: number;
   ruleSpecBase: number;
@@ -112,6 +132,10 @@ export interface Layout extends Params {
   filterBase: number;
   /** W: per generation and rule, the latest fresh-at joined (summary-filter.ts). */
   filterFreshBase: number;
+  /** I: the spent filter's two generations of bits (as many as the summary filter's). */
+  spentFilterBase: number;
+  /** W: per generation and rule, the latest fresh-at joined into the spent filter. */
+  spentFreshBase: number;
   /** W: per rule, the latest end of a block placed on one of its keys (registry.ts). */
   ruleBlockBase: number;
   /** W: per rule, the latest instant any thread decided it at when it joined a key into the summary (summary.ts). */
@@ -141,15 +165,18 @@ export function layoutOf(p: Params): Layout {
   const ruleBlockBase = take(p.maxRules);
   const ruleSeenBase = take(p.maxRules);
   const overflowBase = take(p.maxRules * OVERFLOW_CELLS);
-  // The pool's blocks, then the rules' overflow cells', then the spares' reserve.
-  const summaryTotal = p.summaryBlocks + p.maxRules * OVERFLOW_CELLS + RESERVE_BLOCKS;
+  const spentBase = take(p.maxRules * OVERFLOW_CELLS);
+  const spentFreshBase = take(2 * p.maxRules);
+  // The pool's blocks, then the rules' overflow cells', their spent cells', then the spares' reserve.
+  const summaryTotal = p.summaryBlocks + 2 * p.maxRules * OVERFLOW_CELLS + RESERVE_BLOCKS;
   const filterBits = filterBitsFor(p.filterKeys);
   // Int32 regions: two per word.
   const ruleVersionBase = word * 2;
   const nextBase = ruleVersionBase + p.maxRules;
   const summaryNextBase = nextBase + p.blocks;
   const filterBase = summaryNextBase + summaryTotal;
-  word = Math.ceil((filterBase + 2 * (filterBits / 32)) / 2);
+  const spentFilterBase = filterBase + 2 * (filterBits / 32);
+  word = Math.ceil((spentFilterBase + 2 * (filterBits / 32)) / 2);
   const blockBase = take((p.blocks * blockBytes(p.recordWords)) / 8);
   const summaryBase = take(summaryTotal * SUMMARY_WORDS);
   const arenaBase = word * 8;
@@ -169,6 +196,7 @@ export function layoutOf(p: Params): Layout {
     summaryFreeHead,
     summaryReserveHead,
     overflowBase,
+    spentBase,
     ruleIdBase,
     ruleSpecBase,
     cellBase,
@@ -178,6 +206,8 @@ export function layoutOf(p: Params): Layout {
     filterBits,
     filterBase,
     filterFreshBase,
+    spentFilterBase,
+    spentFreshBase,
     ruleBlockBase,
     ruleSeenBase,
     arenaBase,
@@ -228,9 +258,10 @@ export function createMemory(p: Params): { memory: WebAssembly.Memory; layout: L
   initRegion(views, layout.table);
   for (let i = 0; i < p.summaryBlocks; i++) I[layout.summaryNextBase + i] = i + 1 < p.summaryBlocks ? i + 1 : -1;
   W[layout.summaryFreeHead] = p.summaryBlocks > 0 ? 1n : 0n;
-  // Each rule's overflow cells hold their blocks from the start (empty: NaN), so joining into it
-  // needs only a thread's spare, never the pool (summary.ts).
-  for (let c = 0; c < p.maxRules * OVERFLOW_CELLS; c++) {
+  // Each rule's overflow and spent cells hold their blocks from the start (empty: NaN), so
+  // joining into one needs only a thread's spare, never the pool (summary.ts). The spent cells'
+  // words follow the overflow cells' (layoutOf), as their blocks do.
+  for (let c = 0; c < 2 * p.maxRules * OVERFLOW_CELLS; c++) {
     const block = p.summaryBlocks + c;
     W[layout.overflowBase + c] = BigInt(block + 1);
     views.F.fill(
@@ -239,7 +270,7 @@ export function createMemory(p: Params): { memory: WebAssembly.Memory; layout: L
       layout.summaryBase + (block + 1) * SUMMARY_WORDS,
     );
   }
-  const reserve = p.summaryBlocks + p.maxRules * OVERFLOW_CELLS;
+  const reserve = p.summaryBlocks + 2 * p.maxRules * OVERFLOW_CELLS;
   for (let i = reserve; i < reserve + RESERVE_BLOCKS; i++) {
     I[layout.summaryNextBase + i] = i + 1 < reserve + RESERVE_BLOCKS ? i + 1 : -1;
   }
@@ -247,6 +278,7 @@ export function createMemory(p: Params): { memory: WebAssembly.Memory; layout: L
   // The filter's generations hold no rule's keys yet (summary-filter.ts), no rule had a block,
   // and none was decided.
   W.fill(NO_INSTANT, layout.filterFreshBase, layout.filterFreshBase + 2 * p.maxRules);
+  W.fill(NO_INSTANT, layout.spentFreshBase, layout.spentFreshBase + 2 * p.maxRules);
   W.fill(NO_INSTANT, layout.ruleBlockBase, layout.ruleBlockBase + p.maxRules);
   W.fill(NO_INSTANT, layout.ruleSeenBase, layout.ruleSeenBase + p.maxRules);
   return { memory, layout };

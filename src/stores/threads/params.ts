@@ -31,8 +31,9 @@ export interface SharedMemoryStoreOptions {
   ruleBytes?: number;
   /**
    * Bytes of the whole store (default: 2,400 per `maxKeys`, at most 24 MiB, as MemoryStore's
-   * budget, and never less than `maxKeys` alone needs). What `maxKeys` leaves goes 9/10 to more
-   * buckets of the table (keys held exactly past `maxKeys`) and 1/10 to the summary filter.
+   * budget, and never less than `maxKeys` alone needs). What `maxKeys` leaves goes
+   * about 8/10 to more buckets of the table (keys held exactly past `maxKeys`), 1/10 to the summary
+   * filter and 1/10 to the spent filter (summary.ts).
    */
   maxBytes?: number;
 }
@@ -131,7 +132,9 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
   // (BENCH_RULES=50: 1.7% of honest requests refused with a fifth to the filter).
   const extra = budget - least;
   if (extra > 0) {
-    // 16 bits a key in each of two generations: 4 bytes a key.
+    // 16 bits a key in each of two generations: 4 bytes a key, in each of the two filters (the
+    // spent filter's are as many as the summary filter's: layout.ts); the loop that fits the
+    // budget below gives back buckets for the spent filter's share.
     params.filterKeys = maxKeys + Math.floor(extra / 10 / 4);
     // A bucket: its word, its block and its link, and a sixteenth of a spare block.
     const perBucket = ((8 + blockBytes(recordWords) + 4) * 17) / 16;

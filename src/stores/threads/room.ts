@@ -86,8 +86,9 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
     } else e++;
   }
   if (count < BUCKET_SLOTS) return count;
-  const victim = victimOf(ctx, dst, count, index, now);
-  if (victim < 0) return -1; // every entry pinned or blocked: nothing may be dropped
+  const chosen = victimOf(ctx, dst, count, index, now);
+  if (chosen < 0) return -1; // every entry pinned or blocked: nothing may be dropped
+  const victim = chosen & ~SPENT_VICTIM;
   const o = dst + victim * E;
   const tag = u32[o + 1] as number;
   const owner = tableOfTag(tag) - 1;
@@ -102,14 +103,18 @@ export function makeRoom(ctx: RoomContext, dst: number, index: number, now: numb
     view.codec,
     now,
     index,
+    (chosen & SPENT_VICTIM) !== 0,
   );
   if (!joined) return -1;
   removeEntry(u32, dst, E, victim, count);
   return count - 1;
 }
 
+/** Set in `victimOf`'s answer when the entry is spent (summary.ts joins it into the spent cells). */
+const SPENT_VICTIM = 0x100;
+
 /**
- * The entry of the full draft at `dst` to give up: the oldest that may go (neither pinned nor
+ * The entry of the full draft at `dst` to give up (with `SPENT_VICTIM` set when it is spent): the oldest that may go (neither pinned nor
  * holding a running block, which the summary could not keep) and is not returning, unless more
  * than MAX_RETURNING that may go are returning or none is not: then the oldest returning. -1
  * when no entry may go. Before all of those, a spent one (it would refuse one more unit, judged
@@ -138,7 +143,7 @@ function victimOf(ctx: RoomContext, dst: number, count: number, index: number, n
       if (returning < 0) returning = e;
     }
   }
-  if (spent >= 0) return spent;
+  if (spent >= 0) return spent | SPENT_VICTIM;
   if (probation < 0 || returned > MAX_RETURNING) return returning;
   return probation;
 }

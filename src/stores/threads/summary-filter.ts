@@ -29,7 +29,12 @@
 
 import { filterProbes, PROBES } from "../compact/filter-probes.ts";
 import { NO_INSTANT, raiseInstant, readInstant } from "./instant-word.ts";
-import { H, type Layout, type Views } from "./layout.ts";
+import { type FilterSlots, type Layout, SPENT_FILTER, SUMMARY_FILTER, type Views } from "./layout.ts";
+
+/** Runs of PROBES probes each of the spent filter's keys (the summary filter's: one). */
+const SPENT_RUNS = 3;
+/** What a run adds to the rule index it hashes with. */
+const RUN_STRIDE = 0x4000;
 
 /** A thread's view of the shared filter. */
 export class SummaryFilter {
@@ -42,12 +47,31 @@ export class SummaryFilter {
   /** Joins a generation takes before it is rotated (when the older one can be emptied). */
   readonly #capacity: number;
   /** The probes of the last key hashed (bit indices). */
-  readonly #probes = new Int32Array(PROBES);
+  readonly #probes: Int32Array;
+  /** `#probes` in runs of PROBES, one per `filterProbes` call (the spent filter's key sets several). */
+  readonly #runs: Int32Array[];
+  /** I: the first generation's bits. */
+  readonly #base: number;
+  /** W: per generation and rule, the latest fresh-at joined. */
+  readonly #freshBase: number;
+  /** Header slots of this filter. */
+  readonly #slots: FilterSlots;
 
-  constructor(views: Views, layout: Layout) {
+  /** The summary filter, or with `spent` the filter of keys given up spent (layout.ts `SPENT_FILTER`). */
+  constructor(views: Views, layout: Layout, spent = false) {
     this.#I = views.I;
     this.#W = views.W;
     this.#layout = layout;
+    this.#base = spent ? layout.spentFilterBase : layout.filterBase;
+    this.#freshBase = spent ? layout.spentFreshBase : layout.filterFreshBase;
+    this.#slots = spent ? SPENT_FILTER : SUMMARY_FILTER;
+    // A false positive of the spent filter reads a brand-new key back as spent, in each rule a
+    // request goes through: 4 probes at 22 bits a key refused 10% of brand-new keys under 200
+    // rules (a rule's false positives compound). 12 (about the best at 16 bits a key) cost only
+    // lookups of keys that miss the table, which stop at the first clear bit.
+    const runs = spent ? SPENT_RUNS : 1;
+    this.#probes = new Int32Array(PROBES * runs);
+    this.#runs = Array.from({ length: runs }, (_, r) => this.#probes.subarray(r * PROBES, (r + 1) * PROBES));
     this.#words = layout.filterBits / 32;
     this.#bits = layout.filterBits;
     this.#capacity = layout.filterBits / 16;
@@ -55,13 +79,16 @@ export class SummaryFilter {
 
   /** Fills `#probes` for the key (h1, h2) of rule `rule`: double hashing, decorrelated from its cells' columns. */
   #hash(rule: number, h1: number, h2: number): void {
-    filterProbes(rule, h1, h2, this.#bits, this.#probes);
+    // Each run as the key of another rule index (past every table index: bucket.ts MAX_TABLE_INDEX).
+    for (let r = 0; r < this.#runs.length; r++) {
+      filterProbes(rule + r * RUN_STRIDE, h1, h2, this.#bits, this.#runs[r] as Int32Array);
+    }
   }
 
   /** Whether generation `gen` holds every probe. */
   #holds(gen: number): boolean {
-    const base = this.#layout.filterBase + gen * this.#words;
-    for (let i = 0; i < PROBES; i++) {
+    const base = this.#base + gen * this.#words;
+    for (let i = 0; i < this.#probes.length; i++) {
       const bit = this.#probes[i] as number;
       if ((Atomics.load(this.#I, base + (bit >>> 5)) & (1 << (bit & 31))) === 0) return false;
     }
@@ -83,19 +110,19 @@ export class SummaryFilter {
     const I = this.#I;
     this.#hash(rule, h1, h2);
     for (;;) {
-      const epoch = Atomics.load(I, H.filterEpoch);
+      const epoch = Atomics.load(I, this.#slots.epoch);
       const gen = epoch & 1;
       // The fresh-at first: an emptying that sees these bits sees it too (NaN is kept as never).
-      raiseInstant(this.#W, this.#layout.filterFreshBase + gen * this.#layout.maxRules + rule, freshAt);
-      const base = this.#layout.filterBase + gen * this.#words;
-      for (let i = 0; i < PROBES; i++) {
+      raiseInstant(this.#W, this.#freshBase + gen * this.#layout.maxRules + rule, freshAt);
+      const base = this.#base + gen * this.#words;
+      for (let i = 0; i < this.#probes.length; i++) {
         const bit = this.#probes[i] as number;
         Atomics.or(I, base + (bit >>> 5), 1 << (bit & 31));
       }
-      const joins = Atomics.add(I, H.filterJoins0 + gen, 1) + 1;
+      const joins = Atomics.add(I, this.#slots.joins0 + gen, 1) + 1;
       // Full: a rotation is tried then, and every 256 joins after while the older generation
       // still matters (each try reads every rule's fresh-at).
-      if (Atomics.load(I, H.filterEpoch) === epoch)
+      if (Atomics.load(I, this.#slots.epoch) === epoch)
         return joins >= this.#capacity && ((joins - this.#capacity) & 255) === 0;
     }
   }
@@ -108,25 +135,27 @@ export class SummaryFilter {
   rotate(past: (rule: number, freshAt: number) => boolean): boolean {
     const I = this.#I;
     const W = this.#W;
-    const { filterFreshBase, filterBase, maxRules } = this.#layout;
-    const epoch = Atomics.load(I, H.filterEpoch);
+    const { maxRules } = this.#layout;
+    const filterBase = this.#base;
+    const slots = this.#slots;
+    const epoch = Atomics.load(I, this.#slots.epoch);
     const old = (epoch & 1) ^ 1;
-    const fresh = filterFreshBase + old * maxRules;
+    const fresh = this.#freshBase + old * maxRules;
     for (let r = 0; r < maxRules; r++) {
       const at = readInstant(W, fresh + r);
       if (at !== Number.NEGATIVE_INFINITY && !past(r, at)) return false;
     }
-    if (Atomics.compareExchange(I, H.filterBusy, 0, 1) !== 0) return false;
+    if (Atomics.compareExchange(I, slots.busy, 0, 1) !== 0) return false;
     // Another thread rotated between the check and the busy word: its older generation is a new one.
-    if (Atomics.load(I, H.filterEpoch) !== epoch) {
-      Atomics.store(I, H.filterBusy, 0);
+    if (Atomics.load(I, slots.epoch) !== epoch) {
+      Atomics.store(I, slots.busy, 0);
       return false;
     }
     I.fill(0, filterBase + old * this.#words, filterBase + (old + 1) * this.#words);
     for (let r = 0; r < maxRules; r++) Atomics.store(W, fresh + r, NO_INSTANT);
-    Atomics.store(I, H.filterJoins0 + old, 0);
-    Atomics.add(I, H.filterEpoch, 1);
-    Atomics.store(I, H.filterBusy, 0);
+    Atomics.store(I, slots.joins0 + old, 0);
+    Atomics.add(I, slots.epoch, 1);
+    Atomics.store(I, slots.busy, 0);
     return true;
   }
 }

@@ -69,8 +69,10 @@ export class Summary {
   readonly #reserve: FreeList;
   /** Which keys the cells may hold state of: others are read as never summarised, without their cells. */
   readonly #filter: SummaryFilter;
-  /** A copy of each row's cell and, last, the overflow cell's. */
-  readonly #scratch = new Float64Array(SUMMARY_WORDS * (DEPTH + 1));
+  /** Which keys were given up spent into the rule's spent cells (see `join`). */
+  readonly #spentFilter: SummaryFilter;
+  /** A copy of each row's cell, then the overflow cell's, then the spent cell's. */
+  readonly #scratch = new Float64Array(SUMMARY_WORDS * (DEPTH + 2));
   /** A block this thread took from the pool and has not published (reused on the next join). */
   #spare = -1;
   /** The cell (relative to the first) this thread's next reclaim starts at. */
@@ -90,6 +92,7 @@ export class Summary {
     this.#free = free;
     this.#reserve = new FreeList(views.W, views.I, layout.summaryReserveHead, layout.summaryNextBase);
     this.#filter = new SummaryFilter(views, layout);
+    this.#spentFilter = new SummaryFilter(views, layout, true);
     this.#clocks = new Array<unknown>(layout.maxRules).fill(undefined);
     this.#seen = new Float64Array(layout.maxRules).fill(Number.NEGATIVE_INFINITY);
     this.#quietUntil = new Float64Array(layout.maxRules).fill(Number.NEGATIVE_INFINITY);
@@ -115,6 +118,11 @@ export class Summary {
     return this.#layout.overflowBase + rule * OVERFLOW_CELLS + (h2 >>> 28);
   }
 
+  /** The W index of the spent cell of rule `rule` for a key whose h2 is `h2` (as `#overflow`). */
+  #spentCell(rule: number, h2: number): number {
+    return this.#layout.spentBase + rule * OVERFLOW_CELLS + (h2 >>> 28);
+  }
+
   /** Copies the cell whose word is `W[at]` into the scratch at `to`; false when it is empty. */
   #copy(at: number, to: number): boolean {
     const { W, F } = this.#views;
@@ -132,29 +140,41 @@ export class Summary {
 
   /**
    * The records the rows hold for the key at `now` (one per row, each joined with the rule's
-   * overflow cell while that is live), or undefined when the filter does not hold the key, or
-   * some row's cell is empty or past its fresh-at and so is the overflow cell: then the key was
-   * never summarised, or what was no longer matters, and a fresh record is exact.
+   * overflow cell while that is live, and with its spent cell while that is live and the spent
+   * filter holds the key), or undefined when neither filter holds the key, or some row's cell is
+   * empty or past its fresh-at and so are the overflow and spent cells: then the key was never
+   * summarised, or what was no longer matters, and a fresh record is exact.
    */
   read(rule: number, h1: number, h2: number, now: number, codec: Codec): RuleRecord[] | undefined {
-    if (!this.#filter.mayHold(rule, h1, h2)) return undefined;
+    const held = this.#filter.mayHold(rule, h1, h2);
     const scratch = this.#scratch;
     const over = DEPTH * SUMMARY_WORDS;
-    const overLive = this.#copy(this.#overflow(rule, h2), over) && (scratch[over] as number) > now;
-    let rows = 0; // bit per row whose own cell is live
-    for (let row = 0; row < DEPTH; row++) {
+    const spentAt = over + SUMMARY_WORDS;
+    const spent =
+      this.#spentFilter.mayHold(rule, h1, h2) &&
+      this.#copy(this.#spentCell(rule, h2), spentAt) &&
+      (scratch[spentAt] as number) > now;
+    if (!held && !spent) return undefined;
+    // The cell every row is joined with (-1: none): the overflow cell, the spent cell, or both joined.
+    let extra = held && this.#copy(this.#overflow(rule, h2), over) && (scratch[over] as number) > now ? over : -1;
+    if (spent) {
+      if (extra < 0) extra = spentAt;
+      else codec.join(scratch, over, codec.read(scratch, spentAt), scratch[spentAt] as number);
+    }
+    let rows = 0; // bit per row whose own cell is live (none when only the spent filter holds the key)
+    for (let row = 0; held && row < DEPTH; row++) {
       const live =
         this.#copy(this.#cell(rule, row, h1, h2), row * SUMMARY_WORDS) &&
         (scratch[row * SUMMARY_WORDS] as number) > now;
       if (live) rows |= 1 << row;
-      else if (!overLive) return undefined;
+      else if (extra < 0) return undefined;
     }
     const records: RuleRecord[] = [];
-    const overflow = overLive ? codec.read(scratch, over) : undefined;
+    const joined = extra >= 0 ? codec.read(scratch, extra) : undefined;
     for (let row = 0; row < DEPTH; row++) {
-      if ((rows & (1 << row)) === 0) records.push(overflow as RuleRecord);
+      if ((rows & (1 << row)) === 0) records.push(joined as RuleRecord);
       else {
-        if (overflow !== undefined) codec.join(scratch, row * SUMMARY_WORDS, overflow, scratch[over] as number);
+        if (joined !== undefined) codec.join(scratch, row * SUMMARY_WORDS, joined, scratch[extra] as number);
         records.push(codec.read(scratch, row * SUMMARY_WORDS));
       }
     }
@@ -164,7 +184,13 @@ export class Summary {
   /**
    * Joins `record` (fresh at `freshAt`) into the key's cell of every row, at `now` on rule
    * `clockRule`'s clock (the rule being decided: `rule`'s own or another's); false when the pool
-   * ran out (after taking back what stale cells held).
+   * ran out (after taking back what stale cells held). A record given up `spent` (it would
+   * refuse one more unit) is joined into the rule's spent cell alone, and its key noted in the
+   * spent filter: read back, it is refused all the same, and the rows and overflow cells that
+   * honest keys pushed out read back from are left to records with room (with 200 rules flooded,
+   * nearly every record went to the overflow cells, which flood keys had filled: 55% of honest
+   * requests refused). A key is read from every place a filter says it may be (`read`), so which
+   * place a record goes to never lets a key past its limit.
    */
   join(
     rule: number,
@@ -175,12 +201,20 @@ export class Summary {
     codec: Codec,
     now: number,
     clockRule: number,
+    spent = false,
   ): boolean {
     const { W, F } = this.#views;
     const base = this.#layout.summaryBase;
     if (now > (this.#seen[clockRule] as number)) {
       this.#seen[clockRule] = now;
       raiseInstant(W, this.#layout.ruleSeenBase + clockRule, Math.floor(now));
+    }
+    if (spent) {
+      // The filter first, as below: a thread that misses the key in the table finds it noted.
+      if (this.#spentFilter.add(rule, h1, h2, freshAt)) {
+        this.#spentFilter.rotate((r, at) => at + RECLAIM_MARGIN_MS <= this.instantOf(r, now, clockRule));
+      }
+      return this.#joinInto(this.#spentCell(rule, h2), record, freshAt, codec, now, clockRule);
     }
     let overflow = false;
     for (let row = 0; row < DEPTH && !overflow; row++) {
