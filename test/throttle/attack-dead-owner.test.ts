@@ -26,7 +26,7 @@ describe.skipIf(redis === undefined)(
     // Cause: the owner TTL equals leaseMs (create-throttle.ts: min(leaseMs, 10 s)) and lease
     // renewals do not touch the owner, so a dead owner whose last heartbeat came after its last
     // renewal outlives its leases: queue.lua's pump grants its dead tickets new leases.
-    it("the dead process's tickets get no grant after its leases expire", { timeout: 30_000 }, async () => {
+    it("the dead process's tickets get no grant after its leases expire", { timeout: 60_000 }, async () => {
       const prefix = uniquePrefix("attack-dead");
       const options = { concurrency: 1, leaseMs: 3000 };
       const a = await attackChild(redis?.url ?? "", prefix, options);

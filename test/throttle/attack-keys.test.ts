@@ -24,8 +24,18 @@ describe.skipIf(redis === undefined)("fleet queue attack: keys with odd characte
   async function handOff(key: string): Promise<string> {
     const [a, b] = [await owner(), await owner()];
     let release!: () => void;
-    const held = a.schedule(() => new Promise<void>((r) => (release = r)), { key });
-    await new Promise((r) => setTimeout(r, 100));
+    // Waits for a's job to start (a fixed sleep raced it on a loaded machine: release unset).
+    let started!: () => void;
+    const running = new Promise<void>((r) => (started = r));
+    const held = a.schedule(
+      () =>
+        new Promise<void>((r) => {
+          release = r;
+          started();
+        }),
+      { key },
+    );
+    await running;
     const waiting = b.schedule(async () => "b ran", { key, maxWaitMs: 5000 });
     await new Promise((r) => setTimeout(r, 100));
     release();
