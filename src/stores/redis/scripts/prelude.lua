@@ -71,7 +71,10 @@ local MAX_TTL = TWO_POW_53
 -- (at least 1 ms), as '%d' text, TXT's when enc made it (as a number, Redis would format it with
 -- the far slower '%.17g', and newer versions some whole numbers in exponent form PX refuses).
 local function ttl(fresh, now)
-  local ms = ceil(fresh - now)
+  -- ceil without math.ceil's C call, as em_load does (codecs/gcra.lua); NaN and infinities pass.
+  local ms = fresh - now
+  local part = ms % 1
+  if part > 0 then ms = ms - part + 1 end
   if not (ms >= 1) then ms = 1 end
   ms = ms + grace
   if ms > MAX_TTL then ms = MAX_TTL end

@@ -11,7 +11,7 @@ local function storeRecord(R, record, key, now, op, costText)
   end
   -- Encoded before the write: an error leaves the stored record as it was.
   local value = saveRecord(R, record)
-  call('SET', key, value, 'PX', ttl(recordFreshAt(R, record), now))
+  call('PSETEX', key, ttl(recordFreshAt(R, record), now), value)
 end
 
 -- A key blocked on a rule without a ban (src/core/block.ts) is a hash { s = the record's value
@@ -68,7 +68,7 @@ local function run(R, key, now, cost, op, costText, at)
     -- member's own write: fixed-window's INCRBY would meet the hash.
     if op == REFUND or op == PENALTY or op == RELEASE or allowed then
       local value = R.bare and R.first.save(R.first, record) or saveRecord(R, record)
-      call('SET', key, value, 'PX', ttl(recordFreshAt(R, record), now))
+      call('PSETEX', key, ttl(recordFreshAt(R, record), now), value)
     end
     return left
   end

@@ -14,7 +14,14 @@ local function em_load(P, raw)
   local tat = tonumber(raw)
   if tat then
     if tat ~= tat then error('not a sluice gcra state: ' .. raw) end
-    S.ms, S.ticks, S.den = ceil(tat), 0, P.den
+    -- ceil(tat) without math.ceil's C call (~500 Redis instructions, callgrind): for tat >= 0,
+    -- tat % 1 is tat - floor(tat), exactly, so tat - part + 1 is floor(tat) + 1; whole and
+    -- infinite values (part 0, or NaN) stay as they are; a negative one takes ceil.
+    local part = tat % 1
+    if part > 0 then
+      if tat >= 0 then tat = tat - part + 1 else tat = ceil(tat) end
+    end
+    S.ms, S.ticks, S.den = tat, 0, P.den
     return S
   end
   local ms, ticks, den = match(raw, '^(.+)%+(%d+)/(%d+)$')

@@ -7,8 +7,10 @@ local LEN = '<I4'
 local BAN = '<ddd'
 
 -- Stores a bare rule's state with its expiry (the default `write`; fixed-window does better).
+-- PSETEX, not SET ... PX: the same value and expiry, ~500 fewer Redis instructions (no option
+-- to parse; callgrind). Every value with an expiry is written this way (record-io.lua).
 local function setState(P, S, key, now, costText)
-  call('SET', key, P.save(P, S), 'PX', ttl(P.fresh(P, S), now))
+  call('PSETEX', key, ttl(P.fresh(P, S), now), P.save(P, S))
 end
 
 -- The ban's state from `raw` at `pos` (a fresh one without `raw`), into the scratch table B.
