@@ -17,6 +17,7 @@ import type { AlgorithmSpec } from "../core/spec.ts";
 import {
   type HeldGrant,
   isQueueMessage,
+  PAUSE_ARG,
   QUEUE_CHANNEL,
   type QueueCall,
   type QueuePush,
@@ -219,6 +220,8 @@ export class HostedFleetQueue implements FleetQueue {
       if (message.error !== undefined) w.fail(new StoreError(`${this.#transport.peer}: ${message.error}`));
       else w.settle(message);
     } else if (isQueueMessage<QueuePush>(message, "queue-push") && message.owner === this.#owner) {
+      if (message.pause !== undefined)
+        this.#config.listener.paused?.(message.key, message.pause.ms, message.pause.until);
       if (message.grants.length > 0) this.#granted(message.key, message.grants);
     }
   };
@@ -294,7 +297,11 @@ export class HostedFleetQueue implements FleetQueue {
 
   async enqueue(key: string, tickets: readonly FleetTicket[]): Promise<void> {
     const args: (string | number)[] = [];
-    for (const t of tickets) args.push(t.id, t.priority, t.cost, t.front === true ? 1 : 0);
+    for (const t of tickets) {
+      // The adaptive rate's penalty rides on the cost, as on Redis ("units+penalty").
+      const cost = t.penalty === undefined || t.penalty <= 0 ? t.cost : `${t.cost}+${Math.ceil(t.penalty)}`;
+      args.push(t.id, t.priority, cost, t.front === true ? 1 : 0);
+    }
     if (this.#transport.rejoins === true) {
       let costs = this.#costs.get(key);
       if (costs === undefined) this.#costs.set(key, (costs = new Map()));
@@ -329,6 +336,11 @@ export class HostedFleetQueue implements FleetQueue {
   /** The host grants at the due instant itself; a pump is a heartbeat (it grants what fits). */
   async pump(key: string): Promise<void> {
     await this.#call("h", key, []);
+  }
+
+  async pause(key: string, ms: number): Promise<{ until: number; already: boolean }> {
+    const [until = "", already] = (await this.#call("h", key, [PAUSE_ARG, Math.ceil(ms)])).status.split(",");
+    return { until: Number(until), already: already === "1" };
   }
 
   async close(): Promise<void> {

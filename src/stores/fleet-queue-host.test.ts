@@ -22,9 +22,14 @@ function setup(rules: Partial<QueueRules>, store = new MemoryStore(), options: Q
   const clock = new ManualClock(at);
   const pushed: Array<{ to: number; owner: string; ids: string[] }> = [];
   const grants: FleetGrant[] = [];
+  const pauses: Array<{ to: number; owner: string; ms: number; until: number }> = [];
   const host = new QueueHost(
     store,
     (to, m: QueuePush) => {
+      if (m.pause !== undefined) {
+        pauses.push({ to, owner: m.owner, ...m.pause });
+        return;
+      }
       pushed.push({ to, owner: m.owner, ids: m.grants.map((g) => g.id) });
       grants.push(...m.grants);
     },
@@ -47,7 +52,7 @@ function setup(rules: Partial<QueueRules>, store = new MemoryStore(), options: Q
       rules: { rate: null, concurrency: null, ownerTtlMs: 1000, ...rules },
     }).status;
   const ids = (grants: readonly FleetGrant[]) => grants.map((g) => g.id);
-  return { clock, host, pushed, grants, call, open, ids };
+  return { clock, host, pushed, grants, pauses, call, open, ids };
 }
 
 const slots = (limit: number) => ({
@@ -97,6 +102,41 @@ describe("fleet queue host", () => {
     expect(pushed).toEqual([]);
     clock.advance(1);
     expect(pushed).toEqual([{ to: 1, owner: a, ids: ["2"] }]);
+  });
+
+  it("a ticket's penalty (the adaptive rate on a burst-1 rate) is spent at its grant: the next head waits the longer interval", () => {
+    const { clock, call, open, ids, pushed } = setup({
+      rate: { id: "r", specs: [{ algorithm: "gcra", limit: 1, periodMs: 1000, burst: 1 } as never] },
+      ownerTtlMs: 10_000,
+    });
+    const a = open(1);
+    // "1" costs 1 unit and 2 more as a penalty (as queue.lua reads "units+penalty").
+    expect(ids(call(1, a, "e", ["1", 5, "1+2", 0, "2", 5, 1, 0]).grants)).toEqual(["1"]);
+    clock.advance(1000); // without the penalty "2" was due here
+    expect(pushed).toEqual([]);
+    clock.advance(1999);
+    expect(pushed).toEqual([]);
+    clock.advance(1);
+    expect(pushed).toEqual([{ to: 1, owner: a, ids: ["2"] }]);
+  });
+
+  it("a fleet pause (a 429): nothing of the key is granted until it ends; every other owner hears it at once", () => {
+    const { clock, call, open, ids, pushed, pauses } = setup({ ...slots(2), ownerTtlMs: 10_000 });
+    const a = open(1);
+    const b = open(2);
+    expect(ids(call(1, a, "e", ["1", 5, 1, 0]).grants)).toEqual(["1"]);
+    // "h" with "pause": the status is the pause's end and whether the key was paused already.
+    expect(call(1, a, "h", ["pause", 500]).status).toBe(`${T + 500},0`);
+    expect(pauses).toEqual([{ to: 2, owner: b, ms: 500, until: T + 500 }]);
+    // A free slot, but the key is paused: b's ticket waits for the pause's end.
+    expect(ids(call(2, b, "e", ["2", 5, 1, 0]).grants)).toEqual([]);
+    clock.advance(200);
+    expect(call(2, b, "h", ["pause", 300]).status).toBe(`${T + 500},1`);
+    expect(pauses[1]).toEqual({ to: 1, owner: a, ms: 300, until: T + 500 });
+    clock.advance(299);
+    expect(pushed).toEqual([]);
+    clock.advance(1);
+    expect(pushed).toEqual([{ to: 2, owner: b, ids: ["2"] }]);
   });
 
   it("with lookaheadMs, a head due within it is granted early, its units taken at the due instant and a delayMs until then", () => {

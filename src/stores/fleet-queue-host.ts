@@ -60,8 +60,14 @@ export const REJOIN_GRACE_MS = 1000;
 /**
  * An owner's call: "o" open (`rules`, and `held` when it comes back from a lost host; the reply's
  * status is the owner's id), "e" enqueue
- * (args: id, priority, cost, front 0|1, repeated), "c" cancel (id), "r" release (id, refund
+ * (args: id, priority, cost, front 0|1, repeated; a cost with a penalty is the text
+ * "units+penalty", as queue.lua reads it), "c" cancel (id), "r" release (id, refund
  * 0|1), "n" renew (id), "h" heartbeat, "x" close (the owner's waiting tickets leave).
+ * "h" with args `["pause", ms]` is a fleet pause (queue.lua's op 'z'): nothing of the key is
+ * granted until now + ms, every other owner of the queue hears it at once (a push with
+ * `pause`), and the status is "until,1" when the key was paused already, else "until,0". (It
+ * rides on "h", whose args any host's frame check lets through: a separate op would be refused
+ * by a ClusterStore socket host's check of the op names, cluster/validate.ts.)
  */
 export interface QueueCall {
   readonly channel: typeof QUEUE_CHANNEL;
@@ -91,14 +97,19 @@ export interface QueueReply {
   readonly leaseAt?: number;
 }
 
-/** Grants the host decided for `owner` outside its calls. */
+/** Grants the host decided for `owner` outside its calls (or another owner's fleet pause of the key). */
 export interface QueuePush {
   readonly channel: typeof QUEUE_CHANNEL;
   readonly type: "queue-push";
   readonly owner: string;
   readonly key: string;
   readonly grants: readonly FleetGrant[];
+  /** The key is paused for the fleet for `ms` more, until `until` (the host's clock, as grants' `at`). */
+  readonly pause?: { readonly ms: number; readonly until: number };
 }
+
+/** The args of an "h" call that pauses its key for the fleet. */
+export const PAUSE_ARG = "pause";
 
 /** True when `message` is a fleet-queue message of `type`. */
 export function isQueueMessage<T extends QueueCall | QueueReply | QueuePush>(
@@ -118,6 +129,8 @@ interface Ticket {
   readonly id: string;
   readonly owner: string;
   readonly cost: number;
+  /** Units spent as a penalty once granted (FleetTicket.penalty: the adaptive rate's burst-1 slowing). */
+  readonly penalty: number;
   /** Priority, then arrival (a `front` ticket ahead of its priority's others): smaller first. */
   readonly score: number;
 }
@@ -145,6 +158,8 @@ interface KeyQueue {
   cursor: number;
   /** Cancels the armed grant at the head's due instant. */
   timer: (() => void) | undefined;
+  /** A fleet pause: nothing is granted before this instant (0: none). */
+  pausedUntil: number;
 }
 
 /** One throttle's queue (shared by the workers that open it with the same rules). */
@@ -217,7 +232,7 @@ export class QueueHost {
         const kq = this.#keyQueue(owner.queue, call.key);
         status = this.#apply(owner.queue, kq, call, mine);
         // A heartbeat after a silence: its tickets may have left the queue, the owner sends them again.
-        if (call.op === "h" && !known) status = "0";
+        if (call.op === "h" && !known && call.args[0] !== PAUSE_ARG) status = "0";
         this.#pump(owner.queue, kq, call.owner, mine);
       }
     } catch (error) {
@@ -313,7 +328,7 @@ export class QueueHost {
   #keyQueue(queue: Queue, key: string): KeyQueue {
     let kq = queue.keys.get(key);
     if (kq === undefined) {
-      kq = { key, tickets: [], grants: new Map(), cursor: 0, timer: undefined };
+      kq = { key, tickets: [], grants: new Map(), cursor: 0, timer: undefined, pausedUntil: 0 };
       queue.keys.set(key, kq);
     }
     return kq;
@@ -339,7 +354,8 @@ export class QueueHost {
           } else if (!kq.tickets.some((t) => t.id === id)) {
             const seq = ++queue.seq;
             const score = Number(a[i + 1]) * PRIORITY + (a[i + 3] === 1 ? seq - FRONT : seq);
-            insert(kq.tickets, { id, owner: call.owner, cost: Number(a[i + 2]), score });
+            const { cost, penalty } = costOf(a[i + 2]);
+            insert(kq.tickets, { id, owner: call.owner, cost, penalty, score });
           }
         }
         return "1";
@@ -374,8 +390,27 @@ export class QueueHost {
         }
         return "1";
       default:
-        return "1"; // "h": the owner is alive (its deadline moved above)
+        // "h": the owner is alive (its deadline moved above); with "pause", a fleet pause.
+        return a[0] === PAUSE_ARG ? this.#pause(queue, kq, call.owner, Number(a[1])) : "1";
     }
+  }
+
+  /**
+   * Pauses `kq` for the fleet for `ms` (the latest word wins: an upstream may shorten its own
+   * pause) and tells every other owner of the queue at once, so a job granted ahead (or whose
+   * grant crossed this) goes back to the queue instead of reaching the upstream.
+   */
+  #pause(queue: Queue, kq: KeyQueue, caller: string, ms: number): string {
+    if (!Number.isFinite(ms) || ms < 0) throw new Error(`a fleet pause of ${ms} ms`);
+    const now = this.#clock.now();
+    const already = kq.pausedUntil > now;
+    kq.pausedUntil = now + Math.ceil(ms);
+    const pause = { ms: Math.ceil(ms), until: kq.pausedUntil };
+    for (const [owner, o] of this.#owners) {
+      if (owner === caller || o.queue !== queue) continue;
+      this.#send(o.worker, { channel: QUEUE_CHANNEL, type: "queue-push", owner, key: kq.key, grants: [], pause });
+    }
+    return `${kq.pausedUntil},${already ? 1 : 0}`;
   }
 
   #grantOf(id: string, g: Grant, delayMs: number, at: number): WireGrant {
@@ -406,11 +441,12 @@ export class QueueHost {
     kq.timer?.();
     kq.timer = undefined;
     const now = this.#clock.now();
-    if (now < queue.graceUntil) {
-      // Owners are still bringing back grants from a lost host: grant once they had the time.
+    // Owners still bringing back grants from a lost host, or a fleet pause: grant once it ends.
+    const holdUntil = Math.max(queue.graceUntil, kq.pausedUntil);
+    if (now < holdUntil) {
       kq.timer = after(
         this.#clock,
-        queue.graceUntil - now,
+        holdUntil - now,
         () => {
           kq.timer = undefined;
           this.#pump(queue, kq, undefined, []);
@@ -456,6 +492,14 @@ export class QueueHost {
           wait = d.retryAfterMs + (at - now);
           break;
         }
+        if (head.penalty > 0) {
+          try {
+            // Spent at the grant's instant: the next head waits the longer interval (queue.lua).
+            this.#decide(queue.rate, kq.key, head.penalty, at, "penalty");
+          } catch {
+            // An algorithm without `penalty` (leaky bucket): the ticket's units alone count.
+          }
+        }
         delayMs = d.delayMs + (at - now);
         rateAt = at;
         if (at > kq.cursor) kq.cursor = at;
@@ -494,7 +538,13 @@ export class QueueHost {
         true,
       );
     }
-    if (kq.tickets.length === 0 && kq.grants.size === 0 && kq.timer === undefined && kq.cursor <= now) {
+    if (
+      kq.tickets.length === 0 &&
+      kq.grants.size === 0 &&
+      kq.timer === undefined &&
+      kq.cursor <= now &&
+      kq.pausedUntil <= now
+    ) {
       queue.keys.delete(kq.key);
     }
   }
@@ -534,6 +584,13 @@ export class QueueHost {
     this.#queues.clear();
     this.#owners.clear();
   }
+}
+
+/** A ticket's cost as sent: a count, or "units+penalty" (FleetTicket.penalty). */
+function costOf(sent: unknown): { cost: number; penalty: number } {
+  const m = typeof sent === "string" ? /^(\d+)\+(\d+)$/.exec(sent) : null;
+  if (m !== null) return { cost: Number(m[1]), penalty: Number(m[2]) };
+  return { cost: Number(sent), penalty: 0 };
 }
 
 /** Inserts `t` after every ticket of a smaller or equal score (binary search). */

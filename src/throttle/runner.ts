@@ -42,6 +42,13 @@ export interface Units {
 /** Backoff after a store call that failed outright (the job keeps its place and waits). */
 const STORE_RETRY_MS = 250;
 
+/**
+ * The longest a caller's promise waits for the store to answer the calls its job's end made (a
+ * lease's release, a waiting ticket's cancel): past it (the store is down or slow) it settles
+ * anyway, the calls still under way.
+ */
+const SETTLE_WAIT_MS = 1_000;
+
 /** Runs `fire` on the event loop's next turn, after pending I/O (setImmediate where it exists); returns a canceller. */
 function nextTurn(fire: () => void): () => void {
   if (typeof globalThis.setImmediate === "function") {
@@ -181,7 +188,7 @@ export class ThrottleRunner {
       // A grant heard twice (delivered again after a reconnect) is no news: its job started.
       // One that crossed its ticket's cancel goes back (only a lease's grant holds anything).
       if (this.#dropped.delete(grant.id) && grant.leased) {
-        this.#fleetCall(key, (f) => f.release(key, grant.id, true));
+        void this.#fleetCall(key, (f) => f.release(key, grant.id, true));
       }
       return;
     }
@@ -235,7 +242,7 @@ export class ThrottleRunner {
     job.cancelHold?.();
     job.cancelHold = undefined;
     job.grant = undefined;
-    if (grant.leased) this.#fleetCall(key, (f) => f.release(key, grant.id, true));
+    if (grant.leased) void this.#fleetCall(key, (f) => f.release(key, grant.id, true));
     kq.queue.insertInOrder(job);
     const id = String(this.#nextTicket++);
     this.#tickets.set(id, job);
@@ -278,17 +285,44 @@ export class ThrottleRunner {
     return answer;
   }
 
-  /** A store call behind the queue; close waits for it, and a failure is an `error` event. */
-  #fleetCall(key: string, call: (fleet: FleetLink) => Promise<unknown>): void {
+  /**
+   * A store call behind the queue; close waits for it, and a failure is an `error` event.
+   * Resolves (never rejects) once it is answered.
+   */
+  #fleetCall(key: string, call: (fleet: FleetLink) => Promise<unknown>): Promise<void> {
     const fleet = this.#fleet;
-    if (fleet === undefined) return;
+    if (fleet === undefined) return Promise.resolve();
     this.#ledger.releasing++;
-    call(fleet)
-      .catch((error: unknown) => this.events.emit("error", { key, error }))
+    return call(fleet)
+      .then(
+        () => {},
+        (error: unknown) => this.events.emit("error", { key, error }),
+      )
       .finally(() => {
         this.#ledger.releasing--;
         this.#ledger.checkIdle();
       });
+  }
+
+  /**
+   * Settles a caller's promise once the store calls its job's end made are answered (at most
+   * SETTLE_WAIT_MS later): a caller that then quits its Redis client leaves no call of the job
+   * behind it (one written after QUIT makes the client's own `quit()` reject: docs/throttle.md).
+   */
+  #settleAfter(calls: readonly Promise<unknown>[], settle: () => void): void {
+    if (calls.length === 0) {
+      settle();
+      return;
+    }
+    let done = false;
+    const once = () => {
+      if (done) return;
+      done = true;
+      cancel();
+      settle();
+    };
+    const cancel = after(this.#clock, SETTLE_WAIT_MS, once, true);
+    void Promise.all(calls).then(once);
   }
 
   /** The limiter that holds the key's fleet-wide pauses (a block): the rate's, else the slots' (none: local only). */
@@ -570,25 +604,15 @@ export class ThrottleRunner {
     try {
       result = job.task(new TaskContextOf(job));
     } catch (error) {
-      this.#ledger.settle(job, error, "failed");
-      this.#finish(kq, job);
+      this.#finish(kq, job, error, "failed");
       return;
     }
     if (isPromise(result)) {
       (result as Promise<unknown>).then(
-        (value) => {
-          this.#ledger.settle(job, value, "done");
-          this.#finish(kq, job);
-        },
-        (error: unknown) => {
-          this.#ledger.settle(job, error, "failed");
-          this.#finish(kq, job);
-        },
+        (value) => this.#finish(kq, job, value, "done"),
+        (error: unknown) => this.#finish(kq, job, error, "failed"),
       );
-    } else {
-      this.#ledger.settle(job, result, "done");
-      this.#finish(kq, job);
-    }
+    } else this.#finish(kq, job, result, "done");
   }
 
   #timeout(job: Job): void {
@@ -599,14 +623,18 @@ export class ThrottleRunner {
     this.#ledger.settle(job, reason, "expired");
   }
 
-  /** The task settled: its slot goes back (it was held until now, even past a timeout). */
-  #finish(kq: KeyQueue<Job>, job: Job): void {
+  /**
+   * The task settled: its slot goes back (it was held until now, even past a timeout), and then
+   * the caller's promise settles with the task's answer (already settled after a `timeoutMs`).
+   */
+  #finish(kq: KeyQueue<Job>, job: Job, answer: unknown, status: OutcomeStatus): void {
     job.cancelTimeout?.();
     job.cancelTimeout = undefined;
     job.unlisten();
-    this.#ledger.running--;
     const released = job.keeper?.end();
     if (released === undefined) {
+      this.#ledger.settle(job, answer, status);
+      this.#ledger.running--;
       kq.running--;
       this.#wakeNow(kq);
       this.#keys.dropIfIdle(kq);
@@ -615,38 +643,57 @@ export class ThrottleRunner {
     }
     // The local count follows the store's: the slot counts as held until the store has it back.
     this.#ledger.releasing++;
-    void released.then(() => {
-      this.#ledger.releasing--;
-      kq.running--;
-      this.#wakeNow(kq);
-      this.#keys.dropIfIdle(kq);
+    let settled = false;
+    const settle = () => {
+      if (settled) return;
+      settled = true;
+      this.#ledger.settle(job, answer, status);
+      this.#ledger.running--;
       this.#ledger.checkIdle();
-    });
+    };
+    this.#settleAfter(
+      [
+        released.then(() => {
+          this.#ledger.releasing--;
+          kq.running--;
+          settle();
+          this.#wakeNow(kq);
+          this.#keys.dropIfIdle(kq);
+          this.#ledger.checkIdle();
+        }),
+      ],
+      settle,
+    );
   }
 
   /** Takes a waiting job out of its queue and rejects it. */
   #drop(kq: KeyQueue<Job>, job: Job, error: unknown, status: OutcomeStatus): void {
     const wasHead = kq.queue.peek() === job && (this.#fleet === undefined || kq.local);
+    // The store calls taking the job out: the caller's promise settles once they are answered.
+    const calls: Promise<void>[] = [];
     if (kq.held.delete(job)) {
       // Granted ahead and not started: its grant goes back (only a lease's holds anything).
       const grant = job.grant as FleetGrant;
       job.cancelHold?.();
       job.cancelHold = undefined;
       job.grant = undefined;
-      if (grant.leased) this.#fleetCall(kq.key, (f) => f.release(kq.key, grant.id, true));
+      if (grant.leased) calls.push(this.#fleetCall(kq.key, (f) => f.release(kq.key, grant.id, true)));
     } else if (!kq.queue.remove(job)) return;
     const ticket = this.#ticketOf.get(job);
     if (ticket !== undefined && this.#tickets.delete(ticket)) {
       // Out of the fleet's queue too (a grant that crossed this comes back through fleetGranted).
       this.#dropped.add(ticket);
-      this.#fleetCall(kq.key, (f) => f.cancel(kq.key, ticket).finally(() => this.#dropped.delete(ticket)));
+      calls.push(this.#fleetCall(kq.key, (f) => f.cancel(kq.key, ticket).finally(() => this.#dropped.delete(ticket))));
     }
     this.#ledger.queued--;
     job.cancelExpiry?.();
     job.cancelExpiry = undefined;
     job.unlisten();
     if (kq.queue.size === 0 && !kq.local && this.#fleet !== undefined) this.#fleet.idle(kq.key);
-    this.#ledger.settle(job, error, status);
+    this.#settleAfter(calls, () => {
+      this.#ledger.settle(job, error, status);
+      this.#ledger.checkIdle();
+    });
     if (kq.queue.size === 0 && kq.cancelWake !== undefined) {
       kq.cancelWake();
       kq.cancelWake = undefined;

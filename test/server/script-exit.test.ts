@@ -63,10 +63,11 @@ describe.skipIf(redis === undefined)("a script that quits its own client exits, 
       timeout: 30_000,
     }, async () => {
       const out = await runChild([client, "throttle", redis?.url ?? "", uniquePrefix("exit-throttle")]);
-      // It exits. (Not always with 0 on iovalkey: the job's promise resolves before its slot's
-      // release reaches Redis, so quitting right after can fail that release, and under load
-      // iovalkey's "Connection is closed" then went unhandled (exit 1): a throttle matter.)
-      expect(out.code, out.stderr).not.toBe("hung");
+      // It exits with 0: a job's promise settles once its store calls (the lease's release, the
+      // expired job's cancel) are answered, so none is written after the client's QUIT (which
+      // made iovalkey's own quit() reject with "Connection is closed": exit 1 in 3 of 6 loaded
+      // runs; test/throttle/settle-after-release.test.ts).
+      expect(out.code, out.stderr).toBe(0);
       const { stats } = out.report as { stats: { queued: number; running: number; expired: number } };
       expect(stats).toMatchObject({ queued: 0, running: 0 });
       expect(stats.expired).toBeGreaterThanOrEqual(1);

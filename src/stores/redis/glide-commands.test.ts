@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { glideCommands, isGlide, redisError } from "./glide-commands.ts";
+import { glideRefusal } from "./glide-pubsub.ts";
 
 describe("valkey-glide errors read as Redis's codes", () => {
   it.each([
@@ -31,5 +32,31 @@ describe("valkey-glide errors read as Redis's codes", () => {
     expect(isGlide({ customCommand: fn })).toBe(false);
     expect(glideCommands({ customCommand: fn, getSubscriptions: fn }).cluster).toBe(false);
     expect(glideCommands({ customCommand: fn, getSubscriptions: fn, invokeScriptWithRoute: fn }).cluster).toBe(true);
+  });
+});
+
+describe("a valkey-glide client's own subscription (the fleet queue's owner channel)", () => {
+  const fn = () => undefined;
+  const dynamic = { customCommand: fn, getSubscriptions: fn, subscribe: fn, getPubSubMessage: fn };
+  it.each([
+    [
+      "a client without run-time subscribe()",
+      { customCommand: fn, getSubscriptions: fn },
+      /no run-time `subscribe\(\)`/,
+    ],
+    ["a RESP2 client (SUBSCRIBE would block its other commands)", { ...dynamic, config: { protocol: 1 } }, /RESP2/],
+    [
+      "a client whose messages go to its own callback",
+      { ...dynamic, config: { pubsubSubscriptions: { callback: fn } } },
+      /callback it was created with/,
+    ],
+    ["a closed client", { ...dynamic, isClosed: true }, /closed/],
+  ])("refuses %s, saying why", (_, client, why) => {
+    expect(glideRefusal(client)).toMatch(why);
+  });
+
+  it("accepts a RESP3 client without a callback (the real one: test/throttle/fleet-queue-clients.test.ts)", () => {
+    expect(glideRefusal({ ...dynamic, config: { protocol: 0 } })).toBeUndefined();
+    expect(glideRefusal(dynamic)).toBeUndefined();
   });
 });

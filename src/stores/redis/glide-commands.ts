@@ -5,13 +5,14 @@
  * key; sluice's keys of one call share a slot) and follows MOVED and ASK itself. Server errors
  * arrive as glide's own words (`... - NoScriptError: No matching script`); they are turned back
  * into Redis's codes (`NOSCRIPT …`, `TRYAGAIN …`), which the store reads to re-send by EVAL or
- * to split a batch. There is no subscription: glide delivers pub/sub messages only to the
- * callback (or queue) configured when a client is created, and a client cannot be duplicated
- * from its object, so the deny cache is off for this client (see `subscribes`); resets are still
- * published, for nodes on other clients. glide bounds each command by its own `requestTimeout`
- * (default 250 ms) and has no offline queue to deliver one late.
+ * to split a batch. A client cannot be duplicated from its object, so a subscription (the
+ * throttle's fleet queue: its owner channel) is made on the client's own connection
+ * (glide-pubsub.ts); the deny cache stays off for this client (see `subscribes`): resets are
+ * still published, for nodes on other clients. glide bounds each command by its own
+ * `requestTimeout` (default 250 ms) and has no offline queue to deliver one late.
  */
 import type { RedisCommands } from "./client.ts";
+import { glideSubscribe } from "./glide-pubsub.ts";
 
 /** A `GlideClient` or `GlideClusterClient` (only the calls sluice makes). */
 export interface GlideLike {
@@ -57,16 +58,15 @@ export function glideCommands(c: Record<string, unknown>): RedisCommands {
   return {
     cluster,
     subscribes: false,
-    noSubscription: "a valkey-glide client cannot (it delivers pub/sub only to the callback given when it is created)",
+    noSubscription:
+      "a valkey-glide client cannot (sluice cannot duplicate it; its own connection subscribes only for the throttle's fleet queue)",
     evalsha: (sha, keys, args) => send(["EVALSHA", sha, String(keys.length), ...keys, ...args]),
     eval: (source, keys, args) => send(["EVAL", source, String(keys.length), ...keys, ...args]),
     ...(cluster ? {} : { command: send }),
     del: (keys) => send(["DEL", ...keys]),
     publish: (channel, message) => send(["PUBLISH", channel, message]),
-    subscribe: () =>
-      Promise.reject(
-        new Error("a valkey-glide client cannot be duplicated for a subscription; the deny cache stays off"),
-      ),
+    // On the client's own connection (glide-pubsub.ts), which ends with it.
+    subscribe: (channel, onMessage, onLink, onEnd) => glideSubscribe(c, channel, onMessage, onLink, onEnd),
     // glide keeps its slot map inside its core: per-node breakers see one node.
     nodeOf: () => "",
     lateOptions: () => [],
