@@ -3,7 +3,8 @@
 // elect a host by binding one Unix socket path; the others connect to it.
 import { type ChildProcess, execFile, fork, spawn } from "node:child_process";
 import { once } from "node:events";
-import { lstatSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ArgumentError, createLimiter } from "sluice";
@@ -245,6 +246,21 @@ describe("sluice/cluster socket transport, in this process", () => {
     expect(a.hosting && b.hosting).toBe(true);
     la.close();
     expect((await lb.peek("k")).remaining).toBe(0);
+  });
+
+  it("a host whose socket file was replaced steps down and leaves the new file in place", async () => {
+    const store = new ClusterStore({ socket, timeoutMs: 5000 });
+    await createLimiter({ algorithm: "gcra", limit: 5, periodMs: 1000 }, { store, name: "r" }).tryAcquire("k");
+    expect(store.hosting).toBe(true);
+    // Another process's takeover that misjudged this host dead: its file replaces ours.
+    renameSync(socket, `${socket}.old`);
+    const other = net.createServer().listen(socket);
+    await once(other, "listening");
+    const inode = lstatSync(socket).ino;
+    while (store.hosting) await new Promise((done) => setTimeout(done, 50));
+    await new Promise((done) => setTimeout(done, 100));
+    expect(lstatSync(socket).ino).toBe(inode);
+    other.close();
   });
 
   it("a path held by a file that is not a socket is never removed: checks answer by policy", async () => {

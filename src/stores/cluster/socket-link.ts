@@ -307,7 +307,19 @@ export class SocketLink implements Transport {
       this.#dispatcher = undefined;
       this.#queues?.stop();
       this.#queues = undefined;
-      server.close();
+      // Closing a Unix socket server unlinks its path whatever file is there now (libuv): that
+      // would remove the other host's socket and make it step down too. With a file there, the
+      // server stays open (unreferenced, reachable by no path) and turns away what still arrives.
+      let replaced = true;
+      try {
+        lstatSync(this.#path);
+      } catch (error) {
+        replaced = codeOf(error) !== "ENOENT";
+      }
+      if (replaced) {
+        server.removeAllListeners("connection");
+        server.on("connection", (c: net.Socket) => c.destroy());
+      } else server.close();
       for (const c of connections) c.destroy();
       this.#queueLost();
       warn(
