@@ -171,13 +171,20 @@ export function after(clock: Clock, ms: number, fire: () => void, unref = false)
   if (clock instanceof ManualClock) return clock.schedule(ms, fire);
   let timer: ReturnType<typeof setTimeout>;
   const deadline = performance.now() + ms;
-  const arm = () => {
-    const left = deadline - performance.now();
-    if (left <= 0) return fire();
-    timer = setTimeout(arm, Math.min(Math.ceil(left), MAX_TIMER_MS));
+  const arm = (wait: number) => {
+    timer = setTimeout(check, Math.min(Math.max(0, Math.ceil(wait)), MAX_TIMER_MS));
     if (unref) timer.unref?.();
   };
-  arm();
+  const check = () => {
+    const left = deadline - performance.now();
+    if (left <= 0) fire();
+    else arm(left);
+  };
+  // Never fired from inside this call, even when the process was descheduled past the deadline
+  // before a timer was armed: the caller must hold the canceller before `fire` runs (the
+  // throttle's wake-up stores it, and a wake that fired before it was stored left the key
+  // asleep for good: jobs queued forever under load).
+  arm(ms);
   return () => clearTimeout(timer);
 }
 

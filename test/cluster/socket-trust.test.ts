@@ -1,8 +1,9 @@
 /**
  * The cluster socket as a trust boundary: a hostile peer's frames (negative cost, garbage, huge)
  * close its connection and are reported, never decided; the socket file is owner-only unless
- * `socketMode` widens it; the takeover lock is a pid file beside the socket that a live squatter
- * holds and a dead one does not; a host that exits on SIGTERM removes its socket file.
+ * `socketMode` widens it; the takeover lock is a socket beside the socket on which a live holder
+ * answers, and a file there that does not answer (whatever pid it names) is stale; a host that
+ * exits on SIGTERM removes its socket file.
  */
 import { type ChildProcess, fork, spawn } from "node:child_process";
 import { once } from "node:events";
@@ -15,6 +16,7 @@ import { createLimiter } from "../../src/index.ts";
 import { ClusterStore } from "../../src/stores/cluster/index.ts";
 import { CHANNEL } from "../../src/stores/cluster/protocol.ts";
 import { MAX_FRAME } from "../../src/stores/cluster/socket-link.ts";
+import { LOCK_HELLO } from "../../src/stores/cluster/takeover-lock.ts";
 import { ensureBuilt, ROOT } from "../cli/helpers.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "sluice-trust-"));
@@ -100,31 +102,63 @@ describe("the socket file and the takeover lock", () => {
     expect(() => new ClusterStore({ socket: join(dir, "x.sock"), socketMode: 0o066 })).toThrow(/socketMode/);
   });
 
-  it("a live squatter holding the lock stops the takeover of a stale socket; a dead one does not", async () => {
-    const path = join(dir, "stale.sock");
-    // A host that died without cleaning up: its socket file stays, nobody listens.
+  /** A socket file at `path` left by a host that died without cleaning up (nobody listens). */
+  async function deadHost(path: string): Promise<void> {
     const dead = spawn(process.execPath, [
       "-e",
       `require("net").createServer().listen(${JSON.stringify(path)}, () => process.kill(process.pid, "SIGKILL"))`,
     ]);
     await once(dead, "exit");
     expect(statSync(path).isSocket()).toBe(true);
-    // The squatter: a live process whose pid is in the lock file.
-    const squatter = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"]);
-    children.push(squatter);
-    writeFileSync(`${path}.lock`, String(squatter.pid), { mode: 0o600 });
+  }
+
+  /** A live process listening on `path`'s lock, answering `hello` to every connection (or nothing). */
+  async function lockHolder(path: string, hello: string | undefined): Promise<ChildProcess> {
+    const child = spawn(process.execPath, [
+      "-e",
+      `const hello = ${JSON.stringify(hello ?? null)};
+       require("net").createServer((c) => { if (hello !== null) c.end(hello); })
+         .listen(${JSON.stringify(`${path}.lock`)}, () => console.log("up"));`,
+    ]);
+    children.push(child);
+    await once(child.stdout as NodeJS.ReadableStream, "data");
+    return child;
+  }
+
+  it("a lock whose holder answers stops the takeover of a stale socket until the holder is gone", async () => {
+    const path = join(dir, "held.sock");
+    await deadHost(path);
+    // A takeover in progress elsewhere answers so: nobody else takes over meanwhile.
+    const live = await lockHolder(path, `${LOCK_HELLO} 12345\n`);
     const store = new ClusterStore({ socket: path, timeoutMs: 3000 });
     const limiter = createLimiter(bucket, { store, name: "s" });
     const blocked = await limiter.tryAcquire("k");
     expect(blocked.failure).toBeDefined(); // answered by the policy: nobody hosts
     expect(store.hosting).toBe(false);
-    squatter.kill("SIGKILL");
-    await once(squatter, "exit");
-    // Its pid is gone: the lock is stale, removed, and the takeover goes through.
+    live.kill("SIGKILL");
+    await once(live, "exit");
     const d = await limiter.tryAcquire("k");
     expect(d.failure).toBeUndefined();
     expect(store.hosting).toBe(true);
     expect(existsSync(`${path}.lock`)).toBe(false);
+  });
+
+  it("a lock that does not answer is stale, however live its holder: a wrong answer, none, a live pid in a file", async () => {
+    const squatters: Array<[string, (path: string) => Promise<unknown>]> = [
+      ["a wrong answer", (path) => lockHolder(path, "HTTP/1.1 400 Bad Request\r\n\r\n")],
+      ["no answer", (path) => lockHolder(path, undefined)],
+      ["a fresh file naming a live pid", async (path) => writeFileSync(`${path}.lock`, String(process.pid))],
+    ];
+    for (const [what, squat] of squatters) {
+      const path = join(dir, `squat-${squatters.findIndex(([w]) => w === what)}.sock`);
+      await deadHost(path);
+      await squat(path);
+      const store = new ClusterStore({ socket: path, timeoutMs: 6000 });
+      const d = await createLimiter(bucket, { store, name: "s" }).tryAcquire("k");
+      expect(d.failure, what).toBeUndefined();
+      expect(store.hosting, what).toBe(true);
+      expect(existsSync(`${path}.lock`), what).toBe(false);
+    }
   });
 
   it("a host that exits on SIGTERM removes its socket file", async () => {

@@ -1,9 +1,10 @@
 // sluice/cluster's socket transport with real processes: plain child_process.fork of
 // fixtures/socket-client.mjs (built package), no node:cluster primary and no PM2. The processes
 // elect a host by binding one Unix socket path; the others connect to it.
-import { type ChildProcess, execFile, fork } from "node:child_process";
+import { type ChildProcess, execFile, fork, spawn } from "node:child_process";
 import { once } from "node:events";
-import { lstatSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ArgumentError, createLimiter } from "sluice";
@@ -182,18 +183,28 @@ describe("sluice/cluster over a Unix socket, across real processes", () => {
 });
 
 describe("sluice/cluster: a squatted takeover lock", () => {
-  it("a lock file naming a live unrelated pid (1) does not block re-election after the host dies", async () => {
+  /** A process that rewrites `<socket>.lock` with pid 1 (always alive) and touches it every 100 ms. */
+  function squat(): ChildProcess {
+    const file = JSON.stringify(`${socket}.lock`);
+    const squatter = spawn(process.execPath, [
+      "-e",
+      `const fs = require("fs");
+       const touch = () => { try { fs.writeFileSync(${file}, "1", { mode: 0o600 }); const t = new Date(); fs.utimesSync(${file}, t, t); } catch {} };
+       touch(); setInterval(touch, 100);`,
+    ]);
+    children.push(squatter);
+    return squatter;
+  }
+
+  it("a fresh lock file naming a live pid (1), touched every 100 ms, does not block re-election after the host dies", async () => {
     const [first] = (await start(1)) as [ChildProcess];
     expect(await warm([first])).toEqual([true]);
     first.kill("SIGKILL");
     await once(first, "exit");
     expect(lstatSync(socket).isSocket()).toBe(true); // the dead host's file, nobody listening
-    // A squatter: pid 1 is always alive. Written 10 s ago, as a lock left there earlier would be.
-    const lockFile = `${socket}.lock`;
-    writeFileSync(lockFile, "1", { mode: 0o600 });
-    const past = new Date(Date.now() - 10_000);
-    utimesSync(lockFile, past, past);
-    const all = await start(3);
+    squat();
+    const all = await start(3, { timeoutMs: 5000 });
+    // Nobody answers on the lock: it is stale however fresh, and one process takes over.
     const hosting = await warm(all);
     expect(hosting.filter(Boolean)).toHaveLength(1);
     const limit = 600;
@@ -201,6 +212,23 @@ describe("sluice/cluster: a squatted takeover lock", () => {
       all.map((c) => ask<Counts>(c, { cmd: "hammer", name: "squat", limit, key: "k", checks: 300 })),
     );
     expect(out.map((r) => r.failures)).toEqual([0, 0, 0]);
+    expect(out.reduce((n, r) => n + r.admitted, 0)).toBe(limit);
+  });
+
+  it("with the host alive, a squatted lock changes nothing: newcomers join it, nobody takes over", async () => {
+    const [first] = (await start(1)) as [ChildProcess];
+    expect(await warm([first])).toEqual([true]);
+    const inode = lstatSync(socket).ino;
+    squat();
+    const others = await start(3);
+    expect(await warm(others)).toEqual([false, false, false]);
+    expect(await warm([first])).toEqual([true]);
+    expect(lstatSync(socket).ino).toBe(inode); // the host's own file, never replaced
+    const limit = 600;
+    const out = await Promise.all(
+      [first, ...others].map((c) => ask<Counts>(c, { cmd: "hammer", name: "alive", limit, key: "k", checks: 200 })),
+    );
+    expect(out.map((r) => r.failures)).toEqual([0, 0, 0, 0]);
     expect(out.reduce((n, r) => n + r.admitted, 0)).toBe(limit);
   });
 });
@@ -218,6 +246,21 @@ describe("sluice/cluster socket transport, in this process", () => {
     expect(a.hosting && b.hosting).toBe(true);
     la.close();
     expect((await lb.peek("k")).remaining).toBe(0);
+  });
+
+  it("a host whose socket file was replaced steps down and leaves the new file in place", async () => {
+    const store = new ClusterStore({ socket, timeoutMs: 5000 });
+    await createLimiter({ algorithm: "gcra", limit: 5, periodMs: 1000 }, { store, name: "r" }).tryAcquire("k");
+    expect(store.hosting).toBe(true);
+    // Another process's takeover that misjudged this host dead: its file replaces ours.
+    renameSync(socket, `${socket}.old`);
+    const other = net.createServer().listen(socket);
+    await once(other, "listening");
+    const inode = lstatSync(socket).ino;
+    while (store.hosting) await new Promise((done) => setTimeout(done, 50));
+    await new Promise((done) => setTimeout(done, 100));
+    expect(lstatSync(socket).ino).toBe(inode);
+    other.close();
   });
 
   it("a path held by a file that is not a socket is never removed: checks answer by policy", async () => {

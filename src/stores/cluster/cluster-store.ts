@@ -35,6 +35,7 @@ import { hasChannel, ipc, type Transport } from "./link.ts";
 import { type BindRecord, CHANNEL, decode, type Op, type OpName, type OpResult } from "./protocol.ts";
 import { openClusterFleetQueue } from "./queue-client.ts";
 import { DEFAULT_SOCKET_MODE, SocketLink, socketLink, socketQueueTransport } from "./socket-link.ts";
+import { LOCK_SUFFIX } from "./takeover-lock.ts";
 
 /** Options of {@link ClusterStore}. */
 export interface ClusterStoreOptions {
@@ -59,8 +60,11 @@ export interface ClusterStoreOptions {
   socketMode?: number;
 }
 
-/** Longest socket path accepted (macOS allows 104 bytes with the terminator, Linux 108). */
-const MAX_SOCKET_PATH = 103;
+/**
+ * Longest socket path accepted: macOS allows 104 bytes with the terminator (Linux 108), and the
+ * takeover lock binds a socket at the path plus ".lock" (takeover-lock.ts).
+ */
+const MAX_SOCKET_PATH = 103 - LOCK_SUFFIX.length;
 
 /** Most operations in one message; more in one turn go as several (bounds message size). */
 const MAX_BATCH = 1024;

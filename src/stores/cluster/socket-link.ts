@@ -19,23 +19,11 @@
  *
  * The socket is a trust boundary: the file is created owner-only (`socketMode` widens it), every
  * frame a peer sends is validated before anything is decided (validate.ts; a bad frame closes
- * that connection and is reported), the takeover lock is an owner-only file beside the socket
- * holding its holder's pid, and a host that exits (normally, or on SIGTERM/SIGINT when nothing
+ * that connection and is reported), the takeover lock is an owner-only socket beside the socket
+ * on which its holder must answer (takeover-lock.ts), and a host that exits (normally, or on SIGTERM/SIGINT when nothing
  * else handles them) removes its socket file.
  */
-import {
-  chmodSync,
-  closeSync,
-  constants,
-  linkSync,
-  lstatSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  statSync,
-  unlinkSync,
-  writeSync,
-} from "node:fs";
+import { chmodSync, lstatSync, statSync, unlinkSync } from "node:fs";
 import net from "node:net";
 import { resolve } from "node:path";
 import { ArgumentError, StoreError } from "../../core/errors.ts";
@@ -46,22 +34,13 @@ import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts"
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import type { Resyncable, Transport, Waiting } from "./link.ts";
 import { type BatchMessage, CHANNEL, isMessage, type ReplyMessage } from "./protocol.ts";
+import { takeoverLock } from "./takeover-lock.ts";
 import { invalidBatch, invalidQueueCall } from "./validate.ts";
 
 /** Attempts (bind, connect, take over) before a batch fails for want of a host. */
 const ATTEMPTS = 20;
 /** Longest frame accepted, in characters; a peer sending more is cut off. */
 export const MAX_FRAME = 16 * 1024 * 1024;
-/**
- * A takeover lock older than this is abandoned, whatever pid it names. A takeover holds the lock
- * for two connects STALE_CHECK_MS apart and an unlink (milliseconds), so a lock this old is not
- * a takeover in progress: it is a squatter (a file naming any live pid, such as 1) or a dead
- * holder whose pid was reused, and a pid check alone would let it block election forever. (A
- * holder stalled past it is still safe: the takeover unlinks only a file refused twice, the
- * same inode both times, and only one process can bind the path.) Also the bound for a lock
- * file left empty by a process that died creating it.
- */
-const LOCK_MAX_MS = 5000;
 /** How long a refused socket file must stay refused (and the same file) to count as a dead host's. */
 const STALE_CHECK_MS = 100;
 /** How often a host checks that the socket file is still its own. */
@@ -328,7 +307,19 @@ export class SocketLink implements Transport {
       this.#dispatcher = undefined;
       this.#queues?.stop();
       this.#queues = undefined;
-      server.close();
+      // Closing a Unix socket server unlinks its path whatever file is there now (libuv): that
+      // would remove the other host's socket and make it step down too. With a file there, the
+      // server stays open (unreferenced, reachable by no path) and turns away what still arrives.
+      let replaced = true;
+      try {
+        lstatSync(this.#path);
+      } catch (error) {
+        replaced = codeOf(error) !== "ENOENT";
+      }
+      if (replaced) {
+        server.removeAllListeners("connection");
+        server.on("connection", (c: net.Socket) => c.destroy());
+      } else server.close();
       for (const c of connections) c.destroy();
       this.#queueLost();
       warn(
@@ -437,7 +428,7 @@ export class SocketLink implements Transport {
    * both saw the dead host's file could each unlink and bind, the second removing the first's.
    */
   async #takeOver(): Promise<void> {
-    const release = await lock(this.#path);
+    const release = await takeoverLock(this.#path);
     if (release === undefined) {
       await pause(5 + Math.random() * 20); // another process is taking over: connect to it next
       return;
@@ -587,80 +578,6 @@ function removeOnExit(link: SocketLink): void {
     };
     process.on(signal, onSignal);
   }
-}
-
-/**
- * Removes the lock file `file` judged abandoned from its content `text`. Between that reading and
- * the removal a live process may have replaced it, so the file is first renamed away (atomic: we
- * get whatever is there) and checked again; a live lock taken by mistake is put back.
- */
-function removeStaleLock(file: string, text: string): void {
-  const aside = `${file}.stale-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  renameSync(file, aside);
-  try {
-    if (readFileSync(aside, "utf8") !== text) linkSync(aside, file); // fails (EEXIST) only if a newer lock exists
-  } catch {
-    // a newer lock is in place: ours goes
-  } finally {
-    unlinkSync(aside);
-  }
-}
-
-/** Whether process `pid` exists (EPERM: it does, under another user). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return codeOf(error) === "EPERM";
-  }
-}
-
-/**
- * Takes the takeover lock of `path`: resolves with its release, or undefined when another live
- * process holds it. The lock is a file beside the socket, created exclusively (O_EXCL, no
- * symlink followed) and owner-only, holding its holder's pid; a lock whose holder is gone, or
- * older than LOCK_MAX_MS whatever pid it names, is removed (by whoever first sees it so) and
- * taken on a later attempt. A lock file owned by
- * another user is never removed: the takeover fails with an error saying so.
- */
-function lock(path: string): Promise<(() => void) | undefined> {
-  const file = `${path}.lock`;
-  try {
-    const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
-    try {
-      writeSync(fd, String(process.pid));
-    } finally {
-      closeSync(fd);
-    }
-    return Promise.resolve(() => {
-      try {
-        if (readFileSync(file, "utf8") === String(process.pid)) unlinkSync(file);
-      } catch {}
-    });
-  } catch (error) {
-    if (codeOf(error) !== "EEXIST") return Promise.reject(error);
-  }
-  try {
-    const st = lstatSync(file);
-    if (typeof process.getuid === "function" && st.uid !== process.getuid()) {
-      return Promise.reject(
-        new StoreError(
-          `the takeover lock ${file} belongs to another user (uid ${st.uid}); sluice will not use or remove it`,
-        ),
-      );
-    }
-    const text = readFileSync(file, "utf8");
-    const pid = Number(text);
-    // Too old to be a takeover in progress: abandoned, whatever it says. Younger, an empty file
-    // is a holder between create and write (live), and otherwise its pid decides.
-    const abandoned =
-      Date.now() - st.mtimeMs > LOCK_MAX_MS || (text !== "" && !(Number.isSafeInteger(pid) && pid > 0 && alive(pid)));
-    if (abandoned) removeStaleLock(file, text);
-  } catch {
-    // removed meanwhile: the next attempt takes it
-  }
-  return Promise.resolve(undefined);
 }
 
 const pause = (ms: number) => new Promise((done) => setTimeout(done, ms));
