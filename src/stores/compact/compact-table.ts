@@ -1,7 +1,8 @@
 /**
  * The capped store's middle tier: the compact table (bucket.ts) on an ArrayBuffer, updated in
- * place. A slot is 24 bytes: 32 + 16 bits of fingerprint, a 15-bit table (rule) index and two
- * float64 words of state (see state-codec.ts). A key lives in one of two buckets of 8 slots
+ * place. A slot is 24 bytes: 32 + 16 bits of fingerprint, a 14-bit table (rule) index and two
+ * float64 words of state (see state-codec.ts); or 16 bytes with one word of state (MemoryStore's
+ * dense layout, dense-codec.ts). A key lives in one of two buckets of 8 slots
  * (the emptier when it is placed: two choices keep the buckets evenly filled, so a bucket
  * overflows only once the whole tier is nearly full, and the keys placed first are not the
  * first given up); when both are full, the emptier one's oldest slot that is not returning is
