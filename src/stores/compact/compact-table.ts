@@ -1,7 +1,8 @@
 /**
  * The capped store's middle tier: the compact table (bucket.ts) on an ArrayBuffer, updated in
- * place. A slot is 24 bytes: 32 + 16 bits of fingerprint, a 15-bit table (rule) index and two
- * float64 words of state (see state-codec.ts). A key lives in one of two buckets of 8 slots
+ * place. A slot is 24 bytes: 32 + 16 bits of fingerprint, a 14-bit table (rule) index and two
+ * float64 words of state (see state-codec.ts); or 16 bytes with one word of state (MemoryStore's
+ * dense layout, dense-codec.ts). A key lives in one of two buckets of 8 slots
  * (the emptier when it is placed: two choices keep the buckets evenly filled, so a bucket
  * overflows only once the whole tier is nearly full, and the keys placed first are not the
  * first given up); when both are full, the emptier one's oldest slot that is not returning is
@@ -39,10 +40,10 @@ export { BUCKET_SLOTS, MAX_TABLE_INDEX } from "./bucket.ts";
  */
 export const MAX_RETURNING = BUCKET_SLOTS - 2;
 
-/** 32-bit words per slot. */
-const E = entryU32(STATE_WORDS);
-/** Bytes per slot (state words and fingerprint). */
-export const SLOT_BYTES = E * 4;
+/** Bytes per slot holding `stateWords` float64 words of state (and the 8-byte fingerprint). */
+export function slotBytes(stateWords: number): number {
+  return entryU32(stateWords) * 4;
+}
 
 /** What `claim` pushed out to make room (table 0: nothing). */
 export interface Victim {
@@ -55,8 +56,12 @@ export interface Victim {
 export class CompactTable {
   /** The buffer's float64 view: a slot's state is at `words[stateIndex(slot)]`. */
   readonly words: Float64Array;
-  /** State of the last victim of `claim` (`STATE_WORDS` words, from index 0). */
-  readonly victimWords = new Float64Array(STATE_WORDS);
+  /** Float64 words of state per slot: 2 (any compactable record), or 1 (the dense layout, see dense-codec.ts). */
+  readonly stateWords: number;
+  /** State of the last victim of `claim` (`stateWords` words, from index 0). */
+  readonly victimWords: Float64Array;
+  /** 32-bit words per slot. */
+  readonly #e: number;
   readonly #u32: Uint32Array;
   readonly #buckets: number;
   /** Occupied slots. */
@@ -66,19 +71,22 @@ export class CompactTable {
   /** Filled by `claim` when it had to push something out. */
   readonly victim: Victim = { table: 0, h1: 0, h2: 0 };
 
-  /** Bytes a table of `buckets` buckets takes. */
-  static bytesFor(buckets: number): number {
-    return buckets * BUCKET_SLOTS * SLOT_BYTES;
+  /** Bytes a table of `buckets` buckets takes (`stateWords` per slot). */
+  static bytesFor(buckets: number, stateWords = STATE_WORDS): number {
+    return buckets * BUCKET_SLOTS * slotBytes(stateWords);
   }
 
-  /** The most buckets (at least 1) that fit in `bytes`. */
-  static bucketsFor(bytes: number): number {
-    return Math.max(1, Math.floor(bytes / CompactTable.bytesFor(1)));
+  /** The most buckets (at least 1) that fit in `bytes` (`stateWords` per slot). */
+  static bucketsFor(bytes: number, stateWords = STATE_WORDS): number {
+    return Math.max(1, Math.floor(bytes / CompactTable.bytesFor(1, stateWords)));
   }
 
-  /** A table of `buckets` buckets (fresh: all zero). */
-  constructor(buckets: number) {
-    const buffer = new ArrayBuffer(CompactTable.bytesFor(buckets));
+  /** A table of `buckets` buckets of slots holding `stateWords` (1 or 2) words of state (fresh: all zero). */
+  constructor(buckets: number, stateWords = STATE_WORDS) {
+    const buffer = new ArrayBuffer(CompactTable.bytesFor(buckets, stateWords));
+    this.stateWords = stateWords;
+    this.victimWords = new Float64Array(stateWords);
+    this.#e = entryU32(stateWords);
     this.#buckets = buckets;
     this.words = new Float64Array(buffer);
     this.#u32 = new Uint32Array(buffer);
@@ -91,12 +99,12 @@ export class CompactTable {
 
   /** Bytes held (fixed). */
   get bytes(): number {
-    return CompactTable.bytesFor(this.#buckets);
+    return CompactTable.bytesFor(this.#buckets, this.stateWords);
   }
 
   /** The index in `words` of `slot`'s state. */
   stateIndex(slot: number): number {
-    return stateAt(0, E, slot);
+    return stateAt(0, this.#e, slot);
   }
 
   /** The key's second bucket (its first is `bucketOf(table, h3)`; the two may be one). */
@@ -106,6 +114,7 @@ export class CompactTable {
 
   /** The slot holding (`table`, fingerprint `h`) in either of its buckets, or -1. */
   find(table: number, h: Uint32Array): number {
+    const E = this.#e;
     const tag = tagOf(h[1] as number, table);
     const h1 = h[0] as number;
     const first = bucketOf(table, h[2] as number, this.#buckets) * BUCKET_SLOTS * E;
@@ -119,16 +128,17 @@ export class CompactTable {
 
   /** Whether `slot` holds a returning key (protected from keys that come once). */
   returningAt(slot: number): boolean {
-    return ((this.#u32[slot * E + 1] as number) & RETURNING) !== 0;
+    return ((this.#u32[slot * this.#e + 1] as number) & RETURNING) !== 0;
   }
 
   /** The table index stored in `slot` (0: empty). */
   tableOf(slot: number): number {
-    return tableOfTag(this.#u32[slot * E + 1] as number);
+    return tableOfTag(this.#u32[slot * this.#e + 1] as number);
   }
 
   /** Frees `slot` (later slots of its bucket move down). */
   remove(slot: number): void {
+    const E = this.#e;
     const bucket = Math.floor(slot / BUCKET_SLOTS);
     const base = bucket * BUCKET_SLOTS * E;
     removeEntry(this.#u32, base, E, slot - bucket * BUCKET_SLOTS, countEntries(this.#u32, base, E));
@@ -144,6 +154,7 @@ export class CompactTable {
     const first = bucketOf(table, h[2] as number, this.#buckets);
     const second = this.#second(table, h[2] as number);
     const u32 = this.#u32;
+    const E = this.#e;
     const bucket =
       countEntries(u32, second * BUCKET_SLOTS * E, E) < countEntries(u32, first * BUCKET_SLOTS * E, E) ? second : first;
     return this.claimIn(bucket, table, h[0] as number, h[1] as number, returning);
@@ -165,18 +176,19 @@ export class CompactTable {
    */
   claimIn(bucket: number, table: number, h1: number, h2: number, returning = false): number {
     const u32 = this.#u32;
+    const E = this.#e;
     const base = bucket * BUCKET_SLOTS * E;
     this.victim.table = 0;
     let count = countEntries(u32, base, E);
     if (count === BUCKET_SLOTS) {
-      const e = victimEntry(u32, base);
+      const e = victimEntry(u32, base, E);
       const o = base + e * E;
       const tag = u32[o + 1] as number;
       this.victim.table = tableOfTag(tag);
       this.victim.h1 = u32[o] as number;
       this.victim.h2 = (tag & 0xffff0000) >>> 0;
       const at = stateAt(base, E, e);
-      for (let k = 0; k < STATE_WORDS; k++) this.victimWords[k] = this.words[at + k] as number;
+      for (let k = 0; k < this.stateWords; k++) this.victimWords[k] = this.words[at + k] as number;
       removeEntry(u32, base, E, e, count);
       count--;
       this.evicted++;
@@ -190,6 +202,7 @@ export class CompactTable {
   /** Calls `visit(slot)` for every occupied slot of `table` (snapshots, purges); `visit` may remove that slot. */
   forEach(table: number, visit: (slot: number, h1: number, h2: number) => void): void {
     const u32 = this.#u32;
+    const E = this.#e;
     for (let b = 0; b < this.#buckets; b++) {
       const base = b * BUCKET_SLOTS * E;
       // Last to first: removing the visited slot moves none of those still to visit.
@@ -205,7 +218,7 @@ export class CompactTable {
  * The entry of the full bucket at `u32[base]` to give up: the oldest that is not returning,
  * unless more than `MAX_RETURNING` are returning or none is not: then the oldest returning.
  */
-function victimEntry(u32: Uint32Array, base: number): number {
+function victimEntry(u32: Uint32Array, base: number, E: number): number {
   let returned = 0;
   let probation = -1;
   for (let e = 0, o = base + 1; e < BUCKET_SLOTS; e++, o += E) {
@@ -213,11 +226,11 @@ function victimEntry(u32: Uint32Array, base: number): number {
       if (probation < 0) probation = e;
     } else returned++;
   }
-  return probation < 0 || returned > MAX_RETURNING ? firstReturning(u32, base) : probation;
+  return probation < 0 || returned > MAX_RETURNING ? firstReturning(u32, base, E) : probation;
 }
 
 /** The oldest returning entry of the full bucket at `u32[base]`. */
-function firstReturning(u32: Uint32Array, base: number): number {
+function firstReturning(u32: Uint32Array, base: number, E: number): number {
   for (let e = 0, o = base + 1; e < BUCKET_SLOTS; e++, o += E) if (((u32[o] as number) & RETURNING) !== 0) return e;
   return 0;
 }

@@ -6,6 +6,7 @@
 import { blocksBeside } from "../../core/block.ts";
 import { type CompiledRule, type RuleRecord, recordFreshAt } from "../../core/rule.ts";
 import { CompactTable } from "../compact/compact-table.ts";
+import { denseRule, writeState } from "../compact/dense-codec.ts";
 import { compactable, decodeRecord, STATE_WORDS } from "../compact/state-codec.ts";
 import { Approx } from "./approx.ts";
 import { restorable } from "./restore-check.ts";
@@ -166,19 +167,22 @@ function adoptCompact(
   if (rows.length === 0) return;
   const rule = table.rule;
   const at = snapshot.compactAt;
-  const buckets = CompactTable.bucketsFor(s.compactBudget);
+  // The saved tier's layout (dense-codec.ts): this store's tier takes it if it has none yet.
+  const words = s.compact?.stateWords ?? (at?.words === 1 && denseRule(rule) ? 1 : STATE_WORDS);
+  const buckets = s.compact?.buckets ?? CompactTable.bucketsFor(s.compactBudget, words);
   const why =
     at === undefined
       ? "the file does not say where they were (an older version)"
-      : !Number.isFinite(s.maxKeys) || !compactable(rule) || s.compactBudget < CompactTable.bytesFor(1)
+      : !Number.isFinite(s.maxKeys) || !compactable(rule) || s.compactBudget < CompactTable.bytesFor(1, words)
         ? "this store has no compact tier for the rule"
-        : buckets !== at.buckets
+        : buckets !== at.buckets || words !== (at.words ?? STATE_WORDS)
           ? `this store's compact tier has ${buckets} buckets, the saved one ${at.buckets} (\`maxKeys\` or \`maxBytes\` changed)`
           : table.index !== at.index
             ? "the rule has another place in the compact tier (bound in another order, or bound before the restore)"
             : undefined;
   let summarised = 0;
-  for (const [h1, h2, w0, w1, bucket, record, returning] of rows) {
+  let unfit = 0;
+  for (const [h1, h2, , , bucket, record, returning] of rows) {
     if (!(recordFreshAt(rule, record) > t)) {
       report.expired++;
       continue;
@@ -188,15 +192,25 @@ function adoptCompact(
       summarised++;
       continue;
     }
-    s.compact ??= new CompactTable(buckets);
+    s.compact ??= new CompactTable(buckets, words);
     const compact = s.compact;
     const slot = compact.claimIn(bucket, table.index, h1, h2, returning);
     pushedOut(s, compact, table, t);
-    const words = compact.stateIndex(slot);
-    compact.words[words] = w0;
-    compact.words[words + 1] = w1;
+    if (!writeState(rule, record, compact.words, compact.stateIndex(slot), compact.stateWords)) {
+      // A state the dense layout cannot hold exactly (a count past twice the limit): summarised.
+      compact.remove(slot);
+      summarise(s, table, h1, h2, record, t);
+      unfit++;
+      continue;
+    }
     table.compactSize++;
     report.exact++;
+  }
+  if (unfit > 0) {
+    report.summarised += unfit;
+    report.reasons.push(
+      `${unfit} compact records were summarised: their state does not fit this tier's one-word slots`,
+    );
   }
   if (summarised > 0) {
     report.summarised += summarised;

@@ -6,7 +6,7 @@
 import type { Decision } from "../../algorithms/decision.ts";
 import { decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
 import { createRecord, recordFreshAt } from "../../core/rule.ts";
-import { decodeRecord } from "../compact/state-codec.ts";
+import { readState } from "../compact/dense-codec.ts";
 import { Approx } from "./approx.ts";
 import { decideApprox } from "./decide-approx.ts";
 import { pinned } from "./pins.ts";
@@ -82,7 +82,7 @@ export function miss(
     const slot = compact.find(table.index, h);
     if (slot >= 0) {
       // Exact in the compact tier: back into the `Map` tier (it came back: it is not a one-shot key).
-      const record = decodeRecord(rule, compact.words, compact.stateIndex(slot));
+      const record = readState(rule, compact.words, compact.stateIndex(slot), compact.stateWords);
       if (op === "peek" || op === "get") return decideRule(rule, record, t, cost, op);
       compact.remove(slot);
       table.compactSize--;

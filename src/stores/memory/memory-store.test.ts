@@ -92,7 +92,7 @@ describe("MemoryStore maxKeys", () => {
 
   it("never refuses a new key: past the budget, evicted state is summarised and read back over-counted", () => {
     const clock = new ManualClock(0);
-    const store = new MemoryStore({ maxKeys: 2, maxBytes: 250, seed: 1 }); // no room for a compact tier
+    const store = new MemoryStore({ maxKeys: 2, maxBytes: 150, seed: 1 }); // no room for a compact tier (one bucket: 128 bytes)
     const limiter = createLimiter({ algorithm: "fixed-window", limit: 1, windowMs: 1000 }, { clock, store });
     limiter.tryAcquire("a");
     limiter.tryAcquire("b");

@@ -4,6 +4,8 @@
  * tier was saved with a one-cell summary, and every key read back full).
  */
 import type { CompactTable } from "../compact/compact-table.ts";
+import { decodeWord } from "../compact/dense-codec.ts";
+import { encodeRecord, STATE_WORDS } from "../compact/state-codec.ts";
 import { Approx } from "./approx.ts";
 import type { TableSnapshot } from "./snapshot.ts";
 import type { Table } from "./table.ts";
@@ -30,9 +32,15 @@ export function saveTable(table: Table, compact: CompactTable | undefined, seed:
   }
   const rows: number[][] = [];
   if (compact !== undefined && table.compactSize > 0) {
+    // Rows carry the two-word form whatever the layout (the file does not depend on it).
+    const two = compact.stateWords === STATE_WORDS ? compact.words : new Float64Array(STATE_WORDS);
     compact.forEach(table.index, (slot, h1, h2) => {
-      const at = compact.stateIndex(slot);
-      const row = [h1, h2, compact.words[at] as number, compact.words[at + 1] as number, compact.bucketOf(slot)];
+      let at = compact.stateIndex(slot);
+      if (two !== compact.words) {
+        encodeRecord(table.rule, decodeWord(table.rule, compact.words[at] as number), two, 0);
+        at = 0;
+      }
+      const row = [h1, h2, two[at] as number, two[at + 1] as number, compact.bucketOf(slot)];
       if (compact.returningAt(slot)) row.push(1);
       rows.push(row);
     });
@@ -46,7 +54,14 @@ export function saveTable(table: Table, compact: CompactTable | undefined, seed:
     records,
     ...(kept > 0 ? { protected: kept } : {}),
     ...(rows.length > 0
-      ? { compact: rows, compactAt: { index: table.index, buckets: (compact as CompactTable).buckets } }
+      ? {
+          compact: rows,
+          compactAt: {
+            index: table.index,
+            buckets: (compact as CompactTable).buckets,
+            ...((compact as CompactTable).stateWords === 1 ? { words: 1 } : {}),
+          },
+        }
       : {}),
     ...(rows.length > 0 || sketch !== undefined || readBack ? { seed } : {}),
     ...(table.blocks !== undefined ? { blocks: [...table.blocks] } : {}),

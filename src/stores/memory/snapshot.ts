@@ -38,8 +38,11 @@ export interface TableSnapshot {
    * floods of keys that come once); version 1 files have no bucket.
    */
   compact?: number[][] | undefined;
-  /** Where the compact records were: the table's index in the compact tier, and the tier's buckets. */
-  compactAt?: { index: number; buckets: number } | undefined;
+  /**
+   * Where the compact records were: the table's index in the compact tier, the tier's buckets,
+   * and `words: 1` when the tier had the dense layout (16-byte slots; absent: 24-byte ones).
+   */
+  compactAt?: { index: number; buckets: number; words?: number } | undefined;
   /** The store's hash seed, when fingerprints or cells travel (they were placed with it). */
   seed?: number | undefined;
   /** The sketch's cells, width and the store's hash seed (the seed places keys in cells: it must travel too). */
@@ -164,7 +167,8 @@ export function decodeSnapshot(text: string): StoreSnapshot {
         Number.isSafeInteger(at.index) &&
         (at.index as number) >= 1 &&
         Number.isSafeInteger(at.buckets) &&
-        (at.buckets as number) >= 1
+        (at.buckets as number) >= 1 &&
+        (at.words === undefined || at.words === 1 || at.words === 2)
       )
     ) {
       throw new ArgumentError(`${where}: "compactAt" must be a table index and a bucket count (positive integers)`);

@@ -7,9 +7,11 @@
 import { decideRule } from "../../core/decide-rule.ts";
 import type { RuleRecord } from "../../core/rule.ts";
 import { recordFreshAt } from "../../core/rule.ts";
-import { CompactTable } from "../compact/compact-table.ts";
-import { compactable, decodeRecord, encodeRecord } from "../compact/state-codec.ts";
+import type { CompactTable } from "../compact/compact-table.ts";
+import { readState, writeState } from "../compact/dense-codec.ts";
+import { compactable } from "../compact/state-codec.ts";
 import { Approx } from "./approx.ts";
+import { compactFor } from "./compact-tier.ts";
 import { now, type StoreState } from "./store-state.ts";
 import { summarise } from "./summarise.ts";
 import { rotations, type Table } from "./table.ts";
@@ -59,9 +61,8 @@ export function evict(s: StoreState, inserting: Table, t: number): void {
   const h = s.hash(key);
   const h1 = h[0] as number;
   const h2 = h[1] as number;
-  if (victim.index > 0 && compactable(victim.rule) && s.compactBudget >= CompactTable.bytesFor(1)) {
-    s.compact ??= new CompactTable(CompactTable.bucketsFor(s.compactBudget));
-    const compact = s.compact;
+  const compact = victim.index > 0 && compactable(victim.rule) ? compactFor(s, victim, at) : undefined;
+  if (compact !== undefined) {
     // A key that came back (the protected segment's) is protected in the compact tier too, so a
     // flood of keys that come once cannot push it into the summary, unless it has spent its
     // limit: read back from the summary it would be refused all the same, and a flood of keys
@@ -69,7 +70,7 @@ export function evict(s: StoreState, inserting: Table, t: number): void {
     const returning = victim.shiftedProtected && decideRule(victim.rule, record, at, 1, "peek").allowed;
     const slot = compact.claim(victim.index, h, returning);
     pushedOut(s, compact, victim, at);
-    if (encodeRecord(victim.rule, record as RuleRecord, compact.words, compact.stateIndex(slot))) {
+    if (writeState(victim.rule, record as RuleRecord, compact.words, compact.stateIndex(slot), compact.stateWords)) {
       victim.compactSize++;
       return;
     }
@@ -86,6 +87,6 @@ export function pushedOut(s: StoreState, compact: CompactTable, claimer: Table, 
   if (owner === undefined) return;
   owner.compactSize--;
   const ownerNow = owner === claimer ? at : now(owner);
-  const old = decodeRecord(owner.rule, compact.victimWords, 0);
+  const old = readState(owner.rule, compact.victimWords, 0, compact.stateWords);
   if (recordFreshAt(owner.rule, old) > ownerNow) summarise(s, owner, pushed.h1, pushed.h2, old, ownerNow);
 }
