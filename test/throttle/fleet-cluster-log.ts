@@ -229,7 +229,9 @@ export function describeHostDeath(title: string, child: string, shared: boolean)
       expect(others.filter((j) => j.end !== undefined)).toHaveLength(3 * jobs);
       // The run went on after the new host took over, and jobs were running across it.
       expect(others.filter((j) => (j.start as number) > killedAt).length).toBeGreaterThan(jobs);
-      expect(others.some((j) => (j.start as number) < killedAt && (j.end as number) > killedAt)).toBe(true);
+      // (A job that started in the kill's own ms, which triggered it, counts: the kill waits for
+      // a job that runs on past it.)
+      expect(others.some((j) => (j.start as number) <= killedAt && (j.end as number) > killedAt)).toBe(true);
       expect(log.twice).toEqual([]);
       expect(mostRunning(log)).toBeLessThanOrEqual(3);
       const counted = log.admitted.filter((_, i) => shared || log.admittedBy[i] !== 0);

@@ -33,7 +33,9 @@ export async function fleetMember({ index, store, mode, optionsJson, jobs, seed,
       async () => {
         line(`S ${name} ${Date.now()}`);
         if (++started === 2 && ms < 0) send({ fleet: "holding" });
-        if (mode === "long") send({ fleet: "started" });
+        // `until`: when this job will end, so the killer acts only while it still runs (a message
+        // read late, on a loaded machine, would kill the host after the job ended).
+        if (mode === "long") send({ fleet: "started", until: Date.now() + ms });
         if (ms < 0) await new Promise(() => setInterval(() => {}, 1000));
         await new Promise((resolve) => setTimeout(resolve, ms));
         line(`E ${name} ${Date.now()}`);
