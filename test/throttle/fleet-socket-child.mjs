@@ -79,7 +79,14 @@ if (role === "member") {
         if (++ready < count) return;
         for (const o of members) o.send({ fleet: "go" });
         goAt = Date.now();
-      } else if (msg?.fleet === "started" && i !== 0 && goAt > 0 && Date.now() - goAt > 800 && Date.now() < msg.until - 20 && !killed) {
+      } else if (
+        msg?.fleet === "started" &&
+        i !== 0 &&
+        goAt > 0 &&
+        Date.now() - goAt > 800 &&
+        Date.now() < msg.until - 20 &&
+        !killed
+      ) {
         // kill-host: while this member's job (50-250 ms) runs, 0.8 s into the run.
         killed = true;
         process.stdout.write(`0 K ${Date.now()}\n`);

@@ -41,7 +41,14 @@ if (isMainThread) {
       } else if (m?.fleet === "handle") {
         handle = m.handle;
         for (let j = 1; j < count; j++) start(j);
-      } else if (m?.fleet === "started" && i !== 0 && goAt > 0 && Date.now() - goAt > 800 && Date.now() < m.until - 20 && exited === 0) {
+      } else if (
+        m?.fleet === "started" &&
+        i !== 0 &&
+        goAt > 0 &&
+        Date.now() - goAt > 800 &&
+        Date.now() < m.until - 20 &&
+        exited === 0
+      ) {
         // kill-host: while this thread's job (50-250 ms) runs, 0.8 s into the run.
         goAt = 0;
         process.stdout.write(`0 K ${Date.now()}\n`);
