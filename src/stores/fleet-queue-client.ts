@@ -13,15 +13,16 @@
 import { systemClock } from "../core/clock.ts";
 import { StoreError } from "../core/errors.ts";
 import type { FleetGrant, FleetQueue, FleetQueueConfig, FleetTicket } from "../core/fleet-queue.ts";
-import type { AlgorithmSpec } from "../core/spec.ts";
 import {
   type HeldGrant,
   isQueueMessage,
   PAUSE_ARG,
+  type PausedKey,
   QUEUE_CHANNEL,
   type QueueCall,
   type QueuePush,
   type QueueReply,
+  rateMemoryMs,
   type WireGrant,
 } from "./fleet-queue-host.ts";
 
@@ -55,22 +56,6 @@ interface Held {
   leaseAt?: number | undefined;
 }
 
-/** How long a grant's rate units still count (the longest period among the rate's specs). */
-function rateMemoryMs(specs: readonly AlgorithmSpec[] | undefined): number {
-  let most = 0;
-  for (const spec of specs ?? []) {
-    const s = spec as unknown as Record<string, number | undefined>;
-    const capacity = s.capacity ?? 0;
-    const ms =
-      s.windowMs ??
-      s.periodMs ??
-      (s.refillPerSecond !== undefined ? (capacity * 1000) / s.refillPerSecond : undefined) ??
-      (s.leakPerSecond !== undefined ? (capacity * 1000) / s.leakPerSecond : 0);
-    most = Math.max(most, Number.isFinite(ms) ? ms : 0);
-  }
-  return most;
-}
-
 /** Opens a fleet queue at the transport's host; calls fail after `timeoutMs`. */
 export async function openHostedFleetQueue(
   transport: QueueTransport,
@@ -100,6 +85,8 @@ export class HostedFleetQueue implements FleetQueue {
   readonly #costs = new Map<string, Map<string, number>>();
   readonly #held = new Map<string, Map<string, Held>>();
   readonly #memoryMs: number;
+  /** With a transport that rejoins: the fleet pauses heard, by key: their end on this clock. */
+  readonly #pauses = new Map<string, number>();
 
   constructor(transport: QueueTransport, config: FleetQueueConfig, timeoutMs: number) {
     this.#transport = transport;
@@ -145,7 +132,7 @@ export class HostedFleetQueue implements FleetQueue {
     this.#ready = new Promise<void>((done) => {
       const attempt = () => {
         if (!this.#open || epoch !== this.#epoch) return done();
-        this.#send("o", "", [], this.#rules(), this.#heldList()).then(
+        this.#send("o", "", [], this.#rules(), this.#heldList(), this.#pausedList()).then(
           (reply) => {
             if (epoch !== this.#epoch) return done();
             this.#owner = reply.status;
@@ -170,6 +157,24 @@ export class HostedFleetQueue implements FleetQueue {
         else list.push([key, id, g.leased ? 1 : 0, g.cost, g.at ?? null]);
       }
       if (grants.size === 0) this.#held.delete(key);
+    }
+    return list;
+  }
+
+  /** A fleet pause heard (made here or pushed): kept to bring it to a new host. */
+  #pausedFor(key: string, ms: number): void {
+    if (this.#transport.rejoins !== true) return;
+    const end = systemClock.now() + ms;
+    if (end > (this.#pauses.get(key) ?? 0)) this.#pauses.set(key, end);
+  }
+
+  /** The pauses still running, for a new host (the lost one's memory of them is gone). */
+  #pausedList(): PausedKey[] {
+    const now = systemClock.now();
+    const list: PausedKey[] = [];
+    for (const [key, end] of this.#pauses) {
+      if (end <= now) this.#pauses.delete(key);
+      else list.push([key, end - now]);
     }
     return list;
   }
@@ -220,8 +225,10 @@ export class HostedFleetQueue implements FleetQueue {
       if (message.error !== undefined) w.fail(new StoreError(`${this.#transport.peer}: ${message.error}`));
       else w.settle(message);
     } else if (isQueueMessage<QueuePush>(message, "queue-push") && message.owner === this.#owner) {
-      if (message.pause !== undefined)
+      if (message.pause !== undefined) {
+        this.#pausedFor(message.key, message.pause.ms);
         this.#config.listener.paused?.(message.key, message.pause.ms, message.pause.until);
+      }
       if (message.grants.length > 0) this.#granted(message.key, message.grants);
     }
   };
@@ -260,11 +267,13 @@ export class HostedFleetQueue implements FleetQueue {
     args: (string | number)[],
     rules?: QueueCall["rules"],
     held?: HeldGrant[],
+    paused?: PausedKey[],
   ): Promise<QueueReply> {
     const seq = this.#transport.sequence();
     let call: QueueCall = { channel: QUEUE_CHANNEL, type: "queue", seq, owner: this.#owner, op, key, args };
     if (rules !== undefined) call = { ...call, rules };
     if (held !== undefined) call = { ...call, held };
+    if (paused !== undefined && paused.length > 0) call = { ...call, paused };
     return new Promise<QueueReply>((resolve, reject) => {
       const timer = setTimeout(() => {
         if (!this.#waiting.delete(seq)) return;
@@ -339,7 +348,11 @@ export class HostedFleetQueue implements FleetQueue {
   }
 
   async pause(key: string, ms: number): Promise<{ until: number; already: boolean }> {
-    const [until = "", already] = (await this.#call("h", key, [PAUSE_ARG, Math.ceil(ms)])).status.split(",");
+    const whole = Math.ceil(ms);
+    const [until = "", already] = (await this.#call("h", key, [PAUSE_ARG, whole])).status.split(",");
+    // The latest word wins at the host: so here (a shorter pause replaces a longer one).
+    if (this.#transport.rejoins === true) this.#pauses.delete(key);
+    this.#pausedFor(key, whole);
     return { until: Number(until), already: already === "1" };
   }
 

@@ -6,6 +6,7 @@ import { ManualClock } from "../core/clock.ts";
 import type { FleetGrant } from "../core/fleet-queue.ts";
 import {
   type HeldGrant,
+  type PausedKey,
   QUEUE_CHANNEL,
   type QueueCall,
   QueueHost,
@@ -39,9 +40,10 @@ function setup(rules: Partial<QueueRules>, store = new MemoryStore(), options: Q
   let seq = 1;
   const call = (from: number, owner: string, op: QueueCall["op"], args: (string | number)[] = [], key = "k") =>
     host.handle(from, { channel: QUEUE_CHANNEL, type: "queue", seq: seq++, owner, op, key, args });
-  const open = (from: number, held?: HeldGrant[]) =>
+  const open = (from: number, held?: HeldGrant[], paused?: PausedKey[]) =>
     host.handle(from, {
       ...(held === undefined ? {} : { held }),
+      ...(paused === undefined ? {} : { paused }),
       channel: QUEUE_CHANNEL,
       type: "queue",
       seq: seq++,
@@ -254,6 +256,45 @@ describe("fleet queue host", () => {
     const b = open(2);
     expect(call(2, b, "e", ["b1", 0, 1, 0]).grants).toEqual([]); // x's lease is in the records
     expect(call(1, a, "r", ["x", 0]).grants).toEqual([]); // released by its receipt: b1 now, no grace
+    expect(pushed).toEqual([{ to: 2, owner: b, ids: ["b1"] }]);
+  });
+
+  it("a new host (empty records): a key nobody reports is seeded full at the takeover (the lost host's own jobs' units), for one rate period", () => {
+    const { call, open, ids, pushed, clock } = setup({
+      rate: { id: "r", specs: [{ algorithm: "sliding-log", limit: 3, windowMs: 10_000 } as never] },
+      ownerTtlMs: 60_000,
+    });
+    const a = open(1, []); // a rejoin: A held nothing (the lost host's own process ran "j"'s jobs)
+    clock.advance(REJOIN_GRACE_MS);
+    // Without the seed the host would grant a fresh window of 3 on "j" at once.
+    expect(call(1, a, "e", ["1", 0, 1, 0], "j").grants).toEqual([]);
+    clock.advance(10_000 - REJOIN_GRACE_MS - 1);
+    expect(pushed).toEqual([]);
+    clock.advance(1); // a rate period after the takeover: the seed's units leave the window
+    expect(pushed).toEqual([{ to: 1, owner: a, ids: ["1"] }]);
+    // Once the period is over, a key first touched now is not seeded.
+    expect(ids(call(1, a, "e", ["2", 0, 1, 0], "fresh").grants)).toEqual(["2"]);
+  });
+
+  it("a new host: a fleet pause the lost host made holds again, from what a rejoining owner reports of it", () => {
+    const { call, open, pushed, clock } = setup({ ...slots(2), ownerTtlMs: 10_000 });
+    const a = open(1, [], [["k", 3000]]);
+    const b = open(2, []);
+    clock.advance(REJOIN_GRACE_MS);
+    expect(call(2, b, "e", ["b1", 0, 1, 0]).grants).toEqual([]); // free slots, but paused
+    clock.advance(3000 - REJOIN_GRACE_MS - 1);
+    expect(pushed).toEqual([]);
+    clock.advance(1);
+    expect(pushed).toEqual([{ to: 2, owner: b, ids: ["b1"] }]);
+    expect(a).not.toBe(b);
+  });
+
+  it("a new host on shared records: a fleet pause the lost host made holds again there too", () => {
+    const { call, open, pushed, clock } = setup(slots(1), new MemoryStore(), { sharedRecords: true });
+    open(1, [], [["k", 500]]);
+    const b = open(2, []);
+    expect(call(2, b, "e", ["b1", 0, 1, 0]).grants).toEqual([]);
+    clock.advance(500);
     expect(pushed).toEqual([{ to: 2, owner: b, ids: ["b1"] }]);
   });
 });

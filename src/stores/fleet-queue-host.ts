@@ -18,14 +18,19 @@
  * taken, so it may run below the rate for a period, never above), and grants nothing for a
  * grace of min(ownerTtlMs, 1 s) after the first such open, while the other owners come back
  * with theirs: more than `concurrency` never run. Tickets whose grant was lost with the old host
- * were never heard by their owner, which sends them again: no job runs twice.
+ * were never heard by their owner, which sends them again: no job runs twice. The old host's own
+ * process may have run jobs too (ClusterStore's socket host is a worker like the others), whose
+ * rate units nobody can report: a new host on empty records seeds each key's rate full at the
+ * takeover instant (once per key, for one rate period), so the fleet waits out one period rather
+ * than risk a window over the rate. A fleet pause dies with its host's memory: every owner heard
+ * it, keeps its end, and reports what is left of it when it opens again (`paused`).
  */
 import type { Decision } from "../algorithms/decision.ts";
 import { after, type Clock, systemClock } from "../core/clock.ts";
 import type { Operation } from "../core/decide-rule.ts";
 import type { FleetGrant } from "../core/fleet-queue.ts";
 import { compileRule } from "../core/rule.ts";
-import { type AlgorithmSpec, validateSpec } from "../core/spec.ts";
+import { type AlgorithmSpec, specLimit, validateSpec } from "../core/spec.ts";
 import type { BoundRule, RuleBinding } from "../core/store.ts";
 
 /** Marks fleet-queue messages among whatever else travels on the same channel. */
@@ -82,7 +87,12 @@ export interface QueueCall {
   readonly rules?: QueueRules;
   /** With "o": the owner held these grants at a host that is gone (present, even empty: a rejoin). */
   readonly held?: readonly HeldGrant[];
+  /** With a rejoin's "o": the fleet pauses the owner heard, as [key, ms still to run]. */
+  readonly paused?: readonly PausedKey[];
 }
+
+/** A fleet pause an owner reports to a new host: the key and the ms still to run. */
+export type PausedKey = readonly [key: string, ms: number];
 
 /** The host's answer to a call: a status and the caller's grants it decided in that step. */
 export interface QueueReply {
@@ -172,6 +182,14 @@ interface Queue {
   seq: number;
   /** Nothing is granted before this instant (owners coming back from a lost host, see the head). */
   graceUntil: number;
+  /** How long a grant's rate units count (rateMemoryMs of the rate's specs). */
+  readonly memoryMs: number;
+  /** The units that fill the rate's every spec (seeding a key after a takeover). */
+  readonly fullCost: number;
+  /** The takeover instant on empty records (0: none): keys are seeded full at it, see the head. */
+  seedAt: number;
+  /** Keys seeded since `seedAt` (cleared once a rate period has passed). */
+  readonly seeded: Set<string>;
 }
 
 const PRIORITY = 2 ** 40;
@@ -220,7 +238,7 @@ export class QueueHost {
     let status = "1";
     try {
       if (call.op === "o") {
-        status = this.#open(worker, call.rules as QueueRules, call.held);
+        status = this.#open(worker, call.rules as QueueRules, call.held, call.paused);
       } else {
         const owner = this.#owners.get(call.owner);
         if (owner === undefined || owner.worker !== worker) {
@@ -260,7 +278,12 @@ export class QueueHost {
   }
 
   /** A worker's new owner on the queue of `rules` (bound once per distinct rules). */
-  #open(worker: number, rules: QueueRules, held: readonly HeldGrant[] | undefined): string {
+  #open(
+    worker: number,
+    rules: QueueRules,
+    held: readonly HeldGrant[] | undefined,
+    paused: readonly PausedKey[] | undefined,
+  ): string {
     const name = JSON.stringify([rules.rate, rules.concurrency, rules.lookaheadMs ?? 0]);
     let queue = this.#queues.get(name);
     if (queue === undefined) {
@@ -274,6 +297,10 @@ export class QueueHost {
         keys: new Map(),
         seq: 0,
         graceUntil: 0,
+        memoryMs: rateMemoryMs(rules.rate?.specs),
+        fullCost: fullCost(rules.rate?.specs),
+        seedAt: 0,
+        seeded: new Set(),
       };
       this.#queues.set(name, queue);
     }
@@ -281,6 +308,12 @@ export class QueueHost {
     const now = this.#clock.now();
     this.#owners.set(id, { queue, worker, until: now + rules.ownerTtlMs });
     if (held !== undefined) this.#adopt(queue, id, held, now);
+    for (const [key, ms] of paused ?? []) {
+      // A pause the lost host made: it holds here until its end (the latest word still wins).
+      if (!(ms > 0)) continue;
+      const kq = this.#keyQueue(queue, key);
+      kq.pausedUntil = Math.max(kq.pausedUntil, now + Math.ceil(ms));
+    }
     return id;
   }
 
@@ -301,6 +334,8 @@ export class QueueHost {
       return;
     }
     if (queue.graceUntil === 0) queue.graceUntil = now + Math.min(queue.ownerTtlMs, REJOIN_GRACE_MS);
+    // The lost host's own jobs' rate units are known to nobody: every key's rate starts full.
+    if (queue.seedAt === 0 && queue.rate !== undefined && queue.memoryMs > 0) queue.seedAt = now;
     for (const [key, id, leased, cost, rateAt] of held) {
       const kq = this.#keyQueue(queue, key);
       let leaseAt: number | undefined;
@@ -309,9 +344,9 @@ export class QueueHost {
         leaseAt = now;
       }
       let at: number | undefined;
-      if (rateAt !== null && queue.rate !== undefined) {
+      if (rateAt !== null && queue.rate !== undefined && !queue.seeded.has(key)) {
         // At the takeover instant, not the old one: the record never sees time run back, and a
-        // window never holds fewer of them than it did.
+        // window never holds fewer of them than it did. (A seeded key is full already.)
         at = Math.max(now, kq.cursor);
         try {
           this.#decide(queue.rate, key, cost, at, "penalty");
@@ -331,7 +366,30 @@ export class QueueHost {
       kq = { key, tickets: [], grants: new Map(), cursor: 0, timer: undefined, pausedUntil: 0 };
       queue.keys.set(key, kq);
     }
+    if (queue.seedAt > 0 && !queue.seeded.has(key)) this.#seed(queue, kq);
     return kq;
+  }
+
+  /**
+   * A key first touched within a rate period of a takeover on empty records: its rate is spent
+   * in full at the takeover instant, so whatever the lost host granted in that period (its own
+   * process's jobs included) cannot be granted again on top of it.
+   */
+  #seed(queue: Queue, kq: KeyQueue): void {
+    const now = this.#clock.now();
+    if (now >= queue.seedAt + queue.memoryMs) {
+      queue.seedAt = 0;
+      queue.seeded.clear();
+      return;
+    }
+    queue.seeded.add(kq.key);
+    const at = Math.max(queue.seedAt, kq.cursor);
+    try {
+      this.#decide(queue.rate as BoundRule, kq.key, queue.fullCost, at, "penalty");
+      kq.cursor = at;
+    } catch {
+      // An algorithm without `penalty` (leaky bucket): not seeded.
+    }
   }
 
   /** The limiter's own decision on `rule`'s record (the path the dispatcher answers workers with). */
@@ -584,6 +642,29 @@ export class QueueHost {
     this.#queues.clear();
     this.#owners.clear();
   }
+}
+
+/** How long a grant's rate units still count (the longest period among the rate's specs). */
+export function rateMemoryMs(specs: readonly AlgorithmSpec[] | undefined): number {
+  let most = 0;
+  for (const spec of specs ?? []) {
+    const s = spec as unknown as Record<string, number | undefined>;
+    const capacity = s.capacity ?? 0;
+    const ms =
+      s.windowMs ??
+      s.periodMs ??
+      (s.refillPerSecond !== undefined ? (capacity * 1000) / s.refillPerSecond : undefined) ??
+      (s.leakPerSecond !== undefined ? (capacity * 1000) / s.leakPerSecond : 0);
+    most = Math.max(most, Number.isFinite(ms) ? ms : 0);
+  }
+  return most;
+}
+
+/** The units that fill every spec of a rate (its largest limit or capacity). */
+function fullCost(specs: readonly AlgorithmSpec[] | undefined): number {
+  let most = 1;
+  for (const spec of specs ?? []) most = Math.max(most, specLimit(spec));
+  return most;
 }
 
 /** A ticket's cost as sent: a count, or "units+penalty" (FleetTicket.penalty). */

@@ -59,6 +59,7 @@ describe("invalidQueueCall: fleet queue calls from a socket peer", () => {
         ],
       },
     ],
+    ["a rejoin with the fleet pauses heard", { op: "o", owner: "", rules, held: [], paused: [["k", 2500]] }],
     ["an enqueue", { op: "e", args: ["7", 0, 1, 0] }],
     ["a release", { op: "r", args: ["7", 1] }],
   ])("accepts %s", (_name, fields) => {
@@ -71,6 +72,8 @@ describe("invalidQueueCall: fleet queue calls from a socket peer", () => {
     ["rules on an enqueue", { op: "e", rules }, "only an open carries rules"],
     ["a held grant of negative cost", { op: "o", rules, held: [["k", "7", 1, -5, NOW]] }, "cost not a positive"],
     ["a held grant that is not a tuple", { op: "o", rules, held: [{}] }, "is not a 5-tuple"],
+    ["a pause that is not a key and ms", { op: "o", rules, paused: [["k"]] }, "is not a key and a number of ms"],
+    ["pauses on an enqueue", { op: "e", paused: [["k", 5]] }, "only an open carries rules"],
     ["arguments that are objects", { op: "e", args: [{}] }, "`args` holds"],
     ["a key that is not a string", { op: "h", key: 5 }, "the key is not a string"],
     ["no sequence number", { op: "h", seq: -1 }, "`seq`"],

@@ -112,7 +112,10 @@ export function invalidQueueCall(frame: unknown): string | undefined {
   if (typeof args === "string") return args;
   if (!args.every((a) => (typeof a === "string" && a.length <= MAX_ID_CHARS) || isInstant(a)))
     return "`args` holds something other than ids and numbers";
-  if (f.op !== "o") return f.rules === undefined && f.held === undefined ? undefined : "only an open carries rules";
+  if (f.op !== "o")
+    return f.rules === undefined && f.held === undefined && f.paused === undefined
+      ? undefined
+      : "only an open carries rules";
   const rules = f.rules as Record<string, unknown> | undefined;
   if (typeof rules !== "object" || rules === null || Array.isArray(rules)) return "an open carries no rules";
   if (!isCount(rules.ownerTtlMs) || rules.ownerTtlMs < 1) return "`ownerTtlMs` is not a positive integer";
@@ -123,6 +126,21 @@ export function invalidQueueCall(frame: unknown): string | undefined {
   const slots = rules.concurrency as Record<string, unknown> | null;
   if (slots !== null && (typeof slots !== "object" || typeof slots.id !== "string" || typeof slots.spec !== "object"))
     return "`concurrency` is not null or a rule id and spec";
+  if (f.paused !== undefined) {
+    const paused = list(f, "paused");
+    if (typeof paused === "string") return paused;
+    for (const [i, p] of paused.entries()) {
+      const [key, ms] = (Array.isArray(p) ? p : []) as unknown[];
+      if (
+        !Array.isArray(p) ||
+        p.length !== 2 ||
+        typeof key !== "string" ||
+        key.length > MAX_KEY_CHARS ||
+        !isInstant(ms)
+      )
+        return `paused[${i}] is not a key and a number of ms`;
+    }
+  }
   if (f.held === undefined) return undefined;
   const held = list(f, "held");
   if (typeof held === "string") return held;
