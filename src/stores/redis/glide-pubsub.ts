@@ -8,6 +8,14 @@
  * race for each other's messages. The subscription lives on the user's own connection: when its
  * owner closes the client, the reader's pending read fails with glide's ClosingError and every
  * subscription ends, keeping nothing alive (no duplicate connection to follow).
+ *
+ * glide gives no event when its connection drops: it reconnects and subscribes again on its own
+ * (its reconciliation), silently, and whatever was published meanwhile is lost (a grant the
+ * fleet queue published to a waiting owner: the owner would wait for nothing). So while any
+ * subscription lives, the hub asks glide every LINK_CHECK_MS whether the server holds its channels
+ * (`getSubscriptions()`: answered by glide's core from its own state, no server round trip): a
+ * channel missing is a lost link (`onLink(false)`), all back a live one (`onLink(true)`: the
+ * fleet queue then sends its tickets again and pumps). The timer is unref'd.
  */
 import type { LinkListener, Subscription } from "./client.ts";
 
@@ -16,6 +24,8 @@ interface GlidePubSub {
   subscribe(channels: Iterable<string>, timeoutMs: number): Promise<void>;
   unsubscribe(channels: Iterable<string> | null, timeoutMs: number): Promise<void>;
   getPubSubMessage(): Promise<{ channel: unknown; message: unknown }>;
+  /** glide ≥ 2.2: the channels wanted and those the server holds, by mode (0: exact names). */
+  getSubscriptions?(): Promise<{ actualSubscriptions: Partial<Record<number, Set<unknown>>> }>;
 }
 
 /** One subscription's callbacks. */
@@ -24,6 +34,12 @@ interface Entry {
   readonly onLink: LinkListener;
   readonly onEnd: () => void;
 }
+
+/** How often a hub asks glide whether its channels are still subscribed on the server. */
+export const LINK_CHECK_MS = 250;
+
+/** glide's PubSubChannelModes.Exact. */
+const EXACT = 0;
 
 /** How long a SUBSCRIBE waits for the server's confirmation. */
 const SUBSCRIBE_TIMEOUT_MS = 5_000;
@@ -59,6 +75,11 @@ class GlideHub {
   readonly #client: GlidePubSub;
   readonly #channels = new Map<string, Set<Entry>>();
   #reading = false;
+  /** Channels whose SUBSCRIBE the server confirmed (only those are looked for in the check). */
+  readonly #confirmed = new Set<string>();
+  /** Whether every channel was held by the server at the last check. */
+  #live = true;
+  #watch: ReturnType<typeof setInterval> | undefined;
 
   constructor(client: GlidePubSub) {
     this.#client = client;
@@ -72,9 +93,11 @@ class GlideHub {
     }
     entries.add(entry);
     this.#read();
+    this.#watchLink();
     try {
       // Idempotent: a channel already subscribed is confirmed again.
       await this.#client.subscribe([channel], SUBSCRIBE_TIMEOUT_MS);
+      if (this.#channels.has(channel)) this.#confirmed.add(channel);
     } catch (error) {
       this.#remove(channel, entry);
       throw error;
@@ -86,6 +109,8 @@ class GlideHub {
     const entries = this.#channels.get(channel);
     if (entries === undefined || !entries.delete(entry) || entries.size > 0) return;
     this.#channels.delete(channel);
+    this.#confirmed.delete(channel);
+    this.#watchLink();
     // Best effort: on a closed client there is nothing left to unsubscribe.
     this.#client.unsubscribe([channel], SUBSCRIBE_TIMEOUT_MS).catch(() => {});
   }
@@ -111,6 +136,8 @@ class GlideHub {
           this.#reading = false;
           const all = [...this.#channels.values()].flatMap((s) => [...s]);
           this.#channels.clear();
+          this.#confirmed.clear();
+          this.#watchLink();
           for (const e of all) {
             e.onLink(false);
             e.onEnd();
@@ -119,6 +146,42 @@ class GlideHub {
       );
     };
     next();
+  }
+
+  /** Runs the link check while any subscription lives (on a glide that can tell). */
+  #watchLink(): void {
+    const want = this.#channels.size > 0 && typeof this.#client.getSubscriptions === "function";
+    if (want === (this.#watch !== undefined)) return;
+    if (!want) {
+      clearInterval(this.#watch);
+      this.#watch = undefined;
+      this.#live = true;
+      return;
+    }
+    let asking = false;
+    this.#watch = setInterval(() => {
+      if (asking) return;
+      asking = true;
+      (this.#client.getSubscriptions as NonNullable<GlidePubSub["getSubscriptions"]>)().then(
+        (state) => {
+          asking = false;
+          const held = new Set([...(state.actualSubscriptions[EXACT] ?? [])].map(text));
+          this.#linked([...this.#confirmed].every((c) => held.has(c)));
+        },
+        () => {
+          // A closing client: the reader ends every subscription.
+          asking = false;
+        },
+      );
+    }, LINK_CHECK_MS);
+    (this.#watch as { unref?: () => void }).unref?.();
+  }
+
+  /** Tells every subscription when the link changed (lost: a channel the server no longer holds). */
+  #linked(live: boolean): void {
+    if (live === this.#live) return;
+    this.#live = live;
+    for (const e of [...this.#channels.values()].flatMap((s) => [...s])) e.onLink(live);
   }
 }
 
