@@ -10,7 +10,9 @@
 //   after their Retry-After through its `failed` event;
 // - plain retries: no limiter, one request at a time per process, a 429 waits its Retry-After.
 // For each: requests sent, 429s, windows (pauses) that saw a 429, the most 429s in one window,
-// and admitted requests a second as a share of the upstream's limit.
+// admitted requests a second as a share of the upstream's limit, how long after its window's first
+// 429 each later 429 reached the upstream (the fleet's time to hear a 429), and (sluice) requests a
+// process sent while it knew the key paused (a pause that failed to hold: 0 expected).
 // Run with: npm run build && node bench/throttle-upstream.mjs
 // Knobs: UPSTREAM_JOBS (default 25), UPSTREAM_LIMIT (default 10), UPSTREAM_HEADER (retry-after |
 // ratelimit | x-ratelimit; x-ratelimit is read by sluice only), UPSTREAM_ROWS (a regular
@@ -47,9 +49,9 @@ console.log(
   `4 processes × ${JOBS} requests, upstream ${LIMIT}/s answering 429 with ${HEADER}; limiters at ${RATE}/s; load average ${loadavg()[0].toFixed(1)}`,
 );
 console.log(
-  "| fleet | requests | 429s | windows with a 429 | most 429s in a window | admitted/s (share of the upstream's limit) | callers failed |",
+  "| fleet | requests | 429s | windows with a 429 | most 429s in a window | admitted/s (share of the upstream's limit) | callers failed | later 429s: ms after the window's first (min/median/max) | sent while the sender knew the key paused |",
 );
-console.log("|---|---|---|---|---|---|---|");
+console.log("|---|---|---|---|---|---|---|---|---|");
 for (const [label, mode, options] of runs.filter(([label]) => ROWS.test(label))) {
   const r = await runFleet({
     mode,
@@ -62,7 +64,9 @@ for (const [label, mode, options] of runs.filter(([label]) => ROWS.test(label)))
   });
   const perSecond = (r.ok / r.elapsedMs) * 1000;
   const failed = r.statuses.filter((s) => s !== 200).length;
+  const lag = r.after429Ms.sort((a, b) => a - b);
+  const lags = lag.length === 0 ? "-" : `${lag[0]}/${lag[Math.floor(lag.length / 2)]}/${lag[lag.length - 1]}`;
   console.log(
-    `| ${label} | ${r.requests} | ${r.tooMany} | ${r.windowsWith429} | ${r.most429InAWindow} | ${perSecond.toFixed(1)} (${((perSecond / LIMIT) * 100).toFixed(0)}%) | ${failed} |`,
+    `| ${label} | ${r.requests} | ${r.tooMany} | ${r.windowsWith429} | ${r.most429InAWindow} | ${perSecond.toFixed(1)} (${((perSecond / LIMIT) * 100).toFixed(0)}%) | ${failed} | ${lags} | ${mode === "sluice" ? r.sentPaused : "-"} |`,
   );
 }

@@ -96,10 +96,19 @@ export class Pauses {
   #sweepAt = 1024;
 
   /**
-   * Pauses `key` until `until` (the latest word wins: an upstream may shorten its own pause);
-   * `store`: the same end on a fleet store's clock, once known.
+   * Pauses `key` until `until`; `store`: the same end on a fleet store's clock, once known. A
+   * pause never shortens a running one here: pauses of one upstream window reach a process in
+   * any order (its own 429's, and others' pushed by the store), and taking the shorter one
+   * resumed this process while the upstream still refused (bench/throttle-upstream.mjs, "sent
+   * while the sender knew the key paused"). The store holds the fleet's latest word.
    */
   set(key: string, until: number, now: number, store?: number): void {
+    const u = this.#until.get(key);
+    if (u !== undefined && u.until > now) {
+      u.until = Math.max(u.until, until);
+      if (store !== undefined) u.store = Math.max(u.store ?? store, store);
+      return;
+    }
     this.#until.set(key, { until, store });
     if (this.#until.size >= this.#sweepAt) {
       for (const [k, u] of this.#until) if (u.until <= now) this.#until.delete(k);
@@ -121,7 +130,7 @@ export class Pauses {
   /** Records the running pause's end on the fleet store's clock (the store answered). */
   confirm(key: string, store: number): void {
     const u = this.#until.get(key);
-    if (u !== undefined) u.store = store;
+    if (u !== undefined) u.store = Math.max(u.store ?? store, store);
   }
 
   /**

@@ -8,7 +8,8 @@
 //               429 retried after its Retry-After through bottleneck's `failed` event (its
 //               documented retry), one job at a time per process as `maxConcurrent` allows.
 // Waits for a line on stdin so all processes start together; prints `D <json>` with its
-// statuses (what each caller finally got), the 429s it saw, and its pauses.
+// statuses (what each caller finally got), the 429s it saw, its pauses, and (sluice) the requests
+// it sent while it knew the key paused.
 import Bottleneck from "bottleneck";
 import { createThrottle, systemClock } from "../../dist/index.js";
 import { RedisStore } from "../../dist/stores/redis/index.js";
@@ -18,6 +19,9 @@ const options = JSON.parse(optionsJson ?? "{}");
 const n = Number(jobs);
 let seen429 = 0;
 let pauses = 0;
+/** sluice: requests sent while this process knew its key paused for 10 ms more (none, if pauses hold), and its pause's end. */
+let sentPaused = 0;
+let pausedUntil = 0;
 
 /** Retry-After (seconds) or the RateLimit field's t, in ms; 1 s when the answer says nothing. */
 function backoffMs(response) {
@@ -32,11 +36,14 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function sluice() {
   const store = await RedisStore.connect({ url, prefix, timeoutMs: 10_000 });
-  const counting = (input, init) =>
-    fetch(input, init).then((r) => {
+  const counting = (input, init) => {
+    // 10 ms of slack: the store grants on its own clock (Redis TIME), a few ms off this one.
+    if (systemClock.now() < pausedUntil - 10) sentPaused++;
+    return fetch(input, init).then((r) => {
       if (r.status === 429) seen429++;
       return r;
     });
+  };
   const throttle = createThrottle({
     name: "upstream",
     store,
@@ -45,7 +52,10 @@ async function sluice() {
     fetch: counting,
     ...options,
   });
-  throttle.on("pause", () => pauses++);
+  throttle.on("pause", ({ ms }) => {
+    pauses++;
+    pausedUntil = Math.max(pausedUntil, systemClock.now() + ms);
+  });
   return {
     run: (i) =>
       throttle.fetch(upstream, { headers: { "x-job": `${process.pid}-${i}` } }, { key: "upstream" }).then(async (r) => {
@@ -122,6 +132,6 @@ process.stdin.once("data", async () => {
   }
   await fleet.close();
   const statuses = results.map((r) => (r.status === "fulfilled" ? r.value : String(r.reason)));
-  process.stdout.write(`D ${JSON.stringify({ statuses, seen429, pauses })}\n`);
+  process.stdout.write(`D ${JSON.stringify({ statuses, seen429, pauses, sentPaused })}\n`);
   process.exit(0);
 });

@@ -4,6 +4,8 @@ export interface FleetOutcome {
   statuses: Array<number | string>;
   /** Pauses the processes took (sluice only). */
   pauses: number;
+  /** Requests sent by a process that knew the key paused at that instant (sluice only). */
+  sentPaused: number;
   /** Requests the upstream saw, and how many it admitted. */
   requests: number;
   ok: number;
@@ -11,6 +13,8 @@ export interface FleetOutcome {
   tooMany: number;
   windowsWith429: number;
   most429InAWindow: number;
+  /** For each 429 after its window's first, how many ms after that first one it arrived. */
+  after429Ms: number[];
   elapsedMs: number;
 }
 

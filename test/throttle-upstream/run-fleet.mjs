@@ -26,7 +26,8 @@ function child(args) {
 /**
  * `processes` children of `mode` each send `jobs` requests to a fresh upstream admitting `limit`
  * a window of `windowMs` (headers of `header`). Returns what the callers got and what the
- * upstream saw: requests, 429s, windows that saw a 429, the most 429s of one window, elapsed ms.
+ * upstream saw: requests, 429s, windows that saw a 429, the most 429s of one window, how many ms
+ * after its window's first 429 each later one arrived, elapsed ms.
  */
 export async function runFleet({
   mode,
@@ -62,14 +63,25 @@ export async function runFleet({
     const per = new Map();
     for (const e of upstream.log) if (e.status === 429) per.set(e.window, (per.get(e.window) ?? 0) + 1);
     const tooMany = [...per.values()];
+    // Each 429 after its window's first: how many ms after that first one it reached the upstream
+    // (sent before the fleet could hear the first, or not).
+    const first = new Map();
+    const after429Ms = [];
+    for (const e of upstream.log) {
+      if (e.status !== 429) continue;
+      if (!first.has(e.window)) first.set(e.window, e.at);
+      else after429Ms.push(e.at - first.get(e.window));
+    }
     return {
       statuses: done.flatMap((d) => d.statuses),
       pauses: done.reduce((s, d) => s + d.pauses, 0),
+      sentPaused: done.reduce((s, d) => s + (d.sentPaused ?? 0), 0),
       requests: upstream.log.length,
       ok: upstream.log.filter((e) => e.status === 200).length,
       tooMany: tooMany.reduce((s, n) => s + n, 0),
       windowsWith429: tooMany.length,
       most429InAWindow: Math.max(0, ...tooMany),
+      after429Ms,
       elapsedMs,
     };
   } finally {
