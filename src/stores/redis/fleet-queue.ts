@@ -11,7 +11,7 @@ import { StoreError } from "../../core/errors.ts";
 import type { FleetGrant, FleetQueue, FleetQueueConfig, FleetTicket } from "../../core/fleet-queue.ts";
 import { compileRule } from "../../core/rule.ts";
 import type { AlgorithmSpec } from "../../core/spec.ts";
-import { timeoutError, withTimeout } from "../remote/with-timeout.ts";
+import { boundedCall } from "../remote/exchange.ts";
 import { RedisBoundRule, type StoreParts } from "./bound-rule.ts";
 import type { Subscription } from "./client.ts";
 import { hashTag, ruleDigest, slotOf, tagSeed } from "./keys.ts";
@@ -174,7 +174,6 @@ export class RedisFleetQueue implements FleetQueue {
       ...args,
     ];
     const script = queueScript();
-    let reply: unknown;
     const send = async (): Promise<unknown> => {
       try {
         return await commands.evalsha(script.sha, keys, argv);
@@ -183,24 +182,14 @@ export class RedisFleetQueue implements FleetQueue {
         return await commands.eval(script.source, keys, argv);
       }
     };
-    const { timeoutMs } = this.#parts;
-    try {
-      // Bounded like every other call to Redis: a client may never answer a command that was in
-      // flight when its connection dropped (ioredis with autoResendUnfulfilledCommands: false and
-      // maxRetriesPerRequest: null drops it unsettled on reconnect), and a call that never
-      // settles would leave its job's release, its ticket's retry or its key's wake-up pending
-      // forever (close() never resolving; a key nobody pumps). Every op may be sent again (a
-      // ticket keeps its place or its grant), so a call that ran after all is harmless.
-      reply = await withTimeout(send(), timeoutMs, () => {
-        throw timeoutError("Redis (fleet queue)", timeoutMs);
-      });
-    } catch (error) {
-      throw error instanceof StoreError
-        ? error
-        : new StoreError(`Redis queue call failed: ${error instanceof Error ? error.message : String(error)}`, {
-            cause: error,
-          });
-    }
+    // Bounded like every other call to Redis, by the same wrapper and the store's `timeoutMs`
+    // (../remote/exchange.ts): a client may never answer a command that was in flight when its
+    // connection dropped (ioredis with autoResendUnfulfilledCommands: false and
+    // maxRetriesPerRequest: null drops it unsettled on reconnect), and a call that never
+    // settles would leave its job's release, its ticket's retry or its key's wake-up pending
+    // forever (close() never resolving; a key nobody pumps). Every op may be sent again (a
+    // ticket keeps its place or its grant), so a call that ran after all is harmless.
+    const reply = await boundedCall(send(), this.#parts.timeoutMs, "Redis (fleet queue)");
     const { status, wait, grants } = parseReply(reply);
     const listener = this.#config.listener;
     if (grants.length > 0) listener.granted(key, this.#mine(grants));

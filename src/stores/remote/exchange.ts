@@ -24,6 +24,22 @@ function message(error: unknown): string {
 }
 
 /**
+ * The one bounded call to a remote store's server: settles with `request` if it settles within
+ * `timeoutMs`, else fails with the timeout's StoreError (`ERR_STORE_TIMEOUT`), calling `late`
+ * first; a failure that is not already a StoreError becomes one naming `who`, with the original
+ * as `cause`. Batches (`exchange`) and a fleet queue's calls (redis/fleet-queue.ts) both go
+ * through it, bounded by the same store's `timeoutMs`.
+ */
+export function boundedCall<T>(request: Promise<T>, timeoutMs: number, who: string, late?: () => void): Promise<T> {
+  return withTimeout(request, timeoutMs, () => {
+    late?.();
+    throw timeoutError(who, timeoutMs);
+  }).catch((error: unknown) => {
+    throw error instanceof StoreError ? error : new StoreError(`${who} failed: ${message(error)}`, { cause: error });
+  });
+}
+
+/**
  * Awaits `request` for at most `timeoutMs`, then calls exactly one of `reply` or `fail`. `who`
  * names the server in errors ("Redis", "the cluster primary"); a failure that is not already a
  * StoreError becomes one with the original as `cause`.
@@ -35,14 +51,9 @@ export function exchange<T>(
   breaker: Breaker,
   handlers: ExchangeHandlers<T>,
 ): void {
-  withTimeout(request, timeoutMs, () => {
-    handlers.late();
-    throw timeoutError(who, timeoutMs);
-  }).then(handlers.reply, (error: unknown) => {
+  boundedCall(request, timeoutMs, who, handlers.late).then(handlers.reply, (error: StoreError) => {
     handlers.late();
     breaker.failure();
-    handlers.fail(
-      error instanceof StoreError ? error : new StoreError(`${who} failed: ${message(error)}`, { cause: error }),
-    );
+    handlers.fail(error);
   });
 }
