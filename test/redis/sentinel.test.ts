@@ -4,12 +4,13 @@
 // settles within timeoutMs (+ a loose margin), by policy while there is no master; checks resume
 // on the new master; no key admits more than its limit (so no acknowledged count was lost in
 // replication). Measured and printed (not asserted): how long checks were denied.
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { createLimiter, type Decision } from "sluice";
 import { RedisStore } from "sluice/redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { canStartRedis, uniquePrefix, WORK_BOUND_MS } from "../support/redis-server.ts";
-import { MASTER_NAME, startSentinel, type TestSentinel } from "../support/redis-topologies.ts";
+import { startSentinel, type TestSentinel } from "../support/redis-topologies.ts";
+import { sentinelClient } from "../support/sentinel-client.ts";
 
 const canStart = await canStartRedis("Sentinel");
 
@@ -17,21 +18,6 @@ const TIMEOUT = 300;
 const MARGIN = 1500;
 // A bucket that refills ~nothing during the test: a key admits exactly `limit` in total.
 const bucket = (capacity: number) => ({ algorithm: "token-bucket", capacity, refillPerSecond: 0.000001 }) as const;
-
-/** The client options the README recommends for Sentinel: fail fast while there is no master. */
-function sentinelClient(ports: number[]): Redis {
-  const client = new Redis({
-    sentinels: ports.map((port) => ({ host: "127.0.0.1", port })),
-    name: MASTER_NAME,
-    enableOfflineQueue: false,
-    autoResendUnfulfilledCommands: false,
-    maxRetriesPerRequest: null,
-    retryStrategy: () => 100,
-    lazyConnect: true,
-  });
-  client.on("error", () => {});
-  return client;
-}
 
 describe.skipIf(!canStart)("Redis Sentinel (1 master, 1 replica, 3 sentinels)", () => {
   let sentinel: TestSentinel;

@@ -11,24 +11,11 @@ import { StoreError } from "../../src/core/errors.ts";
 import { createThrottle, systemClock } from "../../src/index.ts";
 import { RedisStore } from "../../src/stores/redis/redis-store.ts";
 import { canStartRedis, WORK_BOUND_MS } from "../support/redis-server.ts";
-import { MASTER_NAME, startSentinel, type TestSentinel } from "../support/redis-topologies.ts";
+import { startSentinel, type TestSentinel } from "../support/redis-topologies.ts";
+import { sentinelClient } from "../support/sentinel-client.ts";
+import { runThroughOutage } from "./outage-run.ts";
 
 const canStart = await canStartRedis("throttle fleet queue through Sentinel");
-
-/** A client given the sentinels, failing fast while there is no master (as test/redis/sentinel.test.ts). */
-function sentinelClient(ports: number[]): Redis {
-  const client = new Redis({
-    sentinels: ports.map((port) => ({ host: "127.0.0.1", port })),
-    name: MASTER_NAME,
-    enableOfflineQueue: false,
-    autoResendUnfulfilledCommands: false,
-    maxRetriesPerRequest: null,
-    retryStrategy: () => 100,
-    lazyConnect: true,
-  });
-  client.on("error", () => {});
-  return client;
-}
 
 describe.skipIf(!canStart)("the fleet queue through Redis Sentinel", () => {
   let sentinel: TestSentinel;
@@ -95,47 +82,23 @@ describe.skipIf(!canStart)("the fleet queue through Redis Sentinel", () => {
     const throttles = stores.map((store) =>
       createThrottle({ name: "failover", store, clock: systemClock, concurrency: 2, leaseMs: 3000 }),
     );
-    const errors: unknown[] = [];
-    for (const t of throttles) t.on("error", (e) => errors.push(e.error));
-    const runs = new Map<string, number>();
-    let started = 0;
-    let failedOver: Promise<void> | undefined;
-    const jobs = throttles.flatMap((t, p) =>
-      Array.from({ length: 40 }, (_, i) =>
-        t.schedule(
-          async () => {
-            const id = `${p}-${i}`;
-            runs.set(id, (runs.get(id) ?? 0) + 1);
-            started++;
-            if (started === 10) {
-              failedOver = (async () => {
-                // What was written so far reached the replica (Redis replicates asynchronously:
-                // test/redis/sentinel.test.ts); what is written after the WAIT may be lost.
-                await clients[0]?.call("WAIT", "1", String(WORK_BOUND_MS));
-                await sentinel.master.stop(); // SIGKILL
-              })();
-            } else if (started > 10) {
-              // The jobs started after it end only once the master is dead: their releases meet
-              // the failover, so it is mid-run however fast the rest would have gone (a loaded
-              // machine once let every job finish before the WAIT returned: no error at all).
-              await failedOver;
-            }
-            await new Promise((r) => setTimeout(r, 10));
-            return id;
-          },
-          { priority: i % 10 },
-        ),
-      ),
+    const { resolved, errors } = await runThroughOutage(
+      throttles,
+      async () => {
+        // What was written so far reached the replica (Redis replicates asynchronously:
+        // test/redis/sentinel.test.ts); what is written after the WAIT may be lost.
+        await clients[0]?.call("WAIT", "1", String(WORK_BOUND_MS));
+        await sentinel.master.stop(); // SIGKILL
+      },
+      {
+        // The jobs started after the 10th end only once the master is dead: their releases meet
+        // the failover, so it is mid-run however fast the rest would have gone (a loaded machine
+        // once let every job finish before the WAIT returned: no error at all).
+        hold: async (started, outage) => {
+          if (started > 10) await outage;
+        },
+      },
     );
-    const results = await Promise.allSettled(jobs);
-    await failedOver;
-    const resolved = results
-      .filter((r) => r.status === "fulfilled")
-      .map((r) => (r as PromiseFulfilledResult<string>).value);
-    // No job ran twice, and every job that ran resolved with its own value.
-    expect([...runs.entries()].filter(([, n]) => n !== 1)).toEqual([]);
-    expect(new Set(resolved)).toEqual(new Set(runs.keys()));
-    for (const r of results) if (r.status === "rejected") expect(r.reason).toBeInstanceOf(Error);
     // The failover was real: the sentinels name the old replica, and calls failed meanwhile.
     expect(await sentinel.masterPort()).toBe(sentinel.replica.port);
     expect(errors.length).toBeGreaterThan(0);
