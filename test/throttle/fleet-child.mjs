@@ -8,23 +8,10 @@
 //   P <ms> <pause> this process paused the key (an upstream's 429) for <pause> ms
 // The last line, `D <json>`, holds its stats, failures, fetch statuses and Redis commands sent.
 // and finally `D <json stats>`. With an upstream URL each job is a throttle.fetch of it.
-import { Redis } from "ioredis";
-import { mulberry32 } from "../../dist/core/seeded-random.js";
-import { createThrottle, systemClock } from "../../dist/index.js";
-import { RedisStore } from "../../dist/stores/redis/index.js";
+import { redisFleetHead } from "./redis-fleet-head.mjs";
 
 const [url, prefix, optionsJson, jobs, seed, upstream] = process.argv.slice(2);
-const client = new Redis(url);
-// Redis commands this process sends (bench/throttle.mjs reports them per job).
-let commands = 0;
-const send = client.sendCommand.bind(client);
-client.sendCommand = (command, stream) => {
-  commands++;
-  return send(command, stream);
-};
-const store = new RedisStore({ client, prefix, timeoutMs: 10_000 });
-const throttle = createThrottle({ name: "fleet", store, clock: systemClock, ...JSON.parse(optionsJson) });
-const random = mulberry32(Number(seed));
+const { throttle, random, commands, close } = redisFleetHead(url, prefix, optionsJson, seed);
 const out = [];
 const id = process.pid;
 throttle.on("start", (e) => out.push(`A ${e.at}`));
@@ -54,9 +41,7 @@ process.stdin.once("data", async () => {
   const results = await Promise.allSettled(runs);
   const failed = results.filter((r) => r.status === "rejected").map((r) => String(r.reason));
   const statuses = results.filter((r) => r.status === "fulfilled").map((r) => r.value);
-  await throttle.close();
-  await store.close();
-  client.disconnect();
+  await close();
   const stats = throttle.stats();
-  process.stdout.write(`${out.join("\n")}\nD ${JSON.stringify({ stats, failed, statuses, commands })}\n`);
+  process.stdout.write(`${out.join("\n")}\nD ${JSON.stringify({ stats, failed, statuses, commands: commands() })}\n`);
 });

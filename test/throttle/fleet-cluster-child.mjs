@@ -6,6 +6,7 @@
 // SIGKILLed (the line "0 K <ms>" is the kill's instant).
 import cluster from "node:cluster";
 import { ClusterStore, startClusterStore } from "../../dist/stores/cluster/index.js";
+import { conductor } from "./fleet-conductor.mjs";
 import { fleetMember } from "./fleet-member.mjs";
 
 const [mode, optionsJson, jobs, seed, depth] = process.argv.slice(2);
@@ -14,31 +15,23 @@ if (cluster.isPrimary) {
   const primary = startClusterStore();
   const count = mode === "kill" ? 2 : 4;
   const workers = [];
-  let ready = 0;
-  let exited = 0;
   const fork = (i) => {
     const w = cluster.fork({ FLEET_INDEX: String(i) });
     workers[i] = w;
-    w.on("message", (m) => {
-      if (m?.fleet === "ready") {
-        if (mode === "kill") {
-          w.send({ fleet: "go" });
-          if (i === 1) {
-            setTimeout(() => {
-              process.stdout.write(`0 K ${Date.now()}\n`);
-              workers[0].process.kill("SIGKILL");
-            }, 200);
-          }
-        } else if (++ready === count) for (const o of workers) o.send({ fleet: "go" });
-      } else if (m?.fleet === "holding" && i === 0) fork(1);
-    });
-    w.on("exit", () => {
-      if (++exited === count) {
-        primary.stop();
-        process.exit(0);
-      }
-    });
+    run.started(i, (m) => w.send(m));
+    w.on("message", (m) => run.hear(i, m));
+    w.on("exit", () => run.exited());
   };
+  const run = conductor({
+    mode,
+    count,
+    start: fork,
+    kill: (i) => workers[i].process.kill("SIGKILL"),
+    done: () => {
+      primary.stop();
+      process.exit(0);
+    },
+  });
   if (mode === "kill") fork(0);
   else for (let i = 0; i < count; i++) fork(i);
 } else {

@@ -8,22 +8,10 @@
 //   Q <job> <priority> <ms>   scheduled      A <ms>   a start's decision instant (the store's)
 //   S <job> <ms>   began      E <job> <ms>   ended
 // then `D <json>`: failures and the Redis commands this process sent.
-import { Redis } from "ioredis";
-import { mulberry32 } from "../../dist/core/seeded-random.js";
-import { createThrottle, systemClock } from "../../dist/index.js";
-import { RedisStore } from "../../dist/stores/redis/index.js";
+import { redisFleetHead } from "./redis-fleet-head.mjs";
 
 const [url, prefix, optionsJson, jobs, seed, mode, depth] = process.argv.slice(2);
-const client = new Redis(url);
-let commands = 0;
-const send = client.sendCommand.bind(client);
-client.sendCommand = (command, stream) => {
-  commands++;
-  return send(command, stream);
-};
-const store = new RedisStore({ client, prefix, timeoutMs: 10_000 });
-const throttle = createThrottle({ name: "fleet", store, clock: systemClock, ...JSON.parse(optionsJson) });
-const random = mulberry32(Number(seed));
+const { throttle, random, commands, close } = redisFleetHead(url, prefix, optionsJson, seed);
 const id = process.pid;
 // Written as they happen: a killed process's log must hold what it did.
 const log = (line) => process.stdout.write(`${line}\n`);
@@ -70,8 +58,6 @@ process.stdin.once("data", async () => {
   }
   const results = await Promise.allSettled(runs);
   const failed = [...lost, ...results.filter((r) => r.status === "rejected").map((r) => String(r.reason))];
-  await throttle.close();
-  await store.close();
-  client.disconnect();
-  log(`D ${JSON.stringify({ failed, commands, stats: throttle.stats() })}`);
+  await close();
+  log(`D ${JSON.stringify({ failed, commands: commands(), stats: throttle.stats() })}`);
 });

@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ClusterStore } from "../../dist/stores/cluster/index.js";
+import { conductor } from "./fleet-conductor.mjs";
 import { fleetMember } from "./fleet-member.mjs";
 
 const [mode, optionsJson, jobs, seed, depth] = process.argv.slice(2);
@@ -47,56 +48,29 @@ if (role === "member") {
   const count = mode === "kill" ? 2 : 4;
   const members = [];
   let host;
-  let ready = 0;
-  let exited = 0;
-  let goAt = 0;
-  let killed = false;
   const args = [mode, optionsJson, jobs, seed, depth ?? "8"];
-  const finish = () => {
-    host?.send("go", () => {});
-    rmSync(dir, { recursive: true, force: true });
-    process.exit(0);
-  };
   const start = (i) => {
     const m = fork(new URL(import.meta.url), args, {
       env: { ...process.env, FLEET_ROLE: "member", FLEET_INDEX: String(i), FLEET_SOCKET: socket },
     });
     members[i] = m;
-    m.on("message", (msg) => {
-      if (msg?.fleet === "ready") {
-        if (mode === "kill") {
-          m.send({ fleet: "go" });
-          if (i === 1) {
-            setTimeout(() => {
-              process.stdout.write(`0 K ${Date.now()}\n`);
-              members[0].kill("SIGKILL");
-            }, 200);
-          }
-          return;
-        }
-        // Member 0 hosts (it bound the socket for its warm-up job): the others join it.
-        if (i === 0) for (let j = 1; j < count; j++) start(j);
-        if (++ready < count) return;
-        for (const o of members) o.send({ fleet: "go" });
-        goAt = Date.now();
-      } else if (
-        msg?.fleet === "started" &&
-        i !== 0 &&
-        goAt > 0 &&
-        Date.now() - goAt > 800 &&
-        Date.now() < msg.until - 20 &&
-        !killed
-      ) {
-        // kill-host: while this member's job (50-250 ms) runs, 0.8 s into the run.
-        killed = true;
-        process.stdout.write(`0 K ${Date.now()}\n`);
-        members[0].kill("SIGKILL");
-      } else if (msg?.fleet === "holding" && i === 0) start(1);
-    });
-    m.on("exit", () => {
-      if (++exited === count) finish();
-    });
+    run.started(i, (msg) => m.send(msg));
+    m.on("message", (msg) => run.hear(i, msg));
+    m.on("exit", () => run.exited());
   };
+  const run = conductor({
+    mode,
+    count,
+    start,
+    kill: (i) => members[i].kill("SIGKILL"),
+    done: () => {
+      host?.send("go", () => {});
+      rmSync(dir, { recursive: true, force: true });
+      process.exit(0);
+    },
+    // Member 0 hosts (it bound the socket for its warm-up job): the others join it.
+    joinFirst: true,
+  });
   // Ended from outside (a bench's time limit): the members go too.
   process.on("SIGTERM", () => {
     for (const m of [...members, host]) m?.kill("SIGKILL");

@@ -8,6 +8,7 @@
 // lines, same clock.
 import { isMainThread, Worker, workerData } from "node:worker_threads";
 import { SharedMemoryStore } from "../../dist/stores/threads/index.js";
+import { conductor } from "./fleet-conductor.mjs";
 import { fleetMember } from "./fleet-member.mjs";
 
 if (isMainThread) {
@@ -16,51 +17,29 @@ if (isMainThread) {
   let handle = mode === "kill-host" ? undefined : new SharedMemoryStore({ maxKeys: 1000, recordWords: 16 }).handle;
   const count = mode === "kill" ? 2 : 4;
   const workers = [];
-  let ready = 0;
-  let exited = 0;
-  let goAt = 0;
   const start = (i) => {
     const w = new Worker(new URL(import.meta.url), {
       workerData: { handle, index: i, mode, optionsJson, jobs, seed, depth },
     });
     workers[i] = w;
+    run.started(i, (m) => w.postMessage(m));
     w.on("message", (m) => {
-      if (m?.fleet === "ready") {
-        if (mode === "kill") {
-          w.postMessage({ fleet: "go" });
-          if (i === 1) {
-            setTimeout(() => {
-              process.stdout.write(`0 K ${Date.now()}\n`);
-              void workers[0].terminate();
-            }, 200);
-          }
-        } else if (++ready === count) {
-          for (const o of workers) o.postMessage({ fleet: "go" });
-          goAt = Date.now();
-        }
-      } else if (m?.fleet === "handle") {
+      if (m?.fleet === "handle") {
         handle = m.handle;
         for (let j = 1; j < count; j++) start(j);
-      } else if (
-        m?.fleet === "started" &&
-        i !== 0 &&
-        goAt > 0 &&
-        Date.now() - goAt > 800 &&
-        Date.now() < m.until - 20 &&
-        exited === 0
-      ) {
-        // kill-host: while this thread's job (50-250 ms) runs, 0.8 s into the run.
-        goAt = 0;
-        process.stdout.write(`0 K ${Date.now()}\n`);
-        void workers[0].terminate();
-      } else if (m?.fleet === "holding" && i === 0) start(1);
-      else if (m?.fleet === "line") process.stdout.write(m.line);
+      } else if (m?.fleet === "line") process.stdout.write(m.line);
+      else run.hear(i, m);
     });
     w.on("error", (e) => process.stderr.write(`thread ${i}: ${e.stack}\n`));
-    w.on("exit", () => {
-      if (++exited === count) process.exit(0);
-    });
+    w.on("exit", () => run.exited());
   };
+  const run = conductor({
+    mode,
+    count,
+    start,
+    kill: (i) => void workers[i].terminate(),
+    done: () => process.exit(0),
+  });
   if (mode === "kill" || mode === "kill-host") start(0);
   else for (let i = 0; i < count; i++) start(i);
 } else {
