@@ -1,8 +1,8 @@
 // The hosted fleet queue (fleet-queue-host.ts: ClusterStore's socket host, SharedMemoryStore's
 // hosting thread) has what the Redis queue gained for issue 32 (queue.lua):
 // - a closing owner strands no head: the host grants a head due later with its own timer, so
-//   nothing waits on the closing owner's wake-up (no hand-off needed: proved here, as on Redis in
-//   fleet-close-handoff.test.ts);
+//   nothing waits on the closing owner's wake-up (no hand-off needed: proved here, and on Redis,
+//   where the closing owner hands its wake-up on);
 // - a fleet pause (a 429) is the host's: nothing of the key is granted until it ends, every
 //   other owner hears it at once (`pause` event, reason "fleet"), and no job of theirs starts on
 //   a grant decided before its end (before: a `block` of the rate record, heard by no one);
@@ -15,7 +15,11 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createThrottle, type Store, systemClock } from "../../src/index.ts";
 import { ClusterStore } from "../../src/stores/cluster/cluster-store.ts";
+import { RedisStore } from "../../src/stores/redis/redis-store.ts";
 import { SharedMemoryStore } from "../../src/stores/threads/shared-memory-store.ts";
+import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
+
+const redis = await standaloneRedis("throttle fleet queue, close hand-off");
 
 const dir = mkdtempSync(join(tmpdir(), "sluice-hosted-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -35,28 +39,53 @@ const kinds: Record<string, () => { stores: [Store, Store]; close: () => Promise
   },
 };
 
+/**
+ * Two owners, one key at a rate of 5/s with concurrency 1: A's second job waits behind its
+ * first (A is told to wake the key on Redis); B's job arrives behind it. A's last release leaves
+ * B's head due 200 ms later (the rate's spacing); A closes: B's job must still start then.
+ */
+async function closingOwnerStrandsNoHead(stores: readonly [Store, Store]): Promise<void> {
+  const options = {
+    name: `handoff${n++}`,
+    clock: systemClock,
+    rate: { algorithm: "gcra", limit: 5, periodMs: 1000, burst: 1 },
+    concurrency: 1,
+  } as const;
+  const a = createThrottle({ ...options, store: stores[0] });
+  const b = createThrottle({ ...options, store: stores[1] });
+  const ran: string[] = [];
+  const a1 = a.schedule(async () => ran.push("a1"));
+  const a2 = a.schedule(async () => ran.push("a2"));
+  await new Promise((r) => setTimeout(r, 50));
+  const b1 = b.schedule(async () => ran.push("b1"));
+  await Promise.all([a1, a2]);
+  await a.close();
+  const stalled = new Promise((r) => setTimeout(() => r("stalled"), 10_000).unref());
+  expect(await Promise.race([b1.then(() => "ran"), stalled])).toBe("ran");
+  expect(ran).toEqual(["a1", "a2", "b1"]);
+  await b.close();
+}
+
+// On Redis the closing owner may be the one the store counts on to wake the key's head (found
+// by bench/throttle-upstream.mjs: in a concurrency-1 fleet the process finishing its last job
+// was still the waker of the next head; it closed, its timer with it, and the head waited for
+// the survivors' rescue pump, 3 owner lifetimes: 30 s, so the fleet ran at 11% of the
+// upstream's limit): it hands its wake-up to a process with work.
+describe.skipIf(redis === undefined)("the fleet queue on RedisStore", () => {
+  it("a closing owner hands its wake-up on: the next head starts at its due instant, not at a rescue pump 30 s later", {
+    timeout: 20_000,
+  }, async () => {
+    const prefix = uniquePrefix("fleet-handoff");
+    const stores = await Promise.all([0, 1].map(() => RedisStore.connect({ url: redis?.url ?? "", prefix })));
+    await closingOwnerStrandsNoHead(stores as [RedisStore, RedisStore]);
+    await Promise.all(stores.map((s) => s.close()));
+  });
+});
+
 describe.each(Object.keys(kinds))("the hosted fleet queue on %s", (kind) => {
   it("a closing owner strands no head: the next head starts at its due instant", { timeout: 20_000 }, async () => {
     const { stores, close } = (kinds[kind] as () => ReturnType<(typeof kinds)[string]>)();
-    const options = {
-      name: `handoff${n++}`,
-      clock: systemClock,
-      rate: { algorithm: "gcra", limit: 5, periodMs: 1000, burst: 1 },
-      concurrency: 1,
-    } as const;
-    const a = createThrottle({ ...options, store: stores[0] });
-    const b = createThrottle({ ...options, store: stores[1] });
-    const ran: string[] = [];
-    const a1 = a.schedule(async () => ran.push("a1"));
-    const a2 = a.schedule(async () => ran.push("a2"));
-    await new Promise((r) => setTimeout(r, 50));
-    const b1 = b.schedule(async () => ran.push("b1"));
-    await Promise.all([a1, a2]);
-    await a.close();
-    const stalled = new Promise((r) => setTimeout(() => r("stalled"), 10_000).unref());
-    expect(await Promise.race([b1.then(() => "ran"), stalled])).toBe("ran");
-    expect(ran).toEqual(["a1", "a2", "b1"]);
-    await b.close();
+    await closingOwnerStrandsNoHead(stores);
     await close();
   });
 
