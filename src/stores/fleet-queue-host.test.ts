@@ -297,4 +297,18 @@ describe("fleet queue host", () => {
     clock.advance(500);
     expect(pushed).toEqual([{ to: 2, owner: b, ids: ["b1"] }]);
   });
+
+  it("a new host (empty records) with a lookahead: the seed covers the lost host's grants ahead too (its units taken up to lookaheadMs past the takeover)", () => {
+    const { call, open, clock } = setup({
+      rate: { id: "r", specs: [{ algorithm: "gcra", limit: 10, periodMs: 1000, burst: 1 } as never] },
+      lookaheadMs: 2000,
+      ownerTtlMs: 60_000,
+    });
+    const a = open(1, []);
+    clock.advance(REJOIN_GRACE_MS);
+    // The lost host may have granted a start as late as T + 2000 (its lookahead): a seed at the
+    // takeover alone would let this start at once (T + 1000), one spacing from it is T + 2100.
+    const [grant] = call(1, a, "e", ["1", 0, 1, 0], "j").grants;
+    expect(grant?.at).toBeGreaterThanOrEqual(T + 2000);
+  });
 });

@@ -371,22 +371,29 @@ export class QueueHost {
   }
 
   /**
-   * A key first touched within a rate period of a takeover on empty records: its rate is spent
+   * A key first touched within a rate period (and the lookahead) of a takeover on empty records: its rate is spent
    * in full at the takeover instant, so whatever the lost host granted in that period (its own
    * process's jobs included) cannot be granted again on top of it.
    */
   #seed(queue: Queue, kq: KeyQueue): void {
     const now = this.#clock.now();
-    if (now >= queue.seedAt + queue.memoryMs) {
+    // (The lost host's units count for a rate period after the last instant it may have taken
+    // them at: the takeover, plus its lookahead.)
+    if (now >= queue.seedAt + queue.lookaheadMs + queue.memoryMs) {
       queue.seedAt = 0;
       queue.seeded.clear();
       return;
     }
     queue.seeded.add(kq.key);
-    const at = Math.max(queue.seedAt, kq.cursor);
+    // At the takeover instant, and again at the end of the lookahead: the lost host may have
+    // granted ahead, with units taken at instants up to lookaheadMs past the takeover.
+    const instants = queue.lookaheadMs > 0 ? [queue.seedAt, queue.seedAt + queue.lookaheadMs] : [queue.seedAt];
     try {
-      this.#decide(queue.rate as BoundRule, kq.key, queue.fullCost, at, "penalty");
-      kq.cursor = at;
+      for (const instant of instants) {
+        const at = Math.max(instant, kq.cursor);
+        this.#decide(queue.rate as BoundRule, kq.key, queue.fullCost, at, "penalty");
+        kq.cursor = at;
+      }
     } catch {
       // An algorithm without `penalty` (leaky bucket): not seeded.
     }
