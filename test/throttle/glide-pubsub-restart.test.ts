@@ -5,6 +5,8 @@
 // the server is down and live once glide has subscribed again, and messages flow again.
 import { afterAll, describe, expect, it } from "vitest";
 import { glideSubscribe } from "../../src/stores/redis/glide-pubsub.ts";
+import type { RedisClientLike } from "../../src/stores/redis/index.ts";
+import { RedisStore } from "../../src/stores/redis/redis-store.ts";
 import { within } from "../support/poll.ts";
 import { canStartRedis, type OwnedRedis, startOwnedRedis } from "../support/redis-server.ts";
 
@@ -59,6 +61,42 @@ describe.skipIf(server === undefined)("valkey-glide subscription across a Redis 
       await sub.close();
       client.close();
       publisher.close();
+    }
+  });
+
+  it("a fleet queue owner on a glide RedisStore is told the link came back (relinked: it sends its tickets again)", {
+    timeout: 20_000,
+  }, async () => {
+    const redis = server as OwnedRedis;
+    const G = (glide as NonNullable<typeof glide>).GlideClient;
+    const client = await G.createClient({
+      addresses: [{ host: "127.0.0.1", port: redis.port }],
+      requestTimeout: 1_000,
+    });
+    const store = new RedisStore({
+      client: client as unknown as RedisClientLike,
+      prefix: "glide-relink:",
+      timeoutMs: 1000,
+    });
+    let relinked = 0;
+    const queue = await store.openFleetQueue({
+      rate: undefined,
+      concurrency: {
+        id: "name:throttle:relink:concurrency",
+        spec: { algorithm: "concurrency", limit: 1, leaseMs: 3000 } as never,
+      },
+      ownerTtlMs: 1000,
+      liveness: "subscription",
+      listener: { granted: () => {}, wake: () => {}, relinked: () => relinked++ },
+    });
+    try {
+      await redis.stop();
+      await redis.start();
+      await poll(() => relinked > 0);
+    } finally {
+      await queue.close().catch(() => {});
+      await store.close();
+      client.close();
     }
   });
 });

@@ -12,10 +12,12 @@
  * glide gives no event when its connection drops: it reconnects and subscribes again on its own
  * (its reconciliation), silently, and whatever was published meanwhile is lost (a grant the
  * fleet queue published to a waiting owner: the owner would wait for nothing). So while any
- * subscription lives, the hub asks glide every LINK_CHECK_MS whether the server holds its channels
- * (`getSubscriptions()`: answered by glide's core from its own state, no server round trip): a
- * channel missing is a lost link (`onLink(false)`), all back a live one (`onLink(true)`: the
- * fleet queue then sends its tickets again and pumps). The timer is unref'd.
+ * subscription lives, the hub looks every LINK_CHECK_MS: whether the server holds its channels
+ * (`getSubscriptions()`, answered by glide's core from its own state) and, on a standalone
+ * client, whether the connection is still the one it saw last (CLIENT INFO: one cheap round
+ * trip; a restart glide mended between two looks shows only there). No answer, a channel
+ * missing or a new connection is a lost link (`onLink(false)`); all back a live one
+ * (`onLink(true)`: the fleet queue then sends its tickets again and pumps). The timer is unref'd.
  */
 import type { LinkListener, Subscription } from "./client.ts";
 
@@ -26,6 +28,9 @@ interface GlidePubSub {
   getPubSubMessage(): Promise<{ channel: unknown; message: unknown }>;
   /** glide ≥ 2.2: the channels wanted and those the server holds, by mode (0: exact names). */
   getSubscriptions?(): Promise<{ actualSubscriptions: Partial<Record<number, Set<unknown>>> }>;
+  customCommand?(args: string[]): Promise<unknown>;
+  /** Only on a cluster client (sharded pub/sub). */
+  ssubscribe?: unknown;
 }
 
 /** One subscription's callbacks. */
@@ -80,6 +85,8 @@ class GlideHub {
   /** Whether every channel was held by the server at the last check. */
   #live = true;
   #watch: ReturnType<typeof setInterval> | undefined;
+  /** The connection seen at the last look (CLIENT INFO's id and age), standalone only. */
+  #seen: { id: string; age: number } | undefined;
 
   constructor(client: GlidePubSub) {
     this.#client = client;
@@ -98,6 +105,8 @@ class GlideHub {
       // Idempotent: a channel already subscribed is confirmed again.
       await this.#client.subscribe([channel], SUBSCRIBE_TIMEOUT_MS);
       if (this.#channels.has(channel)) this.#confirmed.add(channel);
+      // The connection the subscription lives on, seen now: a new one at a later look is a drop.
+      if (this.#seen === undefined) await this.#connection();
     } catch (error) {
       this.#remove(channel, entry);
       throw error;
@@ -156,17 +165,23 @@ class GlideHub {
       clearInterval(this.#watch);
       this.#watch = undefined;
       this.#live = true;
+      this.#seen = undefined;
       return;
     }
     let asking = false;
     this.#watch = setInterval(() => {
       if (asking) return;
       asking = true;
-      (this.#client.getSubscriptions as NonNullable<GlidePubSub["getSubscriptions"]>)().then(
-        (state) => {
+      const subscriptions = (this.#client.getSubscriptions as NonNullable<GlidePubSub["getSubscriptions"]>)();
+      const connection = this.#connection();
+      Promise.all([subscriptions, connection]).then(
+        ([state, fresh]) => {
           asking = false;
           const held = new Set([...(state.actualSubscriptions[EXACT] ?? [])].map(text));
-          this.#linked([...this.#confirmed].every((c) => held.has(c)));
+          // A new connection since the last look (a restart or a drop glide mended between two
+          // looks): whatever was published in between is lost, so the link was lost.
+          if (fresh !== false) this.#linked(false);
+          this.#linked(fresh !== undefined && [...this.#confirmed].every((c) => held.has(c)));
         },
         () => {
           // A closing client: the reader ends every subscription.
@@ -175,6 +190,28 @@ class GlideHub {
       );
     }, LINK_CHECK_MS);
     (this.#watch as { unref?: () => void }).unref?.();
+  }
+
+  /**
+   * Whether the connection is a new one since the last look: CLIENT INFO's id (new for every
+   * connection a server accepts) or its age (a restarted server may give the same id again, never
+   * an age that ran back). Undefined: no answer (the server is down). Always false on a cluster
+   * client (CLIENT INFO reaches any node) or one without `customCommand`.
+   */
+  async #connection(): Promise<boolean | undefined> {
+    const c = this.#client;
+    if (typeof c.customCommand !== "function" || typeof c.ssubscribe === "function") return false;
+    let info: string;
+    try {
+      info = text(await c.customCommand(["CLIENT", "INFO"]));
+    } catch {
+      return undefined;
+    }
+    const id = /\bid=(\d+)/.exec(info)?.[1] ?? "";
+    const age = Number(/\bage=(\d+)/.exec(info)?.[1] ?? 0);
+    const last = this.#seen;
+    this.#seen = { id, age };
+    return last !== undefined && (last.id !== id || age < last.age);
   }
 
   /** Tells every subscription when the link changed (lost: a channel the server no longer holds). */
