@@ -98,3 +98,36 @@ export function median(values) {
 /** Resolves once an ioredis client is connected. */
 export const ready = (client) =>
   new Promise((resolve) => (client.status === "ready" ? resolve() : client.once("ready", resolve)));
+
+/**
+ * Runs `check(key)` for about `ms` milliseconds (no new check starts after it), `inFlight` at a
+ * time, over `keys` in a strided cycle from `start`: `{ n, seconds, latencies }` (ms each).
+ * Slices are bounded by time, not by a count: a slice much shorter than the scheduler's period
+ * (a few tens of ms on a loaded machine) measures who was preempted, not who is faster.
+ */
+export async function timedSlice(check, keys, start, ms, inFlight) {
+  const latencies = [];
+  let next = 0;
+  const started = performance.now();
+  const until = started + ms;
+  const worker = async () => {
+    while (performance.now() < until) {
+      const i = next++;
+      const key = keys[((start + i) * 7919) % keys.length];
+      const t0 = performance.now();
+      await check(key);
+      latencies.push(performance.now() - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, worker));
+  return { n: latencies.length, seconds: (performance.now() - started) / 1000, latencies };
+}
+
+/** The `q` quantile of ascending `sorted`. */
+export const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * q))];
+
+/** `min / median / max` of `values`, 2 decimals. */
+export function spread(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return `${sorted[0].toFixed(2)} / ${median(sorted).toFixed(2)} / ${sorted.at(-1).toFixed(2)}`;
+}

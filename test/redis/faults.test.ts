@@ -1,39 +1,21 @@
 // Faults against real Redis processes started here (never the shared 6379): script cache
 // flushes, restarts, a stopped server and a port that never answers, under every `onError`
 // policy; key expiry and its repair. Settle times are asserted loosely (timeoutMs + 1.5 s).
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { createClient } from "redis";
 import { createLimiter, type Decision, ManualClock, StoreError } from "sluice";
 import { type OnError, RedisStore } from "sluice/redis";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { blackHole } from "../support/net.ts";
+import { ownedRedisKit, spendThroughFaults } from "../support/owned-redis-kit.ts";
 import { within } from "../support/poll.ts";
-import { canStartRedis, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { canStartRedis, uniquePrefix } from "../support/redis-server.ts";
 
 const canStart = await canStartRedis("faults");
 
 const TIMEOUT = 300;
 const MARGIN = 1500;
-const cleanups: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-async function ownRedis(): Promise<OwnedRedis> {
-  const server = await startOwnedRedis();
-  if (server === undefined) throw new Error("redis-server could not be started");
-  cleanups.push(() => server.dispose());
-  return server;
-}
-
-function ioredis(url: string, options: Record<string, unknown> = {}): Redis {
-  // maxRetriesPerRequest: null keeps ioredis from failing commands on its own schedule; the
-  // store's timeout is what bounds each check.
-  const client = new Redis(url, { maxRetriesPerRequest: null, ...options });
-  client.on("error", () => {});
-  cleanups.push(() => client.disconnect());
-  return client;
-}
+const { cleanups, runCleanups, ownRedis, ioredis } = ownedRedisKit();
 
 /** Resolves once an ioredis client is connected (needed when its offline queue is off). */
 async function ready(client: Redis): Promise<void> {
@@ -61,9 +43,7 @@ async function hole(): Promise<number> {
 const SPEC = { algorithm: "fixed-window", limit: 5, windowMs: 60_000 } as const;
 
 describe.skipIf(!canStart)("Redis faults", () => {
-  afterAll(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-  });
+  afterAll(runCleanups);
 
   it("SCRIPT FLUSH mid-run is absorbed, with nothing counted twice (ioredis and node-redis)", async () => {
     const server = await ownRedis();
@@ -73,27 +53,9 @@ describe.skipIf(!canStart)("Redis faults", () => {
     cleanups.push(() => node.close());
     for (const client of [ioredis(server.url), node]) {
       const store = new RedisStore({ client, prefix: uniquePrefix("flush") });
-      const limiter = createLimiter(
-        { algorithm: "fixed-window", limit: 40, windowMs: 60_000 },
-        {
-          store,
-          clock: new ManualClock(5_000),
-        },
+      expect(await spendThroughFaults(store, (i) => (i % 7 === 0 ? admin.script("FLUSH") : Promise.resolve()))).toBe(
+        40,
       );
-      let allowed = 0;
-      for (let i = 0; i < 60; i++) {
-        if (i % 7 === 0) await admin.script("FLUSH");
-        // Several in flight at once, so flushes also hit batched calls.
-        const batch = await Promise.all([limiter.tryAcquire("k"), limiter.tryAcquire("k")]);
-        for (const d of batch) {
-          expect(d.failure).toBeUndefined();
-          if (d.allowed) allowed++;
-        }
-      }
-      expect(allowed).toBe(40);
-      const peek = await limiter.peek("k");
-      expect(peek.allowed).toBe(false);
-      expect(peek.remaining).toBe(0);
     }
   });
 

@@ -3,33 +3,15 @@
 // library where the server runs functions, the library loaded again after FUNCTION FLUSH with
 // nothing counted twice, and EVALSHA where FCALL and FUNCTION are refused (an ACL, as on
 // managed services and servers older than 7).
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import { createClient } from "redis";
-import { createLimiter, ManualClock } from "sluice";
 import { RedisStore } from "sluice/redis";
-import { afterEach, describe, expect, it } from "vitest";
-import { canStartRedis, type OwnedRedis, startOwnedRedis, uniquePrefix } from "../support/redis-server.ts";
+import { describe, expect, it } from "vitest";
+import { ownedRedisKit, spendThroughFaults } from "../support/owned-redis-kit.ts";
+import { canStartRedis, uniquePrefix } from "../support/redis-server.ts";
 
 const canStart = await canStartRedis("functions");
-
-const cleanups: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-async function ownRedis(): Promise<OwnedRedis> {
-  const server = await startOwnedRedis();
-  if (server === undefined) throw new Error("redis-server could not be started");
-  cleanups.push(() => server.dispose());
-  return server;
-}
-
-function ioredis(url: string, options: Record<string, unknown> = {}): Redis {
-  const client = new Redis(url, { maxRetriesPerRequest: null, ...options });
-  client.on("error", () => {});
-  cleanups.push(() => client.disconnect());
-  return client;
-}
+const { cleanups, ownRedis, ioredis } = ownedRedisKit();
 
 /** Calls of each command so far, refused ones apart (`<name>:rejected`). */
 async function calls(admin: Redis): Promise<Record<string, number>> {
@@ -42,24 +24,6 @@ async function calls(admin: Redis): Promise<Record<string, number>> {
   return out;
 }
 
-/** 60 rounds of two checks at once on a limit of 40, `between(i)` before each round: 40 allowed. */
-async function spend(store: RedisStore, between: (i: number) => Promise<unknown>): Promise<number> {
-  const limiter = createLimiter(
-    { algorithm: "fixed-window", limit: 40, windowMs: 60_000 },
-    { store, clock: new ManualClock(5_000) },
-  );
-  let allowed = 0;
-  for (let i = 0; i < 60; i++) {
-    await between(i);
-    for (const d of await Promise.all([limiter.tryAcquire("k"), limiter.tryAcquire("k")])) {
-      expect(d.failure).toBeUndefined();
-      if (d.allowed) allowed++;
-    }
-  }
-  expect((await limiter.peek("k")).remaining).toBe(0);
-  return allowed;
-}
-
 describe.skipIf(!canStart)("Redis Functions", () => {
   it("checks go by FCALL; FUNCTION FLUSH mid-run is absorbed, with nothing counted twice (ioredis and node-redis)", async () => {
     const server = await ownRedis();
@@ -70,7 +34,9 @@ describe.skipIf(!canStart)("Redis Functions", () => {
     for (const client of [ioredis(server.url), node]) {
       const store = new RedisStore({ client, prefix: uniquePrefix("fn") });
       const before = await calls(admin);
-      const allowed = await spend(store, (i) => (i % 7 === 3 ? admin.call("FUNCTION", "FLUSH") : Promise.resolve()));
+      const allowed = await spendThroughFaults(store, (i) =>
+        i % 7 === 3 ? admin.call("FUNCTION", "FLUSH") : Promise.resolve(),
+      );
       expect(allowed).toBe(40);
       const after = await calls(admin);
       // Every round but those the deny cache answers once the limit is spent.
@@ -87,7 +53,7 @@ describe.skipIf(!canStart)("Redis Functions", () => {
     await admin.call("ACL", "SETUSER", "scripts", "on", "nopass", "~*", "&*", "+@all", "-fcall", "-function");
     const client = ioredis(server.url, { username: "scripts", password: "x" });
     const store = new RedisStore({ client, prefix: uniquePrefix("acl") });
-    expect(await spend(store, () => Promise.resolve())).toBe(40);
+    expect(await spendThroughFaults(store, () => Promise.resolve())).toBe(40);
     const after = await calls(admin);
     expect(after["fcall:rejected"]).toBe(1);
     expect(after.fcall ?? 0).toBe(0);

@@ -3,52 +3,23 @@
 // without store.close() used to hang forever. Each case spawns a real `node` script on the
 // built package (test/redis/exit-child.mjs) and asserts that it exits by itself: the bound is
 // generous (EXIT_BOUND_MS) and only says "it exited", it is not a timing.
-import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
+import { type ChildExit, runExitChild } from "../support/exit-child.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 import { clusterRedis, startSentinel, type TestSentinel } from "../support/redis-topologies.ts";
 
 const CHILD = fileURLToPath(new URL("./exit-child.mjs", import.meta.url));
-/** Far above the second or so a finished script takes to exit: a hung one never does. */
-const EXIT_BOUND_MS = 20_000;
+const runChild = (args: string[]) => runExitChild(CHILD, args);
 
-interface Outcome {
-  /** The exit code, or "hung" when it was still running at the bound (then it is killed). */
-  code: number | null | "hung";
-  /** The child's JSON line: denials its deny cache held before it quit its client. */
-  cached: number | undefined;
-  stderr: string;
-}
-
-function runChild(args: string[]): Promise<Outcome> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => (stdout += chunk));
-    child.stderr.on("data", (chunk) => (stderr += chunk));
-    const cached = () => {
-      const line = stdout.trim().split("\n").at(-1);
-      return line ? (JSON.parse(line) as { cached: number }).cached : undefined;
-    };
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      resolve({ code: "hung", cached: cached(), stderr });
-    }, EXIT_BOUND_MS);
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      resolve({ code, cached: cached(), stderr });
-    });
-  });
-}
-
-function expectExited(outcome: Outcome, subscribed: boolean): void {
+/** The child exited with 0, its deny cache holding a denial (`subscribed`) or none. */
+function expectExited(outcome: ChildExit, subscribed: boolean): void {
   expect(outcome.code, outcome.stderr).toBe(0);
   // The case is about the duplicate connection: it must have been made (a cached denial).
-  if (subscribed) expect(outcome.cached).toBeGreaterThan(0);
-  else expect(outcome.cached).toBe(0);
+  const { cached } = outcome.report as { cached: number };
+  if (subscribed) expect(cached).toBeGreaterThan(0);
+  else expect(cached).toBe(0);
 }
 
 const redis = await standaloneRedis("process exit");

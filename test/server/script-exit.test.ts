@@ -5,36 +5,14 @@
 // queue on Redis), each quitting its own client without store.close() or throttle.close().
 // Each case runs test/server/script-exit-child.mjs, a script written from the docs, in a real
 // `node`; the bound only says "it exited" (a hung script never does), it is not a timing.
-import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
+import { runExitChild } from "../support/exit-child.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 
 const CHILD = fileURLToPath(new URL("./script-exit-child.mjs", import.meta.url));
-const EXIT_BOUND_MS = 20_000;
-
-function runChild(args: string[]): Promise<{ code: number | null | "hung"; report: unknown; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk) => (stdout += chunk));
-    child.stderr.on("data", (chunk) => (stderr += chunk));
-    const report = () => {
-      const line = stdout.trim().split("\n").at(-1);
-      return line ? JSON.parse(line) : undefined;
-    };
-    const timer = setTimeout(() => {
-      child.kill("SIGKILL");
-      resolve({ code: "hung", report: report(), stderr });
-    }, EXIT_BOUND_MS);
-    child.on("exit", (code) => {
-      clearTimeout(timer);
-      resolve({ code, report: report(), stderr });
-    });
-  });
-}
+const runChild = (args: string[]) => runExitChild(CHILD, args);
 
 const redis = await standaloneRedis("script exit");
 const CLIENTS = ["ioredis", "iovalkey", "node-redis", "glide"] as const;

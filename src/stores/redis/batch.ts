@@ -6,6 +6,7 @@
 import type { Decision } from "../../algorithms/decision.ts";
 import type { Operation } from "../../core/decide-rule.ts";
 import type { StoreError } from "../../core/errors.ts";
+import { recordKeyOf } from "./keys.ts";
 import type { NodeState } from "./nodes.ts";
 import type { ReplyLayout } from "./reply.ts";
 
@@ -100,7 +101,8 @@ export class Batch {
       this.#lastRule = rule;
       this.#lastIndex = index;
     }
-    for (const infix of rule.infixes) this.keys.push(p.head + infix + p.key);
+    const key = recordKeyOf(p.key);
+    for (const infix of rule.infixes) this.keys.push(p.head + infix + key);
     const costText = p.cost === 1 ? "1" : String(p.cost);
     // A receipt rides on the op code: a refund's `r<at>`, a release's `e<at>`, a renewal's `n<at>`.
     const opCode = p.at === undefined ? OP_CODES[p.op] : `${OP_CODES[p.op]}${p.at}`;

@@ -19,7 +19,7 @@ import type { Batcher } from "./batcher.ts";
 import type { RedisCommands } from "./client.ts";
 import type { DenyCache } from "./deny-cache.ts";
 import type { Invalidation } from "./invalidation.ts";
-import { hashTag, memberCode, ruleDigest, slotOf, tagSeed } from "./keys.ts";
+import { hashTag, memberCode, recordKeyOf, ruleDigest, slotOf, tagSeed } from "./keys.ts";
 import type { Nodes } from "./nodes.ts";
 import { replyWidth } from "./reply.ts";
 
@@ -199,7 +199,8 @@ export class RedisBoundRule implements BoundRule, BatchRule {
   async reset(key: string): Promise<void> {
     const store = this.#store;
     const head = `${store.prefix}{${hashTag(this.#seed, key)}}`;
-    const keys = this.infixes.map((infix) => head + infix + key);
+    const tail = recordKeyOf(key);
+    const keys = this.infixes.map((infix) => head + infix + tail);
     store.denyCache?.invalidate(this.#id, key);
     await this.#policy.forget(key);
     try {

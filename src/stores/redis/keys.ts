@@ -1,6 +1,6 @@
 /**
  * Key layout. A (rule, key) record, every member's state and the ban's, is ONE Redis key:
- * `prefix{tag}rule` + the user key, verbatim:
+ * `prefix{tag}rule` + the user key, verbatim (unless UTF-8 cannot carry it: recordKeyOf below):
  * - `tag` (1 to 4 base-36 characters) is a hash of the rule and the user key chosen by sluice:
  *   Redis Cluster hashes only what is inside the first `{...}`, so braces inside a user key
  *   (which comes after our tag) can neither move a key to another slot nor merge two keys,
@@ -84,4 +84,31 @@ export function slotOf(tag: string): number {
     crc = ((crc << 8) & 0xffff) ^ (CRC16_TABLE[((crc >> 8) ^ tag.charCodeAt(i)) & 0xff] as number);
   }
   return crc % 16384;
+}
+
+/** `String.prototype.isWellFormed` (Node 20+), else a test for a lone surrogate. */
+const wellFormed: (text: string) => boolean =
+  typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === "function"
+    ? (text) => (text as unknown as { isWellFormed(): boolean }).isWellFormed()
+    : (text) => !/\p{Cs}/u.test(text);
+
+/** What starts an escaped user key (no key left as it is starts with it). */
+const ESCAPED = "\u0001";
+
+/**
+ * The user key as it ends a record key. Redis keys are bytes, and every client sends a string
+ * as UTF-8, which turns each lone surrogate into U+FFFD: "a\uD800", "a\uDC00" and "a\uFFFD"
+ * would share one record. A well-formed key not starting with U+0001 is kept as it is (so every
+ * key of earlier versions keeps its record); any other is U+0001 and the base64url of its UTF-16
+ * code units, which no kept key can equal (lossless: distinct keys, distinct records).
+ */
+export function recordKeyOf(key: string): string {
+  if (wellFormed(key) && key.charCodeAt(0) !== 1) return key;
+  const units = new Uint8Array(key.length * 2);
+  for (let i = 0; i < key.length; i++) {
+    const unit = key.charCodeAt(i);
+    units[2 * i] = unit & 0xff;
+    units[2 * i + 1] = unit >>> 8;
+  }
+  return ESCAPED + base64url(units);
 }

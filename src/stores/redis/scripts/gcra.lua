@@ -120,7 +120,7 @@ local function emission(delays)
       per = per, den = den, burst = burst, tau = tau, nearMs = ceil(tau / den) + 1, delays = delays,
       S = {}, tails = {}, tailCount = 0,
       step = em_step, refund = em_refund, fresh = em_fresh, force = em_force,
-      load = em_load, save = em_save, write = setState,
+      load = em_load, save = em_save, write = em_store,
     }
   end
 end
