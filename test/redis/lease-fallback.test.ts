@@ -99,3 +99,28 @@ describe("a fallback store's leases: held, renewed, released there", () => {
     }
   });
 });
+
+describe("a release by receipt while the store is down frees only what that receipt names in the fallback", () => {
+  // A lease the server granted (receipt T - 5000), released during the outage: the fallback
+  // logged nothing at that instant, so it frees nothing. Before the fix the receipt was dropped
+  // on the way to the fallback, which then freed its newest lease: another holder's slot, and a
+  // limit-1 key had two holders.
+  it.each(downStores)("%s down: a stale receipt does not free the fallback's holder", async (_name, make) => {
+    const clock = new ManualClock(T);
+    const { store, close } = make();
+    try {
+      const limiter = createLimiter({ ...spec, limit: 1 }, { clock, store, name: "fb3" });
+      const holder = await limiter.tryAcquire("k");
+      expect([holder.allowed, holder.failure?.policy]).toEqual([true, "fallback"]);
+      clock.advance(1);
+      await limiter.release("k", { at: T - 5000 });
+      const intruder = await limiter.tryAcquire("k");
+      expect(intruder.allowed).toBe(false);
+      // The holder's own receipt still frees its slot.
+      await limiter.release("k", { at: holder.at as number });
+      expect((await limiter.tryAcquire("k")).allowed).toBe(true);
+    } finally {
+      close();
+    }
+  });
+});

@@ -75,6 +75,10 @@ interface Pending {
   key: string;
   cost: number;
   op: OpName;
+  /** The call's instant (undefined: the primary's clock), for the failure policy's fallback. */
+  now: number | undefined;
+  /** The call's receipt (a refund's or a lease's), for the failure policy's fallback. */
+  at: number | undefined;
   resolve: (value: Decision | Promise<Decision> | undefined) => void;
   reject: (error: unknown) => void;
 }
@@ -224,10 +228,7 @@ export class ClusterStore implements Store {
   ): Promise<unknown> {
     if (!this.#breaker.allow()) {
       return this.#fail(
-        rule,
-        key,
-        cost,
-        op,
+        { rule, key, cost, op, now, at },
         new StoreError("cluster store circuit breaker is open (recent checks failed)"),
       );
     }
@@ -236,7 +237,7 @@ export class ClusterStore implements Store {
       const n = now === undefined ? null : now;
       const batch = this.#batches.open(HOST, undefined);
       batch.ops.push(at === undefined ? [rule.binding, key, cost, n, op] : [rule.binding, key, cost, n, op, at]);
-      batch.pending.push({ rule, key, cost, op, resolve, reject });
+      batch.pending.push({ rule, key, cost, op, now, at, resolve, reject });
       this.#batches.added(HOST, batch);
     });
   }
@@ -280,13 +281,13 @@ export class ClusterStore implements Store {
       p.resolve(markFreshAnswer(decode(result.fresh)));
     } else {
       if (result.unbound === true) p.rule.registered = false; // the primary started after we registered
-      this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, new StoreError(`${this.#link.peer}: ${result.error}`)));
+      this.#settle(p, this.#fail(p, new StoreError(`${this.#link.peer}: ${result.error}`)));
     }
   }
 
   /** Every check of a batch answered by the failure policy. */
   #failAll(pending: readonly Pending[], error: StoreError): void {
-    for (const p of pending) this.#settle(p, this.#fail(p.rule, p.key, p.cost, p.op, error));
+    for (const p of pending) this.#settle(p, this.#fail(p, error));
   }
 
   #settle(p: Pending, outcome: Promise<unknown>): void {
@@ -294,9 +295,12 @@ export class ClusterStore implements Store {
   }
 
   /** The failure policy's answer: a decision for checks; a reset rejects. */
-  async #fail(rule: ClusterBoundRule, key: string, cost: number, op: OpName, error: StoreError): Promise<unknown> {
+  async #fail(call: Pick<Pending, "rule" | "key" | "cost" | "op" | "now" | "at">, error: StoreError): Promise<unknown> {
+    const { rule, key, cost, op, now, at } = call;
     if (op === "reset") throw error;
-    return rule.policy.decide(key, cost, undefined, op, error);
+    // The call's own instant and receipt: a fallback deciding on another clock than the
+    // limiter's would see the limiter's leases expired (or not yet taken).
+    return rule.policy.decide(key, cost, now, op, error, at);
   }
 }
 

@@ -209,7 +209,7 @@ export class PostgresRule implements BoundRule {
       throw timeoutError("PostgreSQL", parts.timeoutMs);
     }).catch((error: unknown) => {
       if (!(error instanceof StoreError)) throw error;
-      return this.#policy.decide(key, cost, now, op, error);
+      return this.#policy.decide(key, cost, now, op, error, at);
     });
   }
 

@@ -29,7 +29,14 @@ export interface BatchRule extends ReplyLayout {
   /** Key infixes of a check (`prefix{tag}` + infix + user key): one, the record's. */
   readonly infixes: readonly string[];
   /** The decision of a check Redis could not make, by the rule's failure policy. */
-  fail(key: string, cost: number, now: number | undefined, op: Operation, error: StoreError): Promise<Decision>;
+  fail(
+    key: string,
+    cost: number,
+    now: number | undefined,
+    op: Operation,
+    error: StoreError,
+    at?: number,
+  ): Promise<Decision>;
   /**
    * Whether the rule has a concurrency member: its decisions made on Redis `TIME` are stamped
    * with that reading (the `at` a lease's release and renewal name).

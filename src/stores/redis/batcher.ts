@@ -128,7 +128,7 @@ export class Batcher {
         for (const p of batch.pending) {
           if (p.done) continue;
           p.done = true;
-          p.resolve(p.rule.fail(p.key, p.cost, p.now, p.op, failure));
+          p.resolve(p.rule.fail(p.key, p.cost, p.now, p.op, failure, p.at));
         }
       },
     });
@@ -216,7 +216,7 @@ export class Batcher {
       const d = decisions[i] as Decision | StoreError;
       p.done = true;
       if (d instanceof StoreError) {
-        p.resolve(p.rule.fail(p.key, p.cost, p.now, p.op, d));
+        p.resolve(p.rule.fail(p.key, p.cost, p.now, p.op, d, p.at));
       } else {
         if (!d.allowed) p.rule.denied(p.key, p.cost, p.now, sentAt, d);
         // A lease's receipt: the server TIME reading every check of this call without a `now` was decided at.

@@ -154,14 +154,22 @@ export class RedisBoundRule implements BoundRule, BatchRule {
         now,
         op,
         new StoreError(`Redis circuit breaker is open${where} (recent checks failed)`),
+        at,
       );
     }
     return store.batcher.submit(this, group, node, `${store.prefix}{${tag}}`, key, cost, op, now, at);
   }
 
-  /** The failure policy's decision (or rejection, under "throw"). */
-  fail(key: string, cost: number, now: number | undefined, op: Operation, error: StoreError): Promise<Decision> {
-    return this.#policy.decide(key, cost, now, op, error);
+  /** The failure policy's decision (or rejection, under "throw"); `at` is the call's receipt. */
+  fail(
+    key: string,
+    cost: number,
+    now: number | undefined,
+    op: Operation,
+    error: StoreError,
+    at?: number,
+  ): Promise<Decision> {
+    return this.#policy.decide(key, cost, now, op, error, at);
   }
 
   /** Keeps a denial Redis made, so repeats are answered locally until its retryAfterMs. */

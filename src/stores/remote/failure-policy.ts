@@ -176,8 +176,19 @@ function limiterRule(limiter: FallbackLimiter): BoundRule {
 
 /** The policy bound to one rule. */
 export interface FailurePolicy {
-  /** The decision for a call the server could not make (or the rejection under "throw"). */
-  decide(key: string, cost: number, now: number | undefined, op: Operation, error: StoreError): Promise<Decision>;
+  /**
+   * The decision for a call the server could not make (or the rejection under "throw"). `at` is
+   * the call's receipt (a refund's or a lease's), handed to a fallback store so that a release
+   * during an outage frees only what that receipt names there (nothing, for a lease the server granted).
+   */
+  decide(
+    key: string,
+    cost: number,
+    now: number | undefined,
+    op: Operation,
+    error: StoreError,
+    at?: number,
+  ): Promise<Decision>;
   /** Forgets `key` in the fallback too (a reset must not leave it limited there). */
   forget(key: string): Promise<void>;
   /** Releases the fallback's binding, if one was made. */
@@ -231,14 +242,14 @@ export function failurePolicy<R>(onError: OnError<R>, target: PolicyTarget<R>): 
     return bound;
   };
   return {
-    async decide(key, cost, now, op, error) {
+    async decide(key, cost, now, op, error, at) {
       target.onFailure?.(error);
       if (onError === "throw") throw error;
       if (onError === "deny" || onError === "allow") return fixedAnswer(onError, target.limit(), cost, error);
       const failure = { policy: "fallback" as const, error };
       const bound = fallback();
       if (op !== "check" || target.leases === undefined || isLimiter(onError) || typeof onError === "function") {
-        return withFailure(await bound.check(key, cost, now, op), failure);
+        return withFailure(await bound.check(key, cost, now, op, at), failure);
       }
       // A fallback store granting a lease: decided at a known instant (its receipt), released there.
       const clock = target.leases;
