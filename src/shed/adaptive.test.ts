@@ -177,6 +177,40 @@ describe("Shedder with an adaptive limit", () => {
     expect(criticalRoom()).toBe(13); // the next window's cut: 20 × 1.3 × 10 / 20
   });
 
+  it("keeps the reserve's slots when the flood holds more than its share after the limit fell", () => {
+    const clock = new ManualClock(0);
+    const shedder = new Shedder<{ p: number }>({
+      limit: "adaptive",
+      adaptive: { minSamples: 1, windowMs: 10, minLimit: 4, initialLimit: 40, probeIntervalMs: 1e9 },
+      reserve: { 0: 0.5 },
+      priority: (r) => r.p,
+      clock,
+    });
+    const window = (rtt: number) => {
+      const release = shedder.admit({ p: 0 });
+      expect(release).toBeTypeOf("function");
+      clock.advance(rtt);
+      (release as Release)();
+    };
+    window(10); // the first probe ends: 40, slow start
+    // The flood fills its half of 40 with requests that run long (a dependency slowed down).
+    const flood: Release[] = [];
+    for (let r = shedder.admit({ p: 5 }); r !== undefined; r = shedder.admit({ p: 5 })) flood.push(r as Release);
+    expect(flood).toHaveLength(20);
+    // Every window queues: the limit falls to minLimit, and after 10 windows so does the
+    // limit the reserve is a share of. The flood still holds its 20.
+    for (let i = 0; i < 20; i++) window(20);
+    expect(shedder.stats().limit).toBe(4);
+    expect(shedder.steadyLimit).toBe(4);
+    // Priority 0 still finds the reserve's half of 4: the flood counts at its share (2), not 20.
+    const critical: Release[] = [];
+    for (let r = shedder.admit({ p: 0 }); r !== undefined; r = shedder.admit({ p: 0 })) critical.push(r as Release);
+    expect(critical).toHaveLength(2);
+    expect(shedder.admit({ p: 5 })).toBeUndefined();
+    for (const release of [...flood, ...critical]) release(false);
+    expect(shedder.inFlight).toBe(0);
+  });
+
   it("admits covered levels against maxLimit during slow start (a flood's first windows shed no critical request)", () => {
     const shedder = new Shedder<{ p: number }>({
       limit: "adaptive",
