@@ -4,7 +4,8 @@
 //    slots (a pool), burns 1 ms of CPU and holds the slot 40 ms: about 95 requests a second.
 //    Its unloaded p50/p99 are measured first (4 connections: the pool full, no queue), then its
 //    capacity (8 connections: a queue of one a slot, so no slot waits for a client). Then each
-//    variant gets a fresh server, driven at BENCH_FACTOR × capacity over loopback by an open
+//    variant gets a fresh server, driven at BENCH_FACTOR × the capacity measured in the same
+//    round (the machine's other work moves it) over loopback by an open
 //    loop (requests at even intervals whatever the answers, each with a client timeout, as real
 //    clients have; autocannon's overallRate sends each connection's quota at the top of every
 //    second, a burst rather than a rate, so it drives only the capacity runs). BENCH_CRITICAL
@@ -19,7 +20,7 @@
 //    client timeouts, and the limit (median and range, sampled every 100 ms after the first second).
 //    On a shared machine one stall moves a run's p99: each variant runs once a round, in
 //    rotated order, and the medians over the rounds are reported (with the p99 ratio's range
-//    and the worst round's critical share).
+//    and the worst round's critical share); each run's figures are printed as it ends.
 // 2. Overhead. GET /hello (answers at once) on three servers, bare, with loadShed (a fixed
 //    limit never reached) and with under-pressure; each server reads its own process.cpuUsage()
 //    around BENCH_REQUESTS requests, rounds rotate the order, and the median ratio to the bare
@@ -71,11 +72,9 @@ const median = (values) => quantile(values, 0.5);
 async function overload() {
   console.log(`load average ${loadAverage()}`);
   const first = await calibrate(SECONDS);
-  const rate = Math.round(first.capacity * FACTOR);
-  const criticalRate = rate * CRITICAL;
   console.log(
     `capacity ${round(first.capacity)} req/s, unloaded p50 ${round(first.p50)} ms p99 ${round(first.p99)} ms; ` +
-      `offered ${rate} req/s (${FACTOR}×, open loop, ${round(100 * CRITICAL)}% critical), client timeout ${TIMEOUT} s, ` +
+      `offered ${FACTOR}× each round's capacity (open loop, ${round(100 * CRITICAL)}% critical), client timeout ${TIMEOUT} s, ` +
       `${SECONDS} s a run, ${OVERLOAD_ROUNDS} rounds`,
   );
   const fixed = POOL.slots * 2;
@@ -94,8 +93,12 @@ async function overload() {
     // Each round re-measures the pool (the machine's other work moves it) and rotates the order.
     const calm = r === 0 ? first : await calibrate(SECONDS / 2);
     unloadedP99s.push(calm.p99);
+    // The offered load follows the round's own capacity: at a fixed rate, a round whose capacity
+    // the machine halved was driven at 5×, its critical share alone as much as the pool serves.
+    const rate = Math.round(calm.capacity * FACTOR);
+    const criticalRate = rate * CRITICAL;
     console.log(
-      `round ${r + 1}: capacity ${round(calm.capacity)} req/s, unloaded p99 ${round(calm.p99)} ms, load average ${loadAverage()}`,
+      `round ${r + 1}: capacity ${round(calm.capacity)} req/s, unloaded p99 ${round(calm.p99)} ms, offered ${rate} req/s, load average ${loadAverage()}`,
     );
     for (let i = 0; i < variants.length; i++) {
       const [name, config] = variants[(i + r) % variants.length];
@@ -110,7 +113,7 @@ async function overload() {
       await server.stop();
       const ok = [...flood.ok, ...critical.ok];
       const goodput = ok.length / SECONDS;
-      runs[name].push({
+      const run = {
         goodput: (100 * goodput) / calm.capacity,
         success: (100 * ok.length) / Math.max(1, flood.sent + critical.sent),
         p50: quantile(ok, 0.5),
@@ -120,7 +123,11 @@ async function overload() {
         shed: (flood.statuses[503] ?? 0) + (critical.statuses[503] ?? 0),
         timeouts: flood.timeouts + critical.timeouts,
         limits: stats.limits.slice(10).filter((x) => x !== undefined),
-      });
+      };
+      runs[name].push(run);
+      console.log(
+        `  ${name}: goodput ${round(run.goodput)}%, p99 ${round(run.p99)} ms (${round(run.p99Ratio, 2)}×), critical ${round(run.critical, 2)}%, load ${loadavg()[0].toFixed(1)}`,
+      );
     }
   }
   const rows = variants.map(([name]) => {

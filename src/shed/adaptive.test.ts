@@ -133,48 +133,78 @@ describe("Shedder with an adaptive limit", () => {
     clock.advance(10);
     release();
     expect(shedder.stats().limit).toBe(4);
-    // The flood gets the probe's share (4 − 3 = 1 slot); critical requests the highest steady
-    // limit of the last 10 windows (20, before the cut): 19 more.
+    // The flood gets the probe's share (4 − 3 = 1 slot); critical requests the limit the probe
+    // resumes (10: the 20 before the cut is over a probe interval old): 9 more.
     const flood = shedder.admit({ p: 5 });
     expect(flood).toBeTypeOf("function");
     expect(shedder.admit({ p: 5 })).toBeUndefined();
     let critical = 0;
     while (shedder.admit({ p: 0 }) !== undefined) critical++;
-    expect(critical).toBe(19);
+    expect(critical).toBe(9);
     expect(shedder.stats().shedByPriority[0]).toBe(1);
   });
 
-  it("lets a cut reach the reserve's levels only after 10 windows", () => {
+  it("lets a cut reach the reserve's levels only once it has lasted a probe interval", () => {
+    const limit = new AdaptiveLimit(
+      { ...params, minSamples: 1, windowMs: 10, minLimit: 4, initialLimit: 40, probeIntervalMs: 500 },
+      0,
+      () => 0.5,
+    );
+    limit.completed(10, 0, 10); // the first probe ends: 40, slow start; the next probe at 510
+    limit.started(40);
+    limit.completed(40, 10, 50); // queued: cut to 20, slow start over
+    expect([limit.current(), limit.steady()]).toEqual([20, 40]);
+    // Every 20 ms a window queued at 2× the long-term 10 ms: the limit falls to minLimit, the
+    // reserve's levels keep the highest limit of the last 500 ms.
+    let t = 50;
+    const window = () => {
+      limit.started(limit.current());
+      limit.completed(20, t, t + 20);
+      t += 20;
+    };
+    while (t < 490) window();
+    expect([limit.current(), limit.steady()]).toEqual([4, 40]);
+    // Past 510 the 40 has left the interval, and a probe runs: the reserve falls to the highest
+    // limit since 20 ms after the cut.
+    while (t < 650) window();
+    expect(limit.steady()).toBeLessThan(20);
+  });
+
+  it("keeps the reserve's slots when the flood holds more than its share after the limit fell", () => {
     const clock = new ManualClock(0);
     const shedder = new Shedder<{ p: number }>({
       limit: "adaptive",
-      adaptive: { minSamples: 1, windowMs: 10, minLimit: 4, initialLimit: 40, probeIntervalMs: 1e9 },
+      adaptive: { minSamples: 1, windowMs: 10, minLimit: 4, initialLimit: 40, probeIntervalMs: 200 },
       reserve: { 0: 0.5 },
       priority: (r) => r.p,
       clock,
     });
     const window = (rtt: number) => {
-      const release = shedder.admit({ p: 0 }) as Release;
+      const release = shedder.admit({ p: 0 });
+      expect(release).toBeTypeOf("function");
       clock.advance(rtt);
-      release();
+      (release as Release)();
     };
     window(10); // the first probe ends: 40, slow start
-    window(40); // queued: cut to 20 (halved at most), slow start over
-    expect(shedder.stats().limit).toBe(20);
-    const criticalRoom = () => {
-      const held: Release[] = [];
-      for (let r = shedder.admit({ p: 0 }); r !== undefined; r = shedder.admit({ p: 0 })) held.push(r as Release);
-      for (const release of held) release(false);
-      return held.length;
-    };
-    expect(criticalRoom()).toBe(40);
-    // 9 more windows, each queued (2× the long-term 10 ms): the limit falls to minLimit (13, 8, 5, 4…),
-    // the reserve's levels keep the highest limit of the last 10 windows (40 has left them, 20 not).
-    for (let i = 0; i < 9; i++) window(20);
+    // The flood fills its half of 40 with requests that run long (a dependency slowed down).
+    const flood: Release[] = [];
+    for (let r = shedder.admit({ p: 5 }); r !== undefined; r = shedder.admit({ p: 5 })) flood.push(r as Release);
+    expect(flood).toHaveLength(20);
+    // Every window queues: the limit falls to minLimit, and after a probe interval (200 ms) so
+    // does the limit the reserve is a share of. The flood still holds its 20.
+    for (let i = 0; i < 25; i++) window(20);
     expect(shedder.stats().limit).toBe(4);
-    expect(criticalRoom()).toBe(20);
-    window(20);
-    expect(criticalRoom()).toBe(13); // the next window's cut: 20 × 1.3 × 10 / 20
+    const steady = shedder.steadyLimit as number;
+    expect(steady).toBeLessThan(10);
+    // Priority 0 still finds the reserve's half (or more) of the steady limit: the flood counts
+    // at its share of 4 (2), not at its 20.
+    const critical: Release[] = [];
+    for (let r = shedder.admit({ p: 0 }); r !== undefined; r = shedder.admit({ p: 0 })) critical.push(r as Release);
+    expect(critical).toHaveLength(steady - 2);
+    expect(critical.length).toBeGreaterThanOrEqual(Math.ceil(steady / 2));
+    expect(shedder.admit({ p: 5 })).toBeUndefined();
+    for (const release of [...flood, ...critical]) release(false);
+    expect(shedder.inFlight).toBe(0);
   });
 
   it("admits covered levels against maxLimit during slow start (a flood's first windows shed no critical request)", () => {

@@ -35,9 +35,6 @@ export function fixedLimit(limit: number): LimitSource {
   return { current: () => limit, steady: () => limit, started: () => {}, completed: () => {}, refused: () => {} };
 }
 
-/** How many windows a cut takes to reach the reserve's levels (about a second at the default 100 ms). */
-const RESERVE_WINDOWS = 10;
-
 /** Windows this many times `windowMs` old close with any number of samples (a quiet service still adapts). */
 const STRETCH = 10;
 
@@ -46,12 +43,16 @@ export class AdaptiveLimit implements LimitSource {
   #state: GradientState;
   #limit: number;
   #steady: number;
-  /** The steady limits of the last windows (newest last), at most {@link RESERVE_WINDOWS}. */
-  readonly #recent: number[] = [];
+  /**
+   * The steady limits of the windows of the last probe interval that no later window exceeded,
+   * oldest (and highest) first: their first is the highest steady limit of the interval.
+   */
+  readonly #recent: { at: number; limit: number }[] = [];
   readonly #params: GradientParams;
   readonly #random: () => number;
   #windowStart: number;
   #sum = 0;
+  #squares = 0;
   #max = 0;
   #count = 0;
   #maxInFlight = 0;
@@ -82,18 +83,23 @@ export class AdaptiveLimit implements LimitSource {
   }
 
   /**
-   * The limit the reserve's levels are admitted against: the highest steady limit of the last
-   * {@link RESERVE_WINDOWS} windows. A cut (a stall on a busy host cuts it to half in one
-   * window) sheds the less critical traffic at once, but reaches the reserve only when it
-   * lasts: critical requests already spread over the slots they had would be shed otherwise.
+   * The limit the reserve's levels are admitted against: the highest steady limit of the windows
+   * of the last probe interval. A cut sheds the less critical traffic at once, but reaches the
+   * reserve only once it has lasted a probe interval: a busy host's stalls cut the limit to half
+   * a window, again and again, and critical requests spread over the slots they had, or piled up
+   * by a stall, would be shed otherwise. The reserve is what a probe confirmed, not what the
+   * last stall left.
    */
-  #reserveLimit(): number {
+  #reserveLimit(now: number): number {
     const state = this.#state;
     const recent = this.#recent;
     // (In slow start the reserve's levels have maxLimit; what the limit reached is kept.)
-    recent.push(state.slowStart ? effectiveLimit(state) : steadyLimit(state, this.#params));
-    if (recent.length > RESERVE_WINDOWS) recent.shift();
-    return state.slowStart ? this.#params.maxLimit : Math.max(...recent);
+    const limit = state.slowStart ? effectiveLimit(state) : steadyLimit(state, this.#params);
+    while (recent.length > 0 && (recent[recent.length - 1] as { limit: number }).limit <= limit) recent.pop();
+    recent.push({ at: now, limit });
+    const since = now - this.#params.probeIntervalMs;
+    while ((recent[0] as { at: number }).at < since) recent.shift();
+    return state.slowStart ? this.#params.maxLimit : (recent[0] as { limit: number }).limit;
   }
 
   started(inFlight: number): void {
@@ -107,6 +113,7 @@ export class AdaptiveLimit implements LimitSource {
   completed(rttMs: number, startedAt: number, now: number): void {
     if (startedAt < this.#since) return;
     this.#sum += rttMs;
+    this.#squares += rttMs * rttMs;
     if (rttMs > this.#max) this.#max = rttMs;
     this.#count++;
     const age = now - this.#windowStart;
@@ -116,26 +123,31 @@ export class AdaptiveLimit implements LimitSource {
     // admitted once the new limit filled up, or slow start steps again past capacity.
     if (age < p.windowMs || age < 2 * this.#state.longRtt || (this.#count < p.minSamples && age < p.windowMs * STRETCH))
       return;
-    const probing = this.#state.resume !== undefined;
     const before = this.#state.limit;
+    const count = this.#count;
+    const rtt = this.#sum / count;
+    // The sample variance's standard error of the mean (0 for a single sample).
+    const sem = count < 2 ? 0 : Math.sqrt(Math.max(0, this.#squares - count * rtt * rtt) / (count - 1) / count);
     this.#state = gradientStep(
       this.#state,
-      { rtt: this.#sum / this.#count, maxRtt: this.#max, maxInFlight: this.#maxInFlight, limited: this.#limited },
+      { rtt, maxRtt: this.#max, maxInFlight: this.#maxInFlight, limited: this.#limited, sem },
       now,
       p,
       this.#random(),
     );
     this.#limit = effectiveLimit(this.#state);
-    this.#steady = this.#reserveLimit();
-    // A probe starts now, the limit was cut, or it grew in slow start: only requests admitted
-    // from now on show the latency at the new limit (those admitted before would cut it again
-    // for the same queue, or hide the queue a slow-start step made).
+    this.#steady = this.#reserveLimit(now);
+    // A probe starts or goes on, the limit was cut, or it grew in slow start: only requests
+    // admitted from now on show the latency at the new limit (those admitted before would cut
+    // it again for the same queue, hide the queue a slow-start step made, or show a probe's
+    // next window the queue its last one drained).
     const state = this.#state;
-    if ((!probing && state.resume !== undefined) || state.limit < before || (state.slowStart && state.limit > before)) {
+    if (state.resume !== undefined || state.limit < before || (state.slowStart && state.limit > before)) {
       this.#since = now;
     }
     this.#windowStart = now;
     this.#sum = 0;
+    this.#squares = 0;
     this.#max = 0;
     this.#count = 0;
     this.#maxInFlight = 0;

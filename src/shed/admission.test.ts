@@ -1,7 +1,7 @@
 // The admission rule at fixed values: which priority is admitted with how many requests in
 // flight, under a reserve and under event-loop pressure.
 import { describe, expect, it } from "vitest";
-import { admits, allowances, heldShares } from "./admission.ts";
+import { admits, allowances, coveredLevels, fitsReserve, heldShares } from "./admission.ts";
 import { PRIORITY_LEVELS } from "./pressure.ts";
 
 const NONE = PRIORITY_LEVELS;
@@ -61,5 +61,71 @@ describe("admits", () => {
     let critical = 0;
     while (admits(inFlight + critical, 0, allowance, NONE)) critical++;
     expect(critical).toBe(2);
+  });
+});
+
+describe("fitsReserve: less critical levels counted at most at their allowance", () => {
+  // A cut from 40 to 4 with reserve { 0: 0.5 }: priority 0 is admitted against the steady 4,
+  // the rest against 4 − 2. Nested { 0: 0.1, 3: 0.2 } of 10: 4–9 may use 7, 1–3 9, 0 all 10.
+  const CUT = [4, 2, 2, 2, 2, 2, 2, 2, 2, 2];
+  const NESTED = [10, 9, 9, 9, 7, 7, 7, 7, 7, 7];
+  const levels = (counts: Record<number, number>) => Array.from({ length: PRIORITY_LEVELS }, (_, q) => counts[q] ?? 0);
+  it.each([
+    // A cut from 40 to 4 with reserve { 0: 0.5 }: the flood still holds 20 admitted under 40,
+    // its allowance is now 2; priority 0's allowance (the steady limit) is 4.
+    {
+      counts: { 5: 20 },
+      priority: 0,
+      allowance: CUT,
+      fits: true,
+      why: "flood over its share: counted as 2",
+    },
+    { counts: { 0: 1, 5: 20 }, priority: 0, allowance: CUT, fits: true },
+    {
+      counts: { 0: 2, 5: 20 },
+      priority: 0,
+      allowance: CUT,
+      fits: false,
+      why: "the reserve's 2 slots are taken",
+    },
+    {
+      counts: { 0: 3, 5: 1 },
+      priority: 0,
+      allowance: CUT,
+      fits: false,
+      why: "the limit holds",
+    },
+    // Nested { 0: 0.1, 3: 0.2 } of 10: 4–9 may use 7, 1–3 may use 9, 0 all 10.
+    {
+      counts: { 6: 9, 2: 0 },
+      priority: 2,
+      allowance: NESTED,
+      fits: true,
+      why: "nested: the flood counts 7",
+    },
+    {
+      counts: { 6: 9, 2: 2 },
+      priority: 2,
+      allowance: NESTED,
+      fits: false,
+      why: "nested: 1–3 have their 2",
+    },
+    {
+      counts: { 6: 9, 3: 5 },
+      priority: 0,
+      allowance: NESTED,
+      fits: true,
+      why: "nested: 0 keeps its own slot",
+    },
+    { counts: { 6: 9, 3: 5, 0: 1 }, priority: 0, allowance: NESTED, fits: false },
+  ])("$counts, priority $priority → $fits", ({ counts, priority, allowance, fits }) => {
+    expect(fitsReserve(levels(counts), priority, allowance)).toBe(fits);
+  });
+
+  it("coveredLevels: the levels some reserve covers", () => {
+    expect(coveredLevels(heldShares({}))).toBe(0);
+    expect(coveredLevels(heldShares({ 0: 0.5 }))).toBe(1);
+    expect(coveredLevels(heldShares({ 0: 0.1, 3: 0.2 }))).toBe(4);
+    expect(coveredLevels(heldShares({ 8: 0.3 }))).toBe(9);
   });
 });

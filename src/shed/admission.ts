@@ -50,3 +50,34 @@ export function allowances(limit: number, held: readonly number[], steady = limi
 export function admits(inFlight: number, priority: number, allowance: readonly number[], cutoff: number): boolean {
   return priority < cutoff && inFlight < (allowance[priority] as number);
 }
+
+/**
+ * How many levels a reserve covers: priorities below this may use some reserve (0 without one).
+ * Only they can be refused by requests of less critical levels holding more than their share.
+ */
+export function coveredLevels(held: readonly number[]): number {
+  const total = held[held.length - 1] ?? 0;
+  let covered = 0;
+  while (covered < held.length && (held[covered] as number) < total) covered++;
+  return covered;
+}
+
+/**
+ * Whether a request of `priority` fits when the less critical levels are counted at most at
+ * their allowance (`byLevel[q]`: requests of priority q in flight). {@link admits} counts
+ * every request in flight; after an adaptive limit is cut, the less critical levels may still
+ * hold more than their new share (admitted under the old limit, they run until they finish),
+ * and counted whole they would take the reserve's slots: the reserve would be a share of the
+ * old limit less the overhang, however small. Counted at their allowance, the levels a reserve
+ * covers always find the slots it holds for them, whatever the rest holds. Nested reserves
+ * cap each group of levels at its own allowance, from the least critical up.
+ */
+export function fitsReserve(byLevel: readonly number[], priority: number, allowance: readonly number[]): boolean {
+  let below = 0;
+  for (let q = byLevel.length - 1; q > priority; q--) {
+    below = Math.min(below + (byLevel[q] as number), allowance[q] as number);
+  }
+  let own = 0;
+  for (let q = 0; q <= priority; q++) own += byLevel[q] as number;
+  return own + below < (allowance[priority] as number);
+}

@@ -9,6 +9,7 @@ import {
   effectiveLimit,
   GRADIENT_DEFAULTS,
   type GradientParams,
+  type GradientSample,
   type GradientState,
   gradientStep,
   initialGradient,
@@ -23,6 +24,10 @@ const warm = (over: Partial<GradientState> = {}): GradientState => ({
   windows: 1000,
   nextProbeAt: 1e12,
   resume: undefined,
+  peakRtt: 0,
+  probeRtt: 0,
+  probePeak: 0,
+  probeWindows: 0,
   ...over,
 });
 
@@ -113,14 +118,69 @@ describe("gradientStep at fixed windows", () => {
       windows: 1002,
       nextProbeAt: 15_100,
       resume: undefined,
+      peakRtt: 8,
+      probeRtt: 0,
+      probePeak: 0,
+      probeWindows: 0,
     });
     expect(gradientStep(due, { rtt: 8, maxInFlight: 4 }, 5100, params, 0).nextProbeAt).toBe(14_100);
+  });
+
+  it("probes on while its windows drain a queue: a first window over the bar, then each faster than the last", () => {
+    const params = GRADIENT_DEFAULTS;
+    const due = gradientStep(warm({ nextProbeAt: 5000, longRtt: 10 }), { rtt: 12, maxInFlight: 100 }, 5000, params, 0);
+    // The first window still waits behind the queue built before the probe: 30 > 1.3 × 10.
+    const draining = gradientStep(due, { rtt: 30, maxInFlight: 30 }, 5100, params, 0);
+    expect(draining).toMatchObject({ limit: params.minLimit, resume: due.resume, probeRtt: 30, probeWindows: 1 });
+    const faster = gradientStep(draining, { rtt: 14, maxInFlight: 4 }, 5200, params, 0);
+    expect(faster).toMatchObject({ limit: params.minLimit, probeRtt: 14, probeWindows: 2 });
+    // No faster (within twice its standard error): drained; the faster of the two is the measure.
+    const done = gradientStep(faster, { rtt: 15, maxInFlight: 4, sem: 1 }, 5300, params, 0);
+    expect(done).toMatchObject({ limit: due.resume, longRtt: 14, resume: undefined, probeWindows: 0 });
+    // A first window within the bar ends the probe at once; at most 5 windows in all.
+    expect(gradientStep(due, { rtt: 12, maxInFlight: 4 }, 5100, params, 0).resume).toBeUndefined();
+    let state = due;
+    for (let i = 0; i < 5; i++) state = gradientStep(state, { rtt: 100 - 10 * i, maxInFlight: 4 }, 5100 + i, params, 0);
+    expect(state).toMatchObject({ resume: undefined, longRtt: 60 });
+  });
+
+  it("keeps the probe's slowest latency as the unloaded spread, at most 2× its mean", () => {
+    const due = warm({ nextProbeAt: 0, resume: 50, limit: 4 });
+    expect(gradientStep(due, { rtt: 10, maxRtt: 15, maxInFlight: 4 }, 0, P, 0).peakRtt).toBe(15);
+    expect(gradientStep(due, { rtt: 10, maxRtt: 300, maxInFlight: 4 }, 0, P, 0).peakRtt).toBe(20);
+    // In slow start, a window's slowest request is compared with 1.3 × that spread: noise of ±50% grows 1.5×.
+    const noisy = warm({ slowStart: true, peakRtt: 15 });
+    expect(gradientStep(noisy, { rtt: 10, maxRtt: 16, maxInFlight: 100 }, 0, P, 0).limit).toBe(150);
+    expect(gradientStep(noisy, { rtt: 10, maxRtt: 20, maxInFlight: 100 }, 0, P, 0).limit).toBeCloseTo(102, 6);
+  });
+
+  it("moves nothing on a window slower or faster by chance: twice its standard error is noise", () => {
+    // 14 against 1.3 × 10 queues, unless its standard error is 0.5 or more.
+    expect(gradientStep(warm(), { rtt: 14, maxInFlight: 100, sem: 0.4 }, 0, P, 0).limit).toBeLessThan(100);
+    expect(gradientStep(warm(), { rtt: 14, maxInFlight: 100, sem: 0.5 }, 0, P, 0).limit).toBeCloseTo(102, 6);
+    // 8 against 10 halves the gap, unless within noise: then the slow average.
+    expect(gradientStep(warm(), { rtt: 8, maxInFlight: 100, sem: 0.9 }, 0, P, 0).longRtt).toBe(9);
+    expect(gradientStep(warm(), { rtt: 8, maxInFlight: 100, sem: 1 }, 0, P, 0).longRtt).toBeCloseTo(
+      10 - 2 * (2 / 601),
+      9,
+    );
   });
 
   it("starts with a probe at minLimit, then resumes at initialLimit clamped to the bounds, in slow start", () => {
     const params = { ...P, probeIntervalMs: 10_000, initialLimit: 20 };
     const start = initialGradient({ ...params, initialLimit: 2, minLimit: 4 }, 1000);
-    expect(start).toEqual({ limit: 4, longRtt: 0, slowStart: true, windows: 0, nextProbeAt: 11_000, resume: 4 });
+    expect(start).toEqual({
+      limit: 4,
+      longRtt: 0,
+      peakRtt: 0,
+      slowStart: true,
+      windows: 0,
+      nextProbeAt: 11_000,
+      resume: 4,
+      probeRtt: 0,
+      probePeak: 0,
+      probeWindows: 0,
+    });
     const first = gradientStep(initialGradient(params, 0), { rtt: 30, maxInFlight: 4 }, 100, params, 0.5);
     expect(first).toEqual({
       limit: 20,
@@ -129,6 +189,10 @@ describe("gradientStep at fixed windows", () => {
       windows: 1,
       nextProbeAt: 10_100,
       resume: undefined,
+      peakRtt: 30,
+      probeRtt: 0,
+      probePeak: 0,
+      probeWindows: 0,
     });
     expect(initialGradient(GRADIENT_DEFAULTS, 0).resume).toBe(4);
     expect(effectiveLimit(warm({ limit: 7.9 }))).toBe(7);
@@ -152,27 +216,53 @@ interface Model {
   base: number;
 }
 
-/** Runs `windows` windows of 100 ms with `offered` requests wanting to be in flight; returns the limits and latencies. */
+/**
+ * Runs `windows` windows of 100 ms with `offered` requests wanting to be in flight; returns the
+ * limits, the latencies over `base`, and the queueing alone (in flight over capacity, at least
+ * 1). Without `noise` each window's latency is ±10% off; with it, each window is 20 requests
+ * each `noise` off (uniformly) and carries their standard error, as AdaptiveLimit measures it.
+ */
 function run(
   model: (i: number) => Model,
   windows: number,
   offered: (i: number) => number,
   params: GradientParams,
   random: () => number,
-): { limits: number[]; rtts: number[] } {
+  noise?: number,
+): { limits: number[]; rtts: number[]; queues: number[] } {
   let state = initialGradient(params, 0);
   const limits: number[] = [];
   const rtts: number[] = [];
+  const queues: number[] = [];
   for (let i = 0; i < windows; i++) {
     const { capacity, base } = model(i);
     const inFlight = Math.min(effectiveLimit(state), offered(i));
-    const rtt = base * Math.max(1, inFlight / capacity) * (0.9 + 0.2 * random());
+    const queue = Math.max(1, inFlight / capacity);
     const limited = offered(i) > effectiveLimit(state);
-    state = gradientStep(state, { rtt, maxInFlight: inFlight, limited }, (i + 1) * 100, params, random());
+    let sample: GradientSample;
+    if (noise === undefined) {
+      sample = { rtt: base * queue * (0.9 + 0.2 * random()), maxInFlight: inFlight, limited };
+    } else {
+      const n = 20;
+      let sum = 0;
+      let squares = 0;
+      let max = 0;
+      for (let k = 0; k < n; k++) {
+        const x = base * queue * (1 + noise * (2 * random() - 1));
+        sum += x;
+        squares += x * x;
+        max = Math.max(max, x);
+      }
+      const rtt = sum / n;
+      const sem = Math.sqrt(Math.max(0, squares - n * rtt * rtt) / (n - 1) / n);
+      sample = { rtt, maxRtt: max, sem, maxInFlight: inFlight, limited };
+    }
+    state = gradientStep(state, sample, (i + 1) * 100, params, random());
     limits.push(state.limit);
-    rtts.push(rtt / base);
+    rtts.push(sample.rtt / base);
+    queues.push(queue);
   }
-  return { limits, rtts };
+  return { limits, rtts, queues };
 }
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
@@ -209,7 +299,7 @@ describe(`the adaptive limit on synthetic traces (seed ${SEED}; replay with SLUI
           }
         },
       ),
-      { numRuns: 200 },
+      { seed: SEED, numRuns: 200 },
     );
   });
 
@@ -232,7 +322,7 @@ describe(`the adaptive limit on synthetic traces (seed ${SEED}; replay with SLUI
         expect(Math.max(...rtts)).toBeLessThanOrEqual(2.5);
         expect(Math.max(...rtts.slice(-400))).toBeLessThanOrEqual(2);
       }),
-      { numRuns: 60 },
+      { seed: SEED, numRuns: 60 },
     );
   });
 
@@ -255,7 +345,62 @@ describe(`the adaptive limit on synthetic traces (seed ${SEED}; replay with SLUI
           expect(mean(limits.slice(-200))).toBeLessThanOrEqual(model.capacity * 2);
         },
       ),
-      { numRuns: 60 },
+      { seed: SEED, numRuns: 60 },
+    );
+  });
+
+  it("converges near capacity under 3× overload with latency noise of ±50% per request", () => {
+    fc.assert(
+      fc.property(arbModel, fc.integer(), (model, seed) => {
+        const { limits, queues } = run(
+          () => model,
+          1200,
+          () => model.capacity * 3,
+          GRADIENT_DEFAULTS,
+          mulberry32(seed),
+          0.5,
+        );
+        const settled = limits.slice(-400);
+        expect(mean(settled)).toBeGreaterThanOrEqual(model.capacity * 0.8);
+        expect(mean(settled)).toBeLessThanOrEqual(model.capacity * 2);
+        // The queue the limit lets build (the noise aside): as without noise.
+        expect(mean(queues.slice(-400))).toBeLessThanOrEqual(1.5);
+        expect(Math.max(...queues.slice(-400))).toBeLessThanOrEqual(2);
+      }),
+      { seed: SEED, numRuns: 60 },
+    );
+  });
+
+  it("follows a sudden capacity drop mid-trace down, within bounds, with or without noise", () => {
+    fc.assert(
+      fc.property(
+        arbModel,
+        fc.double({ min: 0.2, max: 0.8, noNaN: true }),
+        fc.constantFrom(undefined, 0.5),
+        fc.integer(),
+        (model, share, noise, seed) => {
+          const drop = 600;
+          const dropped = { capacity: Math.max(4, Math.round(model.capacity * share)), base: model.base };
+          const { limits, queues } = run(
+            (i) => (i < drop ? model : dropped),
+            drop + 600,
+            () => model.capacity * 3,
+            GRADIENT_DEFAULTS,
+            mulberry32(seed),
+            noise,
+          );
+          for (const limit of limits) {
+            expect(limit).toBeGreaterThanOrEqual(GRADIENT_DEFAULTS.minLimit);
+            expect(limit).toBeLessThanOrEqual(GRADIENT_DEFAULTS.maxLimit);
+          }
+          // Within 20 windows (2 s) of the drop the queue is back within 2×, and stays there.
+          expect(Math.max(...queues.slice(drop + 20))).toBeLessThanOrEqual(2);
+          const settled = mean(limits.slice(-200));
+          expect(settled).toBeGreaterThanOrEqual(dropped.capacity * 0.8);
+          expect(settled).toBeLessThanOrEqual(dropped.capacity * 2);
+        },
+      ),
+      { seed: SEED, numRuns: 60 },
     );
   });
 

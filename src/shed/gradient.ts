@@ -59,6 +59,12 @@ export interface GradientSample {
   maxRtt?: number;
   /** Whether the limit refused a request during the window (with a reserve, the flood is refused while in flight stays far under the limit). */
   limited?: boolean;
+  /**
+   * Standard error of `rtt` (ms; default 0): the window's latencies' standard deviation over
+   * √count. A window is slower or faster than the long-term latency only by more than twice
+   * this: with latency noise of ±50%, a window of 10 requests is 10% off by chance alone.
+   */
+  sem?: number;
 }
 
 /** The adaptive limit's state. */
@@ -67,6 +73,12 @@ export interface GradientState {
   limit: number;
   /** Long-term latency (ms): restarted by each probe from the unloaded latency, then an exponential average over `longWindow` windows that did not queue; 0 before the first probe. */
   longRtt: number;
+  /**
+   * The slowest latency (ms) of the last probe's window, at most {@link MAX_SPREAD} × its mean: how
+   * far the unloaded latency spreads (a window's slowest request is compared with it, not with the
+   * mean, so latency noise of ±50% does not read as a queue); 0 before the first probe.
+   */
+  peakRtt: number;
   /** True from the start until the first window that queues: the limit grows 1.5× per window meanwhile (as TCP's slow start). */
   slowStart: boolean;
   /** Windows measured so far. */
@@ -75,6 +87,11 @@ export interface GradientState {
   nextProbeAt: number;
   /** The limit to resume after a probe; undefined outside one. */
   resume: number | undefined;
+  /** During a probe, the mean latency (ms) of its last window, and that window's slowest; 0 at its first window and outside one. */
+  probeRtt: number;
+  probePeak: number;
+  /** Windows the probe has measured so far (0 outside one). */
+  probeWindows: number;
 }
 
 /**
@@ -94,6 +111,21 @@ const SLOW_START = 1.5;
  */
 const SLOW_START_RISE = 1.1;
 
+/**
+ * The unloaded spread kept from a probe is at most this many times its mean latency: a probe's
+ * slowest request slower than that met a stall of the host, not the service's own spread.
+ */
+const MAX_SPREAD = 2;
+
+/**
+ * Most windows a probe measures. The requests admitted as it starts wait behind the queue the
+ * limit had built, and those a reserve keeps admitting at the steady limit slow its drain, so
+ * its first window can measure that queue, not the unloaded latency: a probe whose first
+ * window looks queued against the last probe's measure goes on while each window is faster
+ * than the one before (beyond noise).
+ */
+const MAX_PROBE_WINDOWS = 5;
+
 /** The share of the gap a window faster than the long-term latency closes at once. */
 const FAST_DOWN = 0.5;
 
@@ -109,10 +141,14 @@ export function initialGradient(params: GradientParams, now: number): GradientSt
   return {
     limit: params.minLimit,
     longRtt: 0,
+    peakRtt: 0,
     slowStart: true,
     windows: 0,
     nextProbeAt: now + params.probeIntervalMs,
     resume: clamp(params.initialLimit, params.minLimit, params.maxLimit),
+    probeRtt: 0,
+    probePeak: 0,
+    probeWindows: 0,
   };
 }
 
@@ -138,7 +174,10 @@ export function steadyLimit(state: GradientState, params: GradientParams): numbe
  * fleet started together does not probe in step.
  *
  * - During a probe (the limit held at `minLimit`, so no queue forms) the window's latency is
- *   the unloaded latency: the long-term average restarts from it and the limit resumes.
+ *   the unloaded latency once the queue built before it has drained: a first window slower
+ *   than `tolerance` × the long-term latency is followed by more while each is faster than the
+ *   one before (at most 5 in all); the long-term average restarts from the fastest and the
+ *   limit resumes.
  * - A window slower than `tolerance` × the long-term latency queued: the limit is cut at once
  *   (unsmoothed, as an AIMD cut) by the gradient `tolerance × long / short`, at most halved.
  *   Such a window is left out of the long-term average: under sustained queueing an average of
@@ -158,22 +197,47 @@ export function gradientStep(
   jitter: number,
 ): GradientState {
   if (!(sample.rtt > 0) || !Number.isFinite(sample.rtt)) return state;
+  // The window's latency less (or plus) its noise: chance alone does not cut, grow or move the bar.
+  const margin = 2 * (sample.sem ?? 0);
   if (state.resume !== undefined) {
+    // Its first window slower than the bar (or any later one faster than the last): the queue
+    // built before the probe may still be draining, so one more window is measured.
+    const draining =
+      state.probeWindows === 0
+        ? state.longRtt > 0 && sample.rtt - margin > params.tolerance * state.longRtt
+        : sample.rtt + margin < state.probeRtt;
+    if (draining && state.probeWindows + 1 < MAX_PROBE_WINDOWS) {
+      return {
+        ...state,
+        windows: state.windows + 1,
+        probeRtt: sample.rtt,
+        probePeak: sample.maxRtt ?? sample.rtt,
+        probeWindows: state.probeWindows + 1,
+      };
+    }
+    // The queue has drained (this window is no faster than the last): the faster of the two.
+    const last = draining || state.probeWindows === 0 || state.probeRtt > sample.rtt;
+    const rtt = last ? sample.rtt : state.probeRtt;
+    const peak = last ? (sample.maxRtt ?? sample.rtt) : state.probePeak;
     return {
       limit: state.resume,
-      longRtt: sample.rtt,
+      longRtt: rtt,
+      peakRtt: Math.min(peak, MAX_SPREAD * rtt),
       slowStart: state.slowStart,
       windows: state.windows + 1,
       nextProbeAt: now + params.probeIntervalMs * (0.9 + 0.2 * jitter),
       resume: undefined,
+      probeRtt: 0,
+      probePeak: 0,
+      probeWindows: 0,
     };
   }
   const windows = state.windows + 1;
-  const queued = sample.rtt > params.tolerance * state.longRtt;
+  const queued = sample.rtt - margin > params.tolerance * state.longRtt;
   // Faster than the long-term latency: a spike ended, or the probe met a noisy moment (one
   // window on a busy host can be 1.5× slow), so it comes down fast. Slower but not queued: the
   // slow average. Queued: left out.
-  const weight = sample.rtt < state.longRtt ? FAST_DOWN : queued ? 0 : 2 / (params.longWindow + 1);
+  const weight = sample.rtt + margin < state.longRtt ? FAST_DOWN : queued ? 0 : 2 / (params.longWindow + 1);
   const longRtt = state.longRtt + (sample.rtt - state.longRtt) * weight;
   let limit = state.limit;
   let slowStart = state.slowStart;
@@ -186,14 +250,27 @@ export function gradientStep(
     // The slowest request too: the requests that queued behind a step finish last, and in a
     // window of many they move the mean little.
     const rising =
-      sample.rtt > SLOW_START_RISE * state.longRtt || (sample.maxRtt ?? 0) > params.tolerance * state.longRtt;
+      sample.rtt - margin > SLOW_START_RISE * state.longRtt ||
+      (sample.maxRtt ?? 0) > params.tolerance * Math.max(state.longRtt, state.peakRtt);
     limit = slowStart && !rising ? limit * SLOW_START : limit + params.smoothing * Math.sqrt(limit);
   }
   limit = clamp(limit, params.minLimit, params.maxLimit);
+  const next: GradientState = {
+    limit,
+    longRtt,
+    peakRtt: state.peakRtt,
+    slowStart,
+    windows,
+    nextProbeAt: state.nextProbeAt,
+    resume: undefined,
+    probeRtt: 0,
+    probePeak: 0,
+    probeWindows: 0,
+  };
   if (now >= state.nextProbeAt) {
-    return { limit: params.minLimit, longRtt, slowStart, windows, nextProbeAt: state.nextProbeAt, resume: limit };
+    return { ...next, limit: params.minLimit, resume: limit };
   }
-  return { limit, longRtt, slowStart, windows, nextProbeAt: state.nextProbeAt, resume: undefined };
+  return next;
 }
 
 function clamp(value: number, low: number, high: number): number {

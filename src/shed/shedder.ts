@@ -6,7 +6,7 @@
  */
 import { stopwatch } from "../core/clock.ts";
 import { AdaptiveLimit, fixedLimit, type LimitSource } from "./adaptive.ts";
-import { admits, allowances, heldShares } from "./admission.ts";
+import { admits, allowances, coveredLevels, fitsReserve, heldShares } from "./admission.ts";
 import { sampleEventLoop } from "./event-loop.ts";
 import { FleetLimit, type FleetRelease } from "./fleet.ts";
 import { priorityCounts, prometheusText, type ShedStats } from "./metrics.ts";
@@ -37,6 +37,10 @@ export class Shedder<Req> implements LoadShedHandle {
   readonly config: ShedConfig<Req>;
   readonly #source: LimitSource | undefined;
   readonly #held: number[];
+  /** Priorities below this may use a reserve. */
+  readonly #covered: number;
+  /** Requests in flight by priority (the reserve counts the less critical levels at most at their share). */
+  readonly #byLevel = priorityCounts();
   readonly #now: () => number;
   #allowance: readonly number[] = UNLIMITED;
   #allowanceFor = Number.NaN;
@@ -57,6 +61,7 @@ export class Shedder<Req> implements LoadShedHandle {
     const clock = config.clock;
     this.#now = clock === undefined ? stopwatch : () => clock.now();
     this.#held = heldShares(config.reserve);
+    this.#covered = coveredLevels(this.#held);
     this.#fleet =
       config.store === undefined
         ? undefined
@@ -91,6 +96,14 @@ export class Shedder<Req> implements LoadShedHandle {
   }
 
   /**
+   * The limit a reserve's shares are taken of now (the adaptive limit's steadier one, see
+   * `LimitSource.steady`); undefined without a limit.
+   */
+  get steadyLimit(): number | undefined {
+    return this.#source?.steady();
+  }
+
+  /**
    * The release of an admitted `request`, or undefined when it is shed (counted by its
    * priority). With a `store` the fleet decides, and the answer is a promise on an async store.
    */
@@ -110,16 +123,26 @@ export class Shedder<Req> implements LoadShedHandle {
     // With a fleet, this process's own count does not limit: the fleet's pools do (a level
     // allowed no slot at all, or shed for pressure, is refused here without a round trip).
     if (!admits(fleet === undefined ? this.#inFlight : 0, priority, this.#allowance, this.#pressure.cutoff)) {
+      // A level a reserve covers may still fit: the rest counted at most at their share. (A
+      // fleet's pools have a fixed limit: no level ever holds more than its share there.)
+      if (
+        fleet === undefined &&
+        priority < this.#covered &&
+        priority < this.#pressure.cutoff &&
+        fitsReserve(this.#byLevel, priority, this.#allowance)
+      ) {
+        return this.#hold(undefined, priority);
+      }
       // Refused by the limit, not by event-loop pressure: the adaptive limit is binding.
       if (priority < this.#pressure.cutoff) source?.refused();
       return this.#shedAt(priority);
     }
-    if (fleet === undefined) return this.#hold(undefined);
+    if (fleet === undefined) return this.#hold(undefined, priority);
     const leased = fleet.take(priority);
     if (leased instanceof Promise) {
-      return leased.then((leases) => (leases === undefined ? this.#shedAt(priority) : this.#hold(leases)));
+      return leased.then((leases) => (leases === undefined ? this.#shedAt(priority) : this.#hold(leases, priority)));
     }
-    return leased === undefined ? this.#shedAt(priority) : this.#hold(leased);
+    return leased === undefined ? this.#shedAt(priority) : this.#hold(leased, priority);
   }
 
   #shedAt(priority: number): undefined {
@@ -127,9 +150,11 @@ export class Shedder<Req> implements LoadShedHandle {
     return undefined;
   }
 
-  #hold(leases: FleetRelease | undefined): Release {
+  #hold(leases: FleetRelease | undefined, priority: number): Release {
     const source = this.#source;
+    const byLevel = this.#byLevel;
     this.#inFlight++;
+    byLevel[priority] = (byLevel[priority] as number) + 1;
     this.#admitted++;
     source?.started(this.#inFlight);
     const startedAt = this.#now();
@@ -138,6 +163,7 @@ export class Shedder<Req> implements LoadShedHandle {
       if (released) return;
       released = true;
       this.#inFlight--;
+      byLevel[priority] = (byLevel[priority] as number) - 1;
       leases?.();
       if (sample && source !== undefined) {
         const now = this.#now();

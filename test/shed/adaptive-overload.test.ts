@@ -1,26 +1,43 @@
 // The adaptive limit on a simulated overloaded service (test/shed/pool-sim.ts: a pool of slots,
-// an open-loop load at 2–3× its capacity, seeded stalls of a busy host), end to end through the
-// Shedder: the p99 of admitted requests stays within 2× the unloaded p99, goodput within 90% of
-// what the pool serves unloaded, and, with a reserve, every critical request (20% of the
-// offered load) passes: through slow start at the flood's first windows and through probes.
-// Simulated time, so the bounds are exact and replayable from the seed; the real server's
-// figures are bench/shed.mjs's.
+// an open-loop load at 2–3× its capacity, seeded stalls of a busy host, latency noise of ±10%
+// or ±50% per request, a sudden capacity drop), end to end through the Shedder: the p99 of
+// admitted requests stays within 2× the unloaded p99, goodput within 90% of what the pool
+// serves unloaded, and, with a reserve, every critical request (20% of the offered load)
+// passes: through slow start at the flood's first windows, through probes, and after the
+// pool loses capacity. Whatever the trace, a critical request is refused only while critical
+// requests fill the slots the reserve holds. Simulated time, so the bounds are exact and
+// replayable from the seed; the real server's figures are bench/shed.mjs's.
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { runs, SEED } from "../support/seed.ts";
-import { type PoolModel, quantile, runPool } from "./pool-sim.ts";
+import { type PoolModel, type PoolRun, quantile, runPool } from "./pool-sim.ts";
 
 const arbModel: fc.Arbitrary<PoolModel> = fc
   .record({
     slots: fc.integer({ min: 4, max: 32 }),
     holdMs: fc.integer({ min: 10, max: 100 }),
+    jitter: fc.constantFrom(0.1, 0.5),
     stall: fc.constantFrom(0, 0.002, 0.01),
     stallShare: fc.double({ min: 0.1, max: 0.5, noNaN: true }),
   })
-  .map(({ slots, holdMs, stall, stallShare }) => ({ slots, holdMs, stallRate: stall, stallMs: holdMs * stallShare }));
+  .map(({ slots, holdMs, jitter, stall, stallShare }) => ({
+    slots,
+    holdMs,
+    jitter,
+    stallRate: stall,
+    stallMs: holdMs * stallShare,
+  }));
 
 /** The unloaded run: `slots` closed-loop clients, the pool full and no queue (as bench/shed.mjs calibrates). */
 const unloaded = (model: PoolModel, seed: number) => runPool(model, { factor: 1, seconds: 6, seed, closed: true });
+
+/** Probes every 2 s instead of 10: several in a run. */
+const RESERVED = { limit: "adaptive", reserve: { 0: 0.75 }, adaptive: { probeIntervalMs: 2000 } } as const;
+
+/** A critical request is refused only while critical requests hold the reserve's slots. */
+const keptReserve = (run: PoolRun) => {
+  for (const shed of run.criticalSheds) expect(shed.inFlight).toBeGreaterThanOrEqual(shed.reserved);
+};
 
 describe(`loadShed({ limit: "adaptive" }) on a simulated pool at 2–3× capacity (seed ${SEED}; replay with SLUICE_SEED)`, () => {
   it("holds the p99 of admitted requests within 2× the unloaded p99, goodput ≥ 90%", () => {
@@ -38,20 +55,37 @@ describe(`loadShed({ limit: "adaptive" }) on a simulated pool at 2–3× capacit
   it("with a reserve, passes every critical request (20% of the load) while the flood is shed", () => {
     fc.assert(
       fc.property(arbModel, fc.double({ min: 2, max: 3, noNaN: true }), fc.integer(), (model, factor, seed) => {
-        const run = runPool(model, {
-          factor,
-          seconds: 15,
-          seed,
-          criticalEvery: 5,
-          // Probes every 2 s instead of 10: several in a run.
-          shed: { limit: "adaptive", reserve: { 0: 0.75 }, adaptive: { probeIntervalMs: 2000 } },
-        });
+        const run = runPool(model, { factor, seconds: 10, seed, criticalEvery: 5, shed: RESERVED });
         expect(run.criticalOffered).toBeGreaterThan(0);
+        keptReserve(run);
         expect(run.criticalShedAt).toEqual([]);
         const calm = unloaded(model, seed);
         expect(quantile(run.latencies, 0.99)).toBeLessThanOrEqual(2 * quantile(calm.latencies, 0.99));
       }),
-      { seed: SEED, numRuns: runs(15) },
+      { seed: SEED, numRuns: runs(12) },
+    );
+  });
+
+  it("after a sudden capacity drop, passes every critical request and brings the p99 back within 2×", () => {
+    fc.assert(
+      fc.property(
+        arbModel,
+        fc.double({ min: 2, max: 2.5, noNaN: true }),
+        fc.double({ min: 0.7, max: 0.9, noNaN: true }),
+        fc.integer({ min: 3000, max: 5000 }),
+        fc.integer(),
+        (model, factor, share, atMs, seed) => {
+          const change = { atMs, slots: Math.max(3, Math.round(model.slots * share)), holdMs: model.holdMs };
+          const run = runPool({ ...model, change }, { factor, seconds: 10, seed, criticalEvery: 5, shed: RESERVED });
+          keptReserve(run);
+          expect(run.criticalShedAt).toEqual([]);
+          // Requests sent from 2 s after the drop on: within 2× the dropped pool's unloaded p99.
+          const after = run.latencies.filter((_, i) => (run.arrivals[i] as number) >= atMs + 2000);
+          const calm = unloaded({ ...model, slots: change.slots }, seed);
+          expect(quantile(after, 0.99)).toBeLessThanOrEqual(2 * quantile(calm.latencies, 0.99));
+        },
+      ),
+      { seed: SEED, numRuns: runs(8) },
     );
   });
 });
