@@ -57,6 +57,11 @@ export const RECLAIM_MARGIN_MS = 1000;
  * again: under a flood with every cell live, each unplaced check would otherwise pay a scan.
  */
 const RECLAIM_BACKOFF_MS = 100;
+/**
+ * Cells one reclaim looks at before it gives up for this join (the next one goes on from there):
+ * the cost of a join that finds the pool empty stays bounded whatever the number of rules.
+ */
+const RECLAIM_SCAN = 16_384;
 /** A rule bound to more than one clock in this thread: no other rule's instant compares with it. */
 const MIXED = Symbol("mixed clocks");
 
@@ -85,6 +90,8 @@ export class Summary {
   readonly #quietUntil: Float64Array;
   /** Per rule, the instant a reclaim judges its cells by (scratch of `#reclaim`). */
   readonly #instants: Float64Array;
+  /** Cells the reclaims looked at since one last took a block back (a full turn: all quiet). */
+  #dry = 0;
 
   constructor(views: Views, layout: Layout, free: FreeList) {
     this.#views = views;
@@ -291,13 +298,16 @@ export class Summary {
   }
 
   /**
-   * Empties cells (of every rule, round-robin from this thread's cursor, until RECLAIM_BATCH or a
-   * full turn) whose fresh-at is RECLAIM_MARGIN_MS or more before an instant of their rule's clock
-   * (`instantOf`), and returns their blocks to the pool; returns how many (0 without
-   * scanning within RECLAIM_BACKOFF_MS, on `clockRule`'s clock at `now`, of a turn for it that
-   * found none). Safe beside every other step: a cell is emptied by compare-and-swap of the word
-   * that was read (its tag moves, so a join that copied the block fails its swap and a read that
-   * copied it reads again), and the block pushed is then unreachable from every cell.
+   * Empties cells (of every rule, round-robin from this thread's cursor, until RECLAIM_BATCH,
+   * RECLAIM_SCAN cells looked at, or a full turn) whose fresh-at is RECLAIM_MARGIN_MS or more
+   * before an instant of their rule's clock (`instantOf`), and returns their blocks to the pool;
+   * returns how many. Once the reclaims have looked at every cell without taking one back, none
+   * scans again for RECLAIM_BACKOFF_MS on any rule's clock (each rule's by its own instant):
+   * under 200 flooded rules, a backoff per rule let each rule pay a full turn (819,200 cells) of
+   * its own, 76% of the flood's time. Safe beside every other step: a cell is emptied by
+   * compare-and-swap of the word that was read (its tag moves, so a join that copied the block
+   * fails its swap and a read that copied it reads again), and the block pushed is then
+   * unreachable from every cell. Skipping a reclaim only sends joins to the overflow cells.
    */
   #reclaim(now: number, clockRule: number): number {
     if (now < (this.#quietUntil[clockRule] as number)) return 0;
@@ -309,10 +319,11 @@ export class Summary {
     // Judged by its own rule's clock: a rule a day ahead must not find another rule's live cells stale.
     const instants = this.#instants;
     for (let r = 0; r < maxRules; r++) instants[r] = this.instantOf(r, now, clockRule);
-    for (let i = cells; i > 0 && freed < RECLAIM_BATCH; i--) {
+    for (let i = Math.min(cells, RECLAIM_SCAN); i > 0 && freed < RECLAIM_BATCH; i--) {
       const at = cellBase + this.#cursor;
       const seen = instants[Math.floor(this.#cursor / perRule)] as number;
       this.#cursor = this.#cursor + 1 === cells ? 0 : this.#cursor + 1;
+      this.#dry++;
       const word = Atomics.load(W, at);
       const block = indexOf(word);
       if (block < 0) continue;
@@ -322,8 +333,12 @@ export class Summary {
       if (Atomics.compareExchange(W, at, word, nextWord(word, -1)) !== word) continue;
       this.#free.push(block);
       freed++;
+      this.#dry = 0;
     }
-    if (freed === 0) this.#quietUntil[clockRule] = now + RECLAIM_BACKOFF_MS;
+    if (this.#dry >= cells) {
+      this.#dry = 0;
+      for (let r = 0; r < maxRules; r++) this.#quietUntil[r] = (instants[r] as number) + RECLAIM_BACKOFF_MS;
+    }
     return freed;
   }
 
