@@ -30,7 +30,6 @@ const ALL = [
   "src/stores/memory/sketch.edges.test.ts",
   "src/stores/memory/capped.test.ts",
   "test/properties/decisions.test.ts",
-  "test/properties/oracle.test.ts",
   "test/properties/moves.test.ts",
   "test/properties/windows.test.ts",
   "test/properties/fresh-at.test.ts",

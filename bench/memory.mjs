@@ -9,8 +9,10 @@
 //   npm run build && node --expose-gc bench/memory.mjs --restore [flood keys, default BENCH_FLOOD / 5]
 // Floods past the cliff (issue 34), per shape: honest refusals and escapes against an uncapped
 // store, heap growth, ns per decision beside the uncapped store's:
-//   npm run build && node --expose-gc bench/memory.mjs --shapes [algorithm:keys:perKey[:rules[:restart]] ...]
+//   npm run build && node --expose-gc bench/memory.mjs --shapes [algorithm:keys:perKey[:rules[:restart[:maxKeys]]]] ...]
 // (`restart`: the capped store is snapshotted and restored into a new one halfway through the flood).
+// Every algorithm × every shape, with and without a restart, the cells over 1% flagged:
+//   npm run build && node --expose-gc bench/memory.mjs --sweep [regex of the cells to run]
 
 import { RateLimiter as TokenLimiter } from "limiter";
 import { RateLimiterMemory } from "rate-limiter-flexible";
@@ -496,7 +498,7 @@ const SHAPE_SPECS = {
 };
 
 /**
- * Child process: one flood shape through `MemoryStore({ maxKeys: 10_000 })` (default budget,
+ * Child process: one flood shape through `MemoryStore({ maxKeys })` (10,000 unless given; default budget,
  * seed 14), or through an uncapped store (`capped` false: for its ns per decision only).
  * `keys` new keys each send `per` requests (and one more when per > 1) through each of `rules`
  * rules within one window; 1,000 returning keys send one request at each fifth of the flood, and
@@ -504,14 +506,14 @@ const SHAPE_SPECS = {
  * store too (keys are independent, so it needs no flood): an honest refusal is one it admits and
  * the capped store refuses; an escape, the other way round, or a flood key admitted past 10.
  */
-async function measureShape(algorithm, keys, per, nRules, capped, restart) {
+async function measureShape(algorithm, keys, per, nRules, capped, restart, maxKeys = 10_000) {
   const { ManualClock } = await import("../dist/index.js");
   const clock = new ManualClock(1_800_000_000_000 - (1_800_000_000_000 % HOUR) + 1);
   const make = (store) =>
     Array.from({ length: nRules }, (_, i) => createLimiter(SHAPE_SPECS[algorithm], { clock, store, name: `r${i}` }));
   const free = make(new MemoryStore());
   const before = held();
-  let store = capped ? new MemoryStore({ maxKeys: 10_000, seed: 14 }) : new MemoryStore();
+  let store = capped ? new MemoryStore({ maxKeys, seed: 14 }) : new MemoryStore();
   let limiters = make(store);
   const t = {
     honest: 0,
@@ -545,7 +547,7 @@ async function measureShape(algorithm, keys, per, nRules, capped, restart) {
     if (restart && k === Math.floor(keys / 2)) {
       // A restart in the middle (`sluice serve --state`): the state as text, into a new store.
       const text = store.snapshot(clock.now());
-      store = capped ? new MemoryStore({ maxKeys: 10_000 }) : new MemoryStore();
+      store = capped ? new MemoryStore({ maxKeys }) : new MemoryStore();
       store.restore(text);
       limiters = make(store);
     }
@@ -573,7 +575,6 @@ async function measureShape(algorithm, keys, per, nRules, capped, restart) {
 }
 
 async function shapes() {
-  const { execFileSync } = await import("node:child_process");
   const asked = process.argv.slice(3);
   const list =
     asked.length > 0
@@ -599,24 +600,13 @@ async function shapes() {
         ];
   const rows = [];
   for (const shape of list) {
-    const [algorithm, keys, per, rules = "1", restart = ""] = shape.split(":");
-    const run = (capped) =>
-      JSON.parse(
-        execFileSync(
-          process.execPath,
-          ["--expose-gc", process.argv[1], "--shape", algorithm, keys, per, rules, capped ? "capped" : "free", restart],
-          { encoding: "utf8", maxBuffer: 1 << 24 },
-        )
-          .trim()
-          .split("\n")
-          .pop(),
-      );
-    const c = run(true);
-    const u = run(false);
+    const [algorithm, keys, per, rules = "1", restart = "", maxKeys = ""] = shape.split(":");
+    const c = await runShape(shape, true);
+    const u = await runShape(shape, false);
     const s = c.stats;
     const pct = (n, of) => `${((100 * n) / Math.max(1, of)).toFixed(2)}%`;
     rows.push({
-      shape: `${algorithm} ${Number(keys).toLocaleString("en")} keys × ${per}${rules === "1" ? "" : `, ${rules} rules`}${restart === "restart" ? ", restart midway" : ""}`,
+      shape: `${algorithm} ${Number(keys).toLocaleString("en")} keys × ${per}${rules === "1" ? "" : `, ${rules} rules`}${restart === "restart" ? ", restart midway" : ""}${maxKeys === "" ? "" : `, maxKeys ${maxKeys}`}`,
       "honest refused": `${pct(c.refused, c.honest)} (${c.refused}/${c.honest})`,
       "returning / new refused": `${pct(c.returningRefused, c.returning)} / ${pct(c.freshRefused, c.fresh)}`,
       "first requests refused": pct(c.first, Number(keys) * Number(rules)),
@@ -637,9 +627,112 @@ async function shapes() {
   console.table(rows);
 }
 
+/** One child run of `measureShape`, parsed (`capped` false: the uncapped store, for its cost). */
+async function runShape(shape, capped) {
+  const { execFile } = await import("node:child_process");
+  const [algorithm, keys, per, rules = "1", restart = "", maxKeys = "10000"] = shape.split(":");
+  const args = [process.argv[1], "--shape", algorithm, keys, per, rules, capped ? "capped" : "free", restart, maxKeys];
+  return new Promise((resolve, reject) =>
+    execFile(process.execPath, ["--expose-gc", ...args], { encoding: "utf8", maxBuffer: 1 << 24 }, (e, out) =>
+      e ? reject(e) : resolve(JSON.parse(out.trim().split("\n").pop())),
+    ),
+  );
+}
+
+/** The shapes of the sweep for one algorithm (issue 34: every algorithm, 3× past the documented sizes). */
+function sweepShapes(algorithm) {
+  const base = [
+    `${algorithm}:3000000:1`, // one-shot flood, 3× the documented 1,000,000
+    `${algorithm}:600000:10`, // whole-limit flood, 3× the documented 200,000
+    `${algorithm}:15000:1:200`,
+    `${algorithm}:5000:1:500`,
+    `${algorithm}:2000:1:1000`,
+    `${algorithm}:30000:1:1::100`, // maxKeys 100: 300 × maxKeys one-shot keys
+    `${algorithm}:3000000:1:1::1000000`, // maxKeys 1,000,000 at the default (24 MiB) budget
+  ];
+  return base.flatMap((shape) => {
+    const [a, k, p, r = "1", , m = ""] = shape.split(":");
+    return [shape, `${a}:${k}:${p}:${r}:restart:${m}`];
+  });
+}
+
+/**
+ * The sweep (issue 34's "build for the class"): every algorithm × every flood shape × with and
+ * without a restart mid-flood, capped store only (BENCH_SWEEP_UNCAPPED=1 adds the uncapped cost).
+ * `node --expose-gc bench/memory.mjs --sweep [regex]` runs the cells whose shape matches; each
+ * result is appended as a JSON line to BENCH_SWEEP_OUT (default /tmp/sluice-sweep.jsonl), cells
+ * over 1% honest refusal (returning or new) or with an escape are flagged. BENCH_SWEEP_JOBS
+ * (default 1) runs that many cells side by side (ns per decision then means less).
+ */
+async function sweep() {
+  const { appendFileSync } = await import("node:fs");
+  const out = process.env.BENCH_SWEEP_OUT ?? "/tmp/sluice-sweep.jsonl";
+  const match = new RegExp(process.argv[3] ?? ".");
+  const algorithms = [
+    "fixed-window",
+    "sliding-window",
+    "sliding-log",
+    "token-bucket",
+    "gcra",
+    "leaky-bucket",
+    "concurrency",
+  ];
+  const cells = algorithms.flatMap(sweepShapes).filter((shape) => match.test(shape));
+  const jobs = Number(process.env.BENCH_SWEEP_JOBS ?? 1);
+  const rows = [];
+  let next = 0;
+  const pct = (n, of) => (100 * n) / Math.max(1, of);
+  const worker = async () => {
+    while (next < cells.length) {
+      const shape = cells[next++];
+      const t0 = performance.now();
+      const c = await runShape(shape, true);
+      const u = process.env.BENCH_SWEEP_UNCAPPED === "1" ? await runShape(shape, false) : undefined;
+      const s = c.stats;
+      const row = {
+        shape,
+        returning: Number(pct(c.returningRefused, c.returning).toFixed(2)),
+        new: Number(pct(c.freshRefused, c.fresh).toFixed(2)),
+        escapes: c.escapes,
+        "heap MB": Number(c.heldMB.toFixed(1)),
+        ns: Math.round(c.ns),
+        "uncapped ns": u === undefined ? "" : Math.round(u.ns),
+        bound: Number(s.summaryErrorBound.toExponential(1)),
+        compact: `${s.compactKeys}/${s.compactCapacity}`,
+        s: Math.round((performance.now() - t0) / 1000),
+      };
+      row.over = row.returning > 1 || row.new > 1 || row.escapes > 0 ? "OVER" : "";
+      appendFileSync(
+        out,
+        `${JSON.stringify({ ...row, load: (await import("node:os")).loadavg()[0], at: new Date().toISOString() })}\n`,
+      );
+      console.log(JSON.stringify(row));
+      rows.push(row);
+    }
+  };
+  await Promise.all(Array.from({ length: jobs }, worker));
+  rows.sort((a, b) => cells.indexOf(a.shape) - cells.indexOf(b.shape));
+  console.log("\nSweep: shape = algorithm:keys:per key:rules:restart:maxKeys (default maxKeys 10,000, budget 24 MiB)");
+  console.table(rows);
+  const over = rows.filter((r) => r.over !== "");
+  console.log(`${over.length} of ${rows.length} cells over 1% or with escapes: ${over.map((r) => r.shape).join(" ")}`);
+}
+
 if (process.argv[2] === "--shape") {
-  const [algorithm, keys, per, rules, which, restart] = process.argv.slice(3);
-  await measureShape(algorithm, Number(keys), Number(per), Number(rules), which === "capped", restart === "restart");
+  const [algorithm, keys, per, rules, which, restart, maxKeys] = process.argv.slice(3);
+  await measureShape(
+    algorithm,
+    Number(keys),
+    Number(per),
+    Number(rules),
+    which === "capped",
+    restart === "restart",
+    Number(maxKeys || 10_000),
+  );
+  process.exit(0);
+}
+if (process.argv[2] === "--sweep") {
+  await sweep();
   process.exit(0);
 }
 if (process.argv[2] === "--shapes") {

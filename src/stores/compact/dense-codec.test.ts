@@ -1,6 +1,7 @@
-// MemoryStore's dense compact layout (issue 34, density): a bare fixed-window or gcra state in one
-// word, exact or not at all (then summarised), at real clock instants; and the store choosing
-// the 16-byte layout while its rules fit it, widening once a rule that does not is flooded.
+// MemoryStore's dense compact layout (issue 34, density): a bare fixed-window state in one word,
+// exact or not at all (then summarised), a gcra/leaky-bucket one at its next whole ms, at real
+// clock instants; and the store choosing the 16-byte layout while its rules fit it, widening
+// once a rule that does not is flooded.
 import { createLimiter, ManualClock, MemoryStore } from "sluice";
 import { describe, expect, it } from "vitest";
 import type { AlgorithmSpec } from "../../algorithms/specs.ts";
@@ -32,10 +33,67 @@ describe("one word of state", () => {
     expect(roundTrip(first, { w: T0, c: 512 })).toBeUndefined();
   });
 
+  it("gcra and leaky bucket: the arrival time in whole ms, a fraction rounded up, under any limit", () => {
+    const G = rule({ algorithm: "gcra", limit: 7, periodMs: 1000 });
+    const LB = rule({ algorithm: "leaky-bucket", capacity: 5, leakPerSecond: 3 });
+    expect(denseRule(G)).toBe(true);
+    expect(denseRule(LB)).toBe(true);
+    expect(roundTrip(G, { ms: T0, ticks: 0, den: 7 })).toEqual({ ms: T0, ticks: 0, den: 7 });
+    expect(roundTrip(G, { ms: T0, ticks: 3, den: 7 })).toEqual({ ms: T0 + 1, ticks: 0, den: 7 });
+    expect(roundTrip(G, { ms: -T0, ticks: 6, den: 7 })).toEqual({ ms: -T0 + 1, ticks: 0, den: 7 });
+    expect(roundTrip(LB, { ms: T0, ticks: 2, den: 3 })).toEqual({ ms: T0 + 1, ticks: 0, den: 3 });
+    // Written under another interval (a limit change): read at the next ms too, never earlier.
+    expect(roundTrip(G, { ms: T0, ticks: 1, den: 11 })).toEqual({ ms: T0 + 1, ticks: 0, den: 7 });
+    // A fresh state's arrival time, or one past 2^53 ms, does not fit.
+    expect(roundTrip(G, { ms: Number.NEGATIVE_INFINITY, ticks: 0, den: 7 })).toBeUndefined();
+    expect(roundTrip(G, { ms: 2 ** 53, ticks: 0, den: 7 })).toBeUndefined();
+  });
+
+  it("sliding window: both counts under the window number, exact or not at all", () => {
+    const SW = rule({ algorithm: "sliding-window", limit: 100, windowMs: 60_000 });
+    const W = Math.floor(T0 / 60_000) * 60_000;
+    expect(denseRule(SW)).toBe(true);
+    // 1-minute windows leave 12 bits per count.
+    for (const [p, c] of [
+      [0, 0],
+      [7, 3],
+      [4095, 4095],
+    ]) {
+      expect(roundTrip(SW, { w: W, p, c })).toEqual({ w: W, p, c });
+      expect(roundTrip(SW, { w: -W, p, c })).toEqual({ w: -W, p, c });
+    }
+    expect(roundTrip(SW, { w: W, p: 4096, c: 0 })).toBeUndefined();
+    expect(roundTrip(SW, { w: W, p: 0, c: 4096 })).toBeUndefined();
+    expect(roundTrip(SW, { w: W + 1, p: 0, c: 1 })).toBeUndefined();
+  });
+
+  it("token bucket: the instant it is full again, never more tokens at any instant", () => {
+    const TB = rule({ algorithm: "token-bucket", capacity: 5, refillPerSecond: 3 });
+    expect(denseRule(TB)).toBe(true);
+    const balance = (s: { b: number; t: number }, x: number) => Math.min(5000, s.b + Math.max(0, x - s.t) * 3);
+    for (const b of [0, 1, 999.5, 2500, 5000]) {
+      const back = roundTrip(TB, { b, t: T0 }) as { b: number; t: number };
+      expect(back.b).toBe(0);
+      for (const x of [T0 - 5000, T0 - 1, T0, T0 + 1, T0 + 700, T0 + 2000]) {
+        expect(balance(back, x)).toBeLessThanOrEqual(balance({ b, t: T0 }, x));
+        // From its own time on, the same balance (at epoch magnitudes the instants round to
+        // ~2.4e-4 ms: a few of those of refill at most); before it (a clock behind), less.
+        if (x >= T0) expect(balance(back, x)).toBeGreaterThan(balance({ b, t: T0 }, x) - 0.01);
+      }
+    }
+    // A negative balance (a penalty) or a fresh bucket does not fit.
+    expect(roundTrip(TB, { b: -3000, t: T0 })).toBeUndefined();
+    expect(roundTrip(TB, { b: 5000, t: Number.NEGATIVE_INFINITY })).toBeUndefined();
+  });
+
   it("no other state takes the dense layout", () => {
-    expect(denseRule(rule({ algorithm: "token-bucket", capacity: 5, refillPerSecond: 1 }))).toBe(false);
+    expect(denseRule(rule({ algorithm: "concurrency", limit: 5, leaseMs: 1000 }))).toBe(false);
     expect(denseRule(rule({ algorithm: "sliding-log", limit: 5, windowMs: 1000 }))).toBe(false);
-    expect(denseRule(rule({ algorithm: "gcra", limit: 7, periodMs: 1000 }))).toBe(false);
+    expect(
+      denseRule(
+        rule({ algorithm: "gcra", limit: 7, periodMs: 1000 }, { algorithm: "gcra", limit: 70, periodMs: 60_000 }),
+      ),
+    ).toBe(false);
     expect(
       denseRule(
         rule(
@@ -56,7 +114,7 @@ describe("the store's layout", () => {
     const dense = store.stats();
     expect(dense.compactKeys).toBeGreaterThan(0);
     expect(dense.compactBytes / dense.compactCapacity).toBe(16);
-    const tb = createLimiter({ algorithm: "token-bucket", capacity: 1, refillPerSecond: 0.001 }, { clock, store });
+    const tb = createLimiter({ algorithm: "sliding-log", limit: 1, windowMs: 1_000_000 }, { clock, store });
     for (let i = 0; i < 50; i++) expect(tb.tryAcquire(`t${i}`).allowed).toBe(true);
     const wide = store.stats();
     expect(wide.compactBytes / wide.compactCapacity).toBe(24);

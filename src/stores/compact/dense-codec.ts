@@ -1,11 +1,17 @@
 /**
  * MemoryStore's dense compact layout: a key's state in ONE float64 word, so a slot is 16 bytes
- * (8 of fingerprint, 8 of state) instead of 24, and the same budget holds 1.5× the keys. For
- * now only a bare fixed-window state uses it: its count packed under its window (the window's
- * number for aligned windows, its start ms for first-hit ones). A record that does not fit (a
- * count past the bits its window leaves, see `countBits`) is summarised instead, which is
- * conservative. Every encoding is checked by decoding it back: a word is only written when it
- * reads back as the very same state.
+ * (8 of fingerprint, 8 of state) instead of 24, and the same budget holds 1.5× the keys. A bare
+ * fixed-window state packs its count under its window (the window's number for aligned windows,
+ * its start ms for first-hit ones); a sliding window packs both counts under its window number;
+ * a bare gcra or leaky-bucket state is its arrival time in whole ms, a fraction of a ms rounded
+ * UP (a later arrival time admits no more, under any limit: the 2-word layout reads a state
+ * written under another interval the same way); a token bucket is the instant it is full again
+ * (as its summary cell keeps it, nudged later), read back as empty that long before: the same
+ * balance at every instant from its own time on, and no more before it. A record that does not
+ * fit (a count past the bits its window leaves, see `countBits`; an instant that is not finite)
+ * is summarised instead, which is conservative. Every encoding is checked by decoding it back:
+ * a word is only written when it reads back as the very same state (gcra: the same instant or
+ * the next ms; token bucket: no more tokens at any instant).
  *
  * The shared store (threads) keeps its own 2-word layout (state-codec.ts); a MemoryStore
  * snapshot saves compact rows in that 2-word form too (and `compactAt.words: 1`), so old
@@ -13,49 +19,106 @@
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { FixedWindowState } from "../../algorithms/fixed-window.ts";
-import type { FixedWindowSpec } from "../../algorithms/specs.ts";
+import type { GcraState } from "../../algorithms/gcra.ts";
+import type { SlidingWindowState } from "../../algorithms/sliding-window.ts";
+import type { FixedWindowSpec, SlidingWindowSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
+import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
 import type { CompiledRule, RuleRecord } from "../../core/rule.ts";
-import { decodeRecord, encodeRecord } from "./state-codec.ts";
+import { decodeRecord, denOf, encodeRecord } from "./state-codec.ts";
 
 /** Whether `rule`'s records are meant to fit one word (the dense layout serves stores whose rules all are). */
 export function denseRule(rule: CompiledRule): boolean {
   if (!rule.bare || rule.ban !== undefined) return false;
   const kind = (rule.members[0] as Algorithm).kind;
-  // gcra/leaky-bucket would fit as ms · den + ticks, but `den` follows the limit, and a limit
-  // change (updateRule) keeps the table's records: a word must decode under any limit.
-  return kind === "fixed-window";
+  // gcra/leaky-bucket: whole ms only (ms · den + ticks would not decode under another limit, and
+  // a limit change, updateRule, keeps the table's records).
+  return DENSE_KINDS.has(kind);
 }
 
-/** Per member: the fixed-window count's bits (computed once). */
+/** The algorithms whose bare state fits one word. */
+const DENSE_KINDS = new Set(["fixed-window", "sliding-window", "token-bucket", "gcra", "leaky-bucket"]);
+
+/** Whether a bare rule's member keeps an arrival time (gcra, leaky bucket) rather than a window count. */
+function isArrival(m: Algorithm): boolean {
+  return m.kind === "gcra" || m.kind === "leaky-bucket";
+}
+
+/** Per member: a window count's bits (computed once). */
 const params = new WeakMap<Algorithm, number>();
 
 /**
- * Bits a fixed-window count takes in the word: from the shape only (window and anchor), never
- * the limit, which a limit change replaces while the records stay. What is left of 52 bits once
+ * Bits a window count takes in the word: from the shape only (window and anchor), never the
+ * limit, which a limit change replaces while the records stay. What is left of 52 bits once
  * window numbers up to ±2^42 ms (past year 2100) have room: 9 bits for 1 ms windows, 18 for 1 s,
- * 24 for 1 min. A count past it does not fit (summarised).
+ * 24 for 1 min; a sliding window's two counts take half each. A count past it does not fit
+ * (summarised).
  */
 function countBits(m: Algorithm): number {
   let bits = params.get(m);
   if (bits === undefined) {
-    bits = Math.max(1, Math.min(30, 52 - 43 + Math.floor(Math.log2(windowUnit(m)))));
+    const total = 52 - 43 + Math.floor(Math.log2(windowUnit(m)));
+    bits = Math.max(1, Math.min(30, m.kind === "sliding-window" ? Math.floor(total / 2) : total));
     params.set(m, bits);
   }
   return bits;
 }
 
-/** The window number a fixed-window word holds for start `w` (aligned: w / windowMs; first-hit: w itself). */
+/** The window number a window word holds for start `w` (aligned: w / windowMs; first-hit: w itself). */
 function windowUnit(m: Algorithm): number {
+  if (m.kind === "sliding-window") return (m.spec as SlidingWindowSpec).windowMs;
   return (m.spec as FixedWindowSpec).anchor === "first" ? 1 : (m.spec as FixedWindowSpec).windowMs;
+}
+
+/** A token bucket's full capacity (thousandths) and refill (thousandths per ms). */
+function bucketOf(m: Algorithm): [number, number] {
+  const spec = m.spec as TokenBucketSpec;
+  return [spec.capacity * 1000, spec.refillPerSecond];
+}
+
+/** The word of a token bucket: the instant it is full again, nudged two ulps later (as its summary). */
+function encodeBucket(m: Algorithm, s: TokenBucketState): number | undefined {
+  const [full, r] = bucketOf(m);
+  const exact = s.t + (full - s.b) / r;
+  // A negative balance (a penalty) would read back as an empty bucket: more tokens, so it does not fit.
+  if (!(Number.isFinite(exact) && s.b >= 0)) return undefined;
+  const word = exact + Math.abs(exact) * 2 ** -51;
+  const back = decodeBucket(m, word);
+  // Read back empty at back.t: the original's balance, run back to that instant, must not be
+  // below 0 (the read-back then holds no more at any instant).
+  return s.b + (back.t - s.t) * r >= 0 ? word : undefined;
+}
+
+/** The state a token bucket's word holds: empty until `full / r` before it is full again. */
+function decodeBucket(m: Algorithm, word: number): TokenBucketState {
+  const [full, r] = bucketOf(m);
+  return { b: 0, t: word - full / r };
 }
 
 /** The word for a bare `rule`'s `record`, or undefined when it does not fit one word exactly. */
 export function encodeWord(rule: CompiledRule, record: RuleRecord): number | undefined {
   if (!denseRule(rule)) return undefined;
   const m = rule.members[0] as Algorithm;
-  const s = record as FixedWindowState;
+  if (isArrival(m)) {
+    const g = record as GcraState;
+    const word = g.ticks === 0 ? g.ms : g.ms + 1;
+    if (!(Number.isSafeInteger(word) && g.ticks >= 0)) return undefined;
+    // Decoded under the current interval: the same instant, or up to a ms later (never earlier).
+    const back = decodeWord(rule, word) as GcraState;
+    return back.ticks === 0 && (back.ms > g.ms || (back.ms === g.ms && g.ticks === 0)) ? word : undefined;
+  }
+  if (m.kind === "token-bucket") return encodeBucket(m, record as TokenBucketState);
   const scale = 2 ** countBits(m);
-  if (!(Number.isInteger(s.c) && s.c >= 0 && s.c < scale)) return undefined;
+  const fits = (c: number) => Number.isInteger(c) && c >= 0 && c < scale;
+  if (m.kind === "sliding-window") {
+    const s = record as SlidingWindowState;
+    if (!(fits(s.p) && fits(s.c))) return undefined;
+    const word = ((s.w / windowUnit(m)) * scale + s.p) * scale + s.c;
+    if (!Number.isSafeInteger(word)) return undefined;
+    const back = decodeWord(rule, word) as SlidingWindowState;
+    return back.w === s.w && back.p === s.p && back.c === s.c ? word : undefined;
+  }
+  const s = record as FixedWindowState;
+  if (!fits(s.c)) return undefined;
   const word = (s.w / windowUnit(m)) * scale + s.c;
   if (!Number.isSafeInteger(word)) return undefined;
   const back = decodeWord(rule, word) as FixedWindowState;
@@ -65,7 +128,15 @@ export function encodeWord(rule: CompiledRule, record: RuleRecord): number | und
 /** The record a word written by `encodeWord` under `rule` holds. */
 export function decodeWord(rule: CompiledRule, word: number): RuleRecord {
   const m = rule.members[0] as Algorithm;
+  if (isArrival(m)) return { ms: word, ticks: 0, den: denOf(m) } satisfies GcraState;
+  if (m.kind === "token-bucket") return decodeBucket(m, word);
   const scale = 2 ** countBits(m);
+  if (m.kind === "sliding-window") {
+    const q = Math.floor(word / (scale * scale));
+    const rest = word - q * scale * scale;
+    const p = Math.floor(rest / scale);
+    return { w: q * windowUnit(m), p, c: rest - p * scale } satisfies SlidingWindowState;
+  }
   const q = Math.floor(word / scale);
   return { w: q * windowUnit(m), c: word - q * scale } satisfies FixedWindowState;
 }

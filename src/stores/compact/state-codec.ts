@@ -70,7 +70,8 @@ function memberWords(m: Algorithm, bare: boolean): number {
 
 /** Each gcra/leaky-bucket member's tick size (ticks per ms), computed once per compiled member. */
 const dens = new WeakMap<Algorithm, number>();
-function denOf(m: Algorithm): number {
+/** A gcra/leaky-bucket member's tick size (ticks per ms): the `den` a state read under it carries. */
+export function denOf(m: Algorithm): number {
   let den = dens.get(m);
   if (den === undefined) {
     den = emissionInterval(m.spec as GcraSpec | LeakyBucketSpec).den;

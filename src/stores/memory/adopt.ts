@@ -75,7 +75,7 @@ export function adopt(s: StoreState, table: Table, snapshot: TableSnapshot, repo
       report.expired++; // decides as a fresh key: nothing to keep
       return;
     }
-    if (s.size >= s.maxKeys) evict(s, table, t);
+    if (s.size >= s.budget.maxKeys) evict(s, table, t);
     table.adopt(
       key,
       rate === undefined ? record : readBack(s, key, record as RuleRecord, rate, rule),
@@ -132,7 +132,7 @@ function adoptSketch(
   const own = table.sketch;
   while (
     sketch.width > 1 &&
-    (sketch.width > s.sketchWidth || others + Math.max(sketch.bytes, own?.bytes ?? 0) > s.summaryBudget)
+    (sketch.width > s.budget.sketchWidth || others + Math.max(sketch.bytes, own?.bytes ?? 0) > s.budget.summaryBudget)
   ) {
     sketch.fold(t);
   }
@@ -169,11 +169,13 @@ function adoptCompact(
   const at = snapshot.compactAt;
   // The saved tier's layout (dense-codec.ts): this store's tier takes it if it has none yet.
   const words = s.compact?.stateWords ?? (at?.words === 1 && denseRule(rule) ? 1 : STATE_WORDS);
-  const buckets = s.compact?.buckets ?? CompactTable.bucketsFor(s.compactBudget, words);
+  const buckets = s.compact?.buckets ?? CompactTable.bucketsFor(s.budget.compactBudget, words);
   const why =
     at === undefined
       ? "the file does not say where they were (an older version)"
-      : !Number.isFinite(s.maxKeys) || !compactable(rule) || s.compactBudget < CompactTable.bytesFor(1, words)
+      : !Number.isFinite(s.budget.maxKeys) ||
+          !compactable(rule) ||
+          s.budget.compactBudget < CompactTable.bytesFor(1, words)
         ? "this store has no compact tier for the rule"
         : buckets !== at.buckets || words !== (at.words ?? STATE_WORDS)
           ? `this store's compact tier has ${buckets} buckets, the saved one ${at.buckets} (\`maxKeys\` or \`maxBytes\` changed)`

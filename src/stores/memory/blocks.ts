@@ -49,11 +49,11 @@ export function blockable(
  * silently), as the SharedMemoryStore does when a bucket has no room for one.
  */
 function roomForBlock(s: StoreState, table: Table, t: number): void {
-  if (!Number.isFinite(s.maxKeys) || blockCount(s) < s.maxKeys) return;
+  if (!Number.isFinite(s.budget.maxKeys) || blockCount(s) < s.budget.maxKeys) return;
   unblock(table, t);
-  if (blockCount(s) < s.maxKeys) return;
+  if (blockCount(s) < s.budget.maxKeys) return;
   throw new StoreError(
-    `MemoryStore: ${s.maxKeys} keys are blocked already (\`maxKeys\`; blocks count against it until they end); create the store with a larger \`maxKeys\`, or give the rule a \`ban\``,
+    `MemoryStore: ${s.budget.maxKeys} keys are blocked already (\`maxKeys\`; blocks count against it until they end); create the store with a larger \`maxKeys\`, or give the rule a \`ban\``,
   );
 }
 

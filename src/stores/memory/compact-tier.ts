@@ -34,16 +34,16 @@ export function compactFor(s: StoreState, table: Table, t: number): CompactTable
     return s.compact;
   }
   const words = wordsNeeded(table.rule);
-  if (s.compactBudget < CompactTable.bytesFor(1, words)) return undefined;
-  s.compact = new CompactTable(CompactTable.bucketsFor(s.compactBudget, words), words);
+  if (s.budget.compactBudget < CompactTable.bytesFor(1, words)) return undefined;
+  s.compact = new CompactTable(CompactTable.bucketsFor(s.budget.compactBudget, words), words);
   return s.compact;
 }
 
 /** Replaces the dense tier by a 24-byte one: what the dense one held is summarised. */
 function widen(s: StoreState, dense: CompactTable, claimer: Table, t: number): void {
   s.compact =
-    s.compactBudget >= CompactTable.bytesFor(1)
-      ? new CompactTable(CompactTable.bucketsFor(s.compactBudget))
+    s.budget.compactBudget >= CompactTable.bytesFor(1)
+      ? new CompactTable(CompactTable.bucketsFor(s.budget.compactBudget))
       : undefined;
   for (const owner of s.byIndex) {
     if (owner === undefined || owner.compactSize === 0) continue;

@@ -92,7 +92,7 @@ export class MemoryStore implements Store {
     let table = s.tables.get(id);
     if (table === undefined) {
       table = new Table(rule, id);
-      table.protectedCap = s.protectedCap;
+      table.protectedCap = s.budget.protectedCap;
       s.tables.set(id, table);
       const restored = s.pending.get(id);
       placeTable(s, table, restored?.compactAt?.index);

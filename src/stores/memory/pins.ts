@@ -44,7 +44,7 @@ export function pinned(s: StoreState, table: Table, h1: number, h2: number, t: n
 function pin(s: StoreState, table: Table, h1: number, h2: number, until: number): void {
   const id = h1 * 65536 + (h2 >>> 16);
   if (table.pins.delete(id)) s.pins--;
-  if (s.pins >= s.maxPins) {
+  if (s.pins >= s.budget.maxPins) {
     let most = table;
     for (const other of s.tables.values()) if (other.pins.size > most.pins.size) most = other;
     const oldest = most.pins.keys().next();

@@ -78,7 +78,7 @@ export function restoredOf(s: StoreState): RestoreReport {
  * its seed: the restored tables that name their index in it are then read through it.
  */
 function loadFilter(s: StoreState, saved: SavedFilter, tables: TableSnapshot[]): void {
-  const bits = SummaryFilter.bitsFor(s.filterBudget);
+  const bits = SummaryFilter.bitsFor(s.budget.filterBudget);
   if (bits !== saved.bits || (s.filter !== undefined && s.filter.joins > 0)) return;
   if (saved.seed !== s.seed && !s.unhashed()) return;
   const filter = new SummaryFilter<string>(bits);

@@ -17,22 +17,8 @@ export const SWEEP_EVERY = 4096;
 
 /** The state of one MemoryStore. */
 export class StoreState {
-  /** The hard cap on exact records in the `Map` tier (Infinity when none). */
-  readonly maxKeys: number;
-  /** The budget past `maxKeys` (Infinity when uncapped). */
-  readonly maxBytes: number;
-  /** Cells per summary row, at most. */
-  readonly sketchWidth: number;
-  /** Bytes of the compact tier. */
-  readonly compactBudget: number;
-  /** Bytes of all summaries together. */
-  readonly summaryBudget: number;
-  /** Bytes of the filter of summarised keys. */
-  readonly filterBudget: number;
-  /** Most pins across all rules. */
-  readonly maxPins: number;
-  /** Most records in a table's protected segment. */
-  readonly protectedCap: number;
+  /** What each tier may hold (from the options; the seed below starts as its `seed`). */
+  readonly budget: TierBudget;
   /** The hash seed (a restore may take the saved one while nothing is hashed yet). */
   seed: number;
   /** Tables by rule id and shape: a record is only ever read under the shape it was written for. */
@@ -85,14 +71,7 @@ export class StoreState {
   readonly h = new Uint32Array(3);
 
   constructor(budget: TierBudget) {
-    this.maxKeys = budget.maxKeys;
-    this.maxBytes = budget.maxBytes;
-    this.sketchWidth = budget.sketchWidth;
-    this.compactBudget = budget.compactBudget;
-    this.summaryBudget = budget.summaryBudget;
-    this.filterBudget = budget.filterBudget;
-    this.maxPins = budget.maxPins;
-    this.protectedCap = budget.protectedCap;
+    this.budget = budget;
     this.seed = budget.seed;
   }
 

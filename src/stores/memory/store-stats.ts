@@ -88,8 +88,8 @@ export function statsOf(s: StoreState): MemoryStoreStats {
   }
   return {
     keys: s.countRecords(),
-    maxKeys: s.maxKeys,
-    maxBytes: s.maxBytes,
+    maxKeys: s.budget.maxKeys,
+    maxBytes: s.budget.maxBytes,
     evicted: s.evicted,
     protectedKeys,
     promoted,

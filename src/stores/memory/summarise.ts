@@ -25,7 +25,7 @@ export function summarise(
   if (table.pins.size > 0 && table.pins.delete(h1 * 65536 + (h2 >>> 16))) s.pins--;
   table.sketch ??= newSketch(s, table);
   table.sketch.add(h1, h2, record, t, approx?.rate);
-  const bits = SummaryFilter.bitsFor(s.filterBudget);
+  const bits = SummaryFilter.bitsFor(s.budget.filterBudget);
   if (bits === 0) return;
   s.filter ??= new SummaryFilter<string>(bits);
   // The sketch's own fresh-at bounds what the key's cells hold (and so what its read-back needs).
@@ -51,7 +51,7 @@ function checkSaturation(s: StoreState, sketch: Sketch, filter: SummaryFilter<st
   if (!(bound > 0.01)) return;
   s.warned = true;
   warn(
-    `MemoryStore: about ${(100 * bound).toFixed(1)}% of never-seen keys may now be refused as over-counted (stats().summaryErrorBound): ${s.summarised} records were pushed past \`maxKeys\` (${s.maxKeys}) into ${s.maxBytes} bytes of compact tier, filter and summaries; raise \`maxBytes\` (or \`maxKeys\`) so that honest clients keep passing`,
+    `MemoryStore: about ${(100 * bound).toFixed(1)}% of never-seen keys may now be refused as over-counted (stats().summaryErrorBound): ${s.summarised} records were pushed past \`maxKeys\` (${s.budget.maxKeys}) into ${s.budget.maxBytes} bytes of compact tier, filter and summaries; raise \`maxBytes\` (or \`maxKeys\`) so that honest clients keep passing`,
     "SLUICE_STORE_SATURATED",
   );
 }
@@ -63,15 +63,15 @@ function checkSaturation(s: StoreState, sketch: Sketch, filter: SummaryFilter<st
  */
 export function newSketch(s: StoreState, table: Table): Sketch {
   const rule = table.rule;
-  let width = Math.max(1, s.sketchWidth);
-  while (width > 1 && sketchBytes(rule, width) > s.summaryBudget) width /= 2;
+  let width = Math.max(1, s.budget.sketchWidth);
+  while (width > 1 && sketchBytes(rule, width) > s.budget.summaryBudget) width /= 2;
   const others = () => {
     let bytes = 0;
     for (const other of s.tables.values()) bytes += other.sketch?.bytes ?? 0;
     return bytes;
   };
   let used = others();
-  while (used + sketchBytes(rule, width) > s.summaryBudget) {
+  while (used + sketchBytes(rule, width) > s.budget.summaryBudget) {
     let widest: Table | undefined;
     for (const other of s.tables.values()) {
       if (

@@ -19,11 +19,11 @@ import { rotations, type Table } from "./table.ts";
 /** Stores a record in the `Map` tier (`returning`: straight into the protected segment), first pushing one out if it is full. */
 export function insert(s: StoreState, table: Table, key: string, record: unknown, t: number, returning = false): void {
   // Tables drop fresh generations on their own (only by rotating): count again before evicting anything.
-  if (s.size >= s.maxKeys && s.countedAt !== rotations.count) {
+  if (s.size >= s.budget.maxKeys && s.countedAt !== rotations.count) {
     s.countedAt = rotations.count;
     s.size = s.countRecords();
   }
-  if (s.size >= s.maxKeys) evict(s, table, t);
+  if (s.size >= s.budget.maxKeys) evict(s, table, t);
   table.add(key, record, returning);
   s.size++;
 }
