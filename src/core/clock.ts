@@ -17,8 +17,8 @@ export interface Clock {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * Wall-clock milliseconds that never run backwards. It is built on `performance.now()` (a
- * monotonic source) anchored once to the epoch, so fixed windows still align to epoch
+ * Wall-clock milliseconds that never run backwards. It is built on a monotonic source
+ * (`monotonicNow` below: libuv's, as `performance.now()` reads it) anchored once to the epoch, so fixed windows still align to epoch
  * multiples while NTP steps and manual clock changes cannot move it back. A plain closure, not
  * a class with a private field: it is read on every decision, and the field access measured
  * ~10 ns more per read (bench/memory.mjs prints what a read costs).
@@ -96,7 +96,7 @@ export function coarseClock(options: CoarseClockOptions = {}): Clock {
 
 /** A high-resolution monotonic reading in ms, for measuring how long something took (not for decisions). */
 export function stopwatch(): number {
-  return monotonic.now();
+  return monotonicNow();
 }
 
 interface ManualTimer {
@@ -170,13 +170,14 @@ function checkTime(value: number, name: string): number {
 export function after(clock: Clock, ms: number, fire: () => void, unref = false): () => void {
   if (clock instanceof ManualClock) return clock.schedule(ms, fire);
   let timer: ReturnType<typeof setTimeout>;
-  const deadline = performance.now() + ms;
+  // The deadline on the source `systemClock` reads (one monotonic clock for every wait and decision).
+  const deadline = monotonicNow() + ms;
   const arm = (wait: number) => {
     timer = setTimeout(check, Math.min(Math.max(0, Math.ceil(wait)), MAX_TIMER_MS));
     if (unref) timer.unref?.();
   };
   const check = () => {
-    const left = deadline - performance.now();
+    const left = deadline - monotonicNow();
     if (left <= 0) fire();
     else arm(left);
   };
