@@ -112,22 +112,38 @@ export class MemoryStore implements Store {
     table.quietAt = Number.POSITIVE_INFINITY;
     const bound = table;
     let released = false;
-    return {
-      check: (key, cost, now, op, at) => {
-        // The hot path, tested first: a check of a live key (no block, no sweep due) is one Map
-        // lookup and one decision. Kept this small so V8 inlines it into the limiter's call (it
-        // counts bytecode against an inlining budget): every other case is a call away.
-        if (op === "check" && now !== undefined && bound.blocks === undefined && s.sweepIn > 1) {
-          s.sweepIn--;
-          const record = bound.get(key, now);
-          // (`constructor`, not `instanceof`: a record's map check, where instanceof walks its prototypes.)
-          if (record !== undefined && (record as object).constructor !== Approx) {
-            return decideRule(bound.rule, record, now, cost, op, at);
-          }
-          return notLive(s, bound, key, cost, now, op, at, record);
+    /** A check with a reading: the hot path first (inlined into both entries below). */
+    const checkAt = (key: string, cost: number, now: number, at: number | undefined): Decision => {
+      // A check of a live key (no block, no sweep due) is one Map lookup and one decision. Kept
+      // this small so V8 inlines it into the limiter's call (it counts bytecode against an
+      // inlining budget): every other case is a call away.
+      if (bound.blocks === undefined && s.sweepIn > 1) {
+        s.sweepIn--;
+        const record = bound.get(key, now);
+        // (`constructor`, not `instanceof`: a record's map check, where instanceof walks its prototypes.)
+        if (record !== undefined && (record as object).constructor !== Approx) {
+          return decideRule(bound.rule, record, now, cost, "check", at);
         }
-        return offHotPath(s, bound, key, cost, now, op, at);
-      },
+        return offLive(key, cost, now, at, record);
+      }
+      return offLive(key, cost, now, at, offHotPath);
+    };
+    /**
+     * A check past the live path: a key whose record (`found`) is absent or read back from the
+     * summary, or (`found` is `offHotPath`) a block or a sweep due. One call of few arguments
+     * from `checkAt`, for its bytecode.
+     */
+    const offLive = (key: string, cost: number, now: number, at: number | undefined, found: unknown) =>
+      found === offHotPath
+        ? offHotPath(s, bound, key, cost, now, "check", at)
+        : notLive(s, bound, key, cost, now, "check", at, found);
+    return {
+      check: (key, cost, now, op, at) =>
+        op === "check" && now !== undefined
+          ? checkAt(key, cost, now, at)
+          : offHotPath(s, bound, key, cost, now, op, at),
+      // The limiter's fast lane: the same path with its constants folded in.
+      checkOne: (key, now) => checkAt(key, 1, now, undefined),
       reset: (key) => resetKey(s, bound, key, now(bound)),
       release: () => {
         if (released) return;
