@@ -12,7 +12,7 @@ import { isFreshAnswer, type Operation } from "./core/decide-rule.ts";
 import { describeValue } from "./core/describe-value.ts";
 import { ArgumentError, StoreError } from "./core/errors.ts";
 import { describeIdentity, identityText, type RuleIdentity } from "./core/identity.ts";
-import { checkMaxKeyBytes, DEFAULT_MAX_KEY_BYTES, keyBound } from "./core/key-bound.ts";
+import { checkMaxKeyBytes, DEFAULT_MAX_KEY_BYTES, keyBound, keysSurelyFitting } from "./core/key-bound.ts";
 import { compileRule } from "./core/rule.ts";
 import type { AlgorithmSpec, RuleSpec } from "./core/spec.ts";
 import { validateRule } from "./core/spec.ts";
@@ -445,14 +445,18 @@ export function bindLimiter(
     // it (no hook, no parts to add, no leases) goes straight to the store's one-unit check.
     const one = decide === bound.check && !leased ? bound.checkOne : undefined;
     // (The reading is bound here: the lane's bytecode counts against V8's inlining budget.)
+    const fits = keysSurelyFitting(maxKeyBytes);
     const tick = clock === undefined ? systemClock.now : isOwnClock(clock) ? clock.now : () => read(clock);
     const lane =
       one === undefined
         ? undefined
         : (key: string, cost?: number) => {
-            if ((cost !== undefined && cost !== 1) || typeof key !== "string") return run(key, cost, "check");
+            // (A key that may need hashing takes the general path, as any other call does.)
+            if ((cost !== undefined && cost !== 1) || typeof key !== "string" || key.length > fits) {
+              return run(key, cost, "check");
+            }
             const now = tick();
-            return stampAt(one(boundKey(key), now), now);
+            return stampAt(one(key, now), now);
           };
     self = {
       specs,

@@ -22,7 +22,7 @@ const SEED = Number(process.env.SLUICE_SEED ?? 38_0038);
 const RUNS = Number(process.env.FUZZ_RUNS ?? 120);
 
 type Op =
-  | { op: "one" | "one-explicit" | "peek" | "refund" | "penalty" | "reset"; gap: number; key: number }
+  | { op: "one" | "one-explicit" | "long" | "peek" | "refund" | "penalty" | "reset"; gap: number; key: number }
   | { op: "cost"; gap: number; key: number; cost: number }
   | { op: "block"; gap: number; key: number; ms: number }
   | { op: "flood"; n: number };
@@ -37,6 +37,8 @@ const keyArb = fc.integer({ min: 0, max: 5 });
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 12, arbitrary: fc.record({ op: fc.constant("one" as const), gap: gapArb, key: keyArb }) },
   { weight: 2, arbitrary: fc.record({ op: fc.constant("one-explicit" as const), gap: gapArb, key: keyArb }) },
+  // Keys past maxKeyBytes / 3 units (may need hashing: the general path) and past maxKeyBytes (hashed).
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("long" as const), gap: gapArb, key: keyArb }) },
   {
     weight: 2,
     arbitrary: fc.record({
@@ -152,6 +154,7 @@ describe("the fast lane decides as the general path", () => {
             const key = `k${o.key}`;
             if (o.op === "one") both(lane, general, (l) => l.tryAcquire(key));
             else if (o.op === "one-explicit") both(lane, general, (l) => l.tryAcquire(key, 1));
+            else if (o.op === "long") both(lane, general, (l) => l.tryAcquire(key.repeat(o.key % 2 === 0 ? 200 : 600)));
             else if (o.op === "cost") both(lane, general, (l) => l.tryAcquire(key, o.cost));
             else if (o.op === "peek") both(lane, general, (l) => l.peek(key));
             else if (o.op === "refund") both(lane, general, (l) => l.refund(key));
