@@ -6,13 +6,13 @@
 import { type AcquireOptions, waitQueuesOf, wakeWaiter } from "./acquire.ts";
 import { type Decision, stampAt } from "./algorithms/decision.ts";
 import { type BanPolicy, validateBan } from "./core/ban.ts";
-import { type Clock, stopwatch, systemClock } from "./core/clock.ts";
+import { type Clock, isOwnClock, stopwatch, systemClock } from "./core/clock.ts";
 import { combine } from "./core/composite.ts";
 import { isFreshAnswer, type Operation } from "./core/decide-rule.ts";
 import { describeValue } from "./core/describe-value.ts";
 import { ArgumentError, StoreError } from "./core/errors.ts";
 import { describeIdentity, identityText, type RuleIdentity } from "./core/identity.ts";
-import { checkMaxKeyBytes, DEFAULT_MAX_KEY_BYTES, keyBound } from "./core/key-bound.ts";
+import { checkMaxKeyBytes, DEFAULT_MAX_KEY_BYTES, keyBound, keysSurelyFitting } from "./core/key-bound.ts";
 import { compileRule } from "./core/rule.ts";
 import type { AlgorithmSpec, RuleSpec } from "./core/spec.ts";
 import { validateRule } from "./core/spec.ts";
@@ -441,10 +441,29 @@ export function bindLimiter(
         (op, at) => lease(key, cost, op, at),
         () => (successorOf(self as Limiter) ?? { peek: (k: string) => run(k, 1, "peek") }).peek(key),
       );
+    // The fast lane: `tryAcquire(key)` (one unit) of a rule the store decides with nothing around
+    // it (no hook, no parts to add, no leases) goes straight to the store's one-unit check.
+    const one = decide === bound.check && !leased ? bound.checkOne : undefined;
+    // (The reading is bound here: the lane's bytecode counts against V8's inlining budget.)
+    const fits = keysSurelyFitting(maxKeyBytes);
+    const tick = clock === undefined ? systemClock.now : isOwnClock(clock) ? clock.now : () => read(clock);
+    const lane =
+      one === undefined
+        ? undefined
+        : (key: string, cost?: number) => {
+            // (A key that may need hashing takes the general path, as any other call does.)
+            if ((cost !== undefined && cost !== 1) || typeof key !== "string" || key.length > fits) {
+              return run(key, cost, "check");
+            }
+            const now = tick();
+            return stampAt(one(key, now), now);
+          };
     self = {
       specs,
       // Rules without a concurrency member keep the one direct call.
-      tryAcquire: leased ? (key, cost = 1) => tryLease(key, cost) as Decision : (key, cost) => run(key, cost, "check"),
+      tryAcquire: leased
+        ? (key, cost = 1) => tryLease(key, cost) as Decision
+        : (lane ?? ((key, cost) => run(key, cost, "check"))),
       release: (key, arg) => {
         leaseCall("release");
         const [cost, at] = leaseArgs("release", arg);

@@ -64,19 +64,23 @@ function alignedWindow(spec: FixedWindowSpec): Algorithm<FixedWindowState> {
       const count = state.w === s ? state.c : 0;
       const end = Math.ceil(s + W - now);
       const c = count + cost;
-      // (Counts are never negative, so a cost above the limit is refused here too.) One return
-      // per outcome: the step stays small enough for V8 to inline on the hot path.
-      if (c > limit) {
-        // A count kept from a larger limit (updateRule) may exceed this one: remaining is never negative.
-        const retry = cost > limit ? Number.POSITIVE_INFINITY : end;
-        return decision(false, limit, Math.max(0, limit - count), retry, count > 0 ? end : 0);
-      }
-      if (commit) {
+      // (Counts are never negative, so a cost above the limit is refused here too.)
+      const allowed = c <= limit;
+      if (allowed && commit) {
         state.w = s;
         state.c = c;
       }
-      // c is 0 only for cost 0 (a composite restating an unconsumed member): then nothing to reset.
-      return decision(true, limit, limit - c, 0, c > 0 ? end : 0);
+      // One Decision built for both outcomes: the step stays small enough for V8 to inline on
+      // the hot path (a second call site would be inlined apart). A count kept from a larger
+      // limit (updateRule) may exceed this one: remaining is never negative. `c` is 0 only for
+      // cost 0 (a composite restating an unconsumed member): then nothing to reset.
+      return decision(
+        allowed,
+        limit,
+        allowed ? limit - c : Math.max(0, limit - count),
+        allowed ? 0 : cost > limit ? Number.POSITIVE_INFINITY : end,
+        (allowed ? c : count) > 0 ? end : 0,
+      );
     },
   };
 }

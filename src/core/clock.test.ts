@@ -1,6 +1,6 @@
 import { ManualClock, systemClock } from "sluice";
-import { describe, expect, it } from "vitest";
-import { sleep } from "./clock.ts";
+import { describe, expect, it, vi } from "vitest";
+import { after as afterMs, sleep } from "./clock.ts";
 
 describe("clocks", () => {
   it("ManualClock moves only when told to, both ways", () => {
@@ -36,5 +36,43 @@ describe("clocks", () => {
     clock.set(2 ** 33);
     await done;
     expect(fired).toBe(true);
+  });
+
+  it("after() measures its wait on systemClock's monotonic source, not performance.now()", async () => {
+    // A performance.now() that stands still: a wait measured on it would never end.
+    const frozen = vi.spyOn(performance, "now").mockReturnValue(performance.now());
+    try {
+      const started = systemClock.now();
+      const fired = await new Promise<number | undefined>((resolve) => {
+        const giveUp = setTimeout(() => resolve(undefined), 5_000);
+        afterMs(systemClock, 30, () => {
+          clearTimeout(giveUp);
+          resolve(systemClock.now());
+        });
+      });
+      expect(fired).toBeDefined();
+      // Never early by the clock decisions read (timers may be late under load, never early).
+      expect((fired as number) - started).toBeGreaterThanOrEqual(30);
+    } finally {
+      frozen.mockRestore();
+    }
+  });
+
+  it("after() never fires inside its own call, even at or past its deadline", async () => {
+    for (const ms of [0, -5, 1]) {
+      let fired = 0;
+      const cancel = afterMs(systemClock, ms, () => fired++);
+      // Past a 1 ms deadline before the call returns to the caller: still not fired in the call.
+      const spinUntil = systemClock.now() + 3;
+      while (systemClock.now() < spinUntil) {}
+      expect(fired).toBe(0);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(fired).toBe(1);
+      cancel();
+    }
+    let cancelled = 0;
+    afterMs(systemClock, 0, () => cancelled++)();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(cancelled).toBe(0);
   });
 });

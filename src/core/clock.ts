@@ -17,8 +17,8 @@ export interface Clock {
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * Wall-clock milliseconds that never run backwards. It is built on `performance.now()` (a
- * monotonic source) anchored once to the epoch, so fixed windows still align to epoch
+ * Wall-clock milliseconds that never run backwards. It is built on a monotonic source
+ * (`monotonicNow` below: libuv's, as `performance.now()` reads it) anchored once to the epoch, so fixed windows still align to epoch
  * multiples while NTP steps and manual clock changes cannot move it back. A plain closure, not
  * a class with a private field: it is read on every decision, and the field access measured
  * ~10 ns more per read (bench/memory.mjs prints what a read costs).
@@ -76,27 +76,35 @@ export function coarseClock(options: CoarseClockOptions = {}): Clock {
     left = 0;
     turnEnding = false;
   };
-  return Object.freeze({
-    now: () => {
-      if (left > 0) {
-        left--;
-        return reading;
-      }
-      // systemClock is monotonic, so a new reading is never behind the one it replaces.
-      reading = systemClock.now();
-      left = maxReads - 1;
-      if (!turnEnding) {
-        turnEnding = true;
-        setImmediate(endTurn).unref();
-      }
-      return reading;
-    },
-  });
+  /** A new reading, served for the next `maxReads - 1` reads and at most to the end of this turn. */
+  const refresh = () => {
+    // systemClock is monotonic, so a new reading is never behind the one it replaces.
+    reading = systemClock.now();
+    left = maxReads - 1;
+    if (!turnEnding) {
+      turnEnding = true;
+      setImmediate(endTurn).unref();
+    }
+    return reading;
+  };
+  // The served read is a few bytes of bytecode (the refresh is a call away), so V8 inlines it
+  // into the decision it times.
+  const clock = Object.freeze({ now: () => (left-- > 0 ? reading : refresh()) });
+  ownClocks.add(clock);
+  return clock;
+}
+
+/** Clocks made here, whose readings are finite ms by construction (their `now` needs no `this`). */
+const ownClocks = new WeakSet<Clock>([systemClock]);
+
+/** Whether `clock` is one of sluice's own (systemClock, a coarseClock): its readings need no checking. */
+export function isOwnClock(clock: Clock): boolean {
+  return ownClocks.has(clock);
 }
 
 /** A high-resolution monotonic reading in ms, for measuring how long something took (not for decisions). */
 export function stopwatch(): number {
-  return monotonic.now();
+  return monotonicNow();
 }
 
 interface ManualTimer {
@@ -170,13 +178,14 @@ function checkTime(value: number, name: string): number {
 export function after(clock: Clock, ms: number, fire: () => void, unref = false): () => void {
   if (clock instanceof ManualClock) return clock.schedule(ms, fire);
   let timer: ReturnType<typeof setTimeout>;
-  const deadline = performance.now() + ms;
+  // The deadline on the source `systemClock` reads (one monotonic clock for every wait and decision).
+  const deadline = monotonicNow() + ms;
   const arm = (wait: number) => {
     timer = setTimeout(check, Math.min(Math.max(0, Math.ceil(wait)), MAX_TIMER_MS));
     if (unref) timer.unref?.();
   };
   const check = () => {
-    const left = deadline - performance.now();
+    const left = deadline - monotonicNow();
     if (left <= 0) fire();
     else arm(left);
   };

@@ -53,8 +53,18 @@ export function decideRule(
   // The hot path first: one test of `op` (each test against another name costs a string compare).
   // Kept this small so V8 inlines it into a store's check (it does not inline past 460 bytes of
   // bytecode): everything else is a call away.
-  if (op === "check" && rule.bare) return (rule.members[0] as Algorithm).step(record, now, cost, true);
+  if (op === "check") return decideCheck(rule, record, now, cost);
   return decideOther(rule, record, now, cost, op, at);
+}
+
+/**
+ * `decideRule(rule, record, now, cost, "check")`: a store's check path calls it directly (V8
+ * counts every byte of bytecode it inlines into a caller, so the hot path has no `op` to test).
+ */
+export function decideCheck(rule: CompiledRule, record: RuleRecord, now: number, cost: number): Decision {
+  return rule.bare
+    ? (rule.members[0] as Algorithm).step(record, now, cost, true)
+    : decideOther(rule, record, now, cost, "check", undefined);
 }
 
 /** `decideRule` past its hot path: composites, bans, and every operation but a bare rule's check. */

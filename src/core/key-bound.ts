@@ -91,13 +91,18 @@ export function hashedKey(key: string): string {
   return `sha256:${base64url(sha256(wtf8(key)))}`;
 }
 
+/** The longest key (in UTF-16 units) that always fits `maxKeyBytes`: a unit is at most 3 UTF-8 bytes. */
+export function keysSurelyFitting(maxKeyBytes: number): number {
+  return Math.floor(maxKeyBytes / 3);
+}
+
 /**
  * A function giving the key to store for each key of limiter `id`: the key itself when it fits
  * `maxKeyBytes`, else its hash. Keys of up to `maxKeyBytes / 3` UTF-16 units always fit (a unit
  * is at most 3 UTF-8 bytes), so the usual key costs one length comparison.
  */
 export function keyBound(maxKeyBytes: number, id: string): (key: string) => string {
-  const surelyFits = Math.floor(maxKeyBytes / 3);
+  const surelyFits = keysSurelyFitting(maxKeyBytes);
   let warned = false;
   /** A key that may not fit: measured, and hashed when it does not. */
   const bounded = (key: string) => {

@@ -39,6 +39,11 @@ export interface BoundRule {
    * refunded check was decided (see `Algorithm.refund`).
    */
   check(key: string, cost: number, now: number | undefined, op: Operation, at?: number): Decision | Promise<Decision>;
+  /**
+   * `check(key, 1, now, "check")` exactly, where a synchronous store has a shorter path for it
+   * (the MemoryStore's): the limiter's fast lane for `tryAcquire(key)` of a plain rule calls it.
+   */
+  readonly checkOne?: (key: string, now: number) => Decision;
   /** Forgets `key`'s state in every member. */
   reset(key: string): void | Promise<void>;
   /** Tells the store this binding is no longer used (state shared with a newer binding stays). */

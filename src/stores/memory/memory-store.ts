@@ -16,7 +16,7 @@
 import type { Decision } from "../../algorithms/decision.ts";
 import { blocksBeside } from "../../core/block.ts";
 import { systemClock } from "../../core/clock.ts";
-import { decideRule, type Operation } from "../../core/decide-rule.ts";
+import { decideCheck, type Operation } from "../../core/decide-rule.ts";
 import type { BoundRule, RuleBinding, Store } from "../../core/store.ts";
 import { adopt } from "./adopt.ts";
 import { Approx } from "./approx.ts";
@@ -112,22 +112,39 @@ export class MemoryStore implements Store {
     table.quietAt = Number.POSITIVE_INFINITY;
     const bound = table;
     let released = false;
-    return {
-      check: (key, cost, now, op, at) => {
-        // The hot path, tested first: a check of a live key (no block, no sweep due) is one Map
-        // lookup and one decision. Kept this small so V8 inlines it into the limiter's call (it
-        // counts bytecode against an inlining budget): every other case is a call away.
-        if (op === "check" && now !== undefined && bound.blocks === undefined && s.sweepIn > 1) {
-          s.sweepIn--;
-          const record = bound.get(key, now);
-          // (`constructor`, not `instanceof`: a record's map check, where instanceof walks its prototypes.)
-          if (record !== undefined && (record as object).constructor !== Approx) {
-            return decideRule(bound.rule, record, now, cost, op, at);
-          }
-          return notLive(s, bound, key, cost, now, op, at, record);
+    /**
+     * A check with a reading: the hot path first (inlined into both entries below). A check has
+     * no receipt (`at` is a refund's or a lease's), so none is passed on.
+     */
+    const checkAt = (key: string, cost: number, now: number): Decision => {
+      // A check of a live key (no block, no sweep due) is one Map lookup and one decision. Kept
+      // this small so V8 inlines it into the limiter's call (it counts bytecode against an
+      // inlining budget): every other case is a call away.
+      if (bound.blocks === undefined && s.sweepIn > 1) {
+        s.sweepIn--;
+        const record = bound.get(key, now);
+        // (`constructor`, not `instanceof`: a record's map check, where instanceof walks its prototypes.)
+        if (record !== undefined && (record as object).constructor !== Approx) {
+          return decideCheck(bound.rule, record, now, cost);
         }
-        return offHotPath(s, bound, key, cost, now, op, at);
-      },
+        return offLive(key, cost, now, record);
+      }
+      return offLive(key, cost, now, offHotPath);
+    };
+    /**
+     * A check past the live path: a key whose record (`found`) is absent or read back from the
+     * summary, or (`found` is `offHotPath`) a block or a sweep due. One call of few arguments
+     * from `checkAt`, for its bytecode.
+     */
+    const offLive = (key: string, cost: number, now: number, found: unknown) =>
+      found === offHotPath
+        ? offHotPath(s, bound, key, cost, now, "check", undefined)
+        : notLive(s, bound, key, cost, now, "check", undefined, found);
+    return {
+      check: (key, cost, now, op, at) =>
+        op === "check" && now !== undefined ? checkAt(key, cost, now) : offHotPath(s, bound, key, cost, now, op, at),
+      // The limiter's fast lane: the same path with its constants folded in.
+      checkOne: (key, now) => checkAt(key, 1, now),
       reset: (key) => resetKey(s, bound, key, now(bound)),
       release: () => {
         if (released) return;
