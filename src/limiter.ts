@@ -11,6 +11,7 @@ import { combine } from "./core/composite.ts";
 import { isFreshAnswer, type Operation } from "./core/decide-rule.ts";
 import { describeValue } from "./core/describe-value.ts";
 import { ArgumentError, StoreError } from "./core/errors.ts";
+import { gone, type LeaseAct } from "./core/hold-lease.ts";
 import { describeIdentity, identityText, type RuleIdentity } from "./core/identity.ts";
 import { checkMaxKeyBytes, DEFAULT_MAX_KEY_BYTES, keyBound, keysSurelyFitting } from "./core/key-bound.ts";
 import { compileRule } from "./core/rule.ts";
@@ -19,6 +20,7 @@ import { validateRule } from "./core/spec.ts";
 import type { BoundRule, Store } from "./core/store.ts";
 import { warn } from "./core/warn.ts";
 import { holdLease, leaseThrough, successorOf } from "./lease.ts";
+import { resetLedgerOf } from "./lease-resets.ts";
 import { MemoryStore } from "./stores/memory/memory-store.ts";
 
 /** Options of {@link createLimiter}. */
@@ -382,6 +384,22 @@ export function bindLimiter(
   // The wait queues are shared by the limiters of this rule on this store (a release through any
   // of them wakes its waiters), and looked up only when used: nothing is kept per rule while none waits.
   const freed = (key: string) => wakeWaiter(store, id, boundKey(key));
+  // Resets through any limiter on this store: a handle taken before its key's reset acts no more.
+  const resets = resetLedgerOf(store);
+  const resetKey = (key: string) => `${id}\n${boundKey(key)}`;
+  /**
+   * `act` for a lease of `key` taken now, unless the key is reset meanwhile: a stale release
+   * answers the peek (frees nothing), a stale renewal is denied for good.
+   */
+  const unlessReset = (key: string, act: LeaseAct, peek: () => Decision | Promise<Decision>): LeaseAct => {
+    const born = resets.epoch;
+    return (op, at) => {
+      if (!resets.resetSince(resetKey(key), born)) return act(op, at);
+      const d = peek();
+      if (op === "release") return d;
+      return d instanceof Promise ? d.then(gone) : gone(d);
+    };
+  };
   // A MemoryStore is this process's alone: every release is seen by `freed`, so no poll.
   const leasePollMs = store instanceof MemoryStore ? Number.POSITIVE_INFINITY : LEASE_POLL_MS;
   const acquire = async (key: string, acquireOptions: AcquireOptions = {}) => {
@@ -435,12 +453,11 @@ export function bindLimiter(
       if (op === "release") freed(key);
       return d;
     };
-    tryLease = (key, cost) =>
-      holdLease(
-        run(key, cost, "check"),
-        (op, at) => lease(key, cost, op, at),
-        () => (successorOf(self as Limiter) ?? { peek: (k: string) => run(k, 1, "peek") }).peek(key),
-      );
+    tryLease = (key, cost) => {
+      const peek = () => (successorOf(self as Limiter) ?? { peek: (k: string) => run(k, 1, "peek") }).peek(key);
+      const act = unlessReset(key, (op, at) => lease(key, cost, op, at), peek);
+      return holdLease(run(key, cost, "check"), act, peek);
+    };
     // The fast lane: `tryAcquire(key)` (one unit) of a rule the store decides with nothing around
     // it (no hook, no parts to add, no leases) goes straight to the store's one-unit check.
     const one = decide === bound.check && !leased ? bound.checkOne : undefined;
@@ -496,6 +513,7 @@ export function bindLimiter(
       },
       reset: (key) => {
         checkKey(key);
+        if (leased) resets.reset(resetKey(key));
         // In-process stores reset synchronously; their `reset` returns nothing to wait for.
         void bound.reset(boundKey(key));
         freed(key);
@@ -534,14 +552,12 @@ export function bindLimiter(
       );
     return d;
   };
-  tryLease = (key, cost) =>
-    run(key, cost, "check").then((d) =>
-      holdLease(
-        d,
-        (op, at) => lease(key, cost, op, at),
-        () => (successorOf(self as Limiter) ?? { peek: (k: string) => run(k, 1, "peek") }).peek(key),
-      ),
-    );
+  tryLease = (key, cost) => {
+    const peek = () => (successorOf(self as Limiter) ?? { peek: (k: string) => run(k, 1, "peek") }).peek(key);
+    // Noted before the check is sent: a reset racing it counts (the slot then expires, never doubles).
+    const act = unlessReset(key, (op, at) => lease(key, cost, op, at), peek);
+    return run(key, cost, "check").then((d) => holdLease(d, act, peek));
+  };
   self = {
     specs,
     tryAcquire: leased ? (key, cost = 1) => tryLease(key, cost) : (key, cost = 1) => run(key, cost, "check"),
@@ -577,6 +593,7 @@ export function bindLimiter(
     },
     reset: async (key) => {
       checkKey(key);
+      if (leased) resets.reset(resetKey(key));
       await bound.reset(boundKey(key));
       freed(key);
     },
