@@ -17,7 +17,9 @@
 // server (default 5000), BENCH_CONNECTIONS (default 50), BENCH_FRAMEWORKS (default
 // "express,fastify"; also koa, nest), BENCH_SERVER_FLAGS (node flags for the servers),
 // BENCH_FLOOR=1 (adds a middleware setting two constant headers: the floor of any limiter
-// that advertises its limit; Express and Fastify only), BENCH_CALLGRIND=1 (instructions
+// that advertises its limit, "headers", with the names as the draft writes them; and on Fastify
+// "headers-lc", the same names already in lower case, which spares Fastify's `reply.header` a
+// new lower-cased string and a string-table lookup per header; Express and Fastify only), BENCH_CALLGRIND=1 (instructions
 // instead of CPU time, load-independent; needs valgrind; e.g. BENCH_ROUNDS=2 BENCH_REQUESTS=1000
 // BENCH_WARMUP=8000: the optimizing compiler then runs on the main thread, and a short warm-up
 // leaves its work in the counted window — 500 requests of warm-up gave 565,000 per Fastify request),
@@ -37,7 +39,7 @@
 // BENCH_STEPS=s0,s1,s2,s3,s4,s5; list them in BENCH_VARIANTS too when that is set).
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -158,8 +160,17 @@ async function serve(variant) {
       const { addStep } = await import("./fastify-steps.mjs");
       addStep(app, limiter, spec);
     } else if (limiter === "headers") {
+      // As a user writes it: reply.header lower-cases each name (a new string per request).
       app.addHook("onRequest", (_request, reply, done) => {
-        for (const [name, value] of FLOOR_HEADERS) reply.header(name.toLowerCase(), value);
+        reply.header("RateLimit-Policy", FLOOR_HEADERS[0][1]);
+        reply.header("RateLimit", FLOOR_HEADERS[1][1]);
+        done();
+      });
+    } else if (limiter === "headers-lc") {
+      // The cheapest floor: names already in lower case (toLowerCase then returns them as they are).
+      app.addHook("onRequest", (_request, reply, done) => {
+        reply.header("ratelimit-policy", FLOOR_HEADERS[0][1]);
+        reply.header("ratelimit", FLOOR_HEADERS[1][1]);
         done();
       });
     }
@@ -342,7 +353,7 @@ async function main() {
   const requests = Number(process.env.BENCH_REQUESTS ?? 3_000);
   const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
   let variants = ["bare", "sluice", "peer", "sluice:deny", "peer:deny"];
-  if (process.env.BENCH_FLOOR === "1") variants.push("headers");
+  if (process.env.BENCH_FLOOR === "1") variants.push("headers", "headers-lc");
   if (process.env.BENCH_BASE_DIST) variants.push("base");
   if (process.env.BENCH_STEPS) variants.push(...process.env.BENCH_STEPS.split(","));
   // loadShed with a limit never reached, and @fastify/under-pressure (Fastify only) beside it.
@@ -365,7 +376,15 @@ async function main() {
   );
   const { default: autocannon } = await import("autocannon");
   const pct = (x) => `${x >= 1 ? "+" : ""}${((x - 1) * 100).toFixed(1)}%`;
+  console.log(
+    `${new Date().toISOString()}, load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}`,
+  );
+  const everyVariant = variants;
   for (const framework of frameworks) {
+    // Fastify-only variants are left out of the other frameworks' runs.
+    const variants = everyVariant.filter((v) => framework === "fastify" || (v !== "headers-lc" && v !== "pressure"));
     // Every variant's server runs at once (idle but for its turn), and the rounds interleave them
     // block by block: background load then shifts them all alike, and each block is compared
     // with the bare app's block of the same round.
@@ -404,6 +423,7 @@ async function main() {
         ["sluice, all denied", "sluice:deny"],
         [`${peerName[framework]}, all denied`, "peer:deny"],
         ["two constant headers (floor)", "headers"],
+        ...(framework === "fastify" ? [["two constant headers, lower-case names", "headers-lc"]] : []),
         ["sluice, BENCH_BASE_DIST build", "base"],
         ["loadShed (fixed limit, never reached)", "shed"],
         ...(framework === "fastify" ? [["@fastify/under-pressure", "pressure"]] : []),
@@ -416,6 +436,15 @@ async function main() {
         if (!variants.includes(v)) continue;
         console.log(`  ${name.padEnd(38)} ${c(v).padStart(9)} ${pct(median(ratios[v])).padStart(7)} (${quartiles(v)})`);
       }
+      // Over the floor: each round's block against the floor's block of the same round.
+      for (const floor of ["headers", "headers-lc"].filter((f) => variants.includes(f))) {
+        const over = (v) => pct(median(cpus[v].map((x, i) => x / cpus[floor][i])));
+        const shown = ["sluice", "peer"].filter((v) => variants.includes(v));
+        if (shown.length > 0)
+          console.log(
+            `  over "${floor}" (per-round ratios' median): ${shown.map((v) => `${v} ${over(v)}`).join(", ")}`,
+          );
+      }
     } finally {
       for (const server of servers) {
         server.child.removeAllListeners("exit");
@@ -426,6 +455,11 @@ async function main() {
   if (CALLGRIND && process.env.BENCH_CALLGRIND_KEEP === undefined)
     rmSync(CALLGRIND_DIR, { recursive: true, force: true });
   else if (CALLGRIND) console.log(`callgrind dumps kept in ${CALLGRIND_DIR}`);
+  console.log(
+    `${new Date().toISOString()}, load average ${loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" ")}`,
+  );
   if (lost > 0) console.log(`\n${lost} requests were not answered (timeouts or resets) and are not counted`);
 }
 

@@ -11,6 +11,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from "express";
 import type { Decision } from "../algorithms/decision.ts";
+import { declareRateLimit } from "./express-request.ts";
 import { type RateLimitHandles, withHandles } from "./handles.ts";
 import { type NodeRateLimitOptions, nodeMiddleware } from "./node.ts";
 import type { RateLimitOptions } from "./options.ts";
@@ -34,8 +35,15 @@ export interface ExpressRateLimitOptions extends RateLimitOptions<Request, Respo
 /** Express middleware limiting each client; errors go to `next(error)`. */
 export function rateLimit(options: ExpressRateLimitOptions): RequestHandler & RateLimitHandles {
   const middleware = nodeMiddleware<Request, Response>(options as NodeRateLimitOptions<Request, Response>);
+  // The request prototype last given the `rateLimit` accessor (one per app: checked by identity).
+  let declared: object | null = null;
   // A named function so stack traces and `app._router` listings say what it is.
   return withHandles(function sluiceRateLimit(request: Request, response: Response, next: NextFunction): void {
+    const prototype = Object.getPrototypeOf(request) as object | null;
+    if (prototype !== declared) {
+      declareRateLimit(prototype);
+      declared = prototype;
+    }
     middleware(request, response, next);
   }, middleware);
 }

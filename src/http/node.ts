@@ -72,15 +72,22 @@ export function onResponseEnd(
   done: (status: number | undefined) => void,
   untilHandler = false,
 ): void {
+  if (!untilHandler) {
+    // The common case, in one closure: 'close' comes once, and the early-close branch returns.
+    if (response.destroyed && !response.writableFinished) done(undefined);
+    else response.on("close", () => done(response.writableFinished ? response.statusCode : undefined));
+    return;
+  }
   let ended = false;
   const end = (status: number | undefined) => {
     if (ended) return;
     ended = true;
     done(status);
   };
+  // (`countOn: "handler"` from here on.)
   const left = () => {
-    if (!untilHandler || response.writableEnded) {
-      end(untilHandler ? response.statusCode : undefined);
+    if (response.writableEnded) {
+      end(response.statusCode);
       return;
     }
     const original = response.end;

@@ -25,7 +25,8 @@ export const SF_MAX_INTEGER = 999_999_999_999_999;
 
 /** `n` as a Structured Fields Integer: clamped to ±{@link SF_MAX_INTEGER} (a parser refuses more digits). */
 export function sfInteger(n: number): string {
-  return String(Math.max(-SF_MAX_INTEGER, Math.min(SF_MAX_INTEGER, Math.trunc(n))));
+  // A template, not String(): optimized code converts the number directly, without the String builtin.
+  return `${Math.max(-SF_MAX_INTEGER, Math.min(SF_MAX_INTEGER, Math.trunc(n)))}`;
 }
 
 class Malformed extends Error {}
