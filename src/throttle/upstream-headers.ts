@@ -54,7 +54,12 @@ export interface PauseBounds {
 export function headerReader(headers: HeadersLike): (name: string) => string | undefined {
   if (typeof (headers as { get?: unknown }).get === "function") {
     const h = headers as HeadersGetter;
-    return (name) => h.get(name) ?? undefined;
+    // Some clients' getters answer numbers or arrays: read as text, as the plain-object form is.
+    return (name) => {
+      const v = h.get(name) as unknown;
+      if (v === undefined || v === null) return undefined;
+      return Array.isArray(v) ? v.join(", ") : String(v);
+    };
   }
   const lower = new Map<string, string>();
   for (const [k, v] of Object.entries(headers as Record<string, unknown>)) {
@@ -143,20 +148,22 @@ export function readUpstream(
         if (r === undefined) continue;
         left(r);
         const t = numberParam(item.params, "t");
-        if (r <= 0 && t !== undefined) consider(t * 1000, "ratelimit");
+        if (r <= 0 && t !== undefined) consider(resetToMs(t, now), "ratelimit");
       }
     } else if (r7 !== null) {
       const r = Number(r7[1]);
       left(r);
       const reset = /(?:^|[,;\s])reset=(\d+)/.exec(ratelimit);
-      if (r <= 0 && reset !== null) consider(Number(reset[1]) * 1000, "ratelimit");
+      if (r <= 0 && reset !== null) consider(resetToMs(Number(reset[1]), now), "ratelimit");
     }
   }
   const r6 = get("ratelimit-remaining");
   if (r6 !== undefined && NUMBER.test(r6)) {
     left(Number(r6));
     const reset = get("ratelimit-reset");
-    if (Number(r6) <= 0 && reset !== undefined && NUMBER.test(reset)) consider(Number(reset) * 1000, "ratelimit");
+    // The drafts say seconds left, but GitLab sends an epoch instant here: told apart as X-RateLimit-Reset is.
+    if (Number(r6) <= 0 && reset !== undefined && NUMBER.test(reset))
+      consider(resetToMs(Number(reset), now), "ratelimit");
   }
 
   for (const suffix of ["", "-requests", "-tokens"]) {

@@ -77,6 +77,17 @@ export class Upstream {
     const key = options?.key ?? DEFAULT_KEY;
     // A streamed body can be sent once: such a request is never sent again.
     const replayable = !(init?.body instanceof ReadableStream) && !(input instanceof Request && input.bodyUsed);
+    // The request's own signal (init's, or a Request's) removes it from the queue too, not only
+    // once it is being sent: an abort while it waits (say, through a pause) rejects at once.
+    const own = [
+      options?.signal,
+      init?.signal ?? undefined,
+      input instanceof Request ? input.signal : undefined,
+    ].filter((s): s is AbortSignal => s !== undefined);
+    const scheduled: ScheduleOptions | undefined =
+      own.length === 0
+        ? options
+        : { ...options, signal: own.length === 1 ? (own[0] as AbortSignal) : AbortSignal.any(own) };
     const seq = this.runner.reserveSeq();
     for (let attempt = 0; ; attempt++) {
       const again = attempt < this.opts.retries && replayable;
@@ -92,7 +103,7 @@ export class Upstream {
           }
           return response;
         },
-        options,
+        scheduled,
         seq,
       );
       if (answer !== undefined) return answer;
