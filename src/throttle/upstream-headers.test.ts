@@ -119,7 +119,7 @@ describe("readUpstream", () => {
 
 describe("a headers getter answering numbers or arrays (some clients do)", () => {
   it("reads them as text, as the plain-object form is", () => {
-    const values: Record<string, unknown> = { "x-ratelimit-remaining": 0, "x-ratelimit-reset-after": ["3"] };
+    const values: Record<string, unknown> = { "x-ratelimit-remaining": [0], "x-ratelimit-reset": 3 };
     const hint = readUpstream(429, { get: (name: string) => values[name] as string | undefined }, 0, {
       defaultPauseMs: 1000,
       maxPauseMs: 3_600_000,
