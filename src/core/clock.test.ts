@@ -1,4 +1,4 @@
-import { ManualClock, systemClock } from "sluice";
+import { type Clock, ManualClock, systemClock } from "sluice";
 import { describe, expect, it, vi } from "vitest";
 import { after as afterMs, sleep } from "./clock.ts";
 
@@ -56,6 +56,30 @@ describe("clocks", () => {
     } finally {
       frozen.mockRestore();
     }
+  });
+
+  it("after() measures a user's clock by that clock: it never fires while that clock stands still", async () => {
+    // A clock of the user's own (here one that stands still, as a faked Date does until the test
+    // moves it): the wait ends when that clock has moved `ms`, whatever the machine's time does.
+    let t = 1_800_000_000_000;
+    const own: Clock = { now: () => t };
+    let fired = false;
+    const cancel = afterMs(own, 30, () => {
+      fired = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(fired).toBe(false);
+    t += 30;
+    await new Promise<void>((resolve) => {
+      const poll = setInterval(() => {
+        if (fired) {
+          clearInterval(poll);
+          resolve();
+        }
+      }, 5);
+    });
+    expect(fired).toBe(true);
+    cancel();
   });
 
   it("after() never fires inside its own call, even at or past its deadline", async () => {

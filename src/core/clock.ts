@@ -178,14 +178,17 @@ function checkTime(value: number, name: string): number {
 export function after(clock: Clock, ms: number, fire: () => void, unref = false): () => void {
   if (clock instanceof ManualClock) return clock.schedule(ms, fire);
   let timer: ReturnType<typeof setTimeout>;
-  // The deadline on the source `systemClock` reads (one monotonic clock for every wait and decision).
-  const deadline = monotonicNow() + ms;
+  // sluice's own clocks: the deadline on the source `systemClock` reads (one monotonic clock for
+  // every wait and decision, precise below their ms). Any other clock measures its own waits: a
+  // user's clock (a test's faked Date, a clock of its own) may run apart from the machine's.
+  const read = isOwnClock(clock) ? monotonicNow : () => clock.now();
+  const deadline = read() + ms;
   const arm = (wait: number) => {
     timer = setTimeout(check, Math.min(Math.max(0, Math.ceil(wait)), MAX_TIMER_MS));
     if (unref) timer.unref?.();
   };
   const check = () => {
-    const left = deadline - monotonicNow();
+    const left = deadline - read();
     if (left <= 0) fire();
     else arm(left);
   };
