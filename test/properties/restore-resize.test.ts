@@ -17,10 +17,10 @@ import { describe, expect, it } from "vitest";
 
 const SEED = Number(process.env.SLUICE_SEED ?? 34_034);
 const H = 3_600_000;
-const KEYS = 3000;
+const KEYS = 2500;
 const SMALL = 30;
-const BEFORE = 3;
-const AFTER = 4;
+const BEFORE = 2;
+const AFTER = 3;
 const NEW = 1000;
 
 const SPECS: Array<[string, RuleSpec | RuleSpec[]]> = [
@@ -36,6 +36,13 @@ const SPECS: Array<[string, RuleSpec | RuleSpec[]]> = [
     [
       { algorithm: "fixed-window", limit: 10, windowMs: H },
       { algorithm: "gcra", limit: 20, periodMs: H },
+    ],
+  ],
+  [
+    "[sliding-log, fixed-window]",
+    [
+      { algorithm: "sliding-log", limit: 10, windowMs: H },
+      { algorithm: "fixed-window", limit: 20, windowMs: 2 * H },
     ],
   ],
   [

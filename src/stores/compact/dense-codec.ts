@@ -105,6 +105,11 @@ export function decodeWord(rule: CompiledRule, word: number): RuleRecord {
   return wordMember(rule.members[0] as Algorithm, word);
 }
 
+/** A log bound's entry count stays below this (packed under its newest instant). */
+const LOG_COUNT = 2 ** 10;
+/** A log bound's newest instant (whole ms) stays below this, so the packed word is exact. */
+const MAX_LOG_NEWEST = 2 ** 42;
+
 /**
  * One member's state as one word (see the module), or undefined when it does not fit; a sliding
  * log or lease of at most one entry (inside a pair: `pairRule`) is that entry, NaN for none.
@@ -112,8 +117,15 @@ export function decodeWord(rule: CompiledRule, word: number): RuleRecord {
 function memberWord(m: Algorithm, state: unknown): number | undefined {
   if (isLog(m)) {
     const log = state as SlidingLogState;
-    if (log.n > 1) return undefined;
-    return log.n === 0 ? Number.NaN : (log.buf[log.head % log.buf.length] as number);
+    if (log.n <= 1) return log.n === 0 ? Number.NaN : (log.buf[log.head % log.buf.length] as number);
+    // More entries: every one at the newest (whole ms, kept exact), a bound of this key's own
+    // log: each entry read at or after its real instant counts as long or longer, so it admits
+    // no more in any window (as state-codec.ts `encodeLogBound`, without the oldest's span).
+    // Negative, which no instant of an exact entry here is.
+    const newest = log.buf[(log.head + log.n - 1) % log.buf.length] as number;
+    if (!(Number.isSafeInteger(newest) && newest >= 0 && newest < MAX_LOG_NEWEST && log.n < LOG_COUNT))
+      return undefined;
+    return -(newest * LOG_COUNT + log.n) - 1;
   }
   if (isArrival(m)) {
     const g = state as GcraState;
@@ -145,6 +157,11 @@ function memberWord(m: Algorithm, state: unknown): number | undefined {
 /** The state of member `m` a word written by `memberWord` holds. */
 function wordMember(m: Algorithm, word: number): unknown {
   if (isLog(m)) {
+    if (word < 0) {
+      const packed = -(word + 1);
+      const n = packed % LOG_COUNT;
+      return { buf: new Array<number>(n).fill((packed - n) / LOG_COUNT), head: 0, n } satisfies SlidingLogState;
+    }
     const buf = Number.isNaN(word) ? [] : [word];
     return { buf, head: 0, n: buf.length } satisfies SlidingLogState;
   }
