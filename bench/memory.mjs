@@ -678,7 +678,10 @@ function sweepShapes(algorithm) {
   ];
   return base.flatMap((shape) => {
     const [a, k, p, r = "1", , m = ""] = shape.split(":");
-    return [shape, `${a}:${k}:${p}:${r}:restart:${m}`];
+    // A restart into the same options, and (one-rule shapes) into a store of 100 × maxKeys.
+    const restarts = [`${a}:${k}:${p}:${r}:restart:${m}`];
+    if (r === "1") restarts.push(`${a}:${k}:${p}:${r}:larger:${m}`);
+    return [shape, ...restarts];
   });
 }
 
@@ -702,6 +705,8 @@ async function sweep() {
     "gcra",
     "leaky-bucket",
     "concurrency",
+    "fw+gcra",
+    "tb+sw",
   ];
   const cells = algorithms.flatMap(sweepShapes).filter((shape) => match.test(shape));
   const jobs = Number(process.env.BENCH_SWEEP_JOBS ?? 1);
