@@ -10,7 +10,9 @@
 // Floods past the cliff (issue 34), per shape: honest refusals and escapes against an uncapped
 // store, heap growth, ns per decision beside the uncapped store's:
 //   npm run build && node --expose-gc bench/memory.mjs --shapes [algorithm:keys:perKey[:rules[:restart[:maxKeys]]]] ...]
-// (`restart`: the capped store is snapshotted and restored into a new one halfway through the flood).
+// (`restart`: the capped store is snapshotted and restored into a new one halfway through the flood;
+// `larger`: into one of 100 × maxKeys; `uncapped`: into an uncapped one. Algorithms include the
+// composites `fw+gcra` and `tb+sw`).
 // Every algorithm × every shape, with and without a restart, the cells over 1% flagged:
 //   npm run build && node --expose-gc bench/memory.mjs --sweep [regex of the cells to run]
 
@@ -495,7 +497,27 @@ const SHAPE_SPECS = {
   "leaky-bucket": { algorithm: "leaky-bucket", capacity: 10, leakPerSecond: 10 / 3600 },
   "sliding-log": { algorithm: "sliding-log", limit: 10, windowMs: HOUR },
   concurrency: { algorithm: "concurrency", limit: 10, leaseMs: HOUR },
+  // Composites (issue 34, attack finding 1: they went straight to the summary).
+  "fw+gcra": [
+    { algorithm: "fixed-window", limit: 10, windowMs: HOUR },
+    { algorithm: "gcra", limit: 20, periodMs: HOUR },
+  ],
+  "tb+sw": [
+    { algorithm: "token-bucket", capacity: 10, refillPerSecond: 10 / 3600 },
+    { algorithm: "sliding-window", limit: 20, windowMs: 2 * HOUR },
+  ],
 };
+
+/**
+ * The store a restart restores into: `restart` the same options; `larger` 100 × maxKeys (what
+ * SLUICE_STORE_SATURATED tells an operator to do, then `--state`); `uncapped` none (attack
+ * finding 2: compact records were summarised into the saved, narrow summary).
+ */
+function restartStore(mode, maxKeys) {
+  if (mode === "larger") return new MemoryStore({ maxKeys: maxKeys * 100 });
+  if (mode === "uncapped") return new MemoryStore();
+  return new MemoryStore({ maxKeys });
+}
 
 /**
  * Child process: one flood shape through `MemoryStore({ maxKeys })` (10,000 unless given; default budget,
@@ -547,7 +569,7 @@ async function measureShape(algorithm, keys, per, nRules, capped, restart, maxKe
     if (restart && k === Math.floor(keys / 2)) {
       // A restart in the middle (`sluice serve --state`): the state as text, into a new store.
       const text = store.snapshot(clock.now());
-      store = capped ? new MemoryStore({ maxKeys }) : new MemoryStore();
+      store = capped ? restartStore(restart, maxKeys) : new MemoryStore();
       store.restore(text);
       limiters = make(store);
     }
@@ -597,6 +619,10 @@ async function shapes() {
           "token-bucket:15000:1:200",
           "sliding-log:3000:10:200",
           "fixed-window:15000:1:200:restart",
+          "fw+gcra:1000000:1",
+          "tb+sw:1000000:1",
+          "fixed-window:50000:1:1:larger:500",
+          "fw+gcra:50000:1:1:uncapped:500",
         ];
   const rows = [];
   for (const shape of list) {
@@ -606,7 +632,7 @@ async function shapes() {
     const s = c.stats;
     const pct = (n, of) => `${((100 * n) / Math.max(1, of)).toFixed(2)}%`;
     rows.push({
-      shape: `${algorithm} ${Number(keys).toLocaleString("en")} keys × ${per}${rules === "1" ? "" : `, ${rules} rules`}${restart === "restart" ? ", restart midway" : ""}${maxKeys === "" ? "" : `, maxKeys ${maxKeys}`}`,
+      shape: `${algorithm} ${Number(keys).toLocaleString("en")} keys × ${per}${rules === "1" ? "" : `, ${rules} rules`}${restart === "restart" ? ", restart midway" : restart === "" ? "" : `, restart midway into a ${restart} store`}${maxKeys === "" ? "" : `, maxKeys ${maxKeys}`}`,
       "honest refused": `${pct(c.refused, c.honest)} (${c.refused}/${c.honest})`,
       "returning / new refused": `${pct(c.returningRefused, c.returning)} / ${pct(c.freshRefused, c.fresh)}`,
       "first requests refused": pct(c.first, Number(keys) * Number(rules)),
@@ -652,7 +678,10 @@ function sweepShapes(algorithm) {
   ];
   return base.flatMap((shape) => {
     const [a, k, p, r = "1", , m = ""] = shape.split(":");
-    return [shape, `${a}:${k}:${p}:${r}:restart:${m}`];
+    // A restart into the same options, and (one-rule shapes) into a store of 100 × maxKeys.
+    const restarts = [`${a}:${k}:${p}:${r}:restart:${m}`];
+    if (r === "1") restarts.push(`${a}:${k}:${p}:${r}:larger:${m}`);
+    return [shape, ...restarts];
   });
 }
 
@@ -676,6 +705,8 @@ async function sweep() {
     "gcra",
     "leaky-bucket",
     "concurrency",
+    "fw+gcra",
+    "tb+sw",
   ];
   const cells = algorithms.flatMap(sweepShapes).filter((shape) => match.test(shape));
   const jobs = Number(process.env.BENCH_SWEEP_JOBS ?? 1);
@@ -726,7 +757,7 @@ if (process.argv[2] === "--shape") {
     Number(per),
     Number(rules),
     which === "capped",
-    restart === "restart",
+    restart === "" ? false : restart,
     Number(maxKeys || 10_000),
   );
   process.exit(0);

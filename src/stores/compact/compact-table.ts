@@ -112,15 +112,25 @@ export class CompactTable {
     return bucketOf(table, fmix32(h3 ^ 0x5bd1e995), this.#buckets);
   }
 
-  /** The slot holding (`table`, fingerprint `h`) in either of its buckets, or -1. */
-  find(table: number, h: Uint32Array): number {
+  /**
+   * The slot holding (`table`, fingerprint `h`) in either of its buckets, or -1; with
+   * `restored`, also in the two buckets a restore places it in (see `claimRestored`).
+   */
+  find(table: number, h: Uint32Array, restored = false): number {
+    const found = this.#findBy(table, h[0] as number, h[1] as number, h[2] as number);
+    return found >= 0 || !restored
+      ? found
+      : this.#findBy(table, h[0] as number, h[1] as number, restoredH3(h[0] as number, h[1] as number));
+  }
+
+  /** The slot holding (`table`, `h1`, `h2`) in the two buckets of bucket hash `h3`, or -1. */
+  #findBy(table: number, h1: number, h2: number, h3: number): number {
     const E = this.#e;
-    const tag = tagOf(h[1] as number, table);
-    const h1 = h[0] as number;
-    const first = bucketOf(table, h[2] as number, this.#buckets) * BUCKET_SLOTS * E;
+    const tag = tagOf(h2, table);
+    const first = bucketOf(table, h3, this.#buckets) * BUCKET_SLOTS * E;
     let e = findEntry(this.#u32, first, E, h1, tag);
     if (e >= 0) return first / E + e;
-    const second = this.#second(table, h[2] as number) * BUCKET_SLOTS * E;
+    const second = this.#second(table, h3) * BUCKET_SLOTS * E;
     if (second === first) return -1;
     e = findEntry(this.#u32, second, E, h1, tag);
     return e < 0 ? -1 : second / E + e;
@@ -158,6 +168,24 @@ export class CompactTable {
     const bucket =
       countEntries(u32, second * BUCKET_SLOTS * E, E) < countEntries(u32, first * BUCKET_SLOTS * E, E) ? second : first;
     return this.claimIn(bucket, table, h[0] as number, h[1] as number, returning);
+  }
+
+  /**
+   * `claim` for a record restored from a snapshot into a tier of another size (or for another
+   * table index): its key's text, and so its bucket hash, is not known there, so it goes into
+   * the emptier of two buckets its stored fingerprint picks (`restoredH3`), where `find` with
+   * `restored` looks too. A full bucket gives up a slot as `claim` does (`victim`).
+   */
+  claimRestored(table: number, h1: number, h2: number, returning = false): number {
+    const h3 = restoredH3(h1, h2);
+    const first = bucketOf(table, h3, this.#buckets);
+    const second = this.#second(table, h3);
+    const E = this.#e;
+    const bucket =
+      countEntries(this.#u32, second * BUCKET_SLOTS * E, E) < countEntries(this.#u32, first * BUCKET_SLOTS * E, E)
+        ? second
+        : first;
+    return this.claimIn(bucket, table, h1, h2, returning);
   }
 
   /** Buckets of the table (a snapshot's slots are placed back only into a table of as many). */
@@ -212,6 +240,14 @@ export class CompactTable {
       }
     }
   }
+}
+
+/**
+ * The bucket hash a restored record is placed by: from the 48 bits a slot stores (`h1`, the
+ * high half of `h2`), since a snapshot cannot carry the key's own `h3` (no slot keeps it).
+ */
+export function restoredH3(h1: number, h2: number): number {
+  return fmix32((h1 ^ Math.imul(h2 >>> 16, 0x9e3779b1)) >>> 0);
 }
 
 /**

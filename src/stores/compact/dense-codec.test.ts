@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { AlgorithmSpec } from "../../algorithms/specs.ts";
 import { type CompiledRule, compileRule } from "../../core/rule.ts";
 import { validateSpec } from "../../core/spec.ts";
-import { decodeWord, denseRule, encodeWord } from "./dense-codec.ts";
+import { decodeWord, denseRule, encodeWord, fitsCompact, pairRule, readState, writeState } from "./dense-codec.ts";
 
 const T0 = Date.UTC(2026, 11, 7, 9, 0, 0, 123);
 const rule = (...specs: unknown[]): CompiledRule => compileRule(specs.map((s) => validateSpec(s) as AlgorithmSpec));
@@ -121,5 +121,87 @@ describe("the store's layout", () => {
     // Everything the dense tier held went to the summary: every key is still refused.
     for (let i = 0; i < 50; i++) expect(fw.tryAcquire(`k${i}`).allowed).toBe(false);
     for (let i = 0; i < 50; i++) expect(tb.tryAcquire(`t${i}`).allowed).toBe(false);
+  });
+});
+
+describe("the pair layout: a composite of two members, one word each", () => {
+  const at = (r: CompiledRule, record: unknown) => {
+    const words = new Float64Array(2);
+    return writeState(r, record as never, words, 0, 2) ? readState(r, words, 0, 2) : undefined;
+  };
+
+  it("takes composites the exact 2-word layout cannot hold, each member as its dense word", () => {
+    const P = rule(
+      { algorithm: "fixed-window", limit: 10, windowMs: 3_600_000 },
+      { algorithm: "gcra", limit: 20, periodMs: 3_600_000 },
+    );
+    expect(pairRule(P)).toBe(true);
+    expect(fitsCompact(P)).toBe(true);
+    const W = Math.floor(T0 / 3_600_000) * 3_600_000;
+    const den = (
+      at(P, [
+        { w: W, c: 0 },
+        { ms: T0, ticks: 0, den: 1 },
+      ]) as [unknown, { den: number }]
+    )[1].den;
+    expect(
+      at(P, [
+        { w: W, c: 3 },
+        { ms: T0, ticks: 0, den },
+      ]),
+    ).toEqual([
+      { w: W, c: 3 },
+      { ms: T0, ticks: 0, den },
+    ]);
+    // A fraction of a ms reads back at the next whole ms: later, never earlier.
+    expect(
+      at(P, [
+        { w: W, c: 3 },
+        { ms: T0, ticks: 1, den },
+      ]),
+    ).toEqual([
+      { w: W, c: 3 },
+      { ms: T0 + 1, ticks: 0, den },
+    ]);
+    // Three members, or a ban, are not pairs (the summary keeps them).
+    expect(
+      pairRule(
+        rule(
+          { algorithm: "fixed-window", limit: 10, windowMs: 1000 },
+          { algorithm: "fixed-window", limit: 20, windowMs: 2000 },
+          { algorithm: "fixed-window", limit: 30, windowMs: 3000 },
+        ),
+      ),
+    ).toBe(false);
+  });
+
+  it("a log member of many entries: every entry at the newest (its own bound, never earlier)", () => {
+    const P = rule(
+      { algorithm: "sliding-log", limit: 5, windowMs: 60_000 },
+      { algorithm: "fixed-window", limit: 100, windowMs: 3_600_000 },
+    );
+    expect(pairRule(P)).toBe(true);
+    const W = Math.floor(T0 / 3_600_000) * 3_600_000;
+    const one = at(P, [
+      { buf: [T0 + 0.5], head: 0, n: 1 },
+      { w: W, c: 1 },
+    ]);
+    expect(one).toEqual([
+      { buf: [T0 + 0.5], head: 0, n: 1 },
+      { w: W, c: 1 },
+    ]);
+    const three = at(P, [
+      { buf: [T0 - 500, T0 - 20, T0], head: 0, n: 3 },
+      { w: W, c: 3 },
+    ]) as [{ buf: number[]; n: number }, unknown];
+    expect(three[0].n).toBe(3);
+    expect(three[0].buf).toEqual([T0, T0, T0]);
+    // A newest entry that is not a whole ms: not bounded (summarised instead).
+    expect(
+      at(P, [
+        { buf: [T0 - 500, T0 + 0.5], head: 0, n: 2 },
+        { w: W, c: 2 },
+      ]),
+    ).toBeUndefined();
   });
 });

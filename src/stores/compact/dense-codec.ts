@@ -20,11 +20,12 @@
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { FixedWindowState } from "../../algorithms/fixed-window.ts";
 import type { GcraState } from "../../algorithms/gcra.ts";
+import { isLog, type SlidingLogState } from "../../algorithms/sliding-log.ts";
 import type { SlidingWindowState } from "../../algorithms/sliding-window.ts";
 import type { FixedWindowSpec, SlidingWindowSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
 import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
 import type { CompiledRule, RuleRecord } from "../../core/rule.ts";
-import { decodeRecord, denOf, encodeRecord } from "./state-codec.ts";
+import { compactable, decodeRecord, denOf, encodeRecord } from "./state-codec.ts";
 
 /** Whether `rule`'s records are meant to fit one word (the dense layout serves stores whose rules all are). */
 export function denseRule(rule: CompiledRule): boolean {
@@ -96,38 +97,74 @@ function decodeBucket(m: Algorithm, word: number): TokenBucketState {
 
 /** The word for a bare `rule`'s `record`, or undefined when it does not fit one word exactly. */
 export function encodeWord(rule: CompiledRule, record: RuleRecord): number | undefined {
-  if (!denseRule(rule)) return undefined;
-  const m = rule.members[0] as Algorithm;
-  if (isArrival(m)) {
-    const g = record as GcraState;
-    const word = g.ticks === 0 ? g.ms : g.ms + 1;
-    if (!(Number.isSafeInteger(word) && g.ticks >= 0)) return undefined;
-    // Decoded under the current interval: the same instant, or up to a ms later (never earlier).
-    const back = decodeWord(rule, word) as GcraState;
-    return back.ticks === 0 && (back.ms > g.ms || (back.ms === g.ms && g.ticks === 0)) ? word : undefined;
-  }
-  if (m.kind === "token-bucket") return encodeBucket(m, record as TokenBucketState);
-  const scale = 2 ** countBits(m);
-  const fits = (c: number) => Number.isInteger(c) && c >= 0 && c < scale;
-  if (m.kind === "sliding-window") {
-    const s = record as SlidingWindowState;
-    if (!(fits(s.p) && fits(s.c))) return undefined;
-    const word = ((s.w / windowUnit(m)) * scale + s.p) * scale + s.c;
-    if (!Number.isSafeInteger(word)) return undefined;
-    const back = decodeWord(rule, word) as SlidingWindowState;
-    return back.w === s.w && back.p === s.p && back.c === s.c ? word : undefined;
-  }
-  const s = record as FixedWindowState;
-  if (!fits(s.c)) return undefined;
-  const word = (s.w / windowUnit(m)) * scale + s.c;
-  if (!Number.isSafeInteger(word)) return undefined;
-  const back = decodeWord(rule, word) as FixedWindowState;
-  return back.w === s.w && back.c === s.c ? word : undefined;
+  return denseRule(rule) ? memberWord(rule.members[0] as Algorithm, record) : undefined;
 }
 
 /** The record a word written by `encodeWord` under `rule` holds. */
 export function decodeWord(rule: CompiledRule, word: number): RuleRecord {
-  const m = rule.members[0] as Algorithm;
+  return wordMember(rule.members[0] as Algorithm, word);
+}
+
+/** A log bound's entry count stays below this (packed under its newest instant). */
+const LOG_COUNT = 2 ** 10;
+/** A log bound's newest instant (whole ms) stays below this, so the packed word is exact. */
+const MAX_LOG_NEWEST = 2 ** 42;
+
+/**
+ * One member's state as one word (see the module), or undefined when it does not fit; a sliding
+ * log or lease of at most one entry (inside a pair: `pairRule`) is that entry, NaN for none.
+ */
+function memberWord(m: Algorithm, state: unknown): number | undefined {
+  if (isLog(m)) {
+    const log = state as SlidingLogState;
+    if (log.n <= 1) return log.n === 0 ? Number.NaN : (log.buf[log.head % log.buf.length] as number);
+    // More entries: every one at the newest (whole ms, kept exact), a bound of this key's own
+    // log: each entry read at or after its real instant counts as long or longer, so it admits
+    // no more in any window (as state-codec.ts `encodeLogBound`, without the oldest's span).
+    // Negative, which no instant of an exact entry here is.
+    const newest = log.buf[(log.head + log.n - 1) % log.buf.length] as number;
+    if (!(Number.isSafeInteger(newest) && newest >= 0 && newest < MAX_LOG_NEWEST && log.n < LOG_COUNT))
+      return undefined;
+    return -(newest * LOG_COUNT + log.n) - 1;
+  }
+  if (isArrival(m)) {
+    const g = state as GcraState;
+    const word = g.ticks === 0 ? g.ms : g.ms + 1;
+    if (!(Number.isSafeInteger(word) && g.ticks >= 0)) return undefined;
+    // Decoded under the current interval: the same instant, or up to a ms later (never earlier).
+    const back = wordMember(m, word) as GcraState;
+    return back.ticks === 0 && (back.ms > g.ms || (back.ms === g.ms && g.ticks === 0)) ? word : undefined;
+  }
+  if (m.kind === "token-bucket") return encodeBucket(m, state as TokenBucketState);
+  const scale = 2 ** countBits(m);
+  const fits = (c: number) => Number.isInteger(c) && c >= 0 && c < scale;
+  if (m.kind === "sliding-window") {
+    const s = state as SlidingWindowState;
+    if (!(fits(s.p) && fits(s.c))) return undefined;
+    const word = ((s.w / windowUnit(m)) * scale + s.p) * scale + s.c;
+    if (!Number.isSafeInteger(word)) return undefined;
+    const back = wordMember(m, word) as SlidingWindowState;
+    return back.w === s.w && back.p === s.p && back.c === s.c ? word : undefined;
+  }
+  const s = state as FixedWindowState;
+  if (!fits(s.c)) return undefined;
+  const word = (s.w / windowUnit(m)) * scale + s.c;
+  if (!Number.isSafeInteger(word)) return undefined;
+  const back = wordMember(m, word) as FixedWindowState;
+  return back.w === s.w && back.c === s.c ? word : undefined;
+}
+
+/** The state of member `m` a word written by `memberWord` holds. */
+function wordMember(m: Algorithm, word: number): unknown {
+  if (isLog(m)) {
+    if (word < 0) {
+      const packed = -(word + 1);
+      const n = packed % LOG_COUNT;
+      return { buf: new Array<number>(n).fill((packed - n) / LOG_COUNT), head: 0, n } satisfies SlidingLogState;
+    }
+    const buf = Number.isNaN(word) ? [] : [word];
+    return { buf, head: 0, n: buf.length } satisfies SlidingLogState;
+  }
   if (isArrival(m)) return { ms: word, ticks: 0, den: denOf(m) } satisfies GcraState;
   if (m.kind === "token-bucket") return decodeBucket(m, word);
   const scale = 2 ** countBits(m);
@@ -141,6 +178,22 @@ export function decodeWord(rule: CompiledRule, word: number): RuleRecord {
   return { w: q * windowUnit(m), c: word - q * scale } satisfies FixedWindowState;
 }
 
+/**
+ * Whether `rule` is a composite of two members that the exact 2-word layout cannot hold but
+ * whose states fit one word each (the pair layout: a 2-word slot, one member per word, each
+ * as conservative as a bare member's dense word, so the pair admits no more than the record;
+ * issue 34: composites went straight to the summary, 45–73% of returning keys refused).
+ */
+export function pairRule(rule: CompiledRule): boolean {
+  if (rule.bare || rule.ban !== undefined || rule.members.length !== 2 || compactable(rule)) return false;
+  return rule.members.every((m) => DENSE_KINDS.has(m.kind) || isLog(m));
+}
+
+/** Whether `rule`'s records can ever be stored in MemoryStore's compact tier (2-word or pair layout). */
+export function fitsCompact(rule: CompiledRule): boolean {
+  return compactable(rule) || pairRule(rule);
+}
+
 /** Writes `record` at `words[at..]` in a layout of `stateWords` words per slot; false when it does not fit. */
 export function writeState(
   rule: CompiledRule,
@@ -149,7 +202,15 @@ export function writeState(
   at: number,
   stateWords: number,
 ): boolean {
-  if (stateWords !== 1) return encodeRecord(rule, record, words, at);
+  if (stateWords !== 1) {
+    if (!pairRule(rule)) return encodeRecord(rule, record, words, at);
+    const a = memberWord(rule.members[0] as Algorithm, (record as unknown[])[0]);
+    const b = memberWord(rule.members[1] as Algorithm, (record as unknown[])[1]);
+    if (a === undefined || b === undefined) return false;
+    words[at] = a;
+    words[at + 1] = b;
+    return true;
+  }
   const word = encodeWord(rule, record);
   if (word === undefined) return false;
   words[at] = word;
@@ -158,5 +219,10 @@ export function writeState(
 
 /** The record at `words[at..]` in a layout of `stateWords` words per slot (written by `writeState`). */
 export function readState(rule: CompiledRule, words: Float64Array, at: number, stateWords: number): RuleRecord {
-  return stateWords === 1 ? decodeWord(rule, words[at] as number) : decodeRecord(rule, words, at);
+  if (stateWords === 1) return decodeWord(rule, words[at] as number);
+  if (!pairRule(rule)) return decodeRecord(rule, words, at);
+  return [
+    wordMember(rule.members[0] as Algorithm, words[at] as number),
+    wordMember(rule.members[1] as Algorithm, words[at + 1] as number),
+  ];
 }

@@ -5,16 +5,18 @@
  */
 import { blocksBeside } from "../../core/block.ts";
 import { type CompiledRule, type RuleRecord, recordFreshAt } from "../../core/rule.ts";
-import { CompactTable } from "../compact/compact-table.ts";
-import { denseRule, writeState } from "../compact/dense-codec.ts";
-import { compactable, decodeRecord, STATE_WORDS } from "../compact/state-codec.ts";
+import { BUCKET_SLOTS, CompactTable } from "../compact/compact-table.ts";
+import { fitsCompact, readState, writeState } from "../compact/dense-codec.ts";
+import { STATE_WORDS } from "../compact/state-codec.ts";
 import { Approx } from "./approx.ts";
+import { compactFor } from "./compact-tier.ts";
 import { restorable } from "./restore-check.ts";
 import type { RestoredTable } from "./restore-report.ts";
 import { Sketch } from "./sketch.ts";
 import type { TableSnapshot } from "./snapshot.ts";
 import { now, type StoreState } from "./store-state.ts";
 import { summarise } from "./summarise.ts";
+import type { SummaryFilter } from "./summary-filter.ts";
 import type { Table } from "./table.ts";
 import { evict, pushedOut } from "./victim.ts";
 
@@ -44,7 +46,7 @@ export function adopt(s: StoreState, table: Table, snapshot: TableSnapshot, repo
   for (const [h1, h2, w0, w1, bucket, returning] of snapshot.compact ?? []) {
     scratch[0] = w0 as number;
     scratch[1] = w1 as number;
-    const record = decodeRecord(rule, scratch, 0);
+    const record = readState(rule, scratch, 0, STATE_WORDS);
     if (!sane(record)) {
       refuse(`a compact record (fingerprint ${h1}) does not fit the rule's layout`);
       return;
@@ -140,9 +142,18 @@ function adoptSketch(
   else own.absorb(sketch, t);
   // Unless the filter came with the file and places this table's keys where it did, the file
   // says nothing of which keys the cells hold: until they stop mattering, every key may be in them.
-  if (s.filtered.get(table.id) !== table.index) {
-    table.unfilteredUntil = Math.max(table.unfilteredUntil, (table.sketch as Sketch).freshAt);
-  }
+  const freshAt = (table.sketch as Sketch).freshAt;
+  const kept = s.filtered.get(table.id);
+  const known: [SummaryFilter<string>, number] | undefined =
+    s.savedFilters.get(table.id) ?? (kept !== undefined && s.filter !== undefined ? [s.filter, kept] : undefined);
+  if (kept === table.index) {
+    // The loaded filter places this table's keys where it did.
+  } else if (known !== undefined && table.savedFilter === undefined) {
+    // The saved filter knows the cells' keys, at the saved index (of another size, or index).
+    table.savedFilter = known[0];
+    table.savedFilterIndex = known[1];
+    table.savedFilterUntil = freshAt;
+  } else table.unfilteredUntil = Math.max(table.unfilteredUntil, freshAt);
   const width = (table.sketch as Sketch).width;
   if (width < from) {
     report.reasons.push(
@@ -152,9 +163,12 @@ function adoptSketch(
 }
 
 /**
- * Puts saved compact records back: into their own buckets when this store's compact tier has
- * the saved one's size and the table its saved index (exact, the key finds its record), else
- * into the summary (the bucket hash comes from the key's text, which is not saved).
+ * Puts saved compact records back, exactly, whatever this store's size: into their own buckets
+ * when this store's compact tier has the saved one's size and the table its saved index, else
+ * where their fingerprints place them (compact-table.ts `claimRestored`: the bucket hash comes
+ * from the key's text, which is not saved), where the table's lookups look until they are
+ * fresh. Only what this tier has no room for is summarised (a smaller store), as an eviction
+ * would.
  */
 function adoptCompact(
   s: StoreState,
@@ -167,36 +181,32 @@ function adoptCompact(
   if (rows.length === 0) return;
   const rule = table.rule;
   const at = snapshot.compactAt;
-  // The saved tier's layout (dense-codec.ts): this store's tier takes it if it has none yet.
-  const words = s.compact?.stateWords ?? (at?.words === 1 && denseRule(rule) ? 1 : STATE_WORDS);
-  const buckets = s.compact?.buckets ?? CompactTable.bucketsFor(s.budget.compactBudget, words);
-  const why =
-    at === undefined
-      ? "the file does not say where they were (an older version)"
-      : !Number.isFinite(s.budget.maxKeys) ||
-          !compactable(rule) ||
-          s.budget.compactBudget < CompactTable.bytesFor(1, words)
-        ? "this store has no compact tier for the rule"
-        : buckets !== at.buckets || words !== (at.words ?? STATE_WORDS)
-          ? `this store's compact tier has ${buckets} buckets, the saved one ${at.buckets} (\`maxKeys\` or \`maxBytes\` changed)`
-          : table.index !== at.index
-            ? "the rule has another place in the compact tier (bound in another order, or bound before the restore)"
-            : undefined;
+  const compact = restoredTier(s, table, t);
+  const why = compact === undefined ? "this store has no compact tier for the rule" : undefined;
+  const inPlace =
+    compact !== undefined &&
+    at !== undefined &&
+    compact.buckets === at.buckets &&
+    compact.stateWords === (at.words ?? STATE_WORDS) &&
+    table.index === at.index;
   let summarised = 0;
   let unfit = 0;
+  let moved = 0;
   for (const [h1, h2, , , bucket, record, returning] of rows) {
-    if (!(recordFreshAt(rule, record) > t)) {
+    const freshAt = recordFreshAt(rule, record);
+    if (!(freshAt > t)) {
       report.expired++;
       continue;
     }
-    if (why !== undefined || bucket === undefined) {
+    if (compact === undefined) {
       summarise(s, table, h1, h2, record, t);
       summarised++;
       continue;
     }
-    s.compact ??= new CompactTable(buckets, words);
-    const compact = s.compact;
-    const slot = compact.claimIn(bucket, table.index, h1, h2, returning);
+    const placed = inPlace && bucket !== undefined;
+    const slot = placed
+      ? compact.claimIn(bucket, table.index, h1, h2, returning)
+      : compact.claimRestored(table.index, h1, h2, returning);
     pushedOut(s, compact, table, t);
     if (!writeState(rule, record, compact.words, compact.stateIndex(slot), compact.stateWords)) {
       // A state the dense layout cannot hold exactly (a count past twice the limit): summarised.
@@ -205,8 +215,16 @@ function adoptCompact(
       unfit++;
       continue;
     }
+    // The saved bucket may itself be one a restore chose: lookups look there too until fresh.
+    if (freshAt > table.restoredUntil) table.restoredUntil = freshAt;
+    if (!placed) moved++;
     table.compactSize++;
     report.exact++;
+  }
+  if (moved > 0) {
+    report.reasons.push(
+      `${moved} compact records were placed by their fingerprints: this store's compact tier has another size or layout (\`maxKeys\` or \`maxBytes\` changed), or the rule another place in it`,
+    );
   }
   if (unfit > 0) {
     report.summarised += unfit;
@@ -218,4 +236,17 @@ function adoptCompact(
     report.summarised += summarised;
     report.reasons.push(`${summarised} compact records were summarised: ${why}`);
   }
+}
+
+/**
+ * The compact tier restored records of `table` go into: the capped store's own (created or
+ * widened as an eviction would, compact-tier.ts), or in an uncapped store one sized for every
+ * compact record the snapshot carries (`s.restoreRows`); undefined when the rule's records
+ * never fit one, or the budget holds no bucket.
+ */
+function restoredTier(s: StoreState, table: Table, t: number): CompactTable | undefined {
+  if (table.index === 0 || !fitsCompact(table.rule)) return undefined;
+  if (Number.isFinite(s.budget.maxKeys)) return compactFor(s, table, t);
+  s.compact ??= new CompactTable(Math.max(1, Math.ceil(s.restoreRows / (BUCKET_SLOTS / 2))));
+  return s.compact;
 }

@@ -79,7 +79,7 @@ export function miss(
     return fresh(s, table, key, cost, t, op);
   const h = s.hash(key);
   if (compact !== undefined && table.compactSize > 0) {
-    const slot = compact.find(table.index, h);
+    const slot = compact.find(table.index, h, t < table.restoredUntil);
     if (slot >= 0) {
       // Exact in the compact tier: back into the `Map` tier (it came back: it is not a one-shot key).
       const record = readState(rule, compact.words, compact.stateIndex(slot), compact.stateWords);

@@ -15,7 +15,7 @@ export function resetKey(s: StoreState, table: Table, key: string, t: number): v
   if (table.delete(key)) s.size--;
   if (table.index === 0 && table.sketch === undefined) return;
   const h = s.hash(key);
-  const slot = s.compact === undefined ? -1 : s.compact.find(table.index, h);
+  const slot = s.compact === undefined ? -1 : s.compact.find(table.index, h, t < table.restoredUntil);
   if (slot >= 0) {
     (s.compact as CompactTable).remove(slot);
     table.compactSize--;

@@ -24,7 +24,14 @@ export function snapshotOf(s: StoreState, savedAt: number = systemClock.now()): 
   for (const table of s.tables.values()) {
     const saved = saveTable(table, compact, s.seed);
     // Cells restored without their keys' bits still matter: the next restore must not trust the filter for them.
-    if (filter !== undefined && saved.sketch !== undefined && !(now(table) < table.unfilteredUntil)) {
+    // Nor cells whose keys only a saved filter knows (it is not saved again).
+    const t = now(table);
+    if (
+      filter !== undefined &&
+      saved.sketch !== undefined &&
+      !(t < table.unfilteredUntil) &&
+      !(t < table.savedFilterUntil)
+    ) {
       saved.filterIndex = table.index;
     }
     tables.push(saved);
@@ -40,6 +47,7 @@ export function snapshotOf(s: StoreState, savedAt: number = systemClock.now()): 
 export function restoreText(s: StoreState, text: string): number {
   const { tables, filter } = decodeSnapshot(text);
   if (filter !== undefined) loadFilter(s, filter, tables);
+  s.restoreRows = tables.reduce((n, t) => n + (t.compact?.length ?? 0), 0);
   let records = 0;
   for (const snapshot of tables) {
     const id = `${snapshot.id}\u0000${snapshot.shape}`;
@@ -78,12 +86,22 @@ export function restoredOf(s: StoreState): RestoreReport {
  * its seed: the restored tables that name their index in it are then read through it.
  */
 function loadFilter(s: StoreState, saved: SavedFilter, tables: TableSnapshot[]): void {
-  const bits = SummaryFilter.bitsFor(s.budget.filterBudget);
-  if (bits !== saved.bits || (s.filter !== undefined && s.filter.joins > 0)) return;
-  if (saved.seed !== s.seed && !s.unhashed()) return;
-  const filter = new SummaryFilter<string>(bits);
+  // An uncapped store has no filter budget: it takes the saved one's size (it summarises
+  // nothing of its own, but what a restore could not place).
+  const bits = Number.isFinite(s.budget.maxKeys) ? SummaryFilter.bitsFor(s.budget.filterBudget) : saved.bits;
+  if (bits === 0 || (saved.seed !== s.seed && !s.unhashed())) return;
+  const filter = new SummaryFilter<string>(saved.bits);
   if (!filter.load(saved, (id) => id)) return;
-  s.filter = filter;
   s.seed = saved.seed;
-  for (const t of tables) if (t.filterIndex !== undefined) s.filtered.set(`${t.id}\u0000${t.shape}`, t.filterIndex);
+  const owners = new Map<string, number>();
+  for (const t of tables) if (t.filterIndex !== undefined) owners.set(`${t.id}\u0000${t.shape}`, t.filterIndex);
+  if (bits === saved.bits && (s.filter === undefined || s.filter.joins === 0)) {
+    s.filter = filter;
+    for (const [id, index] of owners) s.filtered.set(id, index);
+    return;
+  }
+  // Another size (a changed `maxKeys` or `maxBytes`): kept as it is, read-only, beside this
+  // store's own filter, for the restored cells' keys (adopt.ts), until those cells are fresh.
+  s.filter ??= new SummaryFilter<string>(bits);
+  for (const [id, index] of owners) s.savedFilters.set(id, [filter, index]);
 }

@@ -37,6 +37,13 @@ export class StoreState {
   filter: SummaryFilter<string> | undefined = undefined;
   /** Restored tables (by id) whose keys' bits came with the loaded filter, at this saved index. */
   readonly filtered = new Map<string, number>();
+  /**
+   * Restored tables (by id) whose keys' bits came in a saved filter of another size than this
+   * store's (or at another index): that filter, read-only, and the table's index in it.
+   */
+  readonly savedFilters = new Map<string, [SummaryFilter<string>, number]>();
+  /** Compact records the last restored snapshot carries (an uncapped store sizes a tier for them). */
+  restoreRows = 0;
   /** Restored tables waiting for their rule to be bound (by table id). */
   readonly pending = new Map<string, TableSnapshot>();
   /** What each restored table became (by table id), for `restored()`. */

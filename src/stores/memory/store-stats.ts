@@ -84,7 +84,17 @@ export function statsOf(s: StoreState): MemoryStoreStats {
     const sketch = table.sketch;
     if (sketch === undefined) continue;
     sketchBytes += sketch.bytes;
-    bound = Math.max(bound, sketch.fill(now(table)) ** DEPTH);
+    // The chance a never-seen key is let through to the cells: every key while restored cells
+    // are unfiltered; else the filter's false positives, and a saved filter's for restored cells.
+    const t = now(table);
+    const through =
+      t < table.unfilteredUntil
+        ? 1
+        : Math.min(
+            1,
+            (s.filter?.errorBound ?? 1) + (t < table.savedFilterUntil ? (table.savedFilter?.errorBound ?? 1) : 0),
+          );
+    bound = Math.max(bound, sketch.fill(t) ** DEPTH * through);
   }
   return {
     keys: s.countRecords(),
@@ -105,7 +115,7 @@ export function statsOf(s: StoreState): MemoryStoreStats {
     filterBytes: s.filter?.bytes ?? 0,
     filterKeys: s.filter?.joins ?? 0,
     filterErrorBound: s.filter?.errorBound ?? 0,
-    summaryErrorBound: bound * (s.filter?.errorBound ?? 1),
+    summaryErrorBound: bound,
     pins: s.pins,
     pinsDropped: s.pinsDropped,
   };

@@ -25,9 +25,13 @@ export function summarise(
   if (table.pins.size > 0 && table.pins.delete(h1 * 65536 + (h2 >>> 16))) s.pins--;
   table.sketch ??= newSketch(s, table);
   table.sketch.add(h1, h2, record, t, approx?.rate);
-  const bits = SummaryFilter.bitsFor(s.budget.filterBudget);
-  if (bits === 0) return;
-  s.filter ??= new SummaryFilter<string>(bits);
+  // A store with no filter budget (uncapped) may still hold one, restored with cells: keys
+  // summarised next to those cells (a restore's overflow) join it, or it would not hold them.
+  if (s.filter === undefined) {
+    const bits = SummaryFilter.bitsFor(s.budget.filterBudget);
+    if (bits === 0) return;
+    s.filter = new SummaryFilter<string>(bits);
+  }
   // The sketch's own fresh-at bounds what the key's cells hold (and so what its read-back needs).
   s.filter.add(table.id, table.index, h1, h2, table.sketch.freshAt, s.filterPast);
   if (!s.warned && (s.summarised & 4095) === 0) checkSaturation(s, table.sketch, s.filter, t);
@@ -35,11 +39,17 @@ export function summarise(
 
 /**
  * Whether `table`'s summary may hold the key (h1, h2): the filter holds it, or the filter cannot
- * tell (none yet, or cells restored from a snapshot, which saves no keys, still matter).
+ * tell (none yet, or cells restored from a snapshot, which saves no keys, still matter), or the
+ * saved filter that came with restored cells holds it.
  */
 export function mayHold(s: StoreState, table: Table, h1: number, h2: number, t: number): boolean {
   const filter = s.filter;
-  return filter === undefined || t < table.unfilteredUntil || filter.mayHold(table.index, h1, h2);
+  return (
+    filter === undefined ||
+    t < table.unfilteredUntil ||
+    filter.mayHold(table.index, h1, h2) ||
+    (t < table.savedFilterUntil && (table.savedFilter as SummaryFilter<string>).mayHold(table.savedFilterIndex, h1, h2))
+  );
 }
 
 /**

@@ -20,6 +20,7 @@
  */
 import type { CompiledRule } from "../../core/rule.ts";
 import type { Sketch } from "./sketch.ts";
+import type { SummaryFilter } from "./summary-filter.ts";
 
 /**
  * An empty generation, shared and never written: a table allocates a Map only when a record
@@ -117,6 +118,22 @@ export class Table {
   sketch: Sketch | undefined = undefined;
   /** Until this instant the summary filter cannot tell which keys `sketch` holds (cells restored from a snapshot). */
   unfilteredUntil = Number.NEGATIVE_INFINITY;
+  /**
+   * Until this instant some of its compact records may sit where a restore placed them, by
+   * fingerprint (another tier size or index: compact-table.ts `claimRestored`): lookups look
+   * there too. Past it every such record is fresh.
+   */
+  restoredUntil = Number.NEGATIVE_INFINITY;
+  /**
+   * Until this instant its summary holds cells restored from a snapshot whose keys only
+   * `savedFilter` (the saved store's filter, of another size or index) knows, at
+   * `savedFilterIndex`: a key it may hold reads the summary.
+   */
+  savedFilterUntil = Number.NEGATIVE_INFINITY;
+  /** The saved filter of `savedFilterUntil` (undefined: none). */
+  savedFilter: SummaryFilter<string> | undefined = undefined;
+  /** This table's index in `savedFilter` (its keys' probes hash it in). */
+  savedFilterIndex = 0;
   /** This table's index in the store's compact tier (0: none). */
   index = 0;
   /** Records of this table held in the compact tier. */

@@ -8,8 +8,7 @@ import { decideRule } from "../../core/decide-rule.ts";
 import type { RuleRecord } from "../../core/rule.ts";
 import { recordFreshAt } from "../../core/rule.ts";
 import type { CompactTable } from "../compact/compact-table.ts";
-import { readState, writeState } from "../compact/dense-codec.ts";
-import { compactable } from "../compact/state-codec.ts";
+import { fitsCompact, readState, writeState } from "../compact/dense-codec.ts";
 import { Approx } from "./approx.ts";
 import { compactFor } from "./compact-tier.ts";
 import { now, type StoreState } from "./store-state.ts";
@@ -61,7 +60,7 @@ export function evict(s: StoreState, inserting: Table, t: number): void {
   const h = s.hash(key);
   const h1 = h[0] as number;
   const h2 = h[1] as number;
-  const compact = victim.index > 0 && compactable(victim.rule) ? compactFor(s, victim, at) : undefined;
+  const compact = victim.index > 0 && fitsCompact(victim.rule) ? compactFor(s, victim, at) : undefined;
   if (compact !== undefined) {
     // A key that came back (the protected segment's) is protected in the compact tier too, so a
     // flood of keys that come once cannot push it into the summary, unless it has spent its
