@@ -105,6 +105,18 @@ export interface FleetQueue {
    */
   pause?(key: string, ms: number): Promise<{ until: number; already: boolean }>;
   /**
+   * Optional: a granted job starts late: its rate units taken at `at` (its grant's; undefined:
+   * none to give back) go back and `cost` units are taken at the store's latest decision instant
+   * (now, or the instant granted ahead to), ahead of the queue (the job's turn came). Resolves
+   * with that instant and the ms until it, or with the wait before asking again (no `at` then).
+   */
+  restamp?(
+    key: string,
+    id: string,
+    cost: number,
+    at: number | undefined,
+  ): Promise<{ at: number; delayMs: number } | { waitMs: number }>;
+  /**
    * Optional: grants what fits, and makes sure this owner (closing) is not the one left to wake
    * `key` (another owner with tickets is told instead).
    */

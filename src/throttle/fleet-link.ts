@@ -234,6 +234,17 @@ export class FleetLink {
     await (await this.#queue).release(key, id, refund);
   }
 
+  /** Moves a late start's rate units to the store's decision instant (undefined: the queue cannot). */
+  async restamp(
+    key: string,
+    id: string,
+    cost: number,
+    at: number | undefined,
+  ): Promise<{ at: number; delayMs: number } | { waitMs: number } | undefined> {
+    const q = await this.#queue;
+    return q.restamp === undefined ? undefined : q.restamp(key, id, cost, at);
+  }
+
   /** Renews a running job's lease. */
   async renew(key: string, id: string): Promise<boolean> {
     return (await this.#queue).renew(key, id);

@@ -234,6 +234,17 @@ export class RedisFleetQueue implements FleetQueue {
     return (await this.#call(key, "n", [this.#full(id)])) === "1";
   }
 
+  async restamp(
+    key: string,
+    id: string,
+    cost: number,
+    at: number | undefined,
+  ): Promise<{ at: number; delayMs: number } | { waitMs: number }> {
+    const status = await this.#call(key, "m", [this.#full(id), String(cost), at === undefined ? "-" : String(at)]);
+    const [ok = "", a = "0", b = "0"] = status.split(",");
+    return ok === "1" ? { at: Number(a), delayMs: Number(b) } : { waitMs: Number(a) };
+  }
+
   async heartbeat(key: string): Promise<boolean> {
     return (await this.#call(key, "h", [])) === "1";
   }

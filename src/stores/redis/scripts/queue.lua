@@ -23,6 +23,7 @@
 --   'n' renew: id                                 'h' heartbeat (the owner is alive)
 --   'p' pump                                      'l' leave: pump, the caller (closing) wakes nothing
 --   'z' pause: ms (no grant until now + ms; every other live owner of the key hears it at once)
+--   'm' a late start: id cost at('-' none) (its units taken at `at` go back, `cost` are taken now)
 -- Every op then grants what now fits, head first: grants to the caller come back in the reply,
 -- grants to other owners are PUBLISHed on their channel, and when the head must wait for the
 -- rate (or a lease's expiry) its owner is told when to call again.
@@ -325,6 +326,34 @@ elseif op == 'z' then
       else
         call('ZREM', KP, owner)
       end
+    end
+  end
+elseif op == 'm' then
+  -- A granted job starts late (its process stalled): the rate units its grant took at `at` go
+  -- back (by receipt) and it takes `cost` at the latest instant decided (now, or the one granted
+  -- ahead to: the record never sees time run back), ahead of the queue (its turn came). Status
+  -- "1,at,delayMs" (start then), or "0,waitMs" (refused: ask again then, nothing to give back).
+  local id, cost, at = ARGV[10], tonumber(ARGV[11]), ARGV[12]
+  if not RR then
+    status = '1,' .. fmt('%d', now) .. ',0'
+  elseif pausedUntil > now then
+    if at ~= '-' then decide(RR, KR, cost, REFUND, tonumber(at)) end
+    status = '0,' .. fmt('%d', pausedUntil - now)
+  else
+    if at ~= '-' then decide(RR, KR, cost, REFUND, tonumber(at)) end
+    local t = tonumber(call('HGET', KH, 'hz') or '0')
+    if t < now then t = now end
+    local ok, wait, delay = decide(RR, KR, cost, CHECK, nil, t)
+    if ok then
+      status = '1,' .. fmt('%d', t) .. ',' .. fmt('%d', (delay or 0) + (t - now))
+      local g = call('HGET', KH, 'g:' .. id)
+      if g then
+        local owner, leaseAt, _, c = match(g, '^(%S+) (%S+) (%S+) (%S+)$')
+        call('HSET', KH, 'g:' .. id, owner .. ' ' .. leaseAt .. ' ' .. fmt('%d', t) .. ' ' .. c)
+      end
+    else
+      if wait >= INF then wait = 60000 end
+      status = '0,' .. fmt('%d', ceil(wait))
     end
   end
 elseif op == 'h' then
