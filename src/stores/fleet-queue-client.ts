@@ -22,6 +22,7 @@ import {
   type QueueCall,
   type QueuePush,
   type QueueReply,
+  RESTAMP_ARG,
   rateMemoryMs,
   type WireGrant,
 } from "./fleet-queue-host.ts";
@@ -50,8 +51,8 @@ export interface QueueTransport {
 interface Held {
   readonly leased: boolean;
   readonly cost: number;
-  /** Its rate units' instant (undefined: none). */
-  readonly at: number | undefined;
+  /** Its rate units' instant (undefined: none; moved by a late start's restamp). */
+  at: number | undefined;
   /** Its lease's receipt at the host (its last renewal), when the host said. */
   leaseAt?: number | undefined;
 }
@@ -354,6 +355,21 @@ export class HostedFleetQueue implements FleetQueue {
     if (this.#transport.rejoins === true) this.#pauses.delete(key);
     this.#pausedFor(key, whole);
     return { until: Number(until), already: already === "1" };
+  }
+
+  async restamp(
+    key: string,
+    id: string,
+    cost: number,
+    at: number | undefined,
+  ): Promise<{ at: number; delayMs: number } | { waitMs: number }> {
+    const { status } = await this.#call("h", key, [RESTAMP_ARG, id, cost, at ?? "-"]);
+    const [ok = "", a = "0", b = "0"] = status.split(",");
+    if (ok !== "1") return { waitMs: Number(a) };
+    // A new host hears where the units are now.
+    const held = this.#held.get(key)?.get(id);
+    if (held !== undefined && held.at !== undefined) held.at = Number(a);
+    return { at: Number(a), delayMs: Number(b) };
   }
 
   async close(): Promise<void> {

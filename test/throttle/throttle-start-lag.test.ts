@@ -7,15 +7,20 @@
 // MemoryStore, 6 on the Redis fleet queue. Fixed in src/throttle/runner.ts: a task starting more
 // than LATE_START_MS after its grant was due has its unit moved to its real start first.
 
-import { createThrottle, MemoryStore, systemClock } from "sluice";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createThrottle, MemoryStore, type Store, systemClock } from "sluice";
+import { ClusterStore } from "sluice/cluster";
 import { RedisStore } from "sluice/redis";
-import { describe, expect, it } from "vitest";
+import { SharedMemoryStore } from "sluice/threads";
+import { afterAll, describe, expect, it } from "vitest";
 import { LATE_START_MS } from "../../src/throttle/runner.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 
 const redis = await standaloneRedis("throttle start lag");
 
-async function mostStartsInOneWindow(store: MemoryStore | RedisStore): Promise<number> {
+async function mostStartsInOneWindow(store: Store): Promise<number> {
   const t = createThrottle({
     name: "start-lag",
     store,
@@ -49,6 +54,26 @@ describe("starts, not decisions, stay within the rate", () => {
     timeout: 20_000,
   }, async () => {
     expect(await mostStartsInOneWindow(new MemoryStore())).toBeLessThanOrEqual(3);
+  });
+  // The hosted fleet queues (fleet-queue-host.ts): the late start's units move at the host.
+  const dir = mkdtempSync(join(tmpdir(), "sluice-start-lag-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  it("SharedMemoryStore fleet queue: a stalled start leaves at most 3 starts in any 1 s window", {
+    timeout: 20_000,
+  }, async () => {
+    const store = new SharedMemoryStore({ maxKeys: 1000, recordWords: 16 });
+    try {
+      expect(await mostStartsInOneWindow(store)).toBeLessThanOrEqual(3);
+    } finally {
+      await store.close?.();
+    }
+  });
+  it("ClusterStore (socket) fleet queue: a stalled start leaves at most 3 starts in any 1 s window", {
+    timeout: 20_000,
+  }, async () => {
+    expect(
+      await mostStartsInOneWindow(new ClusterStore({ socket: join(dir, "s.sock"), timeoutMs: 10_000 })),
+    ).toBeLessThanOrEqual(3);
   });
   it.skipIf(redis === undefined)(
     "RedisStore fleet queue: a stalled start leaves at most 3 starts in any 1 s window",
