@@ -12,7 +12,14 @@
  */
 import { systemClock } from "../core/clock.ts";
 import { StoreError } from "../core/errors.ts";
-import type { FleetGrant, FleetQueue, FleetQueueConfig, FleetTicket } from "../core/fleet-queue.ts";
+import {
+  type FleetGrant,
+  type FleetQueue,
+  type FleetQueueConfig,
+  type FleetTicket,
+  type Restamped,
+  restampedOf,
+} from "../core/fleet-queue.ts";
 import {
   type HeldGrant,
   isQueueMessage,
@@ -357,19 +364,12 @@ export class HostedFleetQueue implements FleetQueue {
     return { until: Number(until), already: already === "1" };
   }
 
-  async restamp(
-    key: string,
-    id: string,
-    cost: number,
-    at: number | undefined,
-  ): Promise<{ at: number; delayMs: number } | { waitMs: number }> {
-    const { status } = await this.#call("h", key, [RESTAMP_ARG, id, cost, at ?? "-"]);
-    const [ok = "", a = "0", b = "0"] = status.split(",");
-    if (ok !== "1") return { waitMs: Number(a) };
+  async restamp(key: string, id: string, cost: number, at: number | undefined): Promise<Restamped> {
+    const moved = restampedOf((await this.#call("h", key, [RESTAMP_ARG, id, cost, at ?? "-"])).status);
     // A new host hears where the units are now.
     const held = this.#held.get(key)?.get(id);
-    if (held !== undefined && held.at !== undefined) held.at = Number(a);
-    return { at: Number(a), delayMs: Number(b) };
+    if ("at" in moved && held !== undefined && held.at !== undefined) held.at = moved.at;
+    return moved;
   }
 
   async close(): Promise<void> {

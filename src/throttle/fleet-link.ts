@@ -9,7 +9,14 @@
  * holds); so does an owner the store had forgotten (a stall past its time to live).
  */
 import { after, type Clock } from "../core/clock.ts";
-import type { FleetGrant, FleetQueue, FleetQueueConfig, FleetQueueStore, FleetTicket } from "../core/fleet-queue.ts";
+import type {
+  FleetGrant,
+  FleetQueue,
+  FleetQueueConfig,
+  FleetQueueStore,
+  FleetTicket,
+  Restamped,
+} from "../core/fleet-queue.ts";
 
 /** Backoff after a store call that failed outright. */
 const RETRY_MS = 250;
@@ -235,12 +242,7 @@ export class FleetLink {
   }
 
   /** Moves a late start's rate units to the store's decision instant (undefined: the queue cannot). */
-  async restamp(
-    key: string,
-    id: string,
-    cost: number,
-    at: number | undefined,
-  ): Promise<{ at: number; delayMs: number } | { waitMs: number } | undefined> {
+  async restamp(key: string, id: string, cost: number, at: number | undefined): Promise<Restamped | undefined> {
     const q = await this.#queue;
     return q.restamp === undefined ? undefined : q.restamp(key, id, cost, at);
   }

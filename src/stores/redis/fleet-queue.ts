@@ -8,7 +8,14 @@
  */
 import { hex, sha1 } from "../../core/digest.ts";
 import { StoreError } from "../../core/errors.ts";
-import type { FleetGrant, FleetQueue, FleetQueueConfig, FleetTicket } from "../../core/fleet-queue.ts";
+import {
+  type FleetGrant,
+  type FleetQueue,
+  type FleetQueueConfig,
+  type FleetTicket,
+  type Restamped,
+  restampedOf,
+} from "../../core/fleet-queue.ts";
 import { compileRule } from "../../core/rule.ts";
 import type { AlgorithmSpec } from "../../core/spec.ts";
 import { boundedCall } from "../remote/exchange.ts";
@@ -234,15 +241,8 @@ export class RedisFleetQueue implements FleetQueue {
     return (await this.#call(key, "n", [this.#full(id)])) === "1";
   }
 
-  async restamp(
-    key: string,
-    id: string,
-    cost: number,
-    at: number | undefined,
-  ): Promise<{ at: number; delayMs: number } | { waitMs: number }> {
-    const status = await this.#call(key, "m", [this.#full(id), String(cost), at === undefined ? "-" : String(at)]);
-    const [ok = "", a = "0", b = "0"] = status.split(",");
-    return ok === "1" ? { at: Number(a), delayMs: Number(b) } : { waitMs: Number(a) };
+  async restamp(key: string, id: string, cost: number, at: number | undefined): Promise<Restamped> {
+    return restampedOf(await this.#call(key, "m", [this.#full(id), String(cost), at === undefined ? "-" : String(at)]));
   }
 
   async heartbeat(key: string): Promise<boolean> {
