@@ -105,12 +105,28 @@ export interface FleetQueue {
    */
   pause?(key: string, ms: number): Promise<{ until: number; already: boolean }>;
   /**
+   * Optional: a granted job starts late: its rate units taken at `at` (its grant's; undefined:
+   * none to give back) go back and `cost` units are taken at the store's latest decision instant
+   * (now, or the instant granted ahead to), ahead of the queue (the job's turn came). Resolves
+   * with that instant and the ms until it, or with the wait before asking again (no `at` then).
+   */
+  restamp?(key: string, id: string, cost: number, at: number | undefined): Promise<Restamped>;
+  /**
    * Optional: grants what fits, and makes sure this owner (closing) is not the one left to wake
    * `key` (another owner with tickets is told instead).
    */
   leave?(key: string): Promise<void>;
   /** Ends the queue's link (its subscription). */
   close(): Promise<void>;
+}
+
+/** A restamp's answer: the units' new instant and the ms until it, or the wait before asking again. */
+export type Restamped = { at: number; delayMs: number } | { waitMs: number };
+
+/** A restamp's answer from the stores' status text: "1,at,delayMs" or "0,waitMs" (queue.lua, fleet-queue-host.ts). */
+export function restampedOf(status: string): Restamped {
+  const [ok = "", a = "0", b = "0"] = status.split(",");
+  return ok === "1" ? { at: Number(a), delayMs: Number(b) } : { waitMs: Number(a) };
 }
 
 /** A store that can hold a fleet queue. */

@@ -12,7 +12,14 @@
  */
 import { systemClock } from "../core/clock.ts";
 import { StoreError } from "../core/errors.ts";
-import type { FleetGrant, FleetQueue, FleetQueueConfig, FleetTicket } from "../core/fleet-queue.ts";
+import {
+  type FleetGrant,
+  type FleetQueue,
+  type FleetQueueConfig,
+  type FleetTicket,
+  type Restamped,
+  restampedOf,
+} from "../core/fleet-queue.ts";
 import {
   type HeldGrant,
   isQueueMessage,
@@ -22,6 +29,7 @@ import {
   type QueueCall,
   type QueuePush,
   type QueueReply,
+  RESTAMP_ARG,
   rateMemoryMs,
   type WireGrant,
 } from "./fleet-queue-host.ts";
@@ -50,8 +58,8 @@ export interface QueueTransport {
 interface Held {
   readonly leased: boolean;
   readonly cost: number;
-  /** Its rate units' instant (undefined: none). */
-  readonly at: number | undefined;
+  /** Its rate units' instant (undefined: none; moved by a late start's restamp). */
+  at: number | undefined;
   /** Its lease's receipt at the host (its last renewal), when the host said. */
   leaseAt?: number | undefined;
 }
@@ -354,6 +362,14 @@ export class HostedFleetQueue implements FleetQueue {
     if (this.#transport.rejoins === true) this.#pauses.delete(key);
     this.#pausedFor(key, whole);
     return { until: Number(until), already: already === "1" };
+  }
+
+  async restamp(key: string, id: string, cost: number, at: number | undefined): Promise<Restamped> {
+    const moved = restampedOf((await this.#call("h", key, [RESTAMP_ARG, id, cost, at ?? "-"])).status);
+    // A new host hears where the units are now.
+    const held = this.#held.get(key)?.get(id);
+    if ("at" in moved && held !== undefined && held.at !== undefined) held.at = moved.at;
+    return moved;
   }
 
   async close(): Promise<void> {

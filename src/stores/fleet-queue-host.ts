@@ -121,6 +121,12 @@ export interface QueuePush {
 /** The args of an "h" call that pauses its key for the fleet. */
 export const PAUSE_ARG = "pause";
 
+/**
+ * The first arg of an "h" call that moves a late start's rate units (id, cost, at or "-"):
+ * queue.lua's op 'm'. Status "1,at,delayMs", or "0,waitMs" when refused (ask again then).
+ */
+export const RESTAMP_ARG = "restamp";
+
 /** True when `message` is a fleet-queue message of `type`. */
 export function isQueueMessage<T extends QueueCall | QueueReply | QueuePush>(
   message: unknown,
@@ -150,8 +156,8 @@ interface Grant {
   readonly owner: string;
   /** The lease's receipt (its last renewal), or undefined without concurrency. */
   leaseAt: number | undefined;
-  /** The rate units' receipt, or undefined without a rate. */
-  readonly rateAt: number | undefined;
+  /** The rate units' receipt (moved by a late start's restamp), or undefined without a rate. */
+  rateAt: number | undefined;
   readonly cost: number;
 }
 
@@ -250,7 +256,7 @@ export class QueueHost {
         const kq = this.#keyQueue(owner.queue, call.key);
         status = this.#apply(owner.queue, kq, call, mine);
         // A heartbeat after a silence: its tickets may have left the queue, the owner sends them again.
-        if (call.op === "h" && !known && call.args[0] !== PAUSE_ARG) status = "0";
+        if (call.op === "h" && !known && call.args[0] !== PAUSE_ARG && call.args[0] !== RESTAMP_ARG) status = "0";
         this.#pump(owner.queue, kq, call.owner, mine);
       }
     } catch (error) {
@@ -456,8 +462,28 @@ export class QueueHost {
         return "1";
       default:
         // "h": the owner is alive (its deadline moved above); with "pause", a fleet pause.
-        return a[0] === PAUSE_ARG ? this.#pause(queue, kq, call.owner, Number(a[1])) : "1";
+        if (a[0] === PAUSE_ARG) return this.#pause(queue, kq, call.owner, Number(a[1]));
+        if (a[0] === RESTAMP_ARG) return this.#restamp(queue, kq, full(a[1]), Number(a[2]), a[3]);
+        return "1";
     }
+  }
+
+  /**
+   * A granted job starts late: its units taken at `at` go back and `cost` are taken at the key's
+   * latest decision instant (now, or the one granted ahead to: the record never sees time run
+   * back), ahead of the queue (its turn came). See RESTAMP_ARG.
+   */
+  #restamp(queue: Queue, kq: KeyQueue, id: string, cost: number, at: string | number | undefined): string {
+    const now = this.#clock.now();
+    if (queue.rate === undefined) return `1,${now},0`;
+    if (typeof at === "number") this.#decide(queue.rate, kq.key, cost, now, "refund", at);
+    if (kq.pausedUntil > now) return `0,${kq.pausedUntil - now}`;
+    const t = Math.max(now, kq.cursor);
+    const d = this.#decide(queue.rate, kq.key, cost, t, "check");
+    if (!d.allowed) return `0,${Number.isFinite(d.retryAfterMs) ? Math.ceil(d.retryAfterMs + (t - now)) : 60_000}`;
+    const g = kq.grants.get(id);
+    if (g !== undefined) g.rateAt = t;
+    return `1,${t},${d.delayMs + (t - now)}`;
   }
 
   /**

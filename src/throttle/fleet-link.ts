@@ -9,7 +9,14 @@
  * holds); so does an owner the store had forgotten (a stall past its time to live).
  */
 import { after, type Clock } from "../core/clock.ts";
-import type { FleetGrant, FleetQueue, FleetQueueConfig, FleetQueueStore, FleetTicket } from "../core/fleet-queue.ts";
+import type {
+  FleetGrant,
+  FleetQueue,
+  FleetQueueConfig,
+  FleetQueueStore,
+  FleetTicket,
+  Restamped,
+} from "../core/fleet-queue.ts";
 
 /** Backoff after a store call that failed outright. */
 const RETRY_MS = 250;
@@ -232,6 +239,12 @@ export class FleetLink {
   /** Frees a granted job's lease (and with `refund`, its rate units); grants what now fits. */
   async release(key: string, id: string, refund: boolean): Promise<void> {
     await (await this.#queue).release(key, id, refund);
+  }
+
+  /** Moves a late start's rate units to the store's decision instant (undefined: the queue cannot). */
+  async restamp(key: string, id: string, cost: number, at: number | undefined): Promise<Restamped | undefined> {
+    const q = await this.#queue;
+    return q.restamp === undefined ? undefined : q.restamp(key, id, cost, at);
   }
 
   /** Renews a running job's lease. */

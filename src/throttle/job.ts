@@ -38,6 +38,8 @@ export class Job implements QueueNode {
   /** A fleet grant it holds until its due instant (granted ahead), and the timer that starts it. */
   grant: FleetGrant | undefined = undefined;
   cancelHold: (() => void) | undefined = undefined;
+  /** This process's instant its grant was due (heard, plus its delay): how late its task starts is measured from it. */
+  dueAt = 0;
   /** Why the task's signal aborted on the throttle's side (its timeout, a lost lease). */
   aborted: unknown = undefined;
   #controller: AbortController | undefined = undefined;

@@ -12,6 +12,7 @@
  * running task keeps the process alive if it has anything to wait for). An idle or closed
  * throttle holds no timer at all.
  */
+import type { Decision } from "../algorithms/decision.ts";
 import { abortReason, after, type Clock, systemClock } from "../core/clock.ts";
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError, QueueFullError, ThrottleClosedError, WaitTimeoutError } from "../core/errors.ts";
@@ -39,6 +40,13 @@ export interface Units {
   penalty: number;
 }
 
+/** A started job's rate units: their receipt instant and cost, and its fleet ticket when the fleet's queue granted them. */
+interface Unit {
+  at: number;
+  cost: number;
+  ticket?: string;
+}
+
 /** Backoff after a store call that failed outright (the job keeps its place and waits). */
 const STORE_RETRY_MS = 250;
 
@@ -48,6 +56,14 @@ const STORE_RETRY_MS = 250;
  * anyway, the calls still under way.
  */
 const SETTLE_WAIT_MS = 1_000;
+
+/**
+ * How late a task may start after its grant was due (ms) on the rate unit it was granted. Later
+ * (a GC pause, a synchronous `start` listener, a busy event loop between the grant and the task)
+ * its unit is moved to the real start first (`#restamp`): the rate holds on the tasks' own
+ * start instants, not only on the instants the store decided. Two store calls, only then.
+ */
+export const LATE_START_MS = 20;
 
 /** Runs `fire` on the event loop's next turn, after pending I/O (setImmediate where it exists); returns a canceller. */
 function nextTurn(fire: () => void): () => void {
@@ -208,6 +224,7 @@ export class ThrottleRunner {
     kq.queue.remove(job);
     kq.held.add(job);
     job.grant = grant;
+    job.dueAt = now + Math.max(0, grant.delayMs);
     job.cancelExpiry?.();
     job.cancelExpiry = undefined;
     const due = () => {
@@ -227,7 +244,15 @@ export class ThrottleRunner {
     const lease = grant.leased
       ? { release: () => fleet.release(key, grant.id, false), renew: () => fleet.renew(key, grant.id) }
       : undefined;
-    this.#start(kq, job, { granted: true, lease, rate: undefined, delayMs: 0 }, this.#clock.now(), grant.at);
+    const due = job.dueAt;
+    const rate =
+      this.#limiters.rate === undefined ? undefined : { at: grant.at, cost: this.#unitCost(job), ticket: grant.id };
+    this.#start(kq, job, { granted: true, lease, rate: undefined, delayMs: 0 }, this.#clock.now(), grant.at, due, rate);
+  }
+
+  /** The rate units a fleet ticket of `job` took (the adaptive rate may have scaled its cost). */
+  #unitCost(job: Job): number {
+    return this.#units.get(job)?.cost ?? job.cost;
   }
 
   /**
@@ -550,6 +575,8 @@ export class ThrottleRunner {
     permit: Permit & { granted: true },
     now: number,
     at: number = permit.rate?.at ?? now,
+    due: number = this.#clock.now() + permit.delayMs,
+    unit: Unit | undefined = permit.rate?.at === undefined ? undefined : { at: permit.rate.at, cost: job.cost },
   ): void {
     if (!kq.queue.remove(job)) kq.held.delete(job);
     const ticket = this.#ticketOf.get(job);
@@ -585,18 +612,97 @@ export class ThrottleRunner {
     if (timeoutMs !== Number.POSITIVE_INFINITY) {
       job.cancelTimeout = after(this.#clock, timeoutMs, () => this.#timeout(job));
     }
-    if (this.events.has("start")) {
-      this.events.emit("start", {
-        key: job.key,
-        priority: job.priority,
-        cost: job.cost,
-        waitedMs: job.startedAt - job.enqueuedAt,
-        at,
-      });
-    }
     // A leaky bucket admits now and spaces the outflow: the job holds its permit until its turn.
-    if (permit.delayMs > 0) after(this.#clock, permit.delayMs, () => this.#run(kq, job));
-    else this.#run(kq, job);
+    if (permit.delayMs > 0) after(this.#clock, permit.delayMs, () => this.#late(kq, job, due, unit, at));
+    else this.#late(kq, job, due, unit, at);
+  }
+
+  /**
+   * Starts the task (its `start` event first), its rate unit first moved to its real start when
+   * that comes more than LATE_START_MS after its grant was due; a `start` listener that stalls
+   * as long moves it too (the event has told the old instant then).
+   */
+  #late(kq: KeyQueue<Job>, job: Job, due: number, unit: Unit | undefined, at: number): void {
+    const late = (since: number) => unit !== undefined && this.#clock.now() - since > LATE_START_MS;
+    const begin = (startAt: number, moved: boolean) => {
+      const emitted = this.#clock.now();
+      if (this.events.has("start")) {
+        this.events.emit("start", {
+          key: job.key,
+          priority: job.priority,
+          cost: job.cost,
+          waitedMs: job.startedAt - job.enqueuedAt,
+          at: startAt,
+        });
+      }
+      if (!moved && late(emitted)) this.#restamp(kq, job, unit as Unit, () => this.#run(kq, job));
+      else this.#run(kq, job);
+    };
+    if (!late(due)) begin(at, false);
+    else this.#restamp(kq, job, unit as Unit, (newAt) => begin(newAt ?? at, true));
+  }
+
+  /**
+   * A late start's rate unit: the one granted goes back (by its receipt) and one is taken at the
+   * real start, the job keeping its slot and its turn meanwhile; refused (a window that filled
+   * since), it takes the next that frees, as a leaky bucket's delay. On a fleet queue this is one
+   * store call (the store's own decision instant: its record never sees time run back); on a
+   * limiter a refund and a check. A store that fails, or a queue that cannot: it starts as granted.
+   */
+  #restamp(kq: KeyQueue<Job>, job: Job, unit: Unit, run: (at: number | undefined) => void): void {
+    const { key } = kq;
+    const fleet = unit.ticket === undefined ? undefined : this.#fleet;
+    const limiter = this.#limitersOf(kq).rate;
+    let receipt: number | undefined = unit.at;
+    const failed = (error: unknown) => {
+      this.events.emit("error", { key, error });
+      run(undefined);
+    };
+    const attempt = (): void => {
+      if (job.aborted !== undefined) {
+        this.#finish(kq, job, job.aborted, "expired");
+        return;
+      }
+      const at = receipt;
+      receipt = undefined;
+      if (fleet !== undefined) {
+        fleet.restamp(key, unit.ticket as string, unit.cost, at).then((m) => {
+          if (m === undefined) run(undefined);
+          else if ("waitMs" in m) after(this.#clock, Math.max(1, m.waitMs), attempt);
+          else if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at));
+          else run(m.at);
+        }, failed);
+        return;
+      }
+      if (limiter === undefined) {
+        run(undefined);
+        return;
+      }
+      const answer = (d: Decision) => {
+        // A leaky bucket's unit: its task starts after the spacing it was given.
+        if (d.allowed && d.delayMs > 0) after(this.#clock, d.delayMs, () => run(d.at));
+        else if (d.allowed || !Number.isFinite(d.retryAfterMs)) run(d.at);
+        else after(this.#clock, Math.max(1, d.retryAfterMs), attempt);
+      };
+      try {
+        if (at !== undefined) {
+          const back = limiter.refund(key, { cost: unit.cost, at });
+          if (isPromise(back)) {
+            back.then(() => {
+              receipt = undefined;
+              attempt();
+            }, failed);
+            return;
+          }
+        }
+        const d = limiter.tryAcquire(key, job.cost);
+        if (isPromise(d)) d.then(answer, failed);
+        else answer(d);
+      } catch (error) {
+        failed(error);
+      }
+    };
+    attempt();
   }
 
   #run(kq: KeyQueue<Job>, job: Job): void {

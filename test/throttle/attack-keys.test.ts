@@ -62,3 +62,28 @@ describe.skipIf(redis === undefined)("fleet queue attack: keys with odd characte
     expect(await handOff("user-\uD83D")).toBe("b ran");
   });
 });
+
+// The queue's rate record is the limiter's own (one name for a key: keys.ts recordKeyOf). It
+// named its records with the key as sent, so a lone-surrogate key's queue took its units from a
+// record ("…\uFFFD" in Redis) that the limiter never reads: a throttle of the same name without
+// the fleet queue (or a fleet pause's block) saw the key's rate unspent.
+describe.skipIf(redis === undefined)("fleet queue: a key's records are the limiter's, by the same name", () => {
+  for (const key of ["user-plain", "user-\uD83D", "\u0001escaped"]) {
+    it(`a unit the queue took is spent for the limiter too: ${JSON.stringify(key)}`, { timeout: 20_000 }, async () => {
+      const prefix = uniquePrefix("attack-keys-record");
+      const store = await RedisStore.connect({ url: redis?.url ?? "", prefix, timeoutMs: 2000 });
+      const rate = { algorithm: "fixed-window", limit: 1, windowMs: 60_000 } as const;
+      const queued = createThrottle({ name: "records", store, clock: systemClock, rate });
+      const direct = createThrottle({ name: "records", store, clock: systemClock, rate, fleet: false });
+      try {
+        expect(await queued.schedule(async () => "ran", { key })).toBe("ran");
+        const second = await direct.schedule(async () => "ran", { key, maxWaitMs: 200 }).catch((e: Error) => e.name);
+        expect(second).toBe("WaitTimeoutError");
+      } finally {
+        await queued.close();
+        await direct.close();
+        await store.close();
+      }
+    });
+  }
+});

@@ -96,11 +96,12 @@ describe.skipIf(redis === undefined)("fleet queue liveness on Redis", () => {
   });
 
   it("by subscription: a queue that expired while its tickets waited is sent again at the rescue call", async () => {
-    const { list } = await owners(2, { liveness: "subscription", ownerTtlMs: 50 });
+    // (A lease shorter than 8 owner TTLs: the queue also outlives a running job's lease.)
+    const { list } = await owners(2, { liveness: "subscription", ownerTtlMs: 50, leaseMs: 100 });
     const [a, b] = list as [Owner, Owner];
     await a.q.enqueue("k", [{ id: "a1", priority: 5, cost: 1 }]);
     await b.q.enqueue("k", [{ id: "b1", priority: 5, cost: 1 }]);
-    await new Promise((r) => setTimeout(r, 600)); // past 8 owner TTLs without a call
+    await new Promise((r) => setTimeout(r, 600)); // past 8 owner TTLs (and the lease) without a call
     expect(await b.q.heartbeat("k")).toBe(false); // b hears its queue is gone
   });
 

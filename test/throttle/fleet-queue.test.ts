@@ -11,7 +11,7 @@ import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
-import { inversions, mostRunning, windowsOver } from "./fleet-cluster-log.ts";
+import { inversions, mostRunning, startWindowsOver, windowsOver } from "./fleet-cluster-log.ts";
 
 const redis = await standaloneRedis("throttle fleet queue");
 const CHILD = fileURLToPath(new URL("./fleet-queue-child.mjs", import.meta.url));
@@ -102,6 +102,7 @@ describe.skipIf(redis === undefined)("one queue for the fleet on Redis: 4 proces
     expect(mostRunning(log)).toBeLessThanOrEqual(4);
     // burst 1: at most one admission per 10 ms, so at most `rate` in any second.
     expect(windowsOver(log.admitted, 1000, rate)).toBe(0);
+    expect(startWindowsOver(log.jobs.values(), 1000, rate)).toBe(0);
     const starts = [...log.jobs.values()].filter((j) => j.start !== undefined);
     // While every process still has demand: until the first process has started all its jobs.
     const lastStart = (p: number) => Math.max(...starts.filter((j) => j.proc === p).map((j) => j.start as number));

@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 import { startUpstream } from "../support/upstream-server.mjs";
+import { START_LAG_MS } from "./fleet-cluster-log.ts";
 
 const redis = await standaloneRedis("throttle fleet");
 const CHILD = fileURLToPath(new URL("./fleet-child.mjs", import.meta.url));
@@ -87,18 +88,31 @@ const SKEW_MS = 25;
  * never runs back) counts it in that next window. So a window may show one extra admission for
  * each admission stamped within SKEW_MS of its end; anything beyond that is a real excess.
  */
-function windowsOver(admitted: number[], windowMs: number, limit: number): string[] {
+function windowsOver(admitted: number[], windowMs: number, limit: number, lagMs = 0): string[] {
   const counts = new Map<number, { all: number; late: number }>();
   for (const at of admitted) {
     const w = Math.floor(at / windowMs);
     const c = counts.get(w) ?? { all: 0, late: 0 };
     c.all++;
-    if (at % windowMs >= windowMs - SKEW_MS) c.late++;
+    if (at % windowMs >= windowMs - SKEW_MS || at % windowMs < lagMs) c.late++;
     counts.set(w, c);
   }
   return [...counts]
     .filter(([, c]) => c.all - c.late > limit)
     .map(([w, c]) => `window ${w}: ${c.all} (${c.late} late)`);
+}
+
+/**
+ * Fixed windows over the rate by the tasks' own logged starts (issue 32 judges starts): a start
+ * within START_LAG_MS of a window's beginning may be a unit of the window before, started late.
+ */
+function startsOver(run: FleetRun, windowMs: number, limit: number): string[] {
+  return windowsOver(
+    run.spans.map((s) => s.start),
+    windowMs,
+    limit,
+    START_LAG_MS,
+  );
 }
 
 /** The most spans open at once (an end at the same instant as a start closes first). */
@@ -128,6 +142,7 @@ describe.skipIf(redis === undefined)("a throttle fleet on Redis: 4 processes", (
     expect(run.admitted.length).toBe(1200);
     expect(run.spans.length).toBe(1200);
     expect(windowsOver(run.admitted, windowMs, limit)).toEqual([]);
+    expect(startsOver(run, windowMs, limit)).toEqual([]);
   });
 
   it("with concurrency: never more than `concurrency` running, no window over the rate", {
@@ -143,6 +158,7 @@ describe.skipIf(redis === undefined)("a throttle fleet on Redis: 4 processes", (
     expect(run.spans.length).toBe(1200);
     expect(mostRunning(run.spans)).toBeLessThanOrEqual(5);
     expect(windowsOver(run.admitted, windowMs, limit)).toEqual([]);
+    expect(startsOver(run, windowMs, limit)).toEqual([]);
   });
 
   it("throttle.fetch against an upstream with its own limit: one 429 per pause, and it pauses the whole fleet", {

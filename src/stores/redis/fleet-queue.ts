@@ -8,13 +8,20 @@
  */
 import { hex, sha1 } from "../../core/digest.ts";
 import { StoreError } from "../../core/errors.ts";
-import type { FleetGrant, FleetQueue, FleetQueueConfig, FleetTicket } from "../../core/fleet-queue.ts";
+import {
+  type FleetGrant,
+  type FleetQueue,
+  type FleetQueueConfig,
+  type FleetTicket,
+  type Restamped,
+  restampedOf,
+} from "../../core/fleet-queue.ts";
 import { compileRule } from "../../core/rule.ts";
 import type { AlgorithmSpec } from "../../core/spec.ts";
 import { boundedCall } from "../remote/exchange.ts";
 import { RedisBoundRule, type StoreParts } from "./bound-rule.ts";
 import type { Subscription } from "./client.ts";
-import { hashTag, ruleDigest, slotOf, tagSeed } from "./keys.ts";
+import { hashTag, recordKeyOf, ruleDigest, slotOf, tagSeed } from "./keys.ts";
 import { ALGORITHMS, GUARD_HEAD, GUARD_TAIL, HEAD, lazyAlgorithm, luaText } from "./script.ts";
 
 let loaded: { source: string; sha: string } | undefined;
@@ -146,13 +153,16 @@ export class RedisFleetQueue implements FleetQueue {
   #keys(key: string): string[] {
     const head = `${this.#parts.prefix}{${hashTag(this.#seed, key)}}`;
     const q = head + this.#queueInfix;
+    // The user key as every record key ends (keys.ts): the rate and concurrency records are the
+    // limiters' own, by the same name, and distinct keys keep distinct queues.
+    const tail = recordKeyOf(key);
     return [
-      `${q}Q${key}`,
-      `${q}H${key}`,
+      `${q}Q${tail}`,
+      `${q}H${tail}`,
       // No rate: a key of the queue's own that nothing writes (the script needs four keys).
-      this.#rate === undefined ? `${q}R${key}` : head + this.#rate.infix + key,
-      this.#slots === undefined ? `${q}C${key}` : head + this.#slots.infix + key,
-      `${q}P${key}`,
+      this.#rate === undefined ? `${q}R${tail}` : head + this.#rate.infix + tail,
+      this.#slots === undefined ? `${q}C${tail}` : head + this.#slots.infix + tail,
+      `${q}P${tail}`,
     ];
   }
 
@@ -229,6 +239,10 @@ export class RedisFleetQueue implements FleetQueue {
 
   async renew(key: string, id: string): Promise<boolean> {
     return (await this.#call(key, "n", [this.#full(id)])) === "1";
+  }
+
+  async restamp(key: string, id: string, cost: number, at: number | undefined): Promise<Restamped> {
+    return restampedOf(await this.#call(key, "m", [this.#full(id), String(cost), at === undefined ? "-" : String(at)]));
   }
 
   async heartbeat(key: string): Promise<boolean> {

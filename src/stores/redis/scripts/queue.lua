@@ -23,6 +23,7 @@
 --   'n' renew: id                                 'h' heartbeat (the owner is alive)
 --   'p' pump                                      'l' leave: pump, the caller (closing) wakes nothing
 --   'z' pause: ms (no grant until now + ms; every other live owner of the key hears it at once)
+--   'm' a late start: id cost at('-' none) (its units taken at `at` go back, `cost` are taken now)
 -- Every op then grants what now fits, head first: grants to the caller come back in the reply,
 -- grants to other owners are PUBLISHed on their channel, and when the head must wait for the
 -- rate (or a lease's expiry) its owner is told when to call again.
@@ -33,15 +34,11 @@ local KQ, KH, KR, KC, KP = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, channel, me = ARGV[2], ARGV[3], ARGV[4]
 local bySubscription = sub(ARGV[5], -1) == 's'
 local ownerTtl = tonumber(bySubscription and sub(ARGV[5], 1, -2) or ARGV[5])
--- How long the queue outlives the last call on it: a margin past its busiest owner's heartbeat
--- (by subscription, past the waiting processes' rescue calls, every 3 ownerTtl).
-local keep = (bySubscription and 8 or 4) * ownerTtl
 local userKey, lookahead = ARGV[8], tonumber(ARGV[9])
 local now = sluice_ms
 -- A fleet pause (op 'z', an upstream's 429): nothing is granted before it ends, and the queue
 -- outlives it (an hour's X-RateLimit-Reset must not be forgotten by an idle queue).
 local pausedUntil = tonumber(call('HGET', KH, 'pz') or '0')
-if pausedUntil > now then keep = keep + (pausedUntil - now) end
 
 -- A rule from its descriptor text: "count after withinMs forMs (code p1 p2 p3)*" (bound-rule.ts).
 local function parseRule(text)
@@ -56,6 +53,17 @@ local function parseRule(text)
   return compileRule(members, tonumber(v[2]), tonumber(v[3]), tonumber(v[4]))
 end
 local RR, RC = parseRule(ARGV[6]), parseRule(ARGV[7])
+
+-- How long the queue's keys (KQ, KH, KP) outlive the last call on them (SPEC §8: every key
+-- expires): a margin past its busiest owner's heartbeat (by subscription, past the waiting
+-- processes' rescue calls, every 3 ownerTtl); past a lease's span, so a running job's grant
+-- outlives its lease between renewals (every third of it); past a fleet pause's end.
+local function keepFor(until_)
+  local k = (bySubscription and 8 or 4) * ownerTtl
+  if RC and RC.first.W + ownerTtl > k then k = RC.first.W + ownerTtl end
+  if until_ > now then k = k + (until_ - now) end
+  return k
+end
 
 -- `op` on a rule's record through the limiter's own path, at the instant `t` (default now);
 -- returns allowed, the wait from now when refused (the longest of the refusing members', or a
@@ -218,11 +226,6 @@ local function touch()
     known = tonumber(call('HGET', KH, 'o:' .. me) or '0') >= now
     call('HSET', KH, 'o:' .. me, fmt('%d', now + ownerTtl))
   end
-  -- The queue outlives its busiest owner's heartbeat by a margin; running jobs' grants too
-  -- (their renewals touch it as well).
-  call('PEXPIRE', KH, keep)
-  call('PEXPIRE', KQ, keep)
-  call('PEXPIRE', KP, keep)
   return known
 end
 
@@ -305,10 +308,6 @@ elseif op == 'n' then
       call('HSET', KH, 'g:' .. id, owner .. ' ' .. fmt('%d', now) .. ' ' .. rateAt .. ' ' .. cost)
     end
   end
-  if status == '1' then
-    call('PEXPIRE', KH, keep)
-    call('PEXPIRE', KQ, keep)
-  end
 elseif op == 'z' then
   -- A fleet pause (the latest word wins: an upstream may shorten its own pause). Status
   -- "until,1" when the key was paused already (its pause has cut the adaptive rate), "until,0".
@@ -318,7 +317,6 @@ elseif op == 'z' then
   status = fmt('%d', now + ms) .. (pausedUntil > now and ',1' or ',0')
   pausedUntil = now + ms
   call('HSET', KH, 'pz', fmt('%d', pausedUntil))
-  keep = (bySubscription and 8 or 4) * ownerTtl + ms
   touch()
   local message = cjson.encode({ k = userKey, z = ms, u = pausedUntil })
   for _, owner in ipairs(call('ZRANGE', KP, 0, -1)) do
@@ -328,6 +326,34 @@ elseif op == 'z' then
       else
         call('ZREM', KP, owner)
       end
+    end
+  end
+elseif op == 'm' then
+  -- A granted job starts late (its process stalled): the rate units its grant took at `at` go
+  -- back (by receipt) and it takes `cost` at the latest instant decided (now, or the one granted
+  -- ahead to: the record never sees time run back), ahead of the queue (its turn came). Status
+  -- "1,at,delayMs" (start then), or "0,waitMs" (refused: ask again then, nothing to give back).
+  local id, cost, at = ARGV[10], tonumber(ARGV[11]), ARGV[12]
+  if not RR then
+    status = '1,' .. fmt('%d', now) .. ',0'
+  elseif pausedUntil > now then
+    if at ~= '-' then decide(RR, KR, cost, REFUND, tonumber(at)) end
+    status = '0,' .. fmt('%d', pausedUntil - now)
+  else
+    if at ~= '-' then decide(RR, KR, cost, REFUND, tonumber(at)) end
+    local t = tonumber(call('HGET', KH, 'hz') or '0')
+    if t < now then t = now end
+    local ok, wait, delay = decide(RR, KR, cost, CHECK, nil, t)
+    if ok then
+      status = '1,' .. fmt('%d', t) .. ',' .. fmt('%d', (delay or 0) + (t - now))
+      local g = call('HGET', KH, 'g:' .. id)
+      if g then
+        local owner, leaseAt, _, c = match(g, '^(%S+) (%S+) (%S+) (%S+)$')
+        call('HSET', KH, 'g:' .. id, owner .. ' ' .. leaseAt .. ' ' .. fmt('%d', t) .. ' ' .. c)
+      end
+    else
+      if wait >= INF then wait = 60000 end
+      status = '0,' .. fmt('%d', ceil(wait))
     end
   end
 elseif op == 'h' then
@@ -384,4 +410,11 @@ for owner, list in pairs(others) do
   if owner == wakeFor then m.w = wakeMs end
   call('PUBLISH', channel .. owner, cjson.encode(m))
 end
+-- Every call, after its writes (a PEXPIRE before a key exists sets nothing, and HINCRBY / ZADD /
+-- HSET create keys without one), moves the queue's three keys' expiry to `keep` from now, all
+-- three alike: the arrival counter 'seq' never restarts while a ticket scored by it waits.
+local keep = keepFor(pausedUntil)
+call('PEXPIRE', KH, keep)
+call('PEXPIRE', KQ, keep)
+call('PEXPIRE', KP, keep)
 return status .. '|' .. waitText .. '|' .. table.concat(mine, ';')
