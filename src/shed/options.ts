@@ -159,13 +159,17 @@ export function checkShedOptions<Req>(options: unknown, extra: readonly string[]
   }
   const reserve = checkReserve(o.reserve);
   if (Object.keys(reserve).length > 0 && o.limit === undefined) fail("reserve", "set with `limit`", o.reserve);
-  // A share of a slot holds the whole slot: on a small fixed limit, a reserve could hold every
-  // slot and shed the uncovered levels even on an idle server (an adaptive limit that shrinks
-  // that far admits a request whenever none is in flight instead: see Shedder.admit).
-  if (typeof o.limit === "number" && (allowances(o.limit, heldShares(reserve))[PRIORITY_LEVELS - 1] as number) < 1) {
+  // A share of a slot holds the whole slot: on a small limit a reserve can hold every slot. In
+  // one process the shedder then admits any level while nothing is in flight (Shedder.admit);
+  // a fleet cannot see that without a round trip, and would shed those levels forever.
+  if (
+    o.store !== undefined &&
+    typeof o.limit === "number" &&
+    (allowances(o.limit, heldShares(reserve))[PRIORITY_LEVELS - 1] as number) < 1
+  ) {
     fail(
       "reserve",
-      `shares that leave the least critical priority at least one of the limit's ${o.limit} slots`,
+      `shares that leave the least critical priority at least one of the fleet limit's ${o.limit} slots`,
       o.reserve,
     );
   }

@@ -125,10 +125,11 @@ export class Shedder<Req> implements LoadShedHandle {
     if (!admits(fleet === undefined ? this.#inFlight : 0, priority, this.#allowance, this.#pressure.cutoff)) {
       // A level a reserve covers may still fit: the rest counted at most at their share. (A
       // fleet's pools have a fixed limit: no level ever holds more than its share there.)
-      // And an idle process always admits (unless under pressure): an adaptive limit can
-      // shrink until a reserve holds all of it (a fixed one is refused so when built), and
-      // it must not then shed the uncovered levels with nothing running. The reserve still
-      // holds: that request counts against the covered levels at its level's share, 0.
+      // And an idle process always admits (unless under pressure): a reserve can hold every
+      // slot of a small limit (a fixed one, or an adaptive one that shrank), and must not
+      // then shed the other levels with nothing running. The reserve still holds: that
+      // request counts against the covered levels at its level's share, 0. (A fleet cannot
+      // see it is idle: such a reserve is refused when built.)
       if (
         fleet === undefined &&
         priority < this.#pressure.cutoff &&
