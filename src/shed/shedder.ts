@@ -36,6 +36,8 @@ const UNLIMITED = new Array<number>(PRIORITY_LEVELS).fill(Number.POSITIVE_INFINI
 export class Shedder<Req> implements LoadShedHandle {
   readonly config: ShedConfig<Req>;
   readonly #source: LimitSource | undefined;
+  /** The adaptive limit, the one reader of request latencies: without it no clock is read per request. */
+  readonly #timed: AdaptiveLimit | undefined;
   readonly #held: number[];
   /** Priorities below this may use a reserve. */
   readonly #covered: number;
@@ -72,6 +74,7 @@ export class Shedder<Req> implements LoadShedHandle {
         : config.limit === "adaptive"
           ? new AdaptiveLimit(config.adaptive, this.#now())
           : fixedLimit(config.limit);
+    this.#timed = this.#source instanceof AdaptiveLimit ? this.#source : undefined;
     const maxDelay = config.maxEventLoopDelayMs;
     const maxUtilization = config.maxEventLoopUtilization;
     if (maxDelay !== undefined || maxUtilization !== undefined) {
@@ -161,7 +164,9 @@ export class Shedder<Req> implements LoadShedHandle {
     byLevel[priority] = (byLevel[priority] as number) + 1;
     this.#admitted++;
     source?.started(this.#inFlight);
-    const startedAt = this.#now();
+    // A fixed limit (or none) uses no latency: two clock reads per request saved.
+    const timed = this.#timed;
+    const startedAt = timed === undefined ? 0 : this.#now();
     let released = false;
     return (sample = true) => {
       if (released) return;
@@ -169,9 +174,9 @@ export class Shedder<Req> implements LoadShedHandle {
       this.#inFlight--;
       byLevel[priority] = (byLevel[priority] as number) - 1;
       leases?.();
-      if (sample && source !== undefined) {
+      if (sample && timed !== undefined) {
         const now = this.#now();
-        source.completed(now - startedAt, startedAt, now);
+        timed.completed(now - startedAt, startedAt, now);
       }
     };
   }
