@@ -432,15 +432,29 @@ export class Engine<Req, Res = unknown> {
    * ends, a failed refund leaves the request counted (the safe sides), each reported once.
    */
   settle(verdict: CheckedVerdict, request: Req, response: Res, status: number | undefined): void {
+    this.release(verdict);
+    this.settleCount(verdict, request, response, status);
+  }
+
+  /**
+   * Releases the lease of an observed verdict, if it holds one (once: the decision's `release()`
+   * acts once). For adapters that learn the handler's answer before the response ends (Koa with
+   * `countOn: "handler"`, Hono on Node): they release on the Node response's end and report the
+   * answer with {@link settleCount}, so a streamed body holds its slot until it is sent.
+   */
+  release(verdict: CheckedVerdict): void {
     const release = verdict.decision.release;
-    if (release !== undefined) {
-      try {
-        const released = release();
-        if (isPromise(released)) released.then(undefined, (error: unknown) => this.#releaseFailed(error));
-      } catch (error) {
-        this.#releaseFailed(error);
-      }
+    if (release === undefined) return;
+    try {
+      const released = release();
+      if (isPromise(released)) released.then(undefined, (error: unknown) => this.#releaseFailed(error));
+    } catch (error) {
+      this.#releaseFailed(error);
     }
+  }
+
+  /** The `count` half of {@link settle}: gives the units back when this request should not count; never throws. */
+  settleCount(verdict: CheckedVerdict, request: Req, response: Res, status: number | undefined): void {
     if (this.#count === "all") return;
     let succeeded = false;
     try {

@@ -51,7 +51,9 @@ export function withVerdictHeaders(engine: Engine<never, never>, verdict: Verdic
 /**
  * Runs the handler behind a passing verdict: reports how it ended when `count` needs it (a
  * thrown handler never completed) and adds the headers. Streaming bodies count by status:
- * a Response does not tell when (or whether) its body was fully read.
+ * a Response does not tell when (or whether) its body was fully read. `leaseReleasedElsewhere`:
+ * the caller releases the lease itself (Hono on Node, when the raw response ends), so only the
+ * `count` part is settled here.
  */
 export async function passOn<Req>(
   engine: Engine<Req, Response>,
@@ -59,6 +61,7 @@ export async function passOn<Req>(
   request: Req,
   next: () => MaybePromise<Response>,
   signal?: AbortSignal,
+  leaseReleasedElsewhere = false,
 ): Promise<Response> {
   if (!engine.observes(verdict)) return withVerdictHeaders(engine as Engine<never, never>, verdict, await next());
   let settled = false;
@@ -66,7 +69,8 @@ export async function passOn<Req>(
     if (settled) return;
     settled = true;
     signal?.removeEventListener("abort", aborted);
-    engine.settle(verdict, request, response as Response, response?.status);
+    if (leaseReleasedElsewhere) engine.settleCount(verdict, request, response as Response, response?.status);
+    else engine.settle(verdict, request, response as Response, response?.status);
   };
   // The client went away before the handler answered: that request did not succeed — unless
   // `countOn: "handler"`, where the handler's own answer decides.

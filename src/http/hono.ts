@@ -9,9 +9,11 @@
 import type { Context, MiddlewareHandler } from "hono";
 import type { Decision } from "../algorithms/decision.ts";
 import { socketPeer } from "./client-address.ts";
-import { Engine, isPromise } from "./engine.ts";
+import { type CheckedVerdict, Engine, isPromise } from "./engine.ts";
 import { passOn, refusal, withHeaders } from "./fetch.ts";
 import { type RateLimitHandles, withHandles } from "./handles.ts";
+import { nodeResponse } from "./hono-node.ts";
+import { releaseOnResponseEnd } from "./node.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { tighter } from "./stack.ts";
 
@@ -65,6 +67,10 @@ export function rateLimit(
     if (verdict === null) return next();
     if (verdict.decision !== undefined) c.set("rateLimit", tighter(c.get("rateLimit"), verdict.decision));
     if (verdict.status === 200) {
+      // On Node the lease is held until the raw response ends (a streamed body included), as
+      // Hono's loadShed holds its slot; the Response returned below may still be streaming.
+      const raw = engine.observes(verdict) ? nodeResponse(c) : undefined;
+      if (raw !== undefined) releaseOnResponseEnd(engine, verdict as CheckedVerdict, raw);
       // Hono turns a thrown handler into c.res (its onError answer), so next() settles with a status.
       const response = await passOn(
         engine,
@@ -76,6 +82,7 @@ export function rateLimit(
         },
         // Only read when observing: @hono/node-server builds the full Request on first access.
         engine.observes(verdict) && engine.countOn === "response" ? c.req.raw.signal : undefined,
+        raw !== undefined,
       );
       if (response === c.res) return; // headers were added in place
       // Hono's setter copies the old response's headers over the new one's; ours are merged already.

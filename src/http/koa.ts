@@ -9,7 +9,7 @@ import type { Context, Middleware, Next } from "koa";
 import type { Decision } from "../algorithms/decision.ts";
 import { Engine, isPromise } from "./engine.ts";
 import { type RateLimitHandles, withHandles } from "./handles.ts";
-import { nodeReader, responseHeader, settleOnEnd } from "./node.ts";
+import { nodeReader, releaseOnResponseEnd, responseHeader, settleOnEnd } from "./node.ts";
 import type { MaybePromise, RateLimitOptions } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
 import { tighter } from "./stack.ts";
@@ -65,11 +65,13 @@ export function rateLimit(options: KoaRateLimitOptions): Middleware & RateLimitH
         return next();
       }
       // `countOn: "handler"`: Koa writes nothing once the client is gone, so the chain's end
-      // decides: the status the handlers left, or none when one threw.
+      // decides: the status the handlers left, or none when one threw. The lease is held until
+      // the response ends: Koa writes the body (a stream too) after the chain returns.
+      releaseOnResponseEnd(engine, verdict, response);
       return next().then(
-        () => engine.settle(verdict, ctx, response, ctx.status),
+        () => engine.settleCount(verdict, ctx, response, ctx.status),
         (error: unknown) => {
-          engine.settle(verdict, ctx, response, undefined);
+          engine.settleCount(verdict, ctx, response, undefined);
           throw error;
         },
       );

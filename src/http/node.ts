@@ -118,6 +118,20 @@ export function settleOnEnd<Req, Res>(
   onResponseEnd(raw, (status) => engine.settle(verdict, request, response, status), engine.countOn === "handler");
 }
 
+/**
+ * Releases the lease of a passing `verdict` (if it holds one) when the Node response `raw`
+ * ends, finished or closed: a streamed body holds its slot until it is sent, as `loadShed`
+ * holds its own (the same {@link onResponseEnd}). For adapters that report the handler's answer
+ * apart, through `engine.settleCount`.
+ */
+export function releaseOnResponseEnd<Req, Res>(
+  engine: Engine<Req, Res>,
+  verdict: CheckedVerdict,
+  raw: ServerResponse,
+): void {
+  if (verdict.decision.release !== undefined) onResponseEnd(raw, () => engine.release(verdict));
+}
+
 /** Builds the `(req, res, next?)` middleware for any Node-based request/response pair. */
 export function nodeMiddleware<Req extends IncomingMessage, Res extends ServerResponse>(
   options: NodeRateLimitOptions<Req, Res>,

@@ -3,20 +3,12 @@
  * raw response to end (a streamed body included, or the client gone); elsewhere it comes when
  * the handler's Response is returned, when it throws, or when the request is aborted.
  */
-import type { ServerResponse } from "node:http";
 import type { Context, MiddlewareHandler } from "hono";
 import type { LoadShedOptions } from "../shed/options.ts";
 import { type LoadShedHandle, Shedder } from "../shed/shedder.ts";
+import { nodeResponse } from "./hono-node.ts";
 import { isPromise } from "./maybe-promise.ts";
 import { fetchShedHandler, releaseOnEnd, shedAnswer, shedResponse, withShedHandle } from "./shed.ts";
-
-/** `@hono/node-server`'s raw response, when the app runs on it. */
-function nodeResponse(c: Context): ServerResponse | undefined {
-  const outgoing = (c.env as { outgoing?: unknown } | undefined)?.outgoing;
-  return typeof (outgoing as ServerResponse | undefined)?.once === "function"
-    ? (outgoing as ServerResponse)
-    : undefined;
-}
 
 /**
  * Hono middleware shedding load: past `limit` requests in flight (or under event-loop pressure)

@@ -192,15 +192,19 @@ describe("Shedder with an adaptive limit", () => {
     expect(flood).toHaveLength(20);
     // Every window queues: the limit falls to minLimit, and after a probe interval (200 ms) so
     // does the limit the reserve is a share of. The flood still holds its 20.
+    // (Where the limit stands then depends on the probe's jitter, unseeded Math.random: a probe
+    // at minLimit, or the limit growing again from it once a probe re-learned 20 ms as unloaded.)
     for (let i = 0; i < 25; i++) window(20);
-    expect(shedder.stats().limit).toBe(4);
+    const limit = shedder.stats().limit as number;
+    expect(limit).toBeLessThan(10);
     const steady = shedder.steadyLimit as number;
     expect(steady).toBeLessThan(10);
     // Priority 0 still finds the reserve's half (or more) of the steady limit: the flood counts
-    // at its share of 4 (2), not at its 20.
+    // at its share of the limit (e.g. 2 of 4), not at its 20.
+    const floodShare = limit - Math.ceil(limit / 2);
     const critical: Release[] = [];
     for (let r = shedder.admit({ p: 0 }); r !== undefined; r = shedder.admit({ p: 0 })) critical.push(r as Release);
-    expect(critical).toHaveLength(steady - 2);
+    expect(critical).toHaveLength(steady - floodShare);
     expect(critical.length).toBeGreaterThanOrEqual(Math.ceil(steady / 2));
     expect(shedder.admit({ p: 5 })).toBeUndefined();
     for (const release of [...flood, ...critical]) release(false);

@@ -4,7 +4,7 @@ import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError } from "../core/errors.ts";
 import { checkOptions } from "../core/options.ts";
 import type { Store } from "../core/store.ts";
-import type { Reserve } from "./admission.ts";
+import { allowances, heldShares, type Reserve } from "./admission.ts";
 import { GRADIENT_DEFAULTS, type GradientOptions, type GradientParams } from "./gradient.ts";
 import { PRIORITY_LEVELS, type PressureParams } from "./pressure.ts";
 
@@ -159,6 +159,20 @@ export function checkShedOptions<Req>(options: unknown, extra: readonly string[]
   }
   const reserve = checkReserve(o.reserve);
   if (Object.keys(reserve).length > 0 && o.limit === undefined) fail("reserve", "set with `limit`", o.reserve);
+  // A share of a slot holds the whole slot: on a small limit a reserve can hold every slot. In
+  // one process the shedder then admits any level while nothing is in flight (Shedder.admit);
+  // a fleet cannot see that without a round trip, and would shed those levels forever.
+  if (
+    o.store !== undefined &&
+    typeof o.limit === "number" &&
+    (allowances(o.limit, heldShares(reserve))[PRIORITY_LEVELS - 1] as number) < 1
+  ) {
+    fail(
+      "reserve",
+      `shares that leave the least critical priority at least one of the fleet limit's ${o.limit} slots`,
+      o.reserve,
+    );
+  }
   if (o.name !== undefined && (typeof o.name !== "string" || o.name === "")) fail("name", "a non-empty string", o.name);
   if (o.clock !== undefined && typeof (o.clock as { now?: unknown } | null)?.now !== "function") {
     fail("clock", "a Clock (an object with now())", o.clock);

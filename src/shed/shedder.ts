@@ -36,6 +36,8 @@ const UNLIMITED = new Array<number>(PRIORITY_LEVELS).fill(Number.POSITIVE_INFINI
 export class Shedder<Req> implements LoadShedHandle {
   readonly config: ShedConfig<Req>;
   readonly #source: LimitSource | undefined;
+  /** The adaptive limit, the one reader of request latencies: without it no clock is read per request. */
+  readonly #timed: AdaptiveLimit | undefined;
   readonly #held: number[];
   /** Priorities below this may use a reserve. */
   readonly #covered: number;
@@ -72,6 +74,7 @@ export class Shedder<Req> implements LoadShedHandle {
         : config.limit === "adaptive"
           ? new AdaptiveLimit(config.adaptive, this.#now())
           : fixedLimit(config.limit);
+    this.#timed = this.#source instanceof AdaptiveLimit ? this.#source : undefined;
     const maxDelay = config.maxEventLoopDelayMs;
     const maxUtilization = config.maxEventLoopUtilization;
     if (maxDelay !== undefined || maxUtilization !== undefined) {
@@ -125,11 +128,15 @@ export class Shedder<Req> implements LoadShedHandle {
     if (!admits(fleet === undefined ? this.#inFlight : 0, priority, this.#allowance, this.#pressure.cutoff)) {
       // A level a reserve covers may still fit: the rest counted at most at their share. (A
       // fleet's pools have a fixed limit: no level ever holds more than its share there.)
+      // And an idle process always admits (unless under pressure): a reserve can hold every
+      // slot of a small limit (a fixed one, or an adaptive one that shrank), and must not
+      // then shed the other levels with nothing running. The reserve still holds: that
+      // request counts against the covered levels at its level's share, 0. (A fleet cannot
+      // see it is idle: such a reserve is refused when built.)
       if (
         fleet === undefined &&
-        priority < this.#covered &&
         priority < this.#pressure.cutoff &&
-        fitsReserve(this.#byLevel, priority, this.#allowance)
+        (this.#inFlight === 0 || (priority < this.#covered && fitsReserve(this.#byLevel, priority, this.#allowance)))
       ) {
         return this.#hold(undefined, priority);
       }
@@ -157,7 +164,9 @@ export class Shedder<Req> implements LoadShedHandle {
     byLevel[priority] = (byLevel[priority] as number) + 1;
     this.#admitted++;
     source?.started(this.#inFlight);
-    const startedAt = this.#now();
+    // A fixed limit (or none) uses no latency: two clock reads per request saved.
+    const timed = this.#timed;
+    const startedAt = timed === undefined ? 0 : this.#now();
     let released = false;
     return (sample = true) => {
       if (released) return;
@@ -165,9 +174,9 @@ export class Shedder<Req> implements LoadShedHandle {
       this.#inFlight--;
       byLevel[priority] = (byLevel[priority] as number) - 1;
       leases?.();
-      if (sample && source !== undefined) {
+      if (sample && timed !== undefined) {
         const now = this.#now();
-        source.completed(now - startedAt, startedAt, now);
+        timed.completed(now - startedAt, startedAt, now);
       }
     };
   }
