@@ -9,6 +9,8 @@
 // summarised" (all four cases) or rotating regardless of fresh-at (the 300-key cases). Half the
 // seeds give the rule a ban: the 300-key cases failed on those while a key read back from the
 // summary counted strikes as an exact key does (test/threads/ban-readback.test.ts).
+// Six seeds a case (FUZZ_SEEDS to run more): each mutant above still fails within the first
+// three seeds, and the file runs in ~6-20 s (30 seeds took 60 s a case under load).
 import { type AlgorithmSpec, createLimiter, ManualClock, MemoryStore } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
@@ -109,6 +111,8 @@ function run(seed: number, instances: number, hot: number): { evicted: number; r
   return { evicted, rotations, compared };
 }
 
+const SEEDS = Number(process.env.FUZZ_SEEDS ?? 6);
+
 describe("summary filter: seeded differential fuzz against an uncapped MemoryStore", () => {
   for (const [instances, hot] of [
     [1, 12],
@@ -119,13 +123,14 @@ describe("summary filter: seeded differential fuzz against an uncapped MemorySto
     it(`${instances} instance(s), ${hot} returning keys: every admission of the capped store, MemoryStore admits`, () => {
       let rotations = 0;
       let evicted = 0;
-      for (let seed = 1; seed <= 30; seed++) {
+      for (let seed = 1; seed <= SEEDS; seed++) {
         const r = run(seed * 7919 + instances + hot, instances, hot);
         rotations += r.rotations;
         evicted += r.evicted;
       }
-      expect(evicted).toBeGreaterThan(30_000);
-      expect(rotations).toBeGreaterThan(30);
+      console.log(`${instances}/${hot}: evicted ${evicted}, rotations ${rotations}`);
+      expect(evicted).toBeGreaterThan(1000 * SEEDS);
+      expect(rotations).toBeGreaterThan(SEEDS);
     }, 60_000);
   }
 });

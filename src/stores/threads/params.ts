@@ -9,7 +9,7 @@ import { MAX_TABLE_INDEX } from "../compact/bucket.ts";
 import { randomSeed } from "../compact/fingerprint.ts";
 import { blockBytes } from "../compact/shared-table.ts";
 import { MAX_MEMORY_BYTES } from "../compact/shared-word.ts";
-import { DEPTH, layoutOf, type Params } from "./layout.ts";
+import { DEPTH, layoutOf, type Params, SUMMARY_WORDS } from "./layout.ts";
 
 /** Options of {@link SharedMemoryStore}. */
 export interface SharedMemoryStoreOptions {
@@ -32,8 +32,9 @@ export interface SharedMemoryStoreOptions {
   /**
    * Bytes of the whole store (default: 2,400 per `maxKeys`, at most 24 MiB, as MemoryStore's
    * budget, and never less than `maxKeys` alone needs). What `maxKeys` leaves goes
-   * about 8/10 to more buckets of the table (keys held exactly past `maxKeys`), 1/10 to the summary
-   * filter and 1/10 to the spent filter (summary.ts).
+   * about 7/10 to more buckets of the table (keys held exactly past `maxKeys`), 1/10 to the
+   * summary pool (up to every rule's cells), 1/10 to the summary filter and 1/10 to the spent
+   * filter (summary.ts).
    */
   maxBytes?: number;
 }
@@ -136,9 +137,20 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
     // spent filter's are as many as the summary filter's: layout.ts); the loop that fits the
     // budget below gives back buckets for the spent filter's share.
     params.filterKeys = maxKeys + Math.floor(extra / 10 / 4);
+    // A tenth to the summary pool, up to every rule's cells: at `maxKeys` it backs four rules'
+    // cells, and a key pushed out of a rule the pool no longer backs joins one of its rule's 16
+    // overflow cells, which every such key of the rule shares (summary.ts). Wide records buy few
+    // buckets, so many keys are pushed out: 12 rules flooded by keys spending their whole limit
+    // at `recordWords: 24`, maxKeys 2,000, refused 1.4-2.1% of honest requests through the
+    // overflow cells, 0.3-0.4% with this tenth (test/threads/rules-flood.test.ts), 0-0.02% with
+    // a fifth; but a fifth cost buckets that 200 sliding-log rules' returning records need
+    // (bench/threads-flood.mjs --sweep: 3.0% of honest requests refused with a tenth, 10.4% with
+    // a fifth). 8 rules at maxKeys a quarter of the honest records: 20% -> 0% with a tenth.
+    const poolBlock = SUMMARY_WORDS * 8 + 4;
+    params.summaryBlocks = Math.min(cells + 256, summaryBlocks + Math.floor(extra / 10 / poolBlock));
     // A bucket: its word, its block and its link, and a sixteenth of a spare block.
     const perBucket = ((8 + blockBytes(recordWords) + 4) * 17) / 16;
-    params.buckets = buckets + Math.floor((extra * 9) / 10 / perBucket);
+    params.buckets = buckets + Math.floor((extra * 8) / 10 / perBucket);
     params.blocks = params.buckets + Math.max(256, params.buckets >> 4);
     // Rounding of regions to whole words: give back buckets until the budget holds.
     while (layoutOf(params).bytes > budget && params.buckets > buckets) {

@@ -9,8 +9,8 @@
  * out, every never-seen key finds all of its cells live and is read back over-counted; a flood
  * of keys spending their whole limit then refused most brand-new keys (18.5% of them with
  * `maxKeys: 100_000` under 200,000 such keys). Bits are far cheaper than cells: 16 bits per key
- * of `maxKeys` in each generation (4 bytes a key in all), 4 set per key (the spent filter: 16, in
- * a record part and a key part: `SPENT_RECORD_RUNS`).
+ * of `maxKeys` in each generation (4 bytes a key in all), 16 set per key (in a record part and a
+ * key part: `RECORD_RUNS`).
  *
  * Never a false negative while it matters (a key the summary holds live state for, read as never
  * summarised, would start over: over-admitted):
@@ -33,22 +33,22 @@ import { NO_INSTANT, raiseInstant, readInstant } from "./instant-word.ts";
 import { type FilterSlots, type Layout, SPENT_FILTER, SUMMARY_FILTER, type Views } from "./layout.ts";
 
 /**
- * Runs of PROBES probes each a key sets in a generation of the spent filter: `SPENT_RECORD_RUNS`
- * hashed with its rule into the record part (half the bits), `SPENT_KEY_RUNS` hashed without it
- * into the key part (the other half). A lookup needs both. Why the key part: under many rules a flood of keys is many times
+ * Runs of PROBES probes each a key sets in a generation: `RECORD_RUNS` hashed with its rule into
+ * the record part (half the bits), `KEY_RUNS` hashed without it into the key part (the other
+ * half). A lookup needs both. Why the key part: under many rules a flood of keys is many times
  * more records than keys (200 rules × 10,000 keys spending their limit: 2,000,000 records, six
  * times the filter), so the record part saturates and every brand-new key read back from its
  * rules' cells (43.6% of them refused), while the key part holds only 10,000 keys and still
  * tells a brand-new key apart (0.06% false positives at half its capacity in keys, whatever the
  * records). With one rule both parts hold the same keys, and a lookup's false positives are
- * about those of one filter of 16 probes (0.07% at capacity: 16 bits a key). The summary filter
- * keeps one run of 4 probes over all its bits: more probes refuse fewer brand-new keys below
- * capacity and more past it (one rule, 3,000,000 one-request keys: 3.3 times its two
- * generations, where 4 probes let through 10% of brand-new keys' lookups and 16 would 56%).
+ * about those of one filter of 16 probes (0.07% at capacity: 16 bits a key). Both filters keep
+ * this layout: with the summary filter at one run of 4 probes over all its bits (hashed with
+ * the rule), 8 rules flooded by 200,000 one-request keys past `maxKeys` at half the honest
+ * records refused 20% of honest requests (0% with the key part, every algorithm).
  */
-const SPENT_RECORD_RUNS = 2;
-/** Runs of the spent filter's key part. */
-const SPENT_KEY_RUNS = 2;
+const RECORD_RUNS = 2;
+/** Runs of the key part. */
+const KEY_RUNS = 2;
 /** What a run adds to the rule index it hashes with. */
 const RUN_STRIDE = 0x4000;
 /** The rule index the key part's first run hashes with: below every rule's (which start at 0). */
@@ -66,10 +66,8 @@ export class SummaryFilter {
   readonly #capacity: number;
   /** The probes of the last key hashed (bit indices). */
   readonly #probes: Int32Array;
-  /** `#probes` in runs of PROBES, one per `filterProbes` call: `#recordRuns`, then the key part's. */
+  /** `#probes` in runs of PROBES, one per `filterProbes` call: `RECORD_RUNS`, then the key part's. */
   readonly #runs: Int32Array[];
-  /** Runs of the record part (the rest: the key part's). */
-  readonly #recordRuns: number;
   /** Bits of a generation's record part (the key part is the rest, from this bit on). */
   readonly #recordBits: number;
   /** I: the first generation's bits. */
@@ -91,13 +89,12 @@ export class SummaryFilter {
     // request goes through: 4 probes at 22 bits a key refused 10% of brand-new keys under 200
     // rules (a rule's false positives compound). 12 (about the best at 16 bits a key) cost only
     // lookups of keys that miss the table, which stop at the first clear bit.
-    this.#recordRuns = spent ? SPENT_RECORD_RUNS : 1;
-    const runs = this.#recordRuns + (spent ? SPENT_KEY_RUNS : 0);
+    const runs = RECORD_RUNS + KEY_RUNS;
     this.#probes = new Int32Array(PROBES * runs);
     this.#runs = Array.from({ length: runs }, (_, r) => this.#probes.subarray(r * PROBES, (r + 1) * PROBES));
     this.#words = layout.filterBits / 32;
     this.#bits = layout.filterBits;
-    this.#recordBits = spent ? 32 * Math.floor(layout.filterBits / 64) : layout.filterBits;
+    this.#recordBits = 32 * Math.floor(layout.filterBits / 64);
     this.#capacity = layout.filterBits / 16;
   }
 
@@ -105,14 +102,13 @@ export class SummaryFilter {
   #hash(rule: number, h1: number, h2: number): void {
     const record = this.#recordBits;
     // Each record run as the key of another rule index (past every table index: bucket.ts MAX_TABLE_INDEX).
-    const records = this.#recordRuns;
-    for (let r = 0; r < records; r++) {
+    for (let r = 0; r < RECORD_RUNS; r++) {
       filterProbes(rule + r * RUN_STRIDE, h1, h2, record, this.#runs[r] as Int32Array);
     }
     // The key part's runs as keys of rule indices below every rule's, from bit `record` on.
-    for (let r = records; r < this.#runs.length; r++) {
+    for (let r = RECORD_RUNS; r < RECORD_RUNS + KEY_RUNS; r++) {
       const run = this.#runs[r] as Int32Array;
-      filterProbes(KEY_PART - (r - records) * RUN_STRIDE, h1, h2, this.#bits - record, run);
+      filterProbes(KEY_PART - (r - RECORD_RUNS) * RUN_STRIDE, h1, h2, this.#bits - record, run);
       for (let i = 0; i < run.length; i++) run[i] = (run[i] as number) + record;
     }
   }
