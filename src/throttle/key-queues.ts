@@ -90,9 +90,15 @@ export class KeyQueues<T extends QueueNode> {
   }
 }
 
-/** Local pauses by key (until instants), forgetting those that are over once the table grows. */
+/**
+ * Local pauses by key (until instants), forgetting those that are over once the table grows.
+ * Each pause is followed by a cool-down as long as the pause (`cool`): a local queue then starts
+ * its key's jobs one at a time. The rate refilled during the pause, so without it every waiting
+ * job went at once when the pause ended and each one past the upstream's limit got its 429,
+ * pause after pause (a burst-allowing rate above the upstream's: 30 429s for 18 jobs).
+ */
 export class Pauses {
-  #until = new Map<string, { until: number; store: number | undefined }>();
+  #until = new Map<string, { until: number; store: number | undefined; cool: number }>();
   #sweepAt = 1024;
 
   /**
@@ -104,14 +110,16 @@ export class Pauses {
    */
   set(key: string, until: number, now: number, store?: number): void {
     const u = this.#until.get(key);
+    const cool = until + Math.max(0, until - now);
     if (u !== undefined && u.until > now) {
       u.until = Math.max(u.until, until);
+      u.cool = Math.max(u.cool, cool);
       if (store !== undefined) u.store = Math.max(u.store ?? store, store);
       return;
     }
-    this.#until.set(key, { until, store });
+    this.#until.set(key, { until, store, cool: Math.max(cool, u?.cool ?? 0) });
     if (this.#until.size >= this.#sweepAt) {
-      for (const [k, u] of this.#until) if (u.until <= now) this.#until.delete(k);
+      for (const [k, u] of this.#until) if (u.cool <= now) this.#until.delete(k);
       this.#sweepAt = Math.max(1024, this.#until.size * 2);
     }
   }
@@ -121,10 +129,19 @@ export class Pauses {
     const u = this.#until.get(key);
     if (u === undefined) return 0;
     if (u.until <= now) {
-      this.#until.delete(key);
+      if (u.cool <= now) this.#until.delete(key);
       return 0;
     }
     return u.until;
+  }
+
+  /** Whether `key`'s last pause ended less than its own length ago (start one job at a time). */
+  cooling(key: string, now: number): boolean {
+    const u = this.#until.get(key);
+    if (u === undefined) return false;
+    if (u.cool > now) return true;
+    if (u.until <= now) this.#until.delete(key);
+    return false;
   }
 
   /** Records the running pause's end on the fleet store's clock (the store answered). */

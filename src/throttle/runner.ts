@@ -466,6 +466,8 @@ export class ThrottleRunner {
         this.#wake(kq, pausedUntil - now);
         break;
       }
+      // Cooling down after a pause: one job at a time (the running one's finish pumps again).
+      if (kq.running > 0 && this.#pauses.cooling(kq.key, now)) break;
       job.deciding = true;
       let permit: Permit | Promise<Permit>;
       try {
