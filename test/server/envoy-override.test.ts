@@ -128,6 +128,7 @@ describe("20,000 distinct overrides against the real bin", () => {
       // were dropped one horizon after their release, empty tables stopped allocating Maps and
       // override nodes shared their empty level); most of what is left is each rule's limiter
       // and compiled algorithm, promoted to the old generation because a rule outlives its request.
+      console.log(`RSS grew ${((peak - before) / 2 ** 20).toFixed(1)} MB`);
       expect(peak - before, `RSS grew ${((peak - before) / 2 ** 20).toFixed(1)} MB`).toBeLessThan(100 * 2 ** 20);
     } finally {
       c.close();
