@@ -82,8 +82,15 @@ function ask<T = Reply>(child: ChildProcess, command: Record<string, unknown>): 
 }
 
 /** Every process checks once (so a host is elected) and says whether it hosts. */
-async function warm(all: ChildProcess[]): Promise<boolean[]> {
-  const replies = await Promise.all(all.map((c) => ask<{ failure: string | null }>(c, { cmd: "warm" })));
+async function warm(all: ChildProcess[], attempts = 1): Promise<boolean[]> {
+  type Warm = Awaited<ReturnType<typeof ask<{ failure: string | null }>>>;
+  const warmOne = (c: ChildProcess) => ask<{ failure: string | null }>(c, { cmd: "warm" });
+  let replies: Warm[] = await Promise.all(all.map(warmOne));
+  // During an election a check may be answered by onError (ERR_STORE) while the new host comes
+  // up; a test of re-election asks again (a blocked election keeps failing every attempt).
+  for (let left = attempts - 1; left > 0 && replies.some((r) => r.failure !== null); left--) {
+    replies = await Promise.all(all.map((c, i) => (replies[i]?.failure === null ? (replies[i] as Warm) : warmOne(c))));
+  }
   expect(replies.map((r) => r.failure)).toEqual(all.map(() => null));
   return replies.map((r) => r.hosting);
 }
@@ -204,8 +211,9 @@ describe("sluice/cluster: a squatted takeover lock", () => {
     expect(lstatSync(socket).isSocket()).toBe(true); // the dead host's file, nobody listening
     squat();
     const all = await start(3, { timeoutMs: 5000 });
-    // Nobody answers on the lock: it is stale however fresh, and one process takes over.
-    const hosting = await warm(all);
+    // Nobody answers on the lock: it is stale however fresh, and one process takes over (under a
+    // loaded CI one of three first checks met the election's 5 s timeout: asked again, up to 3 times).
+    const hosting = await warm(all, 3);
     expect(hosting.filter(Boolean)).toHaveLength(1);
     const limit = 600;
     const out = await Promise.all(
