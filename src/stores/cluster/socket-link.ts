@@ -7,9 +7,11 @@
  *
  * Failover: when the host's connection closes, waiting batches fail (the store's policy then
  * answers) and the next batch starts a new attempt, in which one process binds the path and
- * hosts, with empty state. A socket file left by a dead host (connect: ECONNREFUSED) is removed
- * only under a takeover lock and after checking again that nobody listens, so two processes
- * can never both think they host: one unlinking the file another has just bound.
+ * hosts, with empty state. A host's socket file appears only once it listens (publish-socket.ts),
+ * so a file that refuses connections (ECONNREFUSED) is a dead host's; it is removed only under a
+ * takeover lock and after checking again that nobody listens, so two processes can never both
+ * think they host: one unlinking the file another has just bound. A host whose path names another
+ * socket steps down (checked every FILE_CHECK_MS, and whenever `hosting` is read).
  *
  * Throttles' fleet queues (SPEC §16) live in the host too (../fleet-queue-host.ts): queue calls
  * and replies travel as frames on the same connection, grants for another process are pushed
@@ -23,7 +25,7 @@
  * on which its holder must answer (takeover-lock.ts), and a host that exits (normally, or on SIGTERM/SIGINT when nothing
  * else handles them) removes its socket file.
  */
-import { chmodSync, lstatSync, statSync, unlinkSync } from "node:fs";
+import { lstatSync } from "node:fs";
 import net from "node:net";
 import { resolve } from "node:path";
 import { ArgumentError, StoreError } from "../../core/errors.ts";
@@ -34,6 +36,7 @@ import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts"
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import type { Resyncable, Transport, Waiting } from "./link.ts";
 import { type BatchMessage, CHANNEL, isMessage, type ReplyMessage } from "./protocol.ts";
+import { type Published, publishSocket, removeIfDead } from "./publish-socket.ts";
 import { takeoverLock } from "./takeover-lock.ts";
 import { invalidBatch, invalidQueueCall } from "./validate.ts";
 
@@ -101,8 +104,8 @@ export class SocketLink implements Transport {
   readonly hostOptions: MemoryStoreOptions;
   /** The mode the socket file gets when this process hosts. */
   readonly socketMode: number;
-  /** The socket file this process bound (device and inode), removed on exit if still ours. */
-  #bound: { dev: number; ino: number } | undefined;
+  /** The socket this process listens on and published at the path, while it hosts. */
+  #published: Published | undefined;
   #state: "idle" | "starting" | "host" | "client" = "idle";
   readonly #waiting = new Map<number, Waiting>();
   #outbox: Array<BatchMessage | QueueOut> = [];
@@ -123,9 +126,15 @@ export class SocketLink implements Transport {
     this.peer = `the sluice host at ${path}`;
   }
 
-  /** Whether this process currently hosts the store (for tests and diagnostics). */
+  /**
+   * Whether this process currently hosts the store (for tests and diagnostics): exact, the path
+   * is read now, and a host whose path names another socket steps down at once.
+   */
   get hosting(): boolean {
-    return this.#state === "host";
+    if (this.#state !== "host") return false;
+    if (this.#published?.ours() === true) return true;
+    this.#stepDown();
+    return false;
   }
 
   /** A sequence number for the next batch (never 0). */
@@ -236,111 +245,63 @@ export class SocketLink implements Transport {
     throw last;
   }
 
-  /** Listens on the path; rejects with EADDRINUSE when the file exists (live or stale). */
-  #host(): Promise<void> {
-    return new Promise((resolveHost, reject) => {
-      const server = net.createServer((connection) => this.#serve(connection));
-      server.once("error", reject);
-      // Owner-only from the moment the file exists (bind creates it under the umask), so no other
-      // user can connect in the instant before the chmod below. process.umask is unavailable in
-      // worker threads: there the chmod alone applies.
-      let umask: number | undefined;
-      try {
-        umask = process.umask(0o177);
-      } catch {}
-      try {
-        // exclusive: in a node:cluster worker (PM2 cluster mode), listen() is otherwise routed to
-        // the primary, which shares one handle among every worker asking for the path: all would host.
-        server.listen({ path: this.#path, exclusive: true }, () => {
-          server.off("error", reject);
-          try {
-            chmodSync(this.#path, this.socketMode);
-            const st = statSync(this.#path);
-            this.#bound = { dev: st.dev, ino: st.ino };
-            removeOnExit(this);
-          } catch (error) {
-            server.close();
-            reject(error);
-            return;
-          }
-          server.on("error", () => {}); // after listening, errors concern single connections
-          // The server does not keep the process alive; connected clients do (see #serve).
-          server.unref();
-          const store = new MemoryStore(this.hostOptions);
-          this.#dispatcher = createDispatcher(store);
-          this.#queues = new QueueHost(store, (client, push) => this.#push(client, push));
-          this.#watchFile(server);
-          this.#state = "host";
-          resolveHost();
-        });
-      } finally {
-        if (umask !== undefined) process.umask(umask);
-      }
-    });
+  /**
+   * Listens on the path (published there only once it listens: publish-socket.ts); rejects with
+   * EADDRINUSE when a file is there (live or stale).
+   */
+  async #host(): Promise<void> {
+    const published = await publishSocket(this.#path, (connection) => this.#serve(connection), this.socketMode);
+    this.#published = published;
+    removeOnExit(this);
+    const store = new MemoryStore(this.hostOptions);
+    this.#dispatcher = createDispatcher(store);
+    this.#queues = new QueueHost(store, (client, push) => this.#push(client, push));
+    this.#watchFile(published);
+    this.#state = "host";
   }
 
   /**
-   * While hosting, checks every FILE_CHECK_MS that the path is still this process's socket. If
-   * another process removed it (a takeover that misjudged it dead), this host steps down: it
-   * closes its server and its clients' connections, so they all reconnect to the one host there
-   * is, instead of two hosts each deciding half the traffic.
+   * While hosting, checks every FILE_CHECK_MS that the path is still this process's socket (read
+   * `hosting` checks too). If it is not (removed by hand, or by a takeover that misjudged this
+   * host dead), this host steps down.
    */
-  #watchFile(server: net.Server): void {
-    const connections = new Set<net.Socket>();
-    server.on("connection", (c: net.Socket) => {
-      connections.add(c);
-      c.on("close", () => connections.delete(c));
-    });
+  #watchFile(published: Published): void {
     const timer = setInterval(() => {
-      const bound = this.#bound;
-      let ours = false;
-      try {
-        const st = statSync(this.#path);
-        ours = bound !== undefined && st.dev === bound.dev && st.ino === bound.ino;
-      } catch {}
-      if (ours) return;
-      clearInterval(timer);
-      if (this.#state !== "host") return;
-      this.#bound = undefined;
-      this.#state = "idle";
-      this.#dispatcher?.stop();
-      this.#dispatcher = undefined;
-      this.#queues?.stop();
-      this.#queues = undefined;
-      // Closing a Unix socket server unlinks its path whatever file is there now (libuv): that
-      // would remove the other host's socket and make it step down too. With a file there, the
-      // server stays open (unreferenced, reachable by no path) and turns away what still arrives.
-      let replaced = true;
-      try {
-        lstatSync(this.#path);
-      } catch (error) {
-        replaced = codeOf(error) !== "ENOENT";
-      }
-      if (replaced) {
-        server.removeAllListeners("connection");
-        server.on("connection", (c: net.Socket) => c.destroy());
-      } else server.close();
-      for (const c of connections) c.destroy();
-      this.#queueLost();
-      warn(
-        `sluice cluster: ${this.#path} is no longer this process's socket; stepping down as host`,
-        "SLUICE_CLUSTER_STEP_DOWN",
-      );
+      if (this.#published !== published) clearInterval(timer);
+      else if (!published.ours()) this.#stepDown();
     }, FILE_CHECK_MS);
     timer.unref();
   }
 
+  /**
+   * Stops hosting: closes the server and its clients' connections, so they all reconnect to the
+   * one host there is, instead of two hosts each deciding part of the traffic. (Closing removes
+   * only this process's own file: publish-socket.ts.)
+   */
+  #stepDown(): void {
+    const published = this.#published;
+    if (published === undefined || this.#state !== "host") return;
+    this.#published = undefined;
+    this.#state = "idle";
+    this.#dispatcher?.stop();
+    this.#dispatcher = undefined;
+    this.#queues?.stop();
+    this.#queues = undefined;
+    published.close();
+    for (const c of this.#connections.values()) c.destroy();
+    this.#queueLost();
+    warn(
+      `sluice cluster: ${this.#path} is no longer this process's socket; stepping down as host`,
+      "SLUICE_CLUSTER_STEP_DOWN",
+    );
+  }
+
   /** Removes the socket file if it is still the one this process bound (called on exit). */
   removeSocket(): void {
-    const bound = this.#bound;
-    if (bound === undefined || this.#state !== "host") return;
-    this.#bound = undefined;
-    try {
-      const st = statSync(this.#path);
-      if (st.dev === bound.dev && st.ino === bound.ino) unlinkSync(this.#path);
-    } catch {
-      // already gone
-    }
+    const published = this.#published;
+    if (published === undefined || this.#state !== "host") return;
+    this.#published = undefined;
+    published.close();
   }
 
   /** Serves one client connection: frames in, one write of replies per chunk read. */
@@ -434,9 +395,11 @@ export class SocketLink implements Transport {
       return;
     }
     try {
-      // A file nobody listens on may be a host's between its bind and its listen (a connect then
-      // is refused too): only a file refused twice, STALE_CHECK_MS apart, and the same file both
-      // times (same inode), is a dead host's. Unlinking a live host's file would make two hosts.
+      // This version publishes a host's file only once it listens (publish-socket.ts), so a
+      // refusal means its host is gone; a process of an older version binds the path itself and
+      // is refused between its bind and its listen: a file refused twice, STALE_CHECK_MS apart,
+      // and the same file both times, is a dead host's. It is removed only if it still refuses
+      // (removeIfDead): unlinking a live host's file would make two hosts.
       let seen: { dev: number; ino: number } | undefined;
       for (let check = 0; check < 2; check++) {
         if (check > 0) await pause(STALE_CHECK_MS);
@@ -459,7 +422,7 @@ export class SocketLink implements Transport {
         if (seen !== undefined && (seen.dev !== st.dev || seen.ino !== st.ino)) return; // a new file: ask again
         seen = { dev: st.dev, ino: st.ino };
       }
-      unlinkSync(this.#path);
+      await removeIfDead(this.#path);
     } finally {
       release();
     }
