@@ -42,6 +42,11 @@ import { invalidBatch, invalidQueueCall } from "./validate.ts";
 
 /** Attempts (bind, connect, take over) before a batch fails for want of a host. */
 const ATTEMPTS = 20;
+/**
+ * Waits for another process's takeover (its lock answered) that do not count as attempts: 200
+ * waits of 25-50 ms, at least 5 s, bound an election behind a holder that never finishes.
+ */
+const MAX_WAITS = 200;
 /** Longest frame accepted, in characters; a peer sending more is cut off. */
 export const MAX_FRAME = 16 * 1024 * 1024;
 /** How long a refused socket file must stay refused (and the same file) to count as a dead host's. */
@@ -225,6 +230,7 @@ export class SocketLink implements Transport {
   /** Becomes the host (binding the path) or a client (connecting to whoever bound it). */
   async #elect(): Promise<void> {
     let last: unknown;
+    let waits = 0;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       try {
         await this.#host();
@@ -238,8 +244,11 @@ export class SocketLink implements Transport {
       } catch (error) {
         last = error;
         // ENOENT: the file went away in between (a takeover): bind again.
-        if (codeOf(error) === "ECONNREFUSED") await this.#takeOver();
-        else if (codeOf(error) !== "ENOENT") throw error;
+        if (codeOf(error) === "ECONNREFUSED") {
+          // Waiting for a live lock holder's takeover is not a failed attempt: on a loaded machine
+          // it outlasted the attempts of the processes waiting for it (their checks then failed).
+          if ((await this.#takeOver()) === "waited" && waits++ < MAX_WAITS) attempt--;
+        } else if (codeOf(error) !== "ENOENT") throw error;
       }
     }
     throw last;
@@ -388,10 +397,15 @@ export class SocketLink implements Transport {
    * process that took over meanwhile must keep its file). Without the lock, two processes that
    * both saw the dead host's file could each unlink and bind, the second removing the first's.
    */
-  async #takeOver(): Promise<void> {
+  async #takeOver(): Promise<"waited" | undefined> {
     const release = await takeoverLock(this.#path);
+    if (release === "busy") {
+      // Another process is taking over (two checks STALE_CHECK_MS apart): connect to it next.
+      await pause(STALE_CHECK_MS / 4 + Math.random() * (STALE_CHECK_MS / 4));
+      return "waited";
+    }
     if (release === undefined) {
-      await pause(5 + Math.random() * 20); // another process is taking over: connect to it next
+      await pause(5 + Math.random() * 20); // a stale lock removed, or released: take it next
       return;
     }
     try {

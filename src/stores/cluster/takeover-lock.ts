@@ -33,10 +33,11 @@ export const LOCK_SUFFIX = ".lock";
 const codeOf = (error: unknown) => (error as NodeJS.ErrnoException | undefined)?.code;
 
 /**
- * Takes the takeover lock of socket `path`: resolves with its release, or undefined when a live
- * holder has it (or a stale one was just removed: the next attempt takes it).
+ * Takes the takeover lock of socket `path`: resolves with its release, with "busy" when a live
+ * holder answered (it is taking over: wait for it), or undefined when the next attempt may take
+ * it (a stale lock was just removed, or the lock was released meanwhile).
  */
-export async function takeoverLock(path: string): Promise<(() => void) | undefined> {
+export async function takeoverLock(path: string): Promise<(() => void) | "busy" | undefined> {
   const file = `${path}${LOCK_SUFFIX}`;
   try {
     return await hold(file);
@@ -59,7 +60,8 @@ export async function takeoverLock(path: string): Promise<(() => void) | undefin
     const answer = await answers(file);
     // gone: released meanwhile, and a file there now (its inode number possibly reused) is a
     // newer lock that was never judged.
-    if (answer !== "stale") return undefined;
+    if (answer === "live") return "busy";
+    if (answer === "gone") return undefined;
   }
   removeIfSame(file, seen);
   return undefined;
