@@ -83,8 +83,8 @@ function ask<T = Reply>(child: ChildProcess, command: Record<string, unknown>): 
 
 /** Every process checks once (so a host is elected) and says whether it hosts. */
 async function warm(all: ChildProcess[], attempts = 1): Promise<boolean[]> {
-  type Warm = Awaited<ReturnType<typeof ask<{ failure: string | null }>>>;
-  const warmOne = (c: ChildProcess) => ask<{ failure: string | null }>(c, { cmd: "warm" });
+  type Warm = Awaited<ReturnType<typeof ask<{ failure: string | null; why: string | null }>>>;
+  const warmOne = (c: ChildProcess) => ask<{ failure: string | null; why: string | null }>(c, { cmd: "warm" });
   let replies: Warm[] = await Promise.all(all.map(warmOne));
   // On a loaded machine an election may outlast a check's timeoutMs (ERR_STORE_TIMEOUT): a test
   // of re-election asks again. An election that fails (ERR_STORE) is never asked again: a process
@@ -94,7 +94,10 @@ async function warm(all: ChildProcess[], attempts = 1): Promise<boolean[]> {
   for (let left = attempts - 1; left > 0 && replies.some(timedOut); left--) {
     replies = await Promise.all(all.map((c, i) => (timedOut(replies[i]) ? warmOne(c) : (replies[i] as Warm))));
   }
-  expect(replies.map((r) => r.failure)).toEqual(all.map(() => null));
+  expect(
+    replies.map((r) => r.failure),
+    replies.map((r) => r.why).join("; "),
+  ).toEqual(all.map(() => null));
   return replies.map((r) => r.hosting);
 }
 
