@@ -54,7 +54,12 @@ describe("SharedMemoryStore with many rules allowed: the budget holds and buys t
         count(honest, through(`good${g}`));
       }
       for (let f = 0; f < 100; f++) count(fresh, through(`fresh${round}:${f}`));
-      for (let f = 0; f < 12_000; f++) through(`flood${next++}`);
+      // One request per flood key, within every limit: the uncapped store admits each, and the
+      // capped one can admit no more than that, so only the capped store sees the flood.
+      for (let f = 0; f < 12_000; f++) {
+        const key = `flood${next++}`;
+        for (const limiter of capped) limiter.tryAcquire(key);
+      }
     }
     const stats = shared.stats();
     shared.close();
