@@ -25,7 +25,10 @@ export interface SharedMemoryStoreOptions {
   maxRules?: number;
   /** Hash seed (default: random). Fixed in tests so that which keys share a bucket replays exactly. */
   seed?: number;
-  /** Cells per row of each rule's summary, a power of two (default: maxKeys / 16, within 64..1024). */
+  /**
+   * Cells per row of each rule's summary, a power of two (default: maxKeys / 16, within
+   * 64..1024, and no wider than keeps every rule's cell words within an eighth of the budget).
+   */
   summaryWidth?: number;
   /** Bytes for rule identities and specs, shared by all threads (default 65536). */
   ruleBytes?: number;
@@ -89,7 +92,7 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
     }
   }
   const { maxKeys, recordWords = 6, maxRules = 64, ruleBytes = 65536 } = options;
-  const summaryWidth = options.summaryWidth ?? Math.min(1024, Math.max(64, pow2(maxKeys / 16)));
+  const summaryWidth = options.summaryWidth ?? defaultWidth(maxKeys, maxRules, options.maxBytes);
   if (pow2(summaryWidth) !== summaryWidth) {
     throw new ArgumentError(`SharedMemoryStore: \`summaryWidth\` must be a power of two (got ${summaryWidth})`);
   }
@@ -152,10 +155,23 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
     const perBucket = ((8 + blockBytes(recordWords) + 4) * 17) / 16;
     params.buckets = buckets + Math.floor((extra * 8) / 10 / perBucket);
     params.blocks = params.buckets + Math.max(256, params.buckets >> 4);
-    // Rounding of regions to whole words: give back buckets until the budget holds.
-    while (layoutOf(params).bytes > budget && params.buckets > buckets) {
-      params.buckets--;
-      params.blocks = params.buckets + Math.max(256, params.buckets >> 4);
+    // The spent filter's share and the rounding of regions to whole words: the most buckets
+    // (at least `buckets`) within the budget, found by bisection (bytes grow with buckets; one
+    // bucket at a time took thousands of layouts, 1-2 s per store at maxKeys 10,000 under load).
+    const fits = (n: number) => {
+      params.buckets = n;
+      params.blocks = n + Math.max(256, n >> 4);
+      return layoutOf(params).bytes <= budget;
+    };
+    let lo = buckets;
+    let hi = params.buckets;
+    if (!fits(hi)) {
+      while (hi - lo > 1) {
+        const mid = Math.floor((lo + hi) / 2);
+        if (fits(mid)) lo = mid;
+        else hi = mid;
+      }
+      fits(lo);
     }
   }
   const { bytes } = layoutOf(params);
@@ -168,6 +184,31 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
   }
   return params;
 }
+
+/**
+ * The default cells per row: `maxKeys / 16` within 64..1024, and no wider than keeps the cell
+ * words of every rule's rows (`maxRules × DEPTH × width`, 8 bytes each, reserved whether or not
+ * a pool block ever backs them) within `CELL_WORDS_SHARE` of the budget. Rows are backed lazily
+ * from the pool, which holds far fewer blocks than cells, so under many rules full-width rows
+ * were mostly empty words: 200 rules at `maxKeys: 10_000` took 6.5 MB of the 24 MB for them,
+ * bytes the table's buckets then lacked, and nearly every rule's keys went to its overflow
+ * cells (bench/threads-flood.mjs --sweep, 200 sliding-log rules, 10,000 keys spending their
+ * limit: 3.0% of honest requests refused at 1,024 cells a row, 0.1% at 256). Rules share the
+ * budget alike: each gets the same rows whatever their number.
+ */
+function defaultWidth(maxKeys: number, maxRules: number, maxBytes: number | undefined): number {
+  const byKeys = Math.min(1024, Math.max(64, pow2(maxKeys / 16)));
+  // A store sized for maxKeys alone (tests) keeps the rows a default budget would give it.
+  const budget =
+    maxBytes === undefined || maxBytes === LEAST_BYTES
+      ? Math.min(DEFAULT_MAX_BYTES, maxKeys * BYTES_PER_KEY)
+      : maxBytes;
+  const byBudget = pow2(budget / CELL_WORDS_SHARE / (8 * DEPTH * maxRules) + 1) / 2;
+  return Math.max(64, Math.min(byKeys, byBudget));
+}
+
+/** The default width keeps every rule's cell words within 1/CELL_WORDS_SHARE of the budget. */
+const CELL_WORDS_SHARE = 8;
 
 /** The smallest power of two ≥ x (and ≥ 1). */
 function pow2(x: number): number {
