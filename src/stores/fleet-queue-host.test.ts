@@ -323,7 +323,7 @@ describe("fleet queue host: the cool-down after a pause", () => {
   };
 
   it("one job at a time for as long as the pause lasted, each granted when the one before is released; then the rate alone", () => {
-    const { clock, call, open, ids, grants } = setup(burst);
+    const { clock, call, open, grants } = setup(burst);
     const a = open(1);
     const b = open(2);
     expect(call(1, a, "h", ["pause", 500]).status).toBe(`${T + 500},0`);
