@@ -50,9 +50,10 @@ describe.each(Object.keys(kinds))("two owners on %s, a burst-allowing rate far a
       const statuses = await Promise.all(
         throttles.flatMap((t, i) =>
           Array.from({ length: JOBS }, (_, j) =>
-            t
-              .fetch(upstream.url, { headers: { "x-job": `${i}-${j}` } }, { key: "upstream" })
-              .then(async (r) => (await r.text(), r.status)),
+            t.fetch(upstream.url, { headers: { "x-job": `${i}-${j}` } }, { key: "upstream" }).then(async (r) => {
+              await r.text();
+              return r.status;
+            }),
           ),
         ),
       );
