@@ -313,6 +313,18 @@ describe("fleet queue host", () => {
   });
 });
 
+describe("fleet queue host: memory", () => {
+  it("a rate-only grant is not kept (nobody releases it): a key whose tickets were all granted is dropped", () => {
+    const { call, open, host } = setup({
+      rate: { id: "r", specs: [{ algorithm: "gcra", limit: 100, periodMs: 1000 } as never] },
+      ownerTtlMs: 10_000,
+    });
+    const a = open(1);
+    for (let k = 0; k < 50; k++) expect(call(1, a, "e", ["1", 5, 1, 0, "2", 5, 1, 0], `k${k}`).grants).toHaveLength(2);
+    expect(host.keyCount()).toBe(0);
+  });
+});
+
 // After a pause the key cools down (coolDownEnd, src/core/fleet-queue.ts): as long as the pause,
 // one job at a time. Without it the rate, refilled during the pause, granted every waiting ticket
 // at its end (a burst-allowing rate above the upstream's: a 429 for each one past its limit).

@@ -663,9 +663,12 @@ export class QueueHost {
       }
       kq.tickets.shift();
       const g: Grant = { owner: head.owner, leaseAt, rateAt, cost: head.cost };
-      kq.grants.set(head.id, g);
       const cooling = now < kq.coolUntil;
       if (cooling) kq.coolGrant = { id: head.id, owner: head.owner };
+      // Only a grant its owner releases is kept (a lease's, the cool-down's job), as in queue.lua:
+      // nobody releases a rate-only grant, and keeping it kept every job's grant, and its key,
+      // for the host's life. (Its grant sent again after a lost message is a new grant.)
+      if (leaseAt !== undefined || cooling) kq.grants.set(head.id, g);
       const grant = this.#grantOf(head.id, g, delayMs, rateAt ?? now, cooling);
       if (head.owner === caller) mine.push(grant);
       else {
@@ -702,6 +705,13 @@ export class QueueHost {
     ) {
       queue.keys.delete(kq.key);
     }
+  }
+
+  /** @internal The keys whose queues the host holds (a key with nothing waiting, granted or paused is dropped). */
+  keyCount(): number {
+    let n = 0;
+    for (const queue of this.#queues.values()) n += queue.keys.size;
+    return n;
   }
 
   /** `worker` exited: its owners' tickets leave and their grants' slots are given back. */
