@@ -377,6 +377,14 @@ describe("fleet queue host: the cool-down after a pause", () => {
     expect(ids(grants)).toEqual(["1", "2", "3"]);
   });
 
+  it("a new host: a cool-down the lost host was running holds again, from what a rejoining owner reports (its pause over)", () => {
+    const { clock, call, open, grants } = setup(burst, new MemoryStore(), { sharedRecords: true });
+    const a = open(1, [], [["k", 0, 400]]);
+    expect(call(1, a, "e", ["1", 5, 1, 0, "2", 5, 1, 0]).grants.map((g) => [g.id, g.cooling])).toEqual([["1", true]]);
+    clock.advance(400);
+    expect(grants.map((g) => [g.id, g.cooling])).toEqual([["2", undefined]]);
+  });
+
   it("a late start (restamp) is a start: refused while another cool-down job runs, then it is that job", () => {
     const { clock, call, open, grants } = setup(burst);
     const a = open(1);
