@@ -216,7 +216,8 @@ export class ThrottleRunner {
     const kq = this.#keys.find(key);
     if (job === undefined || !job.queued || kq === undefined || this.#closedHard()) {
       // A grant heard twice (delivered again after a reconnect) is no news: its job started.
-      // One that crossed its ticket's cancel goes back (only a lease's grant holds anything).
+      // One that crossed its ticket's cancel goes back (only a lease's or a cool-down's grant holds
+      // anything).
       if (this.#dropped.delete(grant.id) && holds(grant)) {
         void this.#fleetCall(key, (f) => f.release(key, grant.id, true));
       }
@@ -659,13 +660,6 @@ export class ThrottleRunner {
     else this.#restamp(kq, job, unit as Unit, (newAt) => begin(newAt ?? at, true));
   }
 
-  /**
-   * A late start's rate unit: the one granted goes back (by its receipt) and one is taken at the
-   * real start, the job keeping its slot and its turn meanwhile; refused (a window that filled
-   * since), it takes the next that frees, as a leaky bucket's delay. On a fleet queue this is one
-   * store call (the store's own decision instant: its record never sees time run back); on a
-   * limiter a refund and a check. A store that fails, or a queue that cannot: it starts as granted.
-   */
   /** Keeps `job`'s `lease` (renewed while it runs, released when it settles). */
   #keeper(kq: KeyQueue<Job>, job: Job, lease: LeaseHandle): LeaseKeeper {
     return new LeaseKeeper(
@@ -683,6 +677,13 @@ export class ThrottleRunner {
     );
   }
 
+  /**
+   * A late start's rate unit: the one granted goes back (by its receipt) and one is taken at the
+   * real start, the job keeping its slot and its turn meanwhile; refused (a window that filled
+   * since), it takes the next that frees, as a leaky bucket's delay. On a fleet queue this is one
+   * store call (the store's own decision instant: its record never sees time run back); on a
+   * limiter a refund and a check. A store that fails, or a queue that cannot: it starts as granted.
+   */
   #restamp(kq: KeyQueue<Job>, job: Job, unit: Unit, run: (at: number | undefined) => void): void {
     const { key } = kq;
     const fleet = unit.ticket === undefined ? undefined : this.#fleet;
@@ -830,7 +831,7 @@ export class ThrottleRunner {
     // The store calls taking the job out: the caller's promise settles once they are answered.
     const calls: Promise<void>[] = [];
     if (kq.held.delete(job)) {
-      // Granted ahead and not started: its grant goes back (only a lease's holds anything).
+      // Granted ahead and not started: its grant goes back (only a lease's or a cool-down's holds anything).
       const grant = job.grant as FleetGrant;
       job.cancelHold?.();
       job.cancelHold = undefined;
