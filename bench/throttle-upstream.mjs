@@ -9,6 +9,8 @@
 // - bottleneck clustered on the same Redis, the same limits (maxConcurrent, minTime), 429s retried
 //   after their Retry-After through its `failed` event;
 // - plain retries: no limiter, one request at a time per process, a 429 waits its Retry-After.
+// - the burst shape (an attack's): 3 processes × 12 requests, a gcra of 40/s with its full burst
+//   against an upstream of 5/s: what a pause's end releases (the key's cool-down: one at a time).
 // For each: requests sent, 429s, windows (pauses) that saw a 429, the most 429s in one window,
 // admitted requests a second as a share of the upstream's limit, how long after its window's first
 // 429 each later 429 reached the upstream (the fleet's time to hear a 429), and (sluice) requests a
@@ -43,6 +45,12 @@ const runs = [
   ["sluice, rate alone at 2× the upstream", "sluice", { rate: gcraSlow }],
   ["bottleneck, minTime alone at 2× the upstream", "bottleneck", { minTime: 1000 / (LIMIT * 2) }],
   ["plain retries", "plain", {}],
+  [
+    "sluice, burst shape: gcra 40/s (burst 40) vs 5/s, 3 processes × 12",
+    "sluice",
+    { rate: { algorithm: "gcra", limit: 40, periodMs: 1000 } },
+    { processes: 3, jobs: 12, limit: 5 },
+  ],
 ];
 
 console.log(
@@ -52,7 +60,7 @@ console.log(
   "| fleet | requests | 429s | windows with a 429 | most 429s in a window | admitted/s (share of the upstream's limit) | callers failed | later 429s: ms after the window's first (min/median/max) | sent while the sender knew the key paused |",
 );
 console.log("|---|---|---|---|---|---|---|---|---|");
-for (const [label, mode, options] of runs.filter(([label]) => ROWS.test(label))) {
+for (const [label, mode, options, shape = {}] of runs.filter(([label]) => ROWS.test(label))) {
   const r = await runFleet({
     mode,
     options,
@@ -61,12 +69,14 @@ for (const [label, mode, options] of runs.filter(([label]) => ROWS.test(label)))
     jobs: JOBS,
     limit: LIMIT,
     header: HEADER,
+    ...shape,
   });
+  const limit = shape.limit ?? LIMIT;
   const perSecond = (r.ok / r.elapsedMs) * 1000;
   const failed = r.statuses.filter((s) => s !== 200).length;
   const lag = r.after429Ms.sort((a, b) => a - b);
   const lags = lag.length === 0 ? "-" : `${lag[0]}/${lag[Math.floor(lag.length / 2)]}/${lag[lag.length - 1]}`;
   console.log(
-    `| ${label} | ${r.requests} | ${r.tooMany} | ${r.windowsWith429} | ${r.most429InAWindow} | ${perSecond.toFixed(1)} (${((perSecond / LIMIT) * 100).toFixed(0)}%) | ${failed} | ${lags} | ${mode === "sluice" ? r.sentPaused : "-"} |`,
+    `| ${label} | ${r.requests} | ${r.tooMany} | ${r.windowsWith429} | ${r.most429InAWindow} | ${perSecond.toFixed(1)} (${((perSecond / limit) * 100).toFixed(0)}%) | ${failed} | ${lags} | ${mode === "sluice" ? r.sentPaused : "-"} |`,
   );
 }

@@ -31,6 +31,27 @@ export interface FleetGrant {
   readonly delayMs: number;
   /** The instant the store decided it (its own clock: Redis TIME). */
   readonly at: number;
+  /**
+   * Granted while its key cools down after a pause ({@link coolDownEnd}): the store counts it as
+   * the cool-down's one running job until it is released, so release it when it ends (or goes
+   * back), even without a lease. Absent: false.
+   */
+  readonly cooling?: boolean;
+}
+
+/**
+ * The cool-down after a pause, one rule for every queue (the local one, src/throttle/key-queues.ts;
+ * the hosts', fleet-queue-host.ts; Redis's, queue.lua, which restates it): a pause of `ms` decided
+ * at `now` (ending at `now + ms`) is followed by a cool-down as long as the pause, so the key
+ * cools down until `now + 2 * ms`; a later pause only ever extends it. While the key cools down
+ * (paused no more), a job of it is started only when no job of it started during a cool-down is
+ * still running: one job at a time, each after the one before settled (a job running since
+ * before the pause does not count; a late start, one whose task had not begun, does: restamp). Once the cool-down ends the rate alone decides again. The rate refilled during the pause: without it a rate that admits bursts above
+ * the upstream's limit sent every waiting job at once when the pause ended, and each one past the
+ * upstream's limit got its 429, pause after pause.
+ */
+export function coolDownEnd(now: number, ms: number): number {
+  return now + 2 * Math.max(0, ms);
 }
 
 /** What a queue tells its throttle. */
@@ -120,14 +141,29 @@ export interface FleetQueue {
   close(): Promise<void>;
 }
 
-/** A restamp's answer: the units' new instant and the ms until it, or the wait before asking again. */
-export type Restamped = { at: number; delayMs: number } | { waitMs: number };
+/**
+ * A restamp's answer: the units' new instant and the ms until it (`cooling`: the late start is
+ * its key's cool-down's one job, so its grant is held until released, as FleetGrant.cooling), or
+ * the wait before asking again.
+ */
+export type Restamped = { at: number; delayMs: number; cooling?: boolean } | { waitMs: number };
 
-/** A restamp's answer from the stores' status text: "1,at,delayMs" or "0,waitMs" (queue.lua, fleet-queue-host.ts). */
+/**
+ * A restamp's answer from the stores' status text: "1,at,delayMs" (",c" after it: `cooling`) or
+ * "0,waitMs" (queue.lua, fleet-queue-host.ts).
+ */
 export function restampedOf(status: string): Restamped {
-  const [ok = "", a = "0", b = "0"] = status.split(",");
-  return ok === "1" ? { at: Number(a), delayMs: Number(b) } : { waitMs: Number(a) };
+  const [ok = "", a = "0", b = "0", c] = status.split(",");
+  if (ok !== "1") return { waitMs: Number(a) };
+  return c === "c" ? { at: Number(a), delayMs: Number(b), cooling: true } : { at: Number(a), delayMs: Number(b) };
 }
+
+/**
+ * How long a late start (a restamp) refused during a cool-down waits before asking again, at
+ * most (ms): the cool-down's one job usually ends long before the cool-down does, and nothing
+ * tells a late start when it has (queue.lua restates it).
+ */
+export const COOL_RETRY_MS = 50;
 
 /** A store that can hold a fleet queue. */
 export interface FleetQueueStore {

@@ -69,3 +69,23 @@ describe("hosted fleet queue: a lost host's fleet pause", () => {
     expect(await b.queue.pause?.("k", 1)).toMatchObject({ already: true });
   });
 });
+
+describe("hosted fleet queue: a lost host's cool-down", () => {
+  it("every owner reports the cool-down that follows the pause it heard: as long as the pause, past its end", async () => {
+    const fleet = hostedFleet();
+    const a = await fleet.open(1);
+    const b = await fleet.open(2);
+    await a.queue.pause?.("k", 2000);
+    await new Promise((done) => setTimeout(done, 0)); // b hears the push
+    fleet.replace();
+    await Promise.all([a.relinked, b.relinked]);
+    const rejoins = fleet.calls.filter((c) => c.op === "o" && c.held !== undefined);
+    expect(rejoins).toHaveLength(2);
+    for (const c of rejoins) {
+      const [key, ms = 0, coolMs = 0] = c.paused?.[0] ?? [];
+      expect(key).toBe("k");
+      // The cool-down ends one pause length after the pause (coolDownEnd), on the owner's clock.
+      expect(coolMs - ms).toBe(2000);
+    }
+  });
+});

@@ -13,6 +13,7 @@
 import { systemClock } from "../core/clock.ts";
 import { StoreError } from "../core/errors.ts";
 import {
+  coolDownEnd,
   type FleetGrant,
   type FleetQueue,
   type FleetQueueConfig,
@@ -93,8 +94,8 @@ export class HostedFleetQueue implements FleetQueue {
   readonly #costs = new Map<string, Map<string, number>>();
   readonly #held = new Map<string, Map<string, Held>>();
   readonly #memoryMs: number;
-  /** With a transport that rejoins: the fleet pauses heard, by key: their end on this clock. */
-  readonly #pauses = new Map<string, number>();
+  /** With a transport that rejoins: the fleet pauses heard, by key: their end and their cool-down's on this clock. */
+  readonly #pauses = new Map<string, { end: number; cool: number }>();
 
   constructor(transport: QueueTransport, config: FleetQueueConfig, timeoutMs: number) {
     this.#transport = transport;
@@ -169,20 +170,25 @@ export class HostedFleetQueue implements FleetQueue {
     return list;
   }
 
-  /** A fleet pause heard (made here or pushed): kept to bring it to a new host. */
-  #pausedFor(key: string, ms: number): void {
+  /**
+   * A fleet pause heard (made here or pushed): kept to bring it to a new host. `latest`: it
+   * replaces a longer one (the host's latest word); its cool-down is only ever extended.
+   */
+  #pausedFor(key: string, ms: number, latest = false): void {
     if (this.#transport.rejoins !== true) return;
-    const end = systemClock.now() + ms;
-    if (end > (this.#pauses.get(key) ?? 0)) this.#pauses.set(key, end);
+    const now = systemClock.now();
+    const p = this.#pauses.get(key);
+    const end = latest || p === undefined ? now + ms : Math.max(p.end, now + ms);
+    this.#pauses.set(key, { end, cool: Math.max(p?.cool ?? 0, coolDownEnd(now, ms)) });
   }
 
-  /** The pauses still running, for a new host (the lost one's memory of them is gone). */
+  /** The pauses and cool-downs still running, for a new host (the lost one's memory of them is gone). */
   #pausedList(): PausedKey[] {
     const now = systemClock.now();
     const list: PausedKey[] = [];
-    for (const [key, end] of this.#pauses) {
-      if (end <= now) this.#pauses.delete(key);
-      else list.push([key, end - now]);
+    for (const [key, { end, cool }] of this.#pauses) {
+      if (cool <= now) this.#pauses.delete(key);
+      else list.push([key, Math.max(0, end - now), cool - now]);
     }
     return list;
   }
@@ -359,8 +365,7 @@ export class HostedFleetQueue implements FleetQueue {
     const whole = Math.ceil(ms);
     const [until = "", already] = (await this.#call("h", key, [PAUSE_ARG, whole])).status.split(",");
     // The latest word wins at the host: so here (a shorter pause replaces a longer one).
-    if (this.#transport.rejoins === true) this.#pauses.delete(key);
-    this.#pausedFor(key, whole);
+    this.#pausedFor(key, whole, true);
     return { until: Number(until), already: already === "1" };
   }
 

@@ -312,3 +312,99 @@ describe("fleet queue host", () => {
     expect(grant?.at).toBeGreaterThanOrEqual(T + 2000);
   });
 });
+
+describe("fleet queue host: memory", () => {
+  it("a rate-only grant is not kept (nobody releases it): a key whose tickets were all granted is dropped", () => {
+    const { call, open, host } = setup({
+      rate: { id: "r", specs: [{ algorithm: "gcra", limit: 100, periodMs: 1000 } as never] },
+      ownerTtlMs: 10_000,
+    });
+    const a = open(1);
+    for (let k = 0; k < 50; k++) expect(call(1, a, "e", ["1", 5, 1, 0, "2", 5, 1, 0], `k${k}`).grants).toHaveLength(2);
+    expect(host.keyCount()).toBe(0);
+  });
+});
+
+// After a pause the key cools down (coolDownEnd, src/core/fleet-queue.ts): as long as the pause,
+// one job at a time. Without it the rate, refilled during the pause, granted every waiting ticket
+// at its end (a burst-allowing rate above the upstream's: a 429 for each one past its limit).
+describe("fleet queue host: the cool-down after a pause", () => {
+  const burst = {
+    rate: { id: "r", specs: [{ algorithm: "gcra", limit: 100, periodMs: 1000 } as never] },
+    ownerTtlMs: 10_000,
+  };
+
+  it("one job at a time for as long as the pause lasted, each granted when the one before is released; then the rate alone", () => {
+    const { clock, call, open, grants } = setup(burst);
+    const a = open(1);
+    const b = open(2);
+    expect(call(1, a, "h", ["pause", 500]).status).toBe(`${T + 500},0`);
+    expect(call(1, a, "e", ["1", 5, 1, 0, "2", 5, 1, 0]).grants).toEqual([]);
+    expect(call(2, b, "e", ["3", 5, 1, 0, "4", 5, 1, 0]).grants).toEqual([]);
+    clock.advance(500); // the pause ends: the host's timer grants the head alone
+    expect(grants).toEqual([{ id: "1", leased: false, delayMs: 0, at: T + 500, cooling: true }]);
+    clock.advance(100);
+    expect(grants).toHaveLength(1);
+    // "1" ends: its release grants the next ("2", the caller's own), and only it.
+    const next = call(1, a, "r", ["1", 0]).grants;
+    expect(next).toEqual([{ id: "2", leased: false, delayMs: 0, at: T + 600, cooling: true }]);
+    expect(grants).toHaveLength(1);
+    expect(call(1, a, "r", ["2", 0]).grants).toEqual([]);
+    expect(grants.slice(1)).toEqual([{ id: "3", leased: false, delayMs: 0, at: T + 600, cooling: true }]);
+    // "3" still runs when the cool-down ends (T + 1000): "4" goes then, granted as before the pause.
+    clock.advance(399);
+    expect(grants).toHaveLength(2);
+    clock.advance(1);
+    expect(grants.slice(2)).toEqual([{ id: "4", leased: false, delayMs: 0, at: T + 1000 }]);
+  });
+
+  it("a later pause extends the cool-down; a gone owner's cool-down job frees its place at once", () => {
+    const { clock, call, open, ids, grants, host } = setup(burst);
+    const a = open(1);
+    const b = open(2);
+    call(1, a, "h", ["pause", 300]);
+    clock.advance(200);
+    call(1, a, "h", ["pause", 400]); // ends at T + 600, cools down until T + 1000
+    expect(call(1, a, "e", ["1", 5, 1, 0]).grants).toEqual([]);
+    expect(call(2, b, "e", ["2", 5, 1, 0, "3", 5, 1, 0]).grants).toEqual([]);
+    clock.advance(400);
+    expect(ids(grants)).toEqual(["1"]);
+    host.disconnect(1); // a's worker exited with its job
+    expect(ids(grants)).toEqual(["1", "2"]);
+    clock.advance(399);
+    expect(ids(grants)).toEqual(["1", "2"]);
+    clock.advance(1);
+    expect(ids(grants)).toEqual(["1", "2", "3"]);
+  });
+
+  it("a new host: a cool-down the lost host was running holds again, from what a rejoining owner reports (its pause over)", () => {
+    const { clock, call, open, grants } = setup(burst, new MemoryStore(), { sharedRecords: true });
+    const a = open(1, [], [["k", 0, 400]]);
+    expect(call(1, a, "e", ["1", 5, 1, 0, "2", 5, 1, 0]).grants.map((g) => [g.id, g.cooling])).toEqual([["1", true]]);
+    clock.advance(400);
+    expect(grants.map((g) => [g.id, g.cooling])).toEqual([["2", undefined]]);
+  });
+
+  it("a late start (restamp) is a start: refused while another cool-down job runs, then it is that job", () => {
+    const { clock, call, open, grants } = setup(burst);
+    const a = open(1);
+    const b = open(2);
+    // "1" was granted before the pause; its task starts late, during the cool-down.
+    expect(call(1, a, "e", ["1", 5, 1, 0]).grants).toHaveLength(1);
+    call(1, a, "h", ["pause", 500]);
+    call(2, b, "e", ["2", 5, 1, 0]);
+    clock.advance(500);
+    expect(grants.map((g) => [g.id, g.cooling])).toEqual([["2", true]]);
+    // "2" runs: "1" waits (asks again within COOL_RETRY_MS), its units given back.
+    expect(call(1, a, "h", ["restamp", "1", 1, T]).status).toBe("0,50");
+    expect(call(2, b, "r", ["2", 0]).status).toBe("1");
+    expect(call(1, a, "h", ["restamp", "1", 1, "-"]).status).toBe(`1,${T + 500},0,c`);
+    // Now "1" holds the cool-down: a new ticket waits for its release.
+    expect(call(2, b, "e", ["3", 5, 1, 0]).grants).toEqual([]);
+    expect(call(1, a, "r", ["1", 0]).grants).toEqual([]);
+    expect(grants.map((g) => [g.id, g.cooling])).toEqual([
+      ["2", true],
+      ["3", true],
+    ]);
+  });
+});

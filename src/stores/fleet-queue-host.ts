@@ -23,12 +23,17 @@
  * rate units nobody can report: a new host on empty records seeds each key's rate full at the
  * takeover instant (once per key, for one rate period), so the fleet waits out one period rather
  * than risk a window over the rate. A fleet pause dies with its host's memory: every owner heard
- * it, keeps its end, and reports what is left of it when it opens again (`paused`).
+ * it, keeps its end, and reports what is left of it and of its cool-down when it opens again
+ * (`paused`). (The cool-down's running job is not reported: a new host may grant one more
+ * during it.)
+ *
+ * After a pause the key cools down (the rule of `coolDownEnd`, as queue.lua): one job at a time,
+ * the grant made during a cool-down held (`cooling` on the wire) until its owner releases it.
  */
 import type { Decision } from "../algorithms/decision.ts";
 import { after, type Clock, systemClock } from "../core/clock.ts";
 import type { Operation } from "../core/decide-rule.ts";
-import type { FleetGrant } from "../core/fleet-queue.ts";
+import { COOL_RETRY_MS, coolDownEnd, type FleetGrant } from "../core/fleet-queue.ts";
 import { compileRule } from "../core/rule.ts";
 import { type AlgorithmSpec, specLimit, validateSpec } from "../core/spec.ts";
 import type { BoundRule, RuleBinding } from "../core/store.ts";
@@ -91,8 +96,11 @@ export interface QueueCall {
   readonly paused?: readonly PausedKey[];
 }
 
-/** A fleet pause an owner reports to a new host: the key and the ms still to run. */
-export type PausedKey = readonly [key: string, ms: number];
+/**
+ * A fleet pause an owner reports to a new host: the key, the ms still to run (0: over), and the
+ * ms its cool-down still runs (absent: as long as the pause, from an owner that keeps no cool-down).
+ */
+export type PausedKey = readonly [key: string, ms: number] | readonly [key: string, ms: number, coolMs: number];
 
 /** The host's answer to a call: a status and the caller's grants it decided in that step. */
 export interface QueueReply {
@@ -176,6 +184,10 @@ interface KeyQueue {
   timer: (() => void) | undefined;
   /** A fleet pause: nothing is granted before this instant (0: none). */
   pausedUntil: number;
+  /** Its cool-down's end (coolDownEnd): one job at a time before this instant (0: none). */
+  coolUntil: number;
+  /** The job granted during a cool-down that still runs (its full id and owner), if any. */
+  coolGrant: { readonly id: string; readonly owner: string } | undefined;
 }
 
 /** One throttle's queue (shared by the workers that open it with the same rules). */
@@ -314,11 +326,13 @@ export class QueueHost {
     const now = this.#clock.now();
     this.#owners.set(id, { queue, worker, until: now + rules.ownerTtlMs });
     if (held !== undefined) this.#adopt(queue, id, held, now);
-    for (const [key, ms] of paused ?? []) {
-      // A pause the lost host made: it holds here until its end (the latest word still wins).
-      if (!(ms > 0)) continue;
+    for (const [key, ms, coolMs = coolDownEnd(0, ms)] of paused ?? []) {
+      // A pause the lost host made: it holds here until its end (the latest word still wins),
+      // and its cool-down until its own.
+      if (!(ms > 0) && !(coolMs > 0)) continue;
       const kq = this.#keyQueue(queue, key);
-      kq.pausedUntil = Math.max(kq.pausedUntil, now + Math.ceil(ms));
+      if (ms > 0) kq.pausedUntil = Math.max(kq.pausedUntil, now + Math.ceil(ms));
+      if (coolMs > 0) kq.coolUntil = Math.max(kq.coolUntil, now + Math.ceil(coolMs));
     }
     return id;
   }
@@ -369,7 +383,16 @@ export class QueueHost {
   #keyQueue(queue: Queue, key: string): KeyQueue {
     let kq = queue.keys.get(key);
     if (kq === undefined) {
-      kq = { key, tickets: [], grants: new Map(), cursor: 0, timer: undefined, pausedUntil: 0 };
+      kq = {
+        key,
+        tickets: [],
+        grants: new Map(),
+        cursor: 0,
+        timer: undefined,
+        pausedUntil: 0,
+        coolUntil: 0,
+        coolGrant: undefined,
+      };
       queue.keys.set(key, kq);
     }
     if (queue.seedAt > 0 && !queue.seeded.has(key)) this.#seed(queue, kq);
@@ -421,7 +444,8 @@ export class QueueHost {
           const granted = kq.grants.get(id);
           if (granted !== undefined) {
             // Sent again: its owner never heard the grant (it sends only tickets still waiting).
-            mine.push(this.#grantOf(id, granted, 0, granted.leaseAt ?? granted.rateAt ?? this.#clock.now()));
+            const at = granted.leaseAt ?? granted.rateAt ?? this.#clock.now();
+            mine.push(this.#grantOf(id, granted, 0, at, kq.coolGrant?.id === id));
           } else if (!kq.tickets.some((t) => t.id === id)) {
             const seq = ++queue.seq;
             const score = Number(a[i + 1]) * PRIORITY + (a[i + 3] === 1 ? seq - FRONT : seq);
@@ -463,7 +487,7 @@ export class QueueHost {
       default:
         // "h": the owner is alive (its deadline moved above); with "pause", a fleet pause.
         if (a[0] === PAUSE_ARG) return this.#pause(queue, kq, call.owner, Number(a[1]));
-        if (a[0] === RESTAMP_ARG) return this.#restamp(queue, kq, full(a[1]), Number(a[2]), a[3]);
+        if (a[0] === RESTAMP_ARG) return this.#restamp(queue, kq, call.owner, full(a[1]), Number(a[2]), a[3]);
         return "1";
     }
   }
@@ -473,17 +497,32 @@ export class QueueHost {
    * latest decision instant (now, or the one granted ahead to: the record never sees time run
    * back), ahead of the queue (its turn came). See RESTAMP_ARG.
    */
-  #restamp(queue: Queue, kq: KeyQueue, id: string, cost: number, at: string | number | undefined): string {
+  #restamp(
+    queue: Queue,
+    kq: KeyQueue,
+    owner: string,
+    id: string,
+    cost: number,
+    at: string | number | undefined,
+  ): string {
     const now = this.#clock.now();
     if (queue.rate === undefined) return `1,${now},0`;
     if (typeof at === "number") this.#decide(queue.rate, kq.key, cost, now, "refund", at);
     if (kq.pausedUntil > now) return `0,${kq.pausedUntil - now}`;
+    // During a cool-down a late start is a start like a grant (queue.lua): it waits while another
+    // job of the cool-down runs, and once it goes it is that job (",c": released when it ends).
+    const cooling = now < kq.coolUntil;
+    if (cooling && kq.coolGrant?.id !== id && this.#coolHeld(kq, now)) {
+      return `0,${Math.min(kq.coolUntil - now, COOL_RETRY_MS)}`;
+    }
     const t = Math.max(now, kq.cursor);
     const d = this.#decide(queue.rate, kq.key, cost, t, "check");
     if (!d.allowed) return `0,${Number.isFinite(d.retryAfterMs) ? Math.ceil(d.retryAfterMs + (t - now)) : 60_000}`;
     const g = kq.grants.get(id);
     if (g !== undefined) g.rateAt = t;
-    return `1,${t},${d.delayMs + (t - now)}`;
+    if (!cooling) return `1,${t},${d.delayMs + (t - now)}`;
+    kq.coolGrant = { id, owner };
+    return `1,${t},${d.delayMs + (t - now)},c`;
   }
 
   /**
@@ -496,6 +535,7 @@ export class QueueHost {
     const now = this.#clock.now();
     const already = kq.pausedUntil > now;
     kq.pausedUntil = now + Math.ceil(ms);
+    kq.coolUntil = Math.max(kq.coolUntil, coolDownEnd(now, Math.ceil(ms)));
     const pause = { ms: Math.ceil(ms), until: kq.pausedUntil };
     for (const [owner, o] of this.#owners) {
       if (owner === caller || o.queue !== queue) continue;
@@ -504,15 +544,30 @@ export class QueueHost {
     return `${kq.pausedUntil},${already ? 1 : 0}`;
   }
 
-  #grantOf(id: string, g: Grant, delayMs: number, at: number): WireGrant {
-    const grant = { id: id.slice(g.owner.length + 1), leased: g.leaseAt !== undefined, delayMs, at };
-    return g.leaseAt === undefined ? grant : { ...grant, leaseAt: g.leaseAt };
+  #grantOf(id: string, g: Grant, delayMs: number, at: number, cooling: boolean): WireGrant {
+    let grant: WireGrant = { id: id.slice(g.owner.length + 1), leased: g.leaseAt !== undefined, delayMs, at };
+    if (g.leaseAt !== undefined) grant = { ...grant, leaseAt: g.leaseAt };
+    return cooling ? { ...grant, cooling } : grant;
   }
 
-  /** Gives a grant back: its lease, and with `refund` its rate units. False: no such grant. */
+  /** Whether the job granted during a cool-down still runs (a gone or silent owner's has ended). */
+  #coolHeld(kq: KeyQueue, now: number): boolean {
+    const held = kq.coolGrant;
+    if (held === undefined) return false;
+    if ((this.#owners.get(held.owner)?.until ?? 0) >= now) return true;
+    kq.coolGrant = undefined;
+    return false;
+  }
+
+  /**
+   * Gives a grant back: its lease, and with `refund` its rate units, and the cool-down's place if
+   * it held it. False: no such grant.
+   */
   #giveBack(queue: Queue, kq: KeyQueue, id: string, refund: boolean): boolean {
+    const cooled = kq.coolGrant?.id === id;
+    if (cooled) kq.coolGrant = undefined;
     const g = kq.grants.get(id);
-    if (g === undefined) return false;
+    if (g === undefined) return cooled;
     kq.grants.delete(id);
     const now = this.#clock.now();
     if (queue.slots !== undefined && g.leaseAt !== undefined) {
@@ -556,6 +611,12 @@ export class QueueHost {
         // A gone or silent owner's ticket never blocks the queue: it leaves at the head.
         kq.tickets.shift();
         continue;
+      }
+      if (now < kq.coolUntil && this.#coolHeld(kq, now)) {
+        // Cooling down, its one job running: its release grants on, or else the cool-down's end.
+        wait = kq.coolUntil - now;
+        ahead = 0;
+        break;
       }
       ahead = queue.lookaheadMs;
       if (queue.slots !== undefined) {
@@ -602,8 +663,13 @@ export class QueueHost {
       }
       kq.tickets.shift();
       const g: Grant = { owner: head.owner, leaseAt, rateAt, cost: head.cost };
-      kq.grants.set(head.id, g);
-      const grant = this.#grantOf(head.id, g, delayMs, rateAt ?? now);
+      const cooling = now < kq.coolUntil;
+      if (cooling) kq.coolGrant = { id: head.id, owner: head.owner };
+      // Only a grant its owner releases is kept (a lease's, the cool-down's job), as in queue.lua:
+      // nobody releases a rate-only grant, and keeping it kept every job's grant, and its key,
+      // for the host's life. (Its grant sent again after a lost message is a new grant.)
+      if (leaseAt !== undefined || cooling) kq.grants.set(head.id, g);
+      const grant = this.#grantOf(head.id, g, delayMs, rateAt ?? now, cooling);
       if (head.owner === caller) mine.push(grant);
       else {
         let list = others.get(head.owner);
@@ -634,10 +700,18 @@ export class QueueHost {
       kq.grants.size === 0 &&
       kq.timer === undefined &&
       kq.cursor <= now &&
-      kq.pausedUntil <= now
+      kq.pausedUntil <= now &&
+      kq.coolUntil <= now
     ) {
       queue.keys.delete(kq.key);
     }
+  }
+
+  /** @internal The keys whose queues the host holds (a key with nothing waiting, granted or paused is dropped). */
+  keyCount(): number {
+    let n = 0;
+    for (const queue of this.#queues.values()) n += queue.keys.size;
+    return n;
   }
 
   /** `worker` exited: its owners' tickets leave and their grants' slots are given back. */

@@ -27,6 +27,8 @@ export class Job implements QueueNode {
   deciding = false;
   /** The caller's promise has settled. */
   settled = false;
+  /** Started during its key's cool-down (the one job it runs at a time: Pauses.cooling). */
+  cooled = false;
   /** The task was started (it holds its permit until it settles). */
   started = false;
   enqueuedAt = 0;

@@ -36,15 +36,15 @@ describe("Pauses", () => {
   it("a pause is followed by a cool-down as long as itself, then forgotten", () => {
     const p = new Pauses();
     p.set("k", 1_300, 1_000);
-    expect([p.until("k", 1_299), p.cooling("k", 1_299)]).toEqual([1_300, true]);
+    expect([p.until("k", 1_299), p.cooling("k", 1_299)]).toEqual([1_300, 1_600]);
     // Over: no longer paused, cooling until 1,300 + 300.
-    expect([p.until("k", 1_300), p.cooling("k", 1_300)]).toEqual([0, true]);
-    expect(p.cooling("k", 1_599)).toBe(true);
-    expect(p.cooling("k", 1_600)).toBe(false);
-    expect(p.cooling("other", 1_000)).toBe(false);
+    expect([p.until("k", 1_300), p.cooling("k", 1_300)]).toEqual([0, 1_600]);
+    expect(p.cooling("k", 1_599)).toBe(1_600);
+    expect(p.cooling("k", 1_600)).toBe(0);
+    expect(p.cooling("other", 1_000)).toBe(0);
     // A new pause during a cool-down starts a new one (and its own cool-down after it).
     p.set("k", 2_000, 1_500);
-    expect([p.until("k", 1_999), p.cooling("k", 2_400)]).toEqual([2_000, true]);
-    expect(p.cooling("k", 2_500)).toBe(false);
+    expect([p.until("k", 1_999), p.cooling("k", 2_400)]).toEqual([2_000, 2_500]);
+    expect(p.cooling("k", 2_500)).toBe(0);
   });
 });

@@ -4,6 +4,7 @@
  * of keys holds only the keys with work. A pause outlives its key's queue in the store (a block)
  * and in a small table of local pauses that forgets them once they are over.
  */
+import { coolDownEnd } from "../core/fleet-queue.ts";
 import type { PriorityQueue, QueueNode } from "./priority-queue.ts";
 import { PriorityQueue as Queue } from "./priority-queue.ts";
 
@@ -13,6 +14,8 @@ export class KeyQueue<T extends QueueNode> {
   readonly queue: PriorityQueue<T> = new Queue<T>();
   /** Jobs of this key running in this process. */
   running = 0;
+  /** Of those, the jobs started during a cool-down (one at a time: `coolDownEnd`). */
+  cooled = 0;
   /**
    * Jobs the fleet's store granted ahead (a start due within its lookahead), waiting here for
    * their instant: out of the queue (no longer tickets), not yet started (a pause puts them back).
@@ -92,10 +95,9 @@ export class KeyQueues<T extends QueueNode> {
 
 /**
  * Local pauses by key (until instants), forgetting those that are over once the table grows.
- * Each pause is followed by a cool-down as long as the pause (`cool`): a local queue then starts
- * its key's jobs one at a time. The rate refilled during the pause, so without it every waiting
- * job went at once when the pause ended and each one past the upstream's limit got its 429,
- * pause after pause (a burst-allowing rate above the upstream's: 30 429s for 18 jobs).
+ * Each pause is followed by a cool-down (`cool`, the rule of `coolDownEnd`): a local queue then
+ * starts its key's jobs one at a time (a burst-allowing rate above the upstream's, without it:
+ * 30 429s for 18 jobs). A fleet queue's store keeps its own (queue.lua, fleet-queue-host.ts).
  */
 export class Pauses {
   #until = new Map<string, { until: number; store: number | undefined; cool: number }>();
@@ -110,7 +112,7 @@ export class Pauses {
    */
   set(key: string, until: number, now: number, store?: number): void {
     const u = this.#until.get(key);
-    const cool = until + Math.max(0, until - now);
+    const cool = coolDownEnd(now, until - now);
     if (u !== undefined && u.until > now) {
       u.until = Math.max(u.until, until);
       u.cool = Math.max(u.cool, cool);
@@ -135,13 +137,13 @@ export class Pauses {
     return u.until;
   }
 
-  /** Whether `key`'s last pause ended less than its own length ago (start one job at a time). */
-  cooling(key: string, now: number): boolean {
+  /** The end of `key`'s cool-down when it cools down at `now` (start one job at a time), else 0. */
+  cooling(key: string, now: number): number {
     const u = this.#until.get(key);
-    if (u === undefined) return false;
-    if (u.cool > now) return true;
+    if (u === undefined) return 0;
+    if (u.cool > now) return u.cool;
     if (u.until <= now) this.#until.delete(key);
-    return false;
+    return 0;
   }
 
   /** Records the running pause's end on the fleet store's clock (the store answered). */

@@ -16,7 +16,7 @@ import type { Decision } from "../algorithms/decision.ts";
 import { abortReason, after, type Clock, systemClock } from "../core/clock.ts";
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError, QueueFullError, ThrottleClosedError, WaitTimeoutError } from "../core/errors.ts";
-import type { FleetGrant, FleetTicket } from "../core/fleet-queue.ts";
+import { COOL_RETRY_MS, type FleetGrant, type FleetTicket } from "../core/fleet-queue.ts";
 import { specLimit } from "../core/spec.ts";
 import type { Limiter } from "../limiter.ts";
 import { Emitter, type OutcomeStatus } from "./events.ts";
@@ -26,7 +26,7 @@ import { type KeyQueue, KeyQueues, Pauses } from "./key-queues.ts";
 import { LeaseKeeper } from "./lease-keeper.ts";
 import { Ledger, type ThrottleStats } from "./ledger.ts";
 import { type ResolvedOptions, resolveJobOptions, type ScheduleOptions } from "./options.ts";
-import { isPromise, type Permit, type PermitLimiters, returnPermit, takePermit } from "./permit.ts";
+import { isPromise, type LeaseHandle, type Permit, type PermitLimiters, returnPermit, takePermit } from "./permit.ts";
 
 /** This process's share of the limits, run locally while the store is down. */
 export interface FleetFallback {
@@ -73,6 +73,20 @@ function nextTurn(fire: () => void): () => void {
   }
   const handle = setTimeout(fire, 0);
   return () => clearTimeout(handle);
+}
+
+/** Whether a fleet grant is held in the store until released (a lease, or the cool-down's one job). */
+function holds(grant: FleetGrant): boolean {
+  return grant.leased || grant.cooling === true;
+}
+
+/** A started job of `kq` settled: it runs no more (and no longer holds its key's cool-down). */
+function ended(kq: KeyQueue<Job>, job: Job): void {
+  kq.running--;
+  if (job.cooled) {
+    job.cooled = false;
+    kq.cooled--;
+  }
 }
 
 /** Runs `fire` after `ms` (at once when `ms` ≤ 0); returns a canceller. */
@@ -202,8 +216,9 @@ export class ThrottleRunner {
     const kq = this.#keys.find(key);
     if (job === undefined || !job.queued || kq === undefined || this.#closedHard()) {
       // A grant heard twice (delivered again after a reconnect) is no news: its job started.
-      // One that crossed its ticket's cancel goes back (only a lease's grant holds anything).
-      if (this.#dropped.delete(grant.id) && grant.leased) {
+      // One that crossed its ticket's cancel goes back (only a lease's or a cool-down's grant holds
+      // anything).
+      if (this.#dropped.delete(grant.id) && holds(grant)) {
         void this.#fleetCall(key, (f) => f.release(key, grant.id, true));
       }
       return;
@@ -241,9 +256,13 @@ export class ThrottleRunner {
   #startGranted(kq: KeyQueue<Job>, job: Job, grant: FleetGrant): void {
     const { key } = kq;
     const fleet = this.#fleet as FleetLink;
+    // A grant made during a cool-down is held in the store until released, as a lease is (but
+    // nothing expires it: it is not renewed).
     const lease = grant.leased
       ? { release: () => fleet.release(key, grant.id, false), renew: () => fleet.renew(key, grant.id) }
-      : undefined;
+      : grant.cooling === true
+        ? { release: () => fleet.release(key, grant.id, false), renew: () => true }
+        : undefined;
     const due = job.dueAt;
     const rate =
       this.#limiters.rate === undefined ? undefined : { at: grant.at, cost: this.#unitCost(job), ticket: grant.id };
@@ -267,7 +286,7 @@ export class ThrottleRunner {
     job.cancelHold?.();
     job.cancelHold = undefined;
     job.grant = undefined;
-    if (grant.leased) void this.#fleetCall(key, (f) => f.release(key, grant.id, true));
+    if (holds(grant)) void this.#fleetCall(key, (f) => f.release(key, grant.id, true));
     kq.queue.insertInOrder(job);
     const id = String(this.#nextTicket++);
     this.#tickets.set(id, job);
@@ -466,8 +485,13 @@ export class ThrottleRunner {
         this.#wake(kq, pausedUntil - now);
         break;
       }
-      // Cooling down after a pause: one job at a time (the running one's finish pumps again).
-      if (kq.running > 0 && this.#pauses.cooling(kq.key, now)) break;
+      // Cooling down after a pause: one job at a time (coolDownEnd's rule): the running one's
+      // finish pumps again, or else the cool-down's end (a long job does not hold the queue past it).
+      const coolUntil = this.#pauses.cooling(kq.key, now);
+      if (kq.cooled > 0 && coolUntil > 0) {
+        this.#wake(kq, coolUntil - now);
+        break;
+      }
       job.deciding = true;
       let permit: Permit | Promise<Permit>;
       try {
@@ -513,6 +537,12 @@ export class ThrottleRunner {
       return true;
     }
     if (permit.granted) {
+      // Started during a cool-down: it is the one running until it settles (marked before the
+      // start: a synchronous task settles within it).
+      if (this.#pauses.cooling(kq.key, now) > 0) {
+        job.cooled = true;
+        kq.cooled++;
+      }
       this.#start(kq, job, permit, now);
       return true;
     }
@@ -595,21 +625,7 @@ export class ThrottleRunner {
     }
     job.started = true;
     job.startedAt = now;
-    if (permit.lease !== undefined) {
-      job.keeper = new LeaseKeeper(
-        permit.lease,
-        this.#clock,
-        this.#opts.leaseMs,
-        (error) => this.events.emit("error", { key: kq.key, error }),
-        (error) => {
-          // The slot may now run another job: a task that heeds its signal stops (its caller gets
-          // the task's own answer, as after an abort).
-          this.events.emit("error", { key: kq.key, error });
-          job.aborted = error;
-          job.abortTask(error);
-        },
-      );
-    }
+    if (permit.lease !== undefined) job.keeper = this.#keeper(kq, job, permit.lease);
     const { timeoutMs } = job.options;
     if (timeoutMs !== Number.POSITIVE_INFINITY) {
       job.cancelTimeout = after(this.#clock, timeoutMs, () => this.#timeout(job));
@@ -644,6 +660,23 @@ export class ThrottleRunner {
     else this.#restamp(kq, job, unit as Unit, (newAt) => begin(newAt ?? at, true));
   }
 
+  /** Keeps `job`'s `lease` (renewed while it runs, released when it settles). */
+  #keeper(kq: KeyQueue<Job>, job: Job, lease: LeaseHandle): LeaseKeeper {
+    return new LeaseKeeper(
+      lease,
+      this.#clock,
+      this.#opts.leaseMs,
+      (error) => this.events.emit("error", { key: kq.key, error }),
+      (error) => {
+        // The slot may now run another job: a task that heeds its signal stops (its caller gets
+        // the task's own answer, as after an abort).
+        this.events.emit("error", { key: kq.key, error });
+        job.aborted = error;
+        job.abortTask(error);
+      },
+    );
+  }
+
   /**
    * A late start's rate unit: the one granted goes back (by its receipt) and one is taken at the
    * real start, the job keeping its slot and its turn meanwhile; refused (a window that filled
@@ -671,7 +704,13 @@ export class ThrottleRunner {
         fleet.restamp(key, unit.ticket as string, unit.cost, at).then((m) => {
           if (m === undefined) run(undefined);
           else if ("waitMs" in m) after(this.#clock, Math.max(1, m.waitMs), attempt);
-          else if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at));
+          else if (m.cooling === true && job.keeper === undefined) {
+            // The cool-down's one job now: the store holds it until it is released.
+            const ticket = unit.ticket as string;
+            job.keeper = this.#keeper(kq, job, { release: () => fleet.release(key, ticket, false), renew: () => true });
+            if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at));
+            else run(m.at);
+          } else if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at));
           else run(m.at);
         }, failed);
         return;
@@ -696,6 +735,18 @@ export class ThrottleRunner {
             }, failed);
             return;
           }
+        }
+        // During a cool-down a late start is a start (coolDownEnd's rule): it waits while another
+        // job of the cool-down runs, and once it goes it is that job.
+        const now = this.#clock.now();
+        const coolUntil = this.#pauses.cooling(key, now);
+        if (coolUntil > 0 && !job.cooled) {
+          if (kq.cooled > 0) {
+            after(this.#clock, Math.max(1, Math.min(coolUntil - now, COOL_RETRY_MS)), attempt);
+            return;
+          }
+          job.cooled = true;
+          kq.cooled++;
         }
         const d = limiter.tryAcquire(key, job.cost);
         if (isPromise(d)) d.then(answer, failed);
@@ -743,7 +794,7 @@ export class ThrottleRunner {
     if (released === undefined) {
       this.#ledger.settle(job, answer, status);
       this.#ledger.running--;
-      kq.running--;
+      ended(kq, job);
       this.#wakeNow(kq);
       this.#keys.dropIfIdle(kq);
       this.#ledger.checkIdle();
@@ -763,7 +814,7 @@ export class ThrottleRunner {
       [
         released.then(() => {
           this.#ledger.releasing--;
-          kq.running--;
+          ended(kq, job);
           settle();
           this.#wakeNow(kq);
           this.#keys.dropIfIdle(kq);
@@ -780,12 +831,12 @@ export class ThrottleRunner {
     // The store calls taking the job out: the caller's promise settles once they are answered.
     const calls: Promise<void>[] = [];
     if (kq.held.delete(job)) {
-      // Granted ahead and not started: its grant goes back (only a lease's holds anything).
+      // Granted ahead and not started: its grant goes back (only a lease's or a cool-down's holds anything).
       const grant = job.grant as FleetGrant;
       job.cancelHold?.();
       job.cancelHold = undefined;
       job.grant = undefined;
-      if (grant.leased) calls.push(this.#fleetCall(kq.key, (f) => f.release(kq.key, grant.id, true)));
+      if (holds(grant)) calls.push(this.#fleetCall(kq.key, (f) => f.release(kq.key, grant.id, true)));
     } else if (!kq.queue.remove(job)) return;
     const ticket = this.#ticketOf.get(job);
     if (ticket !== undefined && this.#tickets.delete(ticket)) {

@@ -262,6 +262,39 @@ describe("createThrottle: pause", () => {
   });
 });
 
+describe("createThrottle: the cool-down after a pause (coolDownEnd)", () => {
+  it("one job at a time for as long as the pause lasted; a long job holds no start past its end; one from before the pause holds none", async () => {
+    const clock = new ManualClock(T0);
+    const throttle = createThrottle({ rate: { algorithm: "gcra", limit: 100, periodMs: 1000 }, clock });
+    const started: string[] = [];
+    const ends = new Map<string, () => void>();
+    const job = (name: string) => () =>
+      new Promise<void>((resolve) => {
+        started.push(name);
+        ends.set(name, resolve);
+      });
+    // "before" runs since before the pause: it does not hold the cool-down.
+    void throttle.schedule(job("before"));
+    await throttle.pause("default", 500); // paused until T0 + 500, cooling down until T0 + 1000
+    for (const name of ["a", "b", "c", "d"]) void throttle.schedule(job(name));
+    clock.advance(500);
+    await settle();
+    expect(started).toEqual(["before", "a"]);
+    ends.get("a")?.();
+    await settle();
+    expect(started).toEqual(["before", "a", "b"]);
+    // "b" runs long: at the cool-down's end the rate alone decides again, and the rest go.
+    clock.advance(499);
+    await settle();
+    expect(started).toEqual(["before", "a", "b"]);
+    clock.advance(1);
+    await settle();
+    expect(started).toEqual(["before", "a", "b", "c", "d"]);
+    for (const end of ends.values()) end();
+    await throttle.close();
+  });
+});
+
 describe("createThrottle: progress", () => {
   it("emits start and outcome events, and iterates outcomes until closed", async () => {
     const { clock, throttle, job } = setup();

@@ -2,9 +2,9 @@
 // start one at a time. Found by an attack from outside: with a rate that admits bursts well above
 // the upstream's limit (a fixed window of 1000/s against an upstream of 3 per 300 ms answering a
 // bare 429), every waiting job went at once when each pause ended and every one past the limit got
-// its 429: 30 429s after the first pause for 18 jobs (now 4). On a fleet queue (Redis,
-// ClusterStore, SharedMemoryStore) the store grants the starts and no cool-down applies yet
-// (docs/throttle.md).
+// its 429: 30 429s after the first pause for 18 jobs (now 4). The fleet queues cool down by the
+// same rule (coolDownEnd, src/core/fleet-queue.ts): pause-end-storm-fleet.test.ts (Redis) and
+// pause-end-storm-hosted.test.ts (ClusterStore, SharedMemoryStore).
 import { createThrottle } from "sluice";
 import { describe, expect, it } from "vitest";
 

@@ -1,3 +1,5 @@
+import type { UpstreamEntry } from "../support/upstream-server.mjs";
+
 /** What a fleet run shows. */
 export interface FleetOutcome {
   /** What each caller finally got (a status, or the error's text). */
@@ -16,6 +18,8 @@ export interface FleetOutcome {
   /** For each 429 after its window's first, how many ms after that first one it arrived. */
   after429Ms: number[];
   elapsedMs: number;
+  /** Every request the upstream saw, in arrival order. */
+  log: UpstreamEntry[];
 }
 
 /** Runs `processes` fleet-child.mjs processes of `mode` against a fresh upstream simulator. */

@@ -83,6 +83,7 @@ export async function runFleet({
       most429InAWindow: Math.max(0, ...tooMany),
       after429Ms,
       elapsedMs,
+      log: upstream.log,
     };
   } finally {
     await upstream.close();

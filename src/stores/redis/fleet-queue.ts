@@ -81,8 +81,10 @@ function parseReply(reply: unknown): { status: string; wait: number | undefined;
 function parseGrants(text: string): FleetGrant[] {
   if (text === "") return [];
   return text.split(";").map((g) => {
-    const [id = "", leaseAt = "-", delay = "0", at = "0"] = g.split(",");
-    return { id, leased: leaseAt !== "-", delayMs: Number(delay), at: Number(at) };
+    const [id = "", leaseAt = "-", delay = "0", at = "0", flag] = g.split(",");
+    const grant = { id, leased: leaseAt !== "-", delayMs: Number(delay), at: Number(at) };
+    // Granted during a cool-down: held until released (queue.lua, 'cg').
+    return flag === "c" ? { ...grant, cooling: true } : grant;
   });
 }
 

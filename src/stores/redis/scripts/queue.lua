@@ -8,7 +8,8 @@
 -- KEYS: 1 the queue (a sorted set of ticket ids, score priority * 2^40 + arrival number),
 -- 2 its hash (fields 't:<id>' a waiting ticket's "cost owner", 'g:<id>' a grant's
 -- "owner leaseAt rateAt cost", 'o:<owner>' an owner's deadline, 'seq' the arrival counter,
--- 'due' the head owner told to wake, 'pz' the instant a fleet pause ends), 3 the rate record,
+-- 'due' the head owner told to wake, 'pz' the instant a fleet pause ends, 'pc' the instant its
+-- cool-down ends, 'cg' the cool-down's running grant "id owner at"), 3 the rate record,
 -- 4 the concurrency record, 5 the owners that enqueued on the key (a sorted set, score the last
 -- enqueue: who hears a pause). All five share one hash tag: one Cluster slot.
 -- ARGV (after the guard's deadline): 1 expiry grace, 2 op, 3 the owners' channel prefix,
@@ -28,7 +29,8 @@
 -- grants to other owners are PUBLISHed on their channel, and when the head must wait for the
 -- rate (or a lease's expiry) its owner is told when to call again.
 -- Reply: "status|wait|grants": status (op-specific, below), wait (ms until the caller, owning
--- the head, should pump again; '' for no such wake) and the caller's grants "id,leaseAt,delayMs;...".
+-- the head, should pump again; '' for no such wake) and the caller's grants
+-- "id,leaseAt,delayMs,at[,c];..." (',c': granted during a cool-down, released when it ends).
 
 local KQ, KH, KR, KC, KP = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, channel, me = ARGV[2], ARGV[3], ARGV[4]
@@ -37,8 +39,14 @@ local ownerTtl = tonumber(bySubscription and sub(ARGV[5], 1, -2) or ARGV[5])
 local userKey, lookahead = ARGV[8], tonumber(ARGV[9])
 local now = sluice_ms
 -- A fleet pause (op 'z', an upstream's 429): nothing is granted before it ends, and the queue
--- outlives it (an hour's X-RateLimit-Reset must not be forgotten by an idle queue).
-local pausedUntil = tonumber(call('HGET', KH, 'pz') or '0')
+-- outlives it (an hour's X-RateLimit-Reset must not be forgotten by an idle queue). Its
+-- cool-down follows (the rule of coolDownEnd, src/core/fleet-queue.ts, restated): a pause of ms
+-- made at t cools the key down until t + 2 ms (a later pause only extends it), and while it
+-- cools down (paused no more) a ticket is granted only when no job granted during a cool-down is
+-- still running: one at a time. That job is the grant in 'cg', which its owner releases (op 'r')
+-- when it ends, even without a lease (its grant says ',c'); a dead owner's holds nothing.
+local pz = call('HMGET', KH, 'pz', 'pc')
+local pausedUntil, coolUntil = tonumber(pz[1] or '0'), tonumber(pz[2] or '0')
 
 -- A rule from its descriptor text: "count after withinMs forMs (code p1 p2 p3)*" (bound-rule.ts).
 local function parseRule(text)
@@ -120,6 +128,22 @@ local function alive(owner)
   return known
 end
 
+-- The cool-down's running grant: id, owner and the instant granted at ('cg'), or nil.
+local function coolGrant()
+  local cg = call('HGET', KH, 'cg')
+  if not cg then return nil end
+  return match(cg, '^(%S+) (%S+) (%S+)$')
+end
+
+-- Whether a job granted during a cool-down still runs (its owner alive: a dead one's ended).
+local function coolHeld()
+  local id, owner = coolGrant()
+  if not id then return false end
+  if alive(owner) then return true end
+  call('HDEL', KH, 'cg')
+  return false
+end
+
 local function pump()
   local hz = tonumber(call('HGET', KH, 'hz') or '0')
   if hz > cursor then cursor = hz end
@@ -135,6 +159,9 @@ local function pump()
       call('HDEL', KH, 't:' .. head)
     elseif pausedUntil > now then
       return pausedUntil - now, owner, 0, head
+    elseif coolUntil > now and coolHeld() then
+      -- Its one job runs: its release grants on, or else the cool-down's end.
+      return coolUntil - now, owner, 0, head
     else
       -- "units+penalty": units past what the rate admits at once, spent once it is granted
       -- (the adaptive rate slowing a rate of burst 1 by a longer interval).
@@ -191,6 +218,10 @@ local function pump()
         call('HSET', KH, 'g:' .. head, owner .. ' ' .. leaseAt .. ' ' .. rateAt .. ' ' .. fmt('%d', cost))
       end
       local g = head .. ',' .. leaseAt .. ',' .. fmt('%d', delay or 0) .. ',' .. fmt('%d', at)
+      if coolUntil > now then
+        call('HSET', KH, 'cg', head .. ' ' .. owner .. ' ' .. fmt('%d', at))
+        g = g .. ',c'
+      end
       if owner == me then
         mine[#mine + 1] = g
       else
@@ -205,10 +236,16 @@ local function pump()
   end
 end
 
--- Gives a grant back: its lease, and with `refund` its rate units (by receipt). False: no such grant.
+-- Gives a grant back: its lease, and with `refund` its rate units (by receipt), and the
+-- cool-down's place if it held it. False: no such grant.
 local function giveBack(id, refund)
+  local cooled = false
+  if coolUntil > 0 and coolGrant() == id then
+    call('HDEL', KH, 'cg')
+    cooled = true
+  end
   local g = call('HGET', KH, 'g:' .. id)
-  if not g then return false end
+  if not g then return cooled end
   local _, leaseAt, rateAt, cost = match(g, '^(%S+) (%S+) (%S+) (%S+)$')
   if RC and leaseAt ~= '-' then decide(RC, KC, 1, RELEASE, tonumber(leaseAt)) end
   if refund and RR and rateAt ~= '-' then decide(RR, KR, tonumber(cost), REFUND, tonumber(rateAt)) end
@@ -248,6 +285,9 @@ if op == 'e' or op == 'E' then
   call('ZADD', KP, now, me)
   local seq = call('HINCRBY', KH, 'seq', (#ARGV - 9) / 3)
   local first = seq - (#ARGV - 9) / 3
+  -- The cool-down's running grant, delivered again like a lease's when its ticket comes again.
+  local coolId, coolOwner, coolAt
+  if coolUntil > 0 then coolId, coolOwner, coolAt = coolGrant() end
   for i = 10, #ARGV, 3 do
     local id = ARGV[i]
     first = first + 1
@@ -256,7 +296,9 @@ if op == 'e' or op == 'E' then
     local g = call('HGET', KH, 'g:' .. id)
     if g then
       local _, leaseAt, rateAt = match(g, '^(%S+) (%S+) (%S+)')
-      mine[#mine + 1] = id .. ',' .. leaseAt .. ',0,' .. rateAt
+      mine[#mine + 1] = id .. ',' .. leaseAt .. ',0,' .. rateAt .. (id == coolId and ',c' or '')
+    elseif id == coolId then
+      mine[#mine + 1] = id .. ',-,0,' .. coolAt .. ',c'
     elseif call('HEXISTS', KH, 't:' .. id) == 0 then
       -- A priority ending in 'f' keeps a place it had (a request sent again after a 429): ahead
       -- of every ticket of its priority that arrived without one, in arrival order among those.
@@ -316,7 +358,8 @@ elseif op == 'z' then
   local ms = tonumber(ARGV[10])
   status = fmt('%d', now + ms) .. (pausedUntil > now and ',1' or ',0')
   pausedUntil = now + ms
-  call('HSET', KH, 'pz', fmt('%d', pausedUntil))
+  if now + 2 * ms > coolUntil then coolUntil = now + 2 * ms end
+  call('HSET', KH, 'pz', fmt('%d', pausedUntil), 'pc', fmt('%d', coolUntil))
   touch()
   local message = cjson.encode({ k = userKey, z = ms, u = pausedUntil })
   for _, owner in ipairs(call('ZRANGE', KP, 0, -1)) do
@@ -333,12 +376,20 @@ elseif op == 'm' then
   -- back (by receipt) and it takes `cost` at the latest instant decided (now, or the one granted
   -- ahead to: the record never sees time run back), ahead of the queue (its turn came). Status
   -- "1,at,delayMs" (start then), or "0,waitMs" (refused: ask again then, nothing to give back).
+  -- During a cool-down a late start is a start like a grant: it waits while another job of the
+  -- cool-down runs (asking again within COOL_RETRY_MS, 50 ms: src/core/fleet-queue.ts), and once
+  -- it goes it is that job ("1,at,delayMs,c": its owner releases it when it ends).
   local id, cost, at = ARGV[10], tonumber(ARGV[11]), ARGV[12]
   if not RR then
     status = '1,' .. fmt('%d', now) .. ',0'
   elseif pausedUntil > now then
     if at ~= '-' then decide(RR, KR, cost, REFUND, tonumber(at)) end
     status = '0,' .. fmt('%d', pausedUntil - now)
+  elseif coolUntil > now and coolGrant() ~= id and coolHeld() then
+    if at ~= '-' then decide(RR, KR, cost, REFUND, tonumber(at)) end
+    local left = coolUntil - now
+    if left > 50 then left = 50 end
+    status = '0,' .. fmt('%d', left)
   else
     if at ~= '-' then decide(RR, KR, cost, REFUND, tonumber(at)) end
     local t = tonumber(call('HGET', KH, 'hz') or '0')
@@ -346,6 +397,10 @@ elseif op == 'm' then
     local ok, wait, delay = decide(RR, KR, cost, CHECK, nil, t)
     if ok then
       status = '1,' .. fmt('%d', t) .. ',' .. fmt('%d', (delay or 0) + (t - now))
+      if coolUntil > now then
+        call('HSET', KH, 'cg', id .. ' ' .. me .. ' ' .. fmt('%d', t))
+        status = status .. ',c'
+      end
       local g = call('HGET', KH, 'g:' .. id)
       if g then
         local owner, leaseAt, _, c = match(g, '^(%S+) (%S+) (%S+) (%S+)$')
@@ -413,7 +468,7 @@ end
 -- Every call, after its writes (a PEXPIRE before a key exists sets nothing, and HINCRBY / ZADD /
 -- HSET create keys without one), moves the queue's three keys' expiry to `keep` from now, all
 -- three alike: the arrival counter 'seq' never restarts while a ticket scored by it waits.
-local keep = keepFor(pausedUntil)
+local keep = keepFor(coolUntil > pausedUntil and coolUntil or pausedUntil)
 call('PEXPIRE', KH, keep)
 call('PEXPIRE', KQ, keep)
 call('PEXPIRE', KP, keep)
