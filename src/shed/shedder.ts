@@ -175,7 +175,8 @@ export class Shedder<Req> implements LoadShedHandle {
    * critical traffic's concurrency (its rate × its latency, which the reserve was sized for)
    * is then (latency + s) / latency times its usual: within one latency of a stall's end, the
    * reserve's levels are admitted against their steady allowance scaled by that (a stall of
-   * 240 ms on a 41 ms service piled up 12 critical requests beside a reserve of 10 slots).
+   * up to 240 ms on a 41 ms service filled the critical level's 13 slots: 3.7% of a run's
+   * critical requests shed).
    * Less critical levels keep their allowance: the flood is still cut at once.
    */
   #fitsAfterStall(priority: number): boolean {

@@ -83,7 +83,7 @@ describe(`loadShed({ limit: "adaptive" }) on a simulated pool at 2–3× capacit
 
   it("with a reserve, passes every critical request through stalls of the host several latencies long", () => {
     // A stall of s ms delivers at once what arrived over s: on the real bench (41 ms a request)
-    // a 240 ms stall piled up 12 critical requests beside a reserve of 10 slots.
+    // stalls of up to 240 ms filled the critical level's 13 slots and shed 3.7% of its requests.
     fc.assert(
       fc.property(
         arbModel,
