@@ -4,7 +4,7 @@
 //    slots (a pool), burns 1 ms of CPU and holds the slot 40 ms: about 95 requests a second.
 //    Its unloaded p50/p99 are measured first (4 connections: the pool full, no queue), then its
 //    capacity (8 connections: a queue of one a slot, so no slot waits for a client). Then each
-//    variant gets a fresh server, driven at BENCH_FACTOR × the capacity measured in the same
+//    variant gets a fresh server, warmed by a second of the unloaded load, then driven at BENCH_FACTOR × the capacity measured in the same
 //    round (the machine's other work moves it) over loopback by an open
 //    loop (requests at even intervals whatever the answers, each with a client timeout, as real
 //    clients have; autocannon's overallRate sends each connection's quota at the top of every
@@ -140,6 +140,11 @@ async function overload() {
       const [name, config] = variants[(i + r) % variants.length];
       const server = await startShedServer({ ...POOL, ...config });
       const url = `${server.url}/work`;
+      // The unloaded load for a second first, as the calibration's server gets: a fresh process
+      // compiles its code and opens its sockets in its first answers (the slowest 1% of the
+      // runs without it were sent in their first 0.3 s, 250–500 ms outside the handler), and a
+      // service meets a flood already running.
+      await drive(url, { connections: POOL.slots, duration: 1 });
       const options = { seconds: SECONDS, timeoutMs: TIMEOUT * 1000 };
       const [flood, critical] = await Promise.all([
         openLoop(url, { ...options, rate: rate - criticalRate }),

@@ -173,8 +173,9 @@ export class Shedder<Req> implements LoadShedHandle {
    * of the host are counted as they arrived, spread over the stall (adaptive limit only: it
    * reads the clock anyway). A stall of `s` ms delivers at once what came over `s`, and the
    * critical traffic's concurrency (its rate × its latency, which the reserve was sized for)
-   * is then (latency + s) / latency times its usual: within one latency of a stall's end, the
-   * reserve's levels are admitted against their steady allowance scaled by that (a stall of
+   * is then (latency + s) / latency times its usual: until the bunch has had one latency and
+   * the stall's length again to drain, the reserve's levels are admitted against their steady
+   * allowance scaled by that (a stall of
    * up to 240 ms on a 41 ms service filled the critical level's 13 slots: 3.7% of a run's
    * critical requests shed).
    * Less critical levels keep their allowance: the flood is still cut at once.
@@ -183,7 +184,7 @@ export class Shedder<Req> implements LoadShedHandle {
     const timed = this.#timed;
     if (timed === undefined) return false;
     const rtt = timed.state.longRtt;
-    if (!(rtt > 0) || this.#now() - this.#stallEnd > rtt) return false;
+    if (!(rtt > 0) || this.#now() - this.#stallEnd > rtt + this.#stallMs) return false;
     const source = timed as LimitSource;
     const stretched = Math.ceil(source.steady() * (1 + this.#stallMs / rtt));
     return fitsReserve(this.#byLevel, priority, allowances(source.current(), this.#held, stretched));
