@@ -9,6 +9,7 @@ import { type Release, Shedder } from "./shedder.ts";
 
 const params = {
   ...GRADIENT_DEFAULTS,
+  tolerance: 1.3,
   minLimit: 2,
   initialLimit: 10,
   windowMs: 100,

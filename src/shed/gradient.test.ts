@@ -16,7 +16,8 @@ import {
   steadyLimit,
 } from "./gradient.ts";
 
-const P: GradientParams = { ...GRADIENT_DEFAULTS, probeIntervalMs: 1e12 };
+// The tables were written for a tolerance of 1.3 (the mechanics, not the default).
+const P: GradientParams = { ...GRADIENT_DEFAULTS, tolerance: 1.3, probeIntervalMs: 1e12 };
 const warm = (over: Partial<GradientState> = {}): GradientState => ({
   limit: 100,
   longRtt: 10,

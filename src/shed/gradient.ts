@@ -19,7 +19,7 @@ export interface GradientOptions {
   maxLimit?: number;
   /** Limit after the first probe, from which it grows 1.5× per window until requests queue (default 4, clamped to [minLimit, maxLimit]). */
   initialLimit?: number;
-  /** How much slower than the long-term latency the short-term one may be before the limit shrinks (default 1.3). */
+  /** How much slower than the long-term latency the short-term one may be before the limit shrinks (default 1.2: a queue of a fifth of a service time; 1.3 let a 4-slot pool hold a queue of 2–3, see docs/concurrency.md). */
   tolerance?: number;
   /** Share of the headroom √limit a window that did not queue adds to the limit, in (0, 1] (default 0.2): lower grows slower. */
   smoothing?: number;
@@ -41,7 +41,7 @@ export const GRADIENT_DEFAULTS: GradientParams = Object.freeze({
   minLimit: 4,
   maxLimit: 1000,
   initialLimit: 4,
-  tolerance: 1.3,
+  tolerance: 1.2,
   smoothing: 0.2,
   longWindow: 600,
   windowMs: 100,

@@ -48,7 +48,7 @@ describe("checkShedOptions", () => {
       retryAfterSeconds: 1,
       name: "default",
     });
-    expect(config.adaptive).toMatchObject({ maxLimit: 200, minLimit: 4, tolerance: 1.3 });
+    expect(config.adaptive).toMatchObject({ maxLimit: 200, minLimit: 4, tolerance: 1.2 });
   });
 });
 

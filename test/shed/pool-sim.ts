@@ -82,12 +82,29 @@ export function runPool(
 ): PoolRun {
   const random = mulberry32(options.seed);
   const clock = new ManualClock(0);
+  // The adaptive limit jitters its probes with Math.random: seeded too, so a run replays.
+  const jitter = mulberry32(options.seed ^ 0x5eed);
+  const mathRandom = Math.random;
+  Math.random = jitter;
+  try {
+    return simulate(model, options, random, clock);
+  } finally {
+    Math.random = mathRandom;
+  }
+}
+
+function simulate(
+  model: PoolModel,
+  options: Parameters<typeof runPool>[1],
+  random: () => number,
+  clock: ManualClock,
+): PoolRun {
   const shedder =
     options.shed === undefined
       ? undefined
       : new Shedder<{ priority: number }>({ ...options.shed, clock, priority: (r) => r.priority });
   const share = options.shed?.reserve?.[0] ?? 0;
-  const jitter = model.jitter ?? 0.1;
+  const spread = model.jitter ?? 0.1;
   const capacityPerMs = model.slots / model.holdMs;
   const intervalMs = 1 / (capacityPerMs * options.factor);
   const endMs = options.seconds * 1000;
@@ -113,7 +130,7 @@ export function runPool(
   const criticalSheds: CriticalShed[] = [];
   let stallUntil = 0;
   let nextArrival = 0;
-  const hold = () => holdMs * (1 + jitter * (2 * random() - 1));
+  const hold = () => holdMs * (1 + spread * (2 * random() - 1));
   const startOrQueue = (job: Job, now: number) => {
     if (free > 0) {
       free--;

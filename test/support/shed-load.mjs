@@ -62,12 +62,15 @@ export function quantile(values, q) {
  * An open-loop load: `rate` requests a second at even intervals for `seconds`, whatever the
  * answers (autocannon's `overallRate` sends each connection's quota at the start of every
  * second: bursts, not a rate). Each request gives up after `timeoutMs` (its socket destroyed,
- * as a client that stops waiting). Resolves like {@link drive}: 2xx latencies and counts by status.
+ * as a client that stops waiting). Resolves like {@link drive}: 2xx latencies and counts by status,
+ * and `split`: each 2xx answer's latency, when it was sent (ms from the start) and the server's
+ * x-wait / x-hold headers (ms queued for a slot, holding it).
  */
 export async function openLoop(url, { rate, seconds, timeoutMs = 2000, headers = {} }) {
   const { Agent, request } = await import("node:http");
   const agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
   const ok = [];
+  const split = [];
   const statuses = {};
   let timeouts = 0;
   let errors = 0;
@@ -79,7 +82,16 @@ export async function openLoop(url, { rate, seconds, timeoutMs = 2000, headers =
         res.resume();
         res.on("end", () => {
           statuses[res.statusCode] = (statuses[res.statusCode] ?? 0) + 1;
-          if (res.statusCode >= 200 && res.statusCode < 300) ok.push(performance.now() - start);
+          if (res.statusCode >= 200 && res.statusCode < 300) {
+            const ms = performance.now() - start;
+            ok.push(ms);
+            split.push({
+              ms,
+              at: start - begin,
+              wait: Number(res.headers["x-wait"] ?? 0),
+              hold: Number(res.headers["x-hold"] ?? 0),
+            });
+          }
           resolve();
         });
       });
@@ -112,5 +124,5 @@ export async function openLoop(url, { rate, seconds, timeoutMs = 2000, headers =
   });
   await Promise.all(pending);
   agent.destroy();
-  return { ok, statuses, sent, timeouts, errors: errors - timeouts };
+  return { ok, split, statuses, sent, timeouts, errors: errors - timeouts };
 }

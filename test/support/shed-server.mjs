@@ -8,7 +8,9 @@
 // "under-pressure", slots, holdMs, burnMs, shed: loadShed options (limit, reserve, adaptive),
 // underPressure: its options }. The request header x-priority is the priority (default 5).
 // It prints its port; over IPC it answers "stats" with { shed: loadShed's stats, served:
-// 200s by priority, cpu: process.cpuUsage(), limits: loadShed's limit every 100 ms since start }.
+// 200s by priority, cpu: process.cpuUsage(), limits and inFlight: loadShed's limit and requests in
+// flight every 100 ms since start, stalls: the event loop's stalls over 20 ms (ms) }. Each /work
+// answer carries x-wait (ms queued for a slot) and x-hold (ms holding it).
 import underPressure from "@fastify/under-pressure";
 import Fastify from "fastify";
 import { loadShed } from "../../dist/http/fastify.js";
@@ -51,8 +53,10 @@ const burn = (ms) => {
 };
 const served = new Array(10).fill(0);
 
-app.get("/work", async (request) => {
+app.get("/work", async (request, reply) => {
+  const entered = performance.now();
   await take();
+  const started = performance.now();
   try {
     burn(burnMs);
     await new Promise((resolve) => setTimeout(resolve, holdMs));
@@ -61,16 +65,47 @@ app.get("/work", async (request) => {
   }
   const value = request.headers["x-priority"];
   served[value === undefined ? 5 : Number(value)]++;
+  // Where an answer's time went (bench/shed.mjs splits the slowest answers): queued for a slot,
+  // holding it; the client's latency less both is the time outside the handler.
+  reply.header("x-wait", (started - entered).toFixed(2));
+  reply.header("x-hold", (performance.now() - started).toFixed(2));
   return "done";
 });
 app.get("/hello", async () => "hello");
 
-// The limit over time (the adaptive one moves): sampled, never keeping the process alive.
+// The limit and requests in flight over time (the adaptive one moves), and the event loop's
+// stalls (a 5 ms tick that came more than 20 ms late): sampled, never keeping the process alive.
 const limits = [];
-if (shed !== undefined) setInterval(() => limits.push(shed.stats().limit), 100).unref();
+const inFlight = [];
+if (shed !== undefined) {
+  setInterval(() => {
+    const stats = shed.stats();
+    limits.push(stats.limit);
+    inFlight.push(stats.inFlight);
+  }, 100).unref();
+}
+// Critical requests shed: when (ms since start), the limit and requests in flight then.
+const criticalShed = [];
+const begin = performance.now();
+if (shed !== undefined) {
+  app.addHook("onResponse", async (request, reply) => {
+    if (reply.statusCode === 503 && request.headers["x-priority"] === "0") {
+      const stats = shed.stats();
+      criticalShed.push({ at: Math.round(performance.now() - begin), limit: stats.limit, inFlight: stats.inFlight });
+    }
+  });
+}
+const stalls = [];
+let tick = performance.now();
+setInterval(() => {
+  const now = performance.now();
+  if (now - tick > 25) stalls.push(Math.round(now - tick - 5));
+  tick = now;
+}, 5).unref();
 
 await app.listen({ port: 0, host: "127.0.0.1" });
 process.on("message", (message) => {
-  if (message === "stats") process.send({ shed: shed?.stats(), served, cpu: process.cpuUsage(), limits });
+  if (message === "stats")
+    process.send({ shed: shed?.stats(), served, cpu: process.cpuUsage(), limits, inFlight, stalls, criticalShed });
 });
 process.send?.({ port: app.server.address().port });
