@@ -9,7 +9,7 @@
 //               documented retry), one job at a time per process as `maxConcurrent` allows.
 // Waits for a line on stdin so all processes start together; prints `D <json>` with its
 // statuses (what each caller finally got), the 429s it saw, its pauses, and (sluice) the requests
-// it sent while it knew the key paused.
+// it sent while it knew the key paused. (sluice: each request's `x-job` header ends "@<ms sent>".)
 import Bottleneck from "bottleneck";
 import { createThrottle, systemClock } from "../../dist/index.js";
 import { RedisStore } from "../../dist/stores/redis/index.js";
@@ -39,7 +39,10 @@ async function sluice() {
   const counting = (input, init) => {
     // 10 ms of slack: the store grants on its own clock (Redis TIME), a few ms off this one.
     if (systemClock.now() < pausedUntil - 10) sentPaused++;
-    return fetch(input, init).then((r) => {
+    // The instant it is sent rides on its job's header ("job@ms"): a request the upstream reads
+    // late (a loaded machine) still counts where it was sent (pause-storm-count.ts).
+    const headers = { ...init?.headers, "x-job": `${init?.headers?.["x-job"]}@${Date.now()}` };
+    return fetch(input, { ...init, headers }).then((r) => {
       if (r.status === 429) seen429++;
       return r;
     });

@@ -43,6 +43,12 @@ describe.each(Object.keys(kinds))("two owners on %s, a burst-allowing rate far a
         clock: systemClock,
         rate: { algorithm: "gcra", limit: 40, periodMs: 1000 },
         retries: 50,
+        // The instant each request is sent rides on its job's header (pause-storm-count.ts).
+        fetch: ((input: string, init: { headers: Record<string, string> }) =>
+          fetch(input, {
+            ...init,
+            headers: { ...init.headers, "x-job": `${init.headers["x-job"]}@${Date.now()}` },
+          })) as unknown as typeof fetch,
       } as const;
       const throttles = stores.map((store) => createThrottle({ ...options, store }));
       // Both owners' links open first (a job each), so the burst meets one fleet queue.
