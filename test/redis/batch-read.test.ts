@@ -67,6 +67,31 @@ describe.skipIf(!can)("one read per batch: MGET for distinct keys, GET otherwise
     return got;
   }
 
+  it("a user refused MGET: every check reads its own, and the batch is decided", async () => {
+    await admin.call("ACL", "SETUSER", "nomget", "on", "nopass", "~*", "&*", "+@all", "-mget");
+    const limited = new Redis(server.url, { username: "nomget", password: "x" });
+    try {
+      const clock = new ManualClock(T0);
+      const spec: AlgorithmSpec = { algorithm: "gcra", limit: 3, periodMs: 100_000 };
+      const redis = createLimiter(spec, {
+        clock,
+        name: "r",
+        store: new RedisStore({ client: limited, prefix: "nomget:" }),
+      });
+      const memory = createLimiter(spec, { clock, name: "r", store: new MemoryStore() });
+      const keys = ["a", "b", "c", "d"];
+      for (let round = 0; round < 2; round++) {
+        const seen = await counted(async () => {
+          const got = await Promise.all(keys.map((k) => redis.tryAcquire(k)));
+          expect(got).toEqual(keys.map((k) => memory.tryAcquire(k)));
+        });
+        expect(seen.get).toBe(keys.length);
+      }
+    } finally {
+      limited.disconnect();
+    }
+  });
+
   for (const spec of SPECS) {
     it(`${spec.algorithm}: distinct keys, absent then stored: one MGET, no GET`, async () => {
       const p = pair(spec);
@@ -118,6 +143,22 @@ describe.skipIf(!can)("one read per batch: MGET for distinct keys, GET otherwise
       const got = await Promise.all(["x", "f", "y"].map((k) => p.redis.tryAcquire(k)));
       expect(got[1]?.failure?.error.message).toMatch(/WRONGTYPE/);
       expect([got[0], got[2]]).toEqual(["x", "y"].map((k) => p.memory.tryAcquire(k)));
+    });
+
+    it(`${spec.algorithm}: a string that is no record, read by MGET, fails its check alone`, async () => {
+      const p = pair(spec);
+      await batch(p, ["u", "v", "w"]);
+      const [v] = await admin.keys(`${p.prefix}*v`);
+      await admin.set(v as string, "not a record");
+      p.clock.advance(1000);
+      p.memory.tryAcquire("v");
+      const keys = ["u", "v", "w", "n"];
+      const seen = await counted(async () => {
+        const got = await Promise.all(keys.map((k) => p.redis.tryAcquire(k)));
+        expect(got[1]?.failure?.error.message).toMatch(/the sluice script failed/);
+        expect([got[0], got[2], got[3]]).toEqual(["u", "w", "n"].map((k) => p.memory.tryAcquire(k)));
+      });
+      expect(seen).toMatchObject({ mget: 1 });
     });
   }
 });

@@ -185,7 +185,9 @@ local function sluice_batch()
       -- way every other check goes (a blocked key's hash is decided there; a foreign value fails
       -- that check alone), and the rest go on.
       local last = #KEYS
-      if uniform == '*' and last > 1 then readAll(last) end
+      -- Protected: where MGET or EXISTS is refused (an ACL allowing GET alone, say), every
+      -- check reads its own, as before.
+      if uniform == '*' and last > 1 and not pcall(readAll, last) then VALS = nil end
       while k < last do
         if not pcall(bareChecks, R.first, now, cost, costText, last) then decide(R, op, cost, now, costText) end
       end
