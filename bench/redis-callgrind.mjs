@@ -32,6 +32,8 @@ const SPECS = {
 };
 // BENCH_SPECS=gcra (comma-separated) counts only those specs.
 const only = process.env.BENCH_SPECS?.split(",");
+// BENCH_KEEP=1 keeps the dumps (their paths printed) for callgrind_annotate.
+const KEEP = process.env.BENCH_KEEP === "1";
 const builds = { this: fileURLToPath(new URL("../dist", import.meta.url)) };
 if (process.env.BASE_DIST) builds.base = process.env.BASE_DIST;
 
@@ -75,6 +77,7 @@ async function counted(work) {
   execFileSync("callgrind_control", ["-d", String(server.pid)], { stdio: "ignore" });
   const dumps = readdirSync(dir).filter((f) => /^out\.\d+$/.test(f));
   const last = dumps.sort((a, b) => Number(a.split(".")[1]) - Number(b.split(".")[1])).at(-1);
+  if (KEEP) console.log(`dump: ${join(dir, last)}`);
   return Number(/^summary: (\d+)/m.exec(readFileSync(join(dir, last), "utf8"))?.[1]);
 }
 
@@ -136,4 +139,4 @@ console.log(
 console.table(rows);
 admin.disconnect();
 server.kill("SIGKILL");
-rmSync(dir, { recursive: true, force: true });
+if (!KEEP) rmSync(dir, { recursive: true, force: true });

@@ -5,7 +5,9 @@
 // run every contender for BENCH_SLICE_MS in a rotating order (see bench/redis.mjs for why slices
 // are bounded by time). Per configuration: decisions/s, p50, p99 and their ratios to
 // rate-limiter-flexible's on that configuration, pooled over every slice, with the min / median /
-// max of the per-round ratios, and the load average.
+// max of the per-round ratios (the min: the worst round), the ratio of CPU per decision (Redis and
+// this process: the throughput ratio where both are CPU-bound, which stalls do not move) pooled
+// and per round, and the load average.
 // Run with: npm run build && node bench/redis-clients.mjs
 // (BENCH_ROUNDS, default 12; BENCH_SLICE_MS, default 150; BENCH_CLIENTS=a,b keeps those configurations.)
 import { Redis } from "ioredis";
@@ -13,7 +15,7 @@ import { RateLimiterRedis } from "rate-limiter-flexible";
 import { createClient } from "redis";
 import { createLimiter } from "../dist/index.js";
 import { RedisStore } from "../dist/stores/redis/index.js";
-import { loadAverage, privateRedis, quantile, ready, spread, timedSlice } from "./redis-kit.mjs";
+import { loadAverage, privateRedis, quantile, ready, serverCpuSeconds, spread, timedSlice } from "./redis-kit.mjs";
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 12);
 const SLICE_MS = Number(process.env.BENCH_SLICE_MS ?? 150);
@@ -33,6 +35,16 @@ try {
 
 const server = await privateRedis();
 const url = server.url;
+
+/** One time-bounded slice of `c`, with Redis's and this process's CPU around it (µs per decision as `cpu`). */
+async function slice(c, start) {
+  const server0 = await serverCpuSeconds(server.admin);
+  const own0 = process.cpuUsage();
+  const out = await timedSlice(c.check, keys, start, SLICE_MS, IN_FLIGHT);
+  const own = process.cpuUsage(own0);
+  const redis = (await serverCpuSeconds(server.admin)) - server0;
+  return { ...out, cpuUsec: redis * 1e6 + own.user + own.system };
+}
 
 /** Client configurations: each makes a connected client `{ client, close, rlf }` (rlf: RateLimiterRedis options). */
 const CONFIGS = {
@@ -108,12 +120,9 @@ for (let round = 0; round < ROUNDS; round++) {
   for (let i = 0; i < contenders.length; i++) {
     const c = contenders[(i + round) % contenders.length];
     c.slices.push(
-      await timedSlice(
-        c.check,
-        keys,
+      await slice(
+        c,
         c.slices.reduce((a, s) => a + s.n, 0),
-        SLICE_MS,
-        IN_FLIGHT,
       ),
     );
   }
@@ -123,10 +132,12 @@ const loadAfter = loadAverage();
 for (const c of contenders) {
   const all = c.slices.flatMap((s) => s.latencies).sort((a, b) => a - b);
   c.rate = all.length / c.slices.reduce((a, s) => a + s.seconds, 0);
+  c.cpu = c.slices.reduce((a, s) => a + s.cpuUsec, 0) / all.length;
   c.p50 = quantile(all, 0.5);
   c.p99 = quantile(all, 0.99);
   c.perRound = c.slices.map((s) => ({
     rate: s.n / s.seconds,
+    cpu: s.cpuUsec / s.n,
     p99: quantile(
       [...s.latencies].sort((a, b) => a - b),
       0.99,
@@ -151,6 +162,9 @@ for (const c of contenders) {
     "rlf p50 / p99 ms": `${base.p50.toFixed(3)} / ${base.p99.toFixed(3)}`,
     "p99 ÷ rlf": (c.p99 / base.p99).toFixed(2),
     "p99 ÷ rlf per round (min / median / max)": spread(c.perRound.map((s, i) => s.p99 / base.perRound[i].p99)),
+    // CPU per decision (Redis + this process): the throughput ratio where both are CPU-bound.
+    "rlf's CPU ÷ this": (base.cpu / c.cpu).toFixed(2),
+    "CPU ratio per round (min / median / max)": spread(c.perRound.map((s, i) => base.perRound[i].cpu / s.cpu)),
   });
 }
 console.table(rows);

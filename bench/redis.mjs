@@ -12,7 +12,8 @@
 // pool every slice (total decisions ÷ total time; p99 over every latency); the min / median / max
 // of the per-round ratios are printed beside them, with the load average, and the ratio of CPU
 // per decision (Redis and this process together), which stalls do not move: the throughput
-// ratio where both sides are CPU-bound, as on a busy machine.
+// ratio where both sides are CPU-bound, as on a busy machine; its per-round min / median / max
+// too (the min: the worst round). BENCH_ROUNDS_LOG=1 prints every round's ratios.
 // Contenders (sluice's on the user's own ioredis client with default options, as a user
 // migrating passes it in, unless named otherwise):
 //   sluice fixed-window, sluice gcra, sluice gcra (EVALSHA: a user whose ACL refuses FCALL and
@@ -225,6 +226,8 @@ for (const c of live) {
     bytes: c.bytes,
     slices: c.slices.map((s) => ({
       rate: s.n / s.seconds,
+      // CPU per decision in this slice, Redis's and this process's together (µs).
+      cpu: (s.cpu * 1e6 + s.clientUsec) / s.n,
       p99: quantile(
         s.latencies.sort((a, b) => a - b),
         0.99,
@@ -235,6 +238,19 @@ for (const c of live) {
   await cleanup(c.pattern);
 }
 const base = summary.get("rate-limiter-flexible");
+if (process.env.BENCH_ROUNDS_LOG === "1") {
+  for (const [name, r] of summary) {
+    if (r === base) continue;
+    console.log(
+      `${name} per round (× rlf decisions/s, rlf's CPU ÷ this, p99 ÷ rlf): ${r.slices
+        .map(
+          (s, i) =>
+            `${(s.rate / base.slices[i].rate).toFixed(2)}/${(base.slices[i].cpu / s.cpu).toFixed(2)}/${(s.p99 / base.slices[i].p99).toFixed(2)}`,
+        )
+        .join(" ")}`,
+    );
+  }
+}
 console.log(
   `Redis benchmark: ${ROUNDS} rounds, each running every contender for ${SLICE_MS} ms in a rotating order, over ${KEYS} keys, ${IN_FLIGHT} in flight (${own ? "private redis-server" : URL})`,
 );
@@ -253,6 +269,8 @@ console.table(
     "client CPU µs/decision": r.clientCpu.toFixed(2),
     // What the ratio is where both contenders are CPU-bound (a busy machine): stalls cost no CPU.
     "rlf's CPU ÷ this (Redis + client)": ((base.serverCpu + base.clientCpu) / (r.serverCpu + r.clientCpu)).toFixed(2),
+    // Each round's CPU ratio: its min is the worst round where both sides are CPU-bound.
+    "CPU ratio per round (min / median / max)": spread(r.slices.map((s, i) => base.slices[i].cpu / s.cpu)),
     "bytes/key": Math.round(r.bytes),
   })),
 );

@@ -82,6 +82,12 @@ export class Batch {
   #op0 = "";
   #cost0 = "";
   #now0 = "";
+  /**
+   * The user keys of a uniform batch so far, while no key came twice: then the script reads every
+   * record with one MGET ('*' in place of '=', check.lua). One rule, so distinct user keys are
+   * distinct record keys. Undefined once the batch is not uniform or a key repeats.
+   */
+  #keys: Set<string> | undefined = new Set();
 
   constructor(node: NodeState) {
     this.node = node;
@@ -126,16 +132,24 @@ export class Batch {
       this.#uniform = false;
       for (let i = 0; i < this.pending.length; i++) this.checks.push(this.#rule0, this.#op0, this.#cost0, this.#now0);
     }
-    if (!this.#uniform) this.checks.push(index, opCode, costText, now);
+    if (!this.#uniform) {
+      this.checks.push(index, opCode, costText, now);
+      this.#keys = undefined;
+    } else if (this.#keys !== undefined) {
+      if (this.#keys.has(p.key)) this.#keys = undefined;
+      else this.#keys.add(p.key);
+    }
     this.pending.push(p);
   }
 
   /**
    * The script arguments: the deadline (see script.ts), grace, the rules, then the checks
-   * (uniform ones once, see check.lua).
+   * (uniform ones once, marked '*' when their keys are distinct, else '='; see check.lua).
    */
   args(deadline: string, grace: string): string[] {
-    const tail = this.#uniform ? ["=", this.#rule0, this.#op0, this.#cost0, this.#now0] : this.checks;
+    const tail = this.#uniform
+      ? [this.#keys === undefined ? "=" : "*", this.#rule0, this.#op0, this.#cost0, this.#now0]
+      : this.checks;
     return [deadline, grace, String(this.#index.size)].concat(this.rules, tail);
   }
 }

@@ -7,7 +7,8 @@
 -- Then 4 per check: its rule (1..), its op ('c' check, 'p' peek, 'r' refund, 'r<at>' refund
 -- with a receipt, 'x' penalty, 'b' block for cost ms, 'g' get, 'e<at>' / 'n<at>' a release /
 -- renewal of the leases of receipt <at>), its cost and
--- now ('' = Redis TIME) — or, when those 4 are the same for every check, '=' and the 4 once.
+-- now ('' = Redis TIME) — or, when those 4 are the same for every check, '=' and the 4 once
+-- ('*' in place of '=': no key comes twice in the batch, so every record may be read at once).
 -- KEYS: the record key of each check in turn.
 --
 -- Reply: the text of one JSON array (see enc in prelude.lua), per check 4 values per member
@@ -27,6 +28,12 @@
 -- made anew by every call (sluice_batch).
 local rules, out, n, k = {}, {}, 0, 0
 
+-- The records of a batch's keys read at once (MGET: one command where a GET per check cost each
+-- check ~1,500 Redis instructions more, callgrind), value i for KEYS[i], false where absent;
+-- nil when each check reads its own. Only for a batch whose keys are distinct (a key written
+-- earlier in the call would be read stale) and hold no blocked record (see readAll).
+local VALS = nil
+
 -- The hot path, checks of a bare rule: decideRule's first branch (the member's step, committed)
 -- with the record's storage around it, inlined: one GET, one step, one write, and none of the
 -- composite bookkeeping. Every other operation and rule goes through `run`. The parity suite
@@ -41,7 +48,8 @@ local rules, out, n, k = {}, {}, 0, 0
 local function bareChecks(P, now, cost, costText, last)
   for i = k + 1, last do
     local key = KEYS[i]
-    local raw = call('GET', key)
+    local raw
+    if VALS then raw = VALS[i] else raw = call('GET', key) end
     local S = P.load(P, raw)
     local ok, remaining, slot, reset = P.step(P, S, now, cost, true)
     if ok then
@@ -111,6 +119,23 @@ local function decide(R, op, cost, now, costText)
   n = n + width
 end
 
+-- Reads every key's record at once into VALS (the batch's keys are distinct). MGET answers
+-- false for a key holding another type as for an absent one: when one of the keys it found no
+-- string at exists (a blocked key's hash, a foreign value), every check reads its own, so those
+-- fail their GET and are decided the way they are today (`decide`).
+local function readAll(last)
+  VALS = call('MGET', unpackList(KEYS, 1, last))
+  local gone, m = nil, 0
+  for i = 1, last do
+    if not VALS[i] then
+      if m == 0 then gone = {} end
+      m = m + 1
+      gone[m] = KEYS[i]
+    end
+  end
+  if m > 0 and call('EXISTS', unpackList(gone, 1, m)) > 0 then VALS = nil end
+end
+
 -- A check's now: injected, or Redis TIME (the guard's reading).
 local function parseNow(nowText)
   if nowText == '' then return sluice_ms end
@@ -128,7 +153,7 @@ local compiled, compiledCount, keepRules = {}, 0, not ARGV
 -- Decides the call's batch; returns the reply's text. The rules are keyed by the index text the
 -- checks name them by ("1", "2", ...), so a check needs no tonumber for it.
 local function sluice_batch()
-  rules, out, n, k = {}, {}, 0, 0
+  rules, out, n, k, VALS = {}, {}, 0, 0, nil
   local a = 3
   for r = 1, tonumber(ARGV[2]) do
     local last = a + 3 + 4 * tonumber(ARGV[a])
@@ -149,7 +174,8 @@ local function sluice_batch()
     rules[r == 1 and '1' or tostring(r)] = R
     a = last + 1
   end
-  if ARGV[a] == '=' then
+  local uniform = ARGV[a]
+  if uniform == '=' or uniform == '*' then
     -- Every check of this batch has the same rule, op, cost and now (the usual case: one busy
     -- rule, cost 1, Redis TIME), sent once; the checks are counted by their keys.
     local R, op, costText = rules[ARGV[a + 1]], ARGV[a + 2], ARGV[a + 3]
@@ -159,6 +185,9 @@ local function sluice_batch()
       -- way every other check goes (a blocked key's hash is decided there; a foreign value fails
       -- that check alone), and the rest go on.
       local last = #KEYS
+      -- Protected: where MGET or EXISTS is refused (an ACL allowing GET alone, say), every
+      -- check reads its own, as before.
+      if uniform == '*' and last > 1 and not pcall(readAll, last) then VALS = nil end
       while k < last do
         if not pcall(bareChecks, R.first, now, cost, costText, last) then decide(R, op, cost, now, costText) end
       end

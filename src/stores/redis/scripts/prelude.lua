@@ -17,6 +17,8 @@ local MAX_SAFE_INTEGER = 9007199254740991
 local TWO_POW_53 = 9007199254740992
 local floor, ceil, abs = math.floor, math.ceil, math.abs
 local fmt, match, sub = string.format, string.match, string.sub
+-- unpackList: Lua's own unpack (a table's items as values), before struct's takes the name.
+local unpackList = unpack
 local pack, unpack = struct.pack, struct.unpack
 local call = redis.call
 local tonumber, pcall = tonumber, pcall
