@@ -210,6 +210,10 @@ async function serve(variant) {
     if (message === "mark") {
       mark = process.cpuUsage();
       process.send("marked");
+    } else if (message === "gc") {
+      // (bench/http-callgrind.mjs, with --expose-gc: each counted block starts from a collected heap.)
+      globalThis.gc?.();
+      process.send("collected");
     } else if (message === "read") {
       const { user, system } = process.cpuUsage(mark);
       process.send({ cpuUs: user + system });
