@@ -122,6 +122,28 @@ async function serve(variant) {
       res.send("ok");
     });
     const server = app.listen(0, "127.0.0.1", () => console.log(`PORT ${server.address().port}`));
+  } else if (framework === "node") {
+    // Plain node:http (bench/http-callgrind.mjs): the handler answers as Express's res.send does.
+    const { createServer } = await import("node:http");
+    let gate = (_req, _res) => true;
+    if (limiter === "sluice" || limiter === "base") {
+      const { rateLimit } = await import(sluiceModule(limiter, "http/index.js"));
+      gate = rateLimit({ spec });
+    } else if (limiter === "shed") {
+      const { loadShed } = await import("../dist/http/index.js");
+      gate = loadShed({ limit: 1_000_000 });
+    } else if (limiter === "headers") {
+      gate = (_req, res) => {
+        for (const [name, value] of FLOOR_HEADERS) res.setHeader(name, value);
+        return true;
+      };
+    }
+    const server = createServer((req, res) => {
+      if (gate(req, res) !== true) return;
+      res.setHeader("Content-Type", "text/plain; charset=utf-8");
+      res.end("ok");
+    });
+    server.listen(0, "127.0.0.1", () => console.log(`PORT ${server.address().port}`));
   } else if (framework === "koa") {
     const { default: Koa } = await import("koa");
     const app = new Koa();
@@ -188,6 +210,10 @@ async function serve(variant) {
     if (message === "mark") {
       mark = process.cpuUsage();
       process.send("marked");
+    } else if (message === "gc") {
+      // (bench/http-callgrind.mjs, with --expose-gc: each counted block starts from a collected heap.)
+      globalThis.gc?.();
+      process.send("collected");
     } else if (message === "read") {
       const { user, system } = process.cpuUsage(mark);
       process.send({ cpuUs: user + system });

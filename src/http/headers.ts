@@ -143,6 +143,15 @@ export function writeRateLimitHeaders(
     header("RateLimit-Policy", set.policy11);
     if (!counts) return;
     const count = set.policies.length;
+    if (count === 1) {
+      // One member (a single spec): its value alone, without concatenating onto "" first.
+      const p = partAt(decision, 1, 0);
+      header(
+        "RateLimit",
+        (set.members[0] as string) + sfInteger(p.remaining) + resetText(set.resets, 0, resetSeconds(p)),
+      );
+      return;
+    }
     let value = "";
     for (let i = 0; i < count; i++) {
       const p = partAt(decision, count, i);

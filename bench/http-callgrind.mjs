@@ -1,0 +1,239 @@
+// The HTTP middlewares' cost per request in instructions, on real servers: each variant's
+// server (bench/http.mjs --serve) runs under valgrind's callgrind in its own process, and this
+// (separate) process drives it over loopback with autocannon. A count of instructions is not
+// moved by the machine's other work, as CPU time is.
+//
+// Per round and variant: a short re-warm (not counted), then a block of N requests and a block
+// of 2N requests, each counted alone (callgrind_control -z … -d); (2N block − N block) / N is
+// the cost of one request at the steady state: what a block costs whatever its length (the 50
+// new connections autocannon opens, the first read of each socket's address, callgrind's own
+// interruptions) cancels out. The median over rounds is reported, with the ratio to the bare
+// app and to the floor (a hook setting the two draft-11 headers as constants) of the same round.
+//
+// The servers compile on their main thread (node --single-threaded), at the same points every
+// run; under valgrind a server is much slower than the load process, so it always finds every
+// connection's next request waiting (the event-loop turns, and their cost per request, do not
+// depend on timing).
+//
+//   npm run build && node bench/http-callgrind.mjs
+//
+// Env: BENCH_FRAMEWORKS (default "fastify,express,node"), BENCH_VARIANTS (default all of each
+// framework: bare, s0 (Fastify: an empty onRequest hook, what Fastify charges for any hook),
+// headers, headers-lc (Fastify), sluice, peer (Fastify, Express), shed),
+// BENCH_ROUNDS (default 3), BENCH_N (default 1000), BENCH_WARMUP (default 10000 per server),
+// BENCH_REWARM (default 500 before each round's blocks), BENCH_CONNECTIONS (default 50),
+// BENCH_BASE_DIST=<dir> (adds "base": sluice's middleware from another build's dist, side by
+// side), BENCH_CALLGRIND_KEEP=<dir> (keeps the dumps there, for callgrind_annotate),
+// BENCH_SERVER_FLAGS (node flags for the servers: with --perf-basic-prof, /tmp/perf-<pid>.map
+// names the JIT's code that callgrind_annotate shows as addresses: bench/callgrind-jit.mjs),
+// BENCH_PARALLEL (servers measured at once, default 1: each server's count does not depend on it,
+// but the machine's two cores do the valgrind work).
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
+
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const N = Number(process.env.BENCH_N ?? 1000);
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 10000);
+const REWARM = Number(process.env.BENCH_REWARM ?? 500);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 1);
+const KEEP = process.env.BENCH_CALLGRIND_KEEP;
+const DIR = mkdtempSync(join(KEEP ?? tmpdir(), "sluice-http-callgrind-"));
+const SERVER = fileURLToPath(new URL("./http.mjs", import.meta.url));
+
+/** Every variant of each framework, in report order (the first is the bare app). */
+const ALL = {
+  fastify: ["bare", "s0", "headers", "headers-lc", "sluice", "peer", "shed"],
+  express: ["bare", "headers", "sluice", "peer", "shed"],
+  node: ["bare", "headers", "sluice", "shed"],
+};
+const LABEL = {
+  bare: "bare app",
+  s0: "an empty onRequest hook",
+  headers: "two constant headers (floor)",
+  "headers-lc": "floor, lower-case names",
+  sluice: "sluice rateLimit",
+  base: "sluice, BENCH_BASE_DIST build",
+  peer: "peer",
+  shed: "loadShed (fixed limit)",
+};
+const PEER = { fastify: "@fastify/rate-limit", express: "express-rate-limit" };
+
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
+
+function start(name) {
+  const file = join(DIR, name.replaceAll(":", "-"));
+  const child = spawn(
+    "valgrind",
+    [
+      "--tool=callgrind",
+      "--instr-atstart=no",
+      "--cache-sim=no",
+      `--callgrind-out-file=${file}`,
+      process.execPath,
+      "--single-threaded",
+      "--random-seed=7",
+      "--hash-seed=7",
+      // A young generation of one fixed size: it otherwise grows with traffic, and how many
+      // scavenges fall in a block (their cost per request) would move from round to round.
+      "--min-semi-space-size=16",
+      "--max-semi-space-size=16",
+      // A server sits idle while the others are measured: V8's memory reducer would then collect,
+      // age and flush its bytecode, and the next block would recompile (hundreds of thousands of
+      // instructions per request in it). A busy server never idles that long.
+      "--no-memory-reducer",
+      "--no-flush-bytecode",
+      "--expose-gc",
+      ...(process.env.BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean),
+      SERVER,
+      "--serve",
+      name,
+    ],
+    { stdio: ["ignore", "pipe", "ignore", "ipc"], env: { ...process.env, BENCH_CALLGRIND: "" } },
+  );
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      const match = /PORT (\d+)/.exec(out);
+      if (match) resolve({ name, child, file, url: `http://127.0.0.1:${match[1]}/` });
+    });
+    child.on("exit", (code) => reject(new Error(`${name} server exited with ${code}`)));
+  });
+}
+
+const control = (server, ...args) =>
+  execFileSync("callgrind_control", [...args, String(server.child.pid)], { stdio: "ignore" });
+
+/** The main thread's instructions in the server's latest dump. */
+function lastDump(server) {
+  const prefix = `${server.file.slice(DIR.length + 1)}.`;
+  const numbers = readdirSync(DIR)
+    .filter((f) => f.startsWith(prefix))
+    .map((f) => Number(f.slice(prefix.length).split("-")[0]));
+  const text = readFileSync(`${server.file}.${Math.max(...numbers)}`, "utf8");
+  return Number(/^totals: (\d+)/m.exec(text)?.[1]);
+}
+
+/**
+ * Sends `amount` requests and answers how many were answered, every one 200 (a request lost
+ * to the loaded machine, a timeout or a reset, is not counted; at most 5% of a counted block).
+ */
+async function send(server, amount, counted = true) {
+  const result = await autocannon({ url: server.url, connections: CONNECTIONS, amount, timeout: 120 });
+  const answered = result["2xx"] + result.non2xx;
+  if (result.non2xx > 0 || (counted && answered < amount * 0.95))
+    throw new Error(`${server.name}: ${result["2xx"]} of ${amount} answered 200 (${result.errors} errors)`);
+  return answered;
+}
+
+/** Sends `message` to a server and resolves with its answer. */
+function ask(server, message) {
+  return new Promise((resolve) => {
+    server.child.once("message", resolve);
+    server.child.send(message);
+  });
+}
+
+/**
+ * Instructions and answered requests of a counted block of `amount` requests. The block starts
+ * from a collected heap (a full GC, not counted): a major GC costs tens of millions of
+ * instructions, more than a block's requests, and one falling in the N block but not the 2N
+ * block gave negative differences.
+ */
+async function counted(server, amount) {
+  await ask(server, "gc");
+  control(server, "-z");
+  const answered = await send(server, amount);
+  control(server, "-d");
+  return { instructions: lastDump(server), answered };
+}
+
+/** One round's figure of a server: instructions per request at the steady state. */
+async function measure(server) {
+  if (REWARM > 0) await send(server, REWARM, false);
+  const one = await counted(server, N);
+  const two = await counted(server, 2 * N);
+  return (two.instructions - one.instructions) / (two.answered - one.answered);
+}
+
+/** Runs `tasks` (functions returning promises), `PARALLEL` at a time. */
+async function pooled(tasks) {
+  const results = new Array(tasks.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(PARALLEL, tasks.length) }, async () => {
+      while (next < tasks.length) {
+        const i = next++;
+        results[i] = await tasks[i]();
+      }
+    }),
+  );
+  return results;
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const pct = (x) => `${x >= 1 ? "+" : ""}${((x - 1) * 100).toFixed(1)}%`;
+
+async function bench(framework) {
+  const chosen = process.env.BENCH_VARIANTS?.split(",");
+  const variants = [...ALL[framework], ...(process.env.BENCH_BASE_DIST ? ["base"] : [])].filter(
+    (v) => v === "bare" || chosen === undefined || chosen.includes(v),
+  );
+  const servers = await Promise.all(variants.map((v) => start(`${framework}:${v}`)));
+  try {
+    await pooled(
+      servers.map((server) => async () => {
+        await send(server, WARMUP, false);
+        control(server, "-i", "on");
+      }),
+    );
+    const per = Object.fromEntries(variants.map((v) => [v, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      // Rotated, so no variant is always measured first or last.
+      const order = variants.map((_, i) => servers[(i + round) % servers.length]);
+      const figures = await pooled(order.map((server) => () => measure(server)));
+      for (const [i, server] of order.entries()) per[server.name.split(":")[1]].push(figures[i]);
+    }
+    console.log(`\n${framework}: instructions per request (median of ${ROUNDS} rounds; ratio per round, median)`);
+    const floors = ["headers", "headers-lc"].filter((f) => variants.includes(f));
+    const over = (v, base) => median(per[v].map((x, i) => x / per[base][i]));
+    console.log(
+      `  ${"".padEnd(34)} ${"instr".padStart(8)} ${"vs bare".padStart(8)}${floors.map((f) => `  vs ${f}`.padStart(14)).join("")}   rounds`,
+    );
+    for (const v of variants) {
+      const name = v === "peer" ? PEER[framework] : LABEL[v];
+      const ratios = floors.map((f) =>
+        (v === "bare" || v === "s0" || v.startsWith("headers") ? "" : pct(over(v, f))).padStart(14),
+      );
+      console.log(
+        `  ${name.padEnd(34)} ${median(per[v]).toFixed(0).padStart(8)} ${(v === "bare" ? "" : pct(over(v, "bare"))).padStart(8)}${ratios.join("")}   ${per[v].map((x) => x.toFixed(0)).join(" ")}`,
+      );
+    }
+  } finally {
+    for (const server of servers) {
+      server.child.removeAllListeners("exit");
+      server.child.kill();
+    }
+  }
+}
+
+console.log(
+  `HTTP instructions per request (callgrind on real servers over loopback; ${WARMUP} warm-up, ${REWARM} re-warm, (2N − N) with N = ${N}, ${CONNECTIONS} connections)`,
+);
+console.log(`${new Date().toISOString()}, load average ${load()}`);
+for (const framework of (process.env.BENCH_FRAMEWORKS ?? "fastify,express,node").split(",")) await bench(framework);
+console.log(`\n${new Date().toISOString()}, load average ${load()}`);
+if (KEEP === undefined) rmSync(DIR, { recursive: true, force: true });
+else console.log(`callgrind dumps in ${DIR}`);
