@@ -130,16 +130,6 @@ function emission(spec: GcraSpec | LeakyBucketSpec, delays: boolean): Algorithm<
     s.den = den;
   };
   const remainingAfter = (backlog: number) => Math.max(0, Math.floor((tau - backlog) / per));
-  /**
-   * A state far ahead of now (`dm` whole ms and `frac` ticks; backlog > τ: a clock stepped back,
-   * a penalty): denied. Figures are whole ms plus a tick remainder, never ms·den (out of the
-   * step's line: it is rare).
-   */
-  const farAhead = (dm: number, frac: number, cost: number) => {
-    const reset = dm + ceilTicks(frac);
-    if (cost > burst) return decision(false, burst, 0, Number.POSITIVE_INFINITY, reset);
-    return decision(false, burst, 0, dm + ceilTicks(frac + cost * per - tau), reset);
-  };
   return {
     kind: spec.algorithm,
     spec,
@@ -203,22 +193,23 @@ function emission(spec: GcraSpec | LeakyBucketSpec, delays: boolean): Algorithm<
       const dm = msOf(state) - nowMs; // -Infinity for a fresh key
       const frac = ticksOf(state) - nowTicks; // in (−den, den)
       const ahead = dm > 0 || (dm === 0 && frac > 0);
-      if (ahead && dm > nearMs) return farAhead(dm, frac, cost);
+      if (ahead && dm > nearMs) {
+        // Far ahead: backlog > τ. Figures are whole ms plus a tick remainder, never ms·den.
+        const reset = dm + ceilTicks(frac);
+        if (cost > burst) return decision(false, burst, 0, Number.POSITIVE_INFINITY, reset);
+        return decision(false, burst, 0, dm + ceilTicks(frac + cost * per - tau), reset);
+      }
       const backlog = ahead ? dm * den + frac : 0; // ticks of earlier requests still ahead of this one
+      if (cost > burst) {
+        return decision(false, burst, remainingAfter(backlog), Number.POSITIVE_INFINITY, ceilTicks(backlog));
+      }
       const need = cost * per;
-      const allowed = cost <= burst && backlog <= tau - need;
-      const after = allowed ? backlog + need : backlog;
-      if (allowed && commit) write(state, nowMs, nowTicks + after);
-      // One Decision built for every outcome: V8 inlines each call site's callees apart, and five
-      // copies of `decision`, `remainingAfter` and `ceilTicks` put the step past its inlining budget.
-      return decision(
-        allowed,
-        burst,
-        remainingAfter(after),
-        allowed ? 0 : cost > burst ? Number.POSITIVE_INFINITY : ceilTicks(backlog + need - tau),
-        ceilTicks(after),
-        allowed && delays ? ceilTicks(backlog) : 0,
-      );
+      if (backlog <= tau - need) {
+        const after = backlog + need;
+        if (commit) write(state, nowMs, nowTicks + after);
+        return decision(true, burst, remainingAfter(after), 0, ceilTicks(after), delays ? ceilTicks(backlog) : 0);
+      }
+      return decision(false, burst, remainingAfter(backlog), ceilTicks(backlog + need - tau), ceilTicks(backlog));
     },
   };
 }

@@ -223,22 +223,18 @@ export function logAlgorithm(
       const [t, newest, skip] = liveLog(s, now, limit, W, !leases);
       // More than `limit` leases are in flight only after updateRule lowered the limit: no slot is free.
       const n = s.n - skip;
-      // (n ≥ 0, so a cost above the limit is refused here too.)
-      const allowed = n + cost <= limit;
-      // Denied: the entry whose expiry frees enough room (none when the cost exceeds the limit).
-      const retry = allowed
-        ? 0
-        : cost > limit
-          ? Number.POSITIVE_INFINITY
-          : Math.ceil(at(s, skip + n + cost - limit - 1) + W - now);
-      // cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
-      const reset = allowed && cost > 0 ? Math.ceil(t + W - now) : n > 0 ? Math.ceil(newest + W - now) : 0;
+      const free = Math.max(0, limit - n);
+      const reset = n > 0 ? Math.ceil(newest + W - now) : 0;
+      if (cost > limit) return decision(false, limit, free, Number.POSITIVE_INFINITY, reset);
+      if (n + cost > limit) {
+        const oldest = at(s, skip + n + cost - limit - 1);
+        return decision(false, limit, free, Math.ceil(oldest + W - now), reset);
+      }
       // A sliding log appends at t; a lease is logged at its receipt, `now` itself, even when
       // another process's clock logged a later one (so its release names it exactly).
-      if (allowed && commit) commitLog(s, skip, leases ? now : t, cost, limit);
-      // One Decision built for every outcome: V8 inlines each call site's callees apart, and three
-      // copies of `decision` put the step past its inlining budget.
-      return decision(allowed, limit, allowed ? limit - n - cost : Math.max(0, limit - n), retry, reset);
+      if (commit) commitLog(s, skip, leases ? now : t, cost, limit);
+      // cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
+      return decision(true, limit, limit - n - cost, 0, cost > 0 ? Math.ceil(t + W - now) : reset);
     },
   };
 }

@@ -97,19 +97,20 @@ export function slidingWindow(spec: SlidingWindowSpec): Algorithm<SlidingWindowS
       }
       const el = Math.max(0, now - s);
       const weighted = prev * (W - el);
-      const allowed = cost <= L && weighted + (cur + cost) * W <= LW;
-      if (allowed) {
+      if (cost > L) {
+        return decision(false, L, remainingOf(weighted, cur), Number.POSITIVE_INFINITY, resetOf(s, now, prev, cur));
+      }
+      if (weighted + (cur + cost) * W <= LW) {
         cur += cost;
         if (commit) {
           state.w = s;
           state.p = prev;
           state.c = cur;
         }
+        return decision(true, L, remainingOf(weighted, cur), 0, resetOf(s, now, prev, cur));
       }
-      // One Decision built for every outcome: V8 inlines each call site's callees apart, and three
-      // copies of `decision`, `remainingOf` and `resetOf` put the step past its inlining budget.
-      const retry = allowed ? 0 : cost > L ? Number.POSITIVE_INFINITY : Math.ceil(passesAt(s, prev, cur, cost) - now);
-      return decision(allowed, L, remainingOf(weighted, cur), retry, resetOf(s, now, prev, cur));
+      const retry = Math.ceil(passesAt(s, prev, cur, cost) - now);
+      return decision(false, L, remainingOf(weighted, cur), retry, resetOf(s, now, prev, cur));
     },
   };
 
