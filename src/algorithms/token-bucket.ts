@@ -75,21 +75,19 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
     step(state, now, cost, commit): Decision {
       const balance = balanceAt(state, now);
       const need = cost * 1000;
-      const allowed = cost <= C && balance + eps >= need;
-      const left = allowed ? balance - need : balance;
-      if (allowed && commit) {
-        state.b = left;
-        state.t = Math.max(now, state.t);
+      if (cost <= C && balance + eps >= need) {
+        const left = balance - need;
+        if (commit) {
+          state.b = left;
+          state.t = Math.max(now, state.t);
+        }
+        return decision(true, C, whole(left), 0, ceilMs((full - left) / r));
       }
-      // One Decision built for every outcome: V8 inlines each call site's callees apart, and three
-      // copies of `decision`, `whole` and `ceilMs` put the step past its inlining budget.
-      return decision(
-        allowed,
-        C,
-        whole(left),
-        allowed ? 0 : cost > C ? Number.POSITIVE_INFINITY : retryAfter(state, now, balance, need),
-        ceilMs((full - left) / r),
-      );
+      // One Decision for both denials (a cost past the capacity, too few tokens): V8 inlines each
+      // call site's callees apart, and a third copy of `decision`, `whole` and `ceilMs` put the
+      // step past its inlining budget.
+      const retry = cost > C ? Number.POSITIVE_INFINITY : retryAfter(state, now, balance, need);
+      return decision(false, C, whole(balance), retry, ceilMs((full - balance) / r));
     },
   };
 }
