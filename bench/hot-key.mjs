@@ -4,7 +4,8 @@
 // Each contender runs in a loop compiled for it alone (`new Function`), so no contender pays for a
 // call site the others made megamorphic.
 // Run with: npm run build && node bench/hot-key.mjs
-// BENCH_CALLGRIND=1 counts instructions per decision instead (valgrind; slow, load-independent).
+// BENCH_CALLGRIND=1 counts instructions per decision instead (valgrind; slow, load-independent),
+// BENCH_JOBS valgrind processes at a time, with ratios to both floors and to the two peers to beat.
 // BENCH_ONLY=gcra,limiter keeps the floors and the contenders whose names hold those words;
 // BENCH_BASE_DIST=<dist of another build> adds that build's sluice rows.
 // Knobs: BENCH_DECISIONS (default 500,000 per round), BENCH_ROUNDS (default 7),
@@ -168,24 +169,34 @@ if (process.argv[2] === "--one") {
   const c = Number(process.argv[3]);
   const decide = contenders[c][1]();
   const loop = makeLoop(contenders[c][2]);
+  const n = Number(process.argv[4]);
   await loop(decide, keys, keys.length, 20_000);
-  await loop(decide, keys, keys.length, Number(process.argv[4]));
+  await loop(decide, keys, keys.length, n);
+  // Marks for callgrind (`--dump-before`): what runs between the two calls is 2n warm decisions.
+  process.memoryUsage.rss();
+  await loop(decide, keys, keys.length, 2 * n);
+  process.memoryUsage.rss();
   process.exit(0);
 }
 
 if (process.env.BENCH_CALLGRIND === "1") {
+  const load = [loadavg()[0]];
   // Instructions per decision, which the machine's load does not move: each contender in a
-  // process of its own under valgrind's callgrind (V8 compiling on the main thread), twice, with
-  // N and 3N decisions; the difference over 2N decisions leaves out start-up and warm-up.
-  const { execFileSync } = await import("node:child_process");
+  // process of its own under valgrind's callgrind (V8 compiling on the main thread).
+  const { execFile } = await import("node:child_process");
+  const { promisify } = await import("node:util");
   const { readFileSync, rmSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const n = Number(process.env.BENCH_DECISIONS ?? 200_000);
-  const count = (c, decisions) => {
-    const out = `${tmpdir()}/sluice-hot-key-${process.pid}.cg`;
+  // One process per contender: a warm-up of 20,000 + N decisions, then 2N decisions between two
+  // marks at which callgrind dumps its counts (`--dump-before` a Node function called only there),
+  // so the middle part holds the 2N decisions alone (start-up and warm-up fall in the first).
+  const count = async (c) => {
+    const out = `${tmpdir()}/sluice-hot-key-${process.pid}-${c}.cg`;
     const log = `${out}.log`;
-    execFileSync("valgrind", [
+    await promisify(execFile)("valgrind", [
       "--tool=callgrind",
+      "--dump-before=*node*Rss*",
       `--callgrind-out-file=${out}`,
       `--log-file=${log}`,
       process.execPath,
@@ -193,30 +204,44 @@ if (process.env.BENCH_CALLGRIND === "1") {
       process.argv[1],
       "--one",
       String(c),
-      String(decisions),
+      String(n),
     ]);
-    const collected = Number(/Collected : (\d+)/.exec(readFileSync(log, "utf8"))?.[1]);
-    rmSync(out, { force: true });
-    rmSync(log, { force: true });
-    return collected;
+    const measured = Number(/^summary: (\d+)/m.exec(readFileSync(`${out}.2`, "utf8"))?.[1]);
+    for (const f of [out, `${out}.1`, `${out}.2`, log]) rmSync(f, { force: true });
+    return measured / (2 * n);
   };
-  const rows = [];
-  let floor;
-  let coarseFloor;
-  for (let c = 0; c < contenders.length; c++) {
-    const per = (count(c, 3 * n) - count(c, n)) / (2 * n);
-    if (c === 0) floor = per;
-    if (c === 1) coarseFloor = per;
-    rows.push({
-      contender: contenders[c][0],
-      "instructions/decision": per.toFixed(0),
-      "× floor": (per / floor).toFixed(2),
-      "× coarse floor": (per / coarseFloor).toFixed(2),
-    });
-    console.error(`${contenders[c][0]}: ${per.toFixed(0)}`);
-  }
-  console.log(`${KEYS === 1 ? "one hot key" : `${KEYS} keys round-robin`}: instructions per decision (callgrind)`);
-  console.table(rows);
+  // BENCH_JOBS valgrind processes at a time (default 2): counts do not depend on what runs beside.
+  const jobs = Number(process.env.BENCH_JOBS ?? 2);
+  const per = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: jobs }, async () => {
+      while (next < contenders.length) {
+        const c = next++;
+        per[c] = await count(c);
+        console.error(`${contenders[c][0]}: ${per[c].toFixed(0)}`);
+      }
+    }),
+  );
+  load.push(loadavg()[0]);
+  // The two peers the hot key must beat, when they ran (BENCH_ONLY may leave them out).
+  const peer = (name) => per[contenders.findIndex(([n]) => n.startsWith(name))];
+  const fastify = peer("@fastify/rate-limit");
+  const limiter = peer("limiter TokenBucket");
+  const ratio = (x, of) => (of === undefined ? "" : (x / of).toFixed(2));
+  console.log(
+    `${KEYS === 1 ? "one hot key" : `${KEYS} keys round-robin`}: instructions per decision (callgrind, ${2 * n} warm decisions each), ${new Date().toISOString().slice(0, 10)}, load average ${load.map((x) => x.toFixed(2)).join(" → ")}`,
+  );
+  console.table(
+    contenders.map(([name], c) => ({
+      contender: name,
+      "instructions/decision": per[c].toFixed(0),
+      "× floor": ratio(per[c], per[0]),
+      "× coarse floor": ratio(per[c], per[1]),
+      "× @fastify LocalStore": ratio(per[c], fastify),
+      "× limiter": ratio(per[c], limiter),
+    })),
+  );
   process.exit(0);
 }
 

@@ -29,6 +29,16 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
   // magnitudes `t + dt` would lose any dt below ~2.4e-4 ms, and a store would drop a state that
   // is not fresh yet (a whole-ms sum is exact).
   const fullAt = (s: TokenBucketState) => s.t + Math.ceil((full - s.b) / r);
+  /** ms until `need` thousandths fit, for a request denied with `balance` at `now` (state unchanged). */
+  const retryAfter = (s: TokenBucketState, now: number, balance: number, need: number) => {
+    // A clock behind the last update refills nothing until it catches up ("no time passed"),
+    // so the hint includes that lag; the loop below then only absorbs float noise.
+    let retry = ceilMs(Math.max(0, s.t - now) + (need - balance) / r);
+    // Float noise must never tell a client to come back before it can pass (past 2^53 ms, where
+    // `retry + 1 === retry`, it cannot count any further).
+    while (balanceAt(s, now + retry) + eps < need && retry < Number.MAX_SAFE_INTEGER) retry++;
+    return retry;
+  };
   return {
     kind: "token-bucket",
     spec,
@@ -65,10 +75,7 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
     step(state, now, cost, commit): Decision {
       const balance = balanceAt(state, now);
       const need = cost * 1000;
-      if (cost > C) {
-        return decision(false, C, whole(balance), Number.POSITIVE_INFINITY, ceilMs((full - balance) / r));
-      }
-      if (balance + eps >= need) {
+      if (cost <= C && balance + eps >= need) {
         const left = balance - need;
         if (commit) {
           state.b = left;
@@ -76,12 +83,10 @@ export function tokenBucket(spec: TokenBucketSpec): Algorithm<TokenBucketState> 
         }
         return decision(true, C, whole(left), 0, ceilMs((full - left) / r));
       }
-      // A clock behind the last update refills nothing until it catches up ("no time passed"),
-      // so the hint includes that lag; the loop below then only absorbs float noise.
-      let retry = ceilMs(Math.max(0, state.t - now) + (need - balance) / r);
-      // Float noise must never tell a client to come back before it can pass (past 2^53 ms, where
-      // `retry + 1 === retry`, it cannot count any further).
-      while (balanceAt(state, now + retry) + eps < need && retry < Number.MAX_SAFE_INTEGER) retry++;
+      // One Decision for both denials (a cost past the capacity, too few tokens): V8 inlines each
+      // call site's callees apart, and a third copy of `decision`, `whole` and `ceilMs` put the
+      // step past its inlining budget.
+      const retry = cost > C ? Number.POSITIVE_INFINITY : retryAfter(state, now, balance, need);
       return decision(false, C, whole(balance), retry, ceilMs((full - balance) / r));
     },
   };
