@@ -5,7 +5,7 @@
  */
 import type { Decision } from "../../algorithms/decision.ts";
 import type { Operation } from "../../core/decide-rule.ts";
-import type { StoreError } from "../../core/errors.ts";
+import type { DecideFailed } from "../remote/failure-policy.ts";
 import { recordKeyOf } from "./keys.ts";
 import type { NodeState } from "./nodes.ts";
 import type { ReplyLayout } from "./reply.ts";
@@ -29,14 +29,7 @@ export interface BatchRule extends ReplyLayout {
   /** Key infixes of a check (`prefix{tag}` + infix + user key): one, the record's. */
   readonly infixes: readonly string[];
   /** The decision of a check Redis could not make, by the rule's failure policy. */
-  fail(
-    key: string,
-    cost: number,
-    now: number | undefined,
-    op: Operation,
-    error: StoreError,
-    at?: number,
-  ): Promise<Decision>;
+  readonly fail: DecideFailed;
   /**
    * Whether the rule has a concurrency member: its decisions made on Redis `TIME` are stamped
    * with that reading (the `at` a lease's release and renewal name).

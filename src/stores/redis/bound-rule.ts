@@ -12,7 +12,7 @@ import type { Operation } from "../../core/decide-rule.ts";
 import { StoreError } from "../../core/errors.ts";
 import type { AlgorithmSpec } from "../../core/spec.ts";
 import type { BoundRule, RuleBinding } from "../../core/store.ts";
-import { type FailurePolicy, type OnError, rulePolicy } from "../remote/failure-policy.ts";
+import { type DecideFailed, type FailurePolicy, type OnError, rulePolicy } from "../remote/failure-policy.ts";
 import { timeoutError, withTimeout } from "../remote/with-timeout.ts";
 import type { BatchRule } from "./batch.ts";
 import type { Batcher } from "./batcher.ts";
@@ -161,15 +161,8 @@ export class RedisBoundRule implements BoundRule, BatchRule {
   }
 
   /** The failure policy's decision (or rejection, under "throw"); `at` is the call's receipt. */
-  fail(
-    key: string,
-    cost: number,
-    now: number | undefined,
-    op: Operation,
-    error: StoreError,
-    at?: number,
-  ): Promise<Decision> {
-    return this.#policy.decide(key, cost, now, op, error, at);
+  fail(...call: Parameters<DecideFailed>): Promise<Decision> {
+    return this.#policy.decide(...call);
   }
 
   /** Keeps a denial Redis made, so repeats are answered locally until its retryAfterMs. */

@@ -174,6 +174,20 @@ function limiterRule(limiter: FallbackLimiter): BoundRule {
   };
 }
 
+/**
+ * The decision for one call a store could not make: the call as it was asked (`now` the caller's
+ * instant, `at` its receipt) and the error that stopped it. One shape for the policy and for
+ * every bound rule that hands a failed call to it.
+ */
+export type DecideFailed = (
+  key: string,
+  cost: number,
+  now: number | undefined,
+  op: Operation,
+  error: StoreError,
+  at?: number,
+) => Promise<Decision>;
+
 /** The policy bound to one rule. */
 export interface FailurePolicy {
   /**
@@ -181,14 +195,7 @@ export interface FailurePolicy {
    * the call's receipt (a refund's or a lease's), handed to a fallback store so that a release
    * during an outage frees only what that receipt names there (nothing, for a lease the server granted).
    */
-  decide(
-    key: string,
-    cost: number,
-    now: number | undefined,
-    op: Operation,
-    error: StoreError,
-    at?: number,
-  ): Promise<Decision>;
+  readonly decide: DecideFailed;
   /** Forgets `key` in the fallback too (a reset must not leave it limited there). */
   forget(key: string): Promise<void>;
   /** Releases the fallback's binding, if one was made. */
