@@ -87,8 +87,6 @@ describe("one word of state", () => {
   });
 
   it("no other state takes the dense layout", () => {
-    expect(denseRule(rule({ algorithm: "concurrency", limit: 5, leaseMs: 1000 }))).toBe(false);
-    expect(denseRule(rule({ algorithm: "sliding-log", limit: 5, windowMs: 1000 }))).toBe(false);
     expect(
       denseRule(
         rule({ algorithm: "gcra", limit: 7, periodMs: 1000 }, { algorithm: "gcra", limit: 70, periodMs: 60_000 }),
@@ -114,13 +112,42 @@ describe("the store's layout", () => {
     const dense = store.stats();
     expect(dense.compactKeys).toBeGreaterThan(0);
     expect(dense.compactBytes / dense.compactCapacity).toBe(16);
-    const tb = createLimiter({ algorithm: "sliding-log", limit: 1, windowMs: 1_000_000 }, { clock, store });
+    const tb = createLimiter(
+      [
+        { algorithm: "fixed-window", limit: 1, windowMs: 1_000_000 },
+        { algorithm: "token-bucket", capacity: 1, refillPerSecond: 0.001 },
+      ],
+      { clock, store },
+    );
     for (let i = 0; i < 50; i++) expect(tb.tryAcquire(`t${i}`).allowed).toBe(true);
     const wide = store.stats();
     expect(wide.compactBytes / wide.compactCapacity).toBe(24);
     // Everything the dense tier held went to the summary: every key is still refused.
     for (let i = 0; i < 50; i++) expect(fw.tryAcquire(`k${i}`).allowed).toBe(false);
     for (let i = 0; i < 50; i++) expect(tb.tryAcquire(`t${i}`).allowed).toBe(false);
+  });
+});
+
+describe("bare logs and leases in one word (issue 34: 16-byte slots, not 24)", () => {
+  it("one entry exactly; more as their count at the newest, whole ms up: no entry read earlier", () => {
+    for (const spec of [
+      { algorithm: "sliding-log", limit: 5, windowMs: 60_000 },
+      { algorithm: "concurrency", limit: 5, leaseMs: 60_000 },
+    ]) {
+      const L = rule(spec);
+      expect(denseRule(L)).toBe(true);
+      expect(roundTrip(L, { buf: [], head: 0, n: 0 })).toEqual({ buf: [], head: 0, n: 0 });
+      expect(roundTrip(L, { buf: [T0 + 0.25], head: 0, n: 1 })).toEqual({ buf: [T0 + 0.25], head: 0, n: 1 });
+      // A ring buffer read from its head: entries T0-900, T0-10, T0+0.5.
+      const back = roundTrip(L, { buf: [T0 + 0.5, 0, T0 - 900, T0 - 10], head: 2, n: 3 }) as {
+        buf: number[];
+        n: number;
+      };
+      expect(back.n).toBe(3);
+      expect(back.buf).toEqual([T0 + 1, T0 + 1, T0 + 1]);
+      // Negative instants (never a real clock's) do not fit: summarised instead.
+      expect(roundTrip(L, { buf: [-5, -1], head: 0, n: 2 })).toBeUndefined();
+    }
   });
 });
 
@@ -196,12 +223,11 @@ describe("the pair layout: a composite of two members, one word each", () => {
     ]) as [{ buf: number[]; n: number }, unknown];
     expect(three[0].n).toBe(3);
     expect(three[0].buf).toEqual([T0, T0, T0]);
-    // A newest entry that is not a whole ms: not bounded (summarised instead).
-    expect(
-      at(P, [
-        { buf: [T0 - 500, T0 + 0.5], head: 0, n: 2 },
-        { w: W, c: 2 },
-      ]),
-    ).toBeUndefined();
+    // A newest entry that is not a whole ms: read at the next whole ms (later, never earlier).
+    const later = at(P, [
+      { buf: [T0 - 500, T0 + 0.5], head: 0, n: 2 },
+      { w: W, c: 2 },
+    ]) as [{ buf: number[]; n: number }, unknown];
+    expect(later[0].buf).toEqual([T0 + 1, T0 + 1]);
   });
 });

@@ -33,11 +33,19 @@ export function denseRule(rule: CompiledRule): boolean {
   const kind = (rule.members[0] as Algorithm).kind;
   // gcra/leaky-bucket: whole ms only (ms · den + ticks would not decode under another limit, and
   // a limit change, updateRule, keeps the table's records).
-  return DENSE_KINDS.has(kind);
+  return DENSE_KINDS.has(kind) || DENSE_LOGS.has(kind);
 }
 
 /** The algorithms whose bare state fits one word. */
 const DENSE_KINDS = new Set(["fixed-window", "sliding-window", "token-bucket", "gcra", "leaky-bucket"]);
+/**
+ * Bare sliding logs and leases take the dense layout too: one entry exactly, more as their
+ * count at the newest entry (`memberWord`), a per-key bound that only over-counts. Why (issue
+ * 34): in 24-byte slots the compact tier held 2/3 of the keys, so a flood between two visits of
+ * returning keys longer than its slots pushed them into the summary (`maxKeys: 100`: 25–30% of
+ * their requests refused; 24 rules: 10%).
+ */
+const DENSE_LOGS = new Set(["sliding-log", "concurrency"]);
 
 /** Whether a bare rule's member keeps an arrival time (gcra, leaky bucket) rather than a window count. */
 function isArrival(m: Algorithm): boolean {
@@ -122,7 +130,8 @@ function memberWord(m: Algorithm, state: unknown): number | undefined {
     // log: each entry read at or after its real instant counts as long or longer, so it admits
     // no more in any window (as state-codec.ts `encodeLogBound`, without the oldest's span).
     // Negative, which no instant of an exact entry here is.
-    const newest = log.buf[(log.head + log.n - 1) % log.buf.length] as number;
+    // A fraction of a ms rounds up (later: counts as long or longer).
+    const newest = Math.ceil(log.buf[(log.head + log.n - 1) % log.buf.length] as number);
     if (!(Number.isSafeInteger(newest) && newest >= 0 && newest < MAX_LOG_NEWEST && log.n < LOG_COUNT))
       return undefined;
     return -(newest * LOG_COUNT + log.n) - 1;

@@ -153,7 +153,10 @@ export class Table {
   protectedCap = Number.POSITIVE_INFINITY;
   /** Records moved from probation to the protected segment. */
   promoted = 0;
-  /** Whether the record the last `shift` returned came from the protected segment. */
+  /**
+   * Whether the record the last `shift` returned is a returning key's: from the protected
+   * segment, or demoted from it into probation (see `cameBack`).
+   */
   shiftedProtected = false;
   /**
    * Once no binding is left (`refs` 0), when every record it holds is fresh: nothing changes an
@@ -164,6 +167,14 @@ export class Table {
   private main = new Segment();
   /** New keys under a cap, until used again (the shared empty `NO_PROBATION` until the first). */
   private probation = NO_PROBATION;
+  /**
+   * Keys in probation that came back before (demoted from the protected segment past its cap).
+   * Why (issue 34): with more returning keys than the protected segment holds (`maxKeys: 100`,
+   * 1,000 returning keys), each was demoted and then evicted as if it had come once, so the
+   * compact tier did not protect it and a flood of one-shot keys pushed 16% of them on into the
+   * summary (50% for sliding logs). Holds only keys in probation (pruned when it rotates).
+   */
+  private cameBack: Set<string> | undefined = undefined;
   private rotateAt = Number.NEGATIVE_INFINITY;
 
   /** The table's key in its store (rule id and shape). */
@@ -224,6 +235,7 @@ export class Table {
     if (found !== undefined) {
       // Used again while held: not a one-shot key.
       probation.delete(key);
+      this.cameBack?.delete(key);
       this.promote(key, found);
     }
     return found;
@@ -270,6 +282,7 @@ export class Table {
   delete(key: string): boolean {
     const a = this.main.delete(key);
     const b = this.probation.size > 0 && this.probation.delete(key);
+    if (b) this.cameBack?.delete(key);
     return a || b;
   }
 
@@ -279,8 +292,13 @@ export class Table {
    */
   shift(): [string, unknown] | undefined {
     const entry = this.probation.shift();
-    this.shiftedProtected = entry === undefined;
-    return entry ?? this.main.shift();
+    if (entry === undefined) {
+      this.shiftedProtected = true;
+      return this.main.shift();
+    }
+    const cameBack = this.cameBack;
+    this.shiftedProtected = cameBack !== undefined && cameBack.size > 0 && cameBack.delete(entry[0]);
+    return entry;
   }
 
   /**
@@ -307,7 +325,10 @@ export class Table {
     this.main.put(key, state);
     if (this.main.size > this.protectedCap) {
       const demoted = this.main.shift();
-      if (demoted !== undefined) this.newcomers().put(demoted[0], demoted[1]);
+      if (demoted !== undefined) {
+        this.newcomers().put(demoted[0], demoted[1]);
+        (this.cameBack ??= new Set()).add(demoted[0]);
+      }
     }
   }
 
@@ -317,6 +338,11 @@ export class Table {
     const all = now >= this.rotateAt + this.horizonMs;
     this.main.rotate(all);
     if (this.probation !== NO_PROBATION) this.probation.rotate(all);
+    const back = this.cameBack;
+    if (back !== undefined && back.size > 0) {
+      // Keys the rotation dropped from probation are gone: forget their mark.
+      for (const key of back) if (this.probation.find(key) === undefined) back.delete(key);
+    }
     this.rotateAt = now + this.horizonMs;
   }
 }
