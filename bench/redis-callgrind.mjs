@@ -8,15 +8,11 @@
 // BASE_DIST (another build's dist/, e.g. main's) both builds run against the same server.
 // Needs valgrind and redis-server. Run with:
 //   npm run build && node bench/redis-callgrind.mjs   (BASE_DIST=/path/to/other/dist, BENCH_DECISIONS, BENCH_IN_FLIGHT, BENCH_SPECS)
-import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { RateLimiterRedis } from "rate-limiter-flexible";
 import { decideMany } from "./decide-loop.mjs";
+import { callgrindRedis } from "./redis-kit.mjs";
 
 const DECISIONS = Number(process.env.BENCH_DECISIONS ?? 10_000);
 const KEYS = 10_000;
@@ -37,49 +33,7 @@ const KEEP = process.env.BENCH_KEEP === "1";
 const builds = { this: fileURLToPath(new URL("../dist", import.meta.url)) };
 if (process.env.BASE_DIST) builds.base = process.env.BASE_DIST;
 
-const port = await new Promise((resolve) => {
-  const server = createServer();
-  server.listen(0, "127.0.0.1", () => {
-    const { port } = server.address();
-    server.close(() => resolve(port));
-  });
-});
-const dir = mkdtempSync(join(tmpdir(), "sluice-callgrind-"));
-const server = spawn(
-  "valgrind",
-  [
-    "--tool=callgrind",
-    `--callgrind-out-file=${dir}/out`,
-    "redis-server",
-    "--port",
-    String(port),
-    "--bind",
-    "127.0.0.1",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-    "--dir",
-    dir,
-  ],
-  { stdio: "ignore" },
-);
-const url = `redis://127.0.0.1:${port}`;
-// Under valgrind the server takes seconds to start.
-const admin = new Redis(url, { retryStrategy: () => 200, maxRetriesPerRequest: null });
-admin.on("error", () => {});
-await admin.ping();
-
-/** Instructions the server executed while `work` ran (callgrind zeroed before, dumped after). */
-async function counted(work) {
-  execFileSync("callgrind_control", ["-z", String(server.pid)], { stdio: "ignore" });
-  await work();
-  execFileSync("callgrind_control", ["-d", String(server.pid)], { stdio: "ignore" });
-  const dumps = readdirSync(dir).filter((f) => /^out\.\d+$/.test(f));
-  const last = dumps.sort((a, b) => Number(a.split(".")[1]) - Number(b.split(".")[1])).at(-1);
-  if (KEEP) console.log(`dump: ${join(dir, last)}`);
-  return Number(/^summary: (\d+)/m.exec(readFileSync(join(dir, last), "utf8"))?.[1]);
-}
+const { admin, url, counted, stop } = await callgrindRedis({ keep: KEEP });
 
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
 const decide = (limiter, n) => decideMany(limiter, keys, n, IN_FLIGHT);
@@ -137,6 +91,4 @@ console.log(
   `Redis instructions per decision (callgrind), ${DECISIONS} decisions over ${KEYS} existing keys, ${IN_FLIGHT} in flight`,
 );
 console.table(rows);
-admin.disconnect();
-server.kill("SIGKILL");
-if (!KEEP) rmSync(dir, { recursive: true, force: true });
+stop();

@@ -2,8 +2,8 @@
 // commandstats and INFO cpu count only the run's own commands, and no other process's commands
 // queue ahead of them), the server's counters, the machine's load average and medians.
 
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -50,6 +50,54 @@ export async function privateRedis(args = []) {
       admin.disconnect();
       server.kill("SIGKILL");
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A private redis-server run under valgrind's callgrind: `{ url, admin, counted, stop }`.
+ * `counted(work)` is the instructions the server executed while `work` ran (callgrind zeroed
+ * before, dumped after); `stop(keep)` kills it and removes its folder unless `keep` (the dumps,
+ * whose paths `counted` prints when `keep` was set, for callgrind_annotate).
+ */
+export async function callgrindRedis({ keep = false } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), "sluice-callgrind-"));
+  const port = await freePort();
+  const server = spawn(
+    "valgrind",
+    [`--tool=callgrind`, `--callgrind-out-file=${dir}/out`, "redis-server", "--port", String(port)].concat([
+      "--bind",
+      "127.0.0.1",
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--dir",
+      dir,
+    ]),
+    { stdio: "ignore" },
+  );
+  const url = `redis://127.0.0.1:${port}`;
+  // Under valgrind the server takes seconds to start.
+  const admin = new Redis(url, { retryStrategy: () => 200, maxRetriesPerRequest: null });
+  admin.on("error", () => {});
+  await admin.ping();
+  return {
+    url,
+    admin,
+    async counted(work) {
+      execFileSync("callgrind_control", ["-z", String(server.pid)], { stdio: "ignore" });
+      await work();
+      execFileSync("callgrind_control", ["-d", String(server.pid)], { stdio: "ignore" });
+      const dumps = readdirSync(dir).filter((f) => /^out\.\d+$/.test(f));
+      const last = dumps.sort((a, b) => Number(a.split(".")[1]) - Number(b.split(".")[1])).at(-1);
+      if (keep) console.log(`dump: ${join(dir, last)}`);
+      return Number(/^summary: (\d+)/m.exec(readFileSync(join(dir, last), "utf8"))?.[1]);
+    },
+    stop() {
+      admin.disconnect();
+      server.kill("SIGKILL");
+      if (!keep) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -9,16 +9,12 @@
 // example below runs the library as it is, twice (the spread between the two is the noise).
 // Run with: npm run build && VARIANTS=/path/to/variants.mjs node bench/redis-lua-variants.mjs
 // (SPEC: a limit spec as JSON, default gcra 1,000 a day: every key still there at its next check.)
-import { execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { Redis } from "ioredis";
 import { createLimiter } from "../dist/index.js";
 import { RedisStore } from "../dist/stores/redis/index.js";
 import { checkScript } from "../dist/stores/redis/script.js";
 import { decideMany } from "./decide-loop.mjs";
-import { freePort } from "./redis-kit.mjs";
+import { callgrindRedis } from "./redis-kit.mjs";
 
 const N = Number(process.env.BENCH_DECISIONS ?? 5000);
 const KEYS = Number(process.env.BENCH_KEYS ?? 10_000);
@@ -27,37 +23,7 @@ const variants = process.env.VARIANTS
   ? (await import(process.env.VARIANTS)).default
   : { "as built": (text) => text, "as built, again": (text) => text };
 
-const port = await freePort();
-const dir = mkdtempSync(join(tmpdir(), "sluice-lua-variants-"));
-const server = spawn(
-  "valgrind",
-  ["--tool=callgrind", `--callgrind-out-file=${dir}/out`, "redis-server", "--port", String(port)].concat([
-    "--bind",
-    "127.0.0.1",
-    "--save",
-    "",
-    "--appendonly",
-    "no",
-    "--dir",
-    dir,
-  ]),
-  { stdio: "ignore" },
-);
-const url = `redis://127.0.0.1:${port}`;
-// Under valgrind the server takes seconds to start.
-const admin = new Redis(url, { retryStrategy: () => 200, maxRetriesPerRequest: null });
-admin.on("error", () => {});
-await admin.ping();
-
-/** Instructions the server executed while `work` ran (callgrind zeroed before, dumped after). */
-async function counted(work) {
-  execFileSync("callgrind_control", ["-z", String(server.pid)], { stdio: "ignore" });
-  await work();
-  execFileSync("callgrind_control", ["-d", String(server.pid)], { stdio: "ignore" });
-  const dumps = readdirSync(dir).filter((f) => /^out\.\d+$/.test(f));
-  const last = dumps.sort((a, b) => Number(a.split(".")[1]) - Number(b.split(".")[1])).at(-1);
-  return Number(/^summary: (\d+)/m.exec(readFileSync(join(dir, last), "utf8"))?.[1]);
-}
+const { admin, url, counted, stop } = await callgrindRedis();
 
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
 const { library } = checkScript();
@@ -80,9 +46,7 @@ try {
     client.disconnect();
   }
 } finally {
-  admin.disconnect();
-  server.kill("SIGKILL");
-  rmSync(dir, { recursive: true, force: true });
+  stop();
 }
 console.log(`Redis instructions per decision (callgrind), ${N} decisions over ${KEYS} existing keys, 64 in flight`);
 console.table(rows);
