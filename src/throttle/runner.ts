@@ -61,7 +61,8 @@ const SETTLE_WAIT_MS = 1_000;
  * How late a task may start after its grant was due (ms) on the rate unit it was granted. Later
  * (a GC pause, a synchronous `start` listener, a busy event loop between the grant and the task)
  * its unit is moved to the real start first (`#restamp`): the rate holds on the tasks' own
- * start instants, not only on the instants the store decided. Two store calls, only then.
+ * start instants, not only on the instants the store decided. A store call each move (at most
+ * MAX_RESTAMPS), only then.
  */
 export const LATE_START_MS = 20;
 
