@@ -61,9 +61,13 @@ const SETTLE_WAIT_MS = 1_000;
  * How late a task may start after its grant was due (ms) on the rate unit it was granted. Later
  * (a GC pause, a synchronous `start` listener, a busy event loop between the grant and the task)
  * its unit is moved to the real start first (`#restamp`): the rate holds on the tasks' own
- * start instants, not only on the instants the store decided. Two store calls, only then.
+ * start instants, not only on the instants the store decided. A store call each move (at most
+ * MAX_RESTAMPS), only then.
  */
 export const LATE_START_MS = 20;
+
+/** How many times one task's rate unit is moved to its start at most (each move is a store call that can itself answer late). */
+const MAX_RESTAMPS = 3;
 
 /** Runs `fire` on the event loop's next turn, after pending I/O (setImmediate where it exists); returns a canceller. */
 function nextTurn(fire: () => void): () => void {
@@ -642,8 +646,19 @@ export class ThrottleRunner {
    */
   #late(kq: KeyQueue<Job>, job: Job, due: number, unit: Unit | undefined, at: number): void {
     const late = (since: number) => unit !== undefined && this.#clock.now() - since > LATE_START_MS;
-    const begin = (startAt: number, moved: boolean) => {
-      const emitted = this.#clock.now();
+    // A restamp's own answer can come late too (a busy event loop, a slow store): the task then
+    // starts well after the unit's new instant, so it is moved again, a bounded number of times.
+    let restamps = 0;
+    const move = (then: (at: number | undefined, since: number) => void) => {
+      restamps++;
+      this.#restamp(kq, job, unit as Unit, then);
+    };
+    // Runs the task, its unit moved first while the task would start late on it.
+    const go = (since: number) => {
+      if (restamps < MAX_RESTAMPS && late(since)) move((_, next) => go(next));
+      else this.#run(kq, job);
+    };
+    const begin = (startAt: number, since: number) => {
       if (this.events.has("start")) {
         this.events.emit("start", {
           key: job.key,
@@ -653,11 +668,10 @@ export class ThrottleRunner {
           at: startAt,
         });
       }
-      if (!moved && late(emitted)) this.#restamp(kq, job, unit as Unit, () => this.#run(kq, job));
-      else this.#run(kq, job);
+      go(since); // a `start` listener that stalled makes it late too
     };
-    if (!late(due)) begin(at, false);
-    else this.#restamp(kq, job, unit as Unit, (newAt) => begin(newAt ?? at, true));
+    if (!late(due)) begin(at, due);
+    else move((newAt, since) => begin(newAt ?? at, since));
   }
 
   /** Keeps `job`'s `lease` (renewed while it runs, released when it settles). */
@@ -684,14 +698,14 @@ export class ThrottleRunner {
    * store call (the store's own decision instant: its record never sees time run back); on a
    * limiter a refund and a check. A store that fails, or a queue that cannot: it starts as granted.
    */
-  #restamp(kq: KeyQueue<Job>, job: Job, unit: Unit, run: (at: number | undefined) => void): void {
+  #restamp(kq: KeyQueue<Job>, job: Job, unit: Unit, run: (at: number | undefined, since: number) => void): void {
     const { key } = kq;
     const fleet = unit.ticket === undefined ? undefined : this.#fleet;
     const limiter = this.#limitersOf(kq).rate;
     let receipt: number | undefined = unit.at;
     const failed = (error: unknown) => {
       this.events.emit("error", { key, error });
-      run(undefined);
+      run(undefined, this.#clock.now());
     };
     const attempt = (): void => {
       if (job.aborted !== undefined) {
@@ -701,28 +715,33 @@ export class ThrottleRunner {
       const at = receipt;
       receipt = undefined;
       if (fleet !== undefined) {
+        // The store stamps the unit after this instant: a task started later than the unit's
+        // delay past it, by LATE_START_MS, starts late on it (the caller moves it again).
+        const sent = this.#clock.now();
         fleet.restamp(key, unit.ticket as string, unit.cost, at).then((m) => {
-          if (m === undefined) run(undefined);
+          if (m === undefined) run(undefined, this.#clock.now());
           else if ("waitMs" in m) after(this.#clock, Math.max(1, m.waitMs), attempt);
           else if (m.cooling === true && job.keeper === undefined) {
             // The cool-down's one job now: the store holds it until it is released.
             const ticket = unit.ticket as string;
             job.keeper = this.#keeper(kq, job, { release: () => fleet.release(key, ticket, false), renew: () => true });
-            if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at));
-            else run(m.at);
-          } else if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at));
-          else run(m.at);
+            if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at, sent + m.delayMs));
+            else run(m.at, sent);
+          } else if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at, sent + m.delayMs));
+          else run(m.at, sent);
         }, failed);
         return;
       }
       if (limiter === undefined) {
-        run(undefined);
+        run(undefined, this.#clock.now());
         return;
       }
+      let sent = this.#clock.now();
       const answer = (d: Decision) => {
         // A leaky bucket's unit: its task starts after the spacing it was given.
-        if (d.allowed && d.delayMs > 0) after(this.#clock, d.delayMs, () => run(d.at));
-        else if (d.allowed || !Number.isFinite(d.retryAfterMs)) run(d.at);
+        if (d.allowed && d.delayMs > 0) after(this.#clock, d.delayMs, () => run(d.at, sent + d.delayMs));
+        else if (d.allowed) run(d.at, sent);
+        else if (!Number.isFinite(d.retryAfterMs)) run(d.at, this.#clock.now());
         else after(this.#clock, Math.max(1, d.retryAfterMs), attempt);
       };
       try {
@@ -748,6 +767,7 @@ export class ThrottleRunner {
           job.cooled = true;
           kq.cooled++;
         }
+        sent = this.#clock.now();
         const d = limiter.tryAcquire(key, job.cost);
         if (isPromise(d)) d.then(answer, failed);
         else answer(d);

@@ -3,7 +3,7 @@
 // ends, stamped by the one system clock the processes share, must show: never more than
 // `concurrency` running; no window over the rate; no priority or arrival inversion among waiting
 // jobs across processes; each process's share within ±10% under equal demand; throughput as a
-// share of the limit (reported; asserted loosely, never as a duration). A process killed with
+// share of the limit (reported; asserted only with FLEET_QUEUE_STRICT=1, never as a duration). A process killed with
 // SIGKILL while holding every slot, with tickets waiting ahead of everyone's, stops no one.
 // Longer runs: FLEET_QUEUE_JOBS (default 100 per process).
 import { type ChildProcess, spawn } from "node:child_process";
@@ -116,10 +116,12 @@ describe.skipIf(redis === undefined)("one queue for the fleet on Redis: 4 proces
     console.log(
       `fleet queue: ${perSecond.toFixed(1)} starts/s = ${((perSecond / rate) * 100).toFixed(1)}% of the limit; shares ${share}; ${commands.toFixed(2)} client commands per job`,
     );
-    // 93-96% measured alone on the loaded 2-core machine, 64-84% with other fleets beside it: a
-    // share of wall time, so asserted loosely (FLEET_QUEUE_STRICT=1: the 80% bound). The
-    // per-process queues this replaces fail the shares above (100,80,73,84 in one run).
-    expect(perSecond / rate).toBeGreaterThanOrEqual(process.env.FLEET_QUEUE_STRICT ? 0.8 : 0.5);
+    // 93-96% measured alone on the loaded 2-core machine, 64-84% with other fleets beside it and
+    // 29% in a full suite run at load ~40 (flaky32): a share of wall time that 4 processes on 2
+    // busy cores cannot hold, so it is printed, not asserted (the issue asks it of the bench, "no
+    // timed tests"; FLEET_QUEUE_STRICT=1 asserts the 80% bound). What the per-process queues this
+    // replaces fail, load or not, is the shares above (100,80,73,84 in one run).
+    if (process.env.FLEET_QUEUE_STRICT) expect(perSecond / rate).toBeGreaterThanOrEqual(0.8);
   });
 
   it("SIGKILL a process holding every slot with tickets ahead of everyone's: the others take its slots after leaseMs", {

@@ -5,7 +5,11 @@
 // late) moved the start later while the rate unit stayed at the decision instant, so the next
 // window's grants started next to the late ones: 4 starts in 1 s of a 3/s sliding log on
 // MemoryStore, 6 on the Redis fleet queue. Fixed in src/throttle/runner.ts: a task starting more
-// than LATE_START_MS after its grant was due has its unit moved to its real start first.
+// than LATE_START_MS after its grant was due has its unit moved to its real start first. Then
+// (flaky32, seen at load ~40: 5 starts in a window on Redis, 4 on ClusterStore) a moved unit was
+// never checked again: a stall after the move (a second stalled `start` listener here; under load
+// the restamp's own answer heard late) started the task far from its unit. Now re-checked and
+// moved again, at most MAX_RESTAMPS times.
 
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,10 +32,12 @@ async function mostStartsInOneWindow(store: Store): Promise<number> {
     rate: { algorithm: "sliding-log", limit: 3, windowMs: 1000 },
   });
   const starts: number[] = [];
-  let stalled = false;
+  // Two stalls: the second falls on a job the first made late, whose unit was already moved once
+  // (a moved unit is checked again after its `start` event, and after a restamp answered late).
+  let stalls = 0;
   t.on("start", () => {
-    if (stalled) return;
-    stalled = true;
+    if (stalls === 2) return;
+    stalls++;
     const until = Date.now() + 400;
     while (Date.now() < until) {} // the stall between a grant and its task's start
   });
@@ -41,6 +47,8 @@ async function mostStartsInOneWindow(store: Store): Promise<number> {
   await Promise.all([0, 1, 2].map(() => t.schedule(job)));
   await Promise.all([0, 1, 2].map(() => t.schedule(job)));
   await t.close();
+  // The starts' offsets, printed: the evidence when a window holds too many.
+  console.log(`start-lag starts (ms from the first): ${starts.map((x) => x - (starts[0] ?? 0)).join(" ")}`);
   let most = 0;
   // Windows shortened by LATE_START_MS: a start may trail its unit's instant by that much (and by
   // a ms or two of the task's own first line); the stall moved it by 400 ms.
