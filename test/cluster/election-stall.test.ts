@@ -11,7 +11,7 @@ import { once } from "node:events";
 import { lstatSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ensureBuilt, ROOT } from "../cli/helpers.ts";
 
 const FIXTURE = join(ROOT, "test/cluster/fixtures/socket-client.mjs");
@@ -82,9 +82,12 @@ async function verdict(all: ChildProcess[], name: string): Promise<{ hosts: bool
   return { hosts, admitted: out.reduce((n, r) => n + (r.admitted ?? 0), 0) };
 }
 
+// ensureBuilt waits (blocking) on a build lock shared machine-wide (a dist build takes ~50 s at load):
+// once per file in a hook, never inside a test's own timeout (socket.test.ts).
+beforeAll(() => ensureBuilt());
+
 describe("socket host election with a process stalled between bind and listen", () => {
   it("a host stalled before listening is not taken for dead; one host, the limit exact", async () => {
-    ensureBuilt();
     const slow = await start({ stallListenMs: STALL_MS });
     const quick = await start();
     const slowFirst = ask(slow, { cmd: "warm" });
@@ -101,7 +104,6 @@ describe("socket host election with a process stalled between bind and listen", 
   }, 30_000);
 
   it("a takeover lock holder stalled before listening keeps the lock; the dead host's file is taken over once", async () => {
-    ensureBuilt();
     const first = await start();
     expect((await ask(first, { cmd: "warm" })).hosting).toBe(true);
     first.kill("SIGKILL");

@@ -9,7 +9,7 @@ import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt, ROOT } from "../cli/helpers.ts";
 
 const FIXTURE = join(ROOT, "test/cluster/fixtures/socket-client.mjs");
@@ -64,9 +64,12 @@ async function elected(all: ChildProcess[]): Promise<boolean[]> {
   }
 }
 
+// ensureBuilt waits (blocking) on a build lock shared machine-wide (a dist build takes ~50 s at load):
+// once per file in a hook, never inside a test's own timeout (socket.test.ts).
+beforeAll(() => ensureBuilt());
+
 describe("socket host election under stress", () => {
   it("kills the host round after round: one host at a time, exact totals after each election", async () => {
-    ensureBuilt();
     const all = await Promise.all([spawnOne(), spawnOne(), spawnOne(), spawnOne()]);
     const started = Date.now();
     let round = 0;

@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLimiter } from "sluice";
 import { ClusterStore } from "sluice/cluster";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LOCK_HELLO } from "../../src/stores/cluster/takeover-lock.ts";
 import { ensureBuilt } from "../cli/helpers.ts";
 
@@ -38,9 +38,12 @@ async function listener(path: string, hello?: string): Promise<ChildProcess> {
   return child;
 }
 
+// ensureBuilt waits (blocking) on a build lock shared machine-wide (a dist build takes ~50 s at load):
+// once per file in a hook, never inside a test's own timeout (socket.test.ts).
+beforeAll(() => ensureBuilt());
+
 describe("socket host election behind another process's takeover", () => {
   it("waits for a live lock holder, then takes over once it is gone: the check is answered by a host", async () => {
-    ensureBuilt();
     const path = join(dir, "w.sock");
     const dead = await listener(path);
     dead.kill("SIGKILL");
