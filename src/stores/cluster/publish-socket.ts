@@ -135,8 +135,8 @@ export async function removeIfDead(path: string): Promise<void> {
   }
 }
 
-/** Connects to the socket at `path`; rejects with the system error. */
-function connectTo(path: string): Promise<net.Socket> {
+/** Connects to the socket at `path`; rejects with the system error (ENOENT, ECONNREFUSED, ...). */
+export function connectTo(path: string): Promise<net.Socket> {
   return new Promise((resolveSocket, reject) => {
     const socket = net.connect(path);
     socket.once("error", reject);

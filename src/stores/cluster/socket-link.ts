@@ -26,7 +26,7 @@
  * else handles them) removes its socket file.
  */
 import { lstatSync } from "node:fs";
-import net from "node:net";
+import type net from "node:net";
 import { resolve } from "node:path";
 import { ArgumentError, StoreError } from "../../core/errors.ts";
 import { warn } from "../../core/warn.ts";
@@ -36,7 +36,7 @@ import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts"
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import type { Resyncable, Transport, Waiting } from "./link.ts";
 import { type BatchMessage, CHANNEL, isMessage, type ReplyMessage } from "./protocol.ts";
-import { type Published, publishSocket, removeIfDead } from "./publish-socket.ts";
+import { connectTo, type Published, publishSocket, removeIfDead } from "./publish-socket.ts";
 import { takeoverLock } from "./takeover-lock.ts";
 import { invalidBatch, invalidQueueCall } from "./validate.ts";
 
@@ -239,7 +239,7 @@ export class SocketLink implements Transport {
         if (codeOf(error) !== "EADDRINUSE") throw error;
       }
       try {
-        this.#client(await connect(this.#path));
+        this.#client(await connectTo(this.#path));
         return;
       } catch (error) {
         last = error;
@@ -418,7 +418,7 @@ export class SocketLink implements Transport {
       for (let check = 0; check < 2; check++) {
         if (check > 0) await pause(STALE_CHECK_MS);
         try {
-          (await connect(this.#path)).destroy();
+          (await connectTo(this.#path)).destroy();
           return; // somebody listens now
         } catch (error) {
           if (codeOf(error) !== "ECONNREFUSED") return; // gone (ENOENT) or otherwise: start over
@@ -456,18 +456,6 @@ export function socketQueueTransport(link: SocketLink): QueueTransport {
     send: (call, failed) => link.postQueue(call, failed),
     listen: (hear, lost) => link.listenQueue(hear, lost),
   };
-}
-
-/** Connects to the socket at `path`; rejects with the system error (ENOENT, ECONNREFUSED, ...). */
-function connect(path: string): Promise<net.Socket> {
-  return new Promise((resolveSocket, reject) => {
-    const socket = net.connect(path);
-    socket.once("error", reject);
-    socket.once("connect", () => {
-      socket.off("error", reject);
-      resolveSocket(socket);
-    });
-  });
 }
 
 /**
