@@ -30,8 +30,8 @@ export interface SharedMemoryStoreOptions {
   seed?: number;
   /**
    * Cells per row of each rule's summary, a power of two (default: maxKeys / 16, within
-   * 64..1024, and no wider than keeps every rule's cell words within an eighth of the budget and
-   * the store within the budget; never below 16).
+   * 64..1024, and no wider than keeps every rule's cell words within an eighth of the budget;
+   * with more than 64 rules allowed, down to 16: docs/threads.md, "Options").
    */
   summaryWidth?: number;
   /**
@@ -243,7 +243,8 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
  * bytes the table's buckets then lacked, and nearly every rule's keys went to its overflow
  * cells (bench/threads-flood.mjs --sweep, 200 sliding-log rules, 10,000 keys spending their
  * limit: 3.0% of honest requests refused at 1,024 cells a row, 0.1% at 256). Rules share the
- * budget alike: each gets the same rows whatever their number.
+ * budget alike: each gets the same rows whatever their number. With more than 64 rules allowed
+ * the eighth goes below 64 cells (down to 16): rows of 64 took 2 KB a rule whatever the budget.
  */
 function defaultWidth(maxKeys: number, maxRules: number, maxBytes: number | undefined): number {
   const byKeys = Math.min(1024, Math.max(64, pow2(maxKeys / 16)));
@@ -253,7 +254,9 @@ function defaultWidth(maxKeys: number, maxRules: number, maxBytes: number | unde
       ? Math.min(DEFAULT_MAX_BYTES, maxKeys * BYTES_PER_KEY)
       : maxBytes;
   const byBudget = pow2(budget / CELL_WORDS_SHARE / (8 * DEPTH * maxRules) + 1) / 2;
-  return Math.max(64, Math.min(byKeys, byBudget));
+  // Stores allowed the default 64 rules or fewer keep rows of 64 at least (tiny maxKeys: the rows
+  // every test measured); more rules go down to LEAST_WIDTH, or their rows alone pass the eighth.
+  return Math.max(maxRules > DEFAULT_MAX_RULES ? LEAST_WIDTH : 64, Math.min(byKeys, byBudget));
 }
 
 /** The default width keeps every rule's cell words within 1/CELL_WORDS_SHARE of the budget. */
