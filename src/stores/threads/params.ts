@@ -36,7 +36,8 @@ export interface SharedMemoryStoreOptions {
   summaryWidth?: number;
   /**
    * Bytes for rule identities and specs, shared by all threads (default: 256 per `maxRules`, at
-   * least 65,536). A named rule's texts take about 100-160 bytes, each spec change as many again.
+   * least 65,536). A named rule's identity and spec take about 100-160 bytes, and each spec
+   * change its spec text again (about 80 bytes); a full arena is a StoreError at bind.
    */
   ruleBytes?: number;
   /**
