@@ -5,7 +5,7 @@
 // buckets lacked them: test/threads/many-rules-budget.test.ts).
 import { describe, expect, it } from "vitest";
 import { DEPTH, layoutOf } from "./layout.ts";
-import { paramsOf } from "./params.ts";
+import { LEAST_WIDTH, paramsOf } from "./params.ts";
 
 describe("paramsOf: the default width keeps every rule's cell words within the budget", () => {
   for (const maxKeys of [2000, 4000, 10_000, 100_000]) {
@@ -14,11 +14,13 @@ describe("paramsOf: the default width keeps every rule's cell words within the b
         const p = paramsOf({ maxKeys, maxRules, recordWords: 3, seed: 34 });
         const budget = Math.min(24 * 2 ** 20, maxKeys * 2400);
         const cellBytes = 8 * maxRules * DEPTH * p.summaryWidth;
-        // The width never falls below the option's least (64): only there may cell words pass an eighth.
-        if (p.summaryWidth > 64) expect(cellBytes).toBeLessThanOrEqual(budget / 8);
+        // Only at the narrowest rows (16, where the least the store needs passes the budget) may
+        // cell words pass an eighth.
+        if (p.summaryWidth > LEAST_WIDTH) expect(cellBytes).toBeLessThanOrEqual(budget / 8);
         // Within the budget wherever the narrowest rows fit it (past that, what maxKeys and maxRules
         // need at least: 100,000 keys, or 1,000 rules' overflow and spent cells at maxKeys 2,000).
-        const least = layoutOf(paramsOf({ maxKeys, maxRules, recordWords: 3, seed: 34, summaryWidth: 64 })).bytes;
+        const narrowest = { maxKeys, maxRules, recordWords: 3, seed: 34, summaryWidth: LEAST_WIDTH };
+        const least = layoutOf(paramsOf(narrowest)).bytes;
         if (least <= budget) expect(layoutOf(p).bytes).toBeLessThanOrEqual(budget);
         // Few rules keep the rows maxKeys / 16 gives (64..1024).
         if (maxRules <= 64)

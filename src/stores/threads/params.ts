@@ -21,20 +21,29 @@ export interface SharedMemoryStoreOptions {
    * sum); a rule that needs more is refused when it is bound.
    */
   recordWords?: number;
-  /** Distinct rules (id and shape) the store can hold (default 64). */
+  /**
+   * Distinct rules (id and shape) the store can hold (default 64). Each rule allowed takes
+   * 4,548 + 32 × `summaryWidth` bytes whether or not it is ever bound (docs/threads.md, "Memory").
+   */
   maxRules?: number;
   /** Hash seed (default: random). Fixed in tests so that which keys share a bucket replays exactly. */
   seed?: number;
   /**
    * Cells per row of each rule's summary, a power of two (default: maxKeys / 16, within
-   * 64..1024, and no wider than keeps every rule's cell words within an eighth of the budget).
+   * 64..1024, and no wider than keeps every rule's cell words within an eighth of the budget;
+   * with more than 64 rules allowed, down to 16: docs/threads.md, "Options").
    */
   summaryWidth?: number;
-  /** Bytes for rule identities and specs, shared by all threads (default 65536). */
+  /**
+   * Bytes for rule identities and specs, shared by all threads (default: 256 per `maxRules`, at
+   * least 65,536). A named rule's identity and spec take about 100-160 bytes, and each spec
+   * change its spec text again (about 80 bytes); a full arena is a StoreError at bind.
+   */
   ruleBytes?: number;
   /**
    * Bytes of the whole store (default: 2,400 per `maxKeys`, at most 24 MiB, as MemoryStore's
-   * budget, and never less than `maxKeys` alone needs). What `maxKeys` leaves goes
+   * budget, and never less than the least `maxKeys`, `maxRules` and `ruleBytes` need: the
+   * formula in docs/threads.md, "Memory"). What `maxKeys` leaves goes
    * about 7/10 to more buckets of the table (keys held exactly past `maxKeys`), 1/10 to the
    * summary pool (up to every rule's cells), 1/10 to the summary filter and 1/10 to the spent
    * filter (summary.ts).
@@ -50,10 +59,25 @@ const LIMITS = {
   recordWords: [1, 4096],
   // Table indices are rule index + 1 and must fit an entry's 15 bits.
   maxRules: [1, MAX_TABLE_INDEX - 1],
-  summaryWidth: [64, 65536],
+  summaryWidth: [16, 65536],
   ruleBytes: [1024, 2 ** 30],
   maxBytes: [1, MAX_MEMORY_BYTES],
 } as const;
+
+/**
+ * Default `ruleBytes` per rule of `maxRules` (and its least): a named rule's identity and spec
+ * take 96 bytes (gcra, name `r999`) to 154 (a 46-character name), a ban 148, a composite of two
+ * known by its spec 294; 256 leaves room for a spec change or a longer name each, and the least
+ * keeps the default up to 256 rules what it was.
+ */
+export const RULE_TEXT_BYTES = 256;
+const LEAST_RULE_BYTES = 65536;
+
+/** Rules a store holds by default. */
+const DEFAULT_MAX_RULES = 64;
+
+/** The narrowest rows the default gives (only where the budget binds: many rules on few keys). */
+export const LEAST_WIDTH = 16;
 
 /** The default budget per key of `maxKeys`, and its ceiling (MemoryStore's: memory-store.ts). */
 const BYTES_PER_KEY = 2400;
@@ -91,7 +115,10 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
       );
     }
   }
-  const { maxKeys, recordWords = 6, maxRules = 64, ruleBytes = 65536 } = options;
+  const { maxKeys, recordWords = 6, maxRules = DEFAULT_MAX_RULES } = options;
+  // The rule texts follow maxRules: a fixed 65,536 held about 680 named rules, so a store allowed
+  // 1,000 refused binding part-way (a StoreError from a decision, not the constructor).
+  const ruleBytes = options.ruleBytes ?? Math.max(LEAST_RULE_BYTES, RULE_TEXT_BYTES * maxRules);
   const summaryWidth = options.summaryWidth ?? defaultWidth(maxKeys, maxRules, options.maxBytes);
   if (pow2(summaryWidth) !== summaryWidth) {
     throw new ArgumentError(`SharedMemoryStore: \`summaryWidth\` must be a power of two (got ${summaryWidth})`);
@@ -103,13 +130,11 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
   // Blocks: one per bucket, one private block per thread, and what threads that died or ended
   // without close() kept (one each).
   const blocks = buckets + Math.max(256, buckets >> 4);
-  const cells = maxRules * DEPTH * summaryWidth;
-  const summaryBlocks = Math.min(cells, 4 * DEPTH * summaryWidth) + 256;
   const params: Params = {
     buckets,
     recordWords,
     blocks,
-    summaryBlocks,
+    summaryBlocks: Math.min(maxRules * DEPTH * summaryWidth, 4 * DEPTH * summaryWidth) + 256,
     maxRules,
     summaryWidth,
     arenaBytes: ruleBytes,
@@ -118,6 +143,28 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
     maxKeys,
     filterKeys: maxKeys,
   };
+  const keyBudget = Math.min(DEFAULT_MAX_BYTES, maxKeys * BYTES_PER_KEY);
+  // Many rules on few keys: where the least the store needs passes the default budget, rows
+  // narrower than 64 (down to LEAST_WIDTH) while they take more than an eighth of that least.
+  // Rows of 64 cells took 2 KB a rule whatever the budget (maxKeys 1,000 with maxRules 500:
+  // 3.84 MB against 2.4 MB); past the pool's few rules' cells a rule's pushed-out keys join its
+  // 16 overflow cells anyway, so narrower rows cost little there. A store whose table alone
+  // passes the budget (maxKeys past ~100,000) keeps its rows: they are a small part of it; so do
+  // stores allowed the default 64 rules or fewer (tiny maxKeys: the rows every test measured).
+  const narrow =
+    options.summaryWidth === undefined &&
+    maxRules > DEFAULT_MAX_RULES &&
+    (options.maxBytes === undefined || options.maxBytes === LEAST_BYTES);
+  if (narrow) {
+    for (let least = layoutOf(params).bytes; params.summaryWidth > LEAST_WIDTH && least > keyBudget; ) {
+      if (8 * maxRules * DEPTH * params.summaryWidth * CELL_WORDS_SHARE <= least) break;
+      params.summaryWidth /= 2;
+      params.summaryBlocks = Math.min(maxRules * DEPTH * params.summaryWidth, 4 * DEPTH * params.summaryWidth) + 256;
+      least = layoutOf(params).bytes;
+    }
+  }
+  const cells = maxRules * DEPTH * params.summaryWidth;
+  const summaryBlocks = params.summaryBlocks;
   const least = layoutOf(params).bytes;
   if (options.maxBytes === LEAST_BYTES) return params;
   if (options.maxBytes !== undefined && options.maxBytes < least) {
@@ -126,7 +173,10 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
         `recordWords: ${recordWords}, maxRules: ${maxRules} } need; raise maxBytes or lower maxKeys`,
     );
   }
-  const budget = options.maxBytes ?? Math.max(least, Math.min(DEFAULT_MAX_BYTES, maxKeys * BYTES_PER_KEY));
+  // Never less than the least: past the rows, each rule's overflow and spent cells (4,548 bytes a
+  // rule) and a small maxKeys's fixed parts (the pool's reserve, the filters' least bits) cannot
+  // shrink, so the default is the larger of the two (docs/threads.md, "Memory", gives the formula).
+  const budget = options.maxBytes ?? Math.max(least, keyBudget);
   // Past maxKeys a flood pushes keys out of the table: returning keys stay exact only while the
   // table holds more entries than arrive between their returns, and never-seen keys skip the
   // summary only while the filter has bits to spare (summary-filter.ts). Both are far cheaper
@@ -194,7 +244,8 @@ export function paramsOf(options: SharedMemoryStoreOptions): Params {
  * bytes the table's buckets then lacked, and nearly every rule's keys went to its overflow
  * cells (bench/threads-flood.mjs --sweep, 200 sliding-log rules, 10,000 keys spending their
  * limit: 3.0% of honest requests refused at 1,024 cells a row, 0.1% at 256). Rules share the
- * budget alike: each gets the same rows whatever their number.
+ * budget alike: each gets the same rows whatever their number. With more than 64 rules allowed
+ * the eighth goes below 64 cells (down to 16): rows of 64 took 2 KB a rule whatever the budget.
  */
 function defaultWidth(maxKeys: number, maxRules: number, maxBytes: number | undefined): number {
   const byKeys = Math.min(1024, Math.max(64, pow2(maxKeys / 16)));
@@ -204,7 +255,9 @@ function defaultWidth(maxKeys: number, maxRules: number, maxBytes: number | unde
       ? Math.min(DEFAULT_MAX_BYTES, maxKeys * BYTES_PER_KEY)
       : maxBytes;
   const byBudget = pow2(budget / CELL_WORDS_SHARE / (8 * DEPTH * maxRules) + 1) / 2;
-  return Math.max(64, Math.min(byKeys, byBudget));
+  // Stores allowed the default 64 rules or fewer keep rows of 64 at least (tiny maxKeys: the rows
+  // every test measured); more rules go down to LEAST_WIDTH, or their rows alone pass the eighth.
+  return Math.max(maxRules > DEFAULT_MAX_RULES ? LEAST_WIDTH : 64, Math.min(byKeys, byBudget));
 }
 
 /** The default width keeps every rule's cell words within 1/CELL_WORDS_SHARE of the budget. */

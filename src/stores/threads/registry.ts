@@ -37,7 +37,7 @@ export class Registry {
       const index = (start + probe) % maxRules;
       let word = Atomics.load(W, ruleIdBase + index);
       if (word === 0n) {
-        if (mine === 0n) mine = this.#write(identity);
+        if (mine === 0n) mine = this.#write(identity, true);
         word = Atomics.compareExchange(W, ruleIdBase + index, 0n, mine);
         if (word === 0n) return index;
       }
@@ -58,7 +58,7 @@ export class Registry {
     const { W, I } = this.#views;
     const at = this.#layout.ruleSpecBase + index;
     const current = Atomics.load(W, at);
-    if (current === 0n || this.#read(current) !== spec) Atomics.store(W, at, this.#write(spec));
+    if (current === 0n || this.#read(current) !== spec) Atomics.store(W, at, this.#write(spec, false));
     Atomics.add(I, this.#layout.ruleVersionBase + index, 1);
   }
 
@@ -101,19 +101,38 @@ export class Registry {
     return Math.min(Atomics.load(this.#views.I, H.arenaCursor), this.#layout.arenaBytes);
   }
 
-  /** Copies `text` into a fresh run of the arena; returns its word (offset + 1 above, length below). */
-  #write(text: string): bigint {
+  /**
+   * Copies `text` into a fresh run of the arena; returns its word (offset + 1 above, length below).
+   * `newRule`: the text is the identity of a rule not registered yet (for the error's figure).
+   */
+  #write(text: string, newRule: boolean): bigint {
     const bytes = encoder.encode(text);
     const { I, U } = this.#views;
     const offset = Atomics.add(I, H.arenaCursor, bytes.length);
-    if (offset + bytes.length > this.#layout.arenaBytes) {
-      throw new StoreError(
-        `SharedMemoryStore: no room left for rule texts (${this.#layout.arenaBytes} bytes); ` +
-          "create the store with a larger `ruleBytes`",
-      );
-    }
+    if (offset + bytes.length > this.#layout.arenaBytes) throw this.#full(offset, bytes.length, newRule);
     U.set(bytes, this.#layout.arenaBase + offset);
     return (BigInt(offset + 1) << 32n) | BigInt(bytes.length);
+  }
+
+  /**
+   * The error for a text that does not fit: what a rule takes can only be known per rule (names
+   * and specs vary in length, and each spec change takes its text again), so the figure to raise
+   * `ruleBytes` to is this store's own average so far times `maxRules`.
+   */
+  #full(offset: number, length: number, newRule: boolean): StoreError {
+    const { W } = this.#views;
+    const { maxRules, ruleIdBase, arenaBytes } = this.#layout;
+    let rules = 0;
+    for (let r = 0; r < maxRules; r++) if (Atomics.load(W, ruleIdBase + r) !== 0n) rules++;
+    // The cursor runs past the arena once a text did not fit (every later attempt adds to it).
+    const used = Math.min(offset, arenaBytes);
+    const perRule = (used + length) / Math.max(1, rules + (newRule ? 1 : 0));
+    const raiseTo = Math.max(arenaBytes + length, Math.ceil((perRule * maxRules) / 1024) * 1024);
+    return new StoreError(
+      `SharedMemoryStore: no room left for rule texts: \`ruleBytes\` ${arenaBytes} is full with ${rules} of ` +
+        `\`maxRules\` ${maxRules} rules registered (${Math.ceil(perRule)} bytes a rule so far; this text needs ${length}); ` +
+        `create the store with \`ruleBytes: ${raiseTo}\` or more`,
+    );
   }
 
   #read(word: bigint): string {
