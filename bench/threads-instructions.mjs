@@ -8,7 +8,9 @@
 //     node --single-threaded --random-seed=7 --hash-seed=7 bench/threads-instructions.mjs shared 10000 $n \
 //     2>&1 | grep -o 'Collected : [0-9]*'; done
 //
-// (`memory` in place of `shared` for MemoryStore). V8's flags fix its seeds and keep its
+// (`memory` in place of `shared` for MemoryStore). Both stores' decisions here take the limiter's
+// fast lane (a one-unit `tryAcquire` of a plain rule goes to the bound rule's `checkOne`), so
+// the ratio compares the stores, not the limiter's layers. V8's flags fix its seeds and keep its
 // compiler and GC on the main thread, so repeated runs agree to a few instructions per decision.
 // BENCH_STRING_SUBCLASS=1 first declares a subclass of String, as ioredis does when imported
 // (RESP3's VerbatimString): String.prototype then has slow properties, which a key hash reading

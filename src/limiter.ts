@@ -459,7 +459,8 @@ export function bindLimiter(
       return holdLease(run(key, cost, "check"), act, peek);
     };
     // The fast lane: `tryAcquire(key)` (one unit) of a rule the store decides with nothing around
-    // it (no hook, no parts to add, no leases) goes straight to the store's one-unit check.
+    // it (no hook, no parts to add, no leases) goes straight to the store's one-unit check, on
+    // any store whose bound rule offers one (`BoundRule.checkOne`: MemoryStore, SharedMemoryStore).
     const one = decide === bound.check && !leased ? bound.checkOne : undefined;
     // (The reading is bound here: the lane's bytecode counts against V8's inlining budget.)
     const fits = keysSurelyFitting(maxKeyBytes);

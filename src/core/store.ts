@@ -40,8 +40,10 @@ export interface BoundRule {
    */
   check(key: string, cost: number, now: number | undefined, op: Operation, at?: number): Decision | Promise<Decision>;
   /**
-   * `check(key, 1, now, "check")` exactly, where a synchronous store has a shorter path for it
-   * (the MemoryStore's): the limiter's fast lane for `tryAcquire(key)` of a plain rule calls it.
+   * `check(key, 1, now, "check")` exactly (the same record read and written, the same answer),
+   * where a synchronous store has a shorter path for it (MemoryStore's, SharedMemoryStore's).
+   * Optional: the limiter's fast lane for `tryAcquire(key)` of a plain rule (no hook, no parts,
+   * no leases) calls it whenever the bound rule offers it, whatever the store.
    */
   readonly checkOne?: (key: string, now: number) => Decision;
   /** Forgets `key`'s state in every member. */

@@ -194,6 +194,13 @@ export class SharedMemoryStore implements Store {
     return {
       check: (key, cost, now, op, at) =>
         run(key, cost, now === undefined ? systemClock.now() : now, op, at) as Decision,
+      // The limiter's fast lane (`tryAcquire(key)` of one unit): `check(key, 1, now, "check")`
+      // without the general path's layers (op dispatch, the `now` default), the same `decide`.
+      checkOne: (key, now) => {
+        if (registry.peekVersion(index) !== view.version) view = rules.view(index);
+        fingerprint(seed, key, ctx.h);
+        return decide(ctx, view, index, 1, now, "check") as Decision;
+      },
       reset: (key) => {
         run(key, 1, (clock ?? systemClock).now(), "reset");
       },
