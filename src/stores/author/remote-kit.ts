@@ -12,6 +12,7 @@ export { checkOptions } from "../../core/options.ts";
 export { Coalescer, type Coalescible, nextTurn } from "../remote/coalescer.ts";
 export {
   checkOnError,
+  type DecideFailed,
   DEFAULT_POLICY,
   describePolicy,
   type FailurePolicy,
