@@ -12,8 +12,8 @@ export { checkOptions } from "../../core/options.ts";
 export { Coalescer, type Coalescible, nextTurn } from "../remote/coalescer.ts";
 export {
   checkOnError,
-  type DecideFailed,
   DEFAULT_POLICY,
+  type DecideFailed,
   describePolicy,
   type FailurePolicy,
   type FallbackLimiter,
