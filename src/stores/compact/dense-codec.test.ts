@@ -86,6 +86,28 @@ describe("one word of state", () => {
     expect(roundTrip(TB, { b: 5000, t: Number.NEGATIVE_INFINITY })).toBeUndefined();
   });
 
+  it("token bucket: an empty bucket whose instant survives the round trip comes back as the same state", () => {
+    // Nudged, it read back "full again" a hair later: a retry 1 ms later than the record's own
+    // answer, from a decision that claims to be exact (restore-exact-compact.test.ts).
+    const ONE = rule({ algorithm: "token-bucket", capacity: 1, refillPerSecond: 1 });
+    for (const t of [T0, 1_760_000_000_000, T0 + 0.5]) expect(roundTrip(ONE, { b: 0, t })).toEqual({ b: 0, t });
+    const PAIR = rule(
+      { algorithm: "sliding-window", limit: 1, windowMs: 1 },
+      { algorithm: "token-bucket", capacity: 1, refillPerSecond: 1 },
+    );
+    const words = new Float64Array(2);
+    const record = [
+      { w: T0 - 123, p: 0, c: 1 },
+      { b: 0, t: T0 },
+    ];
+    expect(writeState(PAIR, record, words, 0, 2)).toBe(true);
+    expect(readState(PAIR, words, 0, 2)).toEqual(record);
+    // A bucket with tokens left is read back empty earlier: nudged as before (never more tokens).
+    const back = roundTrip(ONE, { b: 250, t: T0 }) as { b: number; t: number };
+    expect(back.b).toBe(0);
+    expect(back.t).toBeGreaterThan(T0 - 250);
+  });
+
   it("no other state takes the dense layout", () => {
     expect(
       denseRule(

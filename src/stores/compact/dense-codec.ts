@@ -90,6 +90,11 @@ function encodeBucket(m: Algorithm, s: TokenBucketState): number | undefined {
   const exact = s.t + (full - s.b) / r;
   // A negative balance (a penalty) would read back as an empty bucket: more tokens, so it does not fit.
   if (!(Number.isFinite(exact) && s.b >= 0)) return undefined;
+  // An empty bucket whose instant survives the round trip is stored as it is: read back, it is
+  // the very same state (nudged, it would answer a retry 1 ms later than the record it came
+  // from while claiming to be exact: issue 34's restart differential, seed 340034).
+  const same = decodeBucket(m, exact);
+  if (same.b === s.b && same.t === s.t) return exact;
   const word = exact + Math.abs(exact) * 2 ** -51;
   const back = decodeBucket(m, word);
   // Read back empty at back.t: the original's balance, run back to that instant, must not be
