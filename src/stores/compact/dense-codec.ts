@@ -231,6 +231,44 @@ export function writeState(
   return true;
 }
 
+/**
+ * Whether the state written at `words[at..]` by `writeState` reads back as `record` itself, not
+ * a bound of it (a log of ≥ 2 entries at its newest, an arrival time rounded up, a token bucket
+ * read back empty earlier): only then may a decision from it claim to be exact (SPEC §10).
+ */
+export function writtenExactly(
+  rule: CompiledRule,
+  record: RuleRecord,
+  words: Float64Array,
+  at: number,
+  stateWords: number,
+): boolean {
+  const back = readState(rule, words, at, stateWords);
+  if (rule.bare) return sameState(rule.members[0] as Algorithm, back, record);
+  return rule.members.every((m, i) => sameState(m, (back as unknown[])[i], (record as unknown[])[i]));
+}
+
+/** Whether member `m`'s states `a` and `b` are the same (a log's entries in order, whatever its buffer). */
+function sameState(m: Algorithm, a: unknown, b: unknown): boolean {
+  if (isLog(m)) {
+    const x = a as SlidingLogState;
+    const y = b as SlidingLogState;
+    if (x.n !== y.n) return false;
+    for (let i = 0; i < x.n; i++) {
+      if (x.buf[(x.head + i) % x.buf.length] !== y.buf[(y.head + i) % y.buf.length]) return false;
+    }
+    return true;
+  }
+  if (isArrival(m)) {
+    const x = a as GcraState;
+    const y = b as GcraState;
+    return x.ms === y.ms && x.ticks === y.ticks && (x.ticks === 0 || x.den === y.den);
+  }
+  const x = a as Record<string, number>;
+  const y = b as Record<string, number>;
+  return Object.keys(y).every((k) => x[k] === y[k]);
+}
+
 /** The record at `words[at..]` in a layout of `stateWords` words per slot (written by `writeState`). */
 export function readState(rule: CompiledRule, words: Float64Array, at: number, stateWords: number): RuleRecord {
   if (stateWords === 1) return decodeWord(rule, words[at] as number);
