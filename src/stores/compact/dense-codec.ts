@@ -243,6 +243,8 @@ export function writtenExactly(
   at: number,
   stateWords: number,
 ): boolean {
+  // Window counts are written only when they read back exactly (`memberWord`, state-codec.ts).
+  if (rule.members.every((m) => m.kind === "fixed-window" || m.kind === "sliding-window")) return true;
   const back = readState(rule, words, at, stateWords);
   if (rule.bare) return sameState(rule.members[0] as Algorithm, back, record);
   return rule.members.every((m, i) => sameState(m, (back as unknown[])[i], (record as unknown[])[i]));
