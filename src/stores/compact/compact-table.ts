@@ -22,6 +22,7 @@ import {
   countEntries,
   entryU32,
   findEntry,
+  PINNED,
   RETURNING,
   removeEntry,
   stateAt,
@@ -39,6 +40,12 @@ export { BUCKET_SLOTS, MAX_TABLE_INDEX } from "./bucket.ts";
  * other new key's arrival).
  */
 export const MAX_RETURNING = BUCKET_SLOTS - 2;
+
+/**
+ * Tag bit of a slot holding a bound of its key's state, not the state itself (`markBound`).
+ * The shared store's pin bit: that store never uses this class's slots, so it is free here.
+ */
+const BOUND = PINNED;
 
 /** Bytes per slot holding `stateWords` float64 words of state (and the 8-byte fingerprint). */
 export function slotBytes(stateWords: number): number {
@@ -134,6 +141,20 @@ export class CompactTable {
     if (second === first) return -1;
     e = findEntry(this.#u32, second, E, h1, tag);
     return e < 0 ? -1 : second / E + e;
+  }
+
+  /**
+   * Marks `slot` as holding a bound of its key's state rather than the state itself (MemoryStore:
+   * decisions from it say `approximate`). The pin bit, which only the shared store uses.
+   */
+  markBound(slot: number): void {
+    const o = slot * this.#e + 1;
+    this.#u32[o] = ((this.#u32[o] as number) | BOUND) >>> 0;
+  }
+
+  /** Whether `slot` holds a bound of its key's state (`markBound`). */
+  boundAt(slot: number): boolean {
+    return ((this.#u32[slot * this.#e + 1] as number) & BOUND) !== 0;
   }
 
   /** Whether `slot` holds a returning key (protected from keys that come once). */

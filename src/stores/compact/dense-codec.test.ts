@@ -7,7 +7,16 @@ import { describe, expect, it } from "vitest";
 import type { AlgorithmSpec } from "../../algorithms/specs.ts";
 import { type CompiledRule, compileRule } from "../../core/rule.ts";
 import { validateSpec } from "../../core/spec.ts";
-import { decodeWord, denseRule, encodeWord, fitsCompact, pairRule, readState, writeState } from "./dense-codec.ts";
+import {
+  decodeWord,
+  denseRule,
+  encodeWord,
+  fitsCompact,
+  pairRule,
+  readState,
+  writeState,
+  writtenExactly,
+} from "./dense-codec.ts";
 
 const T0 = Date.UTC(2026, 11, 7, 9, 0, 0, 123);
 const rule = (...specs: unknown[]): CompiledRule => compileRule(specs.map((s) => validateSpec(s) as AlgorithmSpec));
@@ -84,6 +93,28 @@ describe("one word of state", () => {
     // A negative balance (a penalty) or a fresh bucket does not fit.
     expect(roundTrip(TB, { b: -3000, t: T0 })).toBeUndefined();
     expect(roundTrip(TB, { b: 5000, t: Number.NEGATIVE_INFINITY })).toBeUndefined();
+  });
+
+  it("token bucket: an empty bucket whose instant survives the round trip comes back as the same state", () => {
+    // Nudged, it read back "full again" a hair later: a retry 1 ms later than the record's own
+    // answer, from a decision that claims to be exact (restore-exact-compact.test.ts).
+    const ONE = rule({ algorithm: "token-bucket", capacity: 1, refillPerSecond: 1 });
+    for (const t of [T0, 1_760_000_000_000, T0 + 0.5]) expect(roundTrip(ONE, { b: 0, t })).toEqual({ b: 0, t });
+    const PAIR = rule(
+      { algorithm: "sliding-window", limit: 1, windowMs: 1 },
+      { algorithm: "token-bucket", capacity: 1, refillPerSecond: 1 },
+    );
+    const words = new Float64Array(2);
+    const record = [
+      { w: T0 - 123, p: 0, c: 1 },
+      { b: 0, t: T0 },
+    ];
+    expect(writeState(PAIR, record, words, 0, 2)).toBe(true);
+    expect(readState(PAIR, words, 0, 2)).toEqual(record);
+    // A bucket with tokens left is read back empty earlier: nudged as before (never more tokens).
+    const back = roundTrip(ONE, { b: 250, t: T0 }) as { b: number; t: number };
+    expect(back.b).toBe(0);
+    expect(back.t).toBeGreaterThan(T0 - 250);
   });
 
   it("no other state takes the dense layout", () => {
@@ -229,5 +260,57 @@ describe("the pair layout: a composite of two members, one word each", () => {
       { w: W, c: 2 },
     ]) as [{ buf: number[]; n: number }, unknown];
     expect(later[0].buf).toEqual([T0 + 1, T0 + 1]);
+  });
+});
+
+describe("writtenExactly: whether a slot holds the state or a bound of it (decisions from a bound say `approximate`)", () => {
+  const exactly = (r: CompiledRule, record: unknown, stateWords = 1) => {
+    const words = new Float64Array(2);
+    expect(writeState(r, record, words, 0, stateWords)).toBe(true);
+    return writtenExactly(r, record, words, 0, stateWords);
+  };
+  it("the state itself: windows, whole-ms arrival times, an empty bucket, a log of at most one entry", () => {
+    expect(exactly(rule({ algorithm: "fixed-window", limit: 5, windowMs: 1000 }), { w: T0 - 123, c: 3 })).toBe(true);
+    expect(exactly(rule({ algorithm: "gcra", limit: 7, periodMs: 1000 }), { ms: T0, ticks: 0, den: 7 })).toBe(true);
+    expect(exactly(rule({ algorithm: "token-bucket", capacity: 1, refillPerSecond: 1 }), { b: 0, t: T0 })).toBe(true);
+    const L = rule({ algorithm: "sliding-log", limit: 5, windowMs: 60_000 });
+    // A ring buffer of one entry (not at index 0) is the same log as its one-entry read-back.
+    expect(exactly(L, { buf: [0, T0 + 0.25, 0], head: 1, n: 1 })).toBe(true);
+    expect(exactly(L, { buf: [], head: 0, n: 0 })).toBe(true);
+  });
+  it("a bound: a log of two or more entries, an arrival time with a fraction, a bucket with tokens left", () => {
+    const L = rule({ algorithm: "sliding-log", limit: 5, windowMs: 60_000 });
+    // Both entries at the same whole ms: the log itself, read back exactly.
+    expect(exactly(L, { buf: [T0, T0], head: 0, n: 2 })).toBe(true);
+    expect(exactly(L, { buf: [T0 - 10, T0], head: 0, n: 2 })).toBe(false);
+    expect(exactly(rule({ algorithm: "gcra", limit: 7, periodMs: 1000 }), { ms: T0, ticks: 3, den: 7 })).toBe(false);
+    expect(exactly(rule({ algorithm: "token-bucket", capacity: 5, refillPerSecond: 3 }), { b: 2500, t: T0 })).toBe(
+      false,
+    );
+    // A pair: one member's bound makes the slot a bound.
+    const PAIR = rule(
+      { algorithm: "fixed-window", limit: 3, windowMs: 1000 },
+      { algorithm: "gcra", limit: 7, periodMs: 1000 },
+    );
+    expect(
+      exactly(
+        PAIR,
+        [
+          { w: T0 - 123, c: 1 },
+          { ms: T0, ticks: 0, den: 7 },
+        ],
+        2,
+      ),
+    ).toBe(true);
+    expect(
+      exactly(
+        PAIR,
+        [
+          { w: T0 - 123, c: 1 },
+          { ms: T0, ticks: 2, den: 7 },
+        ],
+        2,
+      ),
+    ).toBe(false);
   });
 });

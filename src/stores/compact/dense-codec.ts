@@ -90,6 +90,11 @@ function encodeBucket(m: Algorithm, s: TokenBucketState): number | undefined {
   const exact = s.t + (full - s.b) / r;
   // A negative balance (a penalty) would read back as an empty bucket: more tokens, so it does not fit.
   if (!(Number.isFinite(exact) && s.b >= 0)) return undefined;
+  // An empty bucket whose instant survives the round trip is stored as it is: read back, it is
+  // the very same state (nudged, it would answer a retry 1 ms later than the record it came
+  // from while claiming to be exact: issue 34's restart differential, seed 340034).
+  const same = decodeBucket(m, exact);
+  if (same.b === s.b && same.t === s.t) return exact;
   const word = exact + Math.abs(exact) * 2 ** -51;
   const back = decodeBucket(m, word);
   // Read back empty at back.t: the original's balance, run back to that instant, must not be
@@ -224,6 +229,46 @@ export function writeState(
   if (word === undefined) return false;
   words[at] = word;
   return true;
+}
+
+/**
+ * Whether the state written at `words[at..]` by `writeState` reads back as `record` itself, not
+ * a bound of it (a log of ≥ 2 entries at its newest, an arrival time rounded up, a token bucket
+ * read back empty earlier): only then may a decision from it claim to be exact (SPEC §10).
+ */
+export function writtenExactly(
+  rule: CompiledRule,
+  record: RuleRecord,
+  words: Float64Array,
+  at: number,
+  stateWords: number,
+): boolean {
+  // Window counts are written only when they read back exactly (`memberWord`, state-codec.ts).
+  if (rule.members.every((m) => m.kind === "fixed-window" || m.kind === "sliding-window")) return true;
+  const back = readState(rule, words, at, stateWords);
+  if (rule.bare) return sameState(rule.members[0] as Algorithm, back, record);
+  return rule.members.every((m, i) => sameState(m, (back as unknown[])[i], (record as unknown[])[i]));
+}
+
+/** Whether member `m`'s states `a` and `b` are the same (a log's entries in order, whatever its buffer). */
+function sameState(m: Algorithm, a: unknown, b: unknown): boolean {
+  if (isLog(m)) {
+    const x = a as SlidingLogState;
+    const y = b as SlidingLogState;
+    if (x.n !== y.n) return false;
+    for (let i = 0; i < x.n; i++) {
+      if (x.buf[(x.head + i) % x.buf.length] !== y.buf[(y.head + i) % y.buf.length]) return false;
+    }
+    return true;
+  }
+  if (isArrival(m)) {
+    const x = a as GcraState;
+    const y = b as GcraState;
+    return x.ms === y.ms && x.ticks === y.ticks && (x.ticks === 0 || x.den === y.den);
+  }
+  const x = a as Record<string, number>;
+  const y = b as Record<string, number>;
+  return Object.keys(y).every((k) => x[k] === y[k]);
 }
 
 /** The record at `words[at..]` in a layout of `stateWords` words per slot (written by `writeState`). */

@@ -6,7 +6,7 @@
 import { blocksBeside } from "../../core/block.ts";
 import { type CompiledRule, type RuleRecord, recordFreshAt } from "../../core/rule.ts";
 import { BUCKET_SLOTS, CompactTable } from "../compact/compact-table.ts";
-import { fitsCompact, readState, writeState } from "../compact/dense-codec.ts";
+import { fitsCompact, readState, writeState, writtenExactly } from "../compact/dense-codec.ts";
 import { STATE_WORDS } from "../compact/state-codec.ts";
 import { Approx } from "./approx.ts";
 import { compactFor } from "./compact-tier.ts";
@@ -42,8 +42,8 @@ export function adopt(s: StoreState, table: Table, snapshot: TableSnapshot, repo
   }
   // Compact records are checked too before anything is loaded.
   const scratch = new Float64Array(STATE_WORDS);
-  const rows: Array<[number, number, number, number, number | undefined, RuleRecord, boolean]> = [];
-  for (const [h1, h2, w0, w1, bucket, returning] of snapshot.compact ?? []) {
+  const rows: Array<[number, number, number, number, number | undefined, RuleRecord, number]> = [];
+  for (const [h1, h2, w0, w1, bucket, flags] of snapshot.compact ?? []) {
     scratch[0] = w0 as number;
     scratch[1] = w1 as number;
     const record = readState(rule, scratch, 0, STATE_WORDS);
@@ -51,7 +51,7 @@ export function adopt(s: StoreState, table: Table, snapshot: TableSnapshot, repo
       refuse(`a compact record (fingerprint ${h1}) does not fit the rule's layout`);
       return;
     }
-    rows.push([h1 as number, h2 as number, w0 as number, w1 as number, bucket, record, returning === 1]);
+    rows.push([h1 as number, h2 as number, w0 as number, w1 as number, bucket, record, flags ?? 0]);
   }
   report.status = "adopted";
   // Blocks beside the records (rules without a ban) end at absolute instants, like records:
@@ -69,6 +69,7 @@ export function adopt(s: StoreState, table: Table, snapshot: TableSnapshot, repo
   const summarisedBefore = s.summarised;
   // Probation's records first, then the protected segment's (keys that came back) into theirs.
   const first = snapshot.records.length - (snapshot.protected ?? 0);
+  const bounds = new Set(snapshot.bounds ?? []);
   snapshot.records.forEach(([key, record, rate], i) => {
     if (table.delete(key)) s.size--;
     const freshAt = recordFreshAt(rule, record);
@@ -80,7 +81,11 @@ export function adopt(s: StoreState, table: Table, snapshot: TableSnapshot, repo
     if (s.size >= s.budget.maxKeys) evict(s, table, t);
     table.adopt(
       key,
-      rate === undefined ? record : readBack(s, key, record as RuleRecord, rate, rule),
+      rate !== undefined
+        ? readBack(s, key, record as RuleRecord, rate, rule)
+        : bounds.has(key)
+          ? new Approx(record as RuleRecord, 0, 0, rule, true) // a bound: its decisions stay approximate
+          : record,
       freshAt,
       i >= first,
     );
@@ -174,7 +179,7 @@ function adoptCompact(
   s: StoreState,
   table: Table,
   snapshot: TableSnapshot,
-  rows: Array<[number, number, number, number, number | undefined, RuleRecord, boolean]>,
+  rows: Array<[number, number, number, number, number | undefined, RuleRecord, number]>,
   t: number,
   report: RestoredTable,
 ): void {
@@ -192,7 +197,8 @@ function adoptCompact(
   let summarised = 0;
   let unfit = 0;
   let moved = 0;
-  for (const [h1, h2, , , bucket, record, returning] of rows) {
+  for (const [h1, h2, , , bucket, record, flags] of rows) {
+    const returning = (flags & 1) !== 0;
     const freshAt = recordFreshAt(rule, record);
     if (!(freshAt > t)) {
       report.expired++;
@@ -214,6 +220,11 @@ function adoptCompact(
       summarise(s, table, h1, h2, record, t);
       unfit++;
       continue;
+    }
+    // A bound stays one (and a record this tier holds only as a bound becomes one).
+    const state = compact.stateIndex(slot);
+    if ((flags & 2) !== 0 || !writtenExactly(rule, record, compact.words, state, compact.stateWords)) {
+      compact.markBound(slot);
     }
     // The saved bucket may itself be one a restore chose: lookups look there too until fresh.
     if (freshAt > table.restoredUntil) table.restoredUntil = freshAt;

@@ -23,6 +23,13 @@ export class Approx {
     readonly h1: number,
     readonly h2: number,
     rule: CompiledRule,
+    /**
+     * True for a key's own record read back from a compact slot that held a bound of it, not
+     * the state itself (dense-codec.ts: a log of ≥ 2 entries at its newest, an arrival time
+     * rounded up, a token bucket read back empty earlier): no summary is involved, but its
+     * decisions over-count by a little, so they say `approximate` until `own` is fresh.
+     */
+    readonly bound = false,
   ) {
     this.rate = rule.members.some(isRate) ? rule.members.flatMap(() => [0, Number.NaN]) : NO_RATE;
   }

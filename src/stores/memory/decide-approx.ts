@@ -7,7 +7,7 @@ import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { Decision } from "../../algorithms/decision.ts";
 import { markReadBack } from "../../core/ban.ts";
 import { decideRule, type Operation } from "../../core/decide-rule.ts";
-import { banState, type CompiledRule, memberState, type RuleRecord } from "../../core/rule.ts";
+import { banState, type CompiledRule, memberState, type RuleRecord, recordFreshAt } from "../../core/rule.ts";
 import { isRate, unitMs } from "../compact/summary-codec.ts";
 import { type Approx, oweUnits } from "./approx.ts";
 import type { StoreState } from "./store-state.ts";
@@ -30,6 +30,7 @@ export function decideApprox(
   at?: number,
 ): Decision {
   const rule = table.rule;
+  if (approx.bound) return decideBound(s, table, key, approx, cost, t, op, at);
   table.sketch ??= newSketch(s, table);
   const sketch = table.sketch;
   const present = sketch.present(approx.h1, approx.h2, t);
@@ -91,6 +92,34 @@ export function decideApprox(
     // expires (conservative: a summarised lease counts until its leaseMs ends).
     decideRule(rule, own, t, cost, op, at);
   }
+  return result;
+}
+
+/**
+ * A key whose record came back from a compact slot that held a bound of it (approx.ts
+ * `Approx.bound`): decided on that bound, its own record from now on, `approximate` until it is
+ * fresh (then the state it over-counted is fresh too, and the record is exact again).
+ */
+function decideBound(
+  s: StoreState,
+  table: Table,
+  key: string,
+  approx: Approx,
+  cost: number,
+  t: number,
+  op: Operation,
+  at?: number,
+): Decision {
+  const rule = table.rule;
+  const own = approx.own;
+  if (!(recordFreshAt(rule, own) > t)) {
+    if (op !== "peek" && op !== "get" && table.find(key) === approx) table.replace(key, own);
+    return decideRule(rule, own, t, cost, op, at);
+  }
+  const result = decideRule(rule, own, t, cost, op, at);
+  result.approximate = true;
+  s.approximate++;
+  if (!result.allowed && op === "check") s.refused++;
   return result;
 }
 

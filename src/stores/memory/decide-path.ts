@@ -83,12 +83,20 @@ export function miss(
     if (slot >= 0) {
       // Exact in the compact tier: back into the `Map` tier (it came back: it is not a one-shot key).
       const record = readState(rule, compact.words, compact.stateIndex(slot), compact.stateWords);
-      if (op === "peek" || op === "get") return decideRule(rule, record, t, cost, op);
+      // A slot that held a bound of the key's state: its decisions say so until it is fresh.
+      const held = compact.boundAt(slot) ? new Approx(record, h[0] as number, h[1] as number, rule, true) : record;
+      if (op === "peek" || op === "get") {
+        return held === record
+          ? decideRule(rule, record, t, cost, op)
+          : decideApprox(s, table, key, held as Approx, cost, t, op);
+      }
       compact.remove(slot);
       table.compactSize--;
       s.compactHits++;
-      insert(s, table, key, record, t, true);
-      return decideRule(rule, record, t, cost, op, at);
+      insert(s, table, key, held, t, true);
+      return held === record
+        ? decideRule(rule, record, t, cost, op, at)
+        : decideApprox(s, table, key, held as Approx, cost, t, op, at);
     }
   }
   const h1 = h[0] as number;

@@ -21,9 +21,14 @@ export function saveTable(table: Table, compact: CompactTable | undefined, seed:
   const records: TableSnapshot["records"] = [];
   let kept = 0;
   let readBack = false;
+  const bounds: string[] = [];
   for (const [key, record, protectedOne] of table.entries()) {
-    // A key read back from the summary travels as it is held: what it took since, and its debts.
-    if (record instanceof Approx) {
+    // A bound read back from a compact slot travels as its record, named in `bounds`.
+    if (record instanceof Approx && record.bound) {
+      records.push([key, record.own]);
+      bounds.push(key);
+    } else if (record instanceof Approx) {
+      // A key read back from the summary travels as it is held: what it took since, and its debts.
       records.push([key, record.own, [...record.rate]]);
       readBack = true;
     } else records.push([key, record]);
@@ -41,7 +46,9 @@ export function saveTable(table: Table, compact: CompactTable | undefined, seed:
         at = 0;
       }
       const row = [h1, h2, two[at] as number, two[at + 1] as number, compact.bucketOf(slot)];
-      if (compact.returningAt(slot)) row.push(1);
+      // 1: a returning key's, 2: a bound of the key's state (decisions from it are approximate).
+      const flags = (compact.returningAt(slot) ? 1 : 0) | (compact.boundAt(slot) ? 2 : 0);
+      if (flags !== 0) row.push(flags);
       rows.push(row);
     });
     // forEach visits each bucket newest first; a restore appends oldest first, as they came.
@@ -53,6 +60,7 @@ export function saveTable(table: Table, compact: CompactTable | undefined, seed:
     shape: table.id.slice(sep + 1),
     records,
     ...(kept > 0 ? { protected: kept } : {}),
+    ...(bounds.length > 0 ? { bounds } : {}),
     ...(rows.length > 0
       ? {
           compact: rows,

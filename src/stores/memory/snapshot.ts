@@ -30,12 +30,18 @@ export interface TableSnapshot {
    * rate-based member (approx.ts `Approx`), and its record is what it took since.
    */
   records: Array<[string, unknown] | [string, unknown, number[]]>;
+  /**
+   * Keys of `records` whose record is a bound of their state read back from a compact slot (its
+   * decisions say `approximate` until it is fresh), not the state itself.
+   */
+  bounds?: string[] | undefined;
   /** How many of `records` (the last ones) were in the protected segment (keys that came back). */
   protected?: number | undefined;
   /**
    * Records of the compact tier: [h1, h2, word0, word1, bucket] (fingerprints under `seed`),
-   * oldest first within a bucket, and a sixth figure 1 for a returning key's (protected from
-   * floods of keys that come once); version 1 files have no bucket.
+   * oldest first within a bucket, and a sixth figure of flags: 1 for a returning key's
+   * (protected from floods of keys that come once), 2 for a bound of the key's state rather
+   * than the state (decisions from it are approximate); version 1 files have no bucket.
    */
   compact?: number[][] | undefined;
   /**
@@ -151,6 +157,10 @@ export function decodeSnapshot(text: string): StoreSnapshot {
         );
       }
     }
+    const bounds = t.bounds as unknown;
+    if (bounds !== undefined && !(Array.isArray(bounds) && bounds.every((k) => typeof k === "string"))) {
+      throw new ArgumentError(`${where}: "bounds" must be a list of keys (got ${describeValue(bounds)})`);
+    }
     const kept = t.protected as unknown;
     if (
       kept !== undefined &&
@@ -179,7 +189,7 @@ export function decodeSnapshot(text: string): StoreSnapshot {
       !(Array.isArray(compact) && compact.every((r) => compactRow(r, at?.buckets as number | undefined)))
     ) {
       throw new ArgumentError(
-        `${where}: compact records must be [h1, h2, word, word, bucket]: 32-bit fingerprints, numbers, a bucket of the saved tier`,
+        `${where}: compact records must be [h1, h2, word, word, bucket, flags?]: 32-bit fingerprints, numbers, a bucket of the saved tier, flags 1 to 3`,
       );
     }
     if (t.seed !== undefined && !isSeed(t.seed)) {
@@ -281,8 +291,8 @@ function isWord32(value: unknown): boolean {
  */
 function compactRow(row: unknown, buckets: number | undefined): boolean {
   if (!Array.isArray(row) || row.length < 4 || row.length > 6) return false;
-  // A sixth figure, 1, marks a returning key (protected in the compact tier).
-  if (row.length === 6 && row[5] !== 1) return false;
+  // A sixth figure of flags: 1 a returning key (protected in the compact tier), 2 a bound.
+  if (row.length === 6 && !(row[5] === 1 || row[5] === 2 || row[5] === 3)) return false;
   if (!isWord32(row[0]) || !isWord32(row[1]) || typeof row[2] !== "number" || typeof row[3] !== "number") return false;
   if (row.length === 4) return true;
   const bucket = row[4] as unknown;

@@ -8,7 +8,7 @@ import { decideRule } from "../../core/decide-rule.ts";
 import type { RuleRecord } from "../../core/rule.ts";
 import { recordFreshAt } from "../../core/rule.ts";
 import type { CompactTable } from "../compact/compact-table.ts";
-import { fitsCompact, readState, writeState } from "../compact/dense-codec.ts";
+import { fitsCompact, readState, writeState, writtenExactly } from "../compact/dense-codec.ts";
 import { Approx } from "./approx.ts";
 import { compactFor } from "./compact-tier.ts";
 import { now, type StoreState } from "./store-state.ts";
@@ -48,13 +48,18 @@ export function evict(s: StoreState, inserting: Table, t: number): void {
   else s.fullest = inserting;
   const entry = victim.shift();
   if (entry === undefined) return;
-  const [key, record] = entry;
+  const [key, held] = entry;
   s.size--;
   s.evicted++;
   const at = victim === inserting ? t : now(victim);
-  if (record instanceof Approx) {
-    summarise(s, victim, record.h1, record.h2, record.own, at, record);
-    return;
+  let record = held;
+  if (held instanceof Approx) {
+    // A bound read back from a compact slot goes down the tiers as a record, still a bound.
+    if (!held.bound) {
+      summarise(s, victim, held.h1, held.h2, held.own, at, held);
+      return;
+    }
+    record = held.own;
   }
   if (!(recordFreshAt(victim.rule, record as RuleRecord) > at)) return; // fresh: nothing to keep
   const h = s.hash(key);
@@ -69,7 +74,12 @@ export function evict(s: StoreState, inserting: Table, t: number): void {
     const returning = victim.shiftedProtected && decideRule(victim.rule, record, at, 1, "peek").allowed;
     const slot = compact.claim(victim.index, h, returning);
     pushedOut(s, compact, victim, at);
-    if (writeState(victim.rule, record as RuleRecord, compact.words, compact.stateIndex(slot), compact.stateWords)) {
+    const state = compact.stateIndex(slot);
+    if (writeState(victim.rule, record as RuleRecord, compact.words, state, compact.stateWords)) {
+      // A slot that holds a bound of the record says so: decisions from it are not exact.
+      const bound =
+        record !== held || !writtenExactly(victim.rule, record as RuleRecord, compact.words, state, compact.stateWords);
+      if (bound) compact.markBound(slot);
       victim.compactSize++;
       return;
     }
