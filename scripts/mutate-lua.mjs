@@ -274,18 +274,22 @@ const all = files
   .slice(0, limit);
 if (args.includes("--list")) {
   let listed = 0;
+  const out = [];
   for (const m of all) {
     const equivalent = equivalents.has(`${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} ${m.to}`);
     if (equivalent) listed++;
-    console.log(
+    out.push(
       `${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} -> ${m.to}   ${m.text}${equivalent ? "   [listed equivalent]" : ""}`,
     );
   }
-  console.log(
+  out.push(
     `${all.length} mutants, ${listed} listed equivalent (${equivalents.size} entries, each matching one mutant)`,
   );
   // A line hint is for the reader only: one that is off is shown, never an error.
-  for (const hint of staleHints) console.log(`  note: ${hint}`);
+  for (const hint of staleHints) out.push(`  note: ${hint}`);
+  // Written out before exiting: process.exit right after console.log cut the ~80 kB listing
+  // short when stdout is a pipe another process reads (test/redis/lua-equivalents.test.ts).
+  await new Promise((resolve) => process.stdout.write(`${out.join("\n")}\n`, resolve));
   process.exit(0);
 }
 const started = Date.now();
