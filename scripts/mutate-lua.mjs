@@ -19,10 +19,12 @@
 // killed now or then. Mutants are matched by file, line, column and flip, so the .lua files must
 // be those the report was made from.
 //
-// Mutants argued equivalent are listed in scripts/lua-equivalents.json ({ file, line, from, to,
-// reason }, plus column where a line has the same flip twice), so the claim is checked here rather
-// than in prose: every entry must match exactly one mutant of the .lua files (else exit 2), a
-// listed mutant that gets killed is reported (drop it from the list), and the score leaves listed
+// Mutants argued equivalent are listed in scripts/lua-equivalents.json ({ file, text, from, to,
+// reason }: text is the trimmed source line, plus column where the line has the same flip twice,
+// occurrence where the file has the line's text twice, line as a hint), so the claim is checked
+// here rather than in prose: every entry must match exactly one mutant of the .lua files (else
+// exit 2; an entry names its line by text, so a line that only moved still matches), a listed
+// mutant that gets killed is reported (drop it from the list), and the score leaves listed
 // mutants out, as Stryker leaves out ignored ones (the raw score is printed beside it).
 //
 // Exit code 0 when every mutant not listed as equivalent was killed, 1 when one survived, 2 on a
@@ -191,39 +193,72 @@ if (args.includes("--harness")) {
 
 /**
  * The listed equivalents matched against every mutant of the .lua files (not only those this run
- * selects): a map from mutant id (where + flip) to its entry. Exits 2 when an entry matches no
- * mutant or several, or two entries match one mutant.
+ * selects): a map from mutant id (where + flip) to its entry. An entry names its mutant by file,
+ * the trimmed text of its line and the flip, not by line number, so an edit elsewhere in the file
+ * that moves the line leaves the entry valid: `column` picks one of a flip's sites on the line,
+ * `occurrence` (1-based, top to bottom) one of the file's lines with that text; `line` is only a
+ * hint for the reader. Exits 2 when an entry matches no mutant or several, or two entries match
+ * one mutant. Returns also the entries whose line hint is off, for --list to show.
  */
 function listedEquivalents() {
   const entries = JSON.parse(readFileSync(equivalentsPath, "utf8"));
-  const every = luaFiles(SCRIPTS).flatMap(mutantsOf);
+  const files = luaFiles(SCRIPTS);
+  const every = files.flatMap(mutantsOf);
+  const linesOf = new Map(files.map((f) => [relative(SCRIPTS, f), readFileSync(f, "utf8").split("\n")]));
   const byId = new Map();
   const errors = [];
+  const staleHints = [];
   for (const e of entries) {
+    const name = `${e.file}${e.line === undefined ? "" : `:${e.line}`} "${e.text ?? ""}"${e.column === undefined ? "" : ` column ${e.column}`}${e.occurrence === undefined ? "" : ` occurrence ${e.occurrence}`} ${e.from} -> ${e.to}`;
+    if (typeof e.reason !== "string" || e.reason === "") errors.push(`${name}: no reason`);
+    if (typeof e.text !== "string" || e.text === "") {
+      errors.push(`${name}: no text (the trimmed source line of the mutant)`);
+      continue;
+    }
+    const lines = linesOf.get(e.file);
+    if (lines === undefined) {
+      errors.push(`${name}: no such file under ${relative(ROOT, SCRIPTS)}`);
+      continue;
+    }
+    // The numbers (1-based) of the lines with that text, and the one `occurrence` picks.
+    const withText = lines.flatMap((l, i) => (l.trim() === e.text ? [i + 1] : []));
+    const picked = e.occurrence === undefined ? undefined : withText[e.occurrence - 1];
+    if (e.occurrence !== undefined && picked === undefined) {
+      errors.push(`${name}: occurrence ${e.occurrence} of ${withText.length} lines with that text`);
+      continue;
+    }
     const hits = every.filter(
       (m) =>
         relative(SCRIPTS, m.file) === e.file &&
-        m.line === e.line &&
+        m.text === e.text &&
         m.from === e.from &&
         m.to === e.to &&
-        (e.column === undefined || m.column === e.column),
+        (e.column === undefined || m.column === e.column) &&
+        (picked === undefined || m.line === picked),
     );
-    const name = `${e.file}:${e.line}${e.column === undefined ? "" : `:${e.column}`} ${e.from} -> ${e.to}`;
-    if (typeof e.reason !== "string" || e.reason === "") errors.push(`${name}: no reason`);
-    if (hits.length !== 1) errors.push(`${name}: matches ${hits.length} mutants (give a column, or fix the line)`);
-    for (const m of hits) {
-      const id = `${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} ${m.to}`;
-      if (byId.has(id)) errors.push(`${name}: listed twice`);
-      byId.set(id, e);
-    }
+    const onLines = new Set(hits.map((m) => m.line)).size;
+    if (hits.length === 0)
+      errors.push(
+        `${name}: matches no mutant (${withText.length === 0 ? "no line has that text" : `the text is on line ${withText.join(", ")} without that flip${e.column === undefined ? "" : " at that column"}`}: the code changed, re-derive the entry)`,
+      );
+    else if (onLines > 1)
+      errors.push(`${name}: the text is on ${onLines} lines with that flip (give occurrence 1..${withText.length})`);
+    else if (hits.length > 1)
+      errors.push(`${name}: the flip is ${hits.length} times on line ${hits[0].line} (give a column)`);
+    if (hits.length !== 1) continue;
+    const m = hits[0];
+    if (e.line !== undefined && e.line !== m.line) staleHints.push(`${name}: line hint ${e.line}, now line ${m.line}`);
+    const id = `${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} ${m.to}`;
+    if (byId.has(id)) errors.push(`${name}: listed twice`);
+    byId.set(id, e);
   }
   if (errors.length > 0) {
     console.error(`mutate-lua: ${relative(ROOT, equivalentsPath)}:\n  ${errors.join("\n  ")}`);
     process.exit(2);
   }
-  return byId;
+  return { byId, staleHints };
 }
-const equivalents = listedEquivalents();
+const { byId: equivalents, staleHints } = listedEquivalents();
 
 const files = luaFiles(SCRIPTS).filter(
   (f) => onlyFile === undefined || relative(SCRIPTS, f) === onlyFile || f.endsWith(`/${onlyFile}`),
@@ -239,16 +274,22 @@ const all = files
   .slice(0, limit);
 if (args.includes("--list")) {
   let listed = 0;
+  const out = [];
   for (const m of all) {
     const equivalent = equivalents.has(`${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} ${m.to}`);
     if (equivalent) listed++;
-    console.log(
+    out.push(
       `${relative(ROOT, m.file)}:${m.line}:${m.column} ${m.from} -> ${m.to}   ${m.text}${equivalent ? "   [listed equivalent]" : ""}`,
     );
   }
-  console.log(
+  out.push(
     `${all.length} mutants, ${listed} listed equivalent (${equivalents.size} entries, each matching one mutant)`,
   );
+  // A line hint is for the reader only: one that is off is shown, never an error.
+  for (const hint of staleHints) out.push(`  note: ${hint}`);
+  // Written out before exiting: process.exit right after console.log cut the ~80 kB listing
+  // short when stdout is a pipe another process reads (test/redis/lua-equivalents.test.ts).
+  await new Promise((resolve) => process.stdout.write(`${out.join("\n")}\n`, resolve));
   process.exit(0);
 }
 const started = Date.now();
