@@ -9,7 +9,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
+import type { UpstreamEntry } from "../support/upstream-server.mjs";
 import { afterFirstPause } from "./pause-storm-count.ts";
+import { startResetUpstream } from "./reset-upstream.mjs";
 import { runFleet } from "./run-fleet.mjs";
 
 const redis = await standaloneRedis("throttle upstream fleet, pause-end storm");
@@ -45,4 +47,44 @@ describe.skipIf(redis === undefined)("3 processes on Redis, a burst-allowing rat
       expect(Math.max(0, ...perPause)).toBeLessThanOrEqual(2);
     },
   );
+
+  // A short pause (F1 of the outside attack): an upstream that says when its window resets
+  // (`X-RateLimit-Reset`: what is left of its window, often 50-300 ms) pauses the key that long
+  // and cools it down as long. Before, the burst gcra refilled during both went at once when the
+  // cool-down ended, several jobs into the upstream's next window (2-3 429s in most windows, in
+  // bursts within ms: 19-21 429s for 36 jobs); now the rate resumes at its steady pace then.
+  it("X-RateLimit-Reset (short pauses), gcra 5/s, concurrency 4: one 429 a pause, a second one at most once", {
+    timeout: 40_000,
+  }, async () => {
+    const r = await runFleet({
+      mode: "sluice",
+      redisUrl: redis?.url ?? "",
+      prefix: uniquePrefix("pause-end-storm-reset"),
+      processes: 3,
+      jobs: 12,
+      limit: 3,
+      windowMs: WINDOW_MS,
+      upstream: startResetUpstream,
+      options: { rate: { algorithm: "gcra", limit: 5, periodMs: 1000 }, concurrency: 4, leaseMs: 3000 },
+    });
+    expect(r.statuses.filter((s) => s !== 200)).toEqual([]);
+    const perPause = afterFirstWindow(r.log);
+    console.log(`X-RateLimit-Reset: 429s a pause after the first: ${JSON.stringify(perPause)} (${r.tooMany} in all)`);
+    expect(perPause.length).toBeGreaterThan(0);
+    // Each window's first 429 pauses the fleet; a second one is a request sent before that
+    // pause reached its process (a loaded machine: rarely, once a run at most).
+    expect(perPause.filter((n) => n > 1).length).toBeLessThanOrEqual(1);
+    expect(Math.max(...perPause)).toBeLessThanOrEqual(2);
+  });
 });
+
+/**
+ * The 429s of each upstream window after the first 429's (that window holds the start's own
+ * burst, sent before any pause): each window's first 429 pauses the fleet.
+ */
+function afterFirstWindow(log: readonly UpstreamEntry[]): number[] {
+  const first = log.find((e) => e.status === 429)?.window ?? 0;
+  const per = new Map<number, number>();
+  for (const e of log) if (e.status === 429 && e.window > first) per.set(e.window, (per.get(e.window) ?? 0) + 1);
+  return [...per.values()];
+}
