@@ -1,4 +1,4 @@
-import type { Upstream, UpstreamEntry } from "../support/upstream-server.mjs";
+import type { UpstreamEntry } from "../support/upstream-server.mjs";
 
 /** What a fleet run shows. */
 export interface FleetOutcome {
@@ -33,6 +33,4 @@ export function runFleet(options: {
   limit: number;
   windowMs?: number;
   header?: "retry-after" | "ratelimit" | "x-ratelimit";
-  /** Another upstream simulator (default test/support/upstream-server.mjs's), started with limit and windowMs. */
-  upstream?: (options: { limit: number; windowMs: number }) => Promise<Upstream>;
 }): Promise<FleetOutcome>;

@@ -25,8 +25,7 @@ function child(args) {
 
 /**
  * `processes` children of `mode` each send `jobs` requests to a fresh upstream admitting `limit`
- * a window of `windowMs` (headers of `header`; `upstream`: another simulator, started with those
- * options, as reset-upstream.mjs). Returns what the callers got and what the
+ * a window of `windowMs` (headers of `header`). Returns what the callers got and what the
  * upstream saw: requests, 429s, windows that saw a 429, the most 429s of one window, how many ms
  * after its window's first 429 each later one arrived, elapsed ms.
  */
@@ -40,9 +39,8 @@ export async function runFleet({
   limit,
   windowMs = 1000,
   header = "retry-after",
-  upstream: start = startUpstream,
 }) {
-  const upstream = await start({ limit, windowMs, mode: header });
+  const upstream = await startUpstream({ limit, windowMs, mode: header });
   try {
     const children = await Promise.all(
       // One prefix (bottleneck: one id) for every process: one fleet.
