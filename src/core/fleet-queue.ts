@@ -46,9 +46,17 @@ export interface FleetGrant {
  * cools down until `now + 2 * ms`; a later pause only ever extends it. While the key cools down
  * (paused no more), a job of it is started only when no job of it started during a cool-down is
  * still running: one job at a time, each after the one before settled (a job running since
- * before the pause does not count; a late start, one whose task had not begun, does: restamp). Once the cool-down ends the rate alone decides again. The rate refilled during the pause: without it a rate that admits bursts above
- * the upstream's limit sent every waiting job at once when the pause ended, and each one past the
- * upstream's limit got its 429, pause after pause.
+ * before the pause does not count; a late start, one whose task had not begun, does: restamp).
+ * The rate refilled during the pause: without it a rate that admits bursts above the upstream's
+ * limit sent every waiting job at once when the pause ended, and each one past the upstream's
+ * limit got its 429, pause after pause. Once the cool-down ends the rate alone decides again, at
+ * its steady pace: the burst it refilled during the pause and the cool-down does not survive
+ * them. At the key's first decision after the end, the rate's record is charged (a penalty, at
+ * the end's instant) what it could still admit there past one unit, so one job may start at the
+ * end and the next a rate spacing later. Without it a short pause (an `X-RateLimit-Reset`: what
+ * is left of the upstream's window) had a cool-down as short, and the refilled burst then sent
+ * several jobs at once into the upstream's next window. (Done by the fleet queues, queue.lua and
+ * fleet-queue-host.ts; not yet by the local queue, whose limiter decides at its own now only.)
  */
 export function coolDownEnd(now: number, ms: number): number {
   return now + 2 * Math.max(0, ms);

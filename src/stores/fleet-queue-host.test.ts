@@ -358,6 +358,27 @@ describe("fleet queue host: the cool-down after a pause", () => {
     expect(grants.slice(2)).toEqual([{ id: "4", leased: false, delayMs: 0, at: T + 1000 }]);
   });
 
+  it("the burst the rate refilled during the pause and the cool-down does not survive them: the rate resumes at its steady pace", () => {
+    // gcra 5/s (burst 5): a short pause (200 ms, an X-RateLimit-Reset's rest of a window) and as
+    // long a cool-down whose one job still runs at its end. Before, the 4 units left went at once
+    // at T + 400 (several jobs into the upstream's next window: F1 of the attack).
+    const { clock, call, open, ids, grants } = setup({
+      rate: { id: "r", specs: [{ algorithm: "gcra", limit: 5, periodMs: 1000 } as never] },
+      ownerTtlMs: 10_000,
+    });
+    const a = open(1);
+    call(1, a, "h", ["pause", 200]);
+    expect(call(1, a, "e", ["1", 5, 1, 0, "2", 5, 1, 0, "3", 5, 1, 0, "4", 5, 1, 0, "5", 5, 1, 0]).grants).toEqual([]);
+    clock.advance(200);
+    expect(ids(grants)).toEqual(["1"]);
+    clock.advance(200); // the cool-down ends: one start, then one per 200 ms
+    expect(ids(grants)).toEqual(["1", "2"]);
+    clock.advance(199);
+    expect(ids(grants)).toEqual(["1", "2"]);
+    clock.advance(1);
+    expect(ids(grants)).toEqual(["1", "2", "3"]);
+  });
+
   it("a later pause extends the cool-down; a gone owner's cool-down job frees its place at once", () => {
     const { clock, call, open, ids, grants, host } = setup(burst);
     const a = open(1);

@@ -509,6 +509,7 @@ export class QueueHost {
     if (queue.rate === undefined) return `1,${now},0`;
     if (typeof at === "number") this.#decide(queue.rate, kq.key, cost, now, "refund", at);
     if (kq.pausedUntil > now) return `0,${kq.pausedUntil - now}`;
+    this.#coolDownEnded(queue, kq, now);
     // During a cool-down a late start is a start like a grant (queue.lua): it waits while another
     // job of the cool-down runs, and once it goes it is that job (",c": released when it ends).
     const cooling = now < kq.coolUntil;
@@ -542,6 +543,27 @@ export class QueueHost {
       this.#send(o.worker, { channel: QUEUE_CHANNEL, type: "queue-push", owner, key: kq.key, grants: [], pause });
     }
     return `${kq.pausedUntil},${already ? 1 : 0}`;
+  }
+
+  /**
+   * The first decision after `kq`'s cool-down ended: the burst the rate refilled during the pause
+   * and the cool-down is charged at the end's instant (coolDownEnd's rule, as queue.lua), so the
+   * rate resumes at its steady pace from there. Once per cool-down (its end is then forgotten).
+   */
+  #coolDownEnded(queue: Queue, kq: KeyQueue, now: number): void {
+    if (kq.coolUntil === 0 || kq.coolUntil > now) return;
+    const at = Math.max(kq.coolUntil, kq.cursor);
+    kq.coolUntil = 0;
+    kq.coolGrant = undefined;
+    if (queue.rate === undefined) return;
+    const left = this.#decide(queue.rate, kq.key, 1, at, "peek");
+    if (!left.allowed || left.remaining <= 0) return;
+    try {
+      this.#decide(queue.rate, kq.key, left.remaining, at, "penalty");
+      if (at > kq.cursor) kq.cursor = at;
+    } catch {
+      // An algorithm without `penalty` (leaky bucket) admits no burst: nothing to charge.
+    }
   }
 
   #grantOf(id: string, g: Grant, delayMs: number, at: number, cooling: boolean): WireGrant {
@@ -601,6 +623,7 @@ export class QueueHost {
       );
       return;
     }
+    this.#coolDownEnded(queue, kq, now);
     const others = new Map<string, FleetGrant[]>();
     let wait: number | undefined;
     /** How far ahead of now the head may be granted (queue.lua's rule). */

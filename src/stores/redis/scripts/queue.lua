@@ -44,7 +44,8 @@ local now = sluice_ms
 -- made at t cools the key down until t + 2 ms (a later pause only extends it), and while it
 -- cools down (paused no more) a ticket is granted only when no job granted during a cool-down is
 -- still running: one at a time. That job is the grant in 'cg', which its owner releases (op 'r')
--- when it ends, even without a lease (its grant says ',c'); a dead owner's holds nothing.
+-- when it ends, even without a lease (its grant says ',c'); a dead owner's holds nothing. Once it
+-- ends, the rate resumes at its steady pace: the burst it refilled meanwhile is charged (below).
 local pz = call('HMGET', KH, 'pz', 'pc')
 local pausedUntil, coolUntil = tonumber(pz[1] or '0'), tonumber(pz[2] or '0')
 
@@ -274,6 +275,33 @@ local function holdGrants()
 end
 
 local status = '1'
+-- The cool-down's end (coolDownEnd's rule, restated): the burst the rate refilled during the
+-- pause and the cool-down does not survive them. At the first call after the end, the rate's
+-- record is charged, at the end's instant (or the latest instant decided ahead, 'hz': the record
+-- never sees time run back), what it could still admit there past one unit: the rate resumes at
+-- its steady pace from the end (what it refills after the end is its own). Once per cool-down:
+-- 'pc' goes. (A member without a penalty, the leaky bucket, admits no burst: nothing to charge.)
+if coolUntil > 0 and coolUntil <= now then
+  if RR then
+    local forced = true
+    for i = 1, RR.count do
+      if not RR.members[i].force then forced = false end
+    end
+    local t = tonumber(call('HGET', KH, 'hz') or '0')
+    if t < coolUntil then t = coolUntil end
+    if forced then
+      local ok = decide(RR, KR, 1, PEEK, nil, t)
+      local left = INF
+      for f = 2, 4 * RR.count, 4 do
+        if FIG[f] < left then left = FIG[f] end
+      end
+      if ok and left > 0 and left < INF then decide(RR, KR, left, PENALTY, nil, t) end
+    end
+  end
+  call('HDEL', KH, 'pc', 'cg')
+  coolUntil = 0
+end
+
 if op == 'e' or op == 'E' then
   -- 0: the store had forgotten this owner (its tickets that reached the head meanwhile were
   -- dropped as dead): it sends its other waiting tickets again.
