@@ -54,6 +54,10 @@ export class FleetLink {
   #beat: (() => void) | undefined;
   #flushing = false;
   #closed = false;
+  /** Tickets submitted and not yet handed to the store (in the outbox, or waiting for the queue to open). */
+  readonly #unsent = new Set<string>();
+  /** Unsent tickets cancelled meanwhile: they are never sent, and their cancel is no store call. */
+  readonly #withdrawn = new Set<string>();
 
   constructor(
     store: FleetQueueStore,
@@ -113,6 +117,7 @@ export class FleetLink {
     let box = this.#outbox.get(key);
     if (box === undefined) this.#outbox.set(key, (box = []));
     box.push(ticket);
+    this.#unsent.add(ticket.id);
     this.#watch(key);
     if (!this.#flushing) {
       this.#flushing = true;
@@ -131,7 +136,14 @@ export class FleetLink {
   #send(key: string, tickets: FleetTicket[], resent = false): void {
     this.#live.set(key, this.#clock.now());
     this.#queue
-      .then((q) => q.enqueue(key, tickets, resent))
+      .then((q) => {
+        // A ticket cancelled before it left (its job expired or was aborted while the queue was
+        // opening) is not sent: its job has settled, and a call made now could come after the
+        // caller quit its client (a script's `quit()` then rejects).
+        for (const t of tickets) this.#unsent.delete(t.id);
+        const go = tickets.filter((t) => !this.#withdrawn.delete(t.id));
+        return go.length === 0 ? true : q.enqueue(key, go, resent);
+      })
       .then((known) => {
         if (known !== false) return;
         // The store had forgotten this process: tickets of it that reached the head meanwhile
@@ -141,14 +153,21 @@ export class FleetLink {
         if (others.length > 0) this.#send(key, others);
       })
       .catch((error: unknown) => {
+        this.#forget(tickets);
         this.#host.failed(key, error);
         if (this.#closed) return;
         after(this.#clock, RETRY_MS, () => {
+          this.#forget(tickets);
           const still = new Set(this.#host.waiting(key).map((t) => t.id));
           const again = tickets.filter((t) => still.has(t.id));
           if (again.length > 0) this.#send(key, again, resent);
         });
       });
+  }
+
+  /** Unsent tickets of a failed send that were cancelled meanwhile: nothing will send them now. */
+  #forget(tickets: readonly FleetTicket[]): void {
+    for (const t of tickets) if (this.#withdrawn.delete(t.id)) this.#unsent.delete(t.id);
   }
 
   /** Every waiting ticket of every key, again (the store may have lost them). */
@@ -233,6 +252,11 @@ export class FleetLink {
 
   /** Takes a waiting ticket out of the store's queue ("returned": its grant, which crossed this, went back). */
   async cancel(key: string, id: string): Promise<void> {
+    if (this.#unsent.has(id)) {
+      // Not in the store yet: it never will be, and there is nothing to call.
+      this.#withdrawn.add(id);
+      return;
+    }
     await (await this.#queue).cancel(key, id);
   }
 

@@ -370,7 +370,9 @@ export class ThrottleRunner {
       settle();
     };
     const cancel = after(this.#clock, SETTLE_WAIT_MS, once, true);
-    void Promise.all(calls).then(once);
+    // Never rejects (each call is a #fleetCall, or a release whose failure is an `error` event),
+    // but a rejection here must not become an unhandled one in the user's process either.
+    void Promise.all(calls).then(once, once);
   }
 
   /** The limiter that holds the key's fleet-wide pauses (a block): the rate's, else the slots' (none: local only). */

@@ -6,11 +6,12 @@
 //           lease    - a concurrency limiter: a lease, a denial, release() and renew()
 //           throttle - createThrottle (rate 2 a minute, concurrency 1) runs 3 jobs: the third
 //                      waits for the rate, is denied, and is then dropped by maxWaitMs
+// An optional fifth arg, late-open, holds the fleet queue's opening until quit() (see below).
 // Prints one JSON line with what happened, then quits its client; the test asserts it exits.
 import { createLimiter, createThrottle } from "../../dist/index.js";
 import { RedisStore } from "../../dist/stores/redis/index.js";
 
-const [kind, use, url, prefix] = process.argv.slice(2);
+const [kind, use, url, prefix, mode] = process.argv.slice(2);
 const { hostname, port } = new URL(url);
 let client;
 let quit;
@@ -18,6 +19,44 @@ if (kind === "ioredis" || kind === "iovalkey") {
   const { Redis } = await import(kind);
   client = new Redis(url);
   quit = () => client.quit();
+  // mode late-open (ioredis, iovalkey): the fleet queue's subscription is answered only once quit() was called (a
+  // loaded machine, where opening it took longer than every job's maxWaitMs and the 1 s a
+  // settling job waits for its calls), and each store command written after QUIT is counted:
+  // one such command made ioredis's own quit() reject, and the script exit with code 1.
+  if (mode === "late-open") {
+    let opened;
+    const gate = new Promise((resolve) => {
+      opened = resolve;
+    });
+    const duplicate = client.duplicate;
+    client.duplicate = function (...args) {
+      const sub = duplicate.apply(this, args);
+      const subscribe = sub.subscribe;
+      sub.subscribe = (...a) => subscribe.apply(sub, a).then((r) => gate.then(() => r));
+      return sub;
+    };
+    let quitting = false;
+    let late = 0;
+    for (const name of ["evalsha", "eval"]) {
+      const send = client[name];
+      client[name] = function (...a) {
+        if (quitting) late++;
+        return send.apply(this, a);
+      };
+    }
+    quit = () => {
+      quitting = true;
+      const done = client.quit();
+      opened();
+      return done;
+    };
+    process.on("exit", () => {
+      if (late > 0) {
+        process.stderr.write(`${late} store command(s) written after QUIT\n`);
+        process.exitCode = 3;
+      }
+    });
+  }
 } else if (kind === "node-redis") {
   const { createClient } = await import("redis");
   client = createClient({ url });

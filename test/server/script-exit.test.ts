@@ -51,4 +51,22 @@ describe.skipIf(redis === undefined)("a script that quits its own client exits, 
       expect(stats.expired).toBeGreaterThanOrEqual(1);
     });
   }
+
+  // Seen once at load ~30: the fleet queue (its subscription) opened only after every job had
+  // expired and settled, so the tickets' enqueue and cancels were written after the script's
+  // QUIT, and ioredis's quit() rejected ("Connection is closed", exit 1). The child holds the
+  // opening until quit() was called, deterministically, and exits with 3 if any command was
+  // written after QUIT. Tickets cancelled before they left are now never sent.
+  for (const client of ["ioredis", "iovalkey"] as const) {
+    it.concurrent(`${client}: jobs that expired before the fleet queue opened write nothing after QUIT`, {
+      timeout: 30_000,
+    }, async () => {
+      const out = await runChild([client, "throttle", redis?.url ?? "", uniquePrefix("exit-late-open"), "late-open"]);
+      expect(out.code, out.stderr).toBe(0);
+      expect(out.report).toMatchObject({
+        outcomes: ["rejected", "rejected", "rejected"],
+        stats: { queued: 0, running: 0, expired: 3 },
+      });
+    });
+  }
 });
