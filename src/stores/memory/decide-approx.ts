@@ -34,10 +34,7 @@ export function decideApprox(
   table.sketch ??= newSketch(s, table);
   const sketch = table.sketch;
   const present = sketch.present(approx.h1, approx.h2, t);
-  if (!present && approx.settled(t)) {
-    if (op !== "peek" && op !== "get" && table.find(key) === approx) table.replace(key, approx.own);
-    return decideRule(rule, approx.own, t, cost, op, at);
-  }
+  if (!present && approx.settled(t)) return decideExactAgain(table, key, approx, cost, t, op, at);
   const estimate = sketch.estimate(approx.own, approx.rate, present, t, (a, b) => permits(rule, a, b, t, cost));
   const own = approx.own;
   const ban = banState(rule, estimate);
@@ -112,10 +109,7 @@ function decideBound(
 ): Decision {
   const rule = table.rule;
   const own = approx.own;
-  if (!(recordFreshAt(rule, own) > t)) {
-    if (op !== "peek" && op !== "get" && table.find(key) === approx) table.replace(key, own);
-    return decideRule(rule, own, t, cost, op, at);
-  }
+  if (!(recordFreshAt(rule, own) > t)) return decideExactAgain(table, key, approx, cost, t, op, at);
   const result = decideRule(rule, own, t, cost, op, at);
   result.approximate = true;
   s.approximate++;
@@ -130,4 +124,21 @@ function permits(rule: CompiledRule, a: RuleRecord, b: RuleRecord, t: number, co
   if (da.allowed !== db.allowed) return da.allowed;
   if (da.remaining !== db.remaining) return da.remaining > db.remaining;
   return da.retryAfterMs < db.retryAfterMs;
+}
+
+/**
+ * A read-back key whose own record is exact again: a writing operation puts that record back in
+ * the key's place (a peek or a get only reads), and the record decides alone.
+ */
+function decideExactAgain(
+  table: Table,
+  key: string,
+  approx: Approx,
+  cost: number,
+  t: number,
+  op: Operation,
+  at?: number,
+): Decision {
+  if (op !== "peek" && op !== "get" && table.find(key) === approx) table.replace(key, approx.own);
+  return decideRule(table.rule, approx.own, t, cost, op, at);
 }
