@@ -35,6 +35,14 @@ export async function startUpstream({ limit, windowMs = 1000, mode = "retry-afte
     log.push({ at, status: 200, job, window });
     res.end("ok");
   });
+  return listening(server, log);
+}
+
+/**
+ * Listens on 127.0.0.1 port 0 (keep-alive 1 s) and answers `{ url, log, close }`: what every
+ * upstream simulator of the throttle tests returns.
+ */
+export async function listening(server, log) {
   server.keepAliveTimeout = 1000;
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address();

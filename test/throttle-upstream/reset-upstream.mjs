@@ -5,6 +5,7 @@
 // window's end in epoch seconds, rounded up>` (so a pause lasts what is left of the window, or
 // up to a second more). Logged as test/support/upstream-server.mjs logs (the same entries).
 import { createServer } from "node:http";
+import { listening } from "../support/upstream-server.mjs";
 
 /** Starts the upstream on 127.0.0.1 port 0. */
 export async function startResetUpstream({ limit, windowMs = 1000, latencyMs = 150 }) {
@@ -32,16 +33,5 @@ export async function startResetUpstream({ limit, windowMs = 1000, latencyMs = 1
     log.push({ at, status: 200, job, window });
     setTimeout(() => res.end("ok"), latencyMs);
   });
-  server.keepAliveTimeout = 1000;
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address();
-  return {
-    url: `http://127.0.0.1:${port}/`,
-    log,
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return listening(server, log);
 }
