@@ -638,11 +638,23 @@ function observed(
   };
 }
 
+/**
+ * The one-member composite's decision for its member's `d`: `combine` builds the figures; the
+ * flags the store set on `d` itself (read back from the summary, banned) are the composite's
+ * too, as on any composite (they were lost here: `approximate` showed only on `parts[0]`).
+ */
+function asComposite(d: Decision): Decision {
+  const c = combine([d]);
+  if (d.approximate === true) c.approximate = true;
+  if (d.banned === true) c.banned = true;
+  return c;
+}
+
 /** Wraps a one-member composite's check so its decisions carry `parts` like any composite. */
 function withParts(check: BoundRule["check"]): BoundRule["check"] {
   // A fresh `get` answer stays itself: the limiter turns it into `null`.
   const wrap = (d: Decision): Decision =>
-    d.parts !== undefined || d.failure !== undefined || isFreshAnswer(d) ? d : combine([d]);
+    d.parts !== undefined || d.failure !== undefined || isFreshAnswer(d) ? d : asComposite(d);
   return (key, cost, now, op, at) => {
     const result = check(key, cost, now, op, at);
     return result instanceof Promise ? result.then(wrap) : wrap(result);

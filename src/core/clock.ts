@@ -60,8 +60,11 @@ const DEFAULT_MAX_READS = 1024;
  * the current turn's run so far, nor than the last `maxReads - 1` reads; it never runs backwards.
  * Decisions are then exact at that granularity: requests within one turn are decided at the
  * instant the turn first read, as if they had all arrived then (a window boundary crossed
- * mid-turn takes effect on the next turn). A `setImmediate` marks the end of the turn (unref'd,
- * though an immediate only ever delays an exit by one turn).
+ * mid-turn takes effect on the next turn). A `setImmediate` marks the end of the turn. It is
+ * NOT unref'd: an unref'd immediate does not stop libuv's poll phase from blocking, so a reading
+ * taken in a timer callback was served, seconds later, to the I/O callbacks that ended the
+ * block (an outside attack measured 1–6.3 s; a connection in a new window was refused). A
+ * pending immediate makes the poll return at once; it delays an exit by one turn at most.
  */
 export function coarseClock(options: CoarseClockOptions = {}): Clock {
   checkOptions(options, "coarseClock", ["maxReads"]);
@@ -83,7 +86,7 @@ export function coarseClock(options: CoarseClockOptions = {}): Clock {
     left = maxReads - 1;
     if (!turnEnding) {
       turnEnding = true;
-      setImmediate(endTurn).unref();
+      setImmediate(endTurn);
     }
     return reading;
   };
