@@ -4,6 +4,7 @@
  * grants them (deciding the rate and the concurrency with the limiter's own rule code) and
  * hands each grant to the process that owns the ticket, instead of every process polling.
  */
+import type { Decision } from "../algorithms/decision.ts";
 import type { AlgorithmSpec } from "./spec.ts";
 
 /** A job waiting in the fleet's queue. */
@@ -55,11 +56,64 @@ export interface FleetGrant {
  * the end's instant) what it could still admit there past one unit, so one job may start at the
  * end and the next a rate spacing later. Without it a short pause (an `X-RateLimit-Reset`: what
  * is left of the upstream's window) had a cool-down as short, and the refilled burst then sent
- * several jobs at once into the upstream's next window. (Done by the fleet queues, queue.lua and
- * fleet-queue-host.ts; not yet by the local queue, whose limiter decides at its own now only.)
+ * several jobs at once into the upstream's next window. That charge is {@link chargeCoolDownBurst},
+ * called by the local queue (runner.ts) and the hosts (fleet-queue-host.ts); queue.lua restates it.
  */
 export function coolDownEnd(now: number, ms: number): number {
   return now + 2 * Math.max(0, ms);
+}
+
+/**
+ * The last step of coolDownEnd's rule, at the key's first decision after its cool-down ended:
+ * `peek` is a one-unit peek of the key's rate record, and `penalty(units)` charges it what the
+ * peek says it could still admit past that one unit, both at one instant (the hosts': the
+ * cool-down's end, or the latest instant decided ahead; the local queue's: its limiter's now,
+ * see runner.ts). A peek refused (the record is spent: nothing to charge) or failed, or a rate
+ * that takes no penalty (the leaky bucket admits no burst), charges nothing. Synchronous when
+ * `peek` and `penalty` are; never rejects.
+ */
+export function chargeCoolDownBurst(
+  peek: () => Decision | Promise<Decision>,
+  penalty: (units: number) => unknown,
+): void | Promise<void> {
+  const charge = (left: Decision): void | Promise<void> => {
+    const units = left.remaining;
+    if (!left.allowed || !(units > 0) || !Number.isFinite(units)) return;
+    try {
+      const spent = penalty(units);
+      if (isThenable(spent)) return Promise.resolve(spent).then(ignore, ignore);
+    } catch {
+      // A member without `penalty` (the leaky bucket, refused up front): nothing to charge.
+    }
+  };
+  try {
+    const left = peek();
+    return isThenable(left) ? Promise.resolve(left).then(charge, ignore) : charge(left);
+  } catch {
+    // The store failed: the decision that follows meets the failure and reports it.
+  }
+}
+
+function ignore(): void {}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === "function";
+}
+
+/** How long a grant's rate units still count (the longest period among the rate's specs). */
+export function rateMemoryMs(specs: readonly AlgorithmSpec[] | undefined): number {
+  let most = 0;
+  for (const spec of specs ?? []) {
+    const s = spec as unknown as Record<string, number | undefined>;
+    const capacity = s.capacity ?? 0;
+    const ms =
+      s.windowMs ??
+      s.periodMs ??
+      (s.refillPerSecond !== undefined ? (capacity * 1000) / s.refillPerSecond : undefined) ??
+      (s.leakPerSecond !== undefined ? (capacity * 1000) / s.leakPerSecond : 0);
+    most = Math.max(most, Number.isFinite(ms) ? ms : 0);
+  }
+  return most;
 }
 
 /** What a queue tells its throttle. */

@@ -19,6 +19,7 @@ import {
   type FleetQueueConfig,
   type FleetTicket,
   type Restamped,
+  rateMemoryMs,
   restampedOf,
 } from "../core/fleet-queue.ts";
 import {
@@ -31,7 +32,6 @@ import {
   type QueuePush,
   type QueueReply,
   RESTAMP_ARG,
-  rateMemoryMs,
   type WireGrant,
 } from "./fleet-queue-host.ts";
 

@@ -33,7 +33,7 @@
 import type { Decision } from "../algorithms/decision.ts";
 import { after, type Clock, systemClock } from "../core/clock.ts";
 import type { Operation } from "../core/decide-rule.ts";
-import { COOL_RETRY_MS, coolDownEnd, type FleetGrant } from "../core/fleet-queue.ts";
+import { COOL_RETRY_MS, chargeCoolDownBurst, coolDownEnd, type FleetGrant, rateMemoryMs } from "../core/fleet-queue.ts";
 import { compileRule } from "../core/rule.ts";
 import { type AlgorithmSpec, specLimit, validateSpec } from "../core/spec.ts";
 import type { BoundRule, RuleBinding } from "../core/store.ts";
@@ -555,15 +555,16 @@ export class QueueHost {
     const at = Math.max(kq.coolUntil, kq.cursor);
     kq.coolUntil = 0;
     kq.coolGrant = undefined;
-    if (queue.rate === undefined) return;
-    const left = this.#decide(queue.rate, kq.key, 1, at, "peek");
-    if (!left.allowed || left.remaining <= 0) return;
-    try {
-      this.#decide(queue.rate, kq.key, left.remaining, at, "penalty");
-      if (at > kq.cursor) kq.cursor = at;
-    } catch {
-      // An algorithm without `penalty` (leaky bucket) admits no burst: nothing to charge.
-    }
+    const rate = queue.rate;
+    if (rate === undefined) return;
+    // Synchronous: the host's records are in memory.
+    void chargeCoolDownBurst(
+      () => this.#decide(rate, kq.key, 1, at, "peek"),
+      (units) => {
+        this.#decide(rate, kq.key, units, at, "penalty");
+        if (at > kq.cursor) kq.cursor = at;
+      },
+    );
   }
 
   #grantOf(id: string, g: Grant, delayMs: number, at: number, cooling: boolean): WireGrant {
@@ -772,22 +773,6 @@ export class QueueHost {
     this.#queues.clear();
     this.#owners.clear();
   }
-}
-
-/** How long a grant's rate units still count (the longest period among the rate's specs). */
-export function rateMemoryMs(specs: readonly AlgorithmSpec[] | undefined): number {
-  let most = 0;
-  for (const spec of specs ?? []) {
-    const s = spec as unknown as Record<string, number | undefined>;
-    const capacity = s.capacity ?? 0;
-    const ms =
-      s.windowMs ??
-      s.periodMs ??
-      (s.refillPerSecond !== undefined ? (capacity * 1000) / s.refillPerSecond : undefined) ??
-      (s.leakPerSecond !== undefined ? (capacity * 1000) / s.leakPerSecond : 0);
-    most = Math.max(most, Number.isFinite(ms) ? ms : 0);
-  }
-  return most;
 }
 
 /** The units that fill every spec of a rate (its largest limit or capacity). */

@@ -16,7 +16,13 @@ import type { Decision } from "../algorithms/decision.ts";
 import { abortReason, after, type Clock, systemClock } from "../core/clock.ts";
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError, QueueFullError, ThrottleClosedError, WaitTimeoutError } from "../core/errors.ts";
-import { COOL_RETRY_MS, type FleetGrant, type FleetTicket } from "../core/fleet-queue.ts";
+import {
+  COOL_RETRY_MS,
+  chargeCoolDownBurst,
+  type FleetGrant,
+  type FleetTicket,
+  rateMemoryMs,
+} from "../core/fleet-queue.ts";
 import { specLimit } from "../core/spec.ts";
 import type { Limiter } from "../limiter.ts";
 import { Emitter, type OutcomeStatus } from "./events.ts";
@@ -111,7 +117,7 @@ export class ThrottleRunner {
   /** Whether other throttles (other processes) may hold slots in the store. */
   readonly #shared: boolean;
   readonly #keys = new KeyQueues<Job>();
-  readonly #pauses = new Pauses();
+  readonly #pauses: Pauses;
   readonly #ledger: Ledger;
   #seq = 0;
   #closed = false;
@@ -146,6 +152,8 @@ export class ThrottleRunner {
     this.#ledger = new Ledger(this.events, this.#clock);
     this.#limiters = limiters;
     this.#shared = shared;
+    // A cool-down's charge is due for a rate period past its end (later, the rate refilled anyway).
+    this.#pauses = new Pauses(rateMemoryMs(opts.rate));
     this.closed = new Promise((resolve) => {
       this.#whenClosed = resolve;
     });
@@ -498,6 +506,13 @@ export class ThrottleRunner {
         this.#wake(kq, coolUntil - now);
         break;
       }
+      // The first decision after the cool-down's end: the burst the rate refilled during the
+      // pause and the cool-down is charged first (coolDownEnd's rule), so it resumes at its pace.
+      const charged = this.#coolDownOver(kq, now);
+      if (charged !== undefined) {
+        void charged.then(() => this.#loop(kq));
+        return;
+      }
       job.deciding = true;
       let permit: Permit | Promise<Permit>;
       try {
@@ -519,6 +534,24 @@ export class ThrottleRunner {
       if (!this.#decided(kq, job, permit, now)) break;
     }
     this.#endPump(kq);
+  }
+
+  /**
+   * At `kq`'s first decision after its cool-down ended (as the hosts' and queue.lua's first
+   * decision after it), its rate is charged what it could still admit past one unit, at the
+   * limiter's now: one job may start now and the next a rate spacing later. (The hosts charge at
+   * the end's instant; a local queue with jobs waiting decides at the end, its wake-up armed
+   * then; one idle at the end charges at its next decision, up to a rate period later.) A
+   * promise while a remote store answers.
+   */
+  #coolDownOver(kq: KeyQueue<Job>, now: number): Promise<void> | undefined {
+    const rate = this.#limitersOf(kq).rate;
+    if (rate === undefined || !this.#pauses.coolDownOver(kq.key, now)) return undefined;
+    const charged = chargeCoolDownBurst(
+      () => rate.peek(kq.key, 1),
+      (units) => rate.penalty(kq.key, units),
+    );
+    return charged === undefined ? undefined : charged;
   }
 
   #endPump(kq: KeyQueue<Job>): void {
@@ -760,6 +793,12 @@ export class ThrottleRunner {
         // During a cool-down a late start is a start (coolDownEnd's rule): it waits while another
         // job of the cool-down runs, and once it goes it is that job.
         const now = this.#clock.now();
+        // After it, the first decision charges the refilled burst first (as #loop).
+        const charged = this.#coolDownOver(kq, now);
+        if (charged !== undefined) {
+          void charged.then(attempt);
+          return;
+        }
         const coolUntil = this.#pauses.cooling(key, now);
         if (coolUntil > 0 && !job.cooled) {
           if (kq.cooled > 0) {
