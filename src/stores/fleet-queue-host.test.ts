@@ -406,6 +406,20 @@ describe("fleet queue host: the cool-down after a pause", () => {
     expect(grants.map((g) => [g.id, g.cooling])).toEqual([["2", undefined]]);
   });
 
+  it("a new host: the cool-down's running job a rejoining owner reports holds the cool-down there until it is released", () => {
+    // Before, the new host heard the cool-down but not its job: b's ticket went at the grace's end,
+    // a second job running during the cool-down.
+    const { clock, call, open, ids, grants } = setup(burst);
+    const a = open(1, [], [["k", 0, 3000, "7"]]);
+    const b = open(2, []);
+    clock.advance(REJOIN_GRACE_MS);
+    expect(call(2, b, "e", ["b1", 5, 1, 0]).grants).toEqual([]);
+    clock.advance(500);
+    expect(ids(grants)).toEqual([]);
+    expect(call(1, a, "r", ["7", 0]).status).toBe("1"); // a's job ends: b1 is the cool-down's job now
+    expect(grants.map((g) => [g.id, g.cooling])).toEqual([["b1", true]]);
+  });
+
   it("a late start (restamp) is a start: refused while another cool-down job runs, then it is that job", () => {
     const { clock, call, open, grants } = setup(burst);
     const a = open(1);

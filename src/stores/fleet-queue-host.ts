@@ -24,8 +24,8 @@
  * takeover instant (once per key, for one rate period), so the fleet waits out one period rather
  * than risk a window over the rate. A fleet pause dies with its host's memory: every owner heard
  * it, keeps its end, and reports what is left of it and of its cool-down when it opens again
- * (`paused`). (The cool-down's running job is not reported: a new host may grant one more
- * during it.)
+ * (`paused`), with the cool-down's running job when it holds it (so the new host starts no other
+ * during it).
  *
  * After a pause the key cools down (the rule of `coolDownEnd`, as queue.lua): one job at a time,
  * the grant made during a cool-down held (`cooling` on the wire) until its owner releases it.
@@ -97,10 +97,15 @@ export interface QueueCall {
 }
 
 /**
- * A fleet pause an owner reports to a new host: the key, the ms still to run (0: over), and the
- * ms its cool-down still runs (absent: as long as the pause, from an owner that keeps no cool-down).
+ * A fleet pause an owner reports to a new host: the key, the ms still to run (0: over), the ms its
+ * cool-down still runs (absent: as long as the pause, from an owner that keeps no cool-down), and
+ * the id of the cool-down's running job when this owner holds it (its grant `cooling`): the new
+ * host counts it as running until it is released, as the lost host did.
  */
-export type PausedKey = readonly [key: string, ms: number] | readonly [key: string, ms: number, coolMs: number];
+export type PausedKey =
+  | readonly [key: string, ms: number]
+  | readonly [key: string, ms: number, coolMs: number]
+  | readonly [key: string, ms: number, coolMs: number, coolId: string];
 
 /** The host's answer to a call: a status and the caller's grants it decided in that step. */
 export interface QueueReply {
@@ -326,13 +331,15 @@ export class QueueHost {
     const now = this.#clock.now();
     this.#owners.set(id, { queue, worker, until: now + rules.ownerTtlMs });
     if (held !== undefined) this.#adopt(queue, id, held, now);
-    for (const [key, ms, coolMs = coolDownEnd(0, ms)] of paused ?? []) {
+    for (const [key, ms, coolMs = coolDownEnd(0, ms), coolId] of paused ?? []) {
       // A pause the lost host made: it holds here until its end (the latest word still wins),
-      // and its cool-down until its own.
+      // and its cool-down until its own, with its running job (this owner's: released by it, or
+      // ended with it) still the one at a time.
       if (!(ms > 0) && !(coolMs > 0)) continue;
       const kq = this.#keyQueue(queue, key);
       if (ms > 0) kq.pausedUntil = Math.max(kq.pausedUntil, now + Math.ceil(ms));
       if (coolMs > 0) kq.coolUntil = Math.max(kq.coolUntil, now + Math.ceil(coolMs));
+      if (typeof coolId === "string" && kq.coolUntil > now) kq.coolGrant = { id: `${id}.${coolId}`, owner: id };
     }
     return id;
   }
