@@ -131,6 +131,11 @@ export interface FleetListener {
    * store's clock, as grants' `at`): a grant decided before that instant must not start.
    */
   paused?(key: string, ms: number, until: number): void;
+  /**
+   * Optional: the job that held `key`'s cool-down ended (or its cool-down did): a late start this
+   * process was refused during it may ask again now (a host's push; see COOL_FALLBACK_MS).
+   */
+  coolFreed?(key: string): void;
 }
 
 /** How a throttle's fleet queue decides. */
@@ -222,10 +227,18 @@ export function restampedOf(status: string): Restamped {
 
 /**
  * How long a late start (a restamp) refused during a cool-down waits before asking again, at
- * most (ms): the cool-down's one job usually ends long before the cool-down does, and nothing
- * tells a late start when it has (queue.lua restates it).
+ * most (ms), on Redis: the cool-down's one job usually ends long before the cool-down does, and
+ * nothing there tells a late start when it has (queue.lua restates it). The local queue and the
+ * hosts tell it (an event), and wait at most COOL_FALLBACK_MS.
  */
 export const COOL_RETRY_MS = 50;
+
+/**
+ * How long a late start refused during a cool-down waits at most (ms) where it is woken when the
+ * job holding the cool-down ends (the local queue; the hosts, which push `coolFree` to the owners
+ * they refused): a fallback, should the word be lost (a host lost with its pushes).
+ */
+export const COOL_FALLBACK_MS = 1000;
 
 /** A store that can hold a fleet queue. */
 export interface FleetQueueStore {

@@ -253,6 +253,7 @@ export class HostedFleetQueue implements FleetQueue {
         this.#config.listener.paused?.(message.key, message.pause.ms, message.pause.until);
       }
       if (message.grants.length > 0) this.#granted(message.key, message.grants);
+      if (message.coolFree === true) this.#config.listener.coolFreed?.(message.key);
     }
   };
 

@@ -33,7 +33,13 @@
 import type { Decision } from "../algorithms/decision.ts";
 import { after, type Clock, systemClock } from "../core/clock.ts";
 import type { Operation } from "../core/decide-rule.ts";
-import { COOL_RETRY_MS, chargeCoolDownBurst, coolDownEnd, type FleetGrant, rateMemoryMs } from "../core/fleet-queue.ts";
+import {
+  COOL_FALLBACK_MS,
+  chargeCoolDownBurst,
+  coolDownEnd,
+  type FleetGrant,
+  rateMemoryMs,
+} from "../core/fleet-queue.ts";
 import { compileRule } from "../core/rule.ts";
 import { type AlgorithmSpec, specLimit, validateSpec } from "../core/spec.ts";
 import type { BoundRule, RuleBinding } from "../core/store.ts";
@@ -129,6 +135,8 @@ export interface QueuePush {
   readonly grants: readonly FleetGrant[];
   /** The key is paused for the fleet for `ms` more, until `until` (the host's clock, as grants' `at`). */
   readonly pause?: { readonly ms: number; readonly until: number };
+  /** The key's cool-down is free (its job ended, or the cool-down did): a late start refused during it asks again. */
+  readonly coolFree?: true;
 }
 
 /** The args of an "h" call that pauses its key for the fleet. */
@@ -193,6 +201,8 @@ interface KeyQueue {
   coolUntil: number;
   /** The job granted during a cool-down that still runs (its full id and owner), if any. */
   coolGrant: { readonly id: string; readonly owner: string } | undefined;
+  /** Owners whose late start was refused while `coolGrant` ran: told (`coolFree`) once it ends. */
+  coolWaiters: Set<string> | undefined;
 }
 
 /** One throttle's queue (shared by the workers that open it with the same rules). */
@@ -399,6 +409,7 @@ export class QueueHost {
         pausedUntil: 0,
         coolUntil: 0,
         coolGrant: undefined,
+        coolWaiters: undefined,
       };
       queue.keys.set(key, kq);
     }
@@ -521,7 +532,10 @@ export class QueueHost {
     // job of the cool-down runs, and once it goes it is that job (",c": released when it ends).
     const cooling = now < kq.coolUntil;
     if (cooling && kq.coolGrant?.id !== id && this.#coolHeld(kq, now)) {
-      return `0,${Math.min(kq.coolUntil - now, COOL_RETRY_MS)}`;
+      // Told when the cool-down's job ends (a push), so the fallback wait can be long.
+      if (kq.coolWaiters === undefined) kq.coolWaiters = new Set();
+      kq.coolWaiters.add(owner);
+      return `0,${Math.min(kq.coolUntil - now, COOL_FALLBACK_MS)}`;
     }
     const t = Math.max(now, kq.cursor);
     const d = this.#decide(queue.rate, kq.key, cost, t, "check");
@@ -561,7 +575,7 @@ export class QueueHost {
     if (kq.coolUntil === 0 || kq.coolUntil > now) return;
     const at = Math.max(kq.coolUntil, kq.cursor);
     kq.coolUntil = 0;
-    kq.coolGrant = undefined;
+    this.#coolFree(kq);
     const rate = queue.rate;
     if (rate === undefined) return;
     // Synchronous: the host's records are in memory.
@@ -585,8 +599,31 @@ export class QueueHost {
     const held = kq.coolGrant;
     if (held === undefined) return false;
     if ((this.#owners.get(held.owner)?.until ?? 0) >= now) return true;
-    kq.coolGrant = undefined;
+    this.#coolFree(kq);
     return false;
+  }
+
+  /**
+   * `kq`'s cool-down job ended (released, its owner gone or silent, or the cool-down over): the
+   * owners whose late start it held back are told at once (`coolFree`), so none polls for it.
+   */
+  #coolFree(kq: KeyQueue): void {
+    kq.coolGrant = undefined;
+    const waiters = kq.coolWaiters;
+    if (waiters === undefined) return;
+    kq.coolWaiters = undefined;
+    for (const owner of waiters) {
+      const o = this.#owners.get(owner);
+      if (o === undefined) continue;
+      this.#send(o.worker, {
+        channel: QUEUE_CHANNEL,
+        type: "queue-push",
+        owner,
+        key: kq.key,
+        grants: [],
+        coolFree: true,
+      });
+    }
   }
 
   /**
@@ -595,7 +632,7 @@ export class QueueHost {
    */
   #giveBack(queue: Queue, kq: KeyQueue, id: string, refund: boolean): boolean {
     const cooled = kq.coolGrant?.id === id;
-    if (cooled) kq.coolGrant = undefined;
+    if (cooled) this.#coolFree(kq);
     const g = kq.grants.get(id);
     if (g === undefined) return cooled;
     kq.grants.delete(id);

@@ -16,6 +16,8 @@ export class KeyQueue<T extends QueueNode> {
   running = 0;
   /** Of those, the jobs started during a cool-down (one at a time: `coolDownEnd`). */
   cooled = 0;
+  /** Late starts refused while a cool-down job ran: woken when none runs any more (or told by the store). */
+  readonly coolWaiters: Array<() => void> = [];
   /**
    * Jobs the fleet's store granted ahead (a start due within its lookahead), waiting here for
    * their instant: out of the queue (no longer tickets), not yet started (a pause puts them back).

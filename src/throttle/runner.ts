@@ -17,7 +17,7 @@ import { abortReason, after, type Clock, systemClock } from "../core/clock.ts";
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError, QueueFullError, ThrottleClosedError, WaitTimeoutError } from "../core/errors.ts";
 import {
-  COOL_RETRY_MS,
+  COOL_FALLBACK_MS,
   chargeCoolDownBurst,
   type FleetGrant,
   type FleetTicket,
@@ -90,13 +90,41 @@ function holds(grant: FleetGrant): boolean {
   return grant.leased || grant.cooling === true;
 }
 
-/** A started job of `kq` settled: it runs no more (and no longer holds its key's cool-down). */
+/**
+ * A started job of `kq` settled: it runs no more (and no longer holds its key's cool-down: the
+ * late starts that waited for that are woken).
+ */
 function ended(kq: KeyQueue<Job>, job: Job): void {
   kq.running--;
   if (job.cooled) {
     job.cooled = false;
     kq.cooled--;
+    if (kq.cooled === 0) coolFreed(kq);
   }
+}
+
+/** No job of `kq`'s cool-down runs (here, or says the store): the late starts waiting for that ask again. */
+function coolFreed(kq: KeyQueue<Job>): void {
+  for (const wake of kq.coolWaiters.splice(0)) wake();
+}
+
+/**
+ * Runs `retry` once `kq`'s cool-down job has ended (`coolFreed`: this process's job, or the
+ * store's word for another's), or else after `ms`, a bounded fallback: no polling.
+ */
+function afterCoolJob(clock: Clock, kq: KeyQueue<Job>, ms: number, retry: () => void): void {
+  let done = false;
+  let cancel: () => void = () => {};
+  const once = () => {
+    if (done) return;
+    done = true;
+    cancel();
+    const i = kq.coolWaiters.indexOf(once);
+    if (i >= 0) kq.coolWaiters.splice(i, 1);
+    retry();
+  };
+  kq.coolWaiters.push(once);
+  cancel = after(clock, Math.max(1, ms), once);
 }
 
 /** Runs `fire` after `ms` (at once when `ms` ≤ 0); returns a canceller. */
@@ -276,6 +304,11 @@ export class ThrottleRunner {
         ? { release: () => fleet.release(key, grant.id, false), renew: () => true }
         : undefined;
     const due = job.dueAt;
+    // The cool-down's job here: its end wakes the late starts of the key that wait for it.
+    if (grant.cooling === true && !job.cooled) {
+      job.cooled = true;
+      kq.cooled++;
+    }
     const rate =
       this.#limiters.rate === undefined ? undefined : { at: grant.at, cost: this.#unitCost(job), ticket: grant.id };
     this.#start(kq, job, { granted: true, lease, rate: undefined, delayMs: 0 }, this.#clock.now(), grant.at, due, rate);
@@ -320,6 +353,12 @@ export class ThrottleRunner {
       const grant = job.grant as FleetGrant;
       if (this.#pauses.voids(key, grant.at, now)) this.#putBack(kq, job, grant);
     }
+  }
+
+  /** The store says `key`'s cool-down job ended (another process's): late starts waiting for it ask again. */
+  fleetCoolFreed(key: string): void {
+    const kq = this.#keys.find(key);
+    if (kq !== undefined) coolFreed(kq);
   }
 
   /** Another process paused `key` for the fleet (the store told this one). */
@@ -754,9 +793,18 @@ export class ThrottleRunner {
         // delay past it, by LATE_START_MS, starts late on it (the caller moves it again).
         const sent = this.#clock.now();
         fleet.restamp(key, unit.ticket as string, unit.cost, at).then((m) => {
+          if (m !== undefined && "at" in m && m.cooling === true && !job.cooled) {
+            // The cool-down's job here now: its end wakes the key's late starts that wait for it.
+            job.cooled = true;
+            kq.cooled++;
+          }
           if (m === undefined) run(undefined, this.#clock.now());
-          else if ("waitMs" in m) after(this.#clock, Math.max(1, m.waitMs), attempt);
-          else if (m.cooling === true && job.keeper === undefined) {
+          else if ("waitMs" in m) {
+            // Refused while the key cools down (another job holds it): also woken when that job
+            // ends, here or (a host's word) elsewhere; the store's wait is the fallback.
+            if (this.#pauses.cooling(key, this.#clock.now()) > 0) afterCoolJob(this.#clock, kq, m.waitMs, attempt);
+            else after(this.#clock, Math.max(1, m.waitMs), attempt);
+          } else if (m.cooling === true && job.keeper === undefined) {
             // The cool-down's one job now: the store holds it until it is released.
             const ticket = unit.ticket as string;
             job.keeper = this.#keeper(kq, job, { release: () => fleet.release(key, ticket, false), renew: () => true });
@@ -802,7 +850,8 @@ export class ThrottleRunner {
         const coolUntil = this.#pauses.cooling(key, now);
         if (coolUntil > 0 && !job.cooled) {
           if (kq.cooled > 0) {
-            after(this.#clock, Math.max(1, Math.min(coolUntil - now, COOL_RETRY_MS)), attempt);
+            // Woken when that job ends (an event); the fallback only bounds a lost word.
+            afterCoolJob(this.#clock, kq, Math.min(coolUntil - now, COOL_FALLBACK_MS), attempt);
             return;
           }
           job.cooled = true;
