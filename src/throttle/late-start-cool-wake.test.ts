@@ -1,3 +1,4 @@
+// A late start during a pause waits for its end (its task has not begun), as on the fleet queues.
 // A late start refused during a cool-down (another job of the cool-down runs) is woken when that
 // job ends, not by polling: one wake-up, the job's end, where it asked again every 50 ms before
 // (COOL_RETRY_MS); a bounded fallback (COOL_FALLBACK_MS, or the cool-down's end) stays armed.
@@ -74,6 +75,37 @@ describe("a late start refused during a cool-down", () => {
       ["b", 1205],
     ]);
     ends.get("b")?.();
+    await b;
+    await throttle.close();
+  });
+});
+
+describe("a late start during a pause", () => {
+  it("waits for the pause's end, as on the fleet queues (its task has not begun)", async () => {
+    const clock = new ManualClock(T0);
+    const throttle = createThrottle({ rate: { algorithm: "gcra", limit: 100, periodMs: 1000 }, clock });
+    const started: Array<[string, number]> = [];
+    let stalled = false;
+    throttle.on("start", () => {
+      if (stalled) return;
+      stalled = true;
+      // b's start stalls 30 ms, and meanwhile a 429 pauses the key for 500 ms.
+      void throttle.pause("default", 500);
+      clock.set(T0 + 30);
+    });
+    const b = throttle.schedule(() => {
+      started.push(["b", clock.now() - T0]);
+    });
+    await settle();
+    expect(started).toEqual([]); // before: b ran at T0 + 30, during the pause
+    // The pause ends at T0 + 500 here; the key's block in the store, laid once the clock read
+    // T0 + 30, at T0 + 530: b goes then.
+    clock.set(T0 + 529);
+    await settle();
+    expect(started).toEqual([]);
+    clock.set(T0 + 530);
+    await settle();
+    expect(started).toEqual([["b", 530]]);
     await b;
     await throttle.close();
   });

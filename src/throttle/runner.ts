@@ -841,6 +841,13 @@ export class ThrottleRunner {
         // During a cool-down a late start is a start (coolDownEnd's rule): it waits while another
         // job of the cool-down runs, and once it goes it is that job.
         const now = this.#clock.now();
+        // A late start waits out a pause, as the hosts' and queue.lua's restamp make it (its
+        // task has not begun: it would reach the upstream during the pause).
+        const pausedUntil = this.#pauses.until(key, now);
+        if (pausedUntil > 0) {
+          after(this.#clock, pausedUntil - now, attempt);
+          return;
+        }
         // After it, the first decision charges the refilled burst first (as #loop).
         const charged = this.#coolDownOver(kq, now);
         if (charged !== undefined) {
