@@ -4,6 +4,7 @@
  * grants them (deciding the rate and the concurrency with the limiter's own rule code) and
  * hands each grant to the process that owns the ticket, instead of every process polling.
  */
+import type { Decision } from "../algorithms/decision.ts";
 import type { AlgorithmSpec } from "./spec.ts";
 
 /** A job waiting in the fleet's queue. */
@@ -55,11 +56,64 @@ export interface FleetGrant {
  * the end's instant) what it could still admit there past one unit, so one job may start at the
  * end and the next a rate spacing later. Without it a short pause (an `X-RateLimit-Reset`: what
  * is left of the upstream's window) had a cool-down as short, and the refilled burst then sent
- * several jobs at once into the upstream's next window. (Done by the fleet queues, queue.lua and
- * fleet-queue-host.ts; not yet by the local queue, whose limiter decides at its own now only.)
+ * several jobs at once into the upstream's next window. That charge is {@link chargeCoolDownBurst},
+ * called by the local queue (runner.ts) and the hosts (fleet-queue-host.ts); queue.lua restates it.
  */
 export function coolDownEnd(now: number, ms: number): number {
   return now + 2 * Math.max(0, ms);
+}
+
+/**
+ * The last step of coolDownEnd's rule, at the key's first decision after its cool-down ended:
+ * `peek` is a one-unit peek of the key's rate record, and `penalty(units)` charges it what the
+ * peek says it could still admit past that one unit, both at one instant (the hosts': the
+ * cool-down's end, or the latest instant decided ahead; the local queue's: its limiter's now,
+ * see runner.ts). A peek refused (the record is spent: nothing to charge) or failed, or a rate
+ * that takes no penalty (the leaky bucket admits no burst), charges nothing. Synchronous when
+ * `peek` and `penalty` are; never rejects.
+ */
+export function chargeCoolDownBurst(
+  peek: () => Decision | Promise<Decision>,
+  penalty: (units: number) => unknown,
+): void | Promise<void> {
+  const charge = (left: Decision): void | Promise<void> => {
+    const units = left.remaining;
+    if (!left.allowed || !(units > 0) || !Number.isFinite(units)) return;
+    try {
+      const spent = penalty(units);
+      if (isThenable(spent)) return Promise.resolve(spent).then(ignore, ignore);
+    } catch {
+      // A member without `penalty` (the leaky bucket, refused up front): nothing to charge.
+    }
+  };
+  try {
+    const left = peek();
+    return isThenable(left) ? Promise.resolve(left).then(charge, ignore) : charge(left);
+  } catch {
+    // The store failed: the decision that follows meets the failure and reports it.
+  }
+}
+
+function ignore(): void {}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === "function";
+}
+
+/** How long a grant's rate units still count (the longest period among the rate's specs). */
+export function rateMemoryMs(specs: readonly AlgorithmSpec[] | undefined): number {
+  let most = 0;
+  for (const spec of specs ?? []) {
+    const s = spec as unknown as Record<string, number | undefined>;
+    const capacity = s.capacity ?? 0;
+    const ms =
+      s.windowMs ??
+      s.periodMs ??
+      (s.refillPerSecond !== undefined ? (capacity * 1000) / s.refillPerSecond : undefined) ??
+      (s.leakPerSecond !== undefined ? (capacity * 1000) / s.leakPerSecond : 0);
+    most = Math.max(most, Number.isFinite(ms) ? ms : 0);
+  }
+  return most;
 }
 
 /** What a queue tells its throttle. */
@@ -77,6 +131,11 @@ export interface FleetListener {
    * store's clock, as grants' `at`): a grant decided before that instant must not start.
    */
   paused?(key: string, ms: number, until: number): void;
+  /**
+   * Optional: the job that held `key`'s cool-down ended (or its cool-down did): a late start this
+   * process was refused during it may ask again now (a host's push; see COOL_FALLBACK_MS).
+   */
+  coolFreed?(key: string): void;
 }
 
 /** How a throttle's fleet queue decides. */
@@ -168,10 +227,18 @@ export function restampedOf(status: string): Restamped {
 
 /**
  * How long a late start (a restamp) refused during a cool-down waits before asking again, at
- * most (ms): the cool-down's one job usually ends long before the cool-down does, and nothing
- * tells a late start when it has (queue.lua restates it).
+ * most (ms), on Redis: the cool-down's one job usually ends long before the cool-down does, and
+ * nothing there tells a late start when it has (queue.lua restates it). The local queue and the
+ * hosts tell it (an event), and wait at most COOL_FALLBACK_MS.
  */
 export const COOL_RETRY_MS = 50;
+
+/**
+ * How long a late start refused during a cool-down waits at most (ms) where it is woken when the
+ * job holding the cool-down ends (the local queue; the hosts, which push `coolFree` to the owners
+ * they refused): a fallback, should the word be lost (a host lost with its pushes).
+ */
+export const COOL_FALLBACK_MS = 1000;
 
 /** A store that can hold a fleet queue. */
 export interface FleetQueueStore {

@@ -2,7 +2,9 @@
 // (ClusterStore's socket host re-elected, SharedMemoryStore's hosting thread gone): what the
 // owners heard of the lost host's fleet pauses is restored at the new one.
 import { describe, expect, it } from "vitest";
-import type { FleetQueue, FleetQueueConfig } from "../core/fleet-queue.ts";
+import { StoreError } from "../core/errors.ts";
+import type { FleetGrant, FleetQueue, FleetQueueConfig } from "../core/fleet-queue.ts";
+import { invalidQueueCall } from "./cluster/validate.ts";
 import { openHostedFleetQueue, type QueueTransport } from "./fleet-queue-client.ts";
 import { type QueueCall, QueueHost, type QueueHostOptions } from "./fleet-queue-host.ts";
 import { MemoryStore } from "./memory/memory-store.ts";
@@ -15,12 +17,20 @@ function hostedFleet(options: QueueHostOptions = {}) {
   let host = make();
   let seq = 1;
   const calls: QueueCall[] = [];
+  /** Why calls were refused: every call is checked as a ClusterStore socket host checks a peer's frames. */
+  const refused: string[] = [];
   const transport = (worker: number): QueueTransport => ({
     peer: "the test host",
     rejoins: true,
     sequence: () => seq++,
-    send(call) {
+    send(call, failed) {
       calls.push(call);
+      const why = invalidQueueCall(call);
+      if (why !== undefined) {
+        refused.push(why);
+        failed(new StoreError(why));
+        return;
+      }
       const reply = host.handle(worker, call);
       queueMicrotask(() => ears.get(worker)?.hear(reply));
     },
@@ -29,7 +39,11 @@ function hostedFleet(options: QueueHostOptions = {}) {
       return () => ears.delete(worker);
     },
   });
-  const open = async (worker: number): Promise<{ queue: FleetQueue; relinked: Promise<void> }> => {
+  const open = async (
+    worker: number,
+    ownerTtlMs = 50,
+    granted: (key: string, grants: readonly FleetGrant[]) => void = () => {},
+  ): Promise<{ queue: FleetQueue; relinked: Promise<void> }> => {
     let relink: () => void = () => {};
     const relinked = new Promise<void>((done) => {
       relink = done;
@@ -37,8 +51,8 @@ function hostedFleet(options: QueueHostOptions = {}) {
     const config: FleetQueueConfig = {
       rate: undefined,
       concurrency: { id: "c", spec: { algorithm: "concurrency", limit: 2, leaseMs: 5000 } },
-      ownerTtlMs: 50,
-      listener: { granted: () => {}, wake: () => {}, relinked: () => relink() },
+      ownerTtlMs,
+      listener: { granted, wake: () => {}, relinked: () => relink() },
     };
     return { queue: await openHostedFleetQueue(transport(worker), config, 1000), relinked };
   };
@@ -48,7 +62,7 @@ function hostedFleet(options: QueueHostOptions = {}) {
     host = make();
     for (const ear of [...ears.values()]) ear.lost();
   };
-  return { open, replace, calls };
+  return { open, replace, calls, refused };
 }
 
 describe("hosted fleet queue: a lost host's fleet pause", () => {
@@ -87,5 +101,38 @@ describe("hosted fleet queue: a lost host's cool-down", () => {
       // The cool-down ends one pause length after the pause (coolDownEnd), on the owner's clock.
       expect(coolMs - ms).toBe(2000);
     }
+  });
+});
+
+describe("hosted fleet queue: a lost host's cool-down job", () => {
+  it("the owner running the cool-down's job reports it: the new host starts no other job until it is released", {
+    timeout: 15_000,
+  }, async () => {
+    const fleet = hostedFleet();
+    const heard: string[] = [];
+    const hear = (who: string) => (_key: string, grants: readonly FleetGrant[]) => {
+      for (const g of grants) heard.push(`${who}:${g.id}${g.cooling === true ? " cooling" : ""}`);
+    };
+    // ownerTtlMs 5000: the owners stay alive without heartbeats (and the new host's grace is 1 s).
+    const a = await fleet.open(1, 5000, hear("a"));
+    const b = await fleet.open(2, 5000, hear("b"));
+    await a.queue.pause?.("k", 3000); // cools down until 6 s from now
+    await new Promise((done) => setTimeout(done, 3050));
+    await a.queue.enqueue("k", [{ id: "a1", priority: 5, cost: 1 }]);
+    expect(heard).toEqual(["a:a1 cooling"]); // the cool-down's one job, running
+    fleet.replace();
+    // Before, a's rejoin (its cool-down reported as [key, ms, coolMs]) was refused by the socket
+    // host's frame check, and the new host never heard the cool-down's job.
+    await Promise.race([Promise.all([a.relinked, b.relinked]), new Promise((done) => setTimeout(done, 3000))]);
+    expect(fleet.refused).toEqual([]);
+    const rejoin = fleet.calls.find((c) => c.op === "o" && c.held !== undefined && c.paused?.[0]?.[3] === "a1");
+    expect(rejoin).toBeDefined();
+    await b.queue.enqueue("k", [{ id: "b1", priority: 5, cost: 1 }]);
+    // Past the new host's grace (1 s), within the cool-down: b1 still waits for a1.
+    await new Promise((done) => setTimeout(done, 1100));
+    expect(heard).toEqual(["a:a1 cooling"]);
+    await a.queue.release("k", "a1", false);
+    await new Promise((done) => setTimeout(done, 10)); // b hears the push
+    expect(heard.slice(1)).toEqual(["b:b1 cooling"]);
   });
 });

@@ -19,6 +19,7 @@ import {
   type FleetQueueConfig,
   type FleetTicket,
   type Restamped,
+  rateMemoryMs,
   restampedOf,
 } from "../core/fleet-queue.ts";
 import {
@@ -31,7 +32,6 @@ import {
   type QueuePush,
   type QueueReply,
   RESTAMP_ARG,
-  rateMemoryMs,
   type WireGrant,
 } from "./fleet-queue-host.ts";
 
@@ -96,6 +96,8 @@ export class HostedFleetQueue implements FleetQueue {
   readonly #memoryMs: number;
   /** With a transport that rejoins: the fleet pauses heard, by key: their end and their cool-down's on this clock. */
   readonly #pauses = new Map<string, { end: number; cool: number }>();
+  /** With a transport that rejoins: by key, the id of this owner's grant holding the cool-down (granted `cooling`). */
+  readonly #cooling = new Map<string, string>();
 
   constructor(transport: QueueTransport, config: FleetQueueConfig, timeoutMs: number) {
     this.#transport = transport;
@@ -187,7 +189,11 @@ export class HostedFleetQueue implements FleetQueue {
     const now = systemClock.now();
     const list: PausedKey[] = [];
     for (const [key, { end, cool }] of this.#pauses) {
-      if (cool <= now) this.#pauses.delete(key);
+      const coolId = this.#cooling.get(key);
+      if (cool <= now) {
+        this.#pauses.delete(key);
+        this.#cooling.delete(key);
+      } else if (coolId !== undefined) list.push([key, Math.max(0, end - now), cool - now, coolId]);
       else list.push([key, Math.max(0, end - now), cool - now]);
     }
     return list;
@@ -201,6 +207,8 @@ export class HostedFleetQueue implements FleetQueue {
       if (held === undefined) this.#held.set(key, (held = new Map()));
       const now = systemClock.now();
       for (const g of grants) {
+        // The cool-down's running job: a new host must count it until it is released.
+        if (g.cooling === true) this.#cooling.set(key, g.id);
         const cost = costs?.get(g.id) ?? 1;
         costs?.delete(g.id);
         // A rate-only grant is never released: it is kept while its units count (pruned as others come).
@@ -222,6 +230,7 @@ export class HostedFleetQueue implements FleetQueue {
    * the refund its rate units still count while the rate remembers them.
    */
   #forget(key: string, id: string, refund = true): void {
+    if (this.#cooling.get(key) === id) this.#cooling.delete(key);
     const held = this.#held.get(key);
     const g = held?.get(id);
     if (!refund && g !== undefined && g.at !== undefined) held?.set(id, { leased: false, cost: g.cost, at: g.at });
@@ -244,6 +253,7 @@ export class HostedFleetQueue implements FleetQueue {
         this.#config.listener.paused?.(message.key, message.pause.ms, message.pause.until);
       }
       if (message.grants.length > 0) this.#granted(message.key, message.grants);
+      if (message.coolFree === true) this.#config.listener.coolFreed?.(message.key);
     }
   };
 
@@ -374,6 +384,7 @@ export class HostedFleetQueue implements FleetQueue {
     // A new host hears where the units are now.
     const held = this.#held.get(key)?.get(id);
     if ("at" in moved && held !== undefined && held.at !== undefined) held.at = moved.at;
+    if ("at" in moved && moved.cooling === true && this.#transport.rejoins === true) this.#cooling.set(key, id);
     return moved;
   }
 

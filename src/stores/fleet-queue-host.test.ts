@@ -24,9 +24,15 @@ function setup(rules: Partial<QueueRules>, store = new MemoryStore(), options: Q
   const pushed: Array<{ to: number; owner: string; ids: string[] }> = [];
   const grants: FleetGrant[] = [];
   const pauses: Array<{ to: number; owner: string; ms: number; until: number }> = [];
+  /** `coolFree` pushes: a key's cool-down job ended, told to the owners whose late start it held. */
+  const freed: Array<{ to: number; owner: string; key: string }> = [];
   const host = new QueueHost(
     store,
     (to, m: QueuePush) => {
+      if (m.coolFree === true) {
+        freed.push({ to, owner: m.owner, key: m.key });
+        return;
+      }
       if (m.pause !== undefined) {
         pauses.push({ to, owner: m.owner, ...m.pause });
         return;
@@ -54,7 +60,7 @@ function setup(rules: Partial<QueueRules>, store = new MemoryStore(), options: Q
       rules: { rate: null, concurrency: null, ownerTtlMs: 1000, ...rules },
     }).status;
   const ids = (grants: readonly FleetGrant[]) => grants.map((g) => g.id);
-  return { clock, host, pushed, grants, pauses, call, open, ids };
+  return { clock, host, pushed, grants, pauses, freed, call, open, ids };
 }
 
 const slots = (limit: number) => ({
@@ -406,8 +412,22 @@ describe("fleet queue host: the cool-down after a pause", () => {
     expect(grants.map((g) => [g.id, g.cooling])).toEqual([["2", undefined]]);
   });
 
+  it("a new host: the cool-down's running job a rejoining owner reports holds the cool-down there until it is released", () => {
+    // Before, the new host heard the cool-down but not its job: b's ticket went at the grace's end,
+    // a second job running during the cool-down.
+    const { clock, call, open, ids, grants } = setup(burst);
+    const a = open(1, [], [["k", 0, 3000, "7"]]);
+    const b = open(2, []);
+    clock.advance(REJOIN_GRACE_MS);
+    expect(call(2, b, "e", ["b1", 5, 1, 0]).grants).toEqual([]);
+    clock.advance(500);
+    expect(ids(grants)).toEqual([]);
+    expect(call(1, a, "r", ["7", 0]).status).toBe("1"); // a's job ends: b1 is the cool-down's job now
+    expect(grants.map((g) => [g.id, g.cooling])).toEqual([["b1", true]]);
+  });
+
   it("a late start (restamp) is a start: refused while another cool-down job runs, then it is that job", () => {
-    const { clock, call, open, grants } = setup(burst);
+    const { clock, call, open, grants, freed } = setup(burst);
     const a = open(1);
     const b = open(2);
     // "1" was granted before the pause; its task starts late, during the cool-down.
@@ -416,9 +436,12 @@ describe("fleet queue host: the cool-down after a pause", () => {
     call(2, b, "e", ["2", 5, 1, 0]);
     clock.advance(500);
     expect(grants.map((g) => [g.id, g.cooling])).toEqual([["2", true]]);
-    // "2" runs: "1" waits (asks again within COOL_RETRY_MS), its units given back.
-    expect(call(1, a, "h", ["restamp", "1", 1, T]).status).toBe("0,50");
+    // "2" runs: "1" waits, its units given back: told when "2" ends (a push, `coolFree`), so its
+    // fallback wait is the cool-down's rest up to COOL_FALLBACK_MS (it was COOL_RETRY_MS, 50: a poll).
+    expect(call(1, a, "h", ["restamp", "1", 1, T]).status).toBe("0,500");
+    expect(freed).toEqual([]);
     expect(call(2, b, "r", ["2", 0]).status).toBe("1");
+    expect(freed).toEqual([{ to: 1, owner: a, key: "k" }]);
     expect(call(1, a, "h", ["restamp", "1", 1, "-"]).status).toBe(`1,${T + 500},0,c`);
     // Now "1" holds the cool-down: a new ticket waits for its release.
     expect(call(2, b, "e", ["3", 5, 1, 0]).grants).toEqual([]);

@@ -24,8 +24,8 @@
  * takeover instant (once per key, for one rate period), so the fleet waits out one period rather
  * than risk a window over the rate. A fleet pause dies with its host's memory: every owner heard
  * it, keeps its end, and reports what is left of it and of its cool-down when it opens again
- * (`paused`). (The cool-down's running job is not reported: a new host may grant one more
- * during it.)
+ * (`paused`), with the cool-down's running job when it holds it (so the new host starts no other
+ * during it).
  *
  * After a pause the key cools down (the rule of `coolDownEnd`, as queue.lua): one job at a time,
  * the grant made during a cool-down held (`cooling` on the wire) until its owner releases it.
@@ -33,7 +33,13 @@
 import type { Decision } from "../algorithms/decision.ts";
 import { after, type Clock, systemClock } from "../core/clock.ts";
 import type { Operation } from "../core/decide-rule.ts";
-import { COOL_RETRY_MS, coolDownEnd, type FleetGrant } from "../core/fleet-queue.ts";
+import {
+  COOL_FALLBACK_MS,
+  chargeCoolDownBurst,
+  coolDownEnd,
+  type FleetGrant,
+  rateMemoryMs,
+} from "../core/fleet-queue.ts";
 import { compileRule } from "../core/rule.ts";
 import { type AlgorithmSpec, specLimit, validateSpec } from "../core/spec.ts";
 import type { BoundRule, RuleBinding } from "../core/store.ts";
@@ -97,10 +103,15 @@ export interface QueueCall {
 }
 
 /**
- * A fleet pause an owner reports to a new host: the key, the ms still to run (0: over), and the
- * ms its cool-down still runs (absent: as long as the pause, from an owner that keeps no cool-down).
+ * A fleet pause an owner reports to a new host: the key, the ms still to run (0: over), the ms its
+ * cool-down still runs (absent: as long as the pause, from an owner that keeps no cool-down), and
+ * the id of the cool-down's running job when this owner holds it (its grant `cooling`): the new
+ * host counts it as running until it is released, as the lost host did.
  */
-export type PausedKey = readonly [key: string, ms: number] | readonly [key: string, ms: number, coolMs: number];
+export type PausedKey =
+  | readonly [key: string, ms: number]
+  | readonly [key: string, ms: number, coolMs: number]
+  | readonly [key: string, ms: number, coolMs: number, coolId: string];
 
 /** The host's answer to a call: a status and the caller's grants it decided in that step. */
 export interface QueueReply {
@@ -124,6 +135,8 @@ export interface QueuePush {
   readonly grants: readonly FleetGrant[];
   /** The key is paused for the fleet for `ms` more, until `until` (the host's clock, as grants' `at`). */
   readonly pause?: { readonly ms: number; readonly until: number };
+  /** The key's cool-down is free (its job ended, or the cool-down did): a late start refused during it asks again. */
+  readonly coolFree?: true;
 }
 
 /** The args of an "h" call that pauses its key for the fleet. */
@@ -188,6 +201,8 @@ interface KeyQueue {
   coolUntil: number;
   /** The job granted during a cool-down that still runs (its full id and owner), if any. */
   coolGrant: { readonly id: string; readonly owner: string } | undefined;
+  /** Owners whose late start was refused while `coolGrant` ran: told (`coolFree`) once it ends. */
+  coolWaiters: Set<string> | undefined;
 }
 
 /** One throttle's queue (shared by the workers that open it with the same rules). */
@@ -326,13 +341,15 @@ export class QueueHost {
     const now = this.#clock.now();
     this.#owners.set(id, { queue, worker, until: now + rules.ownerTtlMs });
     if (held !== undefined) this.#adopt(queue, id, held, now);
-    for (const [key, ms, coolMs = coolDownEnd(0, ms)] of paused ?? []) {
+    for (const [key, ms, coolMs = coolDownEnd(0, ms), coolId] of paused ?? []) {
       // A pause the lost host made: it holds here until its end (the latest word still wins),
-      // and its cool-down until its own.
+      // and its cool-down until its own, with its running job (this owner's: released by it, or
+      // ended with it) still the one at a time.
       if (!(ms > 0) && !(coolMs > 0)) continue;
       const kq = this.#keyQueue(queue, key);
       if (ms > 0) kq.pausedUntil = Math.max(kq.pausedUntil, now + Math.ceil(ms));
       if (coolMs > 0) kq.coolUntil = Math.max(kq.coolUntil, now + Math.ceil(coolMs));
+      if (typeof coolId === "string" && kq.coolUntil > now) kq.coolGrant = { id: `${id}.${coolId}`, owner: id };
     }
     return id;
   }
@@ -392,6 +409,7 @@ export class QueueHost {
         pausedUntil: 0,
         coolUntil: 0,
         coolGrant: undefined,
+        coolWaiters: undefined,
       };
       queue.keys.set(key, kq);
     }
@@ -514,7 +532,10 @@ export class QueueHost {
     // job of the cool-down runs, and once it goes it is that job (",c": released when it ends).
     const cooling = now < kq.coolUntil;
     if (cooling && kq.coolGrant?.id !== id && this.#coolHeld(kq, now)) {
-      return `0,${Math.min(kq.coolUntil - now, COOL_RETRY_MS)}`;
+      // Told when the cool-down's job ends (a push), so the fallback wait can be long.
+      if (kq.coolWaiters === undefined) kq.coolWaiters = new Set();
+      kq.coolWaiters.add(owner);
+      return `0,${Math.min(kq.coolUntil - now, COOL_FALLBACK_MS)}`;
     }
     const t = Math.max(now, kq.cursor);
     const d = this.#decide(queue.rate, kq.key, cost, t, "check");
@@ -554,16 +575,17 @@ export class QueueHost {
     if (kq.coolUntil === 0 || kq.coolUntil > now) return;
     const at = Math.max(kq.coolUntil, kq.cursor);
     kq.coolUntil = 0;
-    kq.coolGrant = undefined;
-    if (queue.rate === undefined) return;
-    const left = this.#decide(queue.rate, kq.key, 1, at, "peek");
-    if (!left.allowed || left.remaining <= 0) return;
-    try {
-      this.#decide(queue.rate, kq.key, left.remaining, at, "penalty");
-      if (at > kq.cursor) kq.cursor = at;
-    } catch {
-      // An algorithm without `penalty` (leaky bucket) admits no burst: nothing to charge.
-    }
+    this.#coolFree(kq);
+    const rate = queue.rate;
+    if (rate === undefined) return;
+    // Synchronous: the host's records are in memory.
+    void chargeCoolDownBurst(
+      () => this.#decide(rate, kq.key, 1, at, "peek"),
+      (units) => {
+        this.#decide(rate, kq.key, units, at, "penalty");
+        if (at > kq.cursor) kq.cursor = at;
+      },
+    );
   }
 
   #grantOf(id: string, g: Grant, delayMs: number, at: number, cooling: boolean): WireGrant {
@@ -577,8 +599,31 @@ export class QueueHost {
     const held = kq.coolGrant;
     if (held === undefined) return false;
     if ((this.#owners.get(held.owner)?.until ?? 0) >= now) return true;
-    kq.coolGrant = undefined;
+    this.#coolFree(kq);
     return false;
+  }
+
+  /**
+   * `kq`'s cool-down job ended (released, its owner gone or silent, or the cool-down over): the
+   * owners whose late start it held back are told at once (`coolFree`), so none polls for it.
+   */
+  #coolFree(kq: KeyQueue): void {
+    kq.coolGrant = undefined;
+    const waiters = kq.coolWaiters;
+    if (waiters === undefined) return;
+    kq.coolWaiters = undefined;
+    for (const owner of waiters) {
+      const o = this.#owners.get(owner);
+      if (o === undefined) continue;
+      this.#send(o.worker, {
+        channel: QUEUE_CHANNEL,
+        type: "queue-push",
+        owner,
+        key: kq.key,
+        grants: [],
+        coolFree: true,
+      });
+    }
   }
 
   /**
@@ -587,7 +632,7 @@ export class QueueHost {
    */
   #giveBack(queue: Queue, kq: KeyQueue, id: string, refund: boolean): boolean {
     const cooled = kq.coolGrant?.id === id;
-    if (cooled) kq.coolGrant = undefined;
+    if (cooled) this.#coolFree(kq);
     const g = kq.grants.get(id);
     if (g === undefined) return cooled;
     kq.grants.delete(id);
@@ -772,22 +817,6 @@ export class QueueHost {
     this.#queues.clear();
     this.#owners.clear();
   }
-}
-
-/** How long a grant's rate units still count (the longest period among the rate's specs). */
-export function rateMemoryMs(specs: readonly AlgorithmSpec[] | undefined): number {
-  let most = 0;
-  for (const spec of specs ?? []) {
-    const s = spec as unknown as Record<string, number | undefined>;
-    const capacity = s.capacity ?? 0;
-    const ms =
-      s.windowMs ??
-      s.periodMs ??
-      (s.refillPerSecond !== undefined ? (capacity * 1000) / s.refillPerSecond : undefined) ??
-      (s.leakPerSecond !== undefined ? (capacity * 1000) / s.leakPerSecond : 0);
-    most = Math.max(most, Number.isFinite(ms) ? ms : 0);
-  }
-  return most;
 }
 
 /** The units that fill every spec of a rate (its largest limit or capacity). */

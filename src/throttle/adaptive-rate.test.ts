@@ -96,16 +96,20 @@ async function startsPerWindow(options: { adaptive: object | boolean }, cuts: nu
 describe("a throttle with `adaptive`", () => {
   it("a 429 cuts the rate; time without one restores it, never above the configured rate", async () => {
     // Second 0: 10 start, then the 429 (pause 1 s, factor 0.5). Second 1: 0.6 → 6 jobs in 10 units;
-    // then 0.7, 0.8, 0.9, 1 (recoverPerSecond 0.1): each window holds ≈ 10 × factor starts.
-    expect(await startsPerWindow({ adaptive: P }, [0], 8)).toEqual([10, 6, 7, 8, 9, 10, 10, 10]);
-    // Without `adaptive` the same 429 only pauses.
-    expect(await startsPerWindow({ adaptive: false }, [0], 4)).toEqual([10, 10, 10, 10]);
+    // then 0.7, 0.8, 0.9, 1 (recoverPerSecond 0.1): each window holds ≈ 10 × factor starts. But
+    // second 2 opens as the pause's cool-down ends (T0 + 2000): the burst refilled during both
+    // is charged then (coolDownEnd's rule), one unit left, so that window holds one start.
+    expect(await startsPerWindow({ adaptive: P }, [0], 8)).toEqual([10, 6, 1, 8, 9, 10, 10, 10]);
+    // Without `adaptive` the same 429 only pauses (and cools down: second 2 holds one start).
+    expect(await startsPerWindow({ adaptive: false }, [0], 4)).toEqual([10, 10, 1, 10]);
   });
 
   it("429 after 429 stops at the floor, and recovers from it", async () => {
     const per = await startsPerWindow({ adaptive: { ...P, recoverPerSecond: 0.01 } }, [0, 1, 2, 3, 4], 8);
     // Factors 1 → 0.5 → 0.25 → 0.2 (the floor) → 0.2 …; each cut pauses its second's window.
-    expect(per).toEqual([10, 5, 2, 2, 2, 2, 2, 2]);
+    // Second 6 opens as the last cool-down ends: charged to one unit, less than a job of 5 units
+    // (factor 0.2) takes, so it holds none (coolDownEnd's rule).
+    expect(per).toEqual([10, 5, 2, 2, 2, 2, 0, 2]);
   });
 
   it("one pause cuts once, however many of its requests come back 429", async () => {

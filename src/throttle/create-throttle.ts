@@ -142,6 +142,7 @@ export function createThrottle(options: ThrottleOptions): Throttle {
         idle: (key) => runner.fleetIdle(key),
         granted: (key, grant) => runner.fleetGranted(key, grant),
         paused: (key, ms, until) => runner.fleetPaused(key, ms, until),
+        coolFreed: (key) => runner.fleetCoolFreed(key),
         failed: (key, error) => {
           runner.events.emit("error", { key, error });
           runner.fleetFailed(key);

@@ -33,6 +33,8 @@ export interface FleetHost {
   failed(key: string, error: unknown): void;
   /** Another process paused `key` for the fleet for `ms`, until `until` on the store's clock. */
   paused(key: string, ms: number, until: number): void;
+  /** The store says `key`'s cool-down job ended: a late start it held back may ask again. */
+  coolFreed?(key: string): void;
 }
 
 /** One throttle's link to its fleet queue. */
@@ -87,6 +89,7 @@ export class FleetLink {
             },
             relinked: () => this.#resendAll(),
             paused: (key, ms, until) => host.paused(key, ms, until),
+            coolFreed: (key) => host.coolFreed?.(key),
           },
         });
         this.#opened.then(

@@ -16,6 +16,8 @@ export class KeyQueue<T extends QueueNode> {
   running = 0;
   /** Of those, the jobs started during a cool-down (one at a time: `coolDownEnd`). */
   cooled = 0;
+  /** Late starts refused while a cool-down job ran: woken when none runs any more (or told by the store). */
+  readonly coolWaiters: Array<() => void> = [];
   /**
    * Jobs the fleet's store granted ahead (a start due within its lookahead), waiting here for
    * their instant: out of the queue (no longer tickets), not yet started (a pause puts them back).
@@ -97,11 +99,24 @@ export class KeyQueues<T extends QueueNode> {
  * Local pauses by key (until instants), forgetting those that are over once the table grows.
  * Each pause is followed by a cool-down (`cool`, the rule of `coolDownEnd`): a local queue then
  * starts its key's jobs one at a time (a burst-allowing rate above the upstream's, without it:
- * 30 429s for 18 jobs). A fleet queue's store keeps its own (queue.lua, fleet-queue-host.ts).
+ * 30 429s for 18 jobs), and at its first decision after the cool-down's end charges the burst the
+ * rate refilled meanwhile (`coolDownOver`). A fleet queue's store keeps its own (queue.lua,
+ * fleet-queue-host.ts).
  */
 export class Pauses {
-  #until = new Map<string, { until: number; store: number | undefined; cool: number }>();
+  #until = new Map<string, { until: number; store: number | undefined; cool: number; charge: boolean }>();
   #sweepAt = 1024;
+  /** How long past a cool-down's end its charge is still due (the rate's memory: later, the rate refilled anyway). */
+  readonly #keepMs: number;
+
+  constructor(keepMs = 0) {
+    this.#keepMs = Math.max(0, keepMs);
+  }
+
+  /** Whether `u` holds nothing at `now`: its pause and cool-down are over, and no charge is due. */
+  #spent(u: { until: number; cool: number; charge: boolean }, now: number): boolean {
+    return u.until <= now && u.cool <= now && (!u.charge || u.cool + this.#keepMs <= now);
+  }
 
   /**
    * Pauses `key` until `until`; `store`: the same end on a fleet store's clock, once known. A
@@ -116,12 +131,13 @@ export class Pauses {
     if (u !== undefined && u.until > now) {
       u.until = Math.max(u.until, until);
       u.cool = Math.max(u.cool, cool);
+      u.charge = true;
       if (store !== undefined) u.store = Math.max(u.store ?? store, store);
       return;
     }
-    this.#until.set(key, { until, store, cool: Math.max(cool, u?.cool ?? 0) });
+    this.#until.set(key, { until, store, cool: Math.max(cool, u?.cool ?? 0), charge: true });
     if (this.#until.size >= this.#sweepAt) {
-      for (const [k, u] of this.#until) if (u.cool <= now) this.#until.delete(k);
+      for (const [k, u] of this.#until) if (u.cool + this.#keepMs <= now) this.#until.delete(k);
       this.#sweepAt = Math.max(1024, this.#until.size * 2);
     }
   }
@@ -131,7 +147,7 @@ export class Pauses {
     const u = this.#until.get(key);
     if (u === undefined) return 0;
     if (u.until <= now) {
-      if (u.cool <= now) this.#until.delete(key);
+      if (this.#spent(u, now)) this.#until.delete(key);
       return 0;
     }
     return u.until;
@@ -142,8 +158,22 @@ export class Pauses {
     const u = this.#until.get(key);
     if (u === undefined) return 0;
     if (u.cool > now) return u.cool;
-    if (u.until <= now) this.#until.delete(key);
+    if (this.#spent(u, now)) this.#until.delete(key);
     return 0;
+  }
+
+  /**
+   * True once per cool-down, at `key`'s first decision at or after its end (while it is due: up
+   * to the rate's memory past the end): the caller charges the rate the burst it refilled during
+   * the pause and the cool-down (chargeCoolDownBurst, coolDownEnd's rule).
+   */
+  coolDownOver(key: string, now: number): boolean {
+    const u = this.#until.get(key);
+    if (u === undefined || !u.charge || u.cool > now || u.until > now) return false;
+    u.charge = false;
+    const due = now < u.cool + this.#keepMs;
+    if (this.#spent(u, now)) this.#until.delete(key);
+    return due;
   }
 
   /** Records the running pause's end on the fleet store's clock (the store answered). */

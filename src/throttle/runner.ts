@@ -16,7 +16,13 @@ import type { Decision } from "../algorithms/decision.ts";
 import { abortReason, after, type Clock, systemClock } from "../core/clock.ts";
 import { describeValue } from "../core/describe-value.ts";
 import { ArgumentError, QueueFullError, ThrottleClosedError, WaitTimeoutError } from "../core/errors.ts";
-import { COOL_RETRY_MS, type FleetGrant, type FleetTicket } from "../core/fleet-queue.ts";
+import {
+  COOL_FALLBACK_MS,
+  chargeCoolDownBurst,
+  type FleetGrant,
+  type FleetTicket,
+  rateMemoryMs,
+} from "../core/fleet-queue.ts";
 import { specLimit } from "../core/spec.ts";
 import type { Limiter } from "../limiter.ts";
 import { Emitter, type OutcomeStatus } from "./events.ts";
@@ -84,13 +90,41 @@ function holds(grant: FleetGrant): boolean {
   return grant.leased || grant.cooling === true;
 }
 
-/** A started job of `kq` settled: it runs no more (and no longer holds its key's cool-down). */
+/**
+ * A started job of `kq` settled: it runs no more (and no longer holds its key's cool-down: the
+ * late starts that waited for that are woken).
+ */
 function ended(kq: KeyQueue<Job>, job: Job): void {
   kq.running--;
   if (job.cooled) {
     job.cooled = false;
     kq.cooled--;
+    if (kq.cooled === 0) coolFreed(kq);
   }
+}
+
+/** No job of `kq`'s cool-down runs (here, or says the store): the late starts waiting for that ask again. */
+function coolFreed(kq: KeyQueue<Job>): void {
+  for (const wake of kq.coolWaiters.splice(0)) wake();
+}
+
+/**
+ * Runs `retry` once `kq`'s cool-down job has ended (`coolFreed`: this process's job, or the
+ * store's word for another's), or else after `ms`, a bounded fallback: no polling.
+ */
+function afterCoolJob(clock: Clock, kq: KeyQueue<Job>, ms: number, retry: () => void): void {
+  let done = false;
+  let cancel: () => void = () => {};
+  const once = () => {
+    if (done) return;
+    done = true;
+    cancel();
+    const i = kq.coolWaiters.indexOf(once);
+    if (i >= 0) kq.coolWaiters.splice(i, 1);
+    retry();
+  };
+  kq.coolWaiters.push(once);
+  cancel = after(clock, Math.max(1, ms), once);
 }
 
 /** Runs `fire` after `ms` (at once when `ms` ≤ 0); returns a canceller. */
@@ -111,7 +145,7 @@ export class ThrottleRunner {
   /** Whether other throttles (other processes) may hold slots in the store. */
   readonly #shared: boolean;
   readonly #keys = new KeyQueues<Job>();
-  readonly #pauses = new Pauses();
+  readonly #pauses: Pauses;
   readonly #ledger: Ledger;
   #seq = 0;
   #closed = false;
@@ -146,6 +180,8 @@ export class ThrottleRunner {
     this.#ledger = new Ledger(this.events, this.#clock);
     this.#limiters = limiters;
     this.#shared = shared;
+    // A cool-down's charge is due for a rate period past its end (later, the rate refilled anyway).
+    this.#pauses = new Pauses(rateMemoryMs(opts.rate));
     this.closed = new Promise((resolve) => {
       this.#whenClosed = resolve;
     });
@@ -268,6 +304,11 @@ export class ThrottleRunner {
         ? { release: () => fleet.release(key, grant.id, false), renew: () => true }
         : undefined;
     const due = job.dueAt;
+    // The cool-down's job here: its end wakes the late starts of the key that wait for it.
+    if (grant.cooling === true && !job.cooled) {
+      job.cooled = true;
+      kq.cooled++;
+    }
     const rate =
       this.#limiters.rate === undefined ? undefined : { at: grant.at, cost: this.#unitCost(job), ticket: grant.id };
     this.#start(kq, job, { granted: true, lease, rate: undefined, delayMs: 0 }, this.#clock.now(), grant.at, due, rate);
@@ -312,6 +353,12 @@ export class ThrottleRunner {
       const grant = job.grant as FleetGrant;
       if (this.#pauses.voids(key, grant.at, now)) this.#putBack(kq, job, grant);
     }
+  }
+
+  /** The store says `key`'s cool-down job ended (another process's): late starts waiting for it ask again. */
+  fleetCoolFreed(key: string): void {
+    const kq = this.#keys.find(key);
+    if (kq !== undefined) coolFreed(kq);
   }
 
   /** Another process paused `key` for the fleet (the store told this one). */
@@ -498,6 +545,13 @@ export class ThrottleRunner {
         this.#wake(kq, coolUntil - now);
         break;
       }
+      // The first decision after the cool-down's end: the burst the rate refilled during the
+      // pause and the cool-down is charged first (coolDownEnd's rule), so it resumes at its pace.
+      const charged = this.#coolDownOver(kq, now);
+      if (charged !== undefined) {
+        void charged.then(() => this.#loop(kq));
+        return;
+      }
       job.deciding = true;
       let permit: Permit | Promise<Permit>;
       try {
@@ -519,6 +573,24 @@ export class ThrottleRunner {
       if (!this.#decided(kq, job, permit, now)) break;
     }
     this.#endPump(kq);
+  }
+
+  /**
+   * At `kq`'s first decision after its cool-down ended (as the hosts' and queue.lua's first
+   * decision after it), its rate is charged what it could still admit past one unit, at the
+   * limiter's now: one job may start now and the next a rate spacing later. (The hosts charge at
+   * the end's instant; a local queue with jobs waiting decides at the end, its wake-up armed
+   * then; one idle at the end charges at its next decision, up to a rate period later.) A
+   * promise while a remote store answers.
+   */
+  #coolDownOver(kq: KeyQueue<Job>, now: number): Promise<void> | undefined {
+    const rate = this.#limitersOf(kq).rate;
+    if (rate === undefined || !this.#pauses.coolDownOver(kq.key, now)) return undefined;
+    const charged = chargeCoolDownBurst(
+      () => rate.peek(kq.key, 1),
+      (units) => rate.penalty(kq.key, units),
+    );
+    return charged === undefined ? undefined : charged;
   }
 
   #endPump(kq: KeyQueue<Job>): void {
@@ -721,9 +793,18 @@ export class ThrottleRunner {
         // delay past it, by LATE_START_MS, starts late on it (the caller moves it again).
         const sent = this.#clock.now();
         fleet.restamp(key, unit.ticket as string, unit.cost, at).then((m) => {
+          if (m !== undefined && "at" in m && m.cooling === true && !job.cooled) {
+            // The cool-down's job here now: its end wakes the key's late starts that wait for it.
+            job.cooled = true;
+            kq.cooled++;
+          }
           if (m === undefined) run(undefined, this.#clock.now());
-          else if ("waitMs" in m) after(this.#clock, Math.max(1, m.waitMs), attempt);
-          else if (m.cooling === true && job.keeper === undefined) {
+          else if ("waitMs" in m) {
+            // Refused while the key cools down (another job holds it): also woken when that job
+            // ends, here or (a host's word) elsewhere; the store's wait is the fallback.
+            if (this.#pauses.cooling(key, this.#clock.now()) > 0) afterCoolJob(this.#clock, kq, m.waitMs, attempt);
+            else after(this.#clock, Math.max(1, m.waitMs), attempt);
+          } else if (m.cooling === true && job.keeper === undefined) {
             // The cool-down's one job now: the store holds it until it is released.
             const ticket = unit.ticket as string;
             job.keeper = this.#keeper(kq, job, { release: () => fleet.release(key, ticket, false), renew: () => true });
@@ -760,10 +841,24 @@ export class ThrottleRunner {
         // During a cool-down a late start is a start (coolDownEnd's rule): it waits while another
         // job of the cool-down runs, and once it goes it is that job.
         const now = this.#clock.now();
+        // A late start waits out a pause, as the hosts' and queue.lua's restamp make it (its
+        // task has not begun: it would reach the upstream during the pause).
+        const pausedUntil = this.#pauses.until(key, now);
+        if (pausedUntil > 0) {
+          after(this.#clock, pausedUntil - now, attempt);
+          return;
+        }
+        // After it, the first decision charges the refilled burst first (as #loop).
+        const charged = this.#coolDownOver(kq, now);
+        if (charged !== undefined) {
+          void charged.then(attempt);
+          return;
+        }
         const coolUntil = this.#pauses.cooling(key, now);
         if (coolUntil > 0 && !job.cooled) {
           if (kq.cooled > 0) {
-            after(this.#clock, Math.max(1, Math.min(coolUntil - now, COOL_RETRY_MS)), attempt);
+            // Woken when that job ends (an event); the fallback only bounds a lost word.
+            afterCoolJob(this.#clock, kq, Math.min(coolUntil - now, COOL_FALLBACK_MS), attempt);
             return;
           }
           job.cooled = true;

@@ -283,10 +283,17 @@ describe("createThrottle: the cool-down after a pause (coolDownEnd)", () => {
     ends.get("a")?.();
     await settle();
     expect(started).toEqual(["before", "a", "b"]);
-    // "b" runs long: at the cool-down's end the rate alone decides again, and the rest go.
+    // "b" runs long: at the cool-down's end the rate alone decides again, at its steady pace (the
+    // burst it refilled meanwhile is charged then: one start, the next a spacing of 10 ms later).
     clock.advance(499);
     await settle();
     expect(started).toEqual(["before", "a", "b"]);
+    clock.advance(1);
+    await settle();
+    expect(started).toEqual(["before", "a", "b", "c"]);
+    clock.advance(9);
+    await settle();
+    expect(started).toEqual(["before", "a", "b", "c"]);
     clock.advance(1);
     await settle();
     expect(started).toEqual(["before", "a", "b", "c", "d"]);

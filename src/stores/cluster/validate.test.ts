@@ -60,6 +60,20 @@ describe("invalidQueueCall: fleet queue calls from a socket peer", () => {
       },
     ],
     ["a rejoin with the fleet pauses heard", { op: "o", owner: "", rules, held: [], paused: [["k", 2500]] }],
+    // A cool-down (its ms), and the cool-down's running job this owner holds: refused before, so a
+    // rejoin after a socket host's crash during a cool-down closed the owner's connection, again and again.
+    [
+      "a rejoin with a cool-down and its job",
+      {
+        op: "o",
+        rules,
+        held: [],
+        paused: [
+          ["k", 0, 900, "7"],
+          ["j", 5, 10],
+        ],
+      },
+    ],
     ["an enqueue", { op: "e", args: ["7", 0, 1, 0] }],
     ["a release", { op: "r", args: ["7", 1] }],
   ])("accepts %s", (_name, fields) => {
@@ -74,6 +88,7 @@ describe("invalidQueueCall: fleet queue calls from a socket peer", () => {
     ["a held grant that is not a tuple", { op: "o", rules, held: [{}] }, "is not a 5-tuple"],
     ["a pause that is not a key and ms", { op: "o", rules, paused: [["k"]] }, "is not a key and a number of ms"],
     ["pauses on an enqueue", { op: "e", paused: [["k", 5]] }, "only an open carries rules"],
+    ["a cool-down's job id that is not a string", { op: "o", rules, paused: [["k", 0, 9, 7]] }, "is not a key and"],
     ["arguments that are objects", { op: "e", args: [{}] }, "`args` holds"],
     ["a key that is not a string", { op: "h", key: 5 }, "the key is not a string"],
     ["no sequence number", { op: "h", seq: -1 }, "`seq`"],

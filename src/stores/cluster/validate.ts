@@ -130,15 +130,19 @@ export function invalidQueueCall(frame: unknown): string | undefined {
     const paused = list(f, "paused");
     if (typeof paused === "string") return paused;
     for (const [i, p] of paused.entries()) {
-      const [key, ms] = (Array.isArray(p) ? p : []) as unknown[];
+      // PausedKey: [key, ms], or [key, ms, coolMs] (its cool-down), or [key, ms, coolMs, coolId].
+      const [key, ms, coolMs, coolId] = (Array.isArray(p) ? p : []) as unknown[];
       if (
         !Array.isArray(p) ||
-        p.length !== 2 ||
+        p.length < 2 ||
+        p.length > 4 ||
         typeof key !== "string" ||
         key.length > MAX_KEY_CHARS ||
-        !isInstant(ms)
+        !isInstant(ms) ||
+        (p.length >= 3 && !isInstant(coolMs)) ||
+        (p.length === 4 && (typeof coolId !== "string" || coolId.length > MAX_ID_CHARS))
       )
-        return `paused[${i}] is not a key and a number of ms`;
+        return `paused[${i}] is not a key and a number of ms (then the cool-down's ms and its job's id)`;
     }
   }
   if (f.held === undefined) return undefined;
