@@ -1,7 +1,7 @@
 // A/B of the Redis script between two builds: this checkout's dist/ (B) and another build's
 // dist/ (A, e.g. main's), on one Redis, in short alternating runs (64 in flight over 10k keys),
 // so slow drifts of a noisy machine hit both alike. Reports Redis's own script time per decision
-// (INFO commandstats: evalsha + eval) and the per-pair ratios B ÷ A. Use a Redis nobody else is
+// (INFO commandstats: fcall + evalsha + eval) and the per-pair ratios B ÷ A. Use a Redis nobody else is
 // scripting against (commandstats are server-wide).
 // Run with: npm run build && BASE_DIST=/path/to/main/dist REDIS_URL=redis://127.0.0.1:PORT node bench/redis-ab.mjs
 // (ONLY=fw,gc,tb,sl,co picks specs; PAIRS, default 40.)
@@ -41,7 +41,7 @@ const run = Math.random().toString(36).slice(2, 8);
 async function scriptMicros() {
   const info = await admin.info("commandstats");
   let total = 0;
-  for (const m of info.matchAll(/^cmdstat_(?:evalsha|eval):calls=\d+,usec=(\d+)/gm)) total += Number(m[1]);
+  for (const m of info.matchAll(/^cmdstat_(?:fcall|evalsha|eval):calls=\d+,usec=(\d+)/gm)) total += Number(m[1]);
   return total;
 }
 
