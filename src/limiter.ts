@@ -344,6 +344,28 @@ function warnOnReuse(store: Store, identity: RuleIdentity): void {
   );
 }
 
+/**
+ * The fast lane's `tryAcquire`: a one-unit check of a fitting string key goes straight to the
+ * store's `one`, read at `tick()`; any other call to `run`. Built by a function of its own so
+ * the lane reads its parts as parameters: a `const` of `bindLimiter`'s body captured by a
+ * closure is read through a TDZ check, bytes that count against V8's inlining budget.
+ */
+function fastLane(
+  one: (key: string, now: number) => Decision,
+  tick: () => number,
+  fits: number,
+  run: (key: string, cost: number | undefined, op: Operation) => Decision,
+): (key: string, cost?: number) => Decision {
+  return (key, cost) => {
+    // (A key that may need hashing takes the general path, as any other call does.)
+    if ((cost !== undefined && cost !== 1) || typeof key !== "string" || key.length > fits) {
+      return run(key, cost, "check");
+    }
+    const now = tick();
+    return stampAt(one(key, now), now);
+  };
+}
+
 /** Builds a limiter for already validated specs (used by the service for rules and tiers). */
 export function bindLimiter(
   specs: AlgorithmSpec[],
@@ -465,17 +487,7 @@ export function bindLimiter(
     // (The reading is bound here: the lane's bytecode counts against V8's inlining budget.)
     const fits = keysSurelyFitting(maxKeyBytes);
     const tick = clock === undefined ? systemClock.now : isOwnClock(clock) ? clock.now : () => read(clock);
-    const lane =
-      one === undefined
-        ? undefined
-        : (key: string, cost?: number) => {
-            // (A key that may need hashing takes the general path, as any other call does.)
-            if ((cost !== undefined && cost !== 1) || typeof key !== "string" || key.length > fits) {
-              return run(key, cost, "check");
-            }
-            const now = tick();
-            return stampAt(one(key, now), now);
-          };
+    const lane = one === undefined ? undefined : fastLane(one, tick, fits, run);
     self = {
       specs,
       // Rules without a concurrency member keep the one direct call.

@@ -225,16 +225,27 @@ export function logAlgorithm(
       const n = s.n - skip;
       const free = Math.max(0, limit - n);
       const reset = n > 0 ? Math.ceil(newest + W - now) : 0;
-      if (cost > limit) return decision(false, limit, free, Number.POSITIVE_INFINITY, reset);
-      if (n + cost > limit) {
-        const oldest = at(s, skip + n + cost - limit - 1);
-        return decision(false, limit, free, Math.ceil(oldest + W - now), reset);
-      }
+      // (A cost above the limit never fits: n is never negative.)
+      const allowed = n + cost <= limit;
       // A sliding log appends at t; a lease is logged at its receipt, `now` itself, even when
       // another process's clock logged a later one (so its release names it exactly).
-      if (commit) commitLog(s, skip, leases ? now : t, cost, limit);
-      // cost 0 (a composite reporting an unconsumed member) leaves the reset where it was.
-      return decision(true, limit, limit - n - cost, 0, cost > 0 ? Math.ceil(t + W - now) : reset);
+      if (allowed && commit) commitLog(s, skip, leases ? now : t, cost, limit);
+      // One Decision for every outcome, the refusal's retry a call away: V8 inlines each call
+      // site's callees apart, and the step must stay small enough to inline on the hot path. cost
+      // 0 (a composite reporting an unconsumed member) leaves the reset where it was.
+      return decision(
+        allowed,
+        limit,
+        allowed ? limit - n - cost : free,
+        allowed ? 0 : retryAfter(s, skip, n, cost, now),
+        allowed && cost > 0 ? Math.ceil(t + W - now) : reset,
+      );
     },
   };
+
+  /** ms until a refused `cost` fits, `n` entries counting past `skip` (never, for a cost above the limit). */
+  function retryAfter(s: SlidingLogState, skip: number, n: number, cost: number, now: number): number {
+    if (cost > limit) return Number.POSITIVE_INFINITY;
+    return Math.ceil(at(s, skip + n + cost - limit - 1) + W - now);
+  }
 }

@@ -13,6 +13,7 @@
  * from the summary decides on the summary's estimate plus what it took since (its `own`
  * record); only `own` is ever added back, so the summary grows by real units only.
  */
+import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { Decision } from "../../algorithms/decision.ts";
 import { blocksBeside } from "../../core/block.ts";
 import { systemClock } from "../../core/clock.ts";
@@ -110,48 +111,7 @@ export class MemoryStore implements Store {
     table.clock = binding.clock;
     table.refs++;
     table.quietAt = Number.POSITIVE_INFINITY;
-    const bound = table;
-    let released = false;
-    /**
-     * A check with a reading: the hot path first (inlined into both entries below). A check has
-     * no receipt (`at` is a refund's or a lease's), so none is passed on.
-     */
-    const checkAt = (key: string, cost: number, now: number): Decision => {
-      // A check of a live key (no block, no sweep due) is one Map lookup and one decision. Kept
-      // this small so V8 inlines it into the limiter's call (it counts bytecode against an
-      // inlining budget): every other case is a call away.
-      if (bound.blocks === undefined && s.sweepIn > 1) {
-        s.sweepIn--;
-        const record = bound.get(key, now);
-        // (`constructor`, not `instanceof`: a record's map check, where instanceof walks its prototypes.)
-        if (record !== undefined && (record as object).constructor !== Approx) {
-          return decideCheck(bound.rule, record, now, cost);
-        }
-        return offLive(key, cost, now, record);
-      }
-      return offLive(key, cost, now, offHotPath);
-    };
-    /**
-     * A check past the live path: a key whose record (`found`) is absent or read back from the
-     * summary, or (`found` is `offHotPath`) a block or a sweep due. One call of few arguments
-     * from `checkAt`, for its bytecode.
-     */
-    const offLive = (key: string, cost: number, now: number, found: unknown) =>
-      found === offHotPath
-        ? offHotPath(s, bound, key, cost, now, "check", undefined)
-        : notLive(s, bound, key, cost, now, "check", undefined, found);
-    return {
-      check: (key, cost, now, op, at) =>
-        op === "check" && now !== undefined ? checkAt(key, cost, now) : offHotPath(s, bound, key, cost, now, op, at),
-      // The limiter's fast lane: the same path with its constants folded in.
-      checkOne: (key, now) => checkAt(key, 1, now),
-      reset: (key) => resetKey(s, bound, key, now(bound)),
-      release: () => {
-        if (released) return;
-        released = true;
-        releaseTable(s, id, bound);
-      },
-    };
+    return boundRule(s, table, id);
   }
 
   /**
@@ -188,6 +148,62 @@ export class MemoryStore implements Store {
   restored(): RestoreReport {
     return restoredOf(this.#s);
   }
+}
+
+/**
+ * The bound rule of `bound` (a table of store state `s`, under identity `id`). Built by a function
+ * of its own so the hot closures read `s` and `bound` as parameters: a `const` of `bind`'s body
+ * captured by a closure is read through a TDZ check, bytes that count against V8's inlining
+ * budget on the hot path.
+ */
+function boundRule(s: StoreState, bound: Table, id: string): BoundRule {
+  let released = false;
+  /**
+   * A check with a reading: the hot path first (inlined into both entries below). A check has
+   * no receipt (`at` is a refund's or a lease's), so none is passed on.
+   */
+  const checkAt = (key: string, cost: number, now: number): Decision => {
+    // A check of a live key (no block, no sweep due) is one Map lookup and one decision. Kept
+    // this small so V8 inlines it into the limiter's call (it counts bytecode against an
+    // inlining budget): every other case is a call away.
+    if (bound.blocks === undefined && s.sweepIn > 1) {
+      s.sweepIn--;
+      const record = bound.get(key, now);
+      // (`constructor`, not `instanceof`: a record's map check, where instanceof walks its prototypes.)
+      if (record !== undefined && (record as object).constructor !== Approx) {
+        // A bare rule's step straight away (what decideCheck does for it, without its branch).
+        const rule = bound.rule;
+        return rule.bare
+          ? (rule.members[0] as Algorithm).step(record, now, cost, true)
+          : decideCheck(rule, record, now, cost);
+      }
+      return offLive(s, bound, key, cost, now, record);
+    }
+    return offLive(s, bound, key, cost, now, offHotPath);
+  };
+  return {
+    check: (key, cost, now, op, at) =>
+      op === "check" && now !== undefined ? checkAt(key, cost, now) : offHotPath(s, bound, key, cost, now, op, at),
+    // The limiter's fast lane: the same path with its constants folded in.
+    checkOne: (key, now) => checkAt(key, 1, now),
+    reset: (key) => resetKey(s, bound, key, now(bound)),
+    release: () => {
+      if (released) return;
+      released = true;
+      releaseTable(s, id, bound);
+    },
+  };
+}
+
+/**
+ * A check past the live path: a key whose record (`found`) is absent or read back from the
+ * summary, or (`found` is `offHotPath`) a block or a sweep due. Few arguments, for the bytecode
+ * of `checkAt`'s call.
+ */
+function offLive(s: StoreState, bound: Table, key: string, cost: number, now: number, found: unknown): Decision {
+  return found === offHotPath
+    ? offHotPath(s, bound, key, cost, now, "check", undefined)
+    : notLive(s, bound, key, cost, now, "check", undefined, found);
 }
 
 /** A check past the hot path: another operation, no `now`, a block beside some record, or a sweep due. */
