@@ -169,6 +169,8 @@ export interface FleetQueue {
    * rare rescue pump); absent or false: heartbeats every `ownerTtlMs / 3` keep waiting tickets.
    */
   readonly heartbeatless?: boolean;
+  /** True once the store's client has ended for good (its owner quit it): no call passes again, none is retried. */
+  readonly ended?: boolean;
   /**
    * Adds tickets of `key` (idempotent by id) and grants what fits. `resent`: sent again after
    * the link was lost (the store may have lost running jobs' leases too). Resolves false when the

@@ -21,6 +21,9 @@ import type {
 /** Backoff after a store call that failed outright. */
 const RETRY_MS = 250;
 
+/** `after`, unref'd when `unref` says so (the callback last, as the calls below read best). */
+const afterUnref = (clock: Clock, ms: number, unref: boolean, fire: () => void) => after(clock, ms, fire, unref);
+
 /** What the link needs of the runner. */
 export interface FleetHost {
   /** Tickets of `key` still waiting in this process. */
@@ -46,6 +49,8 @@ export class FleetLink {
   #heartbeatMs: number;
   readonly #open: () => Promise<FleetQueue>;
   #opened: Promise<FleetQueue> | undefined;
+  /** The queue once open: its `ended` (the store's client quit for good) stops the retries. */
+  #ready: FleetQueue | undefined;
   /** Tickets to send, by key, flushed once per turn. */
   readonly #outbox = new Map<string, FleetTicket[]>();
   /** Per key: the armed wake-up (pump at the due instant). */
@@ -94,6 +99,7 @@ export class FleetLink {
         });
         this.#opened.then(
           (q) => {
+            this.#ready = q;
             // Liveness seen by the store: the heartbeat only rescues a key whose head owner died
             // after it was told to wake (rare), so it runs seldom and costs nothing per job.
             if (q.heartbeatless === true) this.#heartbeatMs = Math.max(1, 3 * this.#ownerTtlMs);
@@ -158,8 +164,9 @@ export class FleetLink {
       .catch((error: unknown) => {
         this.#forget(tickets);
         this.#host.failed(key, error);
-        if (this.#closed) return;
-        after(this.#clock, RETRY_MS, () => {
+        if (this.#closed || this.#ready?.ended === true) return;
+        // Unref'd: tickets still waiting keep the process alive by the heartbeat (#watch).
+        afterUnref(this.#clock, RETRY_MS, true, () => {
           this.#forget(tickets);
           const still = new Set(this.#host.waiting(key).map((t) => t.id));
           const again = tickets.filter((t) => still.has(t.id));
@@ -231,13 +238,18 @@ export class FleetLink {
     }
   }
 
-  /** This process owns `key`'s head: grant what fits `ms` from now. */
+  /**
+   * This process owns `key`'s head: grant what fits `ms` from now. A wake-up made for others'
+   * sake (no ticket of this process waits in `key`) is unref'd: a process whose jobs are done
+   * exits (a script that quit its client without `close()` hung on its retries), and the head
+   * is then pumped by a waiting process's rescue call.
+   */
   #wake(key: string, ms: number): void {
-    if (this.#closed) return;
+    if (this.#closed || this.#ready?.ended === true) return;
     this.#wakes.get(key)?.();
     this.#wakes.set(
       key,
-      after(this.#clock, ms, () => {
+      afterUnref(this.#clock, ms, this.#host.idle(key), () => {
         this.#wakes.delete(key);
         // Pumped even with no ticket of this process waiting: the store chose this process to
         // wake the key (a wake-up told with a grant is short, and one with nothing to do is

@@ -12,7 +12,15 @@ describe("readUpstream", () => {
   it.each([
     ["429 Retry-After seconds", 429, { "retry-after": "30" }, 30_000, "retry-after"],
     ["503 Retry-After seconds", 503, { "Retry-After": "2" }, 2000, "retry-after"],
-    ["429 Retry-After HTTP date", 429, { "retry-after": new Date(NOW + 90_000).toUTCString() }, 90_000, "retry-after"],
+    // A date names a second; the window may end anywhere in it: read as the next whole second.
+    ["429 Retry-After HTTP date", 429, { "retry-after": new Date(NOW + 90_000).toUTCString() }, 91_000, "retry-after"],
+    [
+      "429 Retry-After date of a window ending mid-second: not before its end",
+      429,
+      { "retry-after": new Date(NOW + 90_370).toUTCString() },
+      91_000,
+      "retry-after",
+    ],
     ["429 Retry-After in the past", 429, { "retry-after": new Date(NOW - 5000).toUTCString() }, 1000, "status"],
     ["200 Retry-After is not a pause", 200, { "retry-after": "30" }, 0, undefined],
     ["301 Retry-After is not a pause", 301, { "retry-after": "30" }, 0, undefined],
@@ -39,7 +47,7 @@ describe("readUpstream", () => {
       "GitHub: X-RateLimit-Reset in epoch seconds",
       403,
       { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String((NOW + 600_000) / 1000) },
-      600_000,
+      601_000,
       "x-ratelimit",
     ],
     [
@@ -110,7 +118,9 @@ describe("readUpstream", () => {
 
   it("tells epoch seconds, epoch ms and deltas apart", () => {
     expect(resetToMs(60, NOW)).toBe(60_000);
-    expect(resetToMs(NOW / 1000 + 60, NOW)).toBe(60_000);
+    // Whole epoch seconds: the end of that second (a truncated reset is not retried early).
+    expect(resetToMs(NOW / 1000 + 60, NOW)).toBe(61_000);
+    expect(resetToMs(NOW / 1000 + 60.25, NOW)).toBe(60_250);
     expect(resetToMs(NOW + 60_000, NOW)).toBe(60_000);
     expect(retryAfterMs("1.5", NOW)).toBe(1500);
     expect(retryAfterMs("nonsense", NOW)).toBeUndefined();

@@ -71,22 +71,36 @@ export function headerReader(headers: HeadersLike): (name: string) => string | u
 
 const NUMBER = /^\s*\d+(?:\.\d+)?\s*$/;
 
-/** `Retry-After`: delta seconds, or an HTTP date (ms from `now`); undefined when unreadable. */
+/**
+ * An instant the upstream wrote in whole seconds (an HTTP date, epoch seconds): its server
+ * truncated the real instant to its second, which may end up to 999 ms later, so it is read as
+ * the next whole second (a retry sent at the named second itself got a second 429 against a
+ * window ending mid-second). An instant with a fraction is taken as written.
+ */
+function wholeSecondEnd(ms: number): number {
+  return ms % 1000 === 0 ? ms + 1000 : ms;
+}
+
+/**
+ * `Retry-After`: delta seconds, or an HTTP date read as the end of its second (see
+ * `wholeSecondEnd`), as ms from `now`; undefined when unreadable.
+ */
 export function retryAfterMs(value: string, now: number): number | undefined {
   if (NUMBER.test(value)) return Number(value) * 1000;
   const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : at - now;
+  return Number.isNaN(at) ? undefined : wholeSecondEnd(at) - now;
 }
 
 /**
  * An `X-RateLimit-Reset` value as ms from `now`. APIs disagree: GitHub and Twitter send epoch
  * seconds, some send epoch ms, others seconds left. No delta is a billion seconds (31 years) and
  * no epoch instant of this century is below it, so: ≥ 10^12 is epoch ms, ≥ 10^9 epoch seconds,
- * anything smaller seconds from now.
+ * anything smaller seconds from now. Whole epoch seconds are read as the end of their second,
+ * as an HTTP date is (a server that truncated its reset instant would be retried early).
  */
 export function resetToMs(value: number, now: number): number {
   if (value >= 1e12) return value - now;
-  if (value >= 1e9) return value * 1000 - now;
+  if (value >= 1e9) return wholeSecondEnd(value * 1000) - now;
   return value * 1000;
 }
 

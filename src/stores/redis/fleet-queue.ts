@@ -107,6 +107,7 @@ export class RedisFleetQueue implements FleetQueue {
   readonly #channel: string;
   #subscription: Subscription | undefined;
   #lost = false;
+  #ended = false;
   /** Owners are alive while subscribed (a standalone server, asked for it): no heartbeats. */
   readonly heartbeatless: boolean;
 
@@ -122,6 +123,11 @@ export class RedisFleetQueue implements FleetQueue {
     this.#channel = `${parts.prefix}queue:`;
     // PUBSUB NUMSUB sees one node's subscribers: a Cluster keeps heartbeats.
     this.heartbeatless = config.liveness === "subscription" && !parts.commands.cluster;
+  }
+
+  /** True once the client this store was given has ended for good (its subscription closed with it). */
+  get ended(): boolean {
+    return this.#ended;
   }
 
   /** Subscribes to this owner's channel: grants and wake-ups made by other processes' calls. */
@@ -148,7 +154,9 @@ export class RedisFleetQueue implements FleetQueue {
           listener.relinked();
         }
       },
-      () => {},
+      () => {
+        this.#ended = true;
+      },
     );
   }
 

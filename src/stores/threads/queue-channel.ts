@@ -17,7 +17,7 @@
  * than `concurrency` running, no window over the rate, and a job granted by the dead host whose
  * grant was never heard is granted once, by the new one. Waiting jobs wait through the move
  * (at most HOST_LEASE_MS + HOST_BEAT_MS, plus a call's timeout if one was under way).
- * Channels and timers are unref'd: hosting never keeps a thread alive.
+ * Channels and timers are unref'd: neither hosting nor an idle throttle keeps a thread alive.
  */
 import { BroadcastChannel, threadId } from "node:worker_threads";
 import { systemClock } from "../../core/clock.ts";
@@ -210,8 +210,13 @@ export function openThreadsFleetQueue(
       }
     },
     listen(hear, lost) {
-      // Held (ref'd) while the queue is open or a call waits, like a socket with a request in flight.
+      // Unref'd: a throttle's queue stays open until close(), and a ref'd channel kept a worker
+      // whose jobs were done alive for good (and so its parent). What must hold the thread is
+      // held otherwise: a job waiting for a grant by the throttle's heartbeat timer (armed while
+      // a ticket of this thread waits, ../../throttle/fleet-link.ts), a call awaiting its reply
+      // by the call's timeout timer, a running job by its task.
       const channel = new BroadcastChannel(name);
+      unref(channel);
       const closeWatch = seat.opened();
       channel.onmessage = (event) => {
         const data = (event as unknown as { data: unknown }).data;
