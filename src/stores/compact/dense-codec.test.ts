@@ -145,7 +145,8 @@ describe("the store's layout", () => {
     expect(dense.compactBytes / dense.compactCapacity).toBe(16);
     const tb = createLimiter(
       [
-        { algorithm: "fixed-window", limit: 1, windowMs: 1_000_000 },
+        // A first-hit window does not pack into one word (packed-codec.ts): the pair takes two.
+        { algorithm: "fixed-window", limit: 1, windowMs: 1_000_000, anchor: "first" },
         { algorithm: "token-bucket", capacity: 1, refillPerSecond: 0.001 },
       ],
       { clock, store },

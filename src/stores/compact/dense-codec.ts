@@ -25,6 +25,7 @@ import type { SlidingWindowState } from "../../algorithms/sliding-window.ts";
 import type { FixedWindowSpec, SlidingWindowSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
 import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
 import type { CompiledRule, RuleRecord } from "../../core/rule.ts";
+import { decodePacked, encodePacked, frameCode, frameOf, type PackFrame, packedRule } from "./packed-codec.ts";
 import { compactable, decodeRecord, denOf, encodeRecord } from "./state-codec.ts";
 
 /** Whether `rule`'s records are meant to fit one word (the dense layout serves stores whose rules all are). */
@@ -193,39 +194,63 @@ function wordMember(m: Algorithm, word: number): unknown {
 }
 
 /**
- * Whether `rule` is a composite of two members that the exact 2-word layout cannot hold but
- * whose states fit one word each (the pair layout: a 2-word slot, one member per word, each
- * as conservative as a bare member's dense word, so the pair admits no more than the record;
- * issue 34: composites went straight to the summary, 45–73% of returning keys refused).
+ * Whether `rule` is a composite of two members whose states fit one word each: in a 2-word slot
+ * (a 2-word tier, a snapshot row), one member per word, each as conservative as a bare member's
+ * dense word, so the pair admits no more than the record (issue 34: composites went straight to
+ * the summary, 45–73% of returning keys refused). Pairs the exact 2-word layout also holds
+ * (gcra, leaky bucket, a log) take it too: both write the same words wherever that layout is
+ * exact, and the pair's also holds a log of 2 or more entries (as a bound), which the exact one
+ * summarised (39.6% of returning keys refused at `maxKeys: 100`).
  */
 export function pairRule(rule: CompiledRule): boolean {
-  if (rule.bare || rule.ban !== undefined || rule.members.length !== 2 || compactable(rule)) return false;
+  if (rule.bare || rule.ban !== undefined || rule.members.length !== 2) return false;
   return rule.members.every((m) => DENSE_KINDS.has(m.kind) || isLog(m));
 }
 
-/** Whether `rule`'s records can ever be stored in MemoryStore's compact tier (2-word or pair layout). */
-export function fitsCompact(rule: CompiledRule): boolean {
-  return compactable(rule) || pairRule(rule);
+/** Whether `rule`'s records take one word in the compact tier (a bare rule's dense word, or a packed composite's). */
+export function oneWordRule(rule: CompiledRule): boolean {
+  return denseRule(rule) || packedRule(rule);
 }
 
-/** Writes `record` at `words[at..]` in a layout of `stateWords` words per slot; false when it does not fit. */
+/** Whether `rule`'s records can ever be stored in MemoryStore's compact tier (2-word, pair or packed layout). */
+export function fitsCompact(rule: CompiledRule): boolean {
+  return compactable(rule) || pairRule(rule) || packedRule(rule);
+}
+
+/**
+ * Writes `record` at `words[at..]` in a layout of `stateWords` words per slot; false when it does
+ * not fit. A packed composite (packed-codec.ts) is written within its table's `frame`: in a
+ * 1-word slot the word alone, in a 2-word one (or a snapshot row) the word and the frame.
+ */
 export function writeState(
   rule: CompiledRule,
   record: RuleRecord,
   words: Float64Array,
   at: number,
   stateWords: number,
+  frame?: PackFrame,
 ): boolean {
   if (stateWords !== 1) {
-    if (!pairRule(rule)) return encodeRecord(rule, record, words, at);
-    const a = memberWord(rule.members[0] as Algorithm, (record as unknown[])[0]);
-    const b = memberWord(rule.members[1] as Algorithm, (record as unknown[])[1]);
-    if (a === undefined || b === undefined) return false;
-    words[at] = a;
-    words[at + 1] = b;
+    if (pairRule(rule)) {
+      const a = memberWord(rule.members[0] as Algorithm, (record as unknown[])[0]);
+      const b = memberWord(rule.members[1] as Algorithm, (record as unknown[])[1]);
+      if (a === undefined || b === undefined) return false;
+      words[at] = a;
+      words[at + 1] = b;
+      return true;
+    }
+    if (!packedRule(rule) || frame === undefined) return encodeRecord(rule, record, words, at);
+    const word = encodePacked(rule, record, frame);
+    if (word === undefined) return false;
+    words[at] = word;
+    words[at + 1] = frameCode(frame);
     return true;
   }
-  const word = encodeWord(rule, record);
+  const word = rule.bare
+    ? encodeWord(rule, record)
+    : frame === undefined
+      ? undefined
+      : encodePacked(rule, record, frame);
   if (word === undefined) return false;
   words[at] = word;
   return true;
@@ -242,10 +267,11 @@ export function writtenExactly(
   words: Float64Array,
   at: number,
   stateWords: number,
+  frame?: PackFrame,
 ): boolean {
-  // Window counts are written only when they read back exactly (`memberWord`, state-codec.ts).
+  // Window counts are written only when they read back exactly (`memberWord`, state-codec.ts, packed-codec.ts).
   if (rule.members.every((m) => m.kind === "fixed-window" || m.kind === "sliding-window")) return true;
-  const back = readState(rule, words, at, stateWords);
+  const back = readState(rule, words, at, stateWords, frame);
   if (rule.bare) return sameState(rule.members[0] as Algorithm, back, record);
   return rule.members.every((m, i) => sameState(m, (back as unknown[])[i], (record as unknown[])[i]));
 }
@@ -271,12 +297,28 @@ function sameState(m: Algorithm, a: unknown, b: unknown): boolean {
   return Object.keys(y).every((k) => x[k] === y[k]);
 }
 
-/** The record at `words[at..]` in a layout of `stateWords` words per slot (written by `writeState`). */
-export function readState(rule: CompiledRule, words: Float64Array, at: number, stateWords: number): RuleRecord {
-  if (stateWords === 1) return decodeWord(rule, words[at] as number);
-  if (!pairRule(rule)) return decodeRecord(rule, words, at);
-  return [
-    wordMember(rule.members[0] as Algorithm, words[at] as number),
-    wordMember(rule.members[1] as Algorithm, words[at + 1] as number),
-  ];
+/**
+ * The record at `words[at..]` in a layout of `stateWords` words per slot (written by
+ * `writeState`; a packed composite's 1-word slot within its table's `frame`).
+ */
+export function readState(
+  rule: CompiledRule,
+  words: Float64Array,
+  at: number,
+  stateWords: number,
+  frame?: PackFrame,
+): RuleRecord {
+  if (stateWords === 1) {
+    return rule.bare
+      ? decodeWord(rule, words[at] as number)
+      : decodePacked(rule, words[at] as number, frame as PackFrame);
+  }
+  if (pairRule(rule)) {
+    return [
+      wordMember(rule.members[0] as Algorithm, words[at] as number),
+      wordMember(rule.members[1] as Algorithm, words[at + 1] as number),
+    ];
+  }
+  if (packedRule(rule)) return decodePacked(rule, words[at] as number, frameOf(words[at + 1] as number));
+  return decodeRecord(rule, words, at);
 }

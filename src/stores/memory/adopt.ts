@@ -10,6 +10,7 @@ import { fitsCompact, readState, writeState, writtenExactly } from "../compact/d
 import { STATE_WORDS } from "../compact/state-codec.ts";
 import { Approx } from "./approx.ts";
 import { compactFor } from "./compact-tier.ts";
+import { frameFor } from "./pack-frame.ts";
 import { restorable } from "./restore-check.ts";
 import type { RestoredTable } from "./restore-report.ts";
 import { Sketch } from "./sketch.ts";
@@ -197,6 +198,8 @@ function adoptCompact(
   let summarised = 0;
   let unfit = 0;
   let moved = 0;
+  // A packed composite's slots are written within the table's frame (moved now, before any claim).
+  const frame = compact === undefined ? undefined : frameFor(s, table, t);
   for (const [h1, h2, , , bucket, record, flags] of rows) {
     const returning = (flags & 1) !== 0;
     const freshAt = recordFreshAt(rule, record);
@@ -214,7 +217,7 @@ function adoptCompact(
       ? compact.claimIn(bucket, table.index, h1, h2, returning)
       : compact.claimRestored(table.index, h1, h2, returning);
     pushedOut(s, compact, table, t);
-    if (!writeState(rule, record, compact.words, compact.stateIndex(slot), compact.stateWords)) {
+    if (!writeState(rule, record, compact.words, compact.stateIndex(slot), compact.stateWords, frame)) {
       // A state the dense layout cannot hold exactly (a count past twice the limit): summarised.
       compact.remove(slot);
       summarise(s, table, h1, h2, record, t);
@@ -223,7 +226,7 @@ function adoptCompact(
     }
     // A bound stays one (and a record this tier holds only as a bound becomes one).
     const state = compact.stateIndex(slot);
-    if ((flags & 2) !== 0 || !writtenExactly(rule, record, compact.words, state, compact.stateWords)) {
+    if ((flags & 2) !== 0 || !writtenExactly(rule, record, compact.words, state, compact.stateWords, frame)) {
       compact.markBound(slot);
     }
     // The saved bucket may itself be one a restore chose: lookups look there too until fresh.

@@ -7,8 +7,8 @@
 //
 // The trace (one key V, and one other key to push it out; the same calls on an uncapped store):
 //   t=0     V takes the one token of a bucket refilling 1 per second (full again at t=1000).
-//           "x" takes a token: V is pushed out into the summary (a ban keeps the rule's records
-//           out of the compact tier).
+//           V is refused once (a strike: a ban with one keeps the record out of the compact tier).
+//           "x" takes a token: V is pushed out into the summary.
 //   t=10    V: penalty of 3. Uncapped: 0.01 − 3 tokens, full again at t=4000. Capped: its own
 //           record (fresh at the read-back) 1 − 3, full again at t=3010; the cell at 1000.
 //   t=3500  V: a peek of one token. Uncapped: 0.5 tokens, refused. The capped store admitted it.
@@ -31,6 +31,8 @@ describe("a penalty on a key read back from the summary", () => {
       const capped = createLimiter(spec, { clock, store, ban: BAN });
       const exact = createLimiter(spec, { clock, store: new MemoryStore(), ban: BAN });
       expect([capped.tryAcquire("V").allowed, exact.tryAcquire("V").allowed]).toEqual([true, true]);
+      // Refused: a strike, so V's record is not packed into the compact tier (packed-codec.ts).
+      expect([capped.tryAcquire("V").allowed, exact.tryAcquire("V").allowed]).toEqual([false, false]);
       capped.tryAcquire("x");
       clock.set(T0 + 10);
       expect(capped.penalty("V", 3)).toMatchObject({ approximate: true }); // the premise: read back

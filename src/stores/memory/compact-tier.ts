@@ -8,7 +8,7 @@
  */
 import { type RuleRecord, recordFreshAt } from "../../core/rule.ts";
 import { CompactTable } from "../compact/compact-table.ts";
-import { denseRule, readState } from "../compact/dense-codec.ts";
+import { oneWordRule, readState } from "../compact/dense-codec.ts";
 import { STATE_WORDS } from "../compact/state-codec.ts";
 import { now, type StoreState } from "./store-state.ts";
 import { summarise } from "./summarise.ts";
@@ -20,7 +20,7 @@ import type { Table } from "./table.ts";
  * store, which may hold other tables, chooses as the store it was saved from did.
  */
 function wordsNeeded(rule: Table["rule"]): number {
-  return denseRule(rule) ? 1 : STATE_WORDS;
+  return oneWordRule(rule) ? 1 : STATE_WORDS;
 }
 
 /**
@@ -30,7 +30,7 @@ function wordsNeeded(rule: Table["rule"]): number {
 export function compactFor(s: StoreState, table: Table, t: number): CompactTable | undefined {
   const compact = s.compact;
   if (compact !== undefined) {
-    if (compact.stateWords === 1 && !denseRule(table.rule)) widen(s, compact, table, t);
+    if (compact.stateWords === 1 && !oneWordRule(table.rule)) widen(s, compact, table, t);
     return s.compact;
   }
   const words = wordsNeeded(table.rule);
@@ -49,7 +49,7 @@ function widen(s: StoreState, dense: CompactTable, claimer: Table, t: number): v
     if (owner === undefined || owner.compactSize === 0) continue;
     const at = owner === claimer ? t : now(owner);
     dense.forEach(owner.index, (slot, h1, h2) => {
-      const record: RuleRecord = readState(owner.rule, dense.words, dense.stateIndex(slot), 1);
+      const record: RuleRecord = readState(owner.rule, dense.words, dense.stateIndex(slot), 1, owner.frame);
       if (recordFreshAt(owner.rule, record) > at) summarise(s, owner, h1, h2, record, at);
     });
     owner.compactSize = 0;

@@ -82,7 +82,7 @@ export function miss(
     const slot = compact.find(table.index, h, t < table.restoredUntil);
     if (slot >= 0) {
       // Exact in the compact tier: back into the `Map` tier (it came back: it is not a one-shot key).
-      const record = readState(rule, compact.words, compact.stateIndex(slot), compact.stateWords);
+      const record = readState(rule, compact.words, compact.stateIndex(slot), compact.stateWords, table.frame);
       // A slot that held a bound of the key's state: its decisions say so until it is fresh.
       const held = compact.boundAt(slot) ? new Approx(record, h[0] as number, h[1] as number, rule, true) : record;
       if (op === "peek" || op === "get") {

@@ -4,8 +4,8 @@
  * tier was saved with a one-cell summary, and every key read back full).
  */
 import type { CompactTable } from "../compact/compact-table.ts";
-import { decodeWord } from "../compact/dense-codec.ts";
-import { encodeRecord, STATE_WORDS } from "../compact/state-codec.ts";
+import { readState, writeState } from "../compact/dense-codec.ts";
+import { STATE_WORDS } from "../compact/state-codec.ts";
 import { Approx } from "./approx.ts";
 import type { TableSnapshot } from "./snapshot.ts";
 import type { Table } from "./table.ts";
@@ -42,7 +42,8 @@ export function saveTable(table: Table, compact: CompactTable | undefined, seed:
     compact.forEach(table.index, (slot, h1, h2) => {
       let at = compact.stateIndex(slot);
       if (two !== compact.words) {
-        encodeRecord(table.rule, decodeWord(table.rule, compact.words[at] as number), two, 0);
+        const record = readState(table.rule, compact.words, at, 1, table.frame);
+        writeState(table.rule, record, two, 0, STATE_WORDS, table.frame);
         at = 0;
       }
       const row = [h1, h2, two[at] as number, two[at + 1] as number, compact.bucketOf(slot)];

@@ -68,11 +68,12 @@ describe("MemoryStore snapshot / restore", () => {
     const s = service(clock, store);
     for (let i = 0; i < 5; i++) s.check("fixed", "victim");
     s.check("gcra", "victim", { cost: 5 });
+    s.check("gcra", "victim"); // refused: a strike, so its record is not packed (packed-codec.ts)
     // Flood keys used twice each: they take the protected segment the victim's reuse earned it.
     for (let i = 0; i < 50; i++) for (let j = 0; j < 2; j++) s.check("fixed", `flood${i}`);
     for (let i = 0; i < 50; i++) s.check("gcra", `flood${i}`);
     expect(store.stats().compactKeys).toBeGreaterThan(0);
-    expect(store.stats().summarised).toBeGreaterThan(0); // a rule with a ban has no compact tier
+    expect(store.stats().summarised).toBeGreaterThan(0); // a ban with a strike is summarised
     const restored = new MemoryStore({ maxKeys: 2 });
     restored.restore(store.snapshot());
     const after = service(clock, restored);
@@ -157,8 +158,9 @@ describe("MemoryStore snapshot / restore", () => {
     const s = service(clock, store);
     s.check("fixed", "a");
     s.check("fixed", "b");
-    s.check("gcra", "a");
-    s.check("gcra", "b"); // "a" goes into the sketch (a rule with a ban has no compact tier)
+    s.check("gcra", "a", { cost: 5 });
+    s.check("gcra", "a"); // refused: a strike (a ban with one is not packed: packed-codec.ts)
+    s.check("gcra", "b"); // "a" goes into the sketch
     const text = store.snapshot();
     expect(text).toContain('"width"');
     const negative = new MemoryStore();
@@ -181,7 +183,8 @@ describe("MemoryStore snapshot / restore", () => {
     const T = 1_800_000_000_000;
     const clock = new ManualClock(T);
     const store = new MemoryStore({ maxKeys: 1 });
-    const spec = { algorithm: "fixed-window", limit: 2, windowMs: 1000 } as const;
+    // A first-hit window: its records never take the compact tier (packed-codec.ts), so "a" is summarised.
+    const spec = { algorithm: "fixed-window", limit: 2, windowMs: 1000, anchor: "first" } as const;
     const ban = { after: 2, withinMs: 1000, forMs: 5000 };
     const s = new RateLimiterService({ clock, store });
     s.addRule("fixed", spec, { ban });

@@ -19,6 +19,7 @@
  * and a hit is the same single lookup.
  */
 import type { CompiledRule } from "../../core/rule.ts";
+import type { PackFrame } from "../compact/packed-codec.ts";
 import type { Sketch } from "./sketch.ts";
 import type { SummaryFilter } from "./summary-filter.ts";
 
@@ -138,6 +139,11 @@ export class Table {
   index = 0;
   /** Records of this table held in the compact tier. */
   compactSize = 0;
+  /**
+   * Where its packed compact records' instants are measured from (a composite's or a ban's:
+   * packed-codec.ts), set at its first packed write and moved by pack-frame.ts.
+   */
+  frame: PackFrame | undefined = undefined;
   /**
    * Keys reset while summarised (by fingerprint): until the instant, their summary is ignored
    * (it holds what the reset forgot), so the key decides as a fresh key.

@@ -11,6 +11,7 @@ import type { CompactTable } from "../compact/compact-table.ts";
 import { fitsCompact, readState, writeState, writtenExactly } from "../compact/dense-codec.ts";
 import { Approx } from "./approx.ts";
 import { compactFor } from "./compact-tier.ts";
+import { frameFor } from "./pack-frame.ts";
 import { now, type StoreState } from "./store-state.ts";
 import { summarise } from "./summarise.ts";
 import { rotations, type Table } from "./table.ts";
@@ -72,13 +73,16 @@ export function evict(s: StoreState, inserting: Table, t: number): void {
     // limit: read back from the summary it would be refused all the same, and a flood of keys
     // spending their limit in one burst (promoted by their own repeats) stays unprotected.
     const returning = victim.shiftedProtected && decideRule(victim.rule, record, at, 1, "peek").allowed;
+    // Before the claim: moving the frame re-encodes the table's slots (slot numbers change).
+    const frame = frameFor(s, victim, at);
     const slot = compact.claim(victim.index, h, returning);
     pushedOut(s, compact, victim, at);
     const state = compact.stateIndex(slot);
-    if (writeState(victim.rule, record as RuleRecord, compact.words, state, compact.stateWords)) {
+    if (writeState(victim.rule, record as RuleRecord, compact.words, state, compact.stateWords, frame)) {
       // A slot that holds a bound of the record says so: decisions from it are not exact.
       const bound =
-        record !== held || !writtenExactly(victim.rule, record as RuleRecord, compact.words, state, compact.stateWords);
+        record !== held ||
+        !writtenExactly(victim.rule, record as RuleRecord, compact.words, state, compact.stateWords, frame);
       if (bound) compact.markBound(slot);
       victim.compactSize++;
       return;
@@ -96,6 +100,6 @@ export function pushedOut(s: StoreState, compact: CompactTable, claimer: Table, 
   if (owner === undefined) return;
   owner.compactSize--;
   const ownerNow = owner === claimer ? at : now(owner);
-  const old = readState(owner.rule, compact.victimWords, 0, compact.stateWords);
+  const old = readState(owner.rule, compact.victimWords, 0, compact.stateWords, owner.frame);
   if (recordFreshAt(owner.rule, old) > ownerNow) summarise(s, owner, pushed.h1, pushed.h2, old, ownerNow);
 }

@@ -1,0 +1,225 @@
+/**
+ * A composite rule's record (2–4 members, or members and a ban) in ONE float64 word, so it takes
+ * a 16-byte slot of MemoryStore's compact tier like a bare rule's (dense-codec.ts), not 24 bytes
+ * or none. Why (issue 34): at `maxKeys: 100` a pair held 6,248 slots against a bare rule's 9,368,
+ * fewer than a one-shot flood passed between two visits of returning keys, so 12–40% of their
+ * requests were refused (read back from the summary); wider composites and rules with a ban never
+ * reached the compact tier at all (80%).
+ *
+ * Each member takes an equal share of the word's 52 bits. Instants are offsets from the table's
+ * frame (`PackFrame`: a base instant and a range of 16 horizons or more, both kept by the table
+ * and moved, every slot re-encoded, before a write would fall out of it: memory/pack-frame.ts),
+ * in power-of-two ms units that the share leaves; an instant that is not a whole unit is rounded
+ * LATER, which admits no more under every algorithm (a later arrival time, a bucket full again
+ * later, a log entry or lease counting longer): such a slot holds a bound of its key's state and
+ * says so (`writtenExactly`). Window counts are exact, their window a small number of windows
+ * past the frame's base. A record that does not fit (a count past its bits, an instant past the
+ * range, a ban with strikes or a ban running) is not written: it is summarised, conservatively.
+ * A ban is written only when it is a fresh key's (no strike, never banned) and read back so.
+ */
+import type { Algorithm } from "../../algorithms/algorithm.ts";
+import type { FixedWindowSpec, SlidingWindowSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
+import { freshBan } from "../../core/ban.ts";
+import type { CompiledRule, RuleRecord } from "../../core/rule.ts";
+import { denOf } from "./state-codec.ts";
+
+/** Where a table's packed instants are measured from (`base`, whole ms) and how far they reach (`range`, a power of two ms). */
+export interface PackFrame {
+  base: number;
+  range: number;
+}
+
+/** Bits of the word the members share. */
+const WORD_BITS = 52;
+/** Most members a packed word holds. */
+const MAX_MEMBERS = 4;
+/** The kinds whose state packs (a fixed window only aligned: a first-hit window's start is any ms). */
+const PACKED_KINDS = new Set([
+  "fixed-window",
+  "sliding-window",
+  "token-bucket",
+  "gcra",
+  "leaky-bucket",
+  "sliding-log",
+  "concurrency",
+]);
+
+/** Whether `rule`'s records pack into one word: not bare, at most four members, each of a packed kind. */
+export function packedRule(rule: CompiledRule): boolean {
+  if (rule.bare || rule.members.length > MAX_MEMBERS) return false;
+  return rule.members.every(
+    (m) => PACKED_KINDS.has(m.kind) && !(m.kind === "fixed-window" && (m.spec as FixedWindowSpec).anchor === "first"),
+  );
+}
+
+/** The frame for a table of horizon `horizonMs` whose writes start at `t`: a range of 16 horizons or more. */
+export function newFrame(t: number, horizonMs: number): PackFrame {
+  const range = 2 ** Math.ceil(Math.log2(Math.max(2, 16 * horizonMs)));
+  return { base: Math.floor(t - horizonMs), range };
+}
+
+/** Whether a write at `t` under horizon `horizonMs` still fits `frame` (else the table moves it: pack-frame.ts). */
+export function frameHolds(frame: PackFrame, t: number, horizonMs: number): boolean {
+  return t >= frame.base && t + 3 * horizonMs <= frame.base + frame.range && frame.range >= 8 * horizonMs;
+}
+
+/** The frame as one number (a 2-word slot's second word, a snapshot row's): base · 64 + log2(range). */
+export function frameCode(frame: PackFrame): number {
+  return frame.base * 64 + Math.log2(frame.range);
+}
+
+/** The frame `frameCode` wrote. */
+export function frameOf(code: number): PackFrame {
+  const lg = ((code % 64) + 64) % 64;
+  return { base: (code - lg) / 64, range: 2 ** lg };
+}
+
+/** Bits of each member's share. */
+function shareBits(rule: CompiledRule): number {
+  return Math.floor(WORD_BITS / rule.members.length);
+}
+
+/** The unit (ms, a power of two) of an instant given `bits` within `frame`. */
+function unitOf(frame: PackFrame, bits: number): number {
+  return Math.max(1, frame.range / 2 ** bits);
+}
+
+/** Bits a window number takes: enough for every window of the frame's range and a few past it. */
+function windowBits(frame: PackFrame, windowMs: number): number {
+  return Math.ceil(Math.log2(frame.range / windowMs + 4));
+}
+
+/** `x` as an offset in units `u` from the base, rounded later (clamped at the base: later still); undefined past `bits`. */
+function laterOffset(x: number, frame: PackFrame, u: number, bits: number): number | undefined {
+  if (!Number.isFinite(x)) return undefined;
+  const off = Math.max(0, Math.ceil((x - frame.base) / u));
+  return off < 2 ** bits ? off : undefined;
+}
+
+/** One member's state as a field of `bits` bits, or undefined when it does not fit. */
+function encodeField(m: Algorithm, state: unknown, bits: number, frame: PackFrame): number | undefined {
+  switch (m.kind) {
+    case "gcra":
+    case "leaky-bucket": {
+      const g = state as { ms: number; ticks: number };
+      if (!(g.ticks >= 0)) return undefined;
+      return laterOffset(g.ticks === 0 ? g.ms : g.ms + 1, frame, unitOf(frame, bits), bits);
+    }
+    case "token-bucket": {
+      const s = state as { b: number; t: number };
+      const spec = m.spec as TokenBucketSpec;
+      const full = spec.capacity * 1000;
+      const r = spec.refillPerSecond;
+      // A negative balance (a penalty) would read back as an empty bucket: more tokens.
+      if (!(s.b >= 0 && Number.isFinite(s.t))) return undefined;
+      const u = unitOf(frame, bits);
+      let off = laterOffset(s.t + (full - s.b) / r, frame, u, bits);
+      // Read back empty at `empty`: the original, run back to that instant, must hold ≥ 0 (then the
+      // read-back holds no more at any instant); float rounding may need a unit more.
+      for (let k = 0; off !== undefined && k < 3; k++) {
+        const empty = frame.base + off * u - full / r;
+        if (s.b + (empty - s.t) * r >= 0) return off;
+        off = off + 1 < 2 ** bits ? off + 1 : undefined;
+      }
+      return undefined;
+    }
+    case "sliding-log":
+    case "concurrency": {
+      const log = state as { buf: number[]; head: number; n: number };
+      const nBits = Math.min(10, Math.max(1, Math.floor(bits / 3)));
+      if (!(log.n < 2 ** nBits)) return undefined;
+      if (log.n === 0) return 0;
+      const newest = log.buf[(log.head + log.n - 1) % log.buf.length] as number;
+      // Every entry at the newest (rounded later): each counts as long or longer (a bound).
+      const off = laterOffset(newest, frame, unitOf(frame, bits - nBits), bits - nBits);
+      return off === undefined ? undefined : off * 2 ** nBits + log.n;
+    }
+    case "fixed-window": {
+      const s = state as { w: number; c: number };
+      const W = (m.spec as FixedWindowSpec).windowMs;
+      const dBits = windowBits(frame, W);
+      const k = s.w / W - Math.floor(frame.base / W);
+      if (!(Number.isInteger(k) && k >= 0 && k < 2 ** dBits && Number.isInteger(s.c) && s.c >= 0)) return undefined;
+      return s.c < 2 ** (bits - dBits) ? s.c * 2 ** dBits + k : undefined;
+    }
+    case "sliding-window": {
+      const s = state as { w: number; p: number; c: number };
+      const W = (m.spec as SlidingWindowSpec).windowMs;
+      const dBits = windowBits(frame, W);
+      const cBits = Math.floor((bits - dBits) / 2);
+      const k = s.w / W - Math.floor(frame.base / W);
+      const fits = (c: number) => Number.isInteger(c) && c >= 0 && c < 2 ** cBits;
+      if (!(Number.isInteger(k) && k >= 0 && k < 2 ** dBits && cBits >= 1 && fits(s.p) && fits(s.c))) return undefined;
+      return (s.p * 2 ** cBits + s.c) * 2 ** dBits + k;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** The state of member `m` a field written by `encodeField` holds. */
+function decodeField(m: Algorithm, field: number, bits: number, frame: PackFrame): unknown {
+  switch (m.kind) {
+    case "gcra":
+    case "leaky-bucket":
+      return { ms: frame.base + field * unitOf(frame, bits), ticks: 0, den: denOf(m) };
+    case "token-bucket": {
+      const spec = m.spec as TokenBucketSpec;
+      return { b: 0, t: frame.base + field * unitOf(frame, bits) - (spec.capacity * 1000) / spec.refillPerSecond };
+    }
+    case "sliding-log":
+    case "concurrency": {
+      const nBits = Math.min(10, Math.max(1, Math.floor(bits / 3)));
+      const n = field % 2 ** nBits;
+      const at = frame.base + ((field - n) / 2 ** nBits) * unitOf(frame, bits - nBits);
+      return { buf: new Array<number>(n).fill(at), head: 0, n };
+    }
+    case "fixed-window": {
+      const W = (m.spec as FixedWindowSpec).windowMs;
+      const dBits = windowBits(frame, W);
+      const k = field % 2 ** dBits;
+      return { w: (Math.floor(frame.base / W) + k) * W, c: (field - k) / 2 ** dBits };
+    }
+    default: {
+      const W = (m.spec as SlidingWindowSpec).windowMs;
+      const dBits = windowBits(frame, W);
+      const cBits = Math.floor((bits - dBits) / 2);
+      const k = field % 2 ** dBits;
+      const counts = (field - k) / 2 ** dBits;
+      const c = counts % 2 ** cBits;
+      return { w: (Math.floor(frame.base / W) + k) * W, p: (counts - c) / 2 ** cBits, c };
+    }
+  }
+}
+
+/** `record` of a packed `rule` as one word within `frame`, or undefined when it does not fit (see the module). */
+export function encodePacked(rule: CompiledRule, record: RuleRecord, frame: PackFrame): number | undefined {
+  const states = record as unknown[];
+  if (rule.ban !== undefined) {
+    // Only a fresh key's ban (no strike, never banned) is implied; any other is summarised.
+    const ban = states[rule.members.length] as { n: number; until: number; readBack?: boolean };
+    if (!(ban.n === 0 && ban.until === Number.NEGATIVE_INFINITY && ban.readBack !== true)) return undefined;
+  }
+  const bits = shareBits(rule);
+  let word = 0;
+  for (let i = rule.members.length - 1; i >= 0; i--) {
+    const field = encodeField(rule.members[i] as Algorithm, states[i], bits, frame);
+    if (field === undefined) return undefined;
+    word = word * 2 ** bits + field;
+  }
+  return word;
+}
+
+/** The record a word written by `encodePacked` under `rule` within `frame` holds. */
+export function decodePacked(rule: CompiledRule, word: number, frame: PackFrame): RuleRecord {
+  const bits = shareBits(rule);
+  const record: unknown[] = [];
+  let rest = word;
+  for (const m of rule.members) {
+    const field = rest % 2 ** bits;
+    rest = (rest - field) / 2 ** bits;
+    record.push(decodeField(m, field, bits, frame));
+  }
+  if (rule.ban !== undefined) record.push(freshBan());
+  return record;
+}
