@@ -111,7 +111,10 @@ function start(name) {
       "--serve",
       name,
     ],
-    { stdio: ["ignore", "pipe", "ignore", "ipc"], env: { ...process.env, BENCH_CALLGRIND: "" } },
+    {
+      stdio: ["ignore", "pipe", "ignore", "ipc"],
+      env: { ...process.env, BENCH_CALLGRIND: "", BENCH_PRESSURE_NEVER: "1" },
+    },
   );
   return new Promise((resolve, reject) => {
     let out = "";
