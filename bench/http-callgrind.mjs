@@ -31,7 +31,8 @@
 // framework: bare, s0 (Fastify: an empty onRequest hook, what Fastify charges for any hook),
 // headers, headers-lc (Fastify), sluice, peer (Fastify, Express), shed, pressure (Fastify)),
 // BENCH_ROUNDS (default 3), BENCH_N (default 2000 per block), BENCH_BLOCKS (default 3 per round),
-// BENCH_WARMUP (default 10000 per server), BENCH_GC=1 (a forced full GC before each block, not
+// BENCH_WARMUP (default 10000 per server), BENCH_SETTLE (default 3N, uncounted once callgrind
+// instruments, before the first round), BENCH_GC=1 (a forced full GC before each block, not
 // counted: the old method's, kept to show what it does), BENCH_VERBOSE=1 (each block's figure),
 // BENCH_REWARM (default 500 before each round's blocks), BENCH_CONNECTIONS (default 50),
 // BENCH_BASE_DIST=<dir> (adds "base": sluice's middleware from another build's dist, side by
@@ -53,6 +54,7 @@ const N = Number(process.env.BENCH_N ?? 2000);
 const BLOCKS = Number(process.env.BENCH_BLOCKS ?? 3);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 10000);
 const REWARM = Number(process.env.BENCH_REWARM ?? 500);
+const SETTLE = Number(process.env.BENCH_SETTLE ?? 3 * N);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const PARALLEL = Number(process.env.BENCH_PARALLEL ?? 1);
 const KEEP = process.env.BENCH_CALLGRIND_KEEP;
@@ -256,6 +258,10 @@ async function bench(framework) {
       servers.map((server) => async () => {
         await send(server, WARMUP, false);
         control(server, "-i", "on");
+        // Then uncounted with callgrind instrumenting: the first counted blocks after the
+        // warm-up alone ran 111,312 / 64,135 / 58,978 instructions per request (loadShed on
+        // node:http; 58,5xx in later rounds), though the first server measured was steady.
+        if (SETTLE > 0) await send(server, SETTLE, false);
       }),
     );
     const per = Object.fromEntries(variants.map((v) => [v, []]));
