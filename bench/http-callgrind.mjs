@@ -258,9 +258,10 @@ async function bench(framework) {
       servers.map((server) => async () => {
         await send(server, WARMUP, false);
         control(server, "-i", "on");
-        // Then uncounted with callgrind instrumenting: the first counted blocks after the
-        // warm-up alone ran 111,312 / 64,135 / 58,978 instructions per request (loadShed on
-        // node:http; 58,5xx in later rounds), though the first server measured was steady.
+        // Then uncounted with callgrind instrumenting. Meant for the first round's offset (its
+        // first block about twice the later ones: loadShed on node:http 111,312 / 64,135 /
+        // 58,978, then 58,5xx), but it did not remove it (Fastify, 2026-12-07: bare 108,355 /
+        // 59,914 / 54,122 with it): read the rounds after the first until that is understood.
         if (SETTLE > 0) await send(server, SETTLE, false);
       }),
     );
