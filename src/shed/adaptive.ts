@@ -24,10 +24,10 @@ export interface LimitSource {
   steady(): number;
   /** A request started (with `inFlight` counting it) at `now`. */
   started(inFlight: number): void;
-  /** A request admitted at `startedAt` completed at `now` after `rttMs`. */
-  completed(rttMs: number, startedAt: number, now: number): void;
-  /** The limit refused a request. */
-  refused(): void;
+  /** A request admitted at `startedAt` (with `inFlight` in flight, itself counted; unknown if undefined) completed at `now` after `rttMs`. */
+  completed(rttMs: number, startedAt: number, now: number, inFlight?: number): void;
+  /** The limit refused a request (`share`: with fewer in flight than the limit, a reserve's share was full). */
+  refused(share?: boolean): void;
 }
 
 /** A limit that never moves. */
@@ -56,7 +56,11 @@ export class AdaptiveLimit implements LimitSource {
   #max = 0;
   #count = 0;
   #maxInFlight = 0;
+  /** Most in flight at the admission of the window's completed requests; -1 while none said. */
+  #admittedInFlight = -1;
   #limited = false;
+  /** A reserve's share refused a request this window, under the limit. */
+  #shared = false;
   /** Requests admitted before this instant are left out of the window (a probe, or the window after a cut, measures only its own). */
   #since = Number.NEGATIVE_INFINITY;
 
@@ -106,12 +110,14 @@ export class AdaptiveLimit implements LimitSource {
     if (inFlight > this.#maxInFlight) this.#maxInFlight = inFlight;
   }
 
-  refused(): void {
+  refused(share?: boolean): void {
     this.#limited = true;
+    if (share === true) this.#shared = true;
   }
 
-  completed(rttMs: number, startedAt: number, now: number): void {
+  completed(rttMs: number, startedAt: number, now: number, inFlight?: number): void {
     if (startedAt < this.#since) return;
+    if (inFlight !== undefined && inFlight > this.#admittedInFlight) this.#admittedInFlight = inFlight;
     this.#sum += rttMs;
     this.#squares += rttMs * rttMs;
     if (rttMs > this.#max) this.#max = rttMs;
@@ -130,7 +136,15 @@ export class AdaptiveLimit implements LimitSource {
     const sem = count < 2 ? 0 : Math.sqrt(Math.max(0, this.#squares - count * rtt * rtt) / (count - 1) / count);
     this.#state = gradientStep(
       this.#state,
-      { rtt, maxRtt: this.#max, maxInFlight: this.#maxInFlight, limited: this.#limited, sem },
+      {
+        rtt,
+        maxRtt: this.#max,
+        maxInFlight: this.#maxInFlight,
+        // A reserve's share held the window's concurrency down: it does not bound the limit.
+        ...(this.#admittedInFlight >= 0 && !this.#shared ? { admittedInFlight: this.#admittedInFlight } : {}),
+        limited: this.#limited,
+        sem,
+      },
       now,
       p,
       this.#random(),
@@ -151,6 +165,8 @@ export class AdaptiveLimit implements LimitSource {
     this.#max = 0;
     this.#count = 0;
     this.#maxInFlight = 0;
+    this.#admittedInFlight = -1;
     this.#limited = false;
+    this.#shared = false;
   }
 }

@@ -87,6 +87,31 @@ describe("gradientStep at fixed windows", () => {
     expect(gradientStep(warm({ slowStart: true }), { rtt: 10, maxInFlight: 100 }, 0, bounds, 0).limit).toBe(120);
   });
 
+  it("grows to at most 1.5× the concurrency the window's requests were admitted at", () => {
+    const step = (admittedInFlight: number, slowStart: boolean) =>
+      gradientStep(warm({ slowStart }), { rtt: 10, maxInFlight: 100, admittedInFlight }, 0, P, 0).limit;
+    expect(step(80, true)).toBe(120); // 1.5 × 80, not 150
+    expect(step(60, true)).toBe(100); // 1.5 × 60 is under the limit: held, never cut
+    expect(step(100, true)).toBe(150);
+    expect(step(60, false)).toBe(100);
+    expect(step(70, false)).toBe(102);
+    // Unknown (or a reserve's share held it down): unbounded.
+    expect(gradientStep(warm(), { rtt: 10, maxInFlight: 20, limited: true }, 0, P, 0).limit).toBe(102);
+  });
+
+  it("in slow start, averages flat windows into the long-term latency as a mean of all so far", () => {
+    const state = warm({ slowStart: true, windows: 3, peakRtt: 12 });
+    // Flat (within 1.1× and the max within 1.3× the peak): weight 1/4.
+    expect(gradientStep(state, { rtt: 10.8, maxInFlight: 100 }, 0, P, 0).longRtt).toBeCloseTo(10.2, 9);
+    // Rising: the slow average only.
+    expect(gradientStep(state, { rtt: 11.5, maxInFlight: 100 }, 0, P, 0).longRtt).toBeCloseTo(10 + 1.5 * (2 / 601), 9);
+    // After slow start: the slow average only.
+    expect(gradientStep({ ...state, slowStart: false }, { rtt: 10.8, maxInFlight: 100 }, 0, P, 0).longRtt).toBeCloseTo(
+      10 + 0.8 * (2 / 601),
+      9,
+    );
+  });
+
   it("ignores windows without a usable latency", () => {
     const state = warm();
     for (const rtt of [0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {

@@ -55,6 +55,15 @@ export interface GradientSample {
   rtt: number;
   /** Most requests in flight at once during the window. */
   maxInFlight: number;
+  /**
+   * Most requests in flight when any of the window's completed requests was admitted (itself
+   * counted): the concurrency its latencies were measured at. The limit grows to at most 1.5×
+   * this (as TCP's congestion window validation): a window whose requests were admitted at 4 in
+   * flight says nothing about 9. Undefined (no bound) when unknown, or when a reserve's share
+   * refused requests under the limit (the flood held to its share: in flight stays far under
+   * the limit, which must still grow for the levels the reserve covers).
+   */
+  admittedInFlight?: number;
   /** Slowest latency (ms) in the window (default `rtt`): in slow start, one queued request stops the 1.5× steps. */
   maxRtt?: number;
   /** Whether the limit refused a request during the window (with a reserve, the flood is refused while in flight stays far under the limit). */
@@ -237,7 +246,18 @@ export function gradientStep(
   // Faster than the long-term latency: a spike ended, or the probe met a noisy moment (one
   // window on a busy host can be 1.5× slow), so it comes down fast. Slower but not queued: the
   // slow average. Queued: left out.
-  const weight = sample.rtt + margin < state.longRtt ? FAST_DOWN : queued ? 0 : 2 / (params.longWindow + 1);
+  // In slow start, nothing has queued yet: every window measures the unloaded latency as well as
+  // the probe's one did, so they are averaged with it (the mean of all so far). A probe's one
+  // window of ~10 requests with latency noise of ±50% read 35 ms for a mean of 41, no later
+  // window weighed enough to lift it, and the flood's first window (53 ms, noise) read as a
+  // queue: the limit was cut to 4, slow start ended, and it took 4 s to grow back to 32 slots.
+  // (Not a window whose latency rose: a queue may be starting there.)
+  const flat =
+    state.slowStart &&
+    sample.rtt - margin <= SLOW_START_RISE * state.longRtt &&
+    (sample.maxRtt ?? 0) <= params.tolerance * Math.max(state.longRtt, state.peakRtt);
+  const slow = Math.max(2 / (params.longWindow + 1), flat ? 1 / (state.windows + 1) : 0);
+  const weight = sample.rtt + margin < state.longRtt ? FAST_DOWN : queued ? 0 : slow;
   const longRtt = state.longRtt + (sample.rtt - state.longRtt) * weight;
   let limit = state.limit;
   let slowStart = state.slowStart;
@@ -252,7 +272,13 @@ export function gradientStep(
     const rising =
       sample.rtt - margin > SLOW_START_RISE * state.longRtt ||
       (sample.maxRtt ?? 0) > params.tolerance * Math.max(state.longRtt, state.peakRtt);
-    limit = slowStart && !rising ? limit * SLOW_START : limit + params.smoothing * Math.sqrt(limit);
+    const grown = slowStart && !rising ? limit * SLOW_START : limit + params.smoothing * Math.sqrt(limit);
+    // Never past 1.5× the concurrency the window measured: a calm load of 4 in flight grew the
+    // limit 4 → 6 → 9 (4 ≥ 9 / 2), and the first window of a flood, its latencies still the
+    // calm ones, to 13; the flood then queued 9 behind a 4-slot pool, 3 latencies deep (p99
+    // 2.5× the unloaded one on bench/shed.mjs, the first second of a fresh server).
+    const tested = sample.admittedInFlight;
+    limit = tested === undefined ? grown : Math.max(limit, Math.min(grown, SLOW_START * tested));
   }
   limit = clamp(limit, params.minLimit, params.maxLimit);
   const next: GradientState = {

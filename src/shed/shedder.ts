@@ -157,7 +157,9 @@ export class Shedder<Req> implements LoadShedHandle {
         return this.#hold(undefined, priority);
       }
       // Refused by the limit, not by event-loop pressure: the adaptive limit is binding.
-      if (priority < this.#pressure.cutoff) source?.refused();
+      // (Under the limit: a reserve's share refused it, and the window's concurrency is not
+      // what the demand would fill.)
+      if (priority < this.#pressure.cutoff) source?.refused(this.#inFlight < this.#allowanceFor);
       return this.#shedAt(priority);
     }
     if (fleet === undefined) return this.#hold(undefined, priority);
@@ -218,6 +220,7 @@ export class Shedder<Req> implements LoadShedHandle {
     // A fixed limit (or none) uses no latency: two clock reads per request saved.
     const timed = this.#timed;
     let startedAt = 0;
+    const admittedInFlight = this.#inFlight;
     if (timed !== undefined) {
       startedAt = this.#now();
       this.#seen(startedAt, this.#inFlight > 1, timed.state.longRtt);
@@ -233,7 +236,7 @@ export class Shedder<Req> implements LoadShedHandle {
         const now = this.#now();
         // (This request was in flight since it started.)
         this.#seen(now, true, timed.state.longRtt);
-        if (sample) timed.completed(now - startedAt, startedAt, now);
+        if (sample) timed.completed(now - startedAt, startedAt, now, admittedInFlight);
       }
     };
   }

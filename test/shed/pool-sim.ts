@@ -78,6 +78,11 @@ export function runPool(
     warmupSeconds?: number;
     /** Closed loop: `slots` clients each sending the next request when one completes (the unloaded run). */
     closed?: boolean;
+    /**
+     * The first `calmMs` run the closed loop (the unloaded load, as bench/shed.mjs warms each
+     * server), the open loop at `factor` from then on: a flood meeting a limit the calm load set.
+     */
+    calmMs?: number;
   },
 ): PoolRun {
   const random = mulberry32(options.seed);
@@ -129,7 +134,8 @@ function simulate(
   const criticalShedAt: number[] = [];
   const criticalSheds: CriticalShed[] = [];
   let stallUntil = 0;
-  let nextArrival = 0;
+  const calmMs = options.closed === true ? Number.POSITIVE_INFINITY : (options.calmMs ?? 0);
+  let nextArrival = Number.isFinite(calmMs) ? calmMs : 0;
   const hold = () => holdMs * (1 + spread * (2 * random() - 1));
   const startOrQueue = (job: Job, now: number) => {
     if (free > 0) {
@@ -161,7 +167,7 @@ function simulate(
     if (critical) criticalPeak = Math.max(criticalPeak, ++criticalInFlight);
     startOrQueue({ arrived, critical, release }, now);
   };
-  if (options.closed === true) for (let i = 0; i < model.slots; i++) arrive(0, 0);
+  if (calmMs > 0) for (let i = 0; i < model.slots; i++) arrive(0, 0);
   for (let step = 0; step * STEP_MS < endMs; step++) {
     const now = step * STEP_MS;
     if (step % (100 / STEP_MS) === 0) limits.push(shedder?.stats().limit);
@@ -191,10 +197,10 @@ function simulate(
       if (job.critical) criticalInFlight--;
       job.release?.();
       free++;
-      if (options.closed === true && now < endMs) arrive(now, now);
+      if (now < calmMs && now < endMs) arrive(now, now);
     }
     while (free > 0 && queue.length > 0) startOrQueue(queue.shift() as Job, now);
-    if (options.closed !== true) {
+    if (now >= calmMs) {
       for (; nextArrival <= now; nextArrival += intervalMs) arrive(nextArrival, now);
     }
   }
