@@ -166,7 +166,7 @@ export class SharedTable {
   }
 
   /**
-   * `lookup`'s search, then, when the key is there, its bucket drafted into the private block, in one call:
+   * `lookup`'s search (the entry's width bits compared too: `tag` names the width), then, when the key is there, its bucket drafted into the private block, in one call:
    * the Float64 index of the key's state in the draft, where the caller reads it, decides, writes
    * the new state and `publish`es (or, writing nothing, checks `unchanged`); -1 when the key is
    * not there (nothing drafted). A torn read drafts garbage that neither of those lets through.

@@ -147,7 +147,8 @@ describe("shared-word.wat", () => {
       expect(usedWords(U, src, cap, R), message).toEqual({ entries: count, words: used });
       if (expected < 0) continue;
       // Drafted: the key's entry is returning when it was, or when a later entry is in use.
-      const drafted = w.take(2, h1, key, 1);
+      // A draft takes only an entry of the width its tag names (the first entry's here).
+      const drafted = w.take(2, h1, (key | ((U[src + expected + 1] as number) & 0x00ff0000)) >>> 0, 1);
       expect(drafted, message).toBe(stateOf(dst + expected));
       const was = U[src + expected + 1] as number;
       const last = used - entrySize(U, src + expected, R) === expected;

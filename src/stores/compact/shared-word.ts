@@ -39,6 +39,7 @@ export interface SharedWord {
   /**
    * `read`, the key looked up and the entries counted, then (`draft` 1, the key there) the bucket
    * drafted: the Float64 index of the key's state, in the draft when drafted (-1: not there; -2: no private block).
+   * With `draft` 1 the entry's width bits must equal `tag`'s; with 0 they are ignored.
    */
   take(at: number, h1: number, tag: number, draft: number): number;
   /** Copies the first `words` Int32 words (entries in use) of the bucket `read` saw into the private block, and marks the end. */

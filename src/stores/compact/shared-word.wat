@@ -61,10 +61,15 @@
   ;; two (with a `$stateAt`) cost 122 instructions more a call (callgrind, 2 entries: 369 -> 491).
   ;; Entries are as wide as their rule (tag bits 16-23: the state words, 0 for `$R`), so the scan
   ;; steps by each entry's width and stops at the block's end: a torn width never reads past it.
+  ;; With `draft` 1 the width bits of `key` are compared too (the lean path decides only a record
+  ;; as wide as its rule's new ones; any other goes the general way), with 0 they are not.
   (func (export "take") (param $at i32) (param $h1 i32) (param $key i32) (param $draft i32) (result i32)
     (local $a i32) (local $low i32) (local $base i32) (local $o i32) (local $e i32) (local $w i32)
     (local $t i32) (local $found i32) (local $dst i32) (local $s i32) (local $d i32) (local $end i32)
-    (local $cap i32) (local $next i32) (local $fo i32)
+    (local $cap i32) (local $next i32) (local $fo i32) (local $mask i32)
+    ;; A draft (the lean path) takes only an entry of the width `key` names; a lookup any width.
+    (local.set $mask (select (i32.const 0xffff3fff) (i32.const 0xff003fff) (local.get $draft)))
+    (local.set $key (i32.and (local.get $key) (local.get $mask)))
     (local.set $a (i32.shl (local.get $at) (i32.const 2)))
     (global.set $at (local.get $a))
     (global.set $tag (i32.atomic.load offset=4 (local.get $a)))
@@ -89,7 +94,7 @@
             (local.set $next (i32.add (local.get $o) (i32.add (i32.const 8) (i32.shl (local.get $w) (i32.const 3)))))
             (br_if $end (i32.gt_u (local.get $next) (local.get $cap)))
             (if (i32.and
-                  (i32.eq (i32.and (local.get $t) (i32.const 0xff003fff)) (local.get $key))
+                  (i32.eq (i32.and (local.get $t) (local.get $mask)) (local.get $key))
                   (i32.eq (i32.load (local.get $o)) (local.get $h1)))
               (then (if (i32.lt_s (local.get $found) (i32.const 0))
                 (then (local.set $found (local.get $e)) (local.set $fo (local.get $o))))))

@@ -78,22 +78,18 @@ function checkStored(
   const { table, h } = ctx;
   const { rule } = view;
   const h1 = h[0] as number;
-  // The width bits are not compared: a key's entry may be another width than new ones (shared-bucket.ts).
-  const tag = wideTag(h[1] as number, index + 1, view.width, table.R);
+  // The key's tag with its rule's width (shared-bucket.ts), built inline: this path runs on most
+  // decisions. The scan takes only an entry of that width; one of another (written before the
+  // rule's limits changed) goes to decideAny, which reads it at its width.
+  const tag = (((h[1] as number) & H2_KEPT) | view.tagBits | (index + 1)) >>> 0;
   const bucket = bucketOf(index + 1, h[2] as number, ctx.buckets);
   const f64 = table.f64;
+  const codec = view.codec;
   for (;;) {
     // The bucket word read, the key looked up and its bucket drafted (shared-word.wat): the
     // Float64 index of its state in this thread's draft, decided on and updated in place there.
-    const at = table.take(bucket, h1, (tag & KEY_TAG) >>> 0);
+    const at = table.take(bucket, h1, tag);
     if (at < 0) return undefined;
-    let codec = view.codec;
-    const width = widthOfTag(table.u32[2 * at - 1] as number, table.R);
-    if (width !== view.width) {
-      // Narrower than the rule now needs (a limit raised since): decideAny writes it again wider.
-      if (width < view.width) return undefined;
-      codec = view.codecAt(width);
-    }
     // A running block (core/block.ts) decides elsewhere; NaN (a torn read) is no block here either.
     if (codec.blockAt >= 0 && (f64[at + codec.blockAt] as number) > now) return undefined;
     const record = codec.load(f64, at);

@@ -4,6 +4,7 @@
  */
 import { StoreError } from "../../core/errors.ts";
 import { type CompiledRule, compileRule } from "../../core/rule.ts";
+import { widthCode } from "../compact/shared-bucket.ts";
 import { type Codec, codecFor, widthFor } from "./codec.ts";
 import type { Registry } from "./registry.ts";
 
@@ -15,6 +16,8 @@ export interface RuleView {
   codec: Codec;
   /** Words of the rule's new records (codec.ts `widthFor`). */
   width: number;
+  /** The width bits of the rule's new records' tags (compact/shared-bucket.ts `widthCode`, shifted). */
+  tagBits: number;
   /**
    * The codec of a record of the rule `width` words wide (compact/shared-bucket.ts): records keep
    * the width they were written with, so a narrower one was written before a limit was raised.
@@ -51,6 +54,7 @@ export class RuleViews {
       rule,
       codec,
       width,
+      tagBits: widthCode(width, this.#recordWords) << 16,
       codecAt: (w) => {
         if (w === width) return codec;
         let c = others.get(w);
