@@ -21,7 +21,9 @@
 import { type AlgorithmSpec, type Decision, ManualClock, MemoryStore, RateLimiterService, StoreError } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
+import { compileRule } from "../../src/core/rule.ts";
 import { mulberry32 } from "../../src/core/seeded-random.ts";
+import { widthFor } from "../../src/stores/threads/codec.ts";
 import { withLimit } from "./arbitraries.ts";
 
 const SEEDS = Number(process.env.STRICT_SEEDS ?? 300);
@@ -86,7 +88,12 @@ function run(seed: number, store: "memory" | "shared", withBan: boolean): Outcom
   if (store === "memory") {
     stores.push(new MemoryStore(memoryOptions));
   } else {
-    const owner = new SharedMemoryStore({ maxKeys: int(1, 4), summaryWidth: 64, recordWords: 24, seed: int(0, 1000) });
+    // recordWords what the rule takes at the largest limits its updates reach (5): records are as
+    // wide as their rule (compact/shared-bucket.ts), so with 24 the few buckets held most keys and
+    // few decisions were read back from the summary.
+    const widest = compileRule(withLimit(specs, 5), withBan ? ban : undefined);
+    const recordWords = widthFor(widest, 24);
+    const owner = new SharedMemoryStore({ maxKeys: int(1, 4), summaryWidth: 64, recordWords, seed: int(0, 1000) });
     stores.push(owner);
     for (let i = 1; i < instances; i++) stores.push(SharedMemoryStore.attach(owner.handle));
   }

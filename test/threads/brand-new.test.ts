@@ -15,7 +15,9 @@ const SPEC = { algorithm: "gcra", limit: 10, periodMs: 60_000 } as const;
 describe("SharedMemoryStore past maxKeys: brand-new keys under a flood of keys spending their limit", () => {
   it("are admitted exactly, while the flood's keys stay refused", () => {
     const clock = new ManualClock(T0);
-    const store = new SharedMemoryStore({ maxKeys: 3000, seed: 5, maxBytes: LEAST_BYTES });
+    // recordWords the rule's own width: its records fill the blocks eight to a bucket, the geometry
+    // this test was sized for (records are as wide as their rule, compact/shared-bucket.ts).
+    const store = new SharedMemoryStore({ maxKeys: 3000, seed: 5, maxBytes: LEAST_BYTES, recordWords: 4 });
     const limiter = createLimiter(SPEC, { store, clock, name: "api" });
     // 10,000 keys spend their whole limit at one instant: 8,000 entries hold most of them exactly,
     // the rest are pushed out into the summary (all of its cells live and spent).

@@ -14,7 +14,9 @@
 import { type AlgorithmSpec, createLimiter, ManualClock, MemoryStore } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
+import { compileRule } from "../../src/core/rule.ts";
 import { mulberry32 } from "../../src/core/seeded-random.ts";
+import { widthFor } from "../../src/stores/threads/codec.ts";
 import { H } from "../../src/stores/threads/layout.ts";
 
 function specOf(rnd: () => number): AlgorithmSpec {
@@ -53,7 +55,14 @@ function run(seed: number, instances: number, hot: number): { evicted: number; r
         }
       : undefined;
   const clock = new ManualClock(1_800_000_000_000);
-  const owner = new SharedMemoryStore({ maxKeys: 1, summaryWidth: 64, recordWords: 16, seed });
+  // recordWords the widest of the two rules' records: they fill the blocks about as full as when
+  // every record took all 16 words (records are as wide as their rule, compact/shared-bucket.ts),
+  // so the flood still pushes thousands of entries through the table and rotates the filter.
+  const recordWords = Math.max(
+    widthFor(compileRule(([] as AlgorithmSpec[]).concat(specR), ban), 16),
+    widthFor(compileRule([specQ]), 16),
+  );
+  const owner = new SharedMemoryStore({ maxKeys: 1, summaryWidth: 64, recordWords, seed });
   const stores = [owner, ...Array.from({ length: instances - 1 }, () => SharedMemoryStore.attach(owner.handle))];
   const opts = { clock, ...(ban === undefined ? {} : { ban }) };
   const sharedR = stores.map((store) => createLimiter(specR as never, { ...opts, store, name: "r" }) as L);

@@ -14,7 +14,9 @@ const MAX_KEYS = 24;
 
 /** A store whose one rule has registry index 0 (`maxRules: 1`), hashed with SEED. */
 function storeOf(): SharedMemoryStore {
-  return new SharedMemoryStore({ maxKeys: MAX_KEYS, seed: SEED, maxRules: 1 });
+  // recordWords the rule's own width: its records fill the blocks eight to a bucket, the geometry
+  // this test was sized for (records are as wide as their rule, compact/shared-bucket.ts).
+  return new SharedMemoryStore({ maxKeys: MAX_KEYS, seed: SEED, maxRules: 1, recordWords: 3 });
 }
 
 /** `count` keys that share one bucket of the rule at registry index 0. */

@@ -63,7 +63,9 @@ describe("SharedMemoryStore: returning keys keep passing while 12 rules are floo
       const seen = `seed 34: returning requests ${asked}, refused ${refused}, escapes ${escapes}, evicted ${stats.evicted}, overflowed ${stats.overflowed}`;
       console.log(seen);
       expect(escapes, seen).toBe(0);
-      expect(stats.evicted, seen).toBeGreaterThan(10_000); // the flood did push keys out
+      // The flood pushed 12,000-21,000 keys out while every record took 24 words; records as wide
+      // as their rule (3 and 12 words) hold nearly all of it now (evicted 0 and 1,056). Ten times
+      // these keys still push a million out: test/threads/rules-flood-wide.test.ts.
       expect(refused / asked, seen).toBeLessThanOrEqual(0.01);
     });
   }

@@ -41,7 +41,7 @@ function write(t: SharedTable, b: number, h1: number, tag: number, value: number
   const dst = t.draft();
   let e = findEntry(t.u32, dst, E, h1, tag);
   if (e < 0) {
-    e = t.count;
+    e = t.used / E;
     appendKey(t.u32, dst, E, e, h1, tag);
   }
   t.f64[stateAt(dst, E, e)] = value;
@@ -60,11 +60,11 @@ describe("SharedTable: compare-and-swap on 32-bit halves", () => {
     const { views, r, memory } = region();
     const a = new SharedTable(views, r, sharedWord(memory));
     const b = new SharedTable(views, r, sharedWord(memory));
-    expect(write(a, 2, 7, 0x10001, 1.5)).toBe(true);
-    expect(write(a, 2, 8, 0x10001, 2.5)).toBe(true);
-    expect(value(b, 2, 7, 0x10001)).toBe(1.5);
-    expect(value(b, 2, 8, 0x10001)).toBe(2.5);
-    expect(value(b, 1, 7, 0x10001)).toBeUndefined();
+    expect(write(a, 2, 7, 0x1000001, 1.5)).toBe(true);
+    expect(write(a, 2, 8, 0x1000001, 2.5)).toBe(true);
+    expect(value(b, 2, 7, 0x1000001)).toBe(1.5);
+    expect(value(b, 2, 8, 0x1000001)).toBe(2.5);
+    expect(value(b, 1, 7, 0x1000001)).toBeUndefined();
     expect(views.I[2 * (r.bucketBase + 2) + 1]).toBe(2);
   });
 
@@ -72,34 +72,34 @@ describe("SharedTable: compare-and-swap on 32-bit halves", () => {
     const { views, r, memory } = region();
     const a = new SharedTable(views, r, sharedWord(memory));
     const b = new SharedTable(views, r, sharedWord(memory));
-    write(a, 0, 7, 0x10001, 1);
+    write(a, 0, 7, 0x1000001, 1);
     a.read(0);
     expect(a.unchanged()).toBe(true);
-    expect(write(b, 0, 7, 0x10001, 2)).toBe(true);
+    expect(write(b, 0, 7, 0x1000001, 2)).toBe(true);
     expect(a.unchanged()).toBe(false);
     a.draft();
     expect(a.publish()).toBe(false);
-    expect(value(b, 0, 7, 0x10001)).toBe(2);
+    expect(value(b, 0, 7, 0x1000001)).toBe(2);
     // Decided again from the new state, it lands.
-    expect(write(a, 0, 7, 0x10001, 3)).toBe(true);
-    expect(value(b, 0, 7, 0x10001)).toBe(3);
+    expect(write(a, 0, 7, 0x1000001, 3)).toBe(true);
+    expect(value(b, 0, 7, 0x1000001)).toBe(3);
   });
 
   it("a stale read fails even when the same block is published in the bucket again (ABA)", () => {
     const { views, r, memory } = region();
     const a = new SharedTable(views, r, sharedWord(memory));
     const b = new SharedTable(views, r, sharedWord(memory));
-    write(b, 3, 7, 0x10001, 1);
+    write(b, 3, 7, 0x1000001, 1);
     a.read(3);
     const block = views.I[2 * (r.bucketBase + 3)];
     // b's spare is the block each publish replaces: two publishes bring `block` back.
-    write(b, 3, 7, 0x10001, 2);
-    write(b, 3, 7, 0x10001, 3);
+    write(b, 3, 7, 0x1000001, 2);
+    write(b, 3, 7, 0x1000001, 3);
     expect(views.I[2 * (r.bucketBase + 3)]).toBe(block);
     expect(a.unchanged()).toBe(false);
     a.draft();
     expect(a.publish()).toBe(false);
-    expect(value(b, 3, 7, 0x10001)).toBe(3);
+    expect(value(b, 3, 7, 0x1000001)).toBe(3);
   });
 
   it.each([
@@ -112,11 +112,11 @@ describe("SharedTable: compare-and-swap on 32-bit halves", () => {
     const high = 2 * (r.bucketBase + 1) + 1;
     views.I[high] = tag;
     a.read(1);
-    expect(write(b, 1, 7, 0x10001, 4)).toBe(true);
+    expect(write(b, 1, 7, 0x1000001, 4)).toBe(true);
     expect(views.I[high]).toBe(next);
     a.draft();
     expect(a.publish()).toBe(false);
-    expect(write(a, 1, 7, 0x10001, 5)).toBe(true);
-    expect(value(b, 1, 7, 0x10001)).toBe(5);
+    expect(write(a, 1, 7, 0x1000001, 5)).toBe(true);
+    expect(value(b, 1, 7, 0x1000001)).toBe(5);
   });
 });

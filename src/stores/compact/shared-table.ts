@@ -24,8 +24,9 @@
  *   it held privately (the pool keeps spares for that).
  */
 import { StoreError } from "../../core/errors.ts";
-import { BUCKET_SLOTS, countEntries, entryU32 } from "./bucket.ts";
+import { BUCKET_SLOTS, entryU32 } from "./bucket.ts";
 import { FreeList } from "./free-list.ts";
+import { usedWords } from "./shared-bucket.ts";
 import type { SharedWord } from "./shared-word.ts";
 
 /** What a draft without a block left in the pool throws. */
@@ -35,7 +36,7 @@ export const NO_FREE_BLOCK = "SharedMemoryStore: no free block left (threads tha
 export interface SharedRegion {
   /** Buckets of the table. */
   buckets: number;
-  /** Float64 words of state per entry. */
+  /** Float64 words of state of the widest entry (`recordWords`; entries are as wide as their rule: shared-bucket.ts). */
   stateWords: number;
   /** Blocks of the pool (one per bucket and spares). */
   blocks: number;
@@ -57,7 +58,7 @@ export interface SharedViews {
   U32: Uint32Array;
 }
 
-/** Bytes of one block of `stateWords`-word entries. */
+/** Bytes of one block: room for eight entries of `stateWords` words (more of narrower ones). */
 export function blockBytes(stateWords: number): number {
   return BUCKET_SLOTS * entryU32(stateWords) * 4;
 }
@@ -76,20 +77,24 @@ export class SharedTable {
   readonly i32: Int32Array;
   /** Float64 view of the buffer (entries' states). */
   readonly f64: Float64Array;
-  /** 32-bit words per entry. */
-  readonly E: number;
+  /** Float64 words of the widest entry (`recordWords`). */
+  readonly R: number;
+  /** Int32 words of a block. */
+  readonly cap: number;
   readonly #r: SharedRegion;
   /** This thread's transaction (shared-word.wat): the word read, the bucket scanned, the private block. */
   readonly #word: SharedWord;
   readonly #free: FreeList;
   /** The published bucket's first u32 (-1: empty), set by `read` and `lookup`. */
   base = -1;
-  /** Entries in use in the draft, set by `draft`. */
-  count = 0;
-  /** The key's entry in the bucket `lookup` read (-1: none). */
+  /** Int32 words in use in the draft, set by `draft`. */
+  used = 0;
+  /** The Int32 offset of the key's entry in the bucket `lookup` read (-1: none). */
   entry = -1;
   /** Entries in use in the bucket `lookup` read. */
   entries = 0;
+  /** Int32 words in use in the bucket `lookup` read. */
+  words = 0;
 
   /** This thread's view of the table in `r`. */
   constructor(views: SharedViews, r: SharedRegion, word: SharedWord) {
@@ -98,8 +103,9 @@ export class SharedTable {
     this.i32 = views.I;
     this.#word = word;
     this.#r = r;
-    this.E = entryU32(r.stateWords);
-    word.init(r.blockBase, BUCKET_SLOTS * this.E, this.E);
+    this.R = r.stateWords;
+    this.cap = BUCKET_SLOTS * entryU32(r.stateWords);
+    word.init(r.blockBase, this.cap, this.R);
     this.#free = new FreeList(views.W, views.I, r.freeHead, r.nextBase);
   }
 
@@ -113,13 +119,14 @@ export class SharedTable {
   /**
    * `read`, then the key (`h1`, `tag`) looked up in the bucket and its entries in use counted, in
    * one call: the Float64 index of the key's state, or -1 when it is not there; `base`, `entry`
-   * (the key's entry, -1: none) and `entries` (in use) are set.
+   * (the key's entry's Int32 offset, -1: none), `entries` (in use) and `words` (theirs) are set.
    */
   lookup(bucket: number, h1: number, tag: number): number {
     const at = this.#word.take(this.#wordAt(bucket), h1, tag, 0);
     this.base = this.#word.base();
     this.entry = this.#word.found();
     this.entries = this.#word.count();
+    this.words = this.#word.used();
     return at;
   }
 
@@ -130,18 +137,18 @@ export class SharedTable {
   }
 
   /**
-   * Copies the bucket `read` saw, whose first `count` entries are in use (counted here when not
-   * given), into this thread's private block; returns the copy's first u32, or -1 when the pool
-   * has no block left. A torn source is bounded and never published (the word check in `publish`).
+   * Copies the bucket `read` saw, whose entries in use take `words` Int32 words (counted here
+   * when not given), into this thread's private block; returns the copy's first u32, or -1 when
+   * the pool has no block left. A torn source is bounded and never published (the word check in `publish`).
    */
-  draft(count?: number): number {
+  draft(words?: number): number {
     const dst = this.target();
     if (dst < 0) return -1;
-    const n = this.base < 0 ? 0 : (count ?? countEntries(this.u32, this.base, this.E));
+    const n = this.base < 0 ? 0 : (words ?? usedWords(this.u32, this.base, this.cap, this.R).words);
     // One call: a JavaScript loop over a SharedArrayBuffer pays some 23 instructions a word (V8
     // checks the typed array on every access), copyWithin some 280 a call.
     this.#word.draft(n);
-    this.count = n;
+    this.used = n;
     return dst;
   }
 
@@ -159,7 +166,7 @@ export class SharedTable {
   }
 
   /**
-   * `lookup`'s search, then, when the key is there, its bucket drafted into the private block, in one call:
+   * `lookup`'s search (the entry's width bits compared too: `tag` names the width), then, when the key is there, its bucket drafted into the private block, in one call:
    * the Float64 index of the key's state in the draft, where the caller reads it, decides, writes
    * the new state and `publish`es (or, writing nothing, checks `unchanged`); -1 when the key is
    * not there (nothing drafted). A torn read drafts garbage that neither of those lets through.
@@ -189,7 +196,7 @@ export class SharedTable {
     let n = 0;
     for (let b = 0; b < this.#r.buckets; b++) {
       this.read(b);
-      if (this.base >= 0) n += countEntries(this.u32, this.base, this.E);
+      if (this.base >= 0) n += usedWords(this.u32, this.base, this.cap, this.R).entries;
     }
     return n;
   }

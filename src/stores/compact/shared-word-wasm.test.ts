@@ -5,7 +5,8 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { OUT, render } from "../../../scripts/embed-wasm.mjs";
 import { mulberry32 } from "../../core/seeded-random.ts";
-import { countEntries, findEntry, PINNED, RETURNING, stateAt } from "./bucket.ts";
+import { PINNED, RETURNING } from "./bucket.ts";
+import { entrySize, H2_KEPT, KEY_TAG, stateOf, usedWords, wideTag } from "./shared-bucket.ts";
 import { bufferOf, sharedMemory, sharedWord } from "./shared-word.ts";
 
 describe("shared-word.wat", () => {
@@ -52,11 +53,12 @@ describe("shared-word.wat", () => {
     const I = new Int32Array(bufferOf(memory));
     const E = 4;
     const w = sharedWord(memory);
-    w.init(64, 8 * E, E);
+    // Entries of the widest record (width code 0: R = 1 word, 4 Int32 words).
+    w.init(64, 8 * E, 1);
     const bucket = (block: number) => 64 + block * 8 * E;
-    // Block 0 holds 3 entries: (h1 11, tag 0x10001), (h1 12, tag 0x20001 | pin), (h1 13, tag 0x30001).
+    // Block 0 holds 3 entries: (h1 11, tag 0x1000001), (h1 12, tag 0x2000001 | pin), (h1 13, tag 0x3000001).
     const src = bucket(0);
-    [11, 0x10001, 1, 2, 12, 0x28001, 3, 4, 13, 0x30001, 5, 6].forEach((v, i) => {
+    [11, 0x1000001, 1, 2, 12, 0x2008001, 3, 4, 13, 0x3000001, 5, 6].forEach((v, i) => {
       I[src + i] = v;
     });
     I[src + 3 * E + 1] = 0;
@@ -64,79 +66,95 @@ describe("shared-word.wat", () => {
     // Absent keys: -1, nothing drafted (the private block untouched).
     w.setSpare(1);
     I[bucket(1) + 1] = 99;
-    expect(w.take(2, 12, 0x10001, 1)).toBe(-1);
-    expect(w.take(2, 14, 0x20001, 1)).toBe(-1);
+    expect(w.take(2, 12, 0x1000001, 1)).toBe(-1);
+    expect(w.take(2, 14, 0x2000001, 1)).toBe(-1);
     expect(I[bucket(1) + 1]).toBe(99);
-    // Found without a draft: the state in the published bucket.
-    expect(w.take(2, 12, 0x20001, 0)).toBe((src + E + 2) / 2);
-    expect([w.base(), w.found(), w.count()]).toEqual([src, 1, 3]);
+    // Found without a draft: the state in the published bucket; the entry's offset, the entries and their words.
+    expect(w.take(2, 12, 0x2000001, 0)).toBe((src + E + 2) / 2);
+    expect([w.base(), w.found(), w.count(), w.used()]).toEqual([src, E, 3, 3 * E]);
     // Found with a draft: the state in the private block, every entry copied, the end marked.
     I[bucket(1) + 3 * E + 1] = 77;
-    expect(w.take(2, 12, 0x20001, 1)).toBe((bucket(1) + E + 2) / 2);
+    expect(w.take(2, 12, 0x2000001, 1)).toBe((bucket(1) + E + 2) / 2);
     const copied = [...I.subarray(src, src + 3 * E)];
     copied[E + 1] = ((copied[E + 1] as number) | RETURNING) >> 0; // entry 1 came back after entry 2 arrived
     expect([...I.subarray(bucket(1), bucket(1) + 3 * E)]).toEqual(copied);
     expect(I[bucket(1) + 3 * E + 1]).toBe(0);
     // The published bucket is not written, and the newest entry is drafted as it was.
-    expect(I[src + E + 1]).toBe(0x20001 | PINNED);
-    expect(w.take(2, 13, 0x30001, 1)).toBe((bucket(1) + 2 * E + 2) / 2);
+    expect(I[src + E + 1]).toBe(0x2000001 | PINNED);
+    expect(w.take(2, 13, 0x3000001, 1)).toBe((bucket(1) + 2 * E + 2) / 2);
     expect([...I.subarray(bucket(1), bucket(1) + 3 * E)]).toEqual([...I.subarray(src, src + 3 * E)]);
     // A returning entry is found (the bit is not part of the key).
-    I[src + 1] = 0x10001 | RETURNING;
-    expect(w.take(2, 11, 0x10001, 0)).toBe((src + 2) / 2);
+    I[src + 1] = 0x1000001 | RETURNING;
+    expect(w.take(2, 11, 0x1000001, 0)).toBe((src + 2) / 2);
     // No private block: -2.
     w.setSpare(-1);
-    expect(w.take(2, 12, 0x20001, 1)).toBe(-2);
+    expect(w.take(2, 12, 0x2000001, 1)).toBe(-2);
     // An empty bucket: -1.
     I[4] = 0;
-    expect(w.take(4, 12, 0x20001, 1)).toBe(-1);
+    expect(w.take(4, 12, 0x2000001, 1)).toBe(-1);
     expect(w.base()).toBe(-1);
   });
 
-  it("finds and counts as the in-process table does (findEntry, countEntries), over seeded random buckets", () => {
+  it("finds and counts entries as wide as their rule as shared-bucket.ts walks them, over seeded random buckets", () => {
     const SEED = 20261202;
     const random = mulberry32(SEED);
     const word = () => (random() * 0x100000000) >>> 0;
     const memory = sharedMemory(1);
     const U = new Uint32Array(bufferOf(memory));
-    const E = 6;
+    const R = 6;
+    const cap = 8 * (2 + 2 * R);
     const w = sharedWord(memory);
-    w.init(64, 8 * E, E);
+    w.init(64, cap, R);
     w.setSpare(1);
     const src = 64;
+    const dst = 64 + cap;
     for (let round = 0; round < 2000; round++) {
-      // 0..8 entries with tags that may carry the pin bit and bit 31, fingerprints of any 32 bits;
-      // some keys repeat with and without the pin bit (the scan must take the first).
-      const count = Math.floor(random() * 9);
+      // Entries of widths 1..R until the block is full or a draw stops it, with tags that may
+      // carry the pin and returning bits and bit 31; some keys repeat at another width and with
+      // those bits (the scan must take the first, whatever its width).
       const keys: [number, number][] = [];
-      for (let e = 0; e < count; e++) {
+      let used = 0;
+      while (random() < 0.9) {
+        const width = 1 + Math.floor(random() * R);
+        if (used + 2 + 2 * width > cap) break;
         const reuse = keys.length > 0 && random() < 0.2;
-        const [h1, tag] = reuse
+        const [h1, key] = reuse
           ? (keys[Math.floor(random() * keys.length)] as [number, number])
-          : [word(), ((word() & 0xffff0000) | (1 + Math.floor(random() * 0x3ffe))) >>> 0];
-        keys.push([h1, tag]);
-        U[src + e * E] = h1;
-        U[src + e * E + 1] = (tag | (random() < 0.3 ? PINNED : 0) | (random() < 0.3 ? RETURNING : 0)) >>> 0;
+          : [word(), ((word() & H2_KEPT) | (1 + Math.floor(random() * 0x3ffe))) >>> 0];
+        keys.push([h1, key]);
+        U[src + used] = h1;
+        const bits = (random() < 0.3 ? PINNED : 0) | (random() < 0.3 ? RETURNING : 0);
+        U[src + used + 1] = (wideTag(key, key & 0x3fff, width, R) | bits) >>> 0;
+        used += 2 + 2 * width;
       }
-      if (count < 8) U[src + count * E + 1] = 0;
+      if (used + 2 <= cap) U[src + used + 1] = 0;
       U[2] = 1; // the bucket word names block 0
       // A key of the bucket, or one that is not in it.
-      const [h1, tag] =
-        count > 0 && random() < 0.7 ? (keys[Math.floor(random() * count)] as [number, number]) : [word(), 0x10001];
-      const expected = findEntry(U, src, E, h1, tag);
-      const at = w.take(2, h1, tag, 0);
+      const [h1, key] =
+        keys.length > 0 && random() < 0.7
+          ? (keys[Math.floor(random() * keys.length)] as [number, number])
+          : [word(), 0x1000001];
+      let expected = -1;
+      let count = 0;
+      for (let o = 0; o < used; o += entrySize(U, src + o, R), count++) {
+        if (expected < 0 && U[src + o] === h1 && ((U[src + o + 1] as number) & KEY_TAG) >>> 0 === key) expected = o;
+      }
+      const at = w.take(2, h1, key, 0);
       const message = `seed ${SEED}, round ${round}`;
-      expect(at, message).toBe(expected < 0 ? -1 : stateAt(src, E, expected));
+      expect(at, message).toBe(expected < 0 ? -1 : stateOf(src + expected));
       expect(w.found(), message).toBe(expected);
-      expect(w.count(), message).toBe(countEntries(U, src, E));
+      expect([w.count(), w.used()], message).toEqual([count, used]);
+      expect(usedWords(U, src, cap, R), message).toEqual({ entries: count, words: used });
       if (expected < 0) continue;
       // Drafted: the key's entry is returning when it was, or when a later entry is in use.
-      const drafted = w.take(2, h1, tag, 1);
-      const dst = 64 + 8 * E;
-      expect(drafted, message).toBe(stateAt(dst, E, expected));
-      const was = U[src + expected * E + 1] as number;
-      const returning = (was & RETURNING) !== 0 || expected + 1 < count;
-      expect(U[dst + expected * E + 1], message).toBe((returning ? was | RETURNING : was) >>> 0);
+      // A draft takes only an entry of the width its tag names (the first entry's here).
+      const drafted = w.take(2, h1, (key | ((U[src + expected + 1] as number) & 0x00ff0000)) >>> 0, 1);
+      expect(drafted, message).toBe(stateOf(dst + expected));
+      const was = U[src + expected + 1] as number;
+      const last = used - entrySize(U, src + expected, R) === expected;
+      const returning = (was & RETURNING) !== 0 || !last;
+      expect(U[dst + expected + 1], message).toBe((returning ? was | RETURNING : was) >>> 0);
+      if (used + 2 <= cap) expect(U[dst + used + 1], message).toBe(0);
     }
   });
 });

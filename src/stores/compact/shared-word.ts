@@ -18,16 +18,18 @@ export const MAX_MEMORY_BYTES = 65536 * PAGE_BYTES;
  * Int32 indices into the memory, blocks are numbered from 0; 1 and 0 stand for true and false.
  */
 export interface SharedWord {
-  /** Sets the table's geometry: its first block, Int32 words per block and per entry. */
-  init(blockBase: number, blockWords: number, E: number): void;
+  /** Sets the table's geometry: its first block, Int32 words per block, and the widest entry's state words. */
+  init(blockBase: number, blockWords: number, R: number): void;
   /** Reads the word whose low half is at `at` (the tag atomically, first): the bucket's index, or -1 (empty). */
   read(at: number): number;
   /** The bucket `take` read (-1: empty). */
   base(): number;
-  /** The key's entry `take` found (-1: none). */
+  /** The Int32 offset in its bucket of the key's entry `take` found (-1: none). */
   found(): number;
   /** The entries in use `take` counted. */
   count(): number;
+  /** The Int32 words the entries in use `take` counted take. */
+  used(): number;
   /** The private block (-1: none). */
   spare(): number;
   /** Gives the transaction its private block (-1: none). */
@@ -37,10 +39,11 @@ export interface SharedWord {
   /**
    * `read`, the key looked up and the entries counted, then (`draft` 1, the key there) the bucket
    * drafted: the Float64 index of the key's state, in the draft when drafted (-1: not there; -2: no private block).
+   * With `draft` 1 the entry's width bits must equal `tag`'s; with 0 they are ignored.
    */
   take(at: number, h1: number, tag: number, draft: number): number;
-  /** Copies the first `count` entries of the bucket `read` saw into the private block, and marks the end. */
-  draft(count: number): void;
+  /** Copies the first `words` Int32 words (entries in use) of the bucket `read` saw into the private block, and marks the end. */
+  draft(words: number): void;
   /** Replaces the word `read` saw by (its tag + 1, the private block); the replaced block becomes the private one. */
   publish(): number;
   /** 1 when the word `read` saw is unchanged. */

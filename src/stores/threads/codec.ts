@@ -1,8 +1,9 @@
 /**
  * A rule's record as a fixed run of float64 words, and its summary cell. Records are decoded
  * into the plain objects the algorithms step on (so `decideRule`, the one decision path, runs
- * unchanged on a private copy) and encoded back. Every key of a store has the same number of
- * words (`recordWords`), so a shape that needs more is refused when its rule is bound:
+ * unchanged on a private copy) and encoded back. A key's record has at most the store's
+ * `recordWords` words, so a shape that needs more is refused when its rule is bound
+ * (each record is as wide as its rule needs, `widthFor`, within that):
  *
  *   fixed-window 2, sliding-window 3, token-bucket 2, gcra / leaky-bucket 3,
  *   sliding-log 1 + limit (its timestamps), a ban 3.
@@ -142,11 +143,28 @@ export function recordWordsOf(rule: CompiledRule): number {
   return words + logs * (1 + largest);
 }
 
-/** The codec for `rule` in records of `recordWords` words; ConfigError when the rule does not fit. */
-export function codecFor(rule: CompiledRule, recordWords: number): Codec {
+/**
+ * The words a new record of `rule` takes in a store of `recordWords` (R): what it needs and, for a
+ * rule without a ban, one more for a block's end, at most R; past 255 words, R (an entry's tag
+ * holds widths up to 255: compact/shared-bucket.ts). Records were all R words wide: a sliding log
+ * of limit 10 (11 words) took 24 in a store made for 24, and 120,000 of them did not fit the
+ * 24 MiB that holds them at 12 (docs/threads.md, "Wide records").
+ */
+export function widthFor(rule: CompiledRule, recordWords: number): number {
+  const width = Math.min(recordWords, recordWordsOf(rule) + (rule.ban === undefined ? 1 : 0));
+  return width > 255 ? recordWords : width;
+}
+
+/**
+ * The codec for `rule` in records of `recordWords` words; ConfigError when the rule does not fit.
+ * `narrower`: a record written `recordWords` wide by an earlier version of the rule that needed
+ * fewer words (a sliding log's limit raised since), read to be written again wider: no check,
+ * and its last word holds a block's end when the rule has no ban (`widthFor` gave it that word).
+ */
+export function codecFor(rule: CompiledRule, recordWords: number, narrower = false): Codec {
   const { members } = rule;
   const needed = recordWordsOf(rule);
-  if (needed > recordWords) {
+  if (needed > recordWords && !narrower) {
     throw new ConfigError(
       "recordWords",
       `SharedMemoryStore: rule ${rule.shape} needs ${needed} words per key and the store holds ${recordWords} ` +
@@ -165,7 +183,7 @@ export function codecFor(rule: CompiledRule, recordWords: number): Codec {
     );
   }
   // A rule without a ban keeps a block in a spare word, when its record has one to spare.
-  const blockable = rule.ban === undefined && needed < recordWords;
+  const blockable = rule.ban === undefined && (narrower || needed < recordWords);
   // The layout depends on the shape alone, never on limits (updateRule changes those, and with
   // them `blockable`): fixed-size members first, then the ban, then the sliding logs sharing
   // what is left. When the block word was taken from the logs, lowering a log's limit (which

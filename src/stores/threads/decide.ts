@@ -11,7 +11,17 @@ import { blocksBeside, decideBlocked } from "../../core/block.ts";
 import { changesStoredRecord, decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
 import { ConfigError, StoreError } from "../../core/errors.ts";
 import { type CompiledRule, createRecord, type RuleRecord } from "../../core/rule.ts";
-import { appendKey, BUCKET_SLOTS, bucketOf, PINNED, removeEntry, stateAt, tagOf } from "../compact/bucket.ts";
+import { bucketOf, PINNED, RETURNING } from "../compact/bucket.ts";
+import {
+  appendWide,
+  H2_KEPT,
+  KEY_TAG,
+  removeWide,
+  stateOf,
+  usedWords,
+  wideTag,
+  widthOfTag,
+} from "../compact/shared-bucket.ts";
 import { NO_FREE_BLOCK } from "../compact/shared-table.ts";
 import { recordWordsOf } from "./codec.ts";
 import { H } from "./layout.ts";
@@ -66,11 +76,15 @@ function checkStored(
   now: number,
 ): Decision | undefined {
   const { table, h } = ctx;
-  const { rule, codec } = view;
+  const { rule } = view;
   const h1 = h[0] as number;
-  const tag = tagOf(h[1] as number, index + 1);
+  // The key's tag with its rule's width (shared-bucket.ts), built inline: this path runs on most
+  // decisions. The scan takes only an entry of that width; one of another (written before the
+  // rule's limits changed) goes to decideAny, which reads it at its width.
+  const tag = (((h[1] as number) & H2_KEPT) | view.tagBits | (index + 1)) >>> 0;
   const bucket = bucketOf(index + 1, h[2] as number, ctx.buckets);
   const f64 = table.f64;
+  const codec = view.codec;
   for (;;) {
     // The bucket word read, the key looked up and its bucket drafted (shared-word.wat): the
     // Float64 index of its state in this thread's draft, decided on and updated in place there.
@@ -102,22 +116,32 @@ function decideAny(
   receipt?: number,
 ): Decision | undefined {
   const { table, summary, h } = ctx;
-  const { u32, f64, E } = table;
-  const { rule, codec } = view;
+  const { u32, f64, R, cap } = table;
+  const { rule } = view;
   const h1 = h[0] as number;
-  const h2 = h[1] as number;
-  const tag = tagOf(h2, index + 1);
+  // The fingerprint bits an entry's tag keeps: the summary is read and joined with the same (room.ts).
+  const h2 = ((h[1] as number) & H2_KEPT) >>> 0;
+  const tag = wideTag(h2, index + 1, view.width, R);
   const bucket = bucketOf(index + 1, h[2] as number, ctx.buckets);
   for (;;) {
     // The key's entry and the bucket's entries in use, in one pass (the draft copies those).
-    const at = table.lookup(bucket, h1, tag);
+    const at = table.lookup(bucket, h1, (tag & KEY_TAG) >>> 0);
     const found = table.entry;
-    const inUse = table.entries;
+    const words = table.words;
+    let codec = view.codec;
+    // The key's entry is narrower than the rule's records now are (a limit raised since): it is
+    // read at its width and written again at the rule's, in the same bucket and publish.
+    let narrow = false;
     let record: RuleRecord;
     let summarised = false;
     // When a block ends (core/block.ts; NaN or -Infinity: none), kept in a spare record word.
     let until = Number.NEGATIVE_INFINITY;
     if (at >= 0) {
+      const width = widthOfTag(u32[2 * at - 1] as number, R);
+      if (width !== view.width) {
+        codec = view.codecAt(width);
+        narrow = width < view.width;
+      }
       record = codec.load(f64, at);
       if (codec.blockAt >= 0) until = f64[at + codec.blockAt] as number;
     } else {
@@ -159,41 +183,49 @@ function decideAny(
         continue;
       }
     }
-    const dst = table.draft(inUse);
+    const dst = table.draft(words);
     if (dst < 0) throw noFreeBlock();
-    let count = table.count;
+    let used = table.used;
     let evicted = 0;
-    let e = found;
+    let o = found < 0 ? -1 : dst + found;
     if (op === "reset" && !pin) {
       // forget: nothing shadows the key
-      removeEntry(u32, dst, E, e, count);
-      e = -1;
-    } else if (e < 0) {
-      if (count === BUCKET_SLOTS) {
+      removeWide(u32, dst, used, o, R);
+      o = -1;
+    } else if (o < 0 || narrow) {
+      let kept = 0;
+      if (o >= 0) {
+        kept = (u32[o + 1] as number) & (PINNED | RETURNING);
+        used = removeWide(u32, dst, used, o, R);
+      }
+      const need = 2 + 2 * view.width;
+      if (used + need > cap) {
         // Room-making reads every entry of the draft (which rule, pinned, returning): the copy
         // is whole only if no thread published meanwhile (a block is recycled only after the
         // word that named it moved), so a torn copy is never read as entries.
         if (!table.unchanged()) continue;
-        const made = makeRoom(ctx, dst, index, now);
+        const before = usedWords(u32, dst, used, R).entries;
+        const made = makeRoom(ctx, dst, used, need, index, now);
         if (made < 0) {
           // A block answered but not kept would be lifted at the key's next check: say so.
           if (op === "block" && blocksBeside(rule)) throw noRoomForBlock(rule);
           return unplaced(ctx, result);
         }
-        evicted = BUCKET_SLOTS - made;
-        count = made;
+        used = made;
+        evicted = before - usedWords(u32, dst, used, R).entries;
       }
-      e = count;
-      appendKey(u32, dst, E, e, h1, tag);
+      o = appendWide(u32, dst, cap, used, h1, (tag | kept) >>> 0, R);
+      used += need;
+      codec = view.codec;
     }
-    if (e >= 0) {
-      codec.encode(record, f64, stateAt(dst, E, e));
-      if (codec.blockAt >= 0) f64[stateAt(dst, E, e) + codec.blockAt] = until > now ? until : Number.NEGATIVE_INFINITY;
+    if (o >= 0) {
+      const state = stateOf(o);
+      codec.encode(record, f64, state);
+      if (codec.blockAt >= 0) f64[state + codec.blockAt] = until > now ? until : Number.NEGATIVE_INFINITY;
       if (pin) {
-        const o = dst + e * E + 1;
         // Bounded: past MAX_PINS the record is fresh but unpinned (counted, see docs/threads.md).
-        if (((u32[o] as number) & PINNED) === 0) {
-          if (mayPin(ctx, dst, count, index, now)) u32[o] = (u32[o] as number) | PINNED;
+        if (((u32[o + 1] as number) & PINNED) === 0) {
+          if (mayPin(ctx, dst, used, index, now)) u32[o + 1] = (u32[o + 1] as number) | PINNED;
           else Atomics.add(ctx.I, H.unpinned, 1);
         }
       }

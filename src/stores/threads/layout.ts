@@ -35,8 +35,9 @@ const MAGIC = 0x51c7ead5;
 // 3: the memory became a shared WebAssembly.Memory (whole pages). 4: an entry's tag holds the
 // returning bit (bucket.ts RETURNING) and a 14-bit table index; the summary filter. 5: the
 // table and the filter are sized by a byte budget (params.ts), the filter's keys in the header.
-// 6: the spent cells and the spent filter (summary.ts).
-const VERSION = 6;
+// 6: the spent cells and the spent filter (summary.ts). 7: entries as wide as their rule, the
+// width in tag bits 16-23 (compact/shared-bucket.ts).
+const VERSION = 7;
 /** Int32 slots of the header (a multiple of 2, so the 64-bit words after it stay aligned). */
 const HEADER_INTS = 32;
 
