@@ -25,6 +25,7 @@ import type { SlidingWindowState } from "../../algorithms/sliding-window.ts";
 import type { FixedWindowSpec, SlidingWindowSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
 import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
 import type { CompiledRule, RuleRecord } from "../../core/rule.ts";
+import { coarsestGrid, decodeGrid, encodeGrid, isPayload, payloadOf, payloadWord } from "./log-bound.ts";
 import { decodePacked, encodePacked, frameCode, frameOf, type PackFrame, packedRule } from "./packed-codec.ts";
 import { compactable, decodeRecord, denOf, encodeRecord } from "./state-codec.ts";
 
@@ -123,6 +124,44 @@ export function decodeWord(rule: CompiledRule, word: number): RuleRecord {
 const LOG_COUNT = 2 ** 10;
 /** A log bound's newest instant (whole ms) stays below this, so the packed word is exact. */
 const MAX_LOG_NEWEST = 2 ** 42;
+/** Bits of a one-word log's unary grid code (log-bound.ts), below its 5-bit grid exponent and 42-bit newest. */
+const GRID_BITS = 14;
+/** A one-word log's grid is at most 2^31 ms (its exponent takes 5 bits). */
+const MAX_GRID = 31;
+
+/**
+ * A log of ≥ 2 entries as one word, a bound of the key's own log. First choice (issue 34): the
+ * newest exactly (whole ms below 2^42), the older entries on a grid (log-bound.ts) of W/2 to W
+ * ms, or 2, 4 or 8 times finer when the entries fit 14 bits there; that bound does not drift
+ * under re-encoding, so a key that sends below its limit stays below it. Else (13 or more live
+ * entries, a newest past 2^42 or with a fraction of a ms): every entry at the newest (rounded up),
+ * which over-counts more and grows by one with each re-encoded request while the oldest entry
+ * counts (as state-codec.ts `encodeLogBound`, without the oldest's span). Both are negative,
+ * which no exact entry here is; undefined when neither fits (summarised).
+ */
+function logWord(m: Algorithm, log: SlidingLogState): number | undefined {
+  const T = log.buf[(log.head + log.n - 1) % log.buf.length] as number;
+  if (Number.isSafeInteger(T) && T >= 0 && T < MAX_LOG_NEWEST) {
+    const top = Math.min(MAX_GRID, coarsestGrid(m.horizonMs));
+    const code = encodeGrid(log, T, m.horizonMs, GRID_BITS, top - 3, top);
+    if (code !== undefined) {
+      // Payload bits 60..19: T; 18..14: the grid exponent; 13..0: the code.
+      return payloadWord(Math.floor(T / 2 ** 13), (T % 2 ** 13) * 2 ** 19 + code.k * 2 ** GRID_BITS + code.lo);
+    }
+  }
+  // A fraction of a ms rounds up (later: counts as long or longer).
+  const newest = Math.ceil(T);
+  if (!(Number.isSafeInteger(newest) && newest >= 0 && newest < MAX_LOG_NEWEST && log.n < LOG_COUNT)) return undefined;
+  return -(newest * LOG_COUNT + log.n) - 1;
+}
+
+/** The log a grid word of `logWord` holds. */
+function gridLog(word: number): SlidingLogState {
+  const [hi, lo] = payloadOf(word);
+  const T = hi * 2 ** 13 + Math.floor(lo / 2 ** 19);
+  const k = Math.floor(lo / 2 ** GRID_BITS) % 32;
+  return decodeGrid({ k, hi: 0, lo: lo % 2 ** GRID_BITS }, T, GRID_BITS);
+}
 
 /**
  * One member's state as one word (see the module), or undefined when it does not fit; a sliding
@@ -131,16 +170,13 @@ const MAX_LOG_NEWEST = 2 ** 42;
 function memberWord(m: Algorithm, state: unknown): number | undefined {
   if (isLog(m)) {
     const log = state as SlidingLogState;
-    if (log.n <= 1) return log.n === 0 ? Number.NaN : (log.buf[log.head % log.buf.length] as number);
-    // More entries: every one at the newest (whole ms, kept exact), a bound of this key's own
-    // log: each entry read at or after its real instant counts as long or longer, so it admits
-    // no more in any window (as state-codec.ts `encodeLogBound`, without the oldest's span).
-    // Negative, which no instant of an exact entry here is.
-    // A fraction of a ms rounds up (later: counts as long or longer).
-    const newest = Math.ceil(log.buf[(log.head + log.n - 1) % log.buf.length] as number);
-    if (!(Number.isSafeInteger(newest) && newest >= 0 && newest < MAX_LOG_NEWEST && log.n < LOG_COUNT))
-      return undefined;
-    return -(newest * LOG_COUNT + log.n) - 1;
+    if (log.n <= 1) {
+      if (log.n === 0) return Number.NaN;
+      const only = log.buf[log.head % log.buf.length] as number;
+      // A negative instant would read back as a bound (below): summarised instead.
+      return only >= 0 ? only : undefined;
+    }
+    return logWord(m, log);
   }
   if (isArrival(m)) {
     const g = state as GcraState;
@@ -172,6 +208,7 @@ function memberWord(m: Algorithm, state: unknown): number | undefined {
 /** The state of member `m` a word written by `memberWord` holds. */
 function wordMember(m: Algorithm, word: number): unknown {
   if (isLog(m)) {
+    if (isPayload(word)) return gridLog(word);
     if (word < 0) {
       const packed = -(word + 1);
       const n = packed % LOG_COUNT;

@@ -34,13 +34,12 @@ describe("a bare log in two words", () => {
   it.each([
     ["three entries", log(T0, T0 + 1, T0 + 2), log(T0, T0 + 2, T0 + 2)],
     ["ten at one instant", log(...new Array<number>(10).fill(T0)), log(...new Array<number>(10).fill(T0))],
-    [
-      "fractional: the oldest at whole ms before the newest",
-      log(T0 + 0.25, T0 + 3, T0 + 7.5),
-      log(T0 + 0.5, T0 + 7.5, T0 + 7.5),
-    ],
-    ["a ring buffer read from its head", { buf: [T0 + 5, T0 + 9, T0 + 1], head: 2, n: 3 }, log(T0 + 1, T0 + 9, T0 + 9)],
-    ["a span of 2^32 ms or more: the oldest read later", log(0, 1, 2 ** 32 + 5), log(6, 2 ** 32 + 5, 2 ** 32 + 5)],
+    // Older entries on a grid of power-of-two ms anchored at 0 (log-bound.ts; here 128 ms, T0 on
+    // it): one in the newest's own cell reads as the newest, one in an older cell at its end.
+    ["fractional: all in the newest's cell", log(T0 + 0.25, T0 + 3, T0 + 7.5), log(T0 + 7.5, T0 + 7.5, T0 + 7.5)],
+    ["a ring buffer read from its head", { buf: [T0 + 5, T0 + 9, T0 + 1], head: 2, n: 3 }, log(T0 + 9, T0 + 9, T0 + 9)],
+    ["entries a window before the newest: left out (they never count again)", log(0, 1, 2 ** 32 + 5), log(2 ** 32 + 5)],
+    ["an older cell: at its end", log(T0 - 200, T0 - 100, T0 + 2), log(T0 - 128, T0, T0 + 2)],
   ])("%s: the newest exactly, the others at or after their instant", (_name, record, want) => {
     expect(roundTrip(SL, record)).toEqual(want);
   });
@@ -89,7 +88,8 @@ describe(`a log's bound admits nothing its log refuses (seed ${SEED})`, () => {
             const r = rule(spec(limits));
             expect(encodeRecord(rule(spec(limit)), real, words, 0)).toBe(true);
             const bound = decodeRecord(r, words, 0) as SlidingLogState;
-            expect(bound.n).toBe(real.n);
+            // Entries a window before the newest never count again: the bound leaves them out.
+            expect(bound.n).toBe(real.buf.filter((e) => e > t - W).length);
             const a = structuredClone(real);
             const b = structuredClone(bound);
             let now = t;

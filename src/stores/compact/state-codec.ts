@@ -15,6 +15,7 @@ import type { SlidingWindowState } from "../../algorithms/sliding-window.ts";
 import type { GcraSpec, LeakyBucketSpec } from "../../algorithms/specs.ts";
 import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
 import type { CompiledRule, RuleRecord } from "../../core/rule.ts";
+import { coarsestGrid, decodeGrid, encodeGrid, isPayload, payloadOf, payloadWord } from "./log-bound.ts";
 
 /** Words per compact slot: every admitted record fits in this many float64s. */
 export const STATE_WORDS = 2;
@@ -26,23 +27,39 @@ const SPAN = 2 ** 32;
 /** Most entries a log bound holds (count · SPAN + span stays an exact integer). */
 const MAX_BOUND_ENTRIES = 2 ** 20;
 
+/** Bits of a two-word log bound's unary grid code (log-bound.ts), below its 6-bit grid exponent in word 1. */
+const GRID_BITS = 55;
+
 /**
  * A bare log of more than two entries as a bound of itself, per key (never shared with another
- * key): the newest entry exactly, the oldest at the newest less the whole ms back to it, and
- * all the others at the newest. Every entry is then read at or after its real instant and the
- * newest is the log's own (a log reads a clock behind its newest entry as that entry's instant:
- * a later one would let older entries expire early), so the bound counts as many entries, each
- * for at least as long: it admits no more than the log, in any window from now on, under any
- * limit. Word 0 is the newest entry; word 1 is `-(n · 2^32 + back) - 1`, which no exact log
- * writes there (its second entry is at or after a first entry ≥ 0). A log whose newest entry is
- * negative, or longer than 2^20 entries, does not fit; a span of 2^32 ms or more is shortened
- * (its oldest entry read later still).
+ * key). Word 0 is the newest entry exactly (a log reads a clock behind its newest entry as that
+ * entry's instant: a later one would let older entries expire early). Word 1, first choice
+ * (issue 34): the older entries rounded later onto a grid of power-of-two ms anchored at 0, the
+ * finest of W/256 to W that fits 55 bits (log-bound.ts): re-encoding never moves them again, so
+ * a key that returns more often than once a window does not drift toward its limit. Else (a log
+ * too long for that): the older format, `-(n · 2^32 + back) - 1`: the oldest at the newest less
+ * the whole ms back to it, the others at the newest (which grows by one with each re-encoded
+ * request while the oldest counts; old state files hold it, and read back as before). Either
+ * way every entry is read at or after its real instant: the bound admits no more than the log,
+ * in any window from now on, under any limit. No exact log writes a negative word 1 (its second
+ * entry is at or after a first entry ≥ 0). A log whose newest entry is negative, or longer than
+ * 2^20 entries, does not fit; a span of 2^32 ms or more is shortened (its oldest read later still).
  */
-function encodeLogBound(s: SlidingLogState, words: Float64Array, at: number): boolean {
+function encodeLogBound(s: SlidingLogState, W: number, words: Float64Array, at: number): boolean {
   const len = s.buf.length;
   const oldest = s.buf[s.head % len] as number;
   const newest = s.buf[(s.head + s.n - 1) % len] as number;
   if (!(newest >= 0) || s.n > MAX_BOUND_ENTRIES) return false;
+  if (newest < 2 ** 53) {
+    const top = coarsestGrid(W);
+    const code = encodeGrid(s, newest, W, GRID_BITS, top - 8, top);
+    if (code !== undefined) {
+      words[at] = newest;
+      // Payload bits 60..55: the grid exponent (≤ 52); 54..0: the code.
+      words[at + 1] = payloadWord(code.k * 2 ** 23 + code.hi, code.lo);
+      return true;
+    }
+  }
   let back = Math.min(SPAN - 1, Math.max(0, Math.floor(newest - oldest)));
   // The subtraction rounds: make sure the decoded oldest is at or after the real one.
   while (back > 0 && newest - back < oldest) back--;
@@ -53,6 +70,10 @@ function encodeLogBound(s: SlidingLogState, words: Float64Array, at: number): bo
 
 /** The log `encodeLogBound` wrote (`b`, its word 1, is negative). */
 function decodeLogBound(newest: number, b: number): SlidingLogState {
+  if (isPayload(b)) {
+    const [hi, lo] = payloadOf(b);
+    return decodeGrid({ k: Math.floor(hi / 2 ** 23), hi: hi % 2 ** 23, lo }, newest, GRID_BITS);
+  }
   const packed = -(b + 1);
   const n = Math.floor(packed / SPAN);
   const buf = new Array<number>(n).fill(newest);
@@ -131,7 +152,7 @@ function encodeMember(m: Algorithm, state: unknown, words: Float64Array, at: num
     case "sliding-log":
     case "concurrency": {
       const s = state as SlidingLogState;
-      if (bare && s.n > 2) return encodeLogBound(s, words, at);
+      if (bare && s.n > 2) return encodeLogBound(s, m.horizonMs, words, at);
       if (s.n > (bare ? 2 : 1)) return false;
       const len = s.buf.length;
       words[at] = s.n > 0 ? (s.buf[s.head % len] as number) : Number.NaN;
