@@ -78,12 +78,15 @@ export class Sketch {
   /** The narrow layout's cells (then `#cells` is empty and unused). */
   #narrow: WindowCells | undefined;
 
-  /** `width` cells per row (a power of two). */
+  /** `width` cells per row (float cells: rounded up to a power of two). */
   constructor(rule: CompiledRule, width: number) {
     this.rule = rule;
-    this.#width = 2 ** Math.ceil(Math.log2(Math.max(1, width)));
-    this.#slots = cellSlots(rule);
     const W = narrowWindow(rule);
+    // Narrow rows take any width (a key's column scales its hash to it): rules share the budget evenly.
+    // (Float rows stop at 65536: a state file may name a narrow width for a rule of float cells.)
+    this.#width =
+      W === undefined ? 2 ** Math.min(16, Math.ceil(Math.log2(Math.max(1, width)))) : Math.max(1, Math.floor(width));
+    this.#slots = cellSlots(rule);
     this.#narrow = W === undefined ? undefined : new WindowCells(DEPTH * this.#width, W);
     this.#cells = new Float64Array(W === undefined ? DEPTH * this.#width * this.#slots : 0).fill(Number.NaN);
     this.#scratch = new Float64Array(this.#slots);
@@ -286,24 +289,11 @@ export class Sketch {
   /** Halves the width: cell j absorbs cell j + width/2 (a key's column is its hash masked to the width). */
   fold(now: number): void {
     if (this.#width <= 1) return;
-    const half = this.#width / 2;
-    const narrow = this.#narrow;
-    if (narrow !== undefined) {
-      const old = narrow.words;
-      const folded = new WindowCells(DEPTH * half, narrow.windowMs);
-      folded.latest = narrow.latest;
-      for (let row = 0; row < DEPTH; row++) {
-        for (let j = 0; j < half; j++) {
-          const to = row * half + j;
-          const a = row * this.#width + j;
-          folded.words[to] = old[a] as number;
-          folded.joinWord(to, old[a + half] as number, narrow);
-        }
-      }
-      this.#narrow = folded;
-      this.#width = half;
+    if (this.#narrow !== undefined) {
+      this.shrink(Math.floor(this.#width / 2));
       return;
     }
+    const half = this.#width / 2;
     const slots = this.#slots;
     const old = this.#cells;
     const cells = new Float64Array(DEPTH * half * slots);
@@ -330,6 +320,10 @@ export class Sketch {
    * folding the wider of the two first: a restore into a store that summarised keys already.
    */
   absorb(other: Sketch, now: number): void {
+    if (this.#narrow !== undefined && other.#narrow !== undefined) {
+      other.shrink(Math.min(other.width, this.#width));
+      this.shrink(other.width);
+    }
     while (other.width > this.#width) other.fold(now);
     while (this.#width > other.width) this.fold(now);
     const mine = this.#narrow;
@@ -386,12 +380,48 @@ export class Sketch {
   /** Fills `#rows` with the key's cell offsets: double hashing of the stored fingerprint bits. */
   #locate(h1: number, h2: number): void {
     const g = fmix32(h1 ^ h2 ^ 0x27d4eb2f) | 1;
-    const mask = this.#width - 1;
-    const slots = this.#narrow === undefined ? this.#slots : 1;
+    const width = this.#width;
+    if (this.#narrow !== undefined) {
+      // Multiply-high: the hash scaled to any width; at width w/k a key's column is its column at w, divided by k.
+      for (let row = 0; row < DEPTH; row++) {
+        const column = Math.floor((((h1 + Math.imul(row, g)) >>> 0) * width) / 0x100000000);
+        this.#rows[row] = row * width + column;
+      }
+      return;
+    }
+    const mask = width - 1;
     for (let row = 0; row < DEPTH; row++) {
       const column = (h1 + Math.imul(row, g)) & mask;
-      this.#rows[row] = (row * this.#width + column) * slots;
+      this.#rows[row] = (row * width + column) * this.#slots;
     }
+  }
+
+  /**
+   * Narrows a narrow sketch to `width` cells a row (float sketches only fold): each new cell
+   * takes the largest of the old cells whose hash ranges meet its own (exactly the pairs 2j,
+   * 2j + 1 when halving an even width), so every key's cells still hold at least its count.
+   */
+  shrink(width: number): void {
+    const narrow = this.#narrow;
+    const from = this.#width;
+    const to = Math.max(1, Math.floor(width));
+    if (narrow === undefined || to >= from) return;
+    const old = narrow.words;
+    const shrunk = new WindowCells(DEPTH * to, narrow.windowMs);
+    shrunk.latest = narrow.latest;
+    for (let row = 0; row < DEPTH; row++) {
+      for (let j = 0; j < to; j++) {
+        // Old columns c with [c, c + 1) · 2^32/from meeting [j, j + 1) · 2^32/to.
+        const first = Math.floor((j * from) / to);
+        const last = Math.ceil(((j + 1) * from) / to) - 1;
+        // The larger count: every cell of a key holds at least its count (conservative update).
+        for (let c = first; c <= last && c < from; c++) {
+          shrunk.joinWord(row * to + j, old[row * from + c] as number, narrow, true);
+        }
+      }
+    }
+    this.#narrow = shrunk;
+    this.#width = to;
   }
 
   /** `estimate` in the narrow layout: the most permissive row, with `own` joined on top. */
@@ -403,9 +433,21 @@ export class Sketch {
   ): RuleRecord {
     let best: FixedWindowState | undefined;
     if (present) {
-      for (let row = 0; row < DEPTH; row++) {
-        const record = narrow.read(this.#rows[row] as number) ?? (this.rule.members[0] as Algorithm).create();
-        if (best === undefined || better(record, best)) best = record as FixedWindowState;
+      // Rows of one window (the usual case): the smallest count admits most, no need to ask `better`.
+      const first = narrow.words[this.#rows[0] as number] as number;
+      const n = first === 0 ? Number.NaN : narrow.windowOf(first);
+      let least = Number.POSITIVE_INFINITY;
+      for (let row = 0; row < DEPTH && least >= 0; row++) {
+        const v = narrow.words[this.#rows[row] as number] as number;
+        if (v === 0 || narrow.windowOf(v) !== n) least = -1;
+        else least = Math.min(least, narrow.countIn(v, n));
+      }
+      if (least >= 0) best = { w: n * narrow.windowMs, c: least };
+      else {
+        for (let row = 0; row < DEPTH; row++) {
+          const record = narrow.read(this.#rows[row] as number) ?? (this.rule.members[0] as Algorithm).create();
+          if (best === undefined || better(record, best)) best = record as FixedWindowState;
+        }
       }
     }
     const out: FixedWindowState = best === undefined ? { w: Number.NEGATIVE_INFINITY, c: 0 } : { ...best };

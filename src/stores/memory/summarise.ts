@@ -86,6 +86,7 @@ function checkSaturation(s: StoreState, sketch: Sketch, filter: SummaryFilter<st
  */
 export function newSketch(s: StoreState, table: Table): Sketch {
   const rule = table.rule;
+  if (narrowWindow(rule) !== undefined) return newNarrow(s, rule);
   const room = summaryRoom(s, rule);
   const budget = room.bytes;
   let width = Math.max(1, room.width);
@@ -149,4 +150,33 @@ function reclaim(s: StoreState): void {
     if (used <= s.budget.summaryBudget || widest === undefined) return;
     widest.fold(now(owner as Table));
   }
+}
+
+/**
+ * A narrow summary for `rule`: an even share of what the float summaries leave of the room
+ * (narrow rows take any width). When it does not fit, the wider narrow summaries shrink to the
+ * share of a quarter more rules than there are, so that a run of new rules shrinks them once
+ * every quarter, not once each.
+ */
+function newNarrow(s: StoreState, rule: Table["rule"]): Sketch {
+  const room = summaryRoom(s, rule);
+  const unit = sketchBytes(rule, 1);
+  const narrows: Sketch[] = [];
+  let floatBytes = 0;
+  for (const other of s.tables.values()) {
+    const sketch = other.sketch;
+    if (sketch === undefined) continue;
+    if (sketch.unfiltered) narrows.push(sketch);
+    else floatBytes += sketch.bytes;
+  }
+  const avail = room.bytes - floatBytes;
+  const share = (rules: number) => Math.max(1, Math.min(room.width, Math.floor(avail / rules / unit)));
+  const narrowBytes = () => narrows.reduce((sum, sketch) => sum + sketch.bytes, 0);
+  let width = share(narrows.length + 1);
+  if (narrowBytes() + width * unit > avail) {
+    const slack = share(Math.ceil((narrows.length + 1) * 1.25));
+    for (const sketch of narrows) if (sketch.width > slack) sketch.shrink(slack);
+    width = Math.max(1, Math.min(width, Math.floor((avail - narrowBytes()) / unit)));
+  }
+  return new Sketch(rule, width);
 }

@@ -67,6 +67,9 @@ describe(`narrow summary cells (seed ${SEED})`, () => {
     expect(high).toBeLessThan(10);
     sketch.fold(T0 + 1);
     check();
+    sketch.shrink(333); // any width: each new cell takes the largest of the old cells it covers
+    expect(sketch.width).toBe(333);
+    check();
     // A later window replaces the counts: what the key took before no longer counts there.
     sketch.add(1 * 7919, 1, { w: T0 + W, c: 1 }, T0 + W);
     expect(read(sketch, 1 * 7919, 1, T0 + W)).toEqual({ w: T0 + W, c: 1 });

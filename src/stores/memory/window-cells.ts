@@ -117,8 +117,12 @@ export class WindowCells {
     }
   }
 
-  /** Joins the cell word `v` (of `from`, whose `latest` it is relative to) into the cell at `i`: the later window, or the sum in one. */
-  joinWord(i: number, v: number, from: WindowCells): void {
+  /**
+   * Joins the cell word `v` (of `from`, whose `latest` it is relative to) into the cell at `i`:
+   * the later window; in one window the sum, or with `max` the larger (enough when both cells
+   * belong to one sketch: each already holds at least every count of a key mapped to it).
+   */
+  joinWord(i: number, v: number, from: WindowCells, max = false): void {
     if (v === 0) return;
     const n = from.windowOf(v);
     const c = v & COUNT_MASK;
@@ -128,7 +132,9 @@ export class WindowCells {
       return;
     }
     if (this.windowOf(mine) > n) return;
-    this.words[i] = WindowCells.encode(n, this.countIn(mine, n) + (c === FULL ? Number.POSITIVE_INFINITY : c));
+    const theirs = c === FULL ? Number.POSITIVE_INFINITY : c;
+    const count = this.countIn(mine, n);
+    this.words[i] = WindowCells.encode(n, max ? Math.max(count, theirs) : count + theirs);
   }
 
   /** The cells and `latest` as bytes (snapshots): the words, then `latest` as a float64. */
