@@ -163,7 +163,8 @@ describe("Sketch: bans", () => {
 });
 
 describe("Sketch: present", () => {
-  const FW = rule([{ algorithm: "fixed-window", limit: 5, windowMs: 1000 }]);
+  // First-hit windows: the float cells (aligned ones are narrow, window-cells.test.ts).
+  const FW = rule([{ algorithm: "fixed-window", limit: 5, windowMs: 1000, anchor: "first" }]);
 
   it("a key's cells empty at their own instant, whatever later keys hold", () => {
     const s = new Sketch(FW, 1024); // wide: the two keys share no cell
@@ -189,7 +190,7 @@ describe("Sketch: present", () => {
 const cellsOf = (s: Sketch) => [...new Float64Array(new Uint8Array(Buffer.from(s.toBase64(), "base64")).buffer)];
 
 describe("Sketch: fold and snapshots", () => {
-  const FW = rule([{ algorithm: "fixed-window", limit: 9, windowMs: 1000 }]);
+  const FW = rule([{ algorithm: "fixed-window", limit: 9, windowMs: 1000, anchor: "first" }]);
   const BANNED = rule([{ algorithm: "token-bucket", capacity: 2, refillPerSecond: 1 }], {
     after: 2,
     withinMs: 1000,
