@@ -9,7 +9,8 @@
 //               documented retry), one job at a time per process as `maxConcurrent` allows.
 // Waits for a line on stdin so all processes start together; prints `D <json>` with its
 // statuses (what each caller finally got), the 429s it saw, its pauses, and (sluice) the requests
-// it sent while it knew the key paused. (sluice: each request's `x-job` header ends "@<ms sent>".)
+// it sent while it knew the key paused, its pid and when it heard each pause. (sluice: each
+// request's `x-job` header ends "@<ms sent>".)
 import Bottleneck from "bottleneck";
 import { createThrottle, systemClock } from "../../dist/index.js";
 import { RedisStore } from "../../dist/stores/redis/index.js";
@@ -22,6 +23,8 @@ let pauses = 0;
 /** sluice: requests sent while this process knew its key paused for 10 ms more (none, if pauses hold), and its pause's end. */
 let sentPaused = 0;
 let pausedUntil = 0;
+/** sluice: when this process heard each pause (its own 429's, or the store's word), by Date.now(). */
+const heard = [];
 
 /** Retry-After (seconds) or the RateLimit field's t, in ms; 1 s when the answer says nothing. */
 function backoffMs(response) {
@@ -56,6 +59,7 @@ async function sluice() {
     ...options,
   });
   throttle.on("pause", ({ ms }) => {
+    heard.push(Date.now());
     pauses++;
     pausedUntil = Math.max(pausedUntil, systemClock.now() + ms);
   });
@@ -135,6 +139,6 @@ process.stdin.once("data", async () => {
   }
   await fleet.close();
   const statuses = results.map((r) => (r.status === "fulfilled" ? r.value : String(r.reason)));
-  process.stdout.write(`D ${JSON.stringify({ statuses, seen429, pauses, sentPaused })}\n`);
+  process.stdout.write(`D ${JSON.stringify({ statuses, seen429, pauses, sentPaused, pid: process.pid, heard })}\n`);
   process.exit(0);
 });

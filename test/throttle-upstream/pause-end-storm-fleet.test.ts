@@ -6,6 +6,16 @@
 // pause ended and each one past the upstream's limit got its 429 (112 429s for 36 jobs; 83 in
 // bench/throttle-upstream.mjs's burst shape, 25 in one window). The start's own burst, before
 // the first pause ended, is not counted (pause-storm-count.ts).
+//
+// A pause's 429s past its first are allowed only as docs/throttle.md states the exception: "as
+// long as the rate's spacing is longer than the time the fleet takes to hear a 429 (a request
+// already sent cannot be called back)". Measured from the run's own timestamps (each request's
+// send instant on its `x-job` header, each process's instants of hearing a pause): every 429 was
+// sent before its process heard that window's pause, and a window holds at most the 429s the rate
+// could release while the fleet was hearing it (`hearAllowance`). On a loaded 2-core machine that
+// time can exceed gcra 40/s's 25 ms spacing by more than one spacing (a window of 3 at load 22-32,
+// issue 32's local32 report); a burst at the pause's end (the storm) is sent within ms, before
+// anyone can hear, and is far over it.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -20,6 +30,9 @@ const redis = await standaloneRedis("throttle upstream fleet, pause-end storm");
 const WINDOW_MS = 1000;
 const CHILD = fileURLToPath(new URL("./reset-child.mjs", import.meta.url));
 const rate = { algorithm: "gcra", limit: 40, periodMs: 1000 };
+/** The rates' spacing (ms): gcra 40/s here, gcra 5/s in reset-child.mjs. */
+const SPACING_MS = 1000 / 40;
+const RESET_SPACING_MS = 1000 / 5;
 
 describe.skipIf(redis === undefined)("3 processes on Redis, a burst-allowing rate far above the upstream's", () => {
   beforeAll(() => ensureBuilt());
@@ -28,7 +41,7 @@ describe.skipIf(redis === undefined)("3 processes on Redis, a burst-allowing rat
     ["a rate alone", { rate }],
     ["a rate and concurrency 8 (the cool-down's job holds a lease too)", { rate, concurrency: 8 }],
   ])(
-    "%s: after the first pause, at most 2 429s a pause (one job at a time while the key cools down)",
+    "%s: after the first pause, a pause's 429s only those sent before the fleet heard it (one job at a time while the key cools down)",
     {
       timeout: 40_000,
     },
@@ -45,9 +58,24 @@ describe.skipIf(redis === undefined)("3 processes on Redis, a burst-allowing rat
       });
       expect(r.statuses.filter((s) => s !== 200)).toEqual([]);
       const { after, perPause } = afterFirstPause(r.log, WINDOW_MS);
-      console.log(`429s a pause after the first pause: ${JSON.stringify(perPause)} (${r.tooMany} in all)`);
+      // The 429s afterFirstPause counts: sent after the first pause (its Retry-After) ended.
+      const first = r.log.find((e) => e.status === 429) as UpstreamEntry;
+      const end = first.at + Math.ceil(((first.window + 1) * WINDOW_MS - first.at) / 1000) * 1000;
+      const windows = hearAllowance(
+        r.log.filter((e) => e.status === 429 && sentAt(e) >= end),
+        r.heard,
+        SPACING_MS,
+        r.log,
+      );
+      console.log(
+        `429s a pause after the first pause: ${JSON.stringify(perPause)} (${r.tooMany} in all); ` +
+          `[429s, sent meanwhile, allowed, ms to hear, sent after hearing] ${JSON.stringify(windows.map((w) => [w.n, w.sent, w.allowed, w.spanMs, w.sentHeard]))}`,
+      );
       expect(after).toBeGreaterThan(0);
-      expect(Math.max(0, ...perPause)).toBeLessThanOrEqual(2);
+      for (const w of windows) {
+        expect(w.sentHeard, "429s sent by a process that had heard the pause").toBe(0);
+        expect(w.sent, `requests sent while the fleet heard a pause in ${w.spanMs} ms`).toBeLessThanOrEqual(w.allowed);
+      }
     },
   );
 
@@ -58,11 +86,11 @@ describe.skipIf(redis === undefined)("3 processes on Redis, a burst-allowing rat
   // bursts within ms; here [1,1,3,3,1,3,1,3,1,2] and [1,2,1,2,1], one run of 3 passed); now the
   // rate resumes at its steady pace then. The processes are the attack's (reset-child.mjs: they
   // start apart, as spawned; with fleet-child.mjs's common start the storm did not show).
-  it("X-RateLimit-Reset (short pauses), gcra 5/s, concurrency 4: one 429 a pause, a second one at most once", {
+  it("X-RateLimit-Reset (short pauses), gcra 5/s, concurrency 4: one 429 a pause, more only if sent before the fleet heard it", {
     timeout: 40_000,
   }, async () => {
     const upstream = await startResetUpstream({ limit: 3, windowMs: WINDOW_MS });
-    let r: { statuses: Array<number | string>; log: UpstreamEntry[]; tooMany: number };
+    let r: { statuses: Array<number | string>; log: UpstreamEntry[]; tooMany: number; heard: Record<string, number[]> };
     try {
       const prefix = uniquePrefix("pause-end-storm-reset");
       const outputs = await Promise.all(
@@ -75,27 +103,44 @@ describe.skipIf(redis === undefined)("3 processes on Redis, a burst-allowing rat
           return new Promise<string>((resolve) => child.on("close", () => resolve(text)));
         }),
       );
-      const statuses = outputs.flatMap(
+      const done = outputs.map(
         (o) =>
           JSON.parse(
             o
               .split("\n")
               .find((l) => l.startsWith("D "))
               ?.slice(2) ?? '{"statuses":["none"]}',
-          ).statuses,
+          ) as { statuses: Array<number | string>; pid?: number; heard?: number[] },
       );
-      r = { statuses, log: [...upstream.log], tooMany: upstream.log.filter((e) => e.status === 429).length };
+      r = {
+        statuses: done.flatMap((d) => d.statuses),
+        log: [...upstream.log],
+        tooMany: upstream.log.filter((e) => e.status === 429).length,
+        heard: Object.fromEntries(done.map((d) => [String(d.pid), d.heard ?? []])),
+      };
     } finally {
       await upstream.close();
     }
     expect(r.statuses.filter((s) => s !== 200)).toEqual([]);
     const perPause = afterFirstWindow(r.log);
-    console.log(`X-RateLimit-Reset: 429s a pause after the first: ${JSON.stringify(perPause)} (${r.tooMany} in all)`);
+    const firstWindow = r.log.find((e) => e.status === 429)?.window ?? 0;
+    const windows = hearAllowance(
+      r.log.filter((e) => e.status === 429 && e.window > firstWindow),
+      r.heard,
+      RESET_SPACING_MS,
+      r.log,
+    );
+    console.log(
+      `X-RateLimit-Reset: 429s a pause after the first: ${JSON.stringify(perPause)} (${r.tooMany} in all); ` +
+        `[429s, sent meanwhile, allowed, ms to hear, sent after hearing] ${JSON.stringify(windows.map((w) => [w.n, w.sent, w.allowed, w.spanMs, w.sentHeard]))}`,
+    );
     expect(perPause.length).toBeGreaterThan(0);
-    // Each window's first 429 pauses the fleet; a second one is a request sent before that
-    // pause reached its process (a loaded machine: rarely, once a run at most).
-    expect(perPause.filter((n) => n > 1).length).toBeLessThanOrEqual(1);
-    expect(Math.max(...perPause)).toBeLessThanOrEqual(2);
+    // Each window's first 429 pauses the fleet; another is a request sent before that pause
+    // reached its process, at most what the rate released while the fleet was hearing it.
+    for (const w of windows) {
+      expect(w.sentHeard, "429s sent by a process that had heard the pause").toBe(0);
+      expect(w.sent, `requests sent while the fleet heard a pause in ${w.spanMs} ms`).toBeLessThanOrEqual(w.allowed);
+    }
   });
 });
 
@@ -108,4 +153,50 @@ function afterFirstWindow(log: readonly UpstreamEntry[]): number[] {
   const per = new Map<number, number>();
   for (const e of log) if (e.status === 429 && e.window > first) per.set(e.window, (per.get(e.window) ?? 0) + 1);
   return [...per.values()];
+}
+
+/** When a request was sent: the "@<ms>" its `x-job` header ends with (as pause-storm-count.ts reads it). */
+function sentAt(e: UpstreamEntry): number {
+  const at = e.job?.lastIndexOf("@") ?? -1;
+  return at < 0 ? e.at : Number(e.job?.slice(at + 1));
+}
+
+/**
+ * The documented exception, per upstream window of `tooMany` (429 entries): a request already sent
+ * when the fleet hears a 429 cannot be called back, and the rate releases one every `spacingMs`
+ * while the fleet is hearing. For each window: `n` its 429s; `sentHeard` those sent by a process
+ * after it had heard the window's pause (its first hearing after the window's first 429 was
+ * answered: none may be); `spanMs` from the earliest of them sent to the last of their processes
+ * hearing; `sent` the requests of `log` (any status) sent in that span, which the rate spaces:
+ * at most `allowed` = 1 + ceil(spanMs / spacingMs) (one unit of send jitter to spare: a grant's
+ * timer fires late on a loaded loop, the next on time). A burst at a pause's end exceeds it.
+ */
+function hearAllowance(
+  tooMany: readonly UpstreamEntry[],
+  heard: Readonly<Record<string, readonly number[]>>,
+  spacingMs: number,
+  log: readonly UpstreamEntry[],
+): Array<{ window: number; n: number; sentHeard: number; spanMs: number; sent: number; allowed: number }> {
+  const byWindow = new Map<number, UpstreamEntry[]>();
+  for (const e of tooMany) byWindow.set(e.window, [...(byWindow.get(e.window) ?? []), e]);
+  return [...byWindow.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([window, es]) => {
+      const answered = Math.min(...es.map((e) => e.at));
+      let sentHeard = 0;
+      let first = Number.POSITIVE_INFINITY;
+      let last = Number.NEGATIVE_INFINITY;
+      for (const e of es) {
+        const pid = e.job?.split("-")[0] ?? "";
+        // This window's pause as its process heard it (a pause lasts at most a window and a second).
+        const at = (heard[pid] ?? []).find((t) => t >= answered && t < answered + WINDOW_MS);
+        const sent = sentAt(e);
+        if (at !== undefined && sent >= at) sentHeard++;
+        first = Math.min(first, sent);
+        if (at !== undefined) last = Math.max(last, at);
+      }
+      const spanMs = Math.max(0, last - first);
+      const sent = log.filter((e) => sentAt(e) >= first && sentAt(e) <= Math.max(first, last)).length;
+      return { window, n: es.length, sentHeard, spanMs, sent, allowed: 1 + Math.ceil(spanMs / spacingMs) };
+    });
 }

@@ -8,6 +8,8 @@ export interface FleetOutcome {
   pauses: number;
   /** Requests sent by a process that knew the key paused at that instant (sluice only). */
   sentPaused: number;
+  /** By process id (sluice only): when it heard each pause (its own 429's, or the store's word), by Date.now(). */
+  heard: Record<string, number[]>;
   /** Requests the upstream saw, and how many it admitted. */
   requests: number;
   ok: number;

@@ -76,6 +76,7 @@ export async function runFleet({
       statuses: done.flatMap((d) => d.statuses),
       pauses: done.reduce((s, d) => s + d.pauses, 0),
       sentPaused: done.reduce((s, d) => s + (d.sentPaused ?? 0), 0),
+      heard: Object.fromEntries(done.map((d) => [String(d.pid), d.heard ?? []])),
       requests: upstream.log.length,
       ok: upstream.log.filter((e) => e.status === 200).length,
       tooMany: tooMany.reduce((s, n) => s + n, 0),

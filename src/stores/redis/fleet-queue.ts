@@ -136,7 +136,7 @@ export class RedisFleetQueue implements FleetQueue {
     this.#subscription = await this.#parts.commands.subscribe(
       this.#channel + this.owner,
       (message) => {
-        let m: { k: string; g?: string; w?: number; z?: number; u?: number };
+        let m: { k: string; g?: string; w?: number; z?: number; u?: number; f?: number };
         try {
           m = JSON.parse(message) as typeof m;
         } catch {
@@ -146,6 +146,8 @@ export class RedisFleetQueue implements FleetQueue {
         if (m.z !== undefined && m.u !== undefined) listener.paused?.(key, m.z, m.u);
         if (m.g !== undefined) listener.granted(key, this.#mine(parseGrants(m.g)));
         if (m.w !== undefined) listener.wake(key, m.w);
+        // The cool-down's job ended: a late start refused during it asks again now (queue.lua, 'cw').
+        if (m.f !== undefined) listener.coolFreed?.(key);
       },
       (live) => {
         if (!live) this.#lost = true;

@@ -9,7 +9,8 @@
 -- 2 its hash (fields 't:<id>' a waiting ticket's "cost owner", 'g:<id>' a grant's
 -- "owner leaseAt rateAt cost", 'o:<owner>' an owner's deadline, 'seq' the arrival counter,
 -- 'due' the head owner told to wake, 'pz' the instant a fleet pause ends, 'pc' the instant its
--- cool-down ends, 'cg' the cool-down's running grant "id owner at"), 3 the rate record,
+-- cool-down ends, 'cg' the cool-down's running grant "id owner at", 'cw' the owners whose late
+-- start waits for that grant to end, space-separated), 3 the rate record,
 -- 4 the concurrency record, 5 the owners that enqueued on the key (a sorted set, score the last
 -- enqueue: who hears a pause). All five share one hash tag: one Cluster slot.
 -- ARGV (after the guard's deadline): 1 expiry grace, 2 op, 3 the owners' channel prefix,
@@ -28,6 +29,8 @@
 -- Every op then grants what now fits, head first: grants to the caller come back in the reply,
 -- grants to other owners are PUBLISHed on their channel, and when the head must wait for the
 -- rate (or a lease's expiry) its owner is told when to call again.
+-- An owner whose late start was refused while 'cg' ran ('cw') is told when 'cg' is freed (its
+-- release, its owner found dead, the cool-down's end): "f":1 in its channel's message.
 -- Reply: "status|wait|grants": status (op-specific, below), wait (ms until the caller, owning
 -- the head, should pump again; '' for no such wake) and the caller's grants
 -- "id,leaseAt,delayMs,at[,c];..." (',c': granted during a cool-down, released when it ends).
@@ -100,6 +103,8 @@ local function decide(R, key, cost, rop, at, t)
 end
 
 local mine, others = {}, {}
+-- Owners to tell that the cool-down's job ended (set by coolFree; sent with the grants, below).
+local freed = {}
 
 -- Grants every head ticket that fits now; returns the head's wait (nil: the queue is empty).
 -- The instant rate decisions are made at: now, or the latest instant already decided ahead
@@ -136,12 +141,23 @@ local function coolGrant()
   return match(cg, '^(%S+) (%S+) (%S+)$')
 end
 
+-- The cool-down's job ended (or the cool-down did): 'cg' goes, and the owners whose late start
+-- waited for it ('cw') are told, so none polls for it (src/core/fleet-queue.ts, COOL_FALLBACK_MS:
+-- their wait is only a fallback). The caller too: its own late start may have been refused just
+-- before its own release arrived.
+local function coolFree()
+  local cw = call('HGET', KH, 'cw')
+  call('HDEL', KH, 'cg', 'cw')
+  if not cw then return end
+  for owner in string.gmatch(cw, '%S+') do freed[owner] = true end
+end
+
 -- Whether a job granted during a cool-down still runs (its owner alive: a dead one's ended).
 local function coolHeld()
   local id, owner = coolGrant()
   if not id then return false end
   if alive(owner) then return true end
-  call('HDEL', KH, 'cg')
+  coolFree()
   return false
 end
 
@@ -242,7 +258,7 @@ end
 local function giveBack(id, refund)
   local cooled = false
   if coolUntil > 0 and coolGrant() == id then
-    call('HDEL', KH, 'cg')
+    coolFree()
     cooled = true
   end
   local g = call('HGET', KH, 'g:' .. id)
@@ -298,7 +314,8 @@ if coolUntil > 0 and coolUntil <= now then
       if ok and left > 0 and left < INF then decide(RR, KR, left, PENALTY, nil, t) end
     end
   end
-  call('HDEL', KH, 'pc', 'cg')
+  call('HDEL', KH, 'pc')
+  coolFree()
   coolUntil = 0
 end
 
@@ -405,8 +422,9 @@ elseif op == 'm' then
   -- ahead to: the record never sees time run back), ahead of the queue (its turn came). Status
   -- "1,at,delayMs" (start then), or "0,waitMs" (refused: ask again then, nothing to give back).
   -- During a cool-down a late start is a start like a grant: it waits while another job of the
-  -- cool-down runs (asking again within COOL_RETRY_MS, 50 ms: src/core/fleet-queue.ts), and once
-  -- it goes it is that job ("1,at,delayMs,c": its owner releases it when it ends).
+  -- cool-down runs (its owner is recorded in 'cw' and told when that job ends; its wait, the rest
+  -- of the cool-down up to COOL_FALLBACK_MS, 1 s, src/core/fleet-queue.ts, is only a fallback),
+  -- and once it goes it is that job ("1,at,delayMs,c": its owner releases it when it ends).
   local id, cost, at = ARGV[10], tonumber(ARGV[11]), ARGV[12]
   if not RR then
     status = '1,' .. fmt('%d', now) .. ',0'
@@ -415,8 +433,14 @@ elseif op == 'm' then
     status = '0,' .. fmt('%d', pausedUntil - now)
   elseif coolUntil > now and coolGrant() ~= id and coolHeld() then
     if at ~= '-' then decide(RR, KR, cost, REFUND, tonumber(at)) end
+    local cw = call('HGET', KH, 'cw')
+    if not cw then
+      call('HSET', KH, 'cw', me)
+    elseif not string.find(' ' .. cw .. ' ', ' ' .. me .. ' ', 1, true) then
+      call('HSET', KH, 'cw', cw .. ' ' .. me)
+    end
     local left = coolUntil - now
-    if left > 50 then left = 50 end
+    if left > 1000 then left = 1000 end
     status = '0,' .. fmt('%d', left)
   else
     if at ~= '-' then decide(RR, KR, cost, REFUND, tonumber(at)) end
@@ -491,7 +515,14 @@ end
 for owner, list in pairs(others) do
   local m = { k = userKey, g = table.concat(list, ';') }
   if owner == wakeFor then m.w = wakeMs end
+  if freed[owner] then
+    m.f = 1
+    freed[owner] = nil
+  end
   call('PUBLISH', channel .. owner, cjson.encode(m))
+end
+for owner in pairs(freed) do
+  call('PUBLISH', channel .. owner, cjson.encode({ k = userKey, f = 1 }))
 end
 -- Every call, after its writes (a PEXPIRE before a key exists sets nothing, and HINCRBY / ZADD /
 -- HSET create keys without one), moves the queue's three keys' expiry to `keep` from now, all
