@@ -228,17 +228,10 @@ export function restampedOf(status: string): Restamped {
 }
 
 /**
- * How long a late start (a restamp) refused during a cool-down waits before asking again, at
- * most (ms), on Redis: the cool-down's one job usually ends long before the cool-down does, and
- * nothing there tells a late start when it has (queue.lua restates it). The local queue and the
- * hosts tell it (an event), and wait at most COOL_FALLBACK_MS.
- */
-export const COOL_RETRY_MS = 50;
-
-/**
  * How long a late start refused during a cool-down waits at most (ms) where it is woken when the
  * job holding the cool-down ends (the local queue; the hosts, which push `coolFree` to the owners
- * they refused): a fallback, should the word be lost (a host lost with its pushes).
+ * they refused; queue.lua on Redis, which publishes to those that waited): a fallback, should the
+ * word be lost (a host lost with its pushes).
  */
 export const COOL_FALLBACK_MS = 1000;
 

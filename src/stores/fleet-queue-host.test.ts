@@ -437,7 +437,7 @@ describe("fleet queue host: the cool-down after a pause", () => {
     clock.advance(500);
     expect(grants.map((g) => [g.id, g.cooling])).toEqual([["2", true]]);
     // "2" runs: "1" waits, its units given back: told when "2" ends (a push, `coolFree`), so its
-    // fallback wait is the cool-down's rest up to COOL_FALLBACK_MS (it was COOL_RETRY_MS, 50: a poll).
+    // fallback wait is the cool-down's rest up to COOL_FALLBACK_MS (it was 50 ms: a poll).
     expect(call(1, a, "h", ["restamp", "1", 1, T]).status).toBe("0,500");
     expect(freed).toEqual([]);
     expect(call(2, b, "r", ["2", 0]).status).toBe("1");

@@ -1,7 +1,7 @@
 // A late start during a pause waits for its end (its task has not begun), as on the fleet queues.
 // A late start refused during a cool-down (another job of the cool-down runs) is woken when that
 // job ends, not by polling: one wake-up, the job's end, where it asked again every 50 ms before
-// (COOL_RETRY_MS); a bounded fallback (COOL_FALLBACK_MS, or the cool-down's end) stays armed.
+// (50 ms then); a bounded fallback (COOL_FALLBACK_MS, or the cool-down's end) stays armed.
 // ManualClock at fixed instants, its timer firings counted.
 import { createLimiter, createThrottle, ManualClock, MemoryStore } from "sluice";
 import { describe, expect, it } from "vitest";
