@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { AlgorithmSpec } from "../../algorithms/specs.ts";
 import { decideRule } from "../../core/decide-rule.ts";
 import { type CompiledRule, compileRule, createRecord, type RuleRecord } from "../../core/rule.ts";
+import { mulberry32 } from "../../core/seeded-random.ts";
 import { validateSpec } from "../../core/spec.ts";
 import { decodeWord, encodeWord } from "./dense-codec.ts";
 import { decodeGrid, encodeGrid, isPayload, payloadOf, payloadWord } from "./log-bound.ts";
@@ -15,18 +16,6 @@ import { decodeRecord, encodeRecord } from "./state-codec.ts";
 
 const SEED = Number(process.env.LOG_BOUND_SEED ?? 3434);
 const T0 = Date.UTC(2026, 11, 7, 12);
-
-/** A seeded generator (mulberry32). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const bare = (spec: unknown): CompiledRule => compileRule([validateSpec(spec) as AlgorithmSpec]);
 
@@ -74,7 +63,7 @@ describe(`a log's one-word bound admits no more than the log (seed ${SEED})`, ()
   for (const [codec, roundTrip] of Object.entries(codecs))
     for (const kind of ["sliding-log", "concurrency"] as const) {
       it(`${kind} in ${codec}: random logs, clocks (steps back, fractions), limits and costs, re-encoded at every step`, () => {
-        const next = random(SEED + (kind === "concurrency" ? 1 : 0) + (codec === "one word" ? 0 : 2));
+        const next = mulberry32(SEED + (kind === "concurrency" ? 1 : 0) + (codec === "one word" ? 0 : 2));
         let bounds = 0;
         for (let run = 0; run < 300; run++) {
           const W = [1, 7, 1000, 3000, 60_000, 3_600_000][Math.floor(next() * 6)] as number;
