@@ -10,7 +10,7 @@ import type { Decision } from "../../algorithms/decision.ts";
 import { blocksBeside, decideBlocked } from "../../core/block.ts";
 import { changesStoredRecord, decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
 import { ConfigError, StoreError } from "../../core/errors.ts";
-import { type CompiledRule, createRecord, type RuleRecord } from "../../core/rule.ts";
+import { banState, type CompiledRule, createRecord, type RuleRecord } from "../../core/rule.ts";
 import { bucketOf, PINNED, RETURNING } from "../compact/bucket.ts";
 import {
   appendWide,
@@ -94,14 +94,16 @@ function checkStored(
     if (codec.blockAt >= 0 && (f64[at + codec.blockAt] as number) > now) return undefined;
     const record = codec.load(f64, at);
     const result = decideRule(rule, record, now, cost, "check");
+    const readBack = heldReadBack(rule, record);
+    if (readBack) result.approximate = true;
     // A denial changes the record only when it counts toward a ban (decideAny's rule, the same call).
     if (!storesNewRecord(rule, "check", result)) {
-      if (table.unchanged()) return result;
+      if (table.unchanged()) return readBack ? counted(ctx, result) : result;
       continue;
     }
     codec.encode(record, f64, at);
     if (codec.blockAt >= 0) f64[at + codec.blockAt] = Number.NEGATIVE_INFINITY;
-    if (table.publish()) return result;
+    if (table.publish()) return readBack ? counted(ctx, result) : result;
   }
 }
 
@@ -171,7 +173,7 @@ function decideAny(
         until > now
           ? decideBlocked(rule, record, now, cost, op, until, receipt)
           : decideRule(rule, record, now, cost, op, receipt);
-      if (summarised) result.approximate = true;
+      if (summarised || heldReadBack(rule, record)) result.approximate = true;
       let write: boolean;
       // A get reports, like a peek; a penalty and a block always change the record.
       if (summarised) write = op !== "peek" && op !== "get";
@@ -235,6 +237,18 @@ function decideAny(
       return result === undefined ? undefined : counted(ctx, result);
     }
   }
+}
+
+/**
+ * Whether `record`, just decided on, is still one read back from the summary (its ban state
+ * marked so, read-back.ts; `decideRule` clears the mark once the record is fresh): it stands for
+ * a bound of the key's state, not the state (a sliding log's entries all at its newest, so a
+ * refund by receipt of an older entry finds nothing to give back), and decisions from it say
+ * `approximate` as MemoryStore's from a bound do (SPEC §10). A rule without a ban keeps no such
+ * mark in its record.
+ */
+function heldReadBack(rule: CompiledRule, record: RuleRecord): boolean {
+  return rule.ban !== undefined && banState(rule, record)?.readBack === true;
 }
 
 /** The block pool is exhausted. */
