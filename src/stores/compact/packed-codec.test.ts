@@ -100,3 +100,16 @@ describe("a composite in one packed word", () => {
     expect(encodePacked(banned, b, bFrame)).toBeUndefined();
   });
 });
+
+describe("which composites pack", () => {
+  const rule = (specs: unknown[]) => compileRule(specs.map((s) => validateSpec(s) as AlgorithmSpec));
+  const lease = { algorithm: "concurrency", limit: 3, leaseMs: 7 };
+  const fw = { algorithm: "fixed-window", limit: 10, windowMs: 1000 };
+  const sw = { algorithm: "sliding-window", limit: 10, windowMs: 2000 };
+  it("a lease packs beside one member, not among three or four (its instants would round by more than a ms)", () => {
+    expect(packedRule(rule([fw, lease]))).toBe(true);
+    expect(packedRule(rule([fw, sw, lease]))).toBe(false);
+    expect(packedRule(rule([fw, sw, fw, lease]))).toBe(false);
+    expect(packedRule(rule([fw, sw, fw]))).toBe(true);
+  });
+});
