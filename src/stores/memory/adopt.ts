@@ -16,7 +16,7 @@ import type { RestoredTable } from "./restore-report.ts";
 import { Sketch } from "./sketch.ts";
 import type { TableSnapshot } from "./snapshot.ts";
 import { now, type StoreState } from "./store-state.ts";
-import { summarise, summaryRoom } from "./summarise.ts";
+import { summarise } from "./summarise.ts";
 import type { SummaryFilter } from "./summary-filter.ts";
 import type { Table } from "./table.ts";
 import { evict, pushedOut } from "./victim.ts";
@@ -138,10 +138,9 @@ function adoptSketch(
   let others = 0;
   for (const other of s.tables.values()) if (other !== table) others += other.sketch?.bytes ?? 0;
   const own = table.sketch;
-  const room = summaryRoom(s, table.rule);
   while (
     sketch.width > 1 &&
-    (sketch.width > room.width || others + Math.max(sketch.bytes, own?.bytes ?? 0) > room.bytes)
+    (sketch.width > s.budget.sketchWidth || others + Math.max(sketch.bytes, own?.bytes ?? 0) > s.budget.summaryBudget)
   ) {
     sketch.fold(t);
   }

@@ -25,10 +25,6 @@ export function resetKey(s: StoreState, table: Table, key: string, t: number): v
   const sketch = table.sketch;
   if (sketch?.present(h[0] as number, h[1] as number, t)) {
     pin(s, table, h[0] as number, h[1] as number, sketch.earliestEmpty());
-  } else if (sketch?.unfiltered && sketch.freshAt > t) {
-    // A narrow summary has no filter to say the key was never joined: other keys may fill its
-    // cells later, so it is pinned while anything in the summary still counts.
-    pin(s, table, h[0] as number, h[1] as number, sketch.freshAt);
   }
 }
 

@@ -163,8 +163,7 @@ describe("Sketch: bans", () => {
 });
 
 describe("Sketch: present", () => {
-  // First-hit windows: the float cells (aligned ones are narrow, window-cells.test.ts).
-  const FW = rule([{ algorithm: "fixed-window", limit: 5, windowMs: 1000, anchor: "first" }]);
+  const FW = rule([{ algorithm: "fixed-window", limit: 5, windowMs: 1000 }]);
 
   it("a key's cells empty at their own instant, whatever later keys hold", () => {
     const s = new Sketch(FW, 1024); // wide: the two keys share no cell
@@ -190,7 +189,7 @@ describe("Sketch: present", () => {
 const cellsOf = (s: Sketch) => [...new Float64Array(new Uint8Array(Buffer.from(s.toBase64(), "base64")).buffer)];
 
 describe("Sketch: fold and snapshots", () => {
-  const FW = rule([{ algorithm: "fixed-window", limit: 9, windowMs: 1000, anchor: "first" }]);
+  const FW = rule([{ algorithm: "fixed-window", limit: 9, windowMs: 1000 }]);
   const BANNED = rule([{ algorithm: "token-bucket", capacity: 2, refillPerSecond: 1 }], {
     after: 2,
     withinMs: 1000,

@@ -14,8 +14,7 @@ const rule = (specs: unknown[], ban?: BanPolicy): CompiledRule =>
     specs.map((s) => validateSpec(s) as AlgorithmSpec),
     ban,
   );
-// First-hit windows keep the float cells these tests read (aligned ones take the narrow layout: window-cells.test.ts).
-const FW = rule([{ algorithm: "fixed-window", limit: 5, windowMs: 1000, anchor: "first" }]);
+const FW = rule([{ algorithm: "fixed-window", limit: 5, windowMs: 1000 }]);
 /** A fixed-window record: window start and count. */
 const fw = (w: number, c: number): RuleRecord => ({ w, c });
 /** The permissive-first order the store passes: fewer counted admits more. */

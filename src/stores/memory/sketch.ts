@@ -11,13 +11,8 @@
  * empty again, and a key with an empty cell in any row was never summarised (exact: fresh).
  * When the store's budget must be shared with a new rule, a sketch folds in half (cell j joins
  * cell j + width/2), which is conservative too.
- *
- * A bare fixed-window rule with aligned windows takes the narrow layout instead (window-cells.ts:
- * one 32-bit word a cell, keys added by conservative update), 6× the cells in the same bytes.
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
-import type { FixedWindowState } from "../../algorithms/fixed-window.ts";
-import type { FixedWindowSpec } from "../../algorithms/specs.ts";
 import type { BanPolicy } from "../../core/ban.ts";
 import { type CompiledRule, memberState, type RuleRecord } from "../../core/rule.ts";
 import { fmix32 } from "../compact/fingerprint.ts";
@@ -33,7 +28,6 @@ import {
   readBan,
   readMember,
 } from "../compact/summary-codec.ts";
-import { WindowCells } from "./window-cells.ts";
 
 /** Rows of every sketch: a key is over-counted only if all of its cells are shared with heavier keys. */
 export const DEPTH = 4;
@@ -46,21 +40,9 @@ export function cellSlots(rule: CompiledRule): number {
   return slots;
 }
 
-/**
- * The window length when `rule` takes the narrow layout (a bare fixed-window rule, windows
- * aligned: every key shares the window, so a cell needs only a tag of it), else undefined.
- */
-export function narrowWindow(rule: CompiledRule): number | undefined {
-  if (!rule.bare) return undefined;
-  const m = rule.members[0] as Algorithm;
-  if (m.kind !== "fixed-window") return undefined;
-  const spec = m.spec as FixedWindowSpec;
-  return spec.anchor === "first" ? undefined : spec.windowMs;
-}
-
 /** Bytes a sketch of `width` cells per row takes for `rule`. */
 export function sketchBytes(rule: CompiledRule, width: number): number {
-  return DEPTH * width * (narrowWindow(rule) === undefined ? cellSlots(rule) * 8 : 4);
+  return DEPTH * width * cellSlots(rule) * 8;
 }
 
 /** A fixed-size, conservative, additive summary of the records of one rule. */
@@ -75,26 +57,14 @@ export class Sketch {
   freshAt = Number.NEGATIVE_INFINITY;
   /** A cell's worth of scratch space (estimates are built here, never in the cells). */
   readonly #scratch: Float64Array;
-  /** The narrow layout's cells (then `#cells` is empty and unused). */
-  #narrow: WindowCells | undefined;
 
-  /** `width` cells per row (float cells: rounded up to a power of two). */
+  /** `width` cells per row (a power of two). */
   constructor(rule: CompiledRule, width: number) {
     this.rule = rule;
-    const W = narrowWindow(rule);
-    // Narrow rows take any width (a key's column scales its hash to it): rules share the budget evenly.
-    // (Float rows stop at 65536: a state file may name a narrow width for a rule of float cells.)
-    this.#width =
-      W === undefined ? 2 ** Math.min(16, Math.ceil(Math.log2(Math.max(1, width)))) : Math.max(1, Math.floor(width));
+    this.#width = 2 ** Math.ceil(Math.log2(Math.max(1, width)));
     this.#slots = cellSlots(rule);
-    this.#narrow = W === undefined ? undefined : new WindowCells(DEPTH * this.#width, W);
-    this.#cells = new Float64Array(W === undefined ? DEPTH * this.#width * this.#slots : 0).fill(Number.NaN);
+    this.#cells = new Float64Array(DEPTH * this.#width * this.#slots).fill(Number.NaN);
     this.#scratch = new Float64Array(this.#slots);
-  }
-
-  /** Whether keys of this summary skip the summary filter (the narrow layout: its cells alone keep never-seen keys apart). */
-  get unfiltered(): boolean {
-    return this.#narrow !== undefined;
   }
 
   /** Cells per row (a power of two). */
@@ -104,7 +74,7 @@ export class Sketch {
 
   /** Bytes held by the cells. */
   get bytes(): number {
-    return this.#narrow?.words.byteLength ?? this.#cells.byteLength;
+    return this.#cells.byteLength;
   }
 
   /** The cells as base64 (for snapshots), with `extra` records of (h1, h2, record) added to a copy first. */
@@ -112,19 +82,6 @@ export class Sketch {
     extra: Array<[number, number, RuleRecord, { rate: number[] }]> = [],
     now = Number.NEGATIVE_INFINITY,
   ): string {
-    const narrow = this.#narrow;
-    if (narrow !== undefined) {
-      const saved = narrow.words;
-      const savedLatest = narrow.latest;
-      const savedFresh = this.freshAt;
-      narrow.words = saved.slice();
-      for (const [h1, h2, record] of extra) this.add(h1, h2, record, now);
-      const bytes = narrow.toBytes();
-      narrow.words = saved;
-      narrow.latest = savedLatest;
-      this.freshAt = savedFresh;
-      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
-    }
     let cells = this.#cells;
     if (extra.length > 0) {
       const saved = this.#cells;
@@ -141,7 +98,6 @@ export class Sketch {
   /** Loads cells written by `toBase64` for the same rule and width; false (nothing loaded) if they do not fit. */
   load(base64: string): boolean {
     const bytes = Buffer.from(base64, "base64");
-    if (this.#narrow !== undefined) return this.#loadNarrow(bytes);
     if (bytes.byteLength !== this.#cells.byteLength) return false;
     new Uint8Array(this.#cells.buffer, this.#cells.byteOffset, this.#cells.byteLength).set(bytes);
     let fresh = Number.NEGATIVE_INFINITY;
@@ -160,16 +116,6 @@ export class Sketch {
    */
   add(h1: number, h2: number, record: RuleRecord, now: number, rate?: number[]): void {
     this.#locate(h1, h2);
-    const narrow = this.#narrow;
-    if (narrow !== undefined) {
-      const state = record as FixedWindowState;
-      if (!(state.c > 0)) return;
-      const n = Math.round(state.w / narrow.windowMs);
-      narrow.add(this.#rows, n, state.c);
-      const fresh = (narrow.latest + 1) * narrow.windowMs;
-      if (fresh > this.freshAt) this.freshAt = fresh;
-      return;
-    }
     for (let row = 0; row < DEPTH; row++) this.#join(this.#cells, this.#rows[row] as number, record, now, rate);
   }
 
@@ -210,11 +156,6 @@ export class Sketch {
   present(h1: number, h2: number, now: number): boolean {
     if (!(this.freshAt > now)) return false;
     this.#locate(h1, h2);
-    const narrow = this.#narrow;
-    if (narrow !== undefined) {
-      for (let row = 0; row < DEPTH; row++) if (!(narrow.freshAt(this.#rows[row] as number) > now)) return false;
-      return true;
-    }
     for (let row = 0; row < DEPTH; row++) if (!((this.#cells[this.#rows[row] as number] as number) > now)) return false;
     return true;
   }
@@ -222,11 +163,7 @@ export class Sketch {
   /** The earliest instant one of the key's cells empties (call after `present` returned true). */
   earliestEmpty(): number {
     let at = Number.POSITIVE_INFINITY;
-    const narrow = this.#narrow;
-    for (let row = 0; row < DEPTH; row++) {
-      const i = this.#rows[row] as number;
-      at = Math.min(at, narrow === undefined ? (this.#cells[i] as number) : narrow.freshAt(i));
-    }
+    for (let row = 0; row < DEPTH; row++) at = Math.min(at, this.#cells[this.#rows[row] as number] as number);
     return at;
   }
 
@@ -244,7 +181,6 @@ export class Sketch {
     now: number,
     better: (a: RuleRecord, b: RuleRecord) => boolean,
   ): RuleRecord {
-    if (this.#narrow !== undefined) return this.#estimateNarrow(this.#narrow, own as FixedWindowState, present, better);
     const scratch = this.#scratch;
     if (present) {
       let best: RuleRecord | undefined;
@@ -289,10 +225,6 @@ export class Sketch {
   /** Halves the width: cell j absorbs cell j + width/2 (a key's column is its hash masked to the width). */
   fold(now: number): void {
     if (this.#width <= 1) return;
-    if (this.#narrow !== undefined) {
-      this.shrink(Math.floor(this.#width / 2));
-      return;
-    }
     const half = this.#width / 2;
     const slots = this.#slots;
     const old = this.#cells;
@@ -320,21 +252,8 @@ export class Sketch {
    * folding the wider of the two first: a restore into a store that summarised keys already.
    */
   absorb(other: Sketch, now: number): void {
-    if (this.#narrow !== undefined && other.#narrow !== undefined) {
-      other.shrink(Math.min(other.width, this.#width));
-      this.shrink(other.width);
-    }
     while (other.width > this.#width) other.fold(now);
     while (this.#width > other.width) this.fold(now);
-    const mine = this.#narrow;
-    const theirs = other.#narrow;
-    if (mine !== undefined && theirs !== undefined) {
-      // Tags are window numbers modulo the tag range: moving to the later `latest` first reads them alike.
-      if (theirs.latest > mine.latest) mine.advance(theirs.latest);
-      for (let i = 0; i < mine.words.length; i++) mine.joinWord(i, theirs.words[i] as number, theirs);
-      if (other.freshAt > this.freshAt) this.freshAt = other.freshAt;
-      return;
-    }
     const from = other.#cells;
     const cells = this.#cells;
     for (let at = 0; at < cells.length; at += this.#slots) {
@@ -358,19 +277,8 @@ export class Sketch {
     return rule.bare ? states[0] : rule.ban === undefined ? states : [...states, readBan(cells, i)];
   }
 
-  /**
-   * Share of cells (0..1) at `now` that would refuse a never-seen key's one unit: every live
-   * cell (a float cell's count is not read here), or in the narrow layout those at the limit.
-   */
+  /** Share of live cells (0..1) at `now`: the chance a never-seen key's row is occupied. */
   fill(now: number): number {
-    const narrow = this.#narrow;
-    if (narrow !== undefined) {
-      const limit = (this.rule.members[0] as Algorithm).limit;
-      const n = Math.max(Math.floor(now / narrow.windowMs), narrow.latest);
-      let full = 0;
-      for (const v of narrow.words) if (narrow.countIn(v, n) + 1 > limit) full++;
-      return full / narrow.words.length;
-    }
     let live = 0;
     const cells = this.#cells;
     for (let i = 0; i < cells.length; i += this.#slots) if ((cells[i] as number) > now) live++;
@@ -380,114 +288,10 @@ export class Sketch {
   /** Fills `#rows` with the key's cell offsets: double hashing of the stored fingerprint bits. */
   #locate(h1: number, h2: number): void {
     const g = fmix32(h1 ^ h2 ^ 0x27d4eb2f) | 1;
-    const width = this.#width;
-    if (this.#narrow !== undefined) {
-      // Multiply-high: the hash scaled to any width; at width w/k a key's column is its column at w, divided by k.
-      for (let row = 0; row < DEPTH; row++) {
-        const column = Math.floor((((h1 + Math.imul(row, g)) >>> 0) * width) / 0x100000000);
-        this.#rows[row] = row * width + column;
-      }
-      return;
-    }
-    const mask = width - 1;
+    const mask = this.#width - 1;
     for (let row = 0; row < DEPTH; row++) {
       const column = (h1 + Math.imul(row, g)) & mask;
-      this.#rows[row] = (row * width + column) * this.#slots;
+      this.#rows[row] = (row * this.#width + column) * this.#slots;
     }
-  }
-
-  /**
-   * Narrows a narrow sketch to `width` cells a row (float sketches only fold): each new cell
-   * takes the largest of the old cells whose hash ranges meet its own (exactly the pairs 2j,
-   * 2j + 1 when halving an even width), so every key's cells still hold at least its count.
-   */
-  shrink(width: number): void {
-    const narrow = this.#narrow;
-    const from = this.#width;
-    const to = Math.max(1, Math.floor(width));
-    if (narrow === undefined || to >= from) return;
-    const old = narrow.words;
-    const shrunk = new WindowCells(DEPTH * to, narrow.windowMs);
-    shrunk.latest = narrow.latest;
-    for (let row = 0; row < DEPTH; row++) {
-      for (let j = 0; j < to; j++) {
-        // Old columns c with [c, c + 1) · 2^32/from meeting [j, j + 1) · 2^32/to.
-        const first = Math.floor((j * from) / to);
-        const last = Math.ceil(((j + 1) * from) / to) - 1;
-        // The larger count: every cell of a key holds at least its count (conservative update).
-        for (let c = first; c <= last && c < from; c++) {
-          shrunk.joinWord(row * to + j, old[row * from + c] as number, narrow, true);
-        }
-      }
-    }
-    this.#narrow = shrunk;
-    this.#width = to;
-  }
-
-  /** `estimate` in the narrow layout: the most permissive row, with `own` joined on top. */
-  #estimateNarrow(
-    narrow: WindowCells,
-    own: FixedWindowState,
-    present: boolean,
-    better: (a: RuleRecord, b: RuleRecord) => boolean,
-  ): RuleRecord {
-    let best: FixedWindowState | undefined;
-    if (present) {
-      // Rows of one window (the usual case): the smallest count admits most, no need to ask `better`.
-      const first = narrow.words[this.#rows[0] as number] as number;
-      const n = first === 0 ? Number.NaN : narrow.windowOf(first);
-      let least = Number.POSITIVE_INFINITY;
-      for (let row = 0; row < DEPTH && least >= 0; row++) {
-        const v = narrow.words[this.#rows[row] as number] as number;
-        if (v === 0 || narrow.windowOf(v) !== n) least = -1;
-        else least = Math.min(least, narrow.countIn(v, n));
-      }
-      if (least >= 0) best = { w: n * narrow.windowMs, c: least };
-      else {
-        for (let row = 0; row < DEPTH; row++) {
-          const record = narrow.read(this.#rows[row] as number) ?? (this.rule.members[0] as Algorithm).create();
-          if (best === undefined || better(record, best)) best = record as FixedWindowState;
-        }
-      }
-    }
-    const out: FixedWindowState = best === undefined ? { w: Number.NEGATIVE_INFINITY, c: 0 } : { ...best };
-    if (own.c > 0) {
-      if (out.c === 0 || own.w > out.w) {
-        out.w = own.w;
-        out.c = own.c;
-      } else if (own.w === out.w) out.c += own.c;
-    }
-    return out;
-  }
-
-  /**
-   * Loads narrow cells written by `toBase64`; or float cells of the same width (a snapshot from
-   * before the narrow layout), converted: each live cell's count under its window.
-   */
-  #loadNarrow(bytes: Buffer): boolean {
-    const narrow = this.#narrow as WindowCells;
-    if (narrow.load(bytes)) {
-      this.freshAt = narrow.latest === Number.NEGATIVE_INFINITY ? this.freshAt : (narrow.latest + 1) * narrow.windowMs;
-      return true;
-    }
-    const slots = this.#slots;
-    if (bytes.byteLength !== narrow.words.length * slots * 8) return false;
-    const cells = new Float64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-    const W = narrow.windowMs;
-    for (let i = 0; i < cells.length; i += slots) {
-      if (!Number.isNaN(cells[i] as number) && (cells[i + 2] as number) > 0)
-        narrow.advance(Math.round((cells[i + 1] as number) / W));
-    }
-    for (let i = 0, cell = 0; i < cells.length; i += slots, cell++) {
-      const w = cells[i + 1] as number;
-      const c = cells[i + 2] as number;
-      if (Number.isNaN(cells[i] as number) || !(c > 0)) continue;
-      const n = Math.round(w / W);
-      // Too old to tag (its window ended long ago): nothing it holds still matters.
-      if (n < narrow.latest - 1024) continue;
-      narrow.words[cell] = WindowCells.encode(n, c);
-    }
-    if (narrow.latest > Number.NEGATIVE_INFINITY) this.freshAt = (narrow.latest + 1) * W;
-    return true;
   }
 }

@@ -211,14 +211,13 @@ export function decodeSnapshot(text: string): StoreSnapshot {
     const sketch = t.sketch as Record<string, unknown> | undefined;
     if (sketch !== undefined) {
       const { width, seed, cells } = sketch;
-      // Checked before anything is allocated: a width is a power of two up to MAX_SKETCH_WIDTH,
-      // or (narrow cells, sketch.ts) any width whose 4-byte cells the file itself carries.
+      // Checked before anything is allocated: a width is a power of two up to MAX_SKETCH_WIDTH.
       if (
         typeof width !== "number" ||
         !Number.isSafeInteger(width) ||
         width < 1 ||
-        ((width > MAX_SKETCH_WIDTH || (width & (width - 1)) !== 0) &&
-          !(typeof cells === "string" && cells.length === narrowBase64Length(width))) ||
+        width > MAX_SKETCH_WIDTH ||
+        (width & (width - 1)) !== 0 ||
         !isSeed(seed) ||
         typeof cells !== "string"
       ) {
@@ -353,9 +352,4 @@ export function sameLayout(template: unknown, value: unknown, signed = false): b
     );
   }
   return false;
-}
-
-/** Base64 characters of a narrow sketch of `width` cells a row (4 rows of 4-byte cells, then its latest window). */
-function narrowBase64Length(width: number): number {
-  return Math.ceil((16 * width + 8) / 3) * 4;
 }

@@ -27,11 +27,7 @@ export interface MemoryStoreOptions {
    * `maxKeys`, between 64 KiB and 24 MiB. Given alone, `maxKeys` defaults to maxBytes / 1,000.
    */
   maxBytes?: number;
-  /**
-   * Cells per summary row, at most (default: as many as the summary budget allows, up to 65536;
-   * up to 2^21 for aligned fixed-window rules, whose 4-byte cells may also take the filter's
-   * budget while no other rule needs the filter).
-   */
+  /** Cells per summary row, at most (default: as many as the summary budget allows, up to 65536). */
   sketchWidth?: number;
   /** Hash seed (default: random). Fixed in tests so that a trace replays exactly. */
   seed?: number;
@@ -39,8 +35,6 @@ export interface MemoryStoreOptions {
 
 /** Widest summary row. */
 const MAX_WIDTH = 65536;
-/** Widest summary row in the narrow layout (4-byte cells: 32 MiB at most, past any default budget). */
-const MAX_NARROW_WIDTH = 2 ** 21;
 
 /** What each tier may hold, from the options. */
 export interface TierBudget {
@@ -50,8 +44,6 @@ export interface TierBudget {
   readonly maxBytes: number;
   /** Cells per summary row, at most. */
   readonly sketchWidth: number;
-  /** Cells per summary row in the narrow layout (aligned fixed windows), at most. */
-  readonly narrowWidth: number;
   /** Bytes of the compact tier. */
   readonly compactBudget: number;
   /** Bytes of all summaries together. */
@@ -102,8 +94,6 @@ export function tierBudget(options: MemoryStoreOptions): TierBudget {
     maxKeys: keys,
     maxBytes: bytes,
     sketchWidth: Math.min(MAX_WIDTH, sketchWidth ?? MAX_WIDTH),
-    // Uncapped (a summary only restored from a snapshot), as wide as a float summary at most.
-    narrowWidth: Math.min(capped ? MAX_NARROW_WIDTH : MAX_WIDTH, sketchWidth ?? MAX_NARROW_WIDTH),
     compactBudget,
     filterBudget: capped ? rest - compactBudget : 0,
     summaryBudget: summaries,

@@ -1,5 +1,5 @@
 /** What a MemoryStore reports to operators: each tier's fill and the summaries' error bound, per store and per rule. */
-import { DEPTH, narrowWindow } from "./sketch.ts";
+import { DEPTH } from "./sketch.ts";
 import { now, type StoreState } from "./store-state.ts";
 
 /** What `stats()` reports. */
@@ -85,10 +85,10 @@ export function statsOf(s: StoreState): MemoryStoreStats {
     if (sketch === undefined) continue;
     sketchBytes += sketch.bytes;
     // The chance a never-seen key is let through to the cells: every key while restored cells
-    // are unfiltered, and every key of a narrow summary (it has no filter); else the filter's false positives, and a saved filter's for restored cells.
+    // are unfiltered; else the filter's false positives, and a saved filter's for restored cells.
     const t = now(table);
     const through =
-      t < table.unfilteredUntil || narrowWindow(table.rule) !== undefined
+      t < table.unfilteredUntil
         ? 1
         : Math.min(
             1,
