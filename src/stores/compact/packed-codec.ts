@@ -18,11 +18,9 @@
  * A ban is written only when it is a fresh key's (no strike, never banned) and read back so.
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
-import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
 import type { FixedWindowSpec, SlidingWindowSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
 import { freshBan } from "../../core/ban.ts";
 import type { CompiledRule, RuleRecord } from "../../core/rule.ts";
-import { decodeGrid, encodeGrid } from "./log-bound.ts";
 import { denOf } from "./state-codec.ts";
 
 /** Where a table's packed instants are measured from (`base`, whole ms) and how far they reach (`range`, a power of two ms). */
@@ -103,66 +101,6 @@ function laterOffset(x: number, frame: PackFrame, u: number, bits: number): numb
   return off < 2 ** bits ? off : undefined;
 }
 
-/**
- * A log's grid layout in a share of `bits` bits (issue 34): [1 flag][newest: nb bits][grid: gb
- * bits][unary code: the rest]. Why: the share once held the log as its count at the newest,
- * which re-dated every older entry at each re-encoding (a request), so a steady key below its
- * limit was refused (200 of 1,000 requests for `[fixed-window, sliding-log 8/3 s]` every 1 s).
- * The older entries go on an absolute power-of-two grid instead (log-bound.ts), which re-encoding
- * does not move. Every unit is a power of two fraction of the frame's range (16–32 horizons),
- * never derived from the window, so a word reads back on the grid it was written on; the newest
- * is rounded later to the finest grid's unit, which divides every grid's cell, so its cell is
- * its own. nb and gb per share: 26 bits (2 members) newest in range/512 units, grids range/512
- * to range/64; 17 bits (3) range/64, grids range/64 and range/32; 13 bits (4) range/32 only.
- */
-function gridLayout(bits: number): { nb: number; gb: number; cb: number } {
-  const [nb, gb] = bits >= 26 ? [9, 2] : bits >= 17 ? [6, 1] : [5, 0];
-  return { nb, gb, cb: bits - 1 - nb - gb };
-}
-
-/** `log` (≥ 1 entry, window or lease `W` ms) as a grid field of `bits` bits within `frame`, or undefined when it does not fit. */
-function encodeLogGrid(log: SlidingLogState, W: number, bits: number, frame: PackFrame): number | undefined {
-  const { nb, gb, cb } = gridLayout(bits);
-  if (cb < 3) return undefined;
-  const R = Math.log2(frame.range);
-  const kMin = R - nb;
-  const un = 2 ** kMin;
-  const T = log.buf[(log.head + log.n - 1) % log.buf.length] as number;
-  if (!Number.isFinite(T)) return undefined;
-  const from = Math.floor(frame.base / un);
-  const off = Math.max(0, Math.ceil(T / un) - from);
-  if (!(off < 2 ** nb)) return undefined;
-  const later = (from + off) * un;
-  // Entries still counting at T (not at `later`): the window stretched by the newest's rounding.
-  const code = encodeGrid(log, later, W + (later - T), cb, kMin, kMin + 2 ** gb - 1);
-  if (code === undefined) return undefined;
-  return 2 ** (bits - 1) + (off * 2 ** gb + (code.k - kMin)) * 2 ** cb + code.lo;
-}
-
-/**
- * The log a grid field written by `encodeLogGrid` holds (window or lease `W` ms). Its newest
- * reads up to a unit later than it was, and a log reads every clock behind its newest as the
- * newest; so an older entry that read back at or before `newest − W` (left out at the newest)
- * while it still counted at the real newest is read just after it: it counts at the read-back
- * newest and at no later clock (the real one had stopped counting before it).
- */
-function decodeLogGrid(field: number, W: number, bits: number, frame: PackFrame): SlidingLogState {
-  const { nb, gb, cb } = gridLayout(bits);
-  const kMin = Math.log2(frame.range) - nb;
-  const un = 2 ** kMin;
-  const rest = field - 2 ** (bits - 1);
-  const lo = rest % 2 ** cb;
-  const head = (rest - lo) / 2 ** cb;
-  const j = head % 2 ** gb;
-  const off = (head - j) / 2 ** gb;
-  const later = (Math.floor(frame.base / un) + off) * un;
-  const log = decodeGrid({ k: kMin + j, hi: 0, lo }, later, cb);
-  const edge = later - W;
-  const justAfter = edge + Math.max(Math.abs(edge) * 2 ** -51, Number.MIN_VALUE);
-  for (let i = 0; i < log.n; i++) log.buf[i] = Math.max(log.buf[i] as number, justAfter);
-  return log;
-}
-
 /** One member's state as a field of `bits` bits, or undefined when it does not fit. */
 function encodeField(m: Algorithm, state: unknown, bits: number, frame: PackFrame): number | undefined {
   switch (m.kind) {
@@ -192,20 +130,13 @@ function encodeField(m: Algorithm, state: unknown, bits: number, frame: PackFram
     }
     case "sliding-log":
     case "concurrency": {
-      const log = state as SlidingLogState;
-      if (log.n === 0) return 0;
-      // Leases are not on the grid: a lease is logged at its receipt, behind a newest that read
-      // back later, where the grid's newest would leave it out (the property test found it).
-      const grid = m.kind === "sliding-log" ? encodeLogGrid(log, m.horizonMs, bits, frame) : undefined;
-      if (grid !== undefined) return grid;
-      // Else (a lease log, a log too long for the share's code, a newest past the frame): every
-      // entry at the newest (rounded later), each counting as long or longer; this one re-dates
-      // the older entries at each re-encoding, so a sliding log takes it only when the grid does
-      // not fit.
-      const nBits = Math.min(10, Math.max(1, Math.floor((bits - 1) / 3)));
+      const log = state as { buf: number[]; head: number; n: number };
+      const nBits = Math.min(10, Math.max(1, Math.floor(bits / 3)));
       if (!(log.n < 2 ** nBits)) return undefined;
+      if (log.n === 0) return 0;
       const newest = log.buf[(log.head + log.n - 1) % log.buf.length] as number;
-      const off = laterOffset(newest, frame, unitOf(frame, bits - 1 - nBits), bits - 1 - nBits);
+      // Every entry at the newest (rounded later): each counts as long or longer (a bound).
+      const off = laterOffset(newest, frame, unitOf(frame, bits - nBits), bits - nBits);
       return off === undefined ? undefined : off * 2 ** nBits + log.n;
     }
     case "fixed-window": {
@@ -243,10 +174,9 @@ function decodeField(m: Algorithm, field: number, bits: number, frame: PackFrame
     }
     case "sliding-log":
     case "concurrency": {
-      if (field >= 2 ** (bits - 1)) return decodeLogGrid(field, m.horizonMs, bits, frame);
-      const nBits = Math.min(10, Math.max(1, Math.floor((bits - 1) / 3)));
+      const nBits = Math.min(10, Math.max(1, Math.floor(bits / 3)));
       const n = field % 2 ** nBits;
-      const at = frame.base + ((field - n) / 2 ** nBits) * unitOf(frame, bits - 1 - nBits);
+      const at = frame.base + ((field - n) / 2 ** nBits) * unitOf(frame, bits - nBits);
       return { buf: new Array<number>(n).fill(at), head: 0, n };
     }
     case "fixed-window": {
