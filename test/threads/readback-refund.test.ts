@@ -11,22 +11,11 @@
 import { createLimiter, ManualClock, MemoryStore } from "sluice";
 import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
+import { mulberry32 } from "../../src/core/seeded-random.ts";
 
 const SPEC = { algorithm: "sliding-log", limit: 8, windowMs: 3000 } as const;
 const BAN = { after: 4, withinMs: 1000, forMs: 3000 };
 const T0 = 1_800_000_000_000;
-
-/** mulberry32: a seeded generator, so a failure replays from its printed seed. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 describe("SharedMemoryStore: refusals from a record read back from the summary say approximate", () => {
   it("a seeded trace with refunds by receipt: no unflagged refusal where the uncapped store admits", () => {
