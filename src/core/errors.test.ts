@@ -38,5 +38,9 @@ describe("errors", () => {
     const cause = new Error("ECONNREFUSED");
     expect(new StoreError("down", { cause }).cause).toBe(cause);
     expect(new ConfigError("limit", "m", 0).field).toBe("limit");
+    // ArgumentError names its field too: given, or the first name the message puts in backticks.
+    expect(new ArgumentError("schedule: `priority` must be an integer 0–9 (got 10)").field).toBe("priority");
+    expect(new ArgumentError("m", { field: "cost" }).field).toBe("cost");
+    expect(new ArgumentError("bad").field).toBeUndefined();
   });
 });

@@ -52,6 +52,10 @@ describe("MemoryStore maxKeys", () => {
   it("rejects a bad maxKeys with a typed error", () => {
     expect(() => new MemoryStore({ maxKeys: 0 })).toThrow(ArgumentError);
     expect(() => new MemoryStore({ maxKeys: 1.5 })).toThrow(/maxKeys.*1\.5/);
+    // What stats() reports for an uncapped store is accepted back as "no cap".
+    const uncapped = new MemoryStore({ maxKeys: Number.POSITIVE_INFINITY });
+    expect(uncapped.stats().maxKeys).toBe(new MemoryStore().stats().maxKeys);
+    expect(() => new MemoryStore({ maxKeys: Number.NEGATIVE_INFINITY })).toThrow(ArgumentError);
   });
 
   it("is a hard cap that evicts the least recently used idle state and counts it", () => {

@@ -62,8 +62,10 @@ export interface TierBudget {
 export function tierBudget(options: MemoryStoreOptions): TierBudget {
   checkOptions(options, "MemoryStore", MEMORY_STORE_OPTIONS);
   const { maxKeys, maxBytes, sketchWidth, seed } = options;
+  // `maxKeys: Infinity` is what `stats().maxKeys` reports for an uncapped store: taken back, it means no cap.
+  const cap = maxKeys === Number.POSITIVE_INFINITY ? undefined : maxKeys;
   for (const [name, value] of [
-    ["maxKeys", maxKeys],
+    ["maxKeys", cap],
     ["maxBytes", maxBytes],
     ["sketchWidth", sketchWidth],
   ] as const) {
@@ -75,10 +77,10 @@ export function tierBudget(options: MemoryStoreOptions): TierBudget {
     throw new ArgumentError(`\`seed\` must be an integer from 0 to 2^32 - 1 (got ${describeValue(seed)})`);
   }
   const keys =
-    maxKeys ?? (maxBytes === undefined ? Number.POSITIVE_INFINITY : Math.max(1, Math.floor(maxBytes / 1000)));
+    cap ?? (maxBytes === undefined ? Number.POSITIVE_INFINITY : Math.max(1, Math.floor(maxBytes / 1000)));
   const bytes =
     maxBytes ??
-    (maxKeys === undefined ? Number.POSITIVE_INFINITY : Math.min(24 * 2 ** 20, Math.max(65536, maxKeys * 2400)));
+    (cap === undefined ? Number.POSITIVE_INFINITY : Math.min(24 * 2 ** 20, Math.max(65536, cap * 2400)));
   // Under a large flood summary cells saturate while exact slots and filter bits stay useful:
   // at 24 MiB, 3,000,000 one-request keys refused 1.35% of honest requests with 2/3 compact,
   // 1/6 filter, 1/6 summaries; 0.29% with this (bench/memory.mjs --shapes). A small store keeps
