@@ -76,11 +76,9 @@ export function tierBudget(options: MemoryStoreOptions): TierBudget {
   if (seed !== undefined && (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)) {
     throw new ArgumentError(`\`seed\` must be an integer from 0 to 2^32 - 1 (got ${describeValue(seed)})`);
   }
-  const keys =
-    cap ?? (maxBytes === undefined ? Number.POSITIVE_INFINITY : Math.max(1, Math.floor(maxBytes / 1000)));
+  const keys = cap ?? (maxBytes === undefined ? Number.POSITIVE_INFINITY : Math.max(1, Math.floor(maxBytes / 1000)));
   const bytes =
-    maxBytes ??
-    (cap === undefined ? Number.POSITIVE_INFINITY : Math.min(24 * 2 ** 20, Math.max(65536, cap * 2400)));
+    maxBytes ?? (cap === undefined ? Number.POSITIVE_INFINITY : Math.min(24 * 2 ** 20, Math.max(65536, cap * 2400)));
   // Under a large flood summary cells saturate while exact slots and filter bits stay useful:
   // at 24 MiB, 3,000,000 one-request keys refused 1.35% of honest requests with 2/3 compact,
   // 1/6 filter, 1/6 summaries; 0.29% with this (bench/memory.mjs --shapes). A small store keeps
