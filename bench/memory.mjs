@@ -13,6 +13,9 @@
 // (`restart`: the capped store is snapshotted and restored into a new one halfway through the flood;
 // `larger`: into one of 100 × maxKeys; `uncapped`: into an uncapped one. Algorithms include the
 // composites `fw+gcra` and `tb+sw`).
+// BENCH_RETURNING / BENCH_FRESH set a shape's returning and brand-new keys (default 1,000 and 10,000):
+// with maxKeys 1,000 and a tenth of each, a many-rules cell reproduces its full size's refusals in
+// seconds (500 rules: `BENCH_RETURNING=100 BENCH_FRESH=1000 ... --shapes fixed-window:500:1:500::1000`).
 // Every algorithm × every shape, with and without a restart, the cells over 1% flagged:
 //   npm run build && node --expose-gc bench/memory.mjs --sweep [regex of the cells to run]
 
@@ -528,6 +531,10 @@ function restartStore(mode, maxKeys) {
  * store too (keys are independent, so it needs no flood): an honest refusal is one it admits and
  * the capped store refuses; an escape, the other way round, or a flood key admitted past 10.
  */
+/** Returning keys and brand-new keys of a shape (BENCH_RETURNING, BENCH_FRESH: smaller for quick runs of many rules). */
+const RETURNING_KEYS = Number(process.env.BENCH_RETURNING ?? 1000);
+const FRESH_KEYS = Number(process.env.BENCH_FRESH ?? 10_000);
+
 async function measureShape(algorithm, keys, per, nRules, capped, restart, maxKeys = 10_000) {
   const { ManualClock } = await import("../dist/index.js");
   const clock = new ManualClock(1_800_000_000_000 - (1_800_000_000_000 % HOUR) + 1);
@@ -565,7 +572,7 @@ async function measureShape(algorithm, keys, per, nRules, capped, restart, maxKe
   const step = Math.floor(keys / 5);
   let ms = 0;
   for (let k = 0; k < keys; k++) {
-    if (k % step === 0) for (let g = 0; g < 1000; g++) ask(`good${g}`, "returning");
+    if (k % step === 0) for (let g = 0; g < RETURNING_KEYS; g++) ask(`good${g}`, "returning");
     if (restart && k === Math.floor(keys / 2)) {
       // A restart in the middle (`sluice serve --state`): the state as text, into a new store.
       const text = store.snapshot(clock.now());
@@ -589,7 +596,7 @@ async function measureShape(algorithm, keys, per, nRules, capped, restart, maxKe
     if (k % 65536 === 0) clock.advance(1);
   }
   clock.advance(1000);
-  for (let i = 0; i < 10_000; i++) ask(`fresh${i}`, "fresh");
+  for (let i = 0; i < FRESH_KEYS; i++) ask(`fresh${i}`, "fresh");
   const grown = held() - before;
   const decisions = keys * nRules * (per + (per > 1 ? 1 : 0));
   if (free.length !== nRules) throw new Error("unreachable"); // the oracle outlives the measure
