@@ -8,7 +8,13 @@
  */
 import type { Decision } from "../../algorithms/decision.ts";
 import { blocksBeside, decideBlocked } from "../../core/block.ts";
-import { changesStoredRecord, decideRule, type Operation, storesNewRecord } from "../../core/decide-rule.ts";
+import {
+  changesStoredRecord,
+  decideCheck,
+  decideRule,
+  type Operation,
+  storesNewRecord,
+} from "../../core/decide-rule.ts";
 import { ConfigError, StoreError } from "../../core/errors.ts";
 import { banState, type CompiledRule, createRecord, type RuleRecord, recordFreshAt } from "../../core/rule.ts";
 import { bucketOf, PINNED, RETURNING } from "../compact/bucket.ts";
@@ -64,6 +70,14 @@ export function decide(
 }
 
 /**
+ * `decide(ctx, view, index, 1, now, "check")`: the limiter's fast lane (a one-unit check) calls
+ * it directly, one frame fewer than through `decide` (callgrind: −47 instructions a decision).
+ */
+export function checkOne(ctx: DecideContext, view: RuleView, index: number, now: number): Decision {
+  return checkStored(ctx, view, index, 1, now) ?? (decideAny(ctx, view, index, 1, now, "check") as Decision);
+}
+
+/**
  * A check of a key the table holds and no block holds: most decisions. It is `decideAny`'s path
  * for that case with the cases that cannot arise left out (no summary, pin, room to make or
  * block to keep), so the function stays small enough for V8 to inline what it calls. Returns
@@ -98,9 +112,11 @@ function checkStored(
     if (((table.u32[2 * at - 1] as number) & READ_BACK) !== 0) return undefined;
     if (codec.blockAt >= 0 && (f64[at + codec.blockAt] as number) > now) return undefined;
     const record = codec.load(f64, at);
-    const result = decideRule(rule, record, now, cost, "check");
-    // A denial changes the record only when it counts toward a ban (decideAny's rule, the same call).
-    if (!storesNewRecord(rule, "check", result)) {
+    // decideRule's check, without its test of the operation.
+    const result = decideCheck(rule, record, now, cost);
+    // A denial changes the record only when it counts toward a ban (decideAny's rule,
+    // `storesNewRecord`, for a check).
+    if (!result.allowed && rule.ban === undefined) {
       if (table.unchanged()) return result;
       continue;
     }
