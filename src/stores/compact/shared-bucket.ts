@@ -6,8 +6,8 @@
  * for 24, so the same budget holds twice the keys (docs/threads.md, "Wide records").
  *
  * An entry is the key's fingerprint `h1`, its tag, then w float64 words of state. The tag is
- * bucket.ts's with bits 16-23 holding w (0 for R, and for any w past 255, which takes R): the
- * fingerprint keeps the top 8 bits of `h2` there (40 bits in all). A shorter fingerprint can
+ * bucket.ts's with bits 16-22 holding w (0 for R, and for any w past 127, which takes R), bit 23
+ * the `READ_BACK` mark: the fingerprint keeps the top 8 bits of `h2` there (40 bits in all). A shorter fingerprint can
  * only merge two keys' records, which then count both keys' units: over-counting, never an
  * admission past a limit. Entries in use are a prefix of the block in insertion order, and a
  * block with room for another entry's first two words ends with a tag of 0.
@@ -15,20 +15,31 @@
 import { MAX_TABLE_INDEX, PINNED, RETURNING } from "./bucket.ts";
 
 /** Tag bits of an entry's width. */
-const WIDTH_BITS = 0x00ff0000;
+export const WIDTH_BITS = 0x007f0000;
+/** The widest width a tag names (a record wider takes R words: `widthCode`). */
+export const MAX_WIDTH_CODE = 127;
+/**
+ * Tag bit of an entry whose record was read back from the summary and is not fresh since: a
+ * bound of the key's state, not the state, so decisions from it say `approximate` (SPEC §10)
+ * until the record is fresh again (threads/decide.ts). In the tag, not the record, so that every
+ * rule has a place for it: a rule with a ban marks its ban state too (core/ban.ts), a rule
+ * without one had none (a record exactly as wide as it needs has no word to spare). It took the
+ * width's top bit: widths past 127 words take R, as those past 255 did.
+ */
+export const READ_BACK = 0x00800000;
 /** Tag bits that identify a key: the fingerprint's top 8 bits and the table index. */
-export const KEY_TAG = ~(WIDTH_BITS | PINNED | RETURNING) >>> 0;
+export const KEY_TAG = ~(WIDTH_BITS | PINNED | RETURNING | READ_BACK) >>> 0;
 /** The fingerprint bits of `h2` that a tag keeps (the summary reads the same from both paths). */
 export const H2_KEPT = 0xff000000;
 
-/** The width code a tag carries for `width` words in a store of `R` (past 255: R, code 0). */
+/** The width code a tag carries for `width` words in a store of `R` (past 127: R, code 0). */
 export function widthCode(width: number, R: number): number {
-  return width === R || width > 255 ? 0 : width;
+  return width === R || width > MAX_WIDTH_CODE ? 0 : width;
 }
 
 /** The state words of an entry whose tag is `tag`, in a store of `R`. */
 export function widthOfTag(tag: number, R: number): number {
-  const w = (tag >>> 16) & 0xff;
+  const w = (tag >>> 16) & MAX_WIDTH_CODE;
   return w === 0 ? R : w;
 }
 

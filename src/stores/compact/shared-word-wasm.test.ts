@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { OUT, render } from "../../../scripts/embed-wasm.mjs";
 import { mulberry32 } from "../../core/seeded-random.ts";
 import { PINNED, RETURNING } from "./bucket.ts";
-import { entrySize, H2_KEPT, KEY_TAG, stateOf, usedWords, wideTag } from "./shared-bucket.ts";
+import { entrySize, H2_KEPT, KEY_TAG, READ_BACK, stateOf, usedWords, WIDTH_BITS, wideTag } from "./shared-bucket.ts";
 import { bufferOf, sharedMemory, sharedWord } from "./shared-word.ts";
 
 describe("shared-word.wat", () => {
@@ -123,7 +123,8 @@ describe("shared-word.wat", () => {
           : [word(), ((word() & H2_KEPT) | (1 + Math.floor(random() * 0x3ffe))) >>> 0];
         keys.push([h1, key]);
         U[src + used] = h1;
-        const bits = (random() < 0.3 ? PINNED : 0) | (random() < 0.3 ? RETURNING : 0);
+        const bits =
+          (random() < 0.3 ? PINNED : 0) | (random() < 0.3 ? RETURNING : 0) | (random() < 0.3 ? READ_BACK : 0);
         U[src + used + 1] = (wideTag(key, key & 0x3fff, width, R) | bits) >>> 0;
         used += 2 + 2 * width;
       }
@@ -148,7 +149,7 @@ describe("shared-word.wat", () => {
       if (expected < 0) continue;
       // Drafted: the key's entry is returning when it was, or when a later entry is in use.
       // A draft takes only an entry of the width its tag names (the first entry's here).
-      const drafted = w.take(2, h1, (key | ((U[src + expected + 1] as number) & 0x00ff0000)) >>> 0, 1);
+      const drafted = w.take(2, h1, (key | ((U[src + expected + 1] as number) & WIDTH_BITS)) >>> 0, 1);
       expect(drafted, message).toBe(stateOf(dst + expected));
       const was = U[src + expected + 1] as number;
       const last = used - entrySize(U, src + expected, R) === expected;

@@ -9,9 +9,9 @@
 ;; block its next draft goes to, taken from the pool by shared-table.ts). Indices are Int32
 ;; indices into the memory (the units of the JavaScript views), blocks are numbered from 0.
 ;;
-;; An entry is 2 + 2 × w Int32 words: the key's fingerprint, its tag (bits 16-23: w, its state
-;; words, 0 standing for `$R`; bit 15: the pin bit, bit 14: the returning bit, all three ignored by
-;; the scan; 0: no entry), then its state (w float64 words). Entries in use are a prefix of the
+;; An entry is 2 + 2 × w Int32 words: the key's fingerprint, its tag (bits 16-22: w, its state
+;; words, 0 standing for `$R`; bit 23: the read-back bit, bit 15: the pin bit, bit 14: the
+;; returning bit, those three always ignored by the scan; 0: no entry), then its state (w float64 words). Entries in use are a prefix of the
 ;; block, and a block with room for another entry's first two words ends with a tag of 0
 ;; (compact/shared-bucket.ts).
 (module
@@ -59,7 +59,7 @@
   ;; a draft was asked for without a private block. One flat function that repeats what `$read`
   ;; and `$draft` do: calls between WebAssembly functions are not inlined here, and calling those
   ;; two (with a `$stateAt`) cost 122 instructions more a call (callgrind, 2 entries: 369 -> 491).
-  ;; Entries are as wide as their rule (tag bits 16-23: the state words, 0 for `$R`), so the scan
+  ;; Entries are as wide as their rule (tag bits 16-22: the state words, 0 for `$R`), so the scan
   ;; steps by each entry's width and stops at the block's end: a torn width never reads past it.
   ;; With `draft` 1 the width bits of `key` are compared too (the lean path decides only a record
   ;; as wide as its rule's new ones; any other goes the general way), with 0 they are not.
@@ -68,7 +68,7 @@
     (local $t i32) (local $found i32) (local $dst i32) (local $s i32) (local $d i32) (local $end i32)
     (local $cap i32) (local $next i32) (local $fo i32) (local $mask i32)
     ;; A draft (the lean path) takes only an entry of the width `key` names; a lookup any width.
-    (local.set $mask (select (i32.const 0xffff3fff) (i32.const 0xff003fff) (local.get $draft)))
+    (local.set $mask (select (i32.const 0xff7f3fff) (i32.const 0xff003fff) (local.get $draft)))
     (local.set $key (i32.and (local.get $key) (local.get $mask)))
     (local.set $a (i32.shl (local.get $at) (i32.const 2)))
     (global.set $at (local.get $a))
@@ -89,7 +89,7 @@
             (br_if $end (i32.gt_u (i32.add (local.get $o) (i32.const 8)) (local.get $cap)))
             (local.set $t (i32.load offset=4 (local.get $o)))
             (br_if $end (i32.eqz (local.get $t)))
-            (local.set $w (i32.and (i32.shr_u (local.get $t) (i32.const 16)) (i32.const 0xff)))
+            (local.set $w (i32.and (i32.shr_u (local.get $t) (i32.const 16)) (i32.const 0x7f)))
             (if (i32.eqz (local.get $w)) (then (local.set $w (global.get $R))))
             (local.set $next (i32.add (local.get $o) (i32.add (i32.const 8) (i32.shl (local.get $w) (i32.const 3)))))
             (br_if $end (i32.gt_u (local.get $next) (local.get $cap)))

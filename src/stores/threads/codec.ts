@@ -16,6 +16,7 @@ import { isLog, type SlidingLogState } from "../../algorithms/sliding-log.ts";
 import type { BanPolicy, BanState } from "../../core/ban.ts";
 import { ConfigError } from "../../core/errors.ts";
 import { banState, type CompiledRule, memberState, type RuleRecord } from "../../core/rule.ts";
+import { MAX_WIDTH_CODE } from "../compact/shared-bucket.ts";
 import { joinBan, readBan } from "../compact/summary-codec.ts";
 import { SUMMARY_WORDS } from "./layout.ts";
 
@@ -145,14 +146,14 @@ export function recordWordsOf(rule: CompiledRule): number {
 
 /**
  * The words a new record of `rule` takes in a store of `recordWords` (R): what it needs and, for a
- * rule without a ban, one more for a block's end, at most R; past 255 words, R (an entry's tag
- * holds widths up to 255: compact/shared-bucket.ts). Records were all R words wide: a sliding log
+ * rule without a ban, one more for a block's end, at most R; past 127 words, R (an entry's tag
+ * holds widths up to 127: compact/shared-bucket.ts `MAX_WIDTH_CODE`). Records were all R words wide: a sliding log
  * of limit 10 (11 words) took 24 in a store made for 24, and 120,000 of them did not fit the
  * 24 MiB that holds them at 12 (docs/threads.md, "Wide records").
  */
 export function widthFor(rule: CompiledRule, recordWords: number): number {
   const width = Math.min(recordWords, recordWordsOf(rule) + (rule.ban === undefined ? 1 : 0));
-  return width > 255 ? recordWords : width;
+  return width > MAX_WIDTH_CODE ? recordWords : width;
 }
 
 /**

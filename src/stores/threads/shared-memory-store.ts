@@ -27,7 +27,7 @@ import { FreeList } from "../compact/free-list.ts";
 import { SharedTable } from "../compact/shared-table.ts";
 import { bufferOf, sharedWord } from "../compact/shared-word.ts";
 import { codecFor } from "./codec.ts";
-import { blockWordTaken, type DecideContext, decide } from "./decide.ts";
+import { blockWordTaken, checkOne, type DecideContext, decide } from "./decide.ts";
 import { createMemory, H, type Layout, readLayout, viewsOf } from "./layout.ts";
 import { paramsOf, type SharedMemoryStoreOptions } from "./params.ts";
 import { hostFleetQueues, openThreadsFleetQueue, queueChannelName } from "./queue-channel.ts";
@@ -199,7 +199,7 @@ export class SharedMemoryStore implements Store {
       checkOne: (key, now) => {
         if (registry.peekVersion(index) !== view.version) view = rules.view(index);
         fingerprint(seed, key, ctx.h);
-        return decide(ctx, view, index, 1, now, "check") as Decision;
+        return checkOne(ctx, view, index, now);
       },
       reset: (key) => {
         run(key, 1, (clock ?? systemClock).now(), "reset");
