@@ -277,7 +277,10 @@ async function bench(framework) {
         // its client, so each event-loop turn finds more requests waiting: buffered socket
         // writes and other paths the warm-up never took get type feedback and are compiled
         // (or deoptimised and recompiled) only then. A fixed settle of 3N did not always cover
-        // it; waiting for two agreeing blocks does.
+        // it; waiting for two agreeing blocks covers it for a server counted right after, but a
+        // server that then sits idle while the others settle counts 1.6-2x again in its first
+        // round (Fastify, 2026-12-07 21:00; what an idle server loses is not found): read the
+        // last rounds.
         if (SETTLE > 0) await send(server, SETTLE, false);
         let last = Number.NaN;
         for (let i = 0; i < STABLE_MAX; i++) {
