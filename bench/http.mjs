@@ -79,9 +79,9 @@ const REWARM = Number(process.env.BENCH_REWARM ?? (CALLGRIND ? 1_000 : 0));
 /** Extra node flags for the server processes (e.g. BENCH_SERVER_FLAGS=--cpu-prof to profile them). */
 const SERVER_FLAGS = (process.env.BENCH_SERVER_FLAGS ?? "").split(" ").filter(Boolean);
 
-/** Where a sluice variant's middleware comes from: this build, or BENCH_BASE_DIST for "base". */
+/** Where a sluice variant's middleware comes from: this build, or BENCH_BASE_DIST for "base" and "baseshed" (its loadShed). */
 const sluiceModule = (limiter, file) =>
-  limiter === "base"
+  limiter === "base" || limiter === "baseshed"
     ? pathToFileURL(join(process.env.BENCH_BASE_DIST ?? "", file)).href
     : new URL(`../dist/${file}`, import.meta.url).href;
 
@@ -103,8 +103,8 @@ async function serve(variant) {
     if (limiter === "sluice" || limiter === "base") {
       const { rateLimit } = await import(sluiceModule(limiter, "http/express.js"));
       app.use(rateLimit({ spec }));
-    } else if (limiter === "shed") {
-      const { loadShed } = await import("../dist/http/express.js");
+    } else if (limiter === "shed" || limiter === "baseshed") {
+      const { loadShed } = await import(sluiceModule(limiter, "http/express.js"));
       app.use(loadShed({ limit: 1_000_000 }));
     } else if (limiter === "lease") {
       const { rateLimit } = await import("../dist/http/express.js");
@@ -129,8 +129,8 @@ async function serve(variant) {
     if (limiter === "sluice" || limiter === "base") {
       const { rateLimit } = await import(sluiceModule(limiter, "http/index.js"));
       gate = rateLimit({ spec });
-    } else if (limiter === "shed") {
-      const { loadShed } = await import("../dist/http/index.js");
+    } else if (limiter === "shed" || limiter === "baseshed") {
+      const { loadShed } = await import(sluiceModule(limiter, "http/index.js"));
       gate = loadShed({ limit: 1_000_000 });
     } else if (limiter === "headers") {
       gate = (_req, res) => {
@@ -166,8 +166,8 @@ async function serve(variant) {
     if (limiter === "sluice" || limiter === "base") {
       const { rateLimit } = await import(sluiceModule(limiter, "http/fastify.js"));
       await app.register(rateLimit, { spec });
-    } else if (limiter === "shed") {
-      const { loadShed } = await import("../dist/http/fastify.js");
+    } else if (limiter === "shed" || limiter === "baseshed") {
+      const { loadShed } = await import(sluiceModule(limiter, "http/fastify.js"));
       await app.register(loadShed({ limit: 1_000_000 }));
     } else if (limiter === "lease") {
       const { rateLimit } = await import("../dist/http/fastify.js");

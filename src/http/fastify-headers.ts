@@ -10,6 +10,7 @@
  * with a Fastify that keeps headers elsewhere, every header goes through `reply.header`.
  */
 import type { FastifyReply } from "fastify";
+import { flat } from "./headers.ts";
 
 /** A reply's headers object, as Fastify keeps it: lower-case name → value. */
 type HeaderObject = Record<string, unknown>;
@@ -54,17 +55,6 @@ function setThroughFastify(reply: FastifyReply, lower: string, value: string): v
   const symbol = candidateSymbol(reply);
   headersSymbol =
     symbol !== null && (reply as unknown as Record<symbol, HeaderObject>)[symbol]?.[lower] === value ? symbol : null;
-}
-
-/**
- * `value`, flattened in place. The engine builds the `RateLimit` value by concatenation, which
- * V8 keeps as a rope (a cons string); Node checks every header value with a regular expression,
- * whose fast path refuses a rope and calls into the runtime (in callgrind ~450 instructions per
- * value more than on a flat string). Reading one character flattens the rope for less.
- */
-function flat(value: string): string {
-  value.charCodeAt(0);
-  return value;
 }
 
 /**

@@ -87,6 +87,17 @@ function resetText(resets: ResetCache, i: number, seconds: number): string {
   return text;
 }
 
+/**
+ * `value`, flattened in place. A value built by concatenation is a rope (a cons string) to V8,
+ * and Node checks every header value with a regular expression whose fast path refuses a rope
+ * (in callgrind ~450 instructions more per value, through the runtime); reading one character
+ * flattens it for less. (The Fastify writer keeps the RateLimit value it holds flat the same way.)
+ */
+export function flat(value: string): string {
+  value.charCodeAt(0);
+  return value;
+}
+
 /** Whole seconds rounded up; a finite ms figure never rounds to an earlier second. */
 export function ceilSeconds(ms: number): number {
   return ms <= 0 ? 0 : Math.ceil(ms / 1000);
@@ -148,7 +159,7 @@ export function writeRateLimitHeaders(
       const p = partAt(decision, 1, 0);
       header(
         "RateLimit",
-        (set.members[0] as string) + sfInteger(p.remaining) + resetText(set.resets, 0, resetSeconds(p)),
+        flat((set.members[0] as string) + sfInteger(p.remaining) + resetText(set.resets, 0, resetSeconds(p))),
       );
       return;
     }
@@ -157,7 +168,7 @@ export function writeRateLimitHeaders(
       const p = partAt(decision, count, i);
       value += (set.members[i] as string) + sfInteger(p.remaining) + resetText(set.resets, i, resetSeconds(p));
     }
-    header("RateLimit", value);
+    header("RateLimit", flat(value));
     return;
   }
   if (format !== "legacy") header("RateLimit-Policy", set.policy7);

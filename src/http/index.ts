@@ -53,7 +53,8 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
     {
       address: (r) => (isWebRequest(r) ? web.address(r) : nodeReader.address(r)),
       header: (r, name) => (isWebRequest(r) ? web.header(r, name) : nodeReader.header(r, name)),
-      connection: (r) => (isWebRequest(r) ? undefined : (r.socket ?? undefined)),
+      // A Web Request has no `socket`: read it without the `instanceof Request` walk per request.
+      connection: (r) => (r as { socket?: object | null }).socket ?? undefined,
     },
     ["onLimited"],
   );
@@ -61,7 +62,10 @@ export function rateLimit<Req extends IncomingMessage = IncomingMessage, Res ext
   // `onLimited` is Node-shaped ((req, res, decision)); Web requests get the problem response.
   const fetch = webHandler(engine as unknown as Engine<Request, Response>, addresses, undefined);
   function sluiceRateLimit(first: unknown, second: unknown, third?: unknown): unknown {
-    if (isWebRequest(first)) return fetch(first, second as Parameters<FetchRateLimit>[1], third as string | undefined);
+    // Only the fetch flavour has a function second (its handler; Node's is the response), so a
+    // Node request never pays for the `instanceof Request` walk of its prototype chain.
+    if (typeof second === "function" && isWebRequest(first))
+      return fetch(first, second as Parameters<FetchRateLimit>[1], third as string | undefined);
     return (node as (a: unknown, b: unknown, c?: unknown) => unknown)(first, second, third);
   }
   return withHandles(Object.assign(sluiceRateLimit, { fetch }), engine) as unknown as RateLimit<Req, Res>;

@@ -202,7 +202,10 @@ export function loadShed<Req extends IncomingMessage = IncomingMessage, Res exte
   const node = nodeShedHandler<Req, Res>(shedder as Shedder<Req>);
   const fetch = fetchShedHandler<Request>(shedder as Shedder<Request>, (request) => request.signal);
   function sluiceLoadShed(first: unknown, second: unknown, third?: unknown): unknown {
-    if (isWebRequest(first)) return fetch(first, second as () => MaybePromise<Response>);
+    // Only the fetch flavour has a function second (its handler; Node's is the response), so a
+    // Node request never pays for the `instanceof Request` walk of its prototype chain.
+    if (typeof second === "function" && isWebRequest(first))
+      return fetch(first, second as () => MaybePromise<Response>);
     return (node as (a: unknown, b: unknown, c?: unknown) => unknown)(first, second, third);
   }
   return withShedHandle(Object.assign(sluiceLoadShed, { fetch }), shedder) as unknown as LoadShed<Req, Res>;
