@@ -5,6 +5,8 @@
 // key's own log, re-encoded at every request). Two shapes drifted on 2b03fce:
 // (a) a log inside a packed composite (`[fixed-window 100/1 s, sliding-log 8/3 s]`, one 16-byte
 //     slot, each member 26 bits): 384/200/200/111/111 of 1,000 refused at P = 500…2900 ms;
+//     `[fixed-window 100/min, sliding-log 30/min]` every 6 s: 250 refused (237 with the grid
+//     alone: ten or more live entries outgrew its unary code and piled up at the newest).
 // (b) a bare one-word log with 13 or more live entries (limit 40 used at a third, 40/3 s every
 //     250 ms): 180–240 of 1,000 refused.
 // Seeded (SLUICE_SEED, printed): the seed jitters each period by up to 5% and the flood's size.
@@ -56,6 +58,13 @@ describe(`a steady key below its log's limit is not refused in the compact tier 
   it("(a) three members, the log among them, every 1000 ms: none refused", () => {
     const three: AlgorithmSpec[] = [...pair, { algorithm: "gcra", limit: 100, periodMs: 1000 }];
     expect(refusals(three, 1000, SEED)).toBe(0);
+  });
+  it("(a) [fixed-window 100/min, sliding-log 30/min] every 6 s (a third of the log's limit): none refused", () => {
+    const minute: AlgorithmSpec[] = [
+      { algorithm: "fixed-window", limit: 100, windowMs: 60_000 },
+      { algorithm: "sliding-log", limit: 30, windowMs: 60_000 },
+    ];
+    expect(refusals(minute, 6000, SEED)).toBe(0);
   });
   for (const P of [250, 300]) {
     it(`(b) a bare sliding log 40/3 s every ${P} ms (10–12 of 40 in any window): none refused`, () => {

@@ -151,7 +151,14 @@ export function decodeGrid(code: GridCode, T: number, bits: number): SlidingLogS
  * W/2 ms or coarser live entries span at most three cells, so three counts hold far more. The
  * entries read back are those the unary code of the same grid would give (`countsLog`).
  */
-export function cellCounts(s: SlidingLogState, T: number, W: number, k: number, max: number[]): number[] | undefined {
+export function cellCounts(
+  s: SlidingLogState,
+  T: number,
+  W: number,
+  k: number,
+  max: number[],
+  cut = T - W,
+): number[] | undefined {
   const len = s.buf.length;
   const u = 2 ** k;
   const base = pointIndex(T, u);
@@ -159,7 +166,7 @@ export function cellCounts(s: SlidingLogState, T: number, W: number, k: number, 
   let cell = 0;
   for (let i = s.n - 1; i >= 0; i--) {
     const e = s.buf[(s.head + i) % len] as number;
-    if (!(e > T - W)) continue;
+    if (!(e > cut)) continue;
     const c = Math.max(0, base - pointIndex(e, u));
     if (c < cell || c >= max.length) return undefined;
     cell = c;

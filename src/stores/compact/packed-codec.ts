@@ -22,7 +22,7 @@ import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
 import type { FixedWindowSpec, SlidingWindowSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
 import { freshBan } from "../../core/ban.ts";
 import type { CompiledRule, RuleRecord } from "../../core/rule.ts";
-import { coarsestGrid, decodeGrid, encodeGrid, GRID_SHIFT, pointIndex } from "./log-bound.ts";
+import { cellCounts, coarsestGrid, countsLog, decodeGrid, encodeGrid, GRID_SHIFT, pointIndex } from "./log-bound.ts";
 import { denOf } from "./state-codec.ts";
 
 /** Where a table's packed instants are measured from (`base`, whole ms) and how far they reach (`range`, a power of two ms). */
@@ -163,8 +163,24 @@ function encodeLogGrid(log: SlidingLogState, W: number, bits: number, frame: Pac
   const later = (from + off) * un + GRID_SHIFT;
   // Entries still counting at the real newest T, each in the cell of the written newest or older.
   const code = encodeGrid(log, later, W, cb, kLow, kTop, T - W);
-  if (code === undefined) return undefined;
-  return 2 ** (bits - 1) + (off * 2 ** gb + (code.k - kLow)) * 2 ** cb + code.lo;
+  if (code !== undefined) return 2 ** (bits - 1) + (off * 2 ** gb + (code.k - kLow)) * 2 ** cb + code.lo;
+  // Too many entries for a unary code: counts per cell of the coarsest grid, under a clear top
+  // bit (a unary code's is always set: its first entry is the newest's, in cell 0). Why: in a
+  // pair a log 30 per minute steady at a third fell back to the count layout, which piled every
+  // entry at the newest and stayed piled (63 of 300 refused).
+  const max = countsMax(cb);
+  const counts = cellCounts(log, later, W, kTop, max, T - W);
+  if (counts === undefined) return undefined;
+  const [c0, c1, c2] = counts as [number, number, number];
+  const lo = ((c0 - 1) * ((max[1] as number) + 1) + c1) * ((max[2] as number) + 1) + c2;
+  return 2 ** (bits - 1) + (off * 2 ** gb + (kTop - kLow)) * 2 ** cb + lo;
+}
+
+/** Most entries per cell (0, 1, 2) of a counts code of `cb` bits: the top bit clear, the rest split 1:2:1 (cell 1 is whole). */
+function countsMax(cb: number): number[] {
+  const edge = Math.floor((cb - 1) / 4);
+  const mid = cb - 1 - 2 * edge;
+  return [2 ** edge, 2 ** mid - 1, 2 ** edge - 1];
 }
 
 /**
@@ -182,7 +198,14 @@ function decodeLogGrid(field: number, W: number, bits: number, frame: PackFrame)
   const head = (rest - lo) / 2 ** cb;
   const j = head % 2 ** gb;
   const later = (Math.floor(frame.base / un) + (head - j) / 2 ** gb) * un + GRID_SHIFT;
-  const log = decodeGrid({ k: kLow + j, hi: 0, lo }, later, cb);
+  let log: SlidingLogState;
+  if (lo < 2 ** (cb - 1)) {
+    const max = countsMax(cb);
+    const c2 = lo % ((max[2] as number) + 1);
+    const rest = (lo - c2) / ((max[2] as number) + 1);
+    const c1 = rest % ((max[1] as number) + 1);
+    log = countsLog([(rest - c1) / ((max[1] as number) + 1) + 1, c1, c2], later, kLow + j);
+  } else log = decodeGrid({ k: kLow + j, hi: 0, lo }, later, cb);
   const edge = later - W;
   const justAfter = edge + Math.max(Math.abs(edge) * 2 ** -51, Number.MIN_VALUE);
   for (let i = 0; i < log.n; i++) log.buf[i] = Math.max(log.buf[i] as number, justAfter);

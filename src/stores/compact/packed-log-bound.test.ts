@@ -22,7 +22,11 @@ const T0 = Date.UTC(2026, 11, 7, 12);
 function randomRule(next: () => number): CompiledRule {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(next() * xs.length)] as T;
   const W = () => pick([1, 2, 3, 4, 5, 5, 7, 16, 1000, 3000, 60_000]);
-  const log = () => ({ algorithm: "sliding-log", limit: 1 + Math.floor(next() * 10), windowMs: W() });
+  const log = () => ({
+    algorithm: "sliding-log",
+    limit: 1 + Math.floor(next() * (next() < 0.3 ? 40 : 10)),
+    windowMs: W(),
+  });
   // A bare log, up to 60 entries: one word (its unary or per-cell counts code) or two.
   if (next() < 0.2)
     return compileRule([validateSpec({ ...log(), limit: 1 + Math.floor(next() * 60) }) as AlgorithmSpec]);
