@@ -25,7 +25,16 @@ import type { SlidingWindowState } from "../../algorithms/sliding-window.ts";
 import type { FixedWindowSpec, SlidingWindowSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
 import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
 import type { CompiledRule, RuleRecord } from "../../core/rule.ts";
-import { coarsestGrid, decodeGrid, encodeGrid, isPayload, payloadOf, payloadWord } from "./log-bound.ts";
+import {
+  cellCounts,
+  coarsestGrid,
+  countsLog,
+  decodeGrid,
+  encodeGrid,
+  isPayload,
+  payloadOf,
+  payloadWord,
+} from "./log-bound.ts";
 import { decodePacked, encodePacked, frameCode, frameOf, type PackFrame, packedRule } from "./packed-codec.ts";
 import { compactable, decodeRecord, denOf, encodeRecord } from "./state-codec.ts";
 
@@ -133,8 +142,9 @@ const MAX_GRID = 31;
  * A log of ≥ 2 entries as one word, a bound of the key's own log. First choice (issue 34): the
  * newest exactly (whole ms below 2^42), the older entries on a grid (log-bound.ts) of W/2 to W
  * ms, or 2, 4 or 8 times finer when the entries fit 14 bits there; that bound does not drift
- * under re-encoding, so a key that sends below its limit stays below it. Else (13 or more live
- * entries, a newest past 2^42 or with a fraction of a ms): every entry at the newest (rounded up),
+ * under re-encoding, so a key that sends below its limit stays below it; 13 or more live entries
+ * as counts per cell of the coarsest grid (`COUNTS_MAX`). Else (more than those, a newest past
+ * 2^42 or with a fraction of a ms): every entry at the newest (rounded up),
  * which over-counts more and grows by one with each re-encoded request while the oldest entry
  * counts (as state-codec.ts `encodeLogBound`, without the oldest's span). Both are negative,
  * which no exact entry here is; undefined when neither fits (summarised).
@@ -148,6 +158,13 @@ function logWord(m: Algorithm, log: SlidingLogState): number | undefined {
       // Payload bits 60..19: T; 18..14: the grid exponent; 13..0: the code.
       return payloadWord(Math.floor(T / 2 ** 13), (T % 2 ** 13) * 2 ** 19 + code.k * 2 ** GRID_BITS + code.lo);
     }
+    // Too many entries for a unary code: counts per cell on the coarsest grid (`COUNTS_MAX`).
+    const counts = cellCounts(log, T, m.horizonMs, top, COUNTS_MAX);
+    if (counts !== undefined) {
+      const [c0, c1, c2] = counts as [number, number, number];
+      const code = ((c0 - 1) * 2 ** 5 + c1) * 2 ** 4 + c2;
+      return payloadWord(Math.floor(T / 2 ** 13), (T % 2 ** 13) * 2 ** 19 + top * 2 ** GRID_BITS + code);
+    }
   }
   // A fraction of a ms rounds up (later: counts as long or longer).
   const newest = Math.ceil(T);
@@ -155,12 +172,25 @@ function logWord(m: Algorithm, log: SlidingLogState): number | undefined {
   return -(newest * LOG_COUNT + log.n) - 1;
 }
 
+/**
+ * Most entries per cell of a counts code (cells 0, 1, 2 of the coarsest grid: 4, 5 and 4 bits,
+ * cell 0's count less one, under a clear top bit). A unary code's top bit is always set (its
+ * first entry is the newest, in cell 0), so the two are told apart by it. Why (issue 34): 14
+ * unary bits hold at most 12 entries, and a log of limit 40 steady at a third of it holds 13 or
+ * more; it fell back to the drifting "all at the newest" word (180–240 of 1,000 refused).
+ */
+const COUNTS_MAX = [16, 31, 15];
+
 /** The log a grid word of `logWord` holds. */
 function gridLog(word: number): SlidingLogState {
   const [hi, lo] = payloadOf(word);
   const T = hi * 2 ** 13 + Math.floor(lo / 2 ** 19);
   const k = Math.floor(lo / 2 ** GRID_BITS) % 32;
-  return decodeGrid({ k, hi: 0, lo: lo % 2 ** GRID_BITS }, T, GRID_BITS);
+  const code = lo % 2 ** GRID_BITS;
+  if (code < 2 ** (GRID_BITS - 1)) {
+    return countsLog([Math.floor(code / 2 ** 9) + 1, Math.floor(code / 2 ** 4) % 2 ** 5, code % 2 ** 4], T, k);
+  }
+  return decodeGrid({ k, hi: 0, lo: code }, T, GRID_BITS);
 }
 
 /**
@@ -278,9 +308,10 @@ export function writeState(
     }
     if (!packedRule(rule) || frame === undefined) return encodeRecord(rule, record, words, at);
     const word = encodePacked(rule, record, frame);
-    if (word === undefined) return false;
+    const code = frameCode(frame);
+    if (word === undefined || code === undefined) return false;
     words[at] = word;
-    words[at + 1] = frameCode(frame);
+    words[at + 1] = code;
     return true;
   }
   const word = rule.bare

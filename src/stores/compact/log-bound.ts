@@ -2,7 +2,7 @@
  * A sliding log (or lease log) of several entries as a per-key bound that does not drift (issue
  * 34): the newest entry exactly, every older entry rounded LATER onto an absolute grid of `u` ms
  * (a power of two, so every coarser grid's points are points of the finer ones), each grid cell's
- * entries counted in unary. Why a grid anchored at 0 and not an offset back from the newest: a
+ * entries counted in unary. Why a grid anchored at a fixed instant and not an offset back from the newest: a
  * key's record is decoded, takes a new entry and is encoded again at every request; an offset
  * from the newest re-rounds at each encoding, so older entries creep later and later (the old
  * "n entries at the newest" layout grew by one per request: a steady key at a third of its limit
@@ -16,7 +16,8 @@
  * bit clear and the next one set: never NaN, an infinity, zero or subnormal), so no exact entry
  * (≥ 0) and no older bound (a negative integer ≤ -3) is read as one. The code is read from its
  * top bit down: a 1 is an entry in the current cell, a 0 moves to the next older cell; cell 0 is
- * the newest's own (read at the newest), cell i > 0 at `(ceil(T / u) − i) · u`.
+ * the newest's own (read at the newest), cell i > 0 at `(j − i) · u + GRID_SHIFT`, j the index
+ * of the newest's own point (`pointIndex`).
  */
 import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
 
@@ -61,10 +62,28 @@ export interface GridCode {
 }
 
 /**
+ * Where grid points sit within a ms: `j · 2^k + GRID_SHIFT` (2^-10 ms), never on a whole ms. Why
+ * (issue 34): a refund with a receipt takes back entries logged at exactly that instant; a grid
+ * point on a whole ms (where receipts of a ms clock are) would read an older entry rounded
+ * onto it as that receipt's, and a refund would take it from the bound while the log keeps it
+ * (packed-log-bound.test.ts found it). The shift is the same on every grid, so a coarser grid's
+ * points are still points of every finer one, and a point re-encoded stays where it is.
+ */
+export const GRID_SHIFT = 2 ** -10;
+
+/** The index of the first point of grid `u` at or after `e` (its point never earlier than `e`, in floats too). */
+export function pointIndex(e: number, u: number): number {
+  let j = Math.ceil((e - GRID_SHIFT) / u);
+  while (j * u + GRID_SHIFT < e) j++;
+  return j;
+}
+
+/**
  * The finest grid, `2^k` ms for k from `finest` up to `coarsest`, on which the entries of `s`
  * still counting at `T` (its newest, ≥ 0) fit a unary code of `bits` bits, or undefined.
- * Entries at or before T − W are left out: a log reads every clock behind its newest as the
- * newest, so they never count again (the log step dropped them at that entry's commit anyway).
+ * Entries at or before `cut` (T − W) are left out: a log reads every clock behind its newest as
+ * the newest, so they never count again (the log step dropped them at that entry's commit
+ * anyway). A caller that writes a newest later than the log's own passes the real one's cut.
  */
 export function encodeGrid(
   s: SlidingLogState,
@@ -73,11 +92,12 @@ export function encodeGrid(
   bits: number,
   finest: number,
   coarsest: number,
+  cut = T - W,
 ): GridCode | undefined {
   const len = s.buf.length;
   for (let k = Math.max(0, finest); k <= coarsest; k++) {
     const u = 2 ** k;
-    const base = Math.ceil(T / u);
+    const base = pointIndex(T, u);
     // Cells of the entries, newest first (the code is written from cell 0 back).
     let hi = 0;
     let lo = 0;
@@ -86,8 +106,8 @@ export function encodeGrid(
     let fits = true;
     for (let i = s.n - 1; i >= 0; i--) {
       const e = s.buf[(s.head + i) % len] as number;
-      if (!(e > T - W)) continue;
-      const c = Math.max(0, base - Math.ceil(e / u));
+      if (!(e > cut)) continue;
+      const c = Math.max(0, base - pointIndex(e, u));
       // A log is in time order; one that is not would read an entry earlier than itself.
       if (c < cell) return undefined;
       // Older cells in between: one 0 each.
@@ -111,14 +131,58 @@ export function encodeGrid(
 /** The log a `GridCode` of `bits` bits holds under newest `T` (oldest first). */
 export function decodeGrid(code: GridCode, T: number, bits: number): SlidingLogState {
   const u = 2 ** code.k;
-  const base = Math.ceil(T / u);
+  const base = pointIndex(T, u);
   const out: number[] = [];
   let cell = 0;
   for (let pos = bits - 1; pos >= 0; pos--) {
     const bit = pos >= 32 ? (code.hi >>> (pos - 32)) & 1 : (code.lo >>> pos) & 1;
-    if (bit === 1) out.push(cell === 0 ? T : (base - cell) * u);
+    if (bit === 1) out.push(cell === 0 ? T : (base - cell) * u + GRID_SHIFT);
     else cell++;
   }
   out.reverse();
+  return { buf: out, head: 0, n: out.length };
+}
+
+/**
+ * The entries of `s` still counting at `T` (its newest) as counts per cell of the grid `2^k` ms,
+ * cells 0 to `max.length − 1` newest first (cell 0 the newest's own), each below its `max`; or
+ * undefined. Why (issue 34): a unary code of 14 bits holds at most 12 entries even on the
+ * coarsest grid, and a log steady at a third of a limit of 40 holds 13 or more; on a grid of
+ * W/2 ms or coarser live entries span at most three cells, so three counts hold far more. The
+ * entries read back are those the unary code of the same grid would give (`countsLog`).
+ */
+export function cellCounts(
+  s: SlidingLogState,
+  T: number,
+  W: number,
+  k: number,
+  max: number[],
+  cut = T - W,
+): number[] | undefined {
+  const len = s.buf.length;
+  const u = 2 ** k;
+  const base = pointIndex(T, u);
+  const counts = max.map(() => 0);
+  let cell = 0;
+  for (let i = s.n - 1; i >= 0; i--) {
+    const e = s.buf[(s.head + i) % len] as number;
+    if (!(e > cut)) continue;
+    const c = Math.max(0, base - pointIndex(e, u));
+    if (c < cell || c >= max.length) return undefined;
+    cell = c;
+    counts[c] = (counts[c] as number) + 1;
+    if ((counts[c] as number) > (max[c] as number)) return undefined;
+  }
+  return counts;
+}
+
+/** The log counts per cell of grid `2^k` (written by `cellCounts`) hold under newest `T` (oldest first). */
+export function countsLog(counts: number[], T: number, k: number): SlidingLogState {
+  const u = 2 ** k;
+  const base = pointIndex(T, u);
+  const out: number[] = [];
+  for (let c = counts.length - 1; c >= 0; c--) {
+    for (let i = 0; i < (counts[c] as number); i++) out.push(c === 0 ? T : (base - c) * u + GRID_SHIFT);
+  }
   return { buf: out, head: 0, n: out.length };
 }

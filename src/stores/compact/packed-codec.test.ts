@@ -44,7 +44,7 @@ describe("a composite in one packed word", () => {
           const word = encodePacked(r, record, frame);
           if (word === undefined) return;
           expect(Number.isSafeInteger(word) && word >= 0).toBe(true);
-          const back = decodePacked(r, word, frameOf(frameCode(frame)));
+          const back = decodePacked(r, word, frameOf(frameCode(frame) as number));
           for (const later of [0, 1, 7, 100, r.horizonMs / 2, r.horizonMs]) {
             for (const cost of [1, 2, 3]) {
               const got = decideRule(r, structuredClone(back), t + later, cost, "peek");
@@ -98,6 +98,76 @@ describe("a composite in one packed word", () => {
     expect(decodePacked(banned, encodePacked(banned, b, bFrame) as number, bFrame)).toEqual(b);
     decideRule(banned, b, t, 1, "check"); // refused: a strike
     expect(encodePacked(banned, b, bFrame)).toBeUndefined();
+  });
+});
+
+describe("a member's field stays within its share", () => {
+  it("an empty fixed window far shorter than the frame is not written over the log beside it", () => {
+    // Four members, 13 bits each; a 60 s gcra sizes the frame (2^20 ms), so the 1 ms window's
+    // number takes 21 bits. With its count 0 it used to be written whole, its high bits (7 here)
+    // added to the log's field: the log's 10 entries read back as 1 (an escape).
+    const four = rule([
+      { algorithm: "fixed-window", limit: 10, windowMs: 1 },
+      { algorithm: "sliding-log", limit: 20, windowMs: 1000 },
+      { algorithm: "gcra", limit: 1000, periodMs: 60_000 },
+      { algorithm: "gcra", limit: 100, periodMs: 1000 },
+    ]);
+    const record = createRecord(four);
+    const t = T0 + 7;
+    for (let i = 0; i < 10; i++) decideRule(four, record, t, 1, "check");
+    decideRule(four, record, t + 3, 1, "check");
+    decideRule(four, record, t + 3, 1, "refund", t + 3); // the 1 ms window's count back to 0
+    const frame = newFrame(t + 3, four.horizonMs);
+    const word = encodePacked(four, record, frame);
+    if (word !== undefined) {
+      const log = (decodePacked(four, word, frame) as unknown[])[1] as { buf: number[]; n: number };
+      expect(log.n).toBeGreaterThanOrEqual(10);
+    }
+  });
+});
+
+describe("a sliding log in a packed word (issue 34: the grid layout)", () => {
+  const pair = rule([
+    { algorithm: "fixed-window", limit: 100, windowMs: 1000 },
+    { algorithm: "sliding-log", limit: 8, windowMs: 3000 },
+  ]);
+  it("a row of an older build (a whole frame code) reads back in the old layout: its count at the newest", () => {
+    // Written by the layout before the grid (minute windows: a frame of 2^20 ms): the log's 26
+    // bits as offset · 2^8 + count, the offset in units of 2^20 / 2^18 = 4 ms, here past half
+    // the frame (its top bit set, which the new layout reads as a grid field); the fixed
+    // window's count · 2^5 + its window's number.
+    const minute = rule([
+      { algorithm: "fixed-window", limit: 100, windowMs: 60_000 },
+      { algorithm: "sliding-log", limit: 8, windowMs: 60_000 },
+    ]);
+    const frame = newFrame(T0 - 123, 60_000);
+    expect(frame.range).toBe(2 ** 20);
+    const newest = frame.base + 600_000;
+    const w = Math.floor(newest / 60_000) * 60_000;
+    const logField = (600_000 / 4) * 2 ** 8 + 3;
+    expect(logField).toBeGreaterThanOrEqual(2 ** 25);
+    const fwField = 3 * 2 ** 5 + (w / 60_000 - Math.floor(frame.base / 60_000));
+    const code = frame.base * 64 + 20;
+    expect(frameOf(code).legacy).toBe(true);
+    const back = decodePacked(minute, logField * 2 ** 26 + fwField, frameOf(code)) as unknown[];
+    expect(back[0]).toEqual({ w, c: 3 });
+    expect(back[1]).toEqual({ buf: [newest, newest, newest], head: 0, n: 3 });
+  });
+  it("a new row's frame code says so, and its log reads back on the grid: the newest later, the others at or after themselves", () => {
+    const t = T0 - 123;
+    const record = createRecord(pair);
+    for (const dt of [0, 500, 1000]) decideRule(pair, record, t + dt, 1, "check");
+    const frame = newFrame(t + 1000, pair.horizonMs);
+    const code = frameCode(frame) as number;
+    expect(frameOf(code)).toEqual(frame);
+    const log = (decodePacked(pair, encodePacked(pair, record, frame) as number, frameOf(code)) as unknown[])[1] as {
+      buf: number[];
+      n: number;
+    };
+    expect(log.n).toBe(3);
+    for (const [i, dt] of [0, 500, 1000].entries()) expect(log.buf[i] as number).toBeGreaterThanOrEqual(t + dt);
+    // Not all at the newest (the layout that re-dated them at each request).
+    expect(log.buf[0] as number).toBeLessThan(log.buf[2] as number);
   });
 });
 

@@ -12,6 +12,7 @@ import type { AlgorithmSpec } from "../../algorithms/specs.ts";
 import { decideRule } from "../../core/decide-rule.ts";
 import { type CompiledRule, compileRule } from "../../core/rule.ts";
 import { validateSpec } from "../../core/spec.ts";
+import { GRID_SHIFT } from "./log-bound.ts";
 import { compactable, decodeRecord, encodeRecord } from "./state-codec.ts";
 
 const T0 = Date.UTC(2026, 11, 7);
@@ -32,14 +33,19 @@ describe("a bare log in two words", () => {
   });
 
   it.each([
-    ["three entries", log(T0, T0 + 1, T0 + 2), log(T0, T0 + 2, T0 + 2)],
+    ["three entries", log(T0, T0 + 1, T0 + 2), log(T0 + GRID_SHIFT, T0 + 2, T0 + 2)],
     ["ten at one instant", log(...new Array<number>(10).fill(T0)), log(...new Array<number>(10).fill(T0))],
-    // Older entries on a grid of power-of-two ms anchored at 0 (log-bound.ts; here 128 ms, T0 on
-    // it): one in the newest's own cell reads as the newest, one in an older cell at its end.
+    // Older entries on a grid of power-of-two ms, its points GRID_SHIFT past whole multiples
+    // (log-bound.ts; here 128 ms, T0 a multiple): one in the newest's own cell reads as the
+    // newest, one in an older cell at its point.
     ["fractional: all in the newest's cell", log(T0 + 0.25, T0 + 3, T0 + 7.5), log(T0 + 7.5, T0 + 7.5, T0 + 7.5)],
     ["a ring buffer read from its head", { buf: [T0 + 5, T0 + 9, T0 + 1], head: 2, n: 3 }, log(T0 + 9, T0 + 9, T0 + 9)],
     ["entries a window before the newest: left out (they never count again)", log(0, 1, 2 ** 32 + 5), log(2 ** 32 + 5)],
-    ["an older cell: at its end", log(T0 - 200, T0 - 100, T0 + 2), log(T0 - 128, T0, T0 + 2)],
+    [
+      "an older cell: at its point",
+      log(T0 - 200, T0 - 100, T0 + 2),
+      log(T0 - 128 + GRID_SHIFT, T0 + GRID_SHIFT, T0 + 2),
+    ],
   ])("%s: the newest exactly, the others at or after their instant", (_name, record, want) => {
     expect(roundTrip(SL, record)).toEqual(want);
   });
@@ -53,7 +59,7 @@ describe("a bare log in two words", () => {
 
   it("concurrency leases alike; inside a composite a log keeps one exact entry at most", () => {
     const leases = rule({ algorithm: "concurrency", limit: 5, leaseMs: 30_000 });
-    expect(roundTrip(leases, log(T0, T0 + 10, T0 + 20))).toEqual(log(T0, T0 + 20, T0 + 20));
+    expect(roundTrip(leases, log(T0, T0 + 10, T0 + 20))).toEqual(log(T0 + GRID_SHIFT, T0 + 20, T0 + 20));
     const pair = rule(
       { algorithm: "sliding-log", limit: 5, windowMs: 1000 },
       { algorithm: "sliding-log", limit: 20, windowMs: 60_000 },
