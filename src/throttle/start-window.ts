@@ -15,7 +15,11 @@ const SAMPLE_SPAN_MS = 10_000;
 /**
  * The store's clock against this process's: the largest `storeInstant − localArrival` of recent
  * answers (an answer is heard after the store decided it, so each sample is at most the true
- * offset; the quickest answer is the closest). No sample yet: the same clock (0).
+ * offset; the quickest answer is the closest), and never below 0. On one machine the clocks are
+ * one and every sample is the answer's delay below 0: a loaded machine (thread messages that all
+ * took 4 ms or more) made the estimate a few ms behind and missed starts just past a window's
+ * edge. A store truly behind this clock is taken as level with it: a start just before a window's
+ * end then moves its unit (a store call) where it did not need to, never the other way.
  */
 export class StoreClock {
   #current = Number.NEGATIVE_INFINITY;
@@ -34,10 +38,9 @@ export class StoreClock {
     if (offset > this.#current) this.#current = offset;
   }
 
-  /** The store's offset (store − local, ms), 0 before any sample. */
+  /** The store's offset (store − local, ms, at least 0), 0 before any sample. */
   get offset(): number {
-    const best = Math.max(this.#current, this.#previous);
-    return Number.isFinite(best) ? best : 0;
+    return Math.max(0, this.#current, this.#previous);
   }
 }
 
