@@ -10,7 +10,7 @@
 // Run: npm run build && node bench/throttle-window-stress.mjs
 // Knobs: STRESS_STORES=redis,threads,socket  STRESS_ROUNDS=3  STRESS_JOBS=150
 //        STRESS_SPECS='[{"algorithm":"fixed-window","limit":6,"windowMs":200}]'  STRESS_CONC=3,8
-//        STRESS_SEED (first seed; each round adds 1)  REDIS_URL
+//        STRESS_SEED (first seed; each round adds 1)  REDIS_URL  STRESS_DIST (a build directory)
 import { fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -19,12 +19,15 @@ import { fileURLToPath } from "node:url";
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
 
 const self = fileURLToPath(import.meta.url);
+// The built package to run (STRESS_DIST: another build's directory, to compare two side by side).
+const DIST = process.env.STRESS_DIST ? new URL(`file://${process.env.STRESS_DIST}/`) : new URL("../dist/", import.meta.url);
+const dist = (path) => import(new URL(path, DIST).href);
 const role = process.env.STRESS_ROLE ?? (isMainThread ? "main" : "thread");
 
 /** One member: runs its jobs on `store` and returns its records. */
 async function member({ store, index, options, jobs, seed, go }) {
-  const { createThrottle, systemClock } = await import("../dist/index.js");
-  const { mulberry32 } = await import("../dist/core/seeded-random.js");
+  const { createThrottle, systemClock } = await dist("./index.js");
+  const { mulberry32 } = await dist("./core/seeded-random.js");
   const grants = new Map(); // at -> [{ lag, delay }]
   const open = store.openFleetQueue.bind(store);
   store.openFleetQueue = (config) => {
@@ -80,7 +83,7 @@ if (role === "child") {
   let end = async () => {};
   if (kind === "redis") {
     const { Redis } = await import("ioredis");
-    const { RedisStore } = await import("../dist/stores/redis/index.js");
+    const { RedisStore } = await dist("./stores/redis/index.js");
     const client = new Redis(url);
     store = new RedisStore({ client, prefix, timeoutMs: 10_000 });
     end = async () => {
@@ -88,7 +91,7 @@ if (role === "child") {
       client.disconnect();
     };
   } else {
-    const { ClusterStore } = await import("../dist/stores/cluster/index.js");
+    const { ClusterStore } = await dist("./stores/cluster/index.js");
     store = new ClusterStore({ socket, timeoutMs: 10_000 });
   }
   const out = await member({
@@ -106,7 +109,7 @@ if (role === "child") {
   await end();
   process.send({ out }, () => process.exit(0));
 } else if (role === "thread") {
-  const { SharedMemoryStore } = await import("../dist/stores/threads/index.js");
+  const { SharedMemoryStore } = await dist("./stores/threads/index.js");
   const { handle, index, options, jobs, seed } = workerData;
   const store = SharedMemoryStore.attach(handle);
   const out = await member({
@@ -134,7 +137,7 @@ async function fleet(kind, options, jobs, seed) {
   const prefix = `stress32-${process.pid}-${seed}-${Date.now()}:`;
   if (kind === "socket") dir = mkdtempSync(join(tmpdir(), "stress32-"));
   if (kind === "threads") {
-    const { SharedMemoryStore } = await import("../dist/stores/threads/index.js");
+    const { SharedMemoryStore } = await dist("./stores/threads/index.js");
     handle = new SharedMemoryStore({ maxKeys: 1000, recordWords: 40 }).handle;
   }
   const outs = [];
