@@ -33,6 +33,7 @@ import { LeaseKeeper } from "./lease-keeper.ts";
 import { Ledger, type ThrottleStats } from "./ledger.ts";
 import { type ResolvedOptions, resolveJobOptions, type ScheduleOptions } from "./options.ts";
 import { isPromise, type LeaseHandle, type Permit, type PermitLimiters, returnPermit, takePermit } from "./permit.ts";
+import { crossesWindow, earlyBy, fixedWindowsOf, StoreClock } from "./start-window.ts";
 
 /** This process's share of the limits, run locally while the store is down. */
 export interface FleetFallback {
@@ -74,6 +75,20 @@ export const LATE_START_MS = 20;
 
 /** How many times one task's rate unit is moved to its start at most (each move is a store call that can itself answer late). */
 const MAX_RESTAMPS = 3;
+
+/**
+ * How many times at most a task's unit is moved because the task would start in another fixed
+ * window than its unit (each move takes one in the window the start lands in, so a move is needed
+ * again only when the store's answer itself comes a window edge later).
+ */
+const MAX_WINDOW_MOVES = 8;
+
+/**
+ * A start this close to its unit's window end counts as in the next window: the check reads the
+ * clock a little before the task's own first line does (a unit at a window's last ms, checked in
+ * it, was seen by the task 1 ms later, in the next window).
+ */
+const EDGE_MS = 1;
 
 /** Runs `fire` on the event loop's next turn, after pending I/O (setImmediate where it exists); returns a canceller. */
 function nextTurn(fire: () => void): () => void {
@@ -172,10 +187,15 @@ export class ThrottleRunner {
   /** Tickets being cancelled: a grant that crossed the cancel goes back. */
   readonly #dropped = new Set<string>();
   #nextTicket = 0;
+  /** The fleet store's clock against this process's (for where a fleet unit's start lands). */
+  readonly #storeClock = new StoreClock();
+  /** The rate's clock-aligned fixed windows: a start lands in its unit's window (#late). */
+  readonly #windows: number[];
 
   constructor(opts: ResolvedOptions, limiters: PermitLimiters, shared: boolean) {
     this.#opts = opts;
     this.#maxCost = Math.min(Number.POSITIVE_INFINITY, ...(opts.rate ?? []).map(specLimit));
+    this.#windows = fixedWindowsOf(opts.rate);
     this.#clock = opts.clock ?? systemClock;
     this.#ledger = new Ledger(this.events, this.#clock);
     this.#limiters = limiters;
@@ -265,6 +285,7 @@ export class ThrottleRunner {
     }
     this.#tickets.delete(grant.id);
     const now = this.#clock.now();
+    this.#storeClock.sample(grant.at - grant.delayMs, now);
     // Decided before a fleet pause ended (a grant ahead, or one that crossed the pause): it goes
     // back to the queue, so no job reaches the upstream during the pause.
     if (this.#pauses.voids(key, grant.at, now)) {
@@ -715,24 +736,56 @@ export class ThrottleRunner {
 
   /**
    * Starts the task (its `start` event first), its rate unit first moved to its real start when
-   * that comes more than LATE_START_MS after its grant was due; a `start` listener that stalls
-   * as long moves it too (the event has told the old instant then).
+   * that comes more than LATE_START_MS after its grant was due, or lands in another fixed window
+   * of the rate than its unit (start-window.ts, by the store's clock for a fleet unit); a `start`
+   * listener that stalls as long moves it too (the event has told the old instant then).
    */
   #late(kq: KeyQueue<Job>, job: Job, due: number, unit: Unit | undefined, at: number): void {
-    const late = (since: number) => unit !== undefined && this.#clock.now() - since > LATE_START_MS;
+    const fleetUnit = unit?.ticket !== undefined;
+    // Why the task would start wrong on its unit now (unitAt: the unit's instant, if known).
+    const wrong = (since: number, unitAt: number | undefined): "window" | "lag" | undefined => {
+      if (unit === undefined) return undefined;
+      const now = this.#clock.now();
+      const offset = fleetUnit ? this.#storeClock.offset : 0;
+      // EDGE_MS on: the task's own first line reads the clock after this check.
+      if (
+        unitAt !== undefined &&
+        this.#windows.length > 0 &&
+        crossesWindow(this.#windows, unitAt, now + offset + EDGE_MS)
+      ) {
+        return "window";
+      }
+      // Lateness counts from when this process heard the grant: counted from the store's instant
+      // instead, every grant a loaded process heard late cost a restamp (40 waiting owners of a
+      // gcra at load 30: 8.5 Redis commands a job against ≤ 3); the window rule above is what
+      // keeps a fixed window's starts in it.
+      return now - since > LATE_START_MS ? "lag" : undefined;
+    };
     // A restamp's own answer can come late too (a busy event loop, a slow store): the task then
     // starts well after the unit's new instant, so it is moved again, a bounded number of times.
     let restamps = 0;
+    const moves = (since: number, unitAt: number | undefined) => {
+      const why = wrong(since, unitAt);
+      return why === "window" ? restamps < MAX_WINDOW_MOVES : why === "lag" && restamps < MAX_RESTAMPS;
+    };
     const move = (then: (at: number | undefined, since: number) => void) => {
       restamps++;
       this.#restamp(kq, job, unit as Unit, then);
     };
-    // Runs the task, its unit moved first while the task would start late on it.
-    const go = (since: number) => {
-      if (restamps < MAX_RESTAMPS && late(since)) move((_, next) => go(next));
+    // How long the task would start too early for its unit's window (a timer due at a window's
+    // first instant fires by a monotonic clock that can run a ms ahead of the wall clock's).
+    const early = (unitAt: number | undefined) =>
+      unitAt === undefined || this.#windows.length === 0
+        ? 0
+        : earlyBy(this.#windows, unitAt, this.#clock.now() + (fleetUnit ? this.#storeClock.offset : 0));
+    // Runs the task, its unit moved first while the task would start wrong on it.
+    const go = (since: number, unitAt: number | undefined) => {
+      const wait = early(unitAt);
+      if (wait > 0) after(this.#clock, wait, () => go(since, unitAt));
+      else if (moves(since, unitAt)) move((next, nextSince) => go(nextSince, next));
       else this.#run(kq, job);
     };
-    const begin = (startAt: number, since: number) => {
+    const begin = (startAt: number, since: number, unitAt: number | undefined) => {
       if (this.events.has("start")) {
         this.events.emit("start", {
           key: job.key,
@@ -742,10 +795,15 @@ export class ThrottleRunner {
           at: startAt,
         });
       }
-      go(since); // a `start` listener that stalled makes it late too
+      go(since, unitAt); // a `start` listener that stalled makes it late too
     };
-    if (!late(due)) begin(at, due);
-    else move((newAt, since) => begin(newAt ?? at, since));
+    const first = () => {
+      const wait = early(unit?.at);
+      if (wait > 0) after(this.#clock, wait, first);
+      else if (!moves(due, unit?.at)) begin(at, due, unit?.at);
+      else move((newAt, since) => begin(newAt ?? at, since, newAt));
+    };
+    first();
   }
 
   /** Keeps `job`'s `lease` (renewed while it runs, released when it settles). */
@@ -793,6 +851,7 @@ export class ThrottleRunner {
         // delay past it, by LATE_START_MS, starts late on it (the caller moves it again).
         const sent = this.#clock.now();
         fleet.restamp(key, unit.ticket as string, unit.cost, at).then((m) => {
+          if (m !== undefined && "at" in m) this.#storeClock.sample(m.at - m.delayMs, this.#clock.now());
           if (m !== undefined && "at" in m && m.cooling === true && !job.cooled) {
             // The cool-down's job here now: its end wakes the key's late starts that wait for it.
             job.cooled = true;
