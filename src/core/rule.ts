@@ -22,6 +22,11 @@ export interface CompiledRule {
    */
   readonly bare: boolean;
   /**
+   * The member of a bare rule (undefined otherwise): the hot path calls its step straight away,
+   * one field read where `bare` and `members[0]` took a truthiness test and an indexed load.
+   */
+  readonly one: Algorithm | undefined;
+  /**
    * What the record means: the members' shapes (algorithm and window) and whether it holds a
    * ban. Stores keep records of different shapes apart, so state is never read under a spec it
    * was not written for; limits (and GCRA / leaky-bucket parameters) may change and keep the record.
@@ -44,6 +49,7 @@ export function compileRule(specs: readonly AlgorithmSpec[], ban?: BanPolicy): C
     members,
     ban,
     bare: members.length === 1 && ban === undefined,
+    one: members.length === 1 && ban === undefined ? members[0] : undefined,
     // The ban's span decides when a denial count stops mattering (a store's expiry), so it is
     // part of the shape; `after` and `forMs` may change and keep the record.
     shape: members.map((m) => m.shape).join("+") + (ban === undefined ? "" : `+ban/${ban.withinMs}`),

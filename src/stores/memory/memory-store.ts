@@ -13,7 +13,6 @@
  * from the summary decides on the summary's estimate plus what it took since (its `own`
  * record); only `own` is ever added back, so the summary grows by real units only.
  */
-import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { Decision } from "../../algorithms/decision.ts";
 import { blocksBeside } from "../../core/block.ts";
 import { systemClock } from "../../core/clock.ts";
@@ -111,7 +110,7 @@ export class MemoryStore implements Store {
     table.clock = binding.clock;
     table.refs++;
     table.quietAt = Number.POSITIVE_INFINITY;
-    return boundRule(s, table, id);
+    return boundRule(s, table, id, Approx);
   }
 
   /**
@@ -156,8 +155,10 @@ export class MemoryStore implements Store {
  * captured by a closure is read through a TDZ check, bytes that count against V8's inlining
  * budget on the hot path.
  */
-function boundRule(s: StoreState, bound: Table, id: string): BoundRule {
+function boundRule(s: StoreState, bound: Table, id: string, approx: typeof Approx): BoundRule {
   let released = false;
+  /** A check past the live path (see `offLive`), with the parts this binding holds. */
+  const off = (key: string, cost: number, now: number, found: unknown) => offLive(s, bound, key, cost, now, found);
   /**
    * A check with a reading: the hot path first (inlined into both entries below). A check has
    * no receipt (`at` is a refund's or a lease's), so none is passed on.
@@ -165,21 +166,20 @@ function boundRule(s: StoreState, bound: Table, id: string): BoundRule {
   const checkAt = (key: string, cost: number, now: number): Decision => {
     // A check of a live key (no block, no sweep due) is one Map lookup and one decision. Kept
     // this small so V8 inlines it into the limiter's call (it counts bytecode against an
-    // inlining budget): every other case is a call away.
+    // inlining budget): every other case is one call away. (`approx` is a parameter: the
+    // imported class would be read through a hole check.)
+    let found: unknown = offHotPath;
     if (bound.blocks === undefined && s.sweepIn > 1) {
       s.sweepIn--;
-      const record = bound.get(key, now);
+      found = bound.get(key, now);
       // (`constructor`, not `instanceof`: a record's map check, where instanceof walks its prototypes.)
-      if (record !== undefined && (record as object).constructor !== Approx) {
+      if (found !== undefined && (found as object).constructor !== approx) {
         // A bare rule's step straight away (what decideCheck does for it, without its branch).
-        const rule = bound.rule;
-        return rule.bare
-          ? (rule.members[0] as Algorithm).step(record, now, cost, true)
-          : decideCheck(rule, record, now, cost);
+        const one = bound.rule.one;
+        return one !== undefined ? one.step(found, now, cost, true) : decideCheck(bound.rule, found, now, cost);
       }
-      return offLive(s, bound, key, cost, now, record);
     }
-    return offLive(s, bound, key, cost, now, offHotPath);
+    return off(key, cost, now, found);
   };
   return {
     check: (key, cost, now, op, at) =>
