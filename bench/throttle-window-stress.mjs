@@ -20,7 +20,9 @@ import { isMainThread, parentPort, Worker, workerData } from "node:worker_thread
 
 const self = fileURLToPath(import.meta.url);
 // The built package to run (STRESS_DIST: another build's directory, to compare two side by side).
-const DIST = process.env.STRESS_DIST ? new URL(`file://${process.env.STRESS_DIST}/`) : new URL("../dist/", import.meta.url);
+const DIST = process.env.STRESS_DIST
+  ? new URL(`file://${process.env.STRESS_DIST}/`)
+  : new URL("../dist/", import.meta.url);
 const dist = (path) => import(new URL(path, DIST).href);
 const role = process.env.STRESS_ROLE ?? (isMainThread ? "main" : "thread");
 
