@@ -9,7 +9,7 @@ import { checkOptions } from "../core/options.ts";
 import { type AlgorithmSpec, type RuleSpec, validateRule } from "../core/spec.ts";
 import type { Store } from "../core/store.ts";
 import { type AdaptiveOptions, type AdaptiveParams, resolveAdaptive } from "./adaptive-rate.ts";
-import { startSafeRate } from "./start-safe-rate.ts";
+import { rollingLagMs, startSafeRate } from "./start-safe-rate.ts";
 
 /** Options of `createThrottle`. At least one of `rate` and `concurrency` is required. */
 export interface ThrottleOptions {
@@ -89,6 +89,8 @@ export interface ResolvedOptions {
   name: string | undefined;
   rate: AlgorithmSpec[] | undefined;
   rateSpec: RuleSpec | undefined;
+  /** How late after its unit's store instant a fleet task may start before its unit is re-taken (start-safe-rate.ts); undefined: not counted. */
+  rollingLagMs: number | undefined;
   concurrency: number | undefined;
   leaseMs: number;
   store: Store | undefined;
@@ -217,6 +219,7 @@ export function resolveThrottleOptions(options: unknown): ResolvedOptions {
   return {
     name: o.name,
     rate,
+    rollingLagMs: rate === given || given === undefined ? undefined : rollingLagMs(given),
     rateSpec: rate === given || rate === undefined ? o.rate : Array.isArray(o.rate) ? rate : rate[0],
     concurrency,
     leaseMs,

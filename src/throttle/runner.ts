@@ -760,6 +760,10 @@ export class ThrottleRunner {
       // instead, every grant a loaded process heard late cost a restamp (40 waiting owners of a
       // gcra at load 30: 8.5 Redis commands a job against ≤ 3); the window rule above is what
       // keeps a fixed window's starts in it.
+      // A rolling rule (widened by LATE_START_MS: start-safe-rate.ts) holds on real starts only if
+      // each starts within LATE_START_MS of its unit's instant, the store's: from there then.
+      const rolling = this.#opts.rollingLagMs;
+      if (rolling !== undefined && fleetUnit && unitAt !== undefined && now + offset - unitAt > rolling) return "lag";
       return now - since > LATE_START_MS ? "lag" : undefined;
     };
     // A restamp's own answer can come late too (a busy event loop, a slow store): the task then

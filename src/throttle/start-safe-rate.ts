@@ -16,6 +16,9 @@ import type { AlgorithmSpec } from "../algorithms/specs.ts";
  */
 export const START_TOLERANCE_MS = 20;
 
+/** The algorithms startSafeSpec widens: a rolling-window checker can see their late starts' excess. */
+export const ROLLING: ReadonlySet<string> = new Set(["sliding-log", "sliding-window", "gcra", "token-bucket"]);
+
 /**
  * One member made start-safe for a start lag of at most `m` ms: a sliding log or sliding window
  * checked over `windowMs + m`; a gcra's burst (a token bucket's capacity) less the units `m`
@@ -37,6 +40,31 @@ export function startSafeSpec(spec: AlgorithmSpec, m: number): AlgorithmSpec {
     default:
       return spec;
   }
+}
+
+/**
+ * How late after its unit's store instant a task may start with `specs` (as given) widened by
+ * startSafeRate(specs, m) still holding: a log's window covers `m`; a bucket's burst less k units
+ * covers k refills (k = ⌈m × rate⌉, so at least `m`: 200 ms for a gcra of 5 a second). A member
+ * whose burst met the floor of 1 covers less than `m`: `m` anyway (docs/throttle.md: its residual).
+ * Undefined without a rolling member (no lag counted from the store's instant).
+ */
+export function rollingLagMs(specs: readonly AlgorithmSpec[], m: number = START_TOLERANCE_MS): number | undefined {
+  let lag: number | undefined;
+  for (const spec of specs) {
+    if (!ROLLING.has(spec.algorithm)) continue;
+    // The units a bucket holds back (fewer than ⌈m × rate⌉ where the floor of 1 met it).
+    let covers = m;
+    if (spec.algorithm === "gcra") {
+      const units = (spec.burst ?? spec.limit) - ((startSafeSpec(spec, m) as typeof spec).burst as number);
+      covers = Math.max(m, Math.floor((units * spec.periodMs) / spec.limit));
+    } else if (spec.algorithm === "token-bucket") {
+      const units = spec.capacity - (startSafeSpec(spec, m) as typeof spec).capacity;
+      covers = Math.max(m, Math.floor((units * 1000) / spec.refillPerSecond));
+    }
+    lag = Math.min(lag ?? covers, covers);
+  }
+  return lag;
 }
 
 /** Every member of a rate made start-safe (startSafeSpec), member by member. */
