@@ -9,6 +9,7 @@ import { checkOptions } from "../core/options.ts";
 import { type AlgorithmSpec, type RuleSpec, validateRule } from "../core/spec.ts";
 import type { Store } from "../core/store.ts";
 import { type AdaptiveOptions, type AdaptiveParams, resolveAdaptive } from "./adaptive-rate.ts";
+import { rollingLagMs, startSafeRate } from "./start-safe-rate.ts";
 
 /** Options of `createThrottle`. At least one of `rate` and `concurrency` is required. */
 export interface ThrottleOptions {
@@ -88,6 +89,8 @@ export interface ResolvedOptions {
   name: string | undefined;
   rate: AlgorithmSpec[] | undefined;
   rateSpec: RuleSpec | undefined;
+  /** How late after its unit's store instant a fleet task may start before its unit is re-taken (start-safe-rate.ts); undefined: not counted. */
+  rollingLagMs: number | undefined;
   concurrency: number | undefined;
   leaseMs: number;
   store: Store | undefined;
@@ -166,7 +169,12 @@ export function resolveThrottleOptions(options: unknown): ResolvedOptions {
   if (o.name !== undefined && typeof o.name !== "string") {
     throw new ConfigError("name", `createThrottle: \`name\` must be a string (got ${describeValue(o.name)})`, o.name);
   }
-  const rate = o.rate === undefined ? undefined : validateRule(o.rate, "rate ");
+  // On a store passed in, a task starts up to START_TOLERANCE_MS after its unit's instant (a
+  // grant heard, a loop turning): the rolling rules are widened by that much so the real starts
+  // hold the rate (start-safe-rate.ts). The throttle's own MemoryStore starts a task in the tick
+  // and on the clock its unit was taken by: no lag, the rule as given.
+  const given = o.rate === undefined ? undefined : validateRule(o.rate, "rate ");
+  const rate = given === undefined || o.store === undefined ? given : startSafeRate(given);
   const concurrency = o.concurrency === undefined ? undefined : positiveInteger("concurrency", o.concurrency);
   if (o.leaseMs !== undefined && concurrency === undefined) {
     throw new ConfigError("leaseMs", "createThrottle: `leaseMs` needs `concurrency` (a lease is a running job's slot)");
@@ -211,7 +219,8 @@ export function resolveThrottleOptions(options: unknown): ResolvedOptions {
   return {
     name: o.name,
     rate,
-    rateSpec: o.rate,
+    rollingLagMs: rate === given || given === undefined ? undefined : rollingLagMs(given),
+    rateSpec: rate === given || rate === undefined ? o.rate : Array.isArray(o.rate) ? rate : rate[0],
     concurrency,
     leaseMs,
     store: o.store,

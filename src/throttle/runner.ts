@@ -33,6 +33,7 @@ import { LeaseKeeper } from "./lease-keeper.ts";
 import { Ledger, type ThrottleStats } from "./ledger.ts";
 import { type ResolvedOptions, resolveJobOptions, type ScheduleOptions } from "./options.ts";
 import { isPromise, type LeaseHandle, type Permit, type PermitLimiters, returnPermit, takePermit } from "./permit.ts";
+import { START_TOLERANCE_MS } from "./start-safe-rate.ts";
 import { crossesWindow, earlyBy, fixedWindowsOf, StoreClock } from "./start-window.ts";
 
 /** This process's share of the limits, run locally while the store is down. */
@@ -71,7 +72,7 @@ const SETTLE_WAIT_MS = 1_000;
  * start instants, not only on the instants the store decided. A store call each move (at most
  * MAX_RESTAMPS), only then.
  */
-export const LATE_START_MS = 20;
+export const LATE_START_MS = START_TOLERANCE_MS;
 
 /** How many times one task's rate unit is moved to its start at most (each move is a store call that can itself answer late). */
 const MAX_RESTAMPS = 3;
@@ -759,6 +760,10 @@ export class ThrottleRunner {
       // instead, every grant a loaded process heard late cost a restamp (40 waiting owners of a
       // gcra at load 30: 8.5 Redis commands a job against ≤ 3); the window rule above is what
       // keeps a fixed window's starts in it.
+      // A rolling rule (widened by LATE_START_MS: start-safe-rate.ts) holds on real starts only if
+      // each starts within LATE_START_MS of its unit's instant, the store's: from there then.
+      const rolling = this.#opts.rollingLagMs;
+      if (rolling !== undefined && fleetUnit && unitAt !== undefined && now + offset - unitAt > rolling) return "lag";
       return now - since > LATE_START_MS ? "lag" : undefined;
     };
     // A restamp's own answer can come late too (a busy event loop, a slow store): the task then
