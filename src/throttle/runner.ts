@@ -484,7 +484,11 @@ export class ThrottleRunner {
     if (o.signal?.aborted) return Promise.reject(abortReason(o.signal));
     if (o.cost > this.#maxCost) {
       return Promise.reject(
-        new WaitTimeoutError(`schedule: cost ${o.cost} exceeds the rate's limit (${this.#maxCost}): it can never pass`),
+        new WaitTimeoutError(
+          `schedule: cost ${o.cost} exceeds the rate's limit (${this.#maxCost}${
+            this.#opts.store === undefined ? "" : ", after a shared store's start-safety margin: docs/throttle.md"
+          }): it can never pass`,
+        ),
       );
     }
     if (this.#ledger.queued >= this.#opts.maxQueued) {
