@@ -6,41 +6,21 @@
 // share of the limit (reported; asserted only with FLEET_QUEUE_STRICT=1, never as a duration). A process killed with
 // SIGKILL while holding every slot, with tickets waiting ahead of everyone's, stops no one.
 // Longer runs: FLEET_QUEUE_JOBS (default 100 per process).
-import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 import { inversions, mostRunning, startWindowsOver, windowsOver } from "./fleet-cluster-log.ts";
+import { type ReadyChild, readyChild } from "./ready-child.ts";
 
 const redis = await standaloneRedis("throttle fleet queue");
 const CHILD = fileURLToPath(new URL("./fleet-queue-child.mjs", import.meta.url));
 const JOBS = Number(process.env.FLEET_QUEUE_JOBS ?? 100);
 
-interface Child {
-  proc: ChildProcess;
-  text: () => string;
-  output: Promise<string>;
-}
+type Child = ReadyChild;
 
 function child(args: string[]): Promise<Child> {
-  const proc = spawn(process.execPath, [CHILD, ...args], { stdio: ["pipe", "pipe", "inherit"] });
-  let text = "";
-  proc.stdout?.setEncoding("utf8");
-  const output = new Promise<string>((resolve, reject) => {
-    proc.stdout?.on("data", (d: string) => (text += d));
-    proc.on("error", reject);
-    proc.on("close", (code, signal) =>
-      code === 0 || signal === "SIGKILL" ? resolve(text) : reject(new Error(`child exited ${code}:\n${text}`)),
-    );
-  });
-  return new Promise((resolve) => {
-    const ready = () => {
-      if (text.includes("ready\n")) resolve({ proc, text: () => text, output });
-      else proc.stdout?.once("data", ready);
-    };
-    proc.stdout?.once("data", ready);
-  });
+  return readyChild(CHILD, args, { killedOk: true });
 }
 
 interface Log {

@@ -4,13 +4,13 @@
 // window holding more than the rate, and (with `concurrency`) never more than `concurrency`
 // running at once. A second fleet calls an upstream simulator with its own limit through
 // `throttle.fetch`: at most one 429 per pause.
-import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
 import { startUpstream } from "../support/upstream-server.mjs";
 import { START_LAG_MS } from "./fleet-cluster-log.ts";
+import { type ReadyChild, readyChild } from "./ready-child.ts";
 
 const redis = await standaloneRedis("throttle fleet");
 const CHILD = fileURLToPath(new URL("./fleet-child.mjs", import.meta.url));
@@ -23,24 +23,8 @@ interface FleetRun {
   done: Array<{ stats: Record<string, number>; failed: string[]; statuses: number[] }>;
 }
 
-function child(args: string[]): Promise<{ proc: ChildProcess; output: Promise<string> }> {
-  const proc = spawn(process.execPath, [CHILD, ...args], { stdio: ["pipe", "pipe", "inherit"] });
-  let text = "";
-  proc.stdout?.setEncoding("utf8");
-  const output = new Promise<string>((resolve, reject) => {
-    proc.stdout?.on("data", (d: string) => (text += d));
-    proc.on("error", reject);
-    proc.on("close", (code) =>
-      code === 0 ? resolve(text) : reject(new Error(`fleet child exited ${code}:\n${text}`)),
-    );
-  });
-  return new Promise((resolve) => {
-    const ready = () => {
-      if (text.includes("ready\n")) resolve({ proc, output });
-      else proc.stdout?.once("data", ready);
-    };
-    proc.stdout?.once("data", ready);
-  });
+function child(args: string[]): Promise<ReadyChild> {
+  return readyChild(CHILD, args);
 }
 
 /** Runs the fleet and parses its log. */

@@ -6,11 +6,11 @@
 // used to hold 9-10 where the log allows 8. The throttle now checks a shared store's log over the
 // window widened by the late-start tolerance (start-safe-rate.ts): no rolling 400 ms of a key's
 // starts holds more than 8. Seeded: START_ROLLING_SEED (printed).
-import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
+import { type ReadyChild, readyChild } from "./ready-child.ts";
 
 const redis = await standaloneRedis("throttle rolling starts");
 const CHILD = fileURLToPath(new URL("./start-window-child.mjs", import.meta.url));
@@ -19,22 +19,8 @@ const LIMIT = 8;
 const WINDOW_MS = 400;
 const KEYS = 5;
 
-function child(args: string[]): Promise<{ proc: ChildProcess; output: Promise<string> }> {
-  const proc = spawn(process.execPath, [CHILD, ...args], { stdio: ["pipe", "pipe", "ignore"] });
-  let text = "";
-  proc.stdout?.setEncoding("utf8");
-  const output = new Promise<string>((resolve, reject) => {
-    proc.stdout?.on("data", (d: string) => (text += d));
-    proc.on("error", reject);
-    proc.on("close", (code) => (code === 0 ? resolve(text) : reject(new Error(`child exited ${code}:\n${text}`))));
-  });
-  return new Promise((resolve) => {
-    const ready = () => {
-      if (text.includes("ready\n")) resolve({ proc, output });
-      else proc.stdout?.once("data", ready);
-    };
-    proc.stdout?.once("data", ready);
-  });
+function child(args: string[]): Promise<ReadyChild> {
+  return readyChild(CHILD, args, { stderr: "ignore" });
 }
 
 /** One run of the two processes (seed `seed`): their outputs. */

@@ -8,11 +8,11 @@
 // key holds more than 4 starts: a task that would start in another window than its unit moves
 // its unit there first. Before, such a grant was late only from when the process heard it (not
 // late at all) and its tasks started in a later window beside that window's own 4. Seeded: START_WINDOW_SEED (printed).
-import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ensureBuilt } from "../cli/helpers.ts";
 import { standaloneRedis, uniquePrefix } from "../support/redis-server.ts";
+import { type ReadyChild, readyChild } from "./ready-child.ts";
 
 const redis = await standaloneRedis("throttle start windows");
 const CHILD = fileURLToPath(new URL("./start-window-child.mjs", import.meta.url));
@@ -21,22 +21,8 @@ const LIMIT = 4;
 const WINDOW_MS = 200;
 const KEYS = 5;
 
-function child(args: string[]): Promise<{ proc: ChildProcess; output: Promise<string> }> {
-  const proc = spawn(process.execPath, [CHILD, ...args], { stdio: ["pipe", "pipe", "ignore"] });
-  let text = "";
-  proc.stdout?.setEncoding("utf8");
-  const output = new Promise<string>((resolve, reject) => {
-    proc.stdout?.on("data", (d: string) => (text += d));
-    proc.on("error", reject);
-    proc.on("close", (code) => (code === 0 ? resolve(text) : reject(new Error(`child exited ${code}:\n${text}`))));
-  });
-  return new Promise((resolve) => {
-    const ready = () => {
-      if (text.includes("ready\n")) resolve({ proc, output });
-      else proc.stdout?.once("data", ready);
-    };
-    proc.stdout?.once("data", ready);
-  });
+function child(args: string[]): Promise<ReadyChild> {
+  return readyChild(CHILD, args, { stderr: "ignore" });
 }
 
 /** One run of the two processes (seed `seed`): their outputs. */
