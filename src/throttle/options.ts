@@ -8,6 +8,7 @@ import { ArgumentError, ConfigError } from "../core/errors.ts";
 import { checkOptions } from "../core/options.ts";
 import { type AlgorithmSpec, type RuleSpec, validateRule } from "../core/spec.ts";
 import type { Store } from "../core/store.ts";
+import { MemoryStore } from "../stores/memory/memory-store.ts";
 import { type AdaptiveOptions, type AdaptiveParams, resolveAdaptive } from "./adaptive-rate.ts";
 import { rollingLagMs, startSafeRate } from "./start-safe-rate.ts";
 
@@ -171,10 +172,12 @@ export function resolveThrottleOptions(options: unknown): ResolvedOptions {
   }
   // On a store passed in, a task starts up to START_TOLERANCE_MS after its unit's instant (a
   // grant heard, a loop turning): the rolling rules are widened by that much so the real starts
-  // hold the rate (start-safe-rate.ts). The throttle's own MemoryStore starts a task in the tick
-  // and on the clock its unit was taken by: no lag, the rule as given.
+  // hold the rate (start-safe-rate.ts). A MemoryStore (the throttle's own, or one passed in: it is
+  // this process's) starts a task in the tick and on the clock its unit was taken by: no lag, the
+  // rule as given.
   const given = o.rate === undefined ? undefined : validateRule(o.rate, "rate ");
-  const rate = given === undefined || o.store === undefined ? given : startSafeRate(given);
+  const inProcess = o.store === undefined || o.store instanceof MemoryStore;
+  const rate = given === undefined || inProcess ? given : startSafeRate(given);
   const concurrency = o.concurrency === undefined ? undefined : positiveInteger("concurrency", o.concurrency);
   if (o.leaseMs !== undefined && concurrency === undefined) {
     throw new ConfigError("leaseMs", "createThrottle: `leaseMs` needs `concurrency` (a lease is a running job's slot)");

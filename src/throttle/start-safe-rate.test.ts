@@ -1,3 +1,5 @@
+import { createThrottle, MemoryStore } from "sluice";
+import { SharedMemoryStore } from "sluice/threads";
 import { describe, expect, it } from "vitest";
 import { rollingLagMs, startSafeRate } from "./start-safe-rate.ts";
 
@@ -41,5 +43,28 @@ describe("startSafeRate: a shared store's rolling rules widened by the late-star
       ]),
     ).toBe(20);
     expect(rollingLagMs([{ algorithm: "fixed-window", limit: 100, windowMs: 1000 }])).toBeUndefined();
+  });
+});
+
+describe("createThrottle: which stores get the start-safe rate", () => {
+  // A bucket of 10 whose 10 units refill in a second: on a shared store its burst is 9 (20 ms
+  // refills 0.2 of a unit, rounded up), so a job of cost 10 can never pass there; a MemoryStore,
+  // the throttle's own or one passed in, is this process's: the rule as given.
+  const rate = { algorithm: "token-bucket", capacity: 10, refillPerSecond: 10 } as const;
+
+  it("a MemoryStore passed in keeps the rule as given: a job of the whole capacity runs", async () => {
+    for (const store of [undefined, new MemoryStore()]) {
+      const throttle = createThrottle({ rate, ...(store === undefined ? {} : { store }) });
+      await expect(throttle.schedule(async () => "ran", { cost: 10 })).resolves.toBe("ran");
+      await throttle.close();
+    }
+  });
+
+  it("a shared store (SharedMemoryStore) widens it, and the refusal names the margin", async () => {
+    const store = new SharedMemoryStore({ maxKeys: 100 });
+    const throttle = createThrottle({ rate, store });
+    await expect(throttle.schedule(async () => "ran", { cost: 10 })).rejects.toThrow(/start-safety margin/);
+    await expect(throttle.schedule(async () => "ran", { cost: 9 })).resolves.toBe("ran");
+    await throttle.close();
   });
 });
