@@ -486,7 +486,9 @@ export class ThrottleRunner {
       return Promise.reject(
         new WaitTimeoutError(
           `schedule: cost ${o.cost} exceeds the rate's limit (${this.#maxCost}${
-            this.#opts.rollingLagMs === undefined ? "" : ", after a shared store's start-safety margin: docs/throttle.md"
+            this.#opts.rollingLagMs === undefined
+              ? ""
+              : ", after a shared store's start-safety margin: docs/throttle.md"
           }): it can never pass`,
         ),
       );
