@@ -78,6 +78,15 @@ async function member({ store, index, options, jobs, seed, go }) {
   return { records, failed: results.filter((r) => r.status === "rejected").map((r) => String(r.reason)) };
 }
 
+/** A member's `go` (forked process or thread alike): tell the parent it is ready, then wait for its word. */
+function readyThenGo(post, port) {
+  return () =>
+    new Promise((resolve) => {
+      post({ ready: true });
+      port.once("message", resolve);
+    });
+}
+
 if (role === "child") {
   // A forked member (Redis or a ClusterStore socket).
   const { index, options, jobs, seed, kind, url, prefix, socket } = JSON.parse(process.env.STRESS_ARGS);
@@ -96,18 +105,7 @@ if (role === "child") {
     const { ClusterStore } = await dist("./stores/cluster/index.js");
     store = new ClusterStore({ socket, timeoutMs: 10_000 });
   }
-  const out = await member({
-    store,
-    index,
-    options,
-    jobs,
-    seed,
-    go: () =>
-      new Promise((resolve) => {
-        process.send({ ready: true });
-        process.once("message", resolve);
-      }),
-  });
+  const out = await member({ store, index, options, jobs, seed, go: readyThenGo((m) => process.send(m), process) });
   await end();
   process.send({ out }, () => process.exit(0));
 } else if (role === "thread") {
@@ -120,11 +118,7 @@ if (role === "child") {
     options,
     jobs,
     seed,
-    go: () =>
-      new Promise((resolve) => {
-        parentPort.postMessage({ ready: true });
-        parentPort.once("message", resolve);
-      }),
+    go: readyThenGo((m) => parentPort.postMessage(m), parentPort),
   });
   parentPort.postMessage({ out });
 } else {

@@ -4,8 +4,9 @@
  * late (a PUBLISH or a reply read by a loaded event loop) or one that waited for the loop can start
  * in the next fixed window while its unit counts in the one before. A user's checker sees only the
  * tasks' starts, so a start that lands in another window than its unit moves the unit there first
- * (the runner's restamp), and a start's lateness is measured from the store's instant, not from the
- * moment this process heard the grant.
+ * (the runner's restamp), judged on the store's clock as StoreClock estimates it. (Lateness for the
+ * 20 ms rule still counts from when this process heard the grant, except for a shared store's
+ * rolling rules: runner.ts `#late`, start-safe-rate.ts.)
  */
 import type { AlgorithmSpec } from "../core/spec.ts";
 
