@@ -10,6 +10,7 @@ import { decideRule, type Operation } from "../../core/decide-rule.ts";
 import { banState, type CompiledRule, memberState, type RuleRecord, recordFreshAt } from "../../core/rule.ts";
 import { isRate, unitMs } from "../compact/summary-codec.ts";
 import { type Approx, oweUnits } from "./approx.ts";
+import { forgetTails, hasLog, logNewests, noteAdmitted, refundBound } from "./bound-log-refund.ts";
 import type { StoreState } from "./store-state.ts";
 import { newSketch } from "./summarise.ts";
 import type { Table } from "./table.ts";
@@ -110,7 +111,21 @@ function decideBound(
   const rule = table.rule;
   const own = approx.own;
   if (!(recordFreshAt(rule, own) > t)) return decideExactAgain(table, key, approx, cost, t, op, at);
-  const result = decideRule(rule, own, t, cost, op, at);
+  let result: Decision;
+  if (!hasLog(rule) || op === "peek" || op === "get") result = decideRule(rule, own, t, cost, op, at);
+  else if (op === "refund") {
+    // A log's bound gives back only entries the key's real log holds at the same instants
+    // (bound-log-refund.ts: a plain refund let keys past their limit, issue 34).
+    refundBound(rule, own, t, cost, at);
+    result = decideRule(rule, own, t, 1, "peek");
+  } else if (op === "check") {
+    const before = logNewests(rule, own);
+    result = decideRule(rule, own, t, cost, op, at);
+    if (result.allowed) noteAdmitted(rule, own, before, t, cost);
+  } else {
+    result = decideRule(rule, own, t, cost, op, at);
+    forgetTails(own);
+  }
   result.approximate = true;
   s.approximate++;
   if (!result.allowed && op === "check") s.refused++;
