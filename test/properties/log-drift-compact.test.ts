@@ -71,4 +71,43 @@ describe(`a steady key below its log's limit is not refused in the compact tier 
       expect(refusals({ algorithm: "sliding-log", limit: 40, windowMs: 3000 }, P, SEED + P)).toBe(0);
     });
   }
+
+  // Still drifting on fb57ad4 (452/258, 432/261, 371 and 360 of 1,000 refused with this file's
+  // trace): the log's live entries did not fit its share of the packed word (or the bare word's
+  // counts code), and fell back to the count at the newest. Known, not fixed yet (it.fails: each
+  // flips to a failure once its shape holds): the bare log now stays on the coarsest grid (the
+  // wide counts code, dense-codec.ts: 182 refused), but a grid of W/2 or more over-counts a key
+  // using three quarters of its limit by up to a cell's entries; the packed shares hold too few
+  // bits for the logs' live entries (a 1-hour member's frame leaves a log 5 bits of code).
+  const four: AlgorithmSpec[] = [
+    ...pair,
+    { algorithm: "gcra", limit: 100, periodMs: 1000 },
+    { algorithm: "token-bucket", capacity: 100, refillPerSecond: 100 },
+  ];
+  for (const P of [500, 1000]) {
+    it.fails(`(c) a log among four members every ${P} ms: at most 1% of ${STEPS} refused`, () => {
+      expect(refusals(four, P, SEED + P)).toBeLessThanOrEqual(STEPS / 100);
+    });
+  }
+  const hourly: AlgorithmSpec[] = [
+    { algorithm: "fixed-window", limit: 10_000, windowMs: 3_600_000 },
+    pair[1] as AlgorithmSpec,
+  ];
+  for (const P of [500, 1000]) {
+    it.fails(`(c) a log beside a 1-hour member every ${P} ms: at most 1% of ${STEPS} refused`, () => {
+      expect(refusals(hourly, P, SEED + P)).toBeLessThanOrEqual(STEPS / 100);
+    });
+  }
+  it.fails("(c) [gcra 100/min, sliding-log 30/min] every 3 s (two thirds of the log's limit): at most 1% refused", () => {
+    const specs: AlgorithmSpec[] = [
+      { algorithm: "gcra", limit: 100, periodMs: 60_000 },
+      { algorithm: "sliding-log", limit: 30, windowMs: 60_000 },
+    ];
+    expect(refusals(specs, 3000, SEED)).toBeLessThanOrEqual(STEPS / 100);
+  });
+  it.fails("(c) a bare sliding log 40/3 s every 100 ms (three quarters of its limit): at most 1% refused", () => {
+    expect(refusals({ algorithm: "sliding-log", limit: 40, windowMs: 3000 }, 100, SEED)).toBeLessThanOrEqual(
+      STEPS / 100,
+    );
+  });
 });

@@ -143,7 +143,7 @@ const MAX_GRID = 31;
  * newest exactly (whole ms below 2^42), the older entries on a grid (log-bound.ts) of W/2 to W
  * ms, or 2, 4 or 8 times finer when the entries fit 14 bits there; that bound does not drift
  * under re-encoding, so a key that sends below its limit stays below it; 13 or more live entries
- * as counts per cell of the coarsest grid (`COUNTS_MAX`). Else (more than those, a newest past
+ * as counts per cell of the coarsest grid (`WIDE_MAX`). Else (more than those, a newest past
  * 2^42 or with a fraction of a ms): every entry at the newest (rounded up),
  * which over-counts more and grows by one with each re-encoded request while the oldest entry
  * counts (as state-codec.ts `encodeLogBound`, without the oldest's span). Both are negative,
@@ -158,12 +158,17 @@ function logWord(m: Algorithm, log: SlidingLogState): number | undefined {
       // Payload bits 60..19: T; 18..14: the grid exponent; 13..0: the code.
       return payloadWord(Math.floor(T / 2 ** 13), (T % 2 ** 13) * 2 ** 19 + code.k * 2 ** GRID_BITS + code.lo);
     }
-    // Too many entries for a unary code: counts per cell on the coarsest grid (`COUNTS_MAX`).
-    const counts = cellCounts(log, T, m.horizonMs, top, COUNTS_MAX);
+    // Too many entries for a unary code: counts per cell on the coarsest grid, in the wide
+    // counts code (`WIDE_MAX`), its exponent field never `top` (that of an older build's counts
+    // code, still read back from a state file's pair row: `gridLog`).
+    const counts = cellCounts(log, T, m.horizonMs, top, WIDE_MAX);
     if (counts !== undefined) {
       const [c0, c1, c2] = counts as [number, number, number];
-      const code = ((c0 - 1) * 2 ** 5 + c1) * 2 ** 4 + c2;
-      return payloadWord(Math.floor(T / 2 ** 13), (T % 2 ** 13) * 2 ** 19 + top * 2 ** GRID_BITS + code);
+      const v = ((c0 - 1) * 2 ** 6 + c1) * 2 ** 6 + c2;
+      const high = Math.floor(v / 2 ** (GRID_BITS - 1));
+      const field = high < top ? high : high + 1;
+      const code = v % 2 ** (GRID_BITS - 1);
+      return payloadWord(Math.floor(T / 2 ** 13), (T % 2 ** 13) * 2 ** 19 + field * 2 ** GRID_BITS + code);
     }
   }
   // A fraction of a ms rounds up (later: counts as long or longer).
@@ -173,22 +178,30 @@ function logWord(m: Algorithm, log: SlidingLogState): number | undefined {
 }
 
 /**
- * Most entries per cell of a counts code (cells 0, 1, 2 of the coarsest grid: 4, 5 and 4 bits,
- * cell 0's count less one, under a clear top bit). A unary code's top bit is always set (its
- * first entry is the newest, in cell 0), so the two are told apart by it. Why (issue 34): 14
- * unary bits hold at most 12 entries, and a log of limit 40 steady at a third of it holds 13 or
- * more; it fell back to the drifting "all at the newest" word (180–240 of 1,000 refused).
+ * Most entries per cell of the wide counts code: 62, 63 and 63, as (c0 − 1)·2^12 + c1·2^6 + c2
+ * below 31·2^13, its top 5 bits in the exponent field (skipping the coarsest grid's exponent,
+ * which marks an older build's counts code of 4, 5 and 4 bits: `gridLog`) and the rest under the code's clear top bit. Why (issue 34):
+ * a log of 40 per 3 s steady at three quarters of its limit holds about 20 entries in a 2-s cell,
+ * past the 4-5-4-bit code, and fell back to the drifting "all at the newest" word (360 of 1,000
+ * refused); the exponent field is not needed there (the counts code's grid is always the coarsest).
  */
-const COUNTS_MAX = [16, 31, 15];
+const WIDE_MAX = [62, 63, 63];
 
-/** The log a grid word of `logWord` holds. */
-function gridLog(word: number): SlidingLogState {
+/** The log a grid word of `logWord` holds (`m`: its member, whose window gives the coarsest grid). */
+function gridLog(m: Algorithm, word: number): SlidingLogState {
   const [hi, lo] = payloadOf(word);
   const T = hi * 2 ** 13 + Math.floor(lo / 2 ** 19);
   const k = Math.floor(lo / 2 ** GRID_BITS) % 32;
   const code = lo % 2 ** GRID_BITS;
   if (code < 2 ** (GRID_BITS - 1)) {
-    return countsLog([Math.floor(code / 2 ** 9) + 1, Math.floor(code / 2 ** 4) % 2 ** 5, code % 2 ** 4], T, k);
+    const top = Math.min(MAX_GRID, coarsestGrid(m.horizonMs));
+    if (k === top) {
+      // An older build's counts code (pair rows of state files): cells 0, 1, 2 of the coarsest
+      // grid in 4, 5 and 4 bits, cell 0's count less one.
+      return countsLog([Math.floor(code / 2 ** 9) + 1, Math.floor(code / 2 ** 4) % 2 ** 5, code % 2 ** 4], T, k);
+    }
+    const v = (k < top ? k : k - 1) * 2 ** (GRID_BITS - 1) + code;
+    return countsLog([Math.floor(v / 2 ** 12) + 1, Math.floor(v / 2 ** 6) % 2 ** 6, v % 2 ** 6], T, top);
   }
   return decodeGrid({ k, hi: 0, lo: code }, T, GRID_BITS);
 }
@@ -238,7 +251,7 @@ function memberWord(m: Algorithm, state: unknown): number | undefined {
 /** The state of member `m` a word written by `memberWord` holds. */
 function wordMember(m: Algorithm, word: number): unknown {
   if (isLog(m)) {
-    if (isPayload(word)) return gridLog(word);
+    if (isPayload(word)) return gridLog(m, word);
     if (word < 0) {
       const packed = -(word + 1);
       const n = packed % LOG_COUNT;
