@@ -841,8 +841,15 @@ export class ThrottleRunner {
    * store call (the store's own decision instant: its record never sees time run back); on a
    * limiter a refund and a check. A store that fails, or a queue that cannot: it starts as granted.
    */
-  #restamp(kq: KeyQueue<Job>, job: Job, unit: Unit, run: (at: number | undefined, since: number) => void): void {
+  #restamp(kq: KeyQueue<Job>, job: Job, unit: Unit, then: (at: number | undefined, since: number) => void): void {
     const { key } = kq;
+    // The units now stand at the instant taken: a later move gives back these, not the first
+    // grant's (already given back: refunding that receipt again frees nothing, and the units
+    // taken here would stay held beside the next ones, each further move costing the rate a unit).
+    const run = (at: number | undefined, since: number, taken = at !== undefined) => {
+      if (taken) unit.at = at as number;
+      then(at, since);
+    };
     const fleet = unit.ticket === undefined ? undefined : this.#fleet;
     const limiter = this.#limitersOf(kq).rate;
     let receipt: number | undefined = unit.at;
@@ -894,7 +901,7 @@ export class ThrottleRunner {
         // A leaky bucket's unit: its task starts after the spacing it was given.
         if (d.allowed && d.delayMs > 0) after(this.#clock, d.delayMs, () => run(d.at, sent + d.delayMs));
         else if (d.allowed) run(d.at, sent);
-        else if (!Number.isFinite(d.retryAfterMs)) run(d.at, this.#clock.now());
+        else if (!Number.isFinite(d.retryAfterMs)) run(d.at, this.#clock.now(), false);
         else after(this.#clock, Math.max(1, d.retryAfterMs), attempt);
       };
       try {
