@@ -857,6 +857,16 @@ export class ThrottleRunner {
       this.events.emit("error", { key, error });
       run(undefined, this.#clock.now());
     };
+    // A refused move waits for the next unit: never past the job's `maxWaitMs` (its task has not
+    // begun, so it is rejected as a waiting job is, its slot given back). Without this a loaded
+    // process's late starts waited seconds past it (attack8 F5).
+    const overdue = (waitMs: number): boolean => {
+      const { maxWaitMs } = job.options;
+      if (this.#clock.now() + waitMs <= job.enqueuedAt + maxWaitMs) return false;
+      const message = `the job's late start needs ${Math.ceil(waitMs)} ms more for its rate unit, past \`maxWaitMs\` (${maxWaitMs} ms)`;
+      this.#finish(kq, job, new WaitTimeoutError(message), "expired");
+      return true;
+    };
     const attempt = (): void => {
       if (job.aborted !== undefined) {
         this.#finish(kq, job, job.aborted, "expired");
@@ -879,6 +889,7 @@ export class ThrottleRunner {
           else if ("waitMs" in m) {
             // Refused while the key cools down (another job holds it): also woken when that job
             // ends, here or (a host's word) elsewhere; the store's wait is the fallback.
+            if (overdue(m.waitMs)) return;
             if (this.#pauses.cooling(key, this.#clock.now()) > 0) afterCoolJob(this.#clock, kq, m.waitMs, attempt);
             else after(this.#clock, Math.max(1, m.waitMs), attempt);
           } else if (m.cooling === true && job.keeper === undefined) {
@@ -902,7 +913,7 @@ export class ThrottleRunner {
         if (d.allowed && d.delayMs > 0) after(this.#clock, d.delayMs, () => run(d.at, sent + d.delayMs));
         else if (d.allowed) run(d.at, sent);
         else if (!Number.isFinite(d.retryAfterMs)) run(d.at, this.#clock.now(), false);
-        else after(this.#clock, Math.max(1, d.retryAfterMs), attempt);
+        else if (!overdue(d.retryAfterMs)) after(this.#clock, Math.max(1, d.retryAfterMs), attempt);
       };
       try {
         if (at !== undefined) {
@@ -922,6 +933,7 @@ export class ThrottleRunner {
         // task has not begun: it would reach the upstream during the pause).
         const pausedUntil = this.#pauses.until(key, now);
         if (pausedUntil > 0) {
+          if (overdue(pausedUntil - now)) return;
           after(this.#clock, pausedUntil - now, attempt);
           return;
         }
