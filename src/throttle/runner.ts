@@ -841,14 +841,31 @@ export class ThrottleRunner {
    * store call (the store's own decision instant: its record never sees time run back); on a
    * limiter a refund and a check. A store that fails, or a queue that cannot: it starts as granted.
    */
-  #restamp(kq: KeyQueue<Job>, job: Job, unit: Unit, run: (at: number | undefined, since: number) => void): void {
+  #restamp(kq: KeyQueue<Job>, job: Job, unit: Unit, then: (at: number | undefined, since: number) => void): void {
     const { key } = kq;
+    // The units now stand at the instant taken: a later move gives back these, not the first
+    // grant's (already given back: refunding that receipt again frees nothing, and the units
+    // taken here would stay held beside the next ones, each further move costing the rate a unit).
+    const run = (at: number | undefined, since: number, taken = at !== undefined) => {
+      if (taken) unit.at = at as number;
+      then(at, since);
+    };
     const fleet = unit.ticket === undefined ? undefined : this.#fleet;
     const limiter = this.#limitersOf(kq).rate;
     let receipt: number | undefined = unit.at;
     const failed = (error: unknown) => {
       this.events.emit("error", { key, error });
       run(undefined, this.#clock.now());
+    };
+    // A refused move waits for the next unit: never past the job's `maxWaitMs` (its task has not
+    // begun, so it is rejected as a waiting job is, its slot given back). Without this a loaded
+    // process's late starts waited seconds past it (attack8 F5).
+    const overdue = (waitMs: number): boolean => {
+      const { maxWaitMs } = job.options;
+      if (this.#clock.now() + waitMs <= job.enqueuedAt + maxWaitMs) return false;
+      const message = `the job's late start needs ${Math.ceil(waitMs)} ms more for its rate unit, past \`maxWaitMs\` (${maxWaitMs} ms)`;
+      this.#finish(kq, job, new WaitTimeoutError(message), "expired");
+      return true;
     };
     const attempt = (): void => {
       if (job.aborted !== undefined) {
@@ -872,6 +889,7 @@ export class ThrottleRunner {
           else if ("waitMs" in m) {
             // Refused while the key cools down (another job holds it): also woken when that job
             // ends, here or (a host's word) elsewhere; the store's wait is the fallback.
+            if (overdue(m.waitMs)) return;
             if (this.#pauses.cooling(key, this.#clock.now()) > 0) afterCoolJob(this.#clock, kq, m.waitMs, attempt);
             else after(this.#clock, Math.max(1, m.waitMs), attempt);
           } else if (m.cooling === true && job.keeper === undefined) {
@@ -894,8 +912,8 @@ export class ThrottleRunner {
         // A leaky bucket's unit: its task starts after the spacing it was given.
         if (d.allowed && d.delayMs > 0) after(this.#clock, d.delayMs, () => run(d.at, sent + d.delayMs));
         else if (d.allowed) run(d.at, sent);
-        else if (!Number.isFinite(d.retryAfterMs)) run(d.at, this.#clock.now());
-        else after(this.#clock, Math.max(1, d.retryAfterMs), attempt);
+        else if (!Number.isFinite(d.retryAfterMs)) run(d.at, this.#clock.now(), false);
+        else if (!overdue(d.retryAfterMs)) after(this.#clock, Math.max(1, d.retryAfterMs), attempt);
       };
       try {
         if (at !== undefined) {
@@ -915,6 +933,7 @@ export class ThrottleRunner {
         // task has not begun: it would reach the upstream during the pause).
         const pausedUntil = this.#pauses.until(key, now);
         if (pausedUntil > 0) {
+          if (overdue(pausedUntil - now)) return;
           after(this.#clock, pausedUntil - now, attempt);
           return;
         }
