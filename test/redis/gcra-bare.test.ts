@@ -3,7 +3,7 @@
 // admitting path and the write inline). Seeded walks at fractional instants, with costs above the
 // burst, far-ahead backlogs, batches of distinct keys (one MGET) and batches with a key twice (a
 // GET per check): every answer equals the MemoryStore's, and each key's expiry is what the
-// MemoryStore's state still needs (TTL within a ms of its reset).
+// MemoryStore's state still needs; a foreign value fails its own check alone.
 import { Redis } from "ioredis";
 import { type AlgorithmSpec, createLimiter, ManualClock, MemoryStore, type Store } from "sluice";
 import { RedisStore } from "sluice/redis";
@@ -69,6 +69,22 @@ describe.skipIf(!can)("gcra with a whole-ms interval: the member's own batch loo
       const ttl = await client.pttl(record as string);
       expect(ttl, key).toBeLessThanOrEqual(d.resetMs);
       expect(ttl, key).toBeGreaterThan(d.resetMs - 1_000);
+    }
+    // A foreign value in the middle of a batch stops the loop at that check: it fails alone
+    // (answered by the failure policy), and the checks before and after it decide as before.
+    // Two of them: the loop starts again after each.
+    for (const key of ["c", "e"]) {
+      const [foreign] = await client.keys(`${prefix}*${key}`);
+      await client.set(foreign as string, "garbage");
+    }
+    clock.advance(700);
+    const mixed = await Promise.all(KEYS.map((k) => redis.tryAcquire(k)));
+    for (const [j, key] of KEYS.entries()) {
+      if (key === "c" || key === "e") {
+        expect(mixed[j]?.failure?.error.message).toMatch(/not a sluice gcra state: garbage/);
+        continue;
+      }
+      expect(mixed[j], key).toEqual(memory.tryAcquire(key));
     }
   });
 });
