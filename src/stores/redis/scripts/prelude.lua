@@ -90,7 +90,8 @@ end
 -- commit and allowed); refund(P, S, now, cost) gives units back in place; fresh(P, S) -> when
 -- S equals a fresh key's state. Storage (codecs/*.lua): load(P, raw) -> state (raw false for
 -- an absent record); save(P, S) -> the value to store; write(P, S, key, now, costText) stores
--- a bare rule's state after a committed check.
+-- a bare rule's state after a committed check; optionally quick(P, raw), load for bareChecks'
+-- first pass (check.lua) that may raise where load would not.
 -- Redis runs the whole script on every call, so defining every algorithm would cost each batch
 -- the closures of all of them: script.ts wraps each algorithm's codec and twin in a loader
 -- (ALGO_LOADERS[code]), run the first time the batch asks ALGO for one of its codes.
