@@ -157,14 +157,16 @@ const LEASE_POLL_MS = 25;
 /** Checks a key argument; keys are arbitrary strings, including the empty string. */
 export function checkKey(key: unknown): asserts key is string {
   if (typeof key !== "string") {
-    throw new ArgumentError(`key must be a string (got ${typeof key === "object" ? String(key) : typeof key})`);
+    throw new ArgumentError(`key must be a string (got ${typeof key === "object" ? String(key) : typeof key})`, {
+      field: "key",
+    });
   }
 }
 
 /** Checks a cost argument: a safe integer ≥ 1. */
 export function checkCost(cost: unknown): asserts cost is number {
   if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost < 1) {
-    throw new ArgumentError(`cost must be a positive integer (got ${describeValue(cost)})`);
+    throw new ArgumentError(`cost must be a positive integer (got ${describeValue(cost)})`, { field: "cost" });
   }
 }
 

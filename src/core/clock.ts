@@ -70,7 +70,7 @@ export function coarseClock(options: CoarseClockOptions = {}): Clock {
   checkOptions(options, "coarseClock", ["maxReads"]);
   const maxReads = options.maxReads ?? DEFAULT_MAX_READS;
   if (!Number.isSafeInteger(maxReads) || maxReads < 1) {
-    throw new ArgumentError(`coarseClock: maxReads must be a positive integer (got ${describeValue(maxReads)})`);
+    throw new ArgumentError(`coarseClock: \`maxReads\` must be a positive integer (got ${describeValue(maxReads)})`);
   }
   let reading = 0;
   let left = 0;
@@ -144,7 +144,10 @@ export class ManualClock implements Clock {
 
   /** Moves the clock forward by `ms` and fires due waits. */
   advance(ms: number): this {
-    return this.set(this.#time + checkTime(ms, "ms"));
+    // Backwards is `set`'s job: an advance by a negative amount is a test's sign error.
+    if (checkTime(ms, "ms") < 0)
+      throw new ArgumentError(`ManualClock.advance: \`ms\` must be ≥ 0 (got ${ms}); use set() to step back`);
+    return this.set(this.#time + ms);
   }
 
   /** @internal Schedules `fire` for when the clock reaches `now() + ms`; returns a canceller. */
@@ -167,7 +170,9 @@ export class ManualClock implements Clock {
 
 function checkTime(value: number, name: string): number {
   if (typeof value !== "number" || !Number.isFinite(value)) {
-    throw new TypeError(`${name} must be a finite number of milliseconds (got ${String(value)})`);
+    throw new ArgumentError(
+      `ManualClock: \`${name}\` must be a finite number of milliseconds (got ${describeValue(value)})`,
+    );
   }
   return value;
 }

@@ -66,7 +66,7 @@ describe("coarseClock", () => {
     expect(() => coarseClock({ maxRead: 5 } as never)).toThrow(ArgumentError);
     expect(() => coarseClock({ maxRead: 5 } as never)).toThrow(/maxRead/);
     for (const bad of [0, -1, 1.5, Number.NaN, "3"]) {
-      expect(() => coarseClock({ maxReads: bad as never })).toThrow(/maxReads must be a positive integer/);
+      expect(() => coarseClock({ maxReads: bad as never })).toThrow(/`maxReads` must be a positive integer/);
     }
   });
 });

@@ -4,7 +4,8 @@
  * store, shared memory) makes the limits exact for the whole fleet. See docs/throttle.md.
  */
 
-import { ConfigError } from "../core/errors.ts";
+import { describeValue } from "../core/describe-value.ts";
+import { ArgumentError, ConfigError } from "../core/errors.ts";
 import { hasFleetQueue } from "../core/fleet-queue.ts";
 import { identityText } from "../core/identity.ts";
 import { shareOf } from "../core/share.ts";
@@ -159,10 +160,12 @@ export function createThrottle(options: ThrottleOptions): Throttle {
   const upstream = new Upstream(runner, opts, store, adaptive);
   const throttle: Throttle = {
     schedule: (task, o) => runner.schedule(task, o),
-    wrap:
-      (fn, o) =>
-      (...args) =>
-        runner.schedule(() => fn(...args), o),
+    wrap: (fn, o) => {
+      // Checked here, not at the first call: a wrapped non-function would only fail as a job.
+      if (typeof fn !== "function")
+        throw new ArgumentError(`wrap: \`fn\` must be a function (got ${describeValue(fn)})`);
+      return (...args) => runner.schedule(() => fn(...args), o);
+    },
     fetch: (input, init, o) => upstream.fetch(input, init, o),
     observe: (key, answer) => upstream.observe(key, answer),
     pause: async (key, ms) => {

@@ -167,8 +167,12 @@ export function resolveThrottleOptions(options: unknown): ResolvedOptions {
   if (o.rate === undefined && o.concurrency === undefined) {
     throw new ConfigError("rate", "createThrottle needs `rate`, `concurrency` or both (got neither)");
   }
-  if (o.name !== undefined && typeof o.name !== "string") {
-    throw new ConfigError("name", `createThrottle: \`name\` must be a string (got ${describeValue(o.name)})`, o.name);
+  if (o.name !== undefined && (typeof o.name !== "string" || o.name === "")) {
+    throw new ConfigError(
+      "name",
+      `createThrottle: \`name\` must be a non-empty string (got ${describeValue(o.name)})`,
+      o.name,
+    );
   }
   // On a store passed in, a task starts up to START_TOLERANCE_MS after its unit's instant (a
   // grant heard, a loop turning): the rolling rules are widened by that much so the real starts

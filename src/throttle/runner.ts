@@ -1111,6 +1111,11 @@ export class ThrottleRunner {
     for (const k of Object.keys(options)) {
       if (k !== "drain") return Promise.reject(new ArgumentError(`close: unknown option \`${k}\` (expected drain)`));
     }
+    if (options.drain !== undefined && typeof options.drain !== "boolean") {
+      return Promise.reject(
+        new ArgumentError(`close: \`drain\` must be a boolean (got ${describeValue(options.drain)})`),
+      );
+    }
     this.#closed = true;
     this.#draining = options.drain === true;
     this.#closing = new Promise<void>((resolve) => {

@@ -47,7 +47,7 @@ export class Upstream {
     if (typeof key !== "string")
       throw new ArgumentError(`observe: \`key\` must be a string (got ${describeValue(key)})`);
     if (typeof answer !== "object" || answer === null) {
-      throw new ArgumentError(`observe takes a response or its headers (got ${describeValue(answer)})`);
+      throw new ArgumentError(`observe: \`answer\` must be a response or its headers (got ${describeValue(answer)})`);
     }
     const isResponse = "headers" in answer && typeof answer.headers === "object" && answer.headers !== null;
     const status = isResponse ? ((answer as ResponseLike).status ?? (answer as ResponseLike).statusCode) : undefined;

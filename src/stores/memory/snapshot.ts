@@ -116,11 +116,11 @@ export function decodeSnapshot(text: string): StoreSnapshot {
   try {
     parsed = JSON.parse(text, reviver);
   } catch (error) {
-    throw new ArgumentError(`not a sluice state file: ${(error as Error).message}`);
+    throw new ArgumentError(`not a sluice state file: ${(error as Error).message}`, { field: "text" });
   }
   const doc = parsed as Record<string, unknown> | null;
   if (typeof doc !== "object" || doc === null || doc.format !== SNAPSHOT_FORMAT) {
-    throw new ArgumentError(`not a sluice state file (no "format": "${SNAPSHOT_FORMAT}")`);
+    throw new ArgumentError(`not a sluice state file (no "format": "${SNAPSHOT_FORMAT}")`, { field: "text" });
   }
   if (typeof doc.version !== "number" || !(doc.version >= OLDEST_VERSION && doc.version <= SNAPSHOT_VERSION)) {
     throw new ArgumentError(
