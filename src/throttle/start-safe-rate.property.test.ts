@@ -2,9 +2,10 @@
 // SLUICE_SEED and prints the seed and path of a failure). A shared store grants on the widened
 // rule (startSafeRate); each task starts up to START_TOLERANCE_MS after its grant (a later start
 // re-takes its unit at its real start, runner.ts). The real starts, checked in order by the
-// user's own rule on a fresh limiter, must all pass. Before the widened interval (issue 32, gap 4)
-// a bucket whose burst the tolerance refills entirely (burst 1 refilling faster than every 20 ms)
-// kept its interval: two starts could land T − 20 ms apart, which the user's rule refuses.
+// user's own rule on a fresh limiter, must all pass. Only buckets the rule covers: one with a
+// unit of burst left after the tolerance's refill. (One whose whole burst the tolerance refills,
+// every burst 1 included, keeps burst 1 and is not covered, docs/throttle.md: with it, this
+// property fails, e.g. a token bucket of capacity 1 at 5 a second.)
 import fc from "fast-check";
 import { createLimiter, ManualClock, MemoryStore } from "sluice";
 import { describe, expect, it } from "vitest";
@@ -19,9 +20,11 @@ const bucket = fc
   .record({
     gcra: fc.boolean(),
     perSecond: fc.integer({ min: 5, max: 400 }),
-    burst: fc.integer({ min: 1, max: 6 }),
+    burst: fc.integer({ min: 1, max: 12 }),
     lags: fc.array(fc.integer({ min: 0, max: START_TOLERANCE_MS }), { minLength: JOBS, maxLength: JOBS }),
   })
+  // Covered: a unit of burst left once the tolerance's refill, ⌈20 ms × rate⌉, is taken off.
+  .filter(({ perSecond, burst }) => burst - Math.ceil((START_TOLERANCE_MS * perSecond) / 1000) >= 1)
   .map(({ gcra, perSecond, burst, lags }) => ({
     spec: (gcra
       ? { algorithm: "gcra", limit: perSecond, periodMs: 1000, burst }
@@ -43,7 +46,7 @@ function grants(spec: AlgorithmSpec): number[] {
 }
 
 describe("startSafeRate: real starts up to the tolerance late still hold the user's rule", () => {
-  it("gcra and token buckets, any burst and rate (burst 1 faster than every 20 ms too)", () => {
+  it("gcra and token buckets with a unit of burst left after the tolerance's refill", () => {
     fc.assert(
       fc.property(bucket, ({ spec, lags }) => {
         const starts = grants(startSafeSpec(spec, START_TOLERANCE_MS))

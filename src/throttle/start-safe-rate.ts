@@ -22,16 +22,9 @@ export const ROLLING: ReadonlySet<string> = new Set(["sliding-log", "sliding-win
 /**
  * One member made start-safe for a start lag of at most `m` ms: a sliding log or sliding window
  * checked over `windowMs + m`; a gcra's burst (a token bucket's capacity) less the units `m`
- * refills, when one unit is left. Fixed windows (runner.ts keeps a start in its unit's window),
+ * refills, never below 1 (a rate whose one unit refills in under `m` cannot be made safe this way:
+ * docs/throttle.md says what to do). Fixed windows (runner.ts keeps a start in its unit's window),
  * leaky buckets (the runner waits out their delay) and concurrency are left as they are.
- *
- * A bucket whose burst `m` refills entirely (emission interval T, tolerance τ = (burst − 1)·T,
- * and m > τ: a gcra or token bucket of burst 1 refilling faster than every m ms, or of a burst of
- * a few at a faster rate still) gets burst 1 and an emission interval widened by m − τ: grants
- * at least T' = T + m − τ apart, each start at most m after its grant, are real starts at least
- * (j − i)·T' − m ≥ (j − i)·T − τ apart for any i < j, which is the user's gcra's own condition
- * (virtual scheduling). Its cost: the rate falls to T / T' of the limit (a gcra of 100 a second,
- * burst 1: 10 ms → 30 ms, a third; docs/throttle.md). Unit costs: a job of cost c is c units.
  */
 export function startSafeSpec(spec: AlgorithmSpec, m: number): AlgorithmSpec {
   switch (spec.algorithm) {
@@ -40,17 +33,10 @@ export function startSafeSpec(spec: AlgorithmSpec, m: number): AlgorithmSpec {
       return { ...spec, windowMs: spec.windowMs + m };
     case "gcra": {
       const burst = spec.burst ?? spec.limit;
-      const left = burst - Math.ceil((m * spec.limit) / spec.periodMs);
-      if (left >= 1) return { ...spec, burst: left };
-      // periodMs / limit widened by m − τ: periodMs' = periodMs + limit·m − (burst − 1)·periodMs.
-      return { ...spec, burst: 1, periodMs: spec.periodMs + spec.limit * m - (burst - 1) * spec.periodMs };
+      return { ...spec, burst: Math.max(1, burst - Math.ceil((m * spec.limit) / spec.periodMs)) };
     }
-    case "token-bucket": {
-      const left = spec.capacity - Math.ceil((m * spec.refillPerSecond) / 1000);
-      if (left >= 1) return { ...spec, capacity: left };
-      const t = 1000 / spec.refillPerSecond;
-      return { ...spec, capacity: 1, refillPerSecond: 1000 / (t + m - (spec.capacity - 1) * t) };
-    }
+    case "token-bucket":
+      return { ...spec, capacity: Math.max(1, spec.capacity - Math.ceil((m * spec.refillPerSecond) / 1000)) };
     default:
       return spec;
   }
@@ -59,26 +45,22 @@ export function startSafeSpec(spec: AlgorithmSpec, m: number): AlgorithmSpec {
 /**
  * How late after its unit's store instant a task may start with `specs` (as given) widened by
  * startSafeRate(specs, m) still holding: a log's window covers `m`; a bucket's burst less k units
- * covers k refills (k = ⌈m × rate⌉, so at least `m`: 200 ms for a gcra of 5 a second); one whose
- * interval was widened (startSafeSpec: m refills its whole burst) covers `m` exactly.
+ * covers k refills (k = ⌈m × rate⌉, so at least `m`: 200 ms for a gcra of 5 a second). A member
+ * whose burst met the floor of 1 covers less than `m`: `m` anyway (docs/throttle.md: its residual).
  * Undefined without a rolling member (no lag counted from the store's instant).
  */
 export function rollingLagMs(specs: readonly AlgorithmSpec[], m: number = START_TOLERANCE_MS): number | undefined {
   let lag: number | undefined;
   for (const spec of specs) {
     if (!ROLLING.has(spec.algorithm)) continue;
-    // The units a bucket holds back cover ⌈m × rate⌉ refills; a widened interval covers m.
+    // The units a bucket holds back (fewer than ⌈m × rate⌉ where the floor of 1 met it).
     let covers = m;
     if (spec.algorithm === "gcra") {
-      const safe = startSafeSpec(spec, m) as typeof spec;
-      const units = (spec.burst ?? spec.limit) - (safe.burst as number);
-      if (safe.periodMs === spec.periodMs) covers = Math.max(m, Math.floor((units * spec.periodMs) / spec.limit));
+      const units = (spec.burst ?? spec.limit) - ((startSafeSpec(spec, m) as typeof spec).burst as number);
+      covers = Math.max(m, Math.floor((units * spec.periodMs) / spec.limit));
     } else if (spec.algorithm === "token-bucket") {
-      const safe = startSafeSpec(spec, m) as typeof spec;
-      const units = spec.capacity - safe.capacity;
-      if (safe.refillPerSecond === spec.refillPerSecond) {
-        covers = Math.max(m, Math.floor((units * 1000) / spec.refillPerSecond));
-      }
+      const units = spec.capacity - (startSafeSpec(spec, m) as typeof spec).capacity;
+      covers = Math.max(m, Math.floor((units * 1000) / spec.refillPerSecond));
     }
     lag = Math.min(lag ?? covers, covers);
   }
