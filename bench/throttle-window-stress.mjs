@@ -8,9 +8,13 @@
 // the store aligns them, for fixed-window; any span of windowMs otherwise), the most running at
 // once, and throughput as a share of the limit.
 // Run: npm run build && node bench/throttle-window-stress.mjs
+// STRESS_STORES may add socket-parent: the 4 processes are the socket's clients and this process
+// hosts it (with "socket" the first member hosts, and each hosting member's exit when its jobs are
+// done costs the others a re-election and the new host's grace, REJOIN_GRACE_MS).
 // Knobs: STRESS_STORES=redis,threads,socket  STRESS_ROUNDS=3  STRESS_JOBS=150
 //        STRESS_SPECS='[{"algorithm":"fixed-window","limit":6,"windowMs":200}]'  STRESS_CONC=3,8
 //        STRESS_SEED (first seed; each round adds 1)  REDIS_URL  STRESS_DIST (a build directory)
+//        STRESS_DUMP (a path prefix: each run's records written to PREFIX-kind-cN-seed.json)
 import { fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
@@ -131,7 +135,21 @@ async function fleet(kind, options, jobs, seed) {
   let dir;
   let handle;
   const prefix = `stress32-${process.pid}-${seed}-${Date.now()}:`;
-  if (kind === "socket") dir = mkdtempSync(join(tmpdir(), "stress32-"));
+  const socketKind = kind === "socket" || kind === "socket-parent";
+  if (socketKind) dir = mkdtempSync(join(tmpdir(), "stress32-"));
+  let parentHost;
+  if (kind === "socket-parent") {
+    // This process hosts the socket (as the threads' main thread hosts their queue): no member's
+    // exit moves the host mid-run.
+    const { ClusterStore } = await dist("./stores/cluster/index.js");
+    const { createLimiter } = await dist("./index.js");
+    parentHost = new ClusterStore({ socket: join(dir, "s.sock"), timeoutMs: 10_000 });
+    await createLimiter(
+      { algorithm: "fixed-window", limit: 1, windowMs: 1000 },
+      { store: parentHost, name: "host" },
+    ).tryAcquire("x");
+    if (!parentHost.hosting) throw new Error("the parent does not host the socket");
+  }
   if (kind === "threads") {
     const { SharedMemoryStore } = await dist("./stores/threads/index.js");
     handle = new SharedMemoryStore({ maxKeys: 1000, recordWords: 40 }).handle;
@@ -154,7 +172,7 @@ async function fleet(kind, options, jobs, seed) {
       options,
       jobs,
       seed,
-      kind,
+      kind: socketKind ? "socket" : kind,
       url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
       prefix,
     };
@@ -165,7 +183,7 @@ async function fleet(kind, options, jobs, seed) {
       w.on("error", (e) => process.stderr.write(`thread ${i}: ${e.stack}\n`));
       members.push(w);
     } else {
-      if (kind === "socket") args.socket = join(dir, "s.sock");
+      if (socketKind) args.socket = join(dir, "s.sock");
       const c = fork(self, [], { env: { ...process.env, STRESS_ROLE: "child", STRESS_ARGS: JSON.stringify(args) } });
       senders[i] = (m) => c.send(m);
       c.on("message", (m) => hear(i, m));
@@ -262,6 +280,10 @@ async function main() {
           const records = outs.flatMap((o) => o.records);
           const failed = outs.flatMap((o) => o.failed);
           const a = analyse(spec, concurrency, records);
+          if (process.env.STRESS_DUMP) {
+            const { writeFileSync } = await import("node:fs");
+            writeFileSync(`${process.env.STRESS_DUMP}-${kind}-c${concurrency}-${seed}.json`, JSON.stringify(records));
+          }
           const name = `${kind} ${spec.algorithm} ${spec.limit}/${spec.windowMs} c${concurrency}`;
           const t = (totals[name] ??= { runs: 0, overTask: 0, overStore: 0, runsOver: 0, throughput: [] });
           t.runs++;
@@ -279,4 +301,6 @@ async function main() {
     }
   }
   console.log("totals", JSON.stringify(totals, null, 1));
+  // A socket-parent fleet's host (a ClusterStore has no close) would keep this process alive.
+  process.exit(0);
 }

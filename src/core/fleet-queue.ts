@@ -237,7 +237,11 @@ export const COOL_FALLBACK_MS = 1000;
 
 /** A store that can hold a fleet queue. */
 export interface FleetQueueStore {
-  /** Opens the fleet queue of one throttle (resolves once grants can be heard). */
+  /**
+   * Opens the fleet queue of one throttle: resolves once calls can be made and no grant to this
+   * owner can be lost (once grants can be heard, or, on Redis by subscription, at once: grants
+   * made before its subscription is live are kept for it, queue.lua 'p' and 'a').
+   */
   openFleetQueue(config: FleetQueueConfig): Promise<FleetQueue>;
 }
 

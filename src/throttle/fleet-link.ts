@@ -45,8 +45,7 @@ export class FleetLink {
   readonly #clock: Clock;
   readonly #host: FleetHost;
   readonly #ownerTtlMs: number;
-  /** The heartbeat's period, once the queue is open (it depends on how the store sees liveness). */
-  #heartbeatMs: number;
+
   readonly #open: () => Promise<FleetQueue>;
   #opened: Promise<FleetQueue> | undefined;
   /** The queue once open: its `ended` (the store's client quit for good) stops the retries. */
@@ -76,7 +75,6 @@ export class FleetLink {
     this.#clock = clock;
     this.#host = host;
     this.#ownerTtlMs = config.ownerTtlMs;
-    this.#heartbeatMs = Math.max(1, Math.floor(config.ownerTtlMs / 3));
     // Opened on the first job: an idle throttle holds no connection (its subscription's).
     this.#open = () => {
       if (this.#opened === undefined) {
@@ -100,9 +98,6 @@ export class FleetLink {
         this.#opened.then(
           (q) => {
             this.#ready = q;
-            // Liveness seen by the store: the heartbeat only rescues a key whose head owner died
-            // after it was told to wake (rare), so it runs seldom and costs nothing per job.
-            if (q.heartbeatless === true) this.#heartbeatMs = Math.max(1, 3 * this.#ownerTtlMs);
           },
           () => {},
         );
@@ -114,6 +109,17 @@ export class FleetLink {
       }
       return this.#opened;
     };
+  }
+
+  /**
+   * The heartbeat's period (read each time: a queue's liveness can change, Redis's once its
+   * subscription is live). Liveness seen by the store: the heartbeat only rescues a key whose
+   * head owner died after it was told to wake (rare), so it runs seldom and costs nothing per job.
+   */
+  get #heartbeatMs(): number {
+    return this.#ready?.heartbeatless === true
+      ? Math.max(1, 3 * this.#ownerTtlMs)
+      : Math.max(1, Math.floor(this.#ownerTtlMs / 3));
   }
 
   /** The queue, opened on first use. */

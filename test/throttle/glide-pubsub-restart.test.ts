@@ -90,6 +90,8 @@ describe.skipIf(server === undefined)("valkey-glide subscription across a Redis 
       listener: { granted: () => {}, wake: () => {}, relinked: () => relinked++ },
     });
     try {
+      // The queue opens at once and subscribes meanwhile (F2): the link is live once it is heartbeatless.
+      await poll(() => queue.heartbeatless === true);
       await redis.stop();
       await redis.start();
       await poll(() => relinked > 0);

@@ -88,10 +88,22 @@ function parseGrants(text: string): FleetGrant[] {
   });
 }
 
-/** Opens a fleet queue on a RedisStore's connection (see {@link RedisFleetQueue}). */
+/** Backoff before subscribing again after the subscriber connection failed to open. */
+const RESUBSCRIBE_MS = 250;
+
+/**
+ * Opens a fleet queue on a RedisStore's connection (see {@link RedisFleetQueue}). Where owners
+ * are alive by subscription, it resolves at once and subscribes meanwhile (F2: a process's
+ * first jobs reached the queue only once its subscriber connection opened, 100-130 ms after
+ * `schedule`, so later jobs of processes already open went first); elsewhere (a Cluster, alive
+ * by heartbeats, where a PUBLISH to a channel nobody hears yet is lost) once subscribed.
+ */
 export async function openRedisFleetQueue(parts: StoreParts, config: FleetQueueConfig): Promise<FleetQueue> {
   const queue = new RedisFleetQueue(parts, config);
-  await queue.start();
+  if (config.liveness !== "subscription" || parts.commands.cluster) await queue.start();
+  // Begun once the first call has gone out (its caller's continuation runs first): the new
+  // connection's setup does not delay it. (Given up only when closed or its client ended.)
+  else setImmediate(() => void queue.start().catch(() => {}));
   return queue;
 }
 
@@ -106,10 +118,23 @@ export class RedisFleetQueue implements FleetQueue {
   readonly #queueInfix: string;
   readonly #channel: string;
   #subscription: Subscription | undefined;
+  /** The subscription under way (its connection opening), until it is live. */
+  #subscribing: Promise<void> | undefined;
+  /** True once this owner's channel is heard (calls before it say so: queue.lua keeps their grants). */
+  #heard = false;
+  #closed = false;
+  /**
+   * Tickets enqueued before the channel was heard and not yet seen granted, by key (full id →
+   * the enqueue's args): sent again as 'a' once it is heard, which hands back their grants kept
+   * meanwhile and this owner's wake-up.
+   */
+  readonly #unheard = new Map<string, Map<string, [string, string, string]>>();
+  /** Calls made before the channel was heard, still under way (their replies' grants are heard). */
+  readonly #early = new Set<Promise<unknown>>();
   #lost = false;
   #ended = false;
-  /** Owners are alive while subscribed (a standalone server, asked for it): no heartbeats. */
-  readonly heartbeatless: boolean;
+  /** Owners are alive while subscribed (a standalone server, asked for it) ... */
+  readonly #bySubscription: boolean;
 
   constructor(parts: StoreParts, config: FleetQueueConfig) {
     this.#parts = parts;
@@ -122,7 +147,15 @@ export class RedisFleetQueue implements FleetQueue {
     this.#queueInfix = ruleDigest(`queue:${tagId}`, "");
     this.#channel = `${parts.prefix}queue:`;
     // PUBSUB NUMSUB sees one node's subscribers: a Cluster keeps heartbeats.
-    this.heartbeatless = config.liveness === "subscription" && !parts.commands.cluster;
+    this.#bySubscription = config.liveness === "subscription" && !parts.commands.cluster;
+  }
+
+  /**
+   * Owners are alive while subscribed (a standalone server, asked for it): no heartbeats. False
+   * while the subscription opens: alive by the deadline each call sets meanwhile (queue.lua 'p').
+   */
+  get heartbeatless(): boolean {
+    return this.#bySubscription && this.#heard;
   }
 
   /** True once the client this store was given has ended for good (its subscription closed with it). */
@@ -130,10 +163,51 @@ export class RedisFleetQueue implements FleetQueue {
     return this.#ended;
   }
 
-  /** Subscribes to this owner's channel: grants and wake-ups made by other processes' calls. */
-  async start(): Promise<void> {
+  /**
+   * Subscribes to this owner's channel: grants and wake-ups made by other processes' calls. Where
+   * owners are alive by subscription, a failed attempt is tried again (calls go on meanwhile);
+   * resolves once it is live (or, there, once it was given up: closed, the client ended).
+   */
+  start(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    this.#subscribing ??= this.#subscribe().finally(() => {
+      this.#subscribing = undefined;
+    });
+    return this.#subscribing;
+  }
+
+  async #subscribe(): Promise<void> {
+    for (;;) {
+      try {
+        const s = await this.#open();
+        if (this.#closed) {
+          await s.close();
+          return;
+        }
+        this.#subscription = s;
+        break;
+      } catch (error) {
+        if (!this.#bySubscription) throw error;
+        if (this.#closed || this.#ended) return;
+        await new Promise((r) => setTimeout(r, RESUBSCRIBE_MS).unref());
+        if (this.#closed || this.#ended) return;
+      }
+    }
+    this.#heard = true;
+    // What was enqueued before: grants kept meanwhile, and this owner's wake-up, come back now,
+    // once the calls made before have answered (a grant in their reply is heard: not asked for).
+    await Promise.allSettled([...this.#early]);
+    const unheard = [...this.#unheard];
+    this.#unheard.clear();
+    for (const [key, tickets] of unheard) {
+      const args = [...tickets.values()].flat();
+      if (args.length > 0) this.#call(key, "a", args).catch(() => this.#config.listener.relinked());
+    }
+  }
+
+  #open(): Promise<Subscription> {
     const listener = this.#config.listener;
-    this.#subscription = await this.#parts.commands.subscribe(
+    return this.#parts.commands.subscribe(
       this.#channel + this.owner,
       (message) => {
         let m: { k: string; g?: string; w?: number; z?: number; u?: number; f?: number };
@@ -144,7 +218,7 @@ export class RedisFleetQueue implements FleetQueue {
         }
         const key = keyOfWire(m.k);
         if (m.z !== undefined && m.u !== undefined) listener.paused?.(key, m.z, m.u);
-        if (m.g !== undefined) listener.granted(key, this.#mine(parseGrants(m.g)));
+        if (m.g !== undefined) listener.granted(key, this.#mine(parseGrants(m.g), key));
         if (m.w !== undefined) listener.wake(key, m.w);
         // The cool-down's job ended: a late start refused during it asks again now (queue.lua, 'cw').
         if (m.f !== undefined) listener.coolFreed?.(key);
@@ -188,7 +262,7 @@ export class RedisFleetQueue implements FleetQueue {
       op,
       this.#channel,
       this.owner,
-      `${this.#config.ownerTtlMs}${this.heartbeatless ? "s" : ""}`,
+      `${this.#config.ownerTtlMs}${this.#bySubscription ? (this.#heard ? "s" : "p") : ""}`,
       this.#rate?.text ?? "",
       this.#slots?.text ?? "",
       wireKey(key),
@@ -211,10 +285,16 @@ export class RedisFleetQueue implements FleetQueue {
     // settles would leave its job's release, its ticket's retry or its key's wake-up pending
     // forever (close() never resolving; a key nobody pumps). Every op may be sent again (a
     // ticket keeps its place or its grant), so a call that ran after all is harmless.
-    const reply = await boundedCall(send(), this.#parts.timeoutMs, "Redis (fleet queue)");
+    const sent = boundedCall(send(), this.#parts.timeoutMs, "Redis (fleet queue)");
+    if (!this.#heard && this.#bySubscription) {
+      this.#early.add(sent);
+      const done = () => this.#early.delete(sent);
+      sent.then(done, done);
+    }
+    const reply = await sent;
     const { status, wait, grants } = parseReply(reply);
     const listener = this.#config.listener;
-    if (grants.length > 0) listener.granted(key, this.#mine(grants));
+    if (grants.length > 0) listener.granted(key, this.#mine(grants, key));
     if (wait !== undefined) listener.wake(key, wait);
     else listener.unwake?.(key);
     return status;
@@ -225,9 +305,14 @@ export class RedisFleetQueue implements FleetQueue {
     return `${this.owner}.${id}`;
   }
 
-  /** Grants with the owner's part of their ids taken off. */
-  #mine(grants: FleetGrant[]): FleetGrant[] {
+  /** Grants with the owner's part of their ids taken off (no longer sent again as 'a'). */
+  #mine(grants: FleetGrant[], key: string): FleetGrant[] {
     const cut = this.owner.length + 1;
+    const unheard = this.#unheard.get(key);
+    if (unheard !== undefined) {
+      for (const g of grants) unheard.delete(g.id);
+      if (unheard.size === 0) this.#unheard.delete(key);
+    }
     return grants.map((g) => ({ ...g, id: g.id.slice(cut) }));
   }
 
@@ -235,12 +320,19 @@ export class RedisFleetQueue implements FleetQueue {
     const args: string[] = [];
     for (const t of tickets) {
       const cost = t.penalty === undefined || t.penalty <= 0 ? String(t.cost) : `${t.cost}+${t.penalty}`;
-      args.push(this.#full(t.id), `${t.priority}${t.front === true ? "f" : ""}`, cost);
+      const ticket: [string, string, string] = [this.#full(t.id), `${t.priority}${t.front === true ? "f" : ""}`, cost];
+      args.push(...ticket);
+      if (!this.#heard && this.#bySubscription) {
+        let unheard = this.#unheard.get(key);
+        if (unheard === undefined) this.#unheard.set(key, (unheard = new Map()));
+        unheard.set(ticket[0], ticket);
+      }
     }
     return (await this.#call(key, resent ? "E" : "e", args)) === "1";
   }
 
   async cancel(key: string, id: string): Promise<"removed" | "returned" | "unknown"> {
+    this.#unheard.get(key)?.delete(this.#full(id));
     const status = await this.#call(key, "c", [this.#full(id)]);
     return status === "1" ? "removed" : status === "2" ? "returned" : "unknown";
   }
@@ -275,6 +367,9 @@ export class RedisFleetQueue implements FleetQueue {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
+    this.#unheard.clear();
+    await this.#subscribing?.catch(() => {});
     const s = this.#subscription;
     this.#subscription = undefined;
     await s?.close();

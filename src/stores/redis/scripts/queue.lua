@@ -16,7 +16,9 @@
 -- ARGV (after the guard's deadline): 1 expiry grace, 2 op, 3 the owners' channel prefix,
 -- 4 the calling owner, 5 an owner's time to live (ms), followed by 's' when an owner is alive
 -- while its channel has a subscriber (no heartbeats: a standalone server, where PUBSUB NUMSUB
--- sees every subscriber; a killed process's connection closes, so it is dead at once), 6 the
+-- sees every subscriber; a killed process's connection closes, so it is dead at once), or by 'p'
+-- (the same, from a caller whose subscription is still opening: alive by a deadline, field
+-- 'o:<owner>', until it subscribes, and its grants are kept for it, below), 6 the
 -- rate rule's descriptor ('' none), 7 the concurrency rule's ('' none), 8 the user key as sent
 -- back in messages (fleet-queue.ts encodes it losslessly), 9 the lookahead (ms), then the op's
 -- arguments:
@@ -26,6 +28,10 @@
 --   'p' pump                                      'l' leave: pump, the caller (closing) wakes nothing
 --   'z' pause: ms (no grant until now + ms; every other live owner of the key hears it at once)
 --   'm' a late start: id cost at('-' none) (its units taken at `at` go back, `cost` are taken now)
+--   'a' enqueue as 'e', from an owner whose subscription just opened: its grants made while it
+--       opened (kept in fields 'm:<id>' "dueAt grant", as nobody could hear a PUBLISH) come back
+--       in the reply, and so does its wake-up if it was told one (an owner enqueues at once and
+--       subscribes meanwhile: its first jobs reach the queue a connection's opening earlier)
 -- Every op then grants what now fits, head first: grants to the caller come back in the reply,
 -- grants to other owners are PUBLISHed on their channel, and when the head must wait for the
 -- rate (or a lease's expiry) its owner is told when to call again.
@@ -37,7 +43,10 @@
 
 local KQ, KH, KR, KC, KP = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, channel, me = ARGV[2], ARGV[3], ARGV[4]
-local bySubscription = sub(ARGV[5], -1) == 's'
+local liveBy = sub(ARGV[5], -1)
+local bySubscription = liveBy == 's' or liveBy == 'p'
+-- The caller's subscription is still opening (ARGV 5 ends in 'p'): alive by a deadline meanwhile.
+local opening = liveBy == 'p'
 local ownerTtl = tonumber(bySubscription and sub(ARGV[5], 1, -2) or ARGV[5])
 local userKey, lookahead = ARGV[8], tonumber(ARGV[9])
 local now = sluice_ms
@@ -120,12 +129,19 @@ local NEXT_MS = 250
 -- Whether `owner` is alive: the caller is; else its channel has a subscriber, or its heartbeat
 -- deadline has not passed (answers cached for this call).
 local living = {}
+-- Owners found alive by their deadline while their subscription opens: their grants and wake-up
+-- are kept for them ('m:<id>', 'due'), not PUBLISHed to nobody.
+local unheard = {}
 local function alive(owner)
   if owner == me then return true end
   local known = living[owner]
   if known == nil then
     if bySubscription then
       known = call('PUBSUB', 'NUMSUB', channel .. owner)[2] > 0
+      if not known and tonumber(call('HGET', KH, 'o:' .. owner) or '0') >= now then
+        known = true
+        unheard[owner] = true
+      end
     else
       known = tonumber(call('HGET', KH, 'o:' .. owner) or '0') >= now
     end
@@ -276,7 +292,9 @@ end
 local function touch()
   -- A queue that expired (or was lost) forgot every ticket: its owners send theirs again.
   local known = call('EXISTS', KH) == 1
-  if not bySubscription then
+  if opening then
+    call('HSET', KH, 'o:' .. me, fmt('%d', now + ownerTtl))
+  elseif not bySubscription then
     known = tonumber(call('HGET', KH, 'o:' .. me) or '0') >= now
     call('HSET', KH, 'o:' .. me, fmt('%d', now + ownerTtl))
   end
@@ -319,13 +337,15 @@ if coolUntil > 0 and coolUntil <= now then
   coolUntil = 0
 end
 
-if op == 'e' or op == 'E' then
+if op == 'e' or op == 'E' or op == 'a' then
   -- 0: the store had forgotten this owner (its tickets that reached the head meanwhile were
   -- dropped as dead): it sends its other waiting tickets again.
   if not touch() then status = '0' end
   -- Sent again after a lost link: a concurrency record that is gone lost the leases of jobs
   -- that may still run.
   if op == 'E' and RC and call('EXISTS', KC) == 0 then holdGrants() end
+  -- Subscribed now: its deadline served only while its subscription opened.
+  if op == 'a' then call('HDEL', KH, 'o:' .. me) end
   -- Who hears a pause of this key: one entry per owner (written once per call, not per ticket).
   call('ZADD', KP, now, me)
   local seq = call('HINCRBY', KH, 'seq', (#ARGV - 9) / 3)
@@ -339,7 +359,21 @@ if op == 'e' or op == 'E' then
     -- Idempotent: a ticket sent again after a reconnect keeps its place, or its grant, which
     -- its owner evidently never heard (it sends only tickets still waiting): delivered again.
     local g = call('HGET', KH, 'g:' .. id)
-    if g then
+    local kept = op == 'a' and call('HGET', KH, 'm:' .. id)
+    if kept then
+      -- Granted while its owner's subscription opened: the grant kept for it, its delay now shorter.
+      local dueAt, gid, leaseAt, _, at, flag = match(kept, '^(%S+) ([^,]+),([^,]+),([^,]+),([^,]+),?(%a*)$')
+      local d = tonumber(dueAt) - now
+      if d < 0 then d = 0 end
+      mine[#mine + 1] = gid .. ',' .. leaseAt .. ',' .. fmt('%d', d) .. ',' .. at .. (flag == 'c' and ',c' or '')
+      call('HDEL', KH, 'm:' .. id)
+    elseif op == 'a' and (g or id == coolId) then
+      -- Granted, but not while its owner's subscription opened (in a reply, or PUBLISHed once
+      -- it was live): heard already. (A ticket known nowhere, dropped as dead while its owner's
+      -- deadline lapsed, or granted rate-only once its subscription was live with the message
+      -- still on its way, is enqueued again below: at worst a rate unit spent twice, never a
+      -- job run twice, fleet-link.ts ignoring a grant heard twice.)
+    elseif g then
       local _, leaseAt, rateAt = match(g, '^(%S+) (%S+) (%S+)')
       mine[#mine + 1] = id .. ',' .. leaseAt .. ',0,' .. rateAt .. (id == coolId and ',c' or '')
     elseif id == coolId then
@@ -491,7 +525,7 @@ if wait and wait < INF then
   -- call, which grants it ahead, or else its wake-up); the caller, superseded, drops its own.
   local last = nil
   for owner in pairs(others) do
-    if last == nil or owner > last then last = owner end
+    if not unheard[owner] and (last == nil or owner > last) then last = owner end
   end
   if last and w <= 2 * NEXT_MS + lookahead then
     waker, wakeFor, wakeMs = last, last, w
@@ -505,7 +539,8 @@ if wait and wait < INF then
     -- its wake-up's pump answers the rest. (One that dies before waking is found dead by the
     -- next call on the key: any waiting process's rare rescue pump, fleet-link.ts.)
     waker = headOwner
-    call('PUBLISH', channel .. headOwner, cjson.encode({ k = userKey, w = w }))
+    -- (One whose subscription opens hears it in the reply to its 'a' call, as the waker in 'due'.)
+    if not unheard[headOwner] then call('PUBLISH', channel .. headOwner, cjson.encode({ k = userKey, w = w })) end
   end
   if waker then call('HSET', KH, 'due', waker .. ' ' .. headId .. ' ' .. fmt('%d', dueAt)) end
 else
@@ -513,13 +548,21 @@ else
   call('HDEL', KH, 'due')
 end
 for owner, list in pairs(others) do
-  local m = { k = userKey, g = table.concat(list, ';') }
-  if owner == wakeFor then m.w = wakeMs end
-  if freed[owner] then
-    m.f = 1
-    freed[owner] = nil
+  if unheard[owner] then
+    -- Its subscription still opens: each grant kept for its 'a' call ("dueAt grant"), which takes it.
+    for _, g in ipairs(list) do
+      local d = tonumber(match(g, '^[^,]+,[^,]+,([^,]+),'))
+      call('HSET', KH, 'm:' .. match(g, '^[^,]+'), fmt('%d', now + d) .. ' ' .. g)
+    end
+  else
+    local m = { k = userKey, g = table.concat(list, ';') }
+    if owner == wakeFor then m.w = wakeMs end
+    if freed[owner] then
+      m.f = 1
+      freed[owner] = nil
+    end
+    call('PUBLISH', channel .. owner, cjson.encode(m))
   end
-  call('PUBLISH', channel .. owner, cjson.encode(m))
 end
 for owner in pairs(freed) do
   call('PUBLISH', channel .. owner, cjson.encode({ k = userKey, f = 1 }))
