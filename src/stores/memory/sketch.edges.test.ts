@@ -61,11 +61,13 @@ describe("Sketch: rate-based members", () => {
     s.add(1, 2, { b: 1000, t: T0 + 500 }, T0 + 500, [0, T0 + 2000]);
     expect(s.present(1, 2, T0 + 1999)).toBe(true);
     expect(s.present(1, 2, T0 + 2001)).toBe(false);
-    // Without a read-back (no rate), the same record's backlog adds on top: full at T0 + 3000.
-    const summed = new Sketch(TB, 4);
-    summed.add(1, 2, { b: 0, t: T0 }, T0);
-    summed.add(1, 2, { b: 1000, t: T0 + 500 }, T0 + 500);
-    expect(summed.present(1, 2, T0 + 2999)).toBe(true);
+    // Without a read-back (no rate), the record joins by its maximum: still full at T0 + 2000
+    // (summed, the backlogs would have pushed it to T0 + 3000).
+    const joined = new Sketch(TB, 4);
+    joined.add(1, 2, { b: 0, t: T0 }, T0);
+    joined.add(1, 2, { b: 1000, t: T0 + 500 }, T0 + 500);
+    expect(joined.present(1, 2, T0 + 1999)).toBe(true);
+    expect(joined.present(1, 2, T0 + 2001)).toBe(false);
   });
 
   it("in a composite only the rate member takes the read-back path", () => {
@@ -112,13 +114,24 @@ describe("Sketch: rate-based members", () => {
 });
 
 describe("Sketch: rate arrays", () => {
-  it("an empty rate array (a rule with no read-back debts) joins as no rate at all", () => {
-    const a = new Sketch(TB, 4);
-    const b = new Sketch(TB, 4);
-    for (const s of [a, b]) s.add(1, 2, { b: 0, t: T0 }, T0);
-    a.add(1, 2, { b: 1000, t: T0 + 500 }, T0 + 500, []);
-    b.add(1, 2, { b: 1000, t: T0 + 500 }, T0 + 500);
-    expect(a.toBase64()).toBe(b.toBase64());
+  it("a read-back key joins its whole estimate (its row with what it took since on top); a record joins by its maximum", () => {
+    const FW = rule([{ algorithm: "fixed-window", limit: 10, windowMs: 1000 }]);
+    const cells = (s: Sketch) => s.estimate([{ w: T0, c: 0 }][0] as RuleRecord, [], true, T0, never);
+    const a = new Sketch(FW, 4);
+    const b = new Sketch(FW, 4);
+    for (const s of [a, b]) {
+      s.add(1, 2, { w: T0, c: 3 }, T0);
+      expect(s.present(1, 2, T0)).toBe(true);
+    }
+    a.add(1, 2, { w: T0, c: 2 }, T0, []); // read back at 3, took 2 since: 5
+    b.add(1, 2, { w: T0, c: 2 }, T0); // an exact record of 2: the cell keeps 3
+    expect(cells(a)).toEqual({ w: T0, c: 5 });
+    expect(cells(b)).toEqual({ w: T0, c: 3 });
+    // Joined again, the same estimate counts once (a maximum is idempotent).
+    const again = new Sketch(FW, 4);
+    again.add(1, 2, { w: T0, c: 5 }, T0);
+    again.add(1, 2, { w: T0, c: 5 }, T0);
+    expect(cells(again)).toEqual({ w: T0, c: 5 });
   });
 });
 

@@ -82,7 +82,7 @@ describe("Sketch", () => {
     expect(s.estimate(fw(Number.NEGATIVE_INFINITY, 0), [], true, T0, fewer)).toEqual(fw(T0, 1));
   });
 
-  it("fold halves the width and adds cell j + width/2 into cell j", () => {
+  it("fold halves the width and joins cell j + width/2 into cell j by its maximum", () => {
     const s = new Sketch(FW, 2);
     // Column = h1 & mask (row 0): h1 = 0 and h1 = 1 sit in different columns at width 2.
     s.add(0, 0, fw(T0, 2), T0);
@@ -91,7 +91,7 @@ describe("Sketch", () => {
     expect(s.width).toBe(1);
     expect(s.bytes).toBe(sketchBytes(FW, 1));
     expect(s.present(0, 0, T0)).toBe(true);
-    expect(s.estimate(fw(Number.NEGATIVE_INFINITY, 0), [], true, T0, fewer)).toEqual(fw(T0, 5));
+    expect(s.estimate(fw(Number.NEGATIVE_INFINITY, 0), [], true, T0, fewer)).toEqual(fw(T0, 3));
     s.fold(T0); // width 1: nothing to fold
     expect(s.width).toBe(1);
   });

@@ -1,11 +1,13 @@
 /**
  * The last tier behind `maxKeys`: a count-min-style summary of whole records for one rule (one
  * table), sized from the store's one summary budget. A record pushed out of the exact tiers is
- * *added* into one cell per row (`DEPTH` rows of `width` cells, chosen from the key's
- * fingerprint), so a cell stands for the sum of the states joined into it: it dominates each
- * of them (admits less) and grows only by units that were really counted (summary-codec.ts).
- * Reading a key back takes its most permissive row, which still dominates the key's own record:
- * a key can be over-counted, never reset.
+ * joined into one cell per row (`DEPTH` rows of `width` cells, chosen from the key's
+ * fingerprint) by its *maximum* (rules-max-join.ts): a cell stands for the largest of the
+ * states joined into it, so it dominates each of them (admits less) and a cell shared by many
+ * one-request keys still reads one request (issue 34: summed, 700 flooded rules' few cells each
+ * read full). Reading a key back takes its most permissive row, which still dominates the key's
+ * own record, and adds what it took since on top (a sum: those are its own units); pushed out
+ * again it joins that whole estimate (`addReadBack`). A key can be over-counted, never reset.
  *
  * Slot 0 of a cell is the latest instant anything in it stops mattering: a cell past it is
  * empty again, and a key with an empty cell in any row was never summarised (exact: fresh).
@@ -14,6 +16,7 @@
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
 import type { BanPolicy } from "../../core/ban.ts";
+import { decideRule } from "../../core/decide-rule.ts";
 import { type CompiledRule, memberState, type RuleRecord } from "../../core/rule.ts";
 import { fmix32 } from "../compact/fingerprint.ts";
 import {
@@ -28,6 +31,7 @@ import {
   readBan,
   readMember,
 } from "../compact/summary-codec.ts";
+import { maxJoinMember } from "./rules-max-join.ts";
 
 /** Rows of every sketch: a key is over-counted only if all of its cells are shared with heavier keys. */
 export const DEPTH = 4;
@@ -55,6 +59,12 @@ export class Sketch {
   readonly #rows = new Int32Array(DEPTH);
   /** The latest instant any cell stops mattering: past it, the whole sketch is empty. */
   freshAt = Number.NEGATIVE_INFINITY;
+  /** Lookups of keys in this summary (`present` calls), halved with `fullReads` every 65,536. */
+  probes = 0;
+  /** Keys read back from this summary (`noteReadBack` calls). */
+  reads = 0;
+  /** Of the lookups, keys read back whose every row refuses a request (see `noteReadBack`). */
+  fullReads = 0;
   /** A cell's worth of scratch space (estimates are built here, never in the cells). */
   readonly #scratch: Float64Array;
 
@@ -110,13 +120,73 @@ export class Sketch {
   }
 
   /**
-   * Adds `record` (as of `now`) into the key's cell of every row. With `rate` (per member a debt
-   * and a base, see approx.ts `Approx`), `record` is what a read-back key took since its
-   * read-back: see `joinRateOwn`.
+   * Joins `record` (as of `now`, an exact record or a bound of one) into the key's cell of every
+   * row by its maximum. With `rate` (per member a debt and a base, see approx.ts `Approx`),
+   * `record` is what a read-back key took since its read-back: its whole estimate is joined
+   * (as `addReadBack` does, choosing the row by the most remaining units).
    */
   add(h1: number, h2: number, record: RuleRecord, now: number, rate?: number[]): void {
+    if (rate !== undefined) {
+      this.addReadBack(h1, h2, record, rate, now, (a, b) => this.#looser(a, b, now));
+      return;
+    }
     this.#locate(h1, h2);
-    for (let row = 0; row < DEPTH; row++) this.#join(this.#cells, this.#rows[row] as number, record, now, rate);
+    for (let row = 0; row < DEPTH; row++) this.#maxJoin(this.#cells, this.#rows[row] as number, record, now);
+  }
+
+  /**
+   * Joins a key read back from this summary (`own`: what it took since, `rate`: its debts) as
+   * it goes: its estimate now (what it decides on, which dominates its whole state) into every
+   * row by its maximum. Never only `own` (the rows' other keys are not its) and never the
+   * estimate summed in (that would count the row twice).
+   */
+  addReadBack(
+    h1: number,
+    h2: number,
+    own: RuleRecord,
+    rate: number[],
+    now: number,
+    better: (a: RuleRecord, b: RuleRecord) => boolean,
+  ): void {
+    const present = this.present(h1, h2, now);
+    this.estimate(own, rate, present, now, better);
+    const whole = this.#whole(this.#scratch, 0);
+    this.#locate(h1, h2);
+    for (let row = 0; row < DEPTH; row++) this.#maxJoin(this.#cells, this.#rows[row] as number, whole, now);
+  }
+
+  /**
+   * The whole state a key read back from this summary decides on now (`own`: what it took since,
+   * `rate`: its debts): a bound of its record, for the compact tier (victim.ts) or a snapshot.
+   */
+  boundOf(h1: number, h2: number, own: RuleRecord, rate: number[], now: number): RuleRecord {
+    const present = this.present(h1, h2, now);
+    this.estimate(own, rate, present, now, (a, b) => this.#looser(a, b, now));
+    return this.#whole(this.#scratch, 0);
+  }
+
+  /** Joins `record` into the cell at `at` of `cells` by its maximum (the ban's strikes add up) and extends its slot 0. */
+  #maxJoin(cells: Float64Array, at: number, record: RuleRecord, now: number): void {
+    const rule = this.rule;
+    let i = at + 1;
+    for (let k = 0; k < rule.members.length; k++) {
+      const m = rule.members[k] as Algorithm;
+      maxJoinMember(m, cells, i, memberState(rule, record, k), now);
+      i += memberSlots(m);
+    }
+    if (rule.ban !== undefined) joinBan(cells, i, (record as unknown[])[rule.members.length] as never, rule.ban);
+    const fresh = this.#cellFreshAt(cells, at);
+    if (!((cells[at] as number) >= fresh)) cells[at] = fresh;
+    if (fresh > this.freshAt) this.freshAt = fresh;
+  }
+
+  /** Whether record `a` admits more than `b` for one unit at `now` (allowed first, then more remaining, then sooner). */
+  #looser(a: RuleRecord, b: RuleRecord, now: number): boolean {
+    const da = decideRule(this.rule, a, now, 1, "peek");
+    const db = decideRule(this.rule, b, now, 1, "peek");
+    if (da.allowed !== db.allowed) return da.allowed;
+    if (da.remaining !== db.remaining) return da.remaining > db.remaining;
+    return da.retryAfterMs < db.retryAfterMs;
   }
 
   /** Joins `record` into the cell at `at` of `cells` and extends its slot 0. */
@@ -154,10 +224,37 @@ export class Sketch {
    * Also returns, through `pinUntil`-style use, the earliest instant one of its cells empties.
    */
   present(h1: number, h2: number, now: number): boolean {
+    if (++this.probes >= 65536) {
+      // Recent traffic counts: both halve (the ratio stays, old figures fade).
+      this.probes /= 2;
+      this.fullReads /= 2;
+    }
     if (!(this.freshAt > now)) return false;
     this.#locate(h1, h2);
     for (let row = 0; row < DEPTH; row++) if (!((this.#cells[this.#rows[row] as number] as number) > now)) return false;
     return true;
+  }
+
+  /**
+   * Notes a key read back from this summary (after `present` returned true for it): whether
+   * every one of its rows refuses a request of 1 unit, so that it is refused unless its own
+   * exact record would be too (counted in `fullReads`).
+   */
+  noteReadBack(now: number): void {
+    this.reads++;
+    for (let row = 0; row < DEPTH; row++) {
+      if (decideRule(this.rule, this.#read(this.#cells, this.#rows[row] as number), now, 1, "peek").allowed) return;
+    }
+    this.fullReads++;
+  }
+
+  /**
+   * The share of lookups (`present` calls: requests of keys past the exact tiers) that were
+   * read back to rows that all refuse: at most that share of them is refused for want of room
+   * (a key that spent its own limit reads full rows too). 0 until 256 lookups.
+   */
+  readBackBound(): number {
+    return this.probes < 256 ? 0 : this.fullReads / this.probes;
   }
 
   /** The earliest instant one of the key's cells empties (call after `present` returned true). */
@@ -222,7 +319,7 @@ export class Sketch {
     return states;
   }
 
-  /** Halves the width: cell j absorbs cell j + width/2 (a key's column is its hash masked to the width). */
+  /** Halves the width: cell j joins cell j + width/2 by its maximum (a key's column is its hash masked to the width). */
   fold(now: number): void {
     if (this.#width <= 1) return;
     const half = this.#width / 2;
@@ -240,7 +337,7 @@ export class Sketch {
           cells.set(old.subarray(b, b + slots), to);
           continue;
         }
-        this.#join(cells, to, this.#whole(old, b), now);
+        this.#maxJoin(cells, to, this.#whole(old, b), now);
       }
     }
     this.#cells = cells;
@@ -248,7 +345,7 @@ export class Sketch {
   }
 
   /**
-   * Adds every cell of `other` (a sketch of the same rule, with the same seed) into this one,
+   * Joins every cell of `other` (a sketch of the same rule, with the same seed) into this one,
    * folding the wider of the two first: a restore into a store that summarised keys already.
    */
   absorb(other: Sketch, now: number): void {
@@ -261,7 +358,7 @@ export class Sketch {
       if (!((cells[at] as number) > now)) {
         cells.set(from.subarray(at, at + this.#slots), at);
         if ((from[at] as number) > this.freshAt) this.freshAt = from[at] as number;
-      } else this.#join(cells, at, other.#whole(from, at), now);
+      } else this.#maxJoin(cells, at, other.#whole(from, at), now);
     }
   }
 
@@ -275,6 +372,25 @@ export class Sketch {
       return s;
     });
     return rule.bare ? states[0] : rule.ban === undefined ? states : [...states, readBan(cells, i)];
+  }
+
+  /**
+   * Share of cells (0..1, sampled: at most `sample` of them) that refuse a request of 1 unit at
+   * `now`: the chance a key's row would refuse it whatever the key itself took.
+   */
+  full(now: number, sample = 4096): number {
+    const cells = this.#cells;
+    const n = cells.length / this.#slots;
+    const stride = Math.max(1, Math.floor(n / sample));
+    let seen = 0;
+    let full = 0;
+    for (let c = 0; c < n; c += stride) {
+      seen++;
+      const at = c * this.#slots;
+      if (!((cells[at] as number) > now)) continue;
+      if (!decideRule(this.rule, this.#read(cells, at), now, 1, "peek").allowed) full++;
+    }
+    return seen === 0 ? 0 : full / seen;
   }
 
   /** Share of live cells (0..1) at `now`: the chance a never-seen key's row is occupied. */

@@ -1,6 +1,6 @@
 /** What a MemoryStore reports to operators: each tier's fill and the summaries' error bound, per store and per rule. */
-import { DEPTH } from "./sketch.ts";
 import { now, type StoreState } from "./store-state.ts";
+import { errorBound } from "./summarise.ts";
 
 /** What `stats()` reports. */
 export interface MemoryStoreStats {
@@ -50,9 +50,12 @@ export interface MemoryStoreStats {
    */
   filterErrorBound: number;
   /**
-   * The summaries' error bound: the chance that a key never summarised is read back as
-   * summarised (and so possibly over-counted): the filter's false-positive rate times the
-   * fullest summary's share of live cells to the power of its rows.
+   * The summaries' error bound, the worst rule's: the chance that an honest request reaching a
+   * summary is refused for want of room. The larger of the share of recent lookups read back
+   * to rows that all refuse (a key pushed out and coming back; also counts keys that spent
+   * their own limit, so it bounds from above) and, for keys never summarised, the filter's
+   * false-positive rate times the share of full cells to the power of the rows. Past 1% the
+   * store warns once (SLUICE_STORE_SATURATED): raise `maxBytes`.
    */
   summaryErrorBound: number;
   /** Keys reset while summarised, pinned fresh until their summarised state expires. */
@@ -94,7 +97,7 @@ export function statsOf(s: StoreState): MemoryStoreStats {
             1,
             (s.filter?.errorBound ?? 1) + (t < table.savedFilterUntil ? (table.savedFilter?.errorBound ?? 1) : 0),
           );
-    bound = Math.max(bound, sketch.fill(t) ** DEPTH * through);
+    bound = Math.max(bound, errorBound(sketch, through, t));
   }
   return {
     keys: s.countRecords(),

@@ -44,24 +44,40 @@ export function summarise(
  */
 export function mayHold(s: StoreState, table: Table, h1: number, h2: number, t: number): boolean {
   const filter = s.filter;
-  return (
+  const hold =
     filter === undefined ||
     t < table.unfilteredUntil ||
     filter.mayHold(table.index, h1, h2) ||
-    (t < table.savedFilterUntil && (table.savedFilter as SummaryFilter<string>).mayHold(table.savedFilterIndex, h1, h2))
-  );
+    (t < table.savedFilterUntil &&
+      (table.savedFilter as SummaryFilter<string>).mayHold(table.savedFilterIndex, h1, h2));
+  const sketch = table.sketch;
+  if (hold && sketch !== undefined) {
+    // Called after `present` found the key's rows: how often keys come back to full rows.
+    sketch.noteReadBack(t);
+    if (!s.warned && (sketch.reads & 63) === 0) checkSaturation(s, sketch, filter, t);
+  }
+  return hold;
 }
 
 /**
- * Warns once (`SLUICE_STORE_SATURATED`) when a never-seen key is likely (over 1%) to be read
- * back over-counted: the summary filter past its capacity and the summary's cells mostly live.
+ * The chance (0..1) that an honest request reaching `sketch`'s summary is refused for want of
+ * room: a key read back to rows that all refuse (measured over recent lookups), or a key never
+ * summarised let through by the filter (`through`: its false positives) to such rows.
  */
-function checkSaturation(s: StoreState, sketch: Sketch, filter: SummaryFilter<string>, t: number): void {
-  const bound = filter.errorBound * sketch.fill(t) ** DEPTH;
+export function errorBound(sketch: Sketch, through: number, t: number, sample = 4096): number {
+  return Math.max(sketch.readBackBound(), through * sketch.full(t, sample) ** DEPTH);
+}
+
+/**
+ * Warns once (`SLUICE_STORE_SATURATED`) when honest requests are likely (over 1%) to be refused
+ * for want of room (`errorBound`).
+ */
+function checkSaturation(s: StoreState, sketch: Sketch, filter: SummaryFilter<string> | undefined, t: number): void {
+  const bound = errorBound(sketch, filter?.errorBound ?? 1, t, 1024);
   if (!(bound > 0.01)) return;
   s.warned = true;
   warn(
-    `MemoryStore: about ${(100 * bound).toFixed(1)}% of never-seen keys may now be refused as over-counted (stats().summaryErrorBound): ${s.summarised} records were pushed past \`maxKeys\` (${s.budget.maxKeys}) into ${s.budget.maxBytes} bytes of compact tier, filter and summaries; raise \`maxBytes\` (or \`maxKeys\`) so that honest clients keep passing`,
+    `MemoryStore: about ${(100 * bound).toFixed(1)}% of requests past the exact tiers may now be refused for want of room (stats().summaryErrorBound): ${s.summarised} records were pushed past \`maxKeys\` (${s.budget.maxKeys}) into ${s.budget.maxBytes} bytes of compact tier, filter and summaries; raise \`maxBytes\` (or \`maxKeys\`) so that honest clients keep passing`,
     "SLUICE_STORE_SATURATED",
   );
 }

@@ -37,6 +37,18 @@ export interface SavedFilter {
 
 const toBase64 = (a: Int32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength).toString("base64");
 
+/** Bits set in `gen`. */
+function popcount(gen: Int32Array): number {
+  let n = 0;
+  for (let i = 0; i < gen.length; i++) {
+    let v = (gen[i] as number) >>> 0;
+    v -= (v >>> 1) & 0x55555555;
+    v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+    n += (Math.imul((v + (v >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24) as number;
+  }
+  return n;
+}
+
 /** Bits per key a generation is sized for (4 probes: 0.24% false positives when full). */
 const BITS_PER_KEY = 16;
 
@@ -46,6 +58,10 @@ export class SummaryFilter<Owner = string> {
   readonly bits: number;
   readonly #gens: [Int32Array, Int32Array];
   readonly #joins = [0, 0];
+  /** Joins of the current generation at which a rotation is tried next (once it is full). */
+  #tryAt = 0;
+  /** Bits set in each generation. */
+  readonly #set = [0, 0];
   /** Per generation: each owner's (rule table's) latest fresh-at joined into it. */
   readonly #fresh: [Map<Owner, number>, Map<Owner, number>] = [new Map(), new Map()];
   #current = 0;
@@ -78,11 +94,11 @@ export class SummaryFilter<Owner = string> {
 
   /**
    * The chance that a key never summarised is held (a false positive): each generation's share
-   * of bits set, estimated from its joins, to the power of the probes, summed.
+   * of bits set (counted as they are set), to the power of the probes, summed.
    */
   get errorBound(): number {
     let p = 0;
-    for (const joins of this.#joins) p += (1 - Math.exp((-PROBES * joins) / this.bits)) ** PROBES;
+    for (const set of this.#set) p += (set / this.bits) ** PROBES;
     return Math.min(1, p);
   }
 
@@ -113,7 +129,15 @@ export class SummaryFilter<Owner = string> {
     freshAt: number,
     past: (owner: Owner, at: number) => boolean,
   ): void {
+    filterProbes(index, h1, h2, this.bits, this.#probes);
     let cur = this.#current;
+    // A key either generation already holds (its probes' bits all set) for at least as long
+    // sets no bit: counting it again would only rotate sooner and overstate the error (issue 34:
+    // keys read back and pushed out again joined 3× over, 680,593 joins for ~200,000 keys).
+    for (const g of [cur, cur ^ 1]) {
+      const was = (this.#fresh[g] as Map<Owner, number>).get(owner);
+      if (was !== undefined && was >= freshAt && this.#holds(this.#gens[g] as Int32Array)) return;
+    }
     // Past its capacity, while the older generation still matters (a flood within one window),
     // the current one would take every further key alone: a key the older one already covers
     // (the owner's fresh-at there is no earlier) joins whichever holds fewer, which empties
@@ -128,17 +152,26 @@ export class SummaryFilter<Owner = string> {
     // NaN (never fresh) is kept as "always matters": comparisons with it are false.
     if (was === undefined || !(was >= freshAt))
       fresh.set(owner, Number.isNaN(freshAt) ? Number.POSITIVE_INFINITY : freshAt);
-    filterProbes(index, h1, h2, this.bits, this.#probes);
     const gen = this.#gens[cur] as Int32Array;
+    let set = 0;
     for (let i = 0; i < PROBES; i++) {
       const bit = this.#probes[i] as number;
-      gen[bit >>> 5] = (gen[bit >>> 5] as number) | (1 << (bit & 31));
+      const word = gen[bit >>> 5] as number;
+      if ((word & (1 << (bit & 31))) === 0) {
+        gen[bit >>> 5] = word | (1 << (bit & 31));
+        set++;
+      }
     }
+    this.#set[cur] = (this.#set[cur] as number) + set;
     const joins = (this.#joins[cur] as number) + 1;
     this.#joins[cur] = joins;
     if (cur !== this.#current) return;
-    // Full: a rotation is tried then, and every 256 joins after while the older one still matters.
-    if (joins >= this.#capacity && ((joins - this.#capacity) & 255) === 0) this.#rotate(past);
+    // Full: a rotation is tried then, and every 256 joins after while the older one still matters
+    // (counted from the last try: joins that set no bit are not counted, so no join is skipped to).
+    if (joins >= this.#capacity && joins >= this.#tryAt) {
+      this.#tryAt = joins + 256;
+      this.#rotate(past);
+    }
   }
 
   /** Empties the older generation and makes it the current one, if nothing joined into it still matters. */
@@ -149,6 +182,8 @@ export class SummaryFilter<Owner = string> {
     (this.#gens[old] as Int32Array).fill(0);
     fresh.clear();
     this.#joins[old] = 0;
+    this.#set[old] = 0;
+    this.#tryAt = 0;
     this.#current = old;
     this.rotations++;
   }
@@ -176,6 +211,7 @@ export class SummaryFilter<Owner = string> {
         new Int32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)),
       );
       this.#joins[g] = saved.joins[g] as number;
+      this.#set[g] = popcount(this.#gens[g] as Int32Array);
       const fresh = this.#fresh[g] as Map<Owner, number>;
       fresh.clear();
       for (const [name, at] of saved.fresh[g] as Array<[string, number]>) fresh.set(owner(name), at);

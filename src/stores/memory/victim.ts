@@ -13,7 +13,7 @@ import { Approx } from "./approx.ts";
 import { compactFor } from "./compact-tier.ts";
 import { frameFor } from "./pack-frame.ts";
 import { now, type StoreState } from "./store-state.ts";
-import { summarise } from "./summarise.ts";
+import { newSketch, summarise } from "./summarise.ts";
 import { rotations, type Table } from "./table.ts";
 
 /** Stores a record in the `Map` tier (`returning`: straight into the protected segment), first pushing one out if it is full. */
@@ -54,25 +54,28 @@ export function evict(s: StoreState, inserting: Table, t: number): void {
   s.evicted++;
   const at = victim === inserting ? t : now(victim);
   let record = held;
-  if (held instanceof Approx) {
-    // A bound read back from a compact slot goes down the tiers as a record, still a bound.
-    if (!held.bound) {
-      summarise(s, victim, held.h1, held.h2, held.own, at, held);
-      return;
-    }
-    record = held.own;
-  }
+  // A key read back from the summary goes on as a bound of its state (the row it decides on with
+  // what it took since added on top): into the compact tier as a returning key, so a flood cannot
+  // push it back into the summary, where each read-back would join it again (issue 34, "any
+  // number of rules": 700 flooded rules each refused 12% of returning keys' requests).
+  const readBack = held instanceof Approx && !held.bound ? held : undefined;
+  if (readBack !== undefined) {
+    victim.sketch ??= newSketch(s, victim);
+    record = victim.sketch.boundOf(readBack.h1, readBack.h2, readBack.own, readBack.rate, at);
+  } else if (held instanceof Approx) record = held.own; // a bound read back from a compact slot stays one
   if (!(recordFreshAt(victim.rule, record as RuleRecord) > at)) return; // fresh: nothing to keep
   const h = s.hash(key);
   const h1 = h[0] as number;
   const h2 = h[1] as number;
   const compact = victim.index > 0 && fitsCompact(victim.rule) ? compactFor(s, victim, at) : undefined;
   if (compact !== undefined) {
-    // A key that came back (the protected segment's) is protected in the compact tier too, so a
-    // flood of keys that come once cannot push it into the summary, unless it has spent its
-    // limit: read back from the summary it would be refused all the same, and a flood of keys
-    // spending their limit in one burst (promoted by their own repeats) stays unprotected.
-    const returning = victim.shiftedProtected && decideRule(victim.rule, record, at, 1, "peek").allowed;
+    // A key that came back (the protected segment's, or one read back from the summary) is
+    // protected in the compact tier too, so a flood of keys that come once cannot push it into
+    // the summary, unless it has spent its limit: read back from the summary it would be
+    // refused all the same, and a flood of keys spending their limit in one burst (promoted by
+    // their own repeats) stays unprotected.
+    const returning =
+      (victim.shiftedProtected || readBack !== undefined) && decideRule(victim.rule, record, at, 1, "peek").allowed;
     // Before the claim: moving the frame re-encodes the table's slots (slot numbers change).
     const frame = frameFor(s, victim, at);
     const slot = compact.claim(victim.index, h, returning);
@@ -89,6 +92,7 @@ export function evict(s: StoreState, inserting: Table, t: number): void {
     }
     compact.remove(slot);
   }
+  // Its bound joins the summary by its maximum: idempotent, so nothing is counted twice.
   summarise(s, victim, h1, h2, record as RuleRecord, at);
 }
 
