@@ -3,7 +3,7 @@
  * `http` server made it: the server publishes every finished response on the diagnostics
  * channel 'http.server.response.finish' (one subscriber for the process), and a client that
  * leaves closes the socket (one 'close' listener per socket, added once: keep-alive reuses it).
- * The socket holds its current response's release in two fields (and a list for more: requests
+ * The socket holds the release of the response it serves in one field (and a list for more: requests
  * pipelined behind it, whose responses never emit 'close' if the socket goes first, or a second
  * `loadShed` on one request). A response the server did not make (Fastify's `inject()`, HTTP/2's
  * compatibility API: their socket has no HTTP parser) gets a 'close' listener of its own. Why: `response.on("close", …)` was most of `loadShed`'s cost per request on
@@ -21,8 +21,13 @@ import type { Socket } from "node:net";
 /** A release that learns whether the response finished (true) or was cut short (false). */
 export type EndRelease = (finished: boolean) => void;
 
-const RESPONSE = Symbol("sluice.heldResponse");
+/**
+ * The release of the response that has the socket now (`socket._httpMessage`): undefined on a
+ * socket never seen, null when it holds none. One field, written once per request: a socket
+ * lives long (in V8's old space), and each store of a new closure into it costs a write barrier.
+ */
 const RELEASE = Symbol("sluice.heldRelease");
+/** The other responses the socket holds: pipelined behind the one it serves, or a second `loadShed`. */
 const MORE = Symbol("sluice.heldMore");
 
 /** A response held beyond a socket's first: pipelined behind it, or a second `loadShed` on it. */
@@ -31,13 +36,14 @@ interface Held {
   release: EndRelease;
 }
 
-/** A server socket as this module marks it: its held response and that response's release. */
+/** A server socket as this module marks it, and the fields of Node's http server it reads. */
 interface HeldSocket extends Socket {
-  [RESPONSE]?: ServerResponse | undefined;
-  [RELEASE]?: EndRelease | undefined;
+  [RELEASE]?: EndRelease | null;
   [MORE]?: Held[] | undefined;
   /** Set by Node's http server on its sockets (not on inject()'s mock socket). */
   parser?: unknown;
+  /** The response the socket serves now (Node's http server; null between responses). */
+  _httpMessage?: ServerResponse | null;
 }
 
 /** 0: not yet seen the channel fire; 1: it does; -1: it does not here (per-response listeners only). */
@@ -46,12 +52,12 @@ let subscribed = false;
 
 /** Releases what `socket` holds for `response` (every response when undefined: the socket closed). */
 function releaseHeld(socket: HeldSocket, response: ServerResponse | undefined): void {
-  const first = socket[RESPONSE];
-  if (first !== undefined && (response === undefined || first === response)) {
-    const release = socket[RELEASE] as EndRelease;
-    socket[RESPONSE] = undefined;
-    socket[RELEASE] = undefined;
-    release(first.writableFinished);
+  const current = socket._httpMessage;
+  const first = socket[RELEASE];
+  // (The slot is only ever the served response's: a finish or close is that response's.)
+  if (first != null && (response === undefined || response === current)) {
+    socket[RELEASE] = null;
+    first(current?.writableFinished === true);
   }
   const more = socket[MORE];
   if (more === undefined) return;
@@ -61,12 +67,16 @@ function releaseHeld(socket: HeldSocket, response: ServerResponse | undefined): 
     if (response === undefined || held.response === response) held.release(held.response.writableFinished);
 }
 
-/** The channel's subscriber: the response of `message` finished on its socket. */
+/** The channel's subscriber: the response of `message` finished on its socket (which still serves it). */
 function onFinish(message: unknown): void {
-  const { socket, response } = message as { socket: HeldSocket; response: ServerResponse };
-  if (socket[RESPONSE] === response) channelState = 1;
-  else if (socket[MORE] === undefined) return;
-  releaseHeld(socket, response);
+  const socket = (message as { socket: HeldSocket }).socket;
+  const release = socket[RELEASE];
+  if (release != null) {
+    channelState = 1;
+    socket[RELEASE] = null;
+    release(true);
+  }
+  if (socket[MORE] !== undefined) releaseHeld(socket, (message as { response: ServerResponse }).response);
 }
 
 /**
@@ -99,29 +109,31 @@ export function releaseWhenResponseEnds(response: ServerResponse, release: EndRe
     releaseOnClose(response, release);
     return;
   }
-  if (!subscribed) {
-    subscribed = true;
-    subscribe("http.server.response.finish", onFinish);
+  const held = socket[RELEASE];
+  if (held === null && socket._httpMessage === response) socket[RELEASE] = release;
+  else {
+    if (held === undefined) {
+      if (!subscribed) {
+        subscribed = true;
+        subscribe("http.server.response.finish", onFinish);
+      }
+      socket.on("close", onSocketClose);
+      socket[MORE] = undefined;
+    }
+    if (held === undefined && socket._httpMessage === response) socket[RELEASE] = release;
+    else {
+      if (held === undefined) socket[RELEASE] = null;
+      (socket[MORE] ??= []).push({ response, release });
+    }
   }
-  if (!(RESPONSE in socket)) {
-    socket[RESPONSE] = undefined;
-    socket[RELEASE] = undefined;
-    socket[MORE] = undefined;
-    socket.on("close", onSocketClose);
-  }
-  if (socket[RESPONSE] === undefined) {
-    socket[RESPONSE] = response;
-    socket[RELEASE] = release;
-  } else (socket[MORE] ??= []).push({ response, release });
   if (channelState === 0) {
     // Until the channel is seen to fire: the response's own 'close' as well.
     response.on("close", () => {
-      if (response.writableFinished && !socket.destroyed && channelState === 0) {
-        // Finished with the socket still open, and the channel said nothing: it is silent here.
-        if (socket[RESPONSE] === response || socket[MORE]?.some((held) => held.response === response))
-          channelState = -1;
-      }
-      releaseHeld(socket, response);
+      if (socket[RELEASE] !== release) return releaseHeld(socket, response);
+      // Finished with the socket still open, and the channel said nothing: it is silent here.
+      if (response.writableFinished && !socket.destroyed && channelState === 0) channelState = -1;
+      socket[RELEASE] = null;
+      release(response.writableFinished);
     });
   }
 }
