@@ -3,11 +3,12 @@
  * `http` server made it: the server publishes every finished response on the diagnostics
  * channel 'http.server.response.finish' (one subscriber for the process), and a client that
  * leaves closes the socket (one 'close' listener per socket, added once: keep-alive reuses it).
- * The socket holds the release of the response it serves in one field (and a list for more: requests
- * pipelined behind it, whose responses never emit 'close' if the socket goes first, or a second
- * `loadShed` on one request). A response the server did not make (Fastify's `inject()`, HTTP/2's
- * compatibility API: their socket has no HTTP parser) gets a 'close' listener of its own. Why: `response.on("close", …)` was most of `loadShed`'s cost per request on
- * node:http (~690 instructions to add, plus its call), a listener per socket is paid once.
+ * The socket holds the release of the response it serves in one field (and a list for more:
+ * requests pipelined behind it, whose responses never emit 'close' if the socket goes first, or a
+ * second `loadShed` on one request). A response the server did not make (Fastify's `inject()`,
+ * HTTP/2's compatibility API: their socket has no HTTP parser) gets a 'close' listener of its
+ * own. Why: `response.on("close", …)` was most of `loadShed`'s cost per request on node:http
+ * (~690 instructions to add, plus its call); a listener per socket is paid once.
  *
  * Until the channel has been seen to fire for a held response (a runtime that does not publish it
  * would otherwise hold the slot until the socket closes), each response also gets the 'close'
