@@ -64,10 +64,13 @@ async function loop(variant, n) {
     req.method = "GET";
     req.url = "/";
     const res = new ServerResponse(req);
+    // What assignSocket() does: the response the socket serves.
+    socket._httpMessage = res;
     if (gate(req, res) === true) sink++;
     // What Node's server does on 'finish' (resOnFinish), then (emitCloseNT) the response's one 'close'.
     res.finished = true;
     if (finished.hasSubscribers) finished.publish({ request: req, response: res, socket, server: undefined });
+    socket._httpMessage = null;
     res._closed = true;
     res.destroyed = true;
     res.emit("close");

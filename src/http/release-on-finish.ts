@@ -3,12 +3,14 @@
  * `http` server made it: the server publishes every finished response on the diagnostics
  * channel 'http.server.response.finish' (one subscriber for the process), and a client that
  * leaves closes the socket (one 'close' listener per socket, added once: keep-alive reuses it).
- * The socket holds the release of the response it serves in one field (and a list for more:
- * requests pipelined behind it, whose responses never emit 'close' if the socket goes first, or a
- * second `loadShed` on one request). A response the server did not make (Fastify's `inject()`,
+ * The socket holds its current response's release in two fields (and a list for more: requests
+ * pipelined behind it, whose responses never emit 'close' if the socket goes first, or a second
+ * `loadShed` on one request). A response the server did not make (Fastify's `inject()`,
  * HTTP/2's compatibility API: their socket has no HTTP parser) gets a 'close' listener of its
  * own. Why: `response.on("close", …)` was most of `loadShed`'s cost per request on node:http
- * (~690 instructions to add, plus its call); a listener per socket is paid once.
+ * (~690 instructions to add, plus its call); a listener per socket is paid once. (One field
+ * keyed by Node's `socket._httpMessage` instead of two was tried: node:http counted 62–66k
+ * instructions per request against 57.7k with this, so it was dropped.)
  *
  * Until the channel has been seen to fire for a held response (a runtime that does not publish it
  * would otherwise hold the slot until the socket closes), each response also gets the 'close'
@@ -22,13 +24,8 @@ import type { Socket } from "node:net";
 /** A release that learns whether the response finished (true) or was cut short (false). */
 export type EndRelease = (finished: boolean) => void;
 
-/**
- * The release of the response that has the socket now (`socket._httpMessage`): undefined on a
- * socket never seen, null when it holds none. One field, written once per request: a socket
- * lives long (in V8's old space), and each store of a new closure into it costs a write barrier.
- */
+const RESPONSE = Symbol("sluice.heldResponse");
 const RELEASE = Symbol("sluice.heldRelease");
-/** The other responses the socket holds: pipelined behind the one it serves, or a second `loadShed`. */
 const MORE = Symbol("sluice.heldMore");
 
 /** A response held beyond a socket's first: pipelined behind it, or a second `loadShed` on it. */
@@ -37,14 +34,13 @@ interface Held {
   release: EndRelease;
 }
 
-/** A server socket as this module marks it, and the fields of Node's http server it reads. */
+/** A server socket as this module marks it: its held response and that response's release. */
 interface HeldSocket extends Socket {
-  [RELEASE]?: EndRelease | null;
+  [RESPONSE]?: ServerResponse | undefined;
+  [RELEASE]?: EndRelease | undefined;
   [MORE]?: Held[] | undefined;
   /** Set by Node's http server on its sockets (not on inject()'s mock socket). */
   parser?: unknown;
-  /** The response the socket serves now (Node's http server; null between responses). */
-  _httpMessage?: ServerResponse | null;
 }
 
 /** 0: not yet seen the channel fire; 1: it does; -1: it does not here (per-response listeners only). */
@@ -53,12 +49,12 @@ let subscribed = false;
 
 /** Releases what `socket` holds for `response` (every response when undefined: the socket closed). */
 function releaseHeld(socket: HeldSocket, response: ServerResponse | undefined): void {
-  const current = socket._httpMessage;
-  const first = socket[RELEASE];
-  // (The slot is only ever the served response's: a finish or close is that response's.)
-  if (first != null && (response === undefined || response === current)) {
-    socket[RELEASE] = null;
-    first(current?.writableFinished === true);
+  const first = socket[RESPONSE];
+  if (first !== undefined && (response === undefined || first === response)) {
+    const release = socket[RELEASE] as EndRelease;
+    socket[RESPONSE] = undefined;
+    socket[RELEASE] = undefined;
+    release(first.writableFinished);
   }
   const more = socket[MORE];
   if (more === undefined) return;
@@ -68,16 +64,12 @@ function releaseHeld(socket: HeldSocket, response: ServerResponse | undefined): 
     if (response === undefined || held.response === response) held.release(held.response.writableFinished);
 }
 
-/** The channel's subscriber: the response of `message` finished on its socket (which still serves it). */
+/** The channel's subscriber: the response of `message` finished on its socket. */
 function onFinish(message: unknown): void {
-  const socket = (message as { socket: HeldSocket }).socket;
-  const release = socket[RELEASE];
-  if (release != null) {
-    channelState = 1;
-    socket[RELEASE] = null;
-    release(true);
-  }
-  if (socket[MORE] !== undefined) releaseHeld(socket, (message as { response: ServerResponse }).response);
+  const { socket, response } = message as { socket: HeldSocket; response: ServerResponse };
+  if (socket[RESPONSE] === response) channelState = 1;
+  else if (socket[MORE] === undefined) return;
+  releaseHeld(socket, response);
 }
 
 /**
@@ -110,31 +102,29 @@ export function releaseWhenResponseEnds(response: ServerResponse, release: EndRe
     releaseOnClose(response, release);
     return;
   }
-  const held = socket[RELEASE];
-  if (held === null && socket._httpMessage === response) socket[RELEASE] = release;
-  else {
-    if (held === undefined) {
-      if (!subscribed) {
-        subscribed = true;
-        subscribe("http.server.response.finish", onFinish);
-      }
-      socket.on("close", onSocketClose);
-      socket[MORE] = undefined;
-    }
-    if (held === undefined && socket._httpMessage === response) socket[RELEASE] = release;
-    else {
-      if (held === undefined) socket[RELEASE] = null;
-      (socket[MORE] ??= []).push({ response, release });
-    }
+  if (!subscribed) {
+    subscribed = true;
+    subscribe("http.server.response.finish", onFinish);
   }
+  if (!(RESPONSE in socket)) {
+    socket[RESPONSE] = undefined;
+    socket[RELEASE] = undefined;
+    socket[MORE] = undefined;
+    socket.on("close", onSocketClose);
+  }
+  if (socket[RESPONSE] === undefined) {
+    socket[RESPONSE] = response;
+    socket[RELEASE] = release;
+  } else (socket[MORE] ??= []).push({ response, release });
   if (channelState === 0) {
     // Until the channel is seen to fire: the response's own 'close' as well.
     response.on("close", () => {
-      if (socket[RELEASE] !== release) return releaseHeld(socket, response);
-      // Finished with the socket still open, and the channel said nothing: it is silent here.
-      if (response.writableFinished && !socket.destroyed && channelState === 0) channelState = -1;
-      socket[RELEASE] = null;
-      release(response.writableFinished);
+      if (response.writableFinished && !socket.destroyed && channelState === 0) {
+        // Finished with the socket still open, and the channel said nothing: it is silent here.
+        if (socket[RESPONSE] === response || socket[MORE]?.some((held) => held.response === response))
+          channelState = -1;
+      }
+      releaseHeld(socket, response);
     });
   }
 }
