@@ -1,6 +1,8 @@
 // loadShed's own work per request in a loop, on real Node objects: an http.IncomingMessage and an
 // http.ServerResponse on a loopback connection's server-side socket, made per call as Node's
-// server makes them, then the response's 'close' emitted as Node emits it after 'finish'. For
+// server makes them, then what Node's server does once the response finished: the
+// 'http.server.response.finish' diagnostics channel (when subscribed: loadShed releases there on a
+// socket of Node's server, which the loop's socket is marked as), then the response's 'close'. For
 // callgrind: the instructions per call are the difference of an N and a 3N run over 2N, so the
 // process's start-up and warm-up cancel out; "none" runs the same loop without loadShed (the
 // objects' own cost), so each variant's figure less none's is what loadShed adds.
@@ -16,6 +18,7 @@
 //   done; done
 //   or: node bench/shed-loop.mjs --callgrind (runs that and prints the table)
 import { spawnSync } from "node:child_process";
+import { channel } from "node:diagnostics_channel";
 import { IncomingMessage, ServerResponse } from "node:http";
 import { connect, createServer } from "node:net";
 import { loadavg } from "node:os";
@@ -32,6 +35,9 @@ async function loop(variant, n) {
     const server = createServer((s) => resolve(s));
     server.listen(0, "127.0.0.1", () => connect(server.address().port, "127.0.0.1"));
   });
+  // Node's http server sets its parser on its sockets: loadShed's per-socket release looks for it.
+  socket.parser = {};
+  const finished = channel("http.server.response.finish");
   let gate = (_req, _res) => true;
   if (what === "shed" || what === "shed-priority") {
     const { loadShed } = await import(`${dist}http/index.js`);
@@ -58,8 +64,13 @@ async function loop(variant, n) {
     req.method = "GET";
     req.url = "/";
     const res = new ServerResponse(req);
+    // What assignSocket() does: the response the socket serves.
+    socket._httpMessage = res;
     if (gate(req, res) === true) sink++;
-    // What Node does after 'finish' (emitCloseNT): the response's one 'close'.
+    // What Node's server does on 'finish' (resOnFinish), then (emitCloseNT) the response's one 'close'.
+    res.finished = true;
+    if (finished.hasSubscribers) finished.publish({ request: req, response: res, socket, server: undefined });
+    socket._httpMessage = null;
     res._closed = true;
     res.destroyed = true;
     res.emit("close");

@@ -8,7 +8,7 @@ import type { LoadShedOptions } from "../shed/options.ts";
 import { type LoadShedHandle, type Release, Shedder } from "../shed/shedder.ts";
 import { isPromise } from "./maybe-promise.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
-import { releaseOnEnd, samplesLatency, shedAnswer, withShedHandle } from "./shed.ts";
+import { releaseOnEnd, shedAnswer, withShedHandle } from "./shed.ts";
 
 /** What `loadShed` returns: the plugin, its `onRequest` hook (for one route or context), and the handle. */
 export type FastifyLoadShed = FastifyPluginCallback &
@@ -29,7 +29,6 @@ export type FastifyLoadShed = FastifyPluginCallback &
 export function loadShed(options: LoadShedOptions<FastifyRequest>): FastifyLoadShed {
   const shedder = new Shedder<FastifyRequest>(options);
   const answer = shedAnswer(shedder as Shedder<never>);
-  const samples = samplesLatency(shedder as Shedder<never>);
   const settle = (release: Release | undefined, reply: FastifyReply, done: (error?: Error) => void): void => {
     if (release === undefined) {
       // Replying from a callback-style hook: send, and do not call done().
@@ -37,7 +36,7 @@ export function loadShed(options: LoadShedOptions<FastifyRequest>): FastifyLoadS
       return;
     }
     // The raw response's events: they also tell an aborted request (no 'finish').
-    releaseOnEnd(reply.raw, release, samples);
+    releaseOnEnd(reply.raw, release);
     done();
   };
   const onRequest: onRequestHookHandler = function sluiceLoadShed(request, reply, done) {

@@ -8,7 +8,7 @@ import type { LoadShedOptions } from "../shed/options.ts";
 import { type LoadShedHandle, Shedder } from "../shed/shedder.ts";
 import { nodeResponse } from "./hono-node.ts";
 import { isPromise } from "./maybe-promise.ts";
-import { fetchShedHandler, releaseOnEnd, samplesLatency, shedAnswer, shedResponse, withShedHandle } from "./shed.ts";
+import { fetchShedHandler, releaseOnEnd, shedAnswer, shedResponse, withShedHandle } from "./shed.ts";
 
 /**
  * Hono middleware shedding load: past `limit` requests in flight (or under event-loop pressure)
@@ -19,7 +19,6 @@ import { fetchShedHandler, releaseOnEnd, samplesLatency, shedAnswer, shedRespons
 export function loadShed(options: LoadShedOptions<Context>): MiddlewareHandler & LoadShedHandle {
   const shedder = new Shedder<Context>(options);
   const answer = shedAnswer(shedder as Shedder<never>);
-  const samples = samplesLatency(shedder as Shedder<never>);
   const elsewhere = fetchShedHandler<Context>(shedder, (c) => c.req.raw.signal);
   const middleware: MiddlewareHandler = async function sluiceLoadShed(c, next) {
     const raw = nodeResponse(c);
@@ -32,7 +31,7 @@ export function loadShed(options: LoadShedOptions<Context>): MiddlewareHandler &
     const admitted = shedder.admit(c);
     const release = isPromise(admitted) ? await admitted : admitted;
     if (release === undefined) return shedResponse(answer);
-    releaseOnEnd(raw, release, samples);
+    releaseOnEnd(raw, release);
     await next();
   };
   return withShedHandle(middleware, shedder);

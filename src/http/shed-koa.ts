@@ -4,7 +4,7 @@ import type { LoadShedOptions } from "../shed/options.ts";
 import { type LoadShedHandle, Shedder } from "../shed/shedder.ts";
 import { isPromise } from "./maybe-promise.ts";
 import { PROBLEM_CONTENT_TYPE } from "./problem.ts";
-import { releaseOnEnd, samplesLatency, shedAnswer, withShedHandle } from "./shed.ts";
+import { releaseOnEnd, shedAnswer, withShedHandle } from "./shed.ts";
 
 /**
  * Koa middleware shedding load (`priority(ctx)`): past `limit` requests in flight (or under
@@ -15,7 +15,6 @@ import { releaseOnEnd, samplesLatency, shedAnswer, withShedHandle } from "./shed
 export function loadShed(options: LoadShedOptions<Context>): Middleware & LoadShedHandle {
   const shedder = new Shedder<Context>(options);
   const answer = shedAnswer(shedder as Shedder<never>);
-  const samples = samplesLatency(shedder as Shedder<never>);
   return withShedHandle(
     async function sluiceLoadShed(ctx: Context, next: Next): Promise<void> {
       const admitted = shedder.admit(ctx);
@@ -30,7 +29,7 @@ export function loadShed(options: LoadShedOptions<Context>): Middleware & LoadSh
       }
       // Koa writes the response after the chain returns, and answers a thrown handler itself:
       // the raw response's end tells every outcome, a client gone first included.
-      releaseOnEnd(ctx.res, release, samples);
+      releaseOnEnd(ctx.res, release);
       return next();
     } as Middleware,
     shedder,

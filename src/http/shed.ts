@@ -9,9 +9,9 @@ import type { LoadShedOptions } from "../shed/options.ts";
 import type { LoadShedHandle, Release } from "../shed/shedder.ts";
 import { Shedder } from "../shed/shedder.ts";
 import { isPromise } from "./maybe-promise.ts";
-import { onResponseEnd } from "./node.ts";
 import type { MaybePromise } from "./options.ts";
 import { PROBLEM_CONTENT_TYPE, type ProblemDetails, problem } from "./problem.ts";
+import { releaseWhenResponseEnds } from "./release-on-finish.ts";
 
 /** The status of a shed request. */
 export const SHED_STATUS = 503;
@@ -58,21 +58,11 @@ export function shedResponse(answer: ShedAnswer): Response {
 
 /**
  * Releases when the Node `response` ends: finished (its latency counts for the adaptive limit),
- * or closed first (a client that left, a handler that never answered: no latency sample).
- * `samples: false` (a shedder that reads no latency: see {@link samplesLatency}) registers
- * `release` itself as the 'close' listener: the same release, two closures and a call fewer
- * per request.
+ * or closed first (a client that left, a handler that never answered: no latency sample). On
+ * Node's own http server this adds no listener per response (see {@link releaseWhenResponseEnds}).
  */
-export function releaseOnEnd(response: ServerResponse, release: Release, samples = true): void {
-  if (samples) onResponseEnd(response, (status) => release(status !== undefined));
-  // (As onResponseEnd: closed before the middleware looked, no 'close' follows.)
-  else if (response.destroyed && !response.writableFinished) release(false);
-  else response.on("close", release as () => void);
-}
-
-/** Whether `shedder`'s releases use their latency sample: only an adaptive limit reads it. */
-export function samplesLatency(shedder: Shedder<never>): boolean {
-  return shedder.config.limit === "adaptive";
+export function releaseOnEnd(response: ServerResponse, release: Release): void {
+  releaseWhenResponseEnds(response, release);
 }
 
 /** `target` with the handle methods of `shedder` (`stats`, `prometheus`, `close`). */
@@ -103,14 +93,13 @@ export function nodeShedHandler<Req extends IncomingMessage, Res extends ServerR
   shedder: Shedder<Req>,
 ): NodeLoadShed<Req, Res> {
   const answer = shedAnswer(shedder as Shedder<never>);
-  const samples = samplesLatency(shedder as Shedder<never>);
   /** Answers a shed request, or releases the admitted one when its response ends; true to go on. */
   const settle = (release: Release | undefined, response: Res): boolean => {
     if (release === undefined) {
       writeShed(response, answer);
       return false;
     }
-    releaseOnEnd(response, release, samples);
+    releaseOnEnd(response, release);
     return true;
   };
   function sluiceLoadShed(
