@@ -189,6 +189,20 @@ export class SocketLink implements Transport {
     }
   }
 
+  /**
+   * Sends a batch that waited for an election. One whose caller gave up meanwhile (its timeout
+   * fired: the failure policy answered it) goes without its checks, renewals and the like, which
+   * would take leases and units nobody holds; its registrations and lease releases still go.
+   */
+  #postLate(message: BatchMessage): void {
+    if (message.seq === 0 || this.#waiting.has(message.seq)) {
+      this.post(message);
+      return;
+    }
+    const ops = message.ops.filter((op) => op[4] === "release");
+    this.post({ ...message, seq: ops.length === 0 ? 0 : message.seq, ops });
+  }
+
   /** Sends a fleet queue call to the host (handling it here when this process hosts). */
   postQueue(call: QueueCall, failed: (error: StoreError) => void): void {
     if (this.#state === "host") {
@@ -239,7 +253,7 @@ export class SocketLink implements Transport {
         this.post({ channel: CHANNEL, type: "batch", seq: 0, binds, releases: [], ops: [], leases, resync });
         for (const message of outbox) {
           if ("call" in message) this.postQueue(message.call, message.failed);
-          else this.post(message);
+          else this.#postLate(message);
         }
       },
       (error: unknown) => {
