@@ -49,7 +49,8 @@ export interface ClusterStoreOptions {
   /**
    * A Unix domain socket path (e.g. `/tmp/sluice-myapp.sock`) shared by the processes of one
    * machine, instead of a node:cluster primary: the first to bind it hosts the store, the others
-   * connect; if the host dies, another takes over (with empty state). For PM2 cluster mode.
+   * connect; if the host dies, another takes over (with empty state, but for the leases the
+   * processes still hold, which they re-register there). For PM2 cluster mode.
    */
   socket?: string;
   /** With `socket`: the MemoryStore options of the store this process holds when it hosts. */
@@ -210,7 +211,7 @@ export class ClusterStore implements Store {
     return records;
   }
 
-  /** The leases this process holds (not released, not expired), for a new host. Internal. */
+  /** @internal The leases this process holds (not released, not expired), for a new host. */
   leases(): LeaseRecord[] {
     const leases: LeaseRecord[] = [];
     for (const rule of this.#live)
