@@ -144,6 +144,11 @@ export class SocketLink implements Transport {
   #settleFrom = 0;
   /** While hosting: each client connection's peer token (once it sent one). */
   readonly #tokens = new Map<number, string>();
+  /**
+   * While hosting: every token that came back here. One that comes again (its connection closed
+   * with the host alive) holds leases this host already counts: they are not logged twice.
+   */
+  readonly #seen = new Set<string>();
 
   constructor(path: string, hostOptions: MemoryStoreOptions, socketMode: number) {
     this.#path = path;
@@ -317,6 +322,7 @@ export class SocketLink implements Transport {
     this.#settling = peers === undefined ? this.#sawDeadHost : this.#expected?.size !== 0;
     this.#settleFrom = systemClock.now();
     this.#tokens.clear();
+    this.#seen.clear();
     this.#dispatcher = createDispatcher(store, (leaseMs) => this.#holdLeases(leaseMs));
     this.#queues = new QueueHost(store, (client, push) => this.#push(client, push));
     this.#watchFile(published);
@@ -333,6 +339,7 @@ export class SocketLink implements Transport {
   /** A client came back (its first batch carried `token` and its leases): it is no longer awaited. */
   #cameBack(client: number, token: string): void {
     this.#tokens.set(client, token);
+    this.#seen.add(token);
     if (this.#expected?.delete(token) === true && this.#expected.size === 0) this.#settling = false;
     this.#tellPeers();
   }
@@ -374,10 +381,14 @@ export class SocketLink implements Transport {
     published.close();
     for (const c of this.#connections.values()) c.destroy();
     this.#queueLost();
+    // Its clients' processes are this one's peers at the host they go to.
+    this.#peers = [...new Set(this.#tokens.values())];
     warn(
       `sluice cluster: ${this.#path} is no longer this process's socket; stepping down as host`,
       "SLUICE_CLUSTER_STEP_DOWN",
     );
+    // To the host there is, with this process's leases, at once.
+    if (this.#hasStores()) this.#start();
   }
 
   /** Removes the socket file if it is still the one this process bound (called on exit). */
@@ -412,8 +423,12 @@ export class SocketLink implements Transport {
         }
         const invalid = invalidBatch(frame);
         if (invalid !== undefined) throw new Error(invalid);
-        const answer = dispatcher.handle(client, frame as BatchMessage);
         const token = (frame as BatchMessage).resync;
+        const again = token !== undefined && this.#seen.has(token);
+        const answer = dispatcher.handle(
+          client,
+          again ? { ...(frame as BatchMessage), leases: [] } : (frame as BatchMessage),
+        );
         if (token !== undefined && this.#dispatcher === dispatcher) this.#cameBack(client, token);
         return answer;
       },
