@@ -31,8 +31,9 @@ import {
 } from "../remote/failure-policy.ts";
 import { firstFailureWarning } from "../remote/failure-warning.ts";
 import { checkTimeoutMs } from "../remote/with-timeout.ts";
+import { LeaseLedger } from "./lease-ledger.ts";
 import { hasChannel, ipc, type Transport } from "./link.ts";
-import { type BindRecord, CHANNEL, decode, type Op, type OpName, type OpResult } from "./protocol.ts";
+import { type BindRecord, CHANNEL, decode, type LeaseRecord, type Op, type OpName, type OpResult } from "./protocol.ts";
 import { openClusterFleetQueue } from "./queue-client.ts";
 import { DEFAULT_SOCKET_MODE, SocketLink, socketLink, socketQueueTransport } from "./socket-link.ts";
 import { LOCK_SUFFIX } from "./takeover-lock.ts";
@@ -48,7 +49,8 @@ export interface ClusterStoreOptions {
   /**
    * A Unix domain socket path (e.g. `/tmp/sluice-myapp.sock`) shared by the processes of one
    * machine, instead of a node:cluster primary: the first to bind it hosts the store, the others
-   * connect; if the host dies, another takes over (with empty state). For PM2 cluster mode.
+   * connect; if the host dies, another takes over (with empty state, but for the leases the
+   * processes still hold, which they re-register there). For PM2 cluster mode.
    */
   socket?: string;
   /** With `socket`: the MemoryStore options of the store this process holds when it hosts. */
@@ -209,6 +211,17 @@ export class ClusterStore implements Store {
     return records;
   }
 
+  /** @internal The leases this process holds (not released, not expired), for a new host. */
+  leases(): LeaseRecord[] {
+    const leases: LeaseRecord[] = [];
+    for (const rule of this.#live)
+      if (rule.registered) {
+        // Receipts on the system clock expire by it; an injected clock's only by the newest receipt seen.
+        rule.ledger?.collect(rule.binding, leases, rule.record.clock ? undefined : Date.now());
+      }
+    return leases;
+  }
+
   /** Queues a release for the next message. Internal. */
   unregister(rule: ClusterBoundRule): void {
     this.#live.delete(rule);
@@ -233,6 +246,34 @@ export class ClusterStore implements Store {
       );
     }
     if (!rule.registered) this.register(rule);
+    const ledger = rule.ledger;
+    if (ledger !== undefined && now !== undefined) {
+      // The leases this process holds, kept so a new socket host can be told of them.
+      if (op === "release" && at !== undefined) ledger.drop(key, at, cost);
+      else if (op === "reset") ledger.forget(key);
+      else if (op === "check" || op === "renew") {
+        return this.#queue(rule, key, cost, now, op, at).then((d) => {
+          const decided = d as Decision;
+          if (decided.allowed && decided.failure === undefined) {
+            if (op === "renew") ledger.drop(key, at as number, cost);
+            ledger.add(key, now, cost);
+          }
+          return d;
+        });
+      }
+    } else if (ledger !== undefined && op === "reset") ledger.forget(key);
+    return this.#queue(rule, key, cost, now, op, at);
+  }
+
+  /** Queues one operation in the next message. */
+  #queue(
+    rule: ClusterBoundRule,
+    key: string,
+    cost: number,
+    now: number | undefined,
+    op: OpName,
+    at: number | undefined,
+  ): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const n = now === undefined ? null : now;
       const batch = this.#batches.open(HOST, undefined);
@@ -314,6 +355,8 @@ export class ClusterBoundRule implements BoundRule {
   readonly policy: FailurePolicy;
   /** Whether the registration was sent (cleared when the primary says it does not know it). */
   registered = false;
+  /** The leases this process holds under this rule (a rule with a concurrency member). */
+  readonly ledger: LeaseLedger | undefined;
   readonly #store: ClusterStore;
   #released = false;
 
@@ -328,6 +371,7 @@ export class ClusterBoundRule implements BoundRule {
       ban: rule.rule.ban ?? null,
       clock: rule.clock !== undefined,
     };
+    this.ledger = LeaseLedger.of(this.record.specs);
     // Limiters may call these detached (`const check = bound.check`), as the memory store allows.
     this.check = this.check.bind(this);
     this.reset = this.reset.bind(this);

@@ -4,7 +4,9 @@
  * `handle` decides a batch synchronously, in arrival order, so the limit holds exactly across
  * clients. One binding per rule definition is shared by every client that registers it.
  */
+import { leaseMsOf } from "../../algorithms/concurrency.ts";
 import type { Decision } from "../../algorithms/decision.ts";
+import type { ConcurrencySpec } from "../../algorithms/specs.ts";
 import { validateBan } from "../../core/ban.ts";
 import type { Clock } from "../../core/clock.ts";
 import { isFreshAnswer } from "../../core/decide-rule.ts";
@@ -29,15 +31,24 @@ export interface Dispatcher {
 interface Shared {
   readonly key: string;
   readonly bound: BoundRule;
+  /** The longest `leaseMs` of its concurrency members (0: it takes no leases). */
+  readonly leaseMs: number;
   refs: number;
 }
+
+/**
+ * How long, in ms, a new socket host still holds back new leases of a rule whose leases last
+ * `leaseMs` (0: grant them): until every process that held leases at the old host has
+ * re-registered them, at most `leaseMs` (socket-link.ts, "settling").
+ */
+export type LeaseGate = (leaseMs: number) => number;
 
 /**
  * A dispatcher over `store`. State outlives clients: a client that goes away (or crashes and
  * comes back) drops its references but not the binding, so the limit goes on where it was;
  * only explicit releases (a limiter's `close()` in every client) let the MemoryStore drop it.
  */
-export function createDispatcher(store: MemoryStore): Dispatcher {
+export function createDispatcher(store: MemoryStore, gate: LeaseGate = () => 0): Dispatcher {
   const shared = new Map<string, Shared>();
   const clients = new Map<number, Map<number, Shared | string>>();
   /** One clock identity per rule id for injected time, so sweeps never compare it with the store's. */
@@ -63,7 +74,11 @@ export function createDispatcher(store: MemoryStore): Dispatcher {
         clock = clocks.get(record.id);
         if (clock === undefined) clocks.set(record.id, (clock = { now: () => Number.NaN }));
       }
-      const entry: Shared = { key, bound: store.bind({ id: record.id, rule, clock }), refs: 1 };
+      let leaseMs = 0;
+      for (const spec of rule.members.map((m) => m.spec)) {
+        if (spec.algorithm === "concurrency") leaseMs = Math.max(leaseMs, leaseMsOf(spec as ConcurrencySpec));
+      }
+      const entry: Shared = { key, bound: store.bind({ id: record.id, rule, clock }), leaseMs, refs: 1 };
       shared.set(key, entry);
       return entry;
     } catch (error) {
@@ -94,6 +109,17 @@ export function createDispatcher(store: MemoryStore): Dispatcher {
         if (typeof old === "object") drop(old, true);
         bindings.delete(binding);
       }
+      // Leases a client still holds from an old host, each at its own receipt (a check at that
+      // instant logs the lease there: concurrency.ts), before any operation of the batch.
+      for (const [binding, key, at, cost] of message.leases ?? []) {
+        const entry = bindings.get(binding);
+        if (typeof entry !== "object" || entry.leaseMs === 0) continue;
+        try {
+          void entry.bound.check(key, cost, at, "check"); // the memory store decides synchronously
+        } catch {
+          // a lease that cannot be logged (its rule refuses the instant) is left to expire with its holder's request
+        }
+      }
       const ops = message.ops ?? [];
       if (ops.length === 0) return undefined;
       const results: OpResult[] = new Array(ops.length);
@@ -109,7 +135,15 @@ export function createDispatcher(store: MemoryStore): Dispatcher {
         }
         const bound = entry.bound;
         try {
-          if (op === "reset") {
+          const wait = op === "check" && entry.leaseMs > 0 ? gate(entry.leaseMs) : 0;
+          if (wait > 0) {
+            // A new host settling: leases it never saw may still run, so no new one is granted yet.
+            const d = bound.check(key, cost, now ?? undefined, "peek") as Decision;
+            d.allowed = false;
+            d.remaining = 0;
+            d.retryAfterMs = Math.max(d.retryAfterMs, Math.ceil(wait));
+            results[i] = encode(d);
+          } else if (op === "reset") {
             void bound.reset(key); // the memory store resets synchronously
             results[i] = 0;
           } else if (

@@ -8,7 +8,14 @@
  */
 import cluster from "node:cluster";
 import { StoreError } from "../../core/errors.ts";
-import { type BatchMessage, type BindRecord, isMessage, type OpResult, type ReplyMessage } from "./protocol.ts";
+import {
+  type BatchMessage,
+  type BindRecord,
+  isMessage,
+  type LeaseRecord,
+  type OpResult,
+  type ReplyMessage,
+} from "./protocol.ts";
 
 /** How a ClusterStore reaches the deciding side: IPC to the primary (here) or a socket host (socket-link.ts). */
 export interface Transport {
@@ -28,6 +35,8 @@ export interface Transport {
 export interface Resyncable {
   /** The registrations of every rule still bound and already sent. */
   records(): BindRecord[];
+  /** The leases it holds (a new host never saw them). */
+  leases(): LeaseRecord[];
 }
 
 /** A batch waiting for its reply. */

@@ -50,6 +50,26 @@ export interface BatchMessage {
   readonly binds: readonly BindRecord[];
   readonly releases: readonly number[];
   readonly ops: readonly Op[];
+  /**
+   * Socket transport, the first batch to a new host: the leases this process still holds
+   * (re-registered before any operation of the batch is decided), and its peer token (the host
+   * then knows this process came back: see socket-link.ts, "settling").
+   */
+  readonly leases?: readonly LeaseRecord[];
+  readonly resync?: string;
+}
+
+/**
+ * A lease a client holds, re-registered at a new host: binding number, user key, receipt (the
+ * instant its check, or its last renewal, was decided) and how many leases of that receipt.
+ */
+export type LeaseRecord = [binding: number, key: string, at: number, cost: number];
+
+/** Socket host → every client: the peer tokens of the processes connected now (a new host waits for them). */
+export interface PeersMessage {
+  readonly channel: typeof CHANNEL;
+  readonly type: "peers";
+  readonly tokens: readonly string[];
 }
 
 /**
@@ -87,7 +107,10 @@ export interface ReplyMessage {
 }
 
 /** True when `message` is one of sluice's, of `type`. */
-export function isMessage<T extends BatchMessage | ReplyMessage>(message: unknown, type: T["type"]): message is T {
+export function isMessage<T extends BatchMessage | ReplyMessage | PeersMessage>(
+  message: unknown,
+  type: T["type"],
+): message is T {
   return (
     typeof message === "object" &&
     message !== null &&

@@ -25,9 +25,11 @@
  * on which its holder must answer (takeover-lock.ts), and a host that exits (normally, or on SIGTERM/SIGINT when nothing
  * else handles them) removes its socket file.
  */
+import { randomBytes } from "node:crypto";
 import { lstatSync } from "node:fs";
 import type net from "node:net";
 import { resolve } from "node:path";
+import { systemClock } from "../../core/clock.ts";
 import { ArgumentError, StoreError } from "../../core/errors.ts";
 import { warn } from "../../core/warn.ts";
 import type { QueueTransport } from "../fleet-queue-client.ts";
@@ -35,7 +37,7 @@ import { isQueueMessage, type QueueCall, QueueHost, type QueuePush, type QueueRe
 import { MemoryStore, type MemoryStoreOptions } from "../memory/memory-store.ts";
 import { createDispatcher, type Dispatcher } from "./dispatcher.ts";
 import type { Resyncable, Transport, Waiting } from "./link.ts";
-import { type BatchMessage, CHANNEL, isMessage, type ReplyMessage } from "./protocol.ts";
+import { type BatchMessage, CHANNEL, isMessage, type PeersMessage, type ReplyMessage } from "./protocol.ts";
 import { connectTo, type Published, publishSocket, removeIfDead } from "./publish-socket.ts";
 import { takeoverLock } from "./takeover-lock.ts";
 import { invalidBatch, invalidQueueCall } from "./validate.ts";
@@ -123,6 +125,30 @@ export class SocketLink implements Transport {
   /** This process's fleet queue owners listening. */
   readonly #ears = new Set<QueueEar>();
   readonly #stores = new Set<WeakRef<Resyncable>>();
+  /** This process's peer token: how a new host knows it came back (see "settling" below). */
+  readonly #token = randomBytes(12).toString("base64url");
+  /** As a client: the tokens of the processes connected to the host, as it last said. */
+  #peers: readonly string[] | undefined;
+  /** This election found a dead host's socket file (a host whose clients it never knew). */
+  #sawDeadHost = false;
+  /**
+   * While hosting, "settling": processes that held leases at the old host may still run those
+   * requests, and this host starts empty. New leases are held back (denied, retryAfterMs the
+   * time left) until every process the old host last listed (`#expected`) has come back with its
+   * leases, or, for a rule of lease length L, until L ms after this host started (by then every
+   * lease the old host granted expired): the bound when a listed process never comes back, or
+   * when this host never knew the old host's processes (`#expected` undefined).
+   */
+  #settling = false;
+  #expected: Set<string> | undefined;
+  #settleFrom = 0;
+  /** While hosting: each client connection's peer token (once it sent one). */
+  readonly #tokens = new Map<number, string>();
+  /**
+   * While hosting: every token that came back here. One that comes again (its connection closed
+   * with the host alive) holds leases this host already counts: they are not logged twice.
+   */
+  readonly #seen = new Set<string>();
 
   constructor(path: string, hostOptions: MemoryStoreOptions, socketMode: number) {
     this.#path = path;
@@ -168,6 +194,20 @@ export class SocketLink implements Transport {
     }
   }
 
+  /**
+   * Sends a batch that waited for an election. One whose caller gave up meanwhile (its timeout
+   * fired: the failure policy answered it) goes without its checks, renewals and the like, which
+   * would take leases and units nobody holds; its registrations and lease releases still go.
+   */
+  #postLate(message: BatchMessage): void {
+    if (message.seq === 0 || this.#waiting.has(message.seq)) {
+      this.post(message);
+      return;
+    }
+    const ops = message.ops.filter((op) => op[4] === "release");
+    this.post({ ...message, seq: ops.length === 0 ? 0 : message.seq, ops });
+  }
+
   /** Sends a fleet queue call to the host (handling it here when this process hosts). */
   postQueue(call: QueueCall, failed: (error: StoreError) => void): void {
     if (this.#state === "host") {
@@ -200,19 +240,25 @@ export class SocketLink implements Transport {
     this.#state = "starting";
     this.#elect().then(
       () => {
-        // A new host knows none of our rules: register the live ones before anything else.
+        // A new host knows none of our rules nor the leases we hold: register them before anything
+        // else, with our token (a new host holds back new leases until the old host's processes are back).
         const binds = [];
+        const leases = [];
         for (const ref of this.#stores) {
           const store = ref.deref();
           if (store === undefined) this.#stores.delete(ref);
-          else binds.push(...store.records());
+          else {
+            binds.push(...store.records());
+            leases.push(...store.leases());
+          }
         }
         const outbox = this.#outbox;
         this.#outbox = [];
-        if (binds.length > 0) this.post({ channel: CHANNEL, type: "batch", seq: 0, binds, releases: [], ops: [] });
+        const resync = this.#token;
+        this.post({ channel: CHANNEL, type: "batch", seq: 0, binds, releases: [], ops: [], leases, resync });
         for (const message of outbox) {
           if ("call" in message) this.postQueue(message.call, message.failed);
-          else this.post(message);
+          else this.#postLate(message);
         }
       },
       (error: unknown) => {
@@ -227,8 +273,15 @@ export class SocketLink implements Transport {
     );
   }
 
+  /** Whether a store still uses this link. */
+  #hasStores(): boolean {
+    for (const ref of this.#stores) if (ref.deref() !== undefined) return true;
+    return false;
+  }
+
   /** Becomes the host (binding the path) or a client (connecting to whoever bound it). */
   async #elect(): Promise<void> {
+    this.#sawDeadHost = false;
     let last: unknown;
     let waits = 0;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
@@ -245,6 +298,7 @@ export class SocketLink implements Transport {
         last = error;
         // ENOENT: the file went away in between (a takeover): bind again.
         if (codeOf(error) === "ECONNREFUSED") {
+          this.#sawDeadHost = true;
           // Waiting for a live lock holder's takeover is not a failed attempt: on a loaded machine
           // it outlasted the attempts of the processes waiting for it (their checks then failed).
           if ((await this.#takeOver()) === "waited" && waits++ < MAX_WAITS) attempt--;
@@ -263,10 +317,38 @@ export class SocketLink implements Transport {
     this.#published = published;
     removeOnExit(this);
     const store = new MemoryStore(this.hostOptions);
-    this.#dispatcher = createDispatcher(store);
+    const peers = this.#peers;
+    this.#expected = peers === undefined ? undefined : new Set(peers.filter((t) => t !== this.#token));
+    this.#settling = peers === undefined ? this.#sawDeadHost : this.#expected?.size !== 0;
+    this.#settleFrom = systemClock.now();
+    this.#tokens.clear();
+    this.#seen.clear();
+    this.#dispatcher = createDispatcher(store, (leaseMs) => this.#holdLeases(leaseMs));
     this.#queues = new QueueHost(store, (client, push) => this.#push(client, push));
     this.#watchFile(published);
     this.#state = "host";
+  }
+
+  /** ms left before this host grants leases of `leaseMs` (0: it does). */
+  #holdLeases(leaseMs: number): number {
+    if (!this.#settling) return 0;
+    const left = this.#settleFrom + leaseMs - systemClock.now();
+    return Math.max(left, 0);
+  }
+
+  /** A client came back (its first batch carried `token` and its leases): it is no longer awaited. */
+  #cameBack(client: number, token: string): void {
+    this.#tokens.set(client, token);
+    this.#seen.add(token);
+    if (this.#expected?.delete(token) === true && this.#expected.size === 0) this.#settling = false;
+    this.#tellPeers();
+  }
+
+  /** Tells every client which processes are connected, so whichever hosts next knows whom to await. */
+  #tellPeers(): void {
+    const message: PeersMessage = { channel: CHANNEL, type: "peers", tokens: [...new Set(this.#tokens.values())] };
+    const frame = `${JSON.stringify(message)}\n`;
+    for (const c of this.#connections.values()) c.write(frame);
   }
 
   /**
@@ -299,10 +381,14 @@ export class SocketLink implements Transport {
     published.close();
     for (const c of this.#connections.values()) c.destroy();
     this.#queueLost();
+    // Its clients' processes are this one's peers at the host they go to.
+    this.#peers = [...new Set(this.#tokens.values())];
     warn(
       `sluice cluster: ${this.#path} is no longer this process's socket; stepping down as host`,
       "SLUICE_CLUSTER_STEP_DOWN",
     );
+    // To the host there is, with this process's leases, at once.
+    if (this.#hasStores()) this.#start();
   }
 
   /** Removes the socket file if it is still the one this process bound (called on exit). */
@@ -323,6 +409,7 @@ export class SocketLink implements Transport {
     connection.on("close", () => {
       this.#connections.delete(client);
       dispatcher.disconnect(client);
+      if (this.#tokens.delete(client) && this.#dispatcher === dispatcher) this.#tellPeers();
       // Its process is gone (or cut off): its tickets leave, its grants' slots are free at once.
       queues.disconnect(client);
     });
@@ -336,7 +423,14 @@ export class SocketLink implements Transport {
         }
         const invalid = invalidBatch(frame);
         if (invalid !== undefined) throw new Error(invalid);
-        return dispatcher.handle(client, frame as BatchMessage);
+        const token = (frame as BatchMessage).resync;
+        const again = token !== undefined && this.#seen.has(token);
+        const answer = dispatcher.handle(
+          client,
+          again ? { ...(frame as BatchMessage), leases: [] } : (frame as BatchMessage),
+        );
+        if (token !== undefined && this.#dispatcher === dispatcher) this.#cameBack(client, token);
+        return answer;
       },
       (reason) =>
         warn(`sluice cluster: closed a peer's connection to ${this.#path}: ${reason}`, "SLUICE_CLUSTER_BAD_FRAME"),
@@ -362,8 +456,14 @@ export class SocketLink implements Transport {
       this.#state = "idle";
       this.#failAll(new StoreError(`${this.peer} closed the connection`));
       this.#queueLost();
+      // Back at once, not at the next call: the new host awaits this process's leases.
+      if (this.#state === "idle" && this.#hasStores()) this.#start();
     });
     readFrames(socket, (frame) => {
+      if (isMessage<PeersMessage>(frame, "peers")) {
+        if (Array.isArray(frame.tokens)) this.#peers = frame.tokens.filter((t) => typeof t === "string");
+        return undefined;
+      }
       if (isQueueMessage<QueueReply>(frame, "queue-reply") || isQueueMessage<QueuePush>(frame, "queue-push")) {
         this.#hearQueue(frame);
         return undefined;

@@ -52,6 +52,27 @@ export function invalidBatch(frame: unknown): string | undefined {
     const why = invalidOp(op);
     if (why !== undefined) return `ops[${i}]: ${why}`;
   }
+  const leases = list(f, "leases");
+  if (typeof leases === "string") return leases;
+  for (const [i, lease] of leases.entries()) {
+    const why = invalidLease(lease);
+    if (why !== undefined) return `leases[${i}]: ${why}`;
+  }
+  if (f.resync !== undefined && (typeof f.resync !== "string" || f.resync.length === 0 || f.resync.length > 64)) {
+    return "`resync` is not a peer token (a string of 1 to 64 characters)";
+  }
+  return undefined;
+}
+
+/** Why `lease` is not a re-registered lease [binding, key, receipt, cost]. */
+function invalidLease(lease: unknown): string | undefined {
+  if (!Array.isArray(lease) || lease.length !== 4) return "not a [binding, key, receipt, cost] tuple";
+  const [binding, key, at, cost] = lease as unknown[];
+  if (!isIndex(binding)) return "the binding is not a binding number";
+  if (typeof key !== "string" || key.length > MAX_KEY_CHARS)
+    return `the key is not a string of at most ${MAX_KEY_CHARS} characters`;
+  if (typeof at !== "number" || !Number.isFinite(at)) return "the receipt is not a finite instant";
+  if (typeof cost !== "number" || !Number.isSafeInteger(cost) || cost < 1) return "the cost is not a safe integer ≥ 1";
   return undefined;
 }
 
