@@ -71,6 +71,12 @@ export interface WireGrant extends FleetGrant {
   readonly leaseAt?: number;
 }
 
+/**
+ * A late start's move refused for at most this long (ms) takes its units at the instant they
+ * free instead, ahead of the queue (queue.lua's NEXT_MS, the longest a grant ahead is made).
+ */
+const RESTAMP_AHEAD_MS = 250;
+
 /** How long a new host grants nothing after an owner came back from a lost one (at most). */
 export const REJOIN_GRACE_MS = 1000;
 
@@ -541,8 +547,16 @@ export class QueueHost {
       kq.coolWaiters.add(owner);
       return `0,${Math.min(kq.coolUntil - now, COOL_FALLBACK_MS)}`;
     }
-    const t = Math.max(now, kq.cursor);
-    const d = this.#decide(queue.rate, kq.key, cost, t, "check");
+    let t = Math.max(now, kq.cursor);
+    let d = this.#decide(queue.rate, kq.key, cost, t, "check");
+    if (!d.allowed && d.retryAfterMs + (t - now) <= RESTAMP_AHEAD_MS) {
+      // Its units free soon: taken at that instant, as a grant ahead (queue.lua): its turn came,
+      // so no later ticket is granted before it, and it needs no second call (refused, it asked
+      // again on its own timer while later tickets were granted: attack8 F2).
+      t += Math.ceil(d.retryAfterMs);
+      d = this.#decide(queue.rate, kq.key, cost, t, "check");
+      if (d.allowed && t > kq.cursor) kq.cursor = t;
+    }
     if (!d.allowed) return `0,${Number.isFinite(d.retryAfterMs) ? Math.ceil(d.retryAfterMs + (t - now)) : 60_000}`;
     const g = kq.grants.get(id);
     if (g !== undefined) g.rateAt = t;

@@ -112,3 +112,36 @@ describe("a late start within its unit's slot (a fleet queue)", () => {
     }
   });
 });
+
+// gcra 10/s, burst 2 (start-safe: 1): T = 100 ms, no backlog allowed. Two jobs: the first granted
+// now, the second ahead, 100 ms on. The first's listener stalls 150 ms: its move finds the bucket
+// taken until 200 ms; refused there, it asked again on its own timer (a second call, while the
+// queue could grant later tickets); now its unit is taken at that instant, in the one call.
+// (On the host's own thread the stall holds the host too, so the instants are the test's; queue.lua
+// does the same on Redis, where a second job's own late start makes the count vary.)
+const AHEAD_RATE = { algorithm: "gcra", limit: 10, periodMs: 1000, burst: 2 } as const;
+
+async function aheadCase(store: Store & { openFleetQueue(config: unknown): Promise<FleetQueue> }) {
+  const counter = countRestamps(store);
+  const name = uniquePrefix("slot32-ahead").replace(/[^a-z0-9-]/gi, "-");
+  const throttle = createThrottle({ name, store, rate: AHEAD_RATE });
+  let starts = 0;
+  throttle.on("start", () => {
+    if (++starts === 1) stall(150);
+  });
+  let ran = 0;
+  await Promise.all([0, 1].map(() => throttle.schedule(() => void ran++)));
+  await throttle.close();
+  return { calls: counter.calls, ran };
+}
+
+describe("a late start's move refused for a moment takes its unit ahead (a fleet queue)", () => {
+  it("SharedMemoryStore: one restamp call", async () => {
+    const store = new SharedMemoryStore({ maxKeys: 100 });
+    try {
+      expect(await aheadCase(store as never)).toEqual({ calls: 1, ran: 2 });
+    } finally {
+      await store.close?.();
+    }
+  });
+});

@@ -479,6 +479,15 @@ elseif op == 'm' then
     local t = tonumber(call('HGET', KH, 'hz') or '0')
     if t < now then t = now end
     local ok, wait, delay = decide(RR, KR, cost, CHECK, nil, t)
+    if not ok and wait <= NEXT_MS then
+      -- Refused, its units free within NEXT_MS: they are taken at that instant, as a grant ahead
+      -- (its turn came: no later ticket is granted before it, and no second call is needed).
+      -- Refused instead, it asked again on its own timer while the queue granted later tickets
+      -- (attack8 F2) and each ask was a call.
+      t = now + ceil(wait)
+      ok, wait, delay = decide(RR, KR, cost, CHECK, nil, t)
+      if ok and t > tonumber(call('HGET', KH, 'hz') or '0') then call('HSET', KH, 'hz', fmt('%d', t)) end
+    end
     if ok then
       local slack = slotSlack(RR, cost)
       status = '1,' .. fmt('%d', t) .. ',' .. fmt('%d', (delay or 0) + (t - now))
