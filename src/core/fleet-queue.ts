@@ -38,6 +38,12 @@ export interface FleetGrant {
    * back), even without a lease. Absent: false.
    */
   readonly cooling?: boolean;
+  /**
+   * How many ms past `at` the start of the slot of its units comes (a gcra or token bucket's
+   * backlog before them, core/unit-slot.ts): its task starting by `at + slackMs` is not late.
+   * Absent (an older store, or no bucket): 0.
+   */
+  readonly slackMs?: number;
 }
 
 /**
@@ -215,16 +221,31 @@ export interface FleetQueue {
  * its key's cool-down's one job, so its grant is held until released, as FleetGrant.cooling), or
  * the wait before asking again.
  */
-export type Restamped = { at: number; delayMs: number; cooling?: boolean } | { waitMs: number };
+export type Restamped = { at: number; delayMs: number; cooling?: boolean; slackMs?: number } | { waitMs: number };
 
 /**
- * A restamp's answer from the stores' status text: "1,at,delayMs" (",c" after it: `cooling`) or
- * "0,waitMs" (queue.lua, fleet-queue-host.ts).
+ * A restamp's answer from the stores' status text: "1,at,delayMs" (",c" after it: `cooling`; then
+ * ",slackMs" after a 4th field, "c" or empty: FleetGrant.slackMs) or "0,waitMs" (queue.lua,
+ * fleet-queue-host.ts). An older store's text (no slack) reads as before.
  */
 export function restampedOf(status: string): Restamped {
-  const [ok = "", a = "0", b = "0", c] = status.split(",");
+  const [ok = "", a = "0", b = "0", c, e] = status.split(",");
   if (ok !== "1") return { waitMs: Number(a) };
-  return c === "c" ? { at: Number(a), delayMs: Number(b), cooling: true } : { at: Number(a), delayMs: Number(b) };
+  const moved: { at: number; delayMs: number; cooling?: boolean; slackMs?: number } = {
+    at: Number(a),
+    delayMs: Number(b),
+  };
+  if (c === "c") moved.cooling = true;
+  const slack = slackOf(e);
+  if (slack !== undefined) moved.slackMs = slack;
+  return moved;
+}
+
+/** A slack figure from a store's text (absent, empty or not a number ≥ 0: none). */
+export function slackOf(text: string | undefined): number | undefined {
+  if (text === undefined || text === "") return undefined;
+  const n = Number(text);
+  return Number.isFinite(n) && n > 0 ? n : undefined;
 }
 
 /**

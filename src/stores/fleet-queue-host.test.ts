@@ -356,12 +356,14 @@ describe("fleet queue host: the cool-down after a pause", () => {
     expect(next).toEqual([{ id: "2", leased: false, delayMs: 0, at: T + 600, cooling: true }]);
     expect(grants).toHaveLength(1);
     expect(call(1, a, "r", ["2", 0]).grants).toEqual([]);
-    expect(grants.slice(1)).toEqual([{ id: "3", leased: false, delayMs: 0, at: T + 600, cooling: true }]);
+    // Its unit's slot is 9 ms on: "2"'s unit (taken at T + 600, 10 ms each) is still ahead of it.
+    expect(grants.slice(1)).toEqual([{ id: "3", leased: false, delayMs: 0, at: T + 600, cooling: true, slackMs: 9 }]);
     // "3" still runs when the cool-down ends (T + 1000): "4" goes then, granted as before the pause.
     clock.advance(399);
     expect(grants).toHaveLength(2);
     clock.advance(1);
-    expect(grants.slice(2)).toEqual([{ id: "4", leased: false, delayMs: 0, at: T + 1000 }]);
+    // Its slot is 989 ms on: the cool-down's end charged the refilled burst ahead of it.
+    expect(grants.slice(2)).toEqual([{ id: "4", leased: false, delayMs: 0, at: T + 1000, slackMs: 989 }]);
   });
 
   it("the burst the rate refilled during the pause and the cool-down does not survive them: the rate resumes at its steady pace", () => {
@@ -442,7 +444,7 @@ describe("fleet queue host: the cool-down after a pause", () => {
     expect(freed).toEqual([]);
     expect(call(2, b, "r", ["2", 0]).status).toBe("1");
     expect(freed).toEqual([{ to: 1, owner: a, key: "k" }]);
-    expect(call(1, a, "h", ["restamp", "1", 1, "-"]).status).toBe(`1,${T + 500},0,c`);
+    expect(call(1, a, "h", ["restamp", "1", 1, "-"]).status).toBe(`1,${T + 500},0,c,9`);
     // Now "1" holds the cool-down: a new ticket waits for its release.
     expect(call(2, b, "e", ["3", 5, 1, 0]).grants).toEqual([]);
     expect(call(1, a, "r", ["1", 0]).grants).toEqual([]);

@@ -43,6 +43,7 @@ import {
 import { compileRule } from "../core/rule.ts";
 import { type AlgorithmSpec, specLimit, validateSpec } from "../core/spec.ts";
 import type { BoundRule, RuleBinding } from "../core/store.ts";
+import { slotSlackMs } from "../core/unit-slot.ts";
 
 /** Marks fleet-queue messages among whatever else travels on the same channel. */
 export const QUEUE_CHANNEL = "sluice:queue";
@@ -69,6 +70,12 @@ export type HeldGrant =
 export interface WireGrant extends FleetGrant {
   readonly leaseAt?: number;
 }
+
+/**
+ * A late start's move refused for at most this long (ms) takes its units at the instant they
+ * free instead, ahead of the queue (queue.lua's NEXT_MS, the longest a grant ahead is made).
+ */
+const RESTAMP_AHEAD_MS = 250;
 
 /** How long a new host grants nothing after an owner came back from a lost one (at most). */
 export const REJOIN_GRACE_MS = 1000;
@@ -208,6 +215,8 @@ interface KeyQueue {
 /** One throttle's queue (shared by the workers that open it with the same rules). */
 interface Queue {
   readonly rate: BoundRule | undefined;
+  /** The rate's specs as checked (for its units' slots: core/unit-slot.ts). */
+  readonly rateSpecs: readonly AlgorithmSpec[] | undefined;
   readonly slots: BoundRule | undefined;
   readonly ownerTtlMs: number;
   readonly lookaheadMs: number;
@@ -324,6 +333,7 @@ export class QueueHost {
         this.#store.bind({ id, rule: compileRule(specs.map((s) => validateSpec(s))) });
       queue = {
         rate: rules.rate === null ? undefined : bind(rules.rate.id, rules.rate.specs),
+        rateSpecs: rules.rate === null ? undefined : rules.rate.specs,
         slots: rules.concurrency === null ? undefined : bind(rules.concurrency.id, [rules.concurrency.spec]),
         ownerTtlMs: rules.ownerTtlMs,
         lookaheadMs: rules.lookaheadMs ?? 0,
@@ -537,14 +547,26 @@ export class QueueHost {
       kq.coolWaiters.add(owner);
       return `0,${Math.min(kq.coolUntil - now, COOL_FALLBACK_MS)}`;
     }
-    const t = Math.max(now, kq.cursor);
-    const d = this.#decide(queue.rate, kq.key, cost, t, "check");
+    let t = Math.max(now, kq.cursor);
+    let d = this.#decide(queue.rate, kq.key, cost, t, "check");
+    if (!d.allowed && d.retryAfterMs + (t - now) <= RESTAMP_AHEAD_MS) {
+      // Its units free soon: taken at that instant, as a grant ahead (queue.lua): its turn came,
+      // so no later ticket is granted before it, and it needs no second call (refused, it asked
+      // again on its own timer while later tickets were granted: attack8 F2).
+      t += Math.ceil(d.retryAfterMs);
+      d = this.#decide(queue.rate, kq.key, cost, t, "check");
+      if (d.allowed && t > kq.cursor) kq.cursor = t;
+    }
     if (!d.allowed) return `0,${Number.isFinite(d.retryAfterMs) ? Math.ceil(d.retryAfterMs + (t - now)) : 60_000}`;
     const g = kq.grants.get(id);
     if (g !== undefined) g.rateAt = t;
-    if (!cooling) return `1,${t},${d.delayMs + (t - now)}`;
+    // The moved units' slot (core/unit-slot.ts), after a 4th field ("c" or empty): an older
+    // client reads the first four as before.
+    const slack = slotSlackMs(queue.rateSpecs, d, cost);
+    const tail = slack > 0 ? `,${slack}` : "";
+    if (!cooling) return `1,${t},${d.delayMs + (t - now)}${tail === "" ? "" : `,${tail}`}`;
     kq.coolGrant = { id, owner };
-    return `1,${t},${d.delayMs + (t - now)},c`;
+    return `1,${t},${d.delayMs + (t - now)},c${tail}`;
   }
 
   /**
@@ -699,6 +721,7 @@ export class QueueHost {
       }
       let delayMs = 0;
       let rateAt: number | undefined;
+      let slackMs = 0;
       if (queue.rate !== undefined) {
         let at = Math.max(now, kq.cursor);
         let d = this.#decide(queue.rate, kq.key, head.cost, at, "check");
@@ -712,6 +735,8 @@ export class QueueHost {
           wait = d.retryAfterMs + (at - now);
           break;
         }
+        // Before a penalty's units (they come after this ticket's).
+        slackMs = slotSlackMs(queue.rateSpecs, d, head.cost);
         if (head.penalty > 0) {
           try {
             // Spent at the grant's instant: the next head waits the longer interval (queue.lua).
@@ -737,7 +762,8 @@ export class QueueHost {
       // nobody releases a rate-only grant, and keeping it kept every job's grant, and its key,
       // for the host's life. (Its grant sent again after a lost message is a new grant.)
       if (leaseAt !== undefined || cooling) kq.grants.set(head.id, g);
-      const grant = this.#grantOf(head.id, g, delayMs, rateAt ?? now, cooling);
+      let grant = this.#grantOf(head.id, g, delayMs, rateAt ?? now, cooling);
+      if (slackMs > 0) grant = { ...grant, slackMs };
       if (head.owner === caller) mine.push(grant);
       else {
         let list = others.get(head.owner);

@@ -24,6 +24,7 @@ import {
   rateMemoryMs,
 } from "../core/fleet-queue.ts";
 import { specLimit } from "../core/spec.ts";
+import { slotSlackMs } from "../core/unit-slot.ts";
 import type { Limiter } from "../limiter.ts";
 import { Emitter, type OutcomeStatus } from "./events.ts";
 import type { FleetLink } from "./fleet-link.ts";
@@ -53,6 +54,12 @@ interface Unit {
   at: number;
   cost: number;
   ticket?: string;
+  /**
+   * A bucket unit's slot (core/unit-slot.ts): its task starting no later than this instant (on
+   * the unit's clock: the store's for a fleet unit, this process's for a limiter's) is not late,
+   * and its unit needs no move. Absent: the lateness rules alone.
+   */
+  slot?: number | undefined;
 }
 
 /** Backoff after a store call that failed outright (the job keeps its place and waits). */
@@ -74,8 +81,13 @@ const SETTLE_WAIT_MS = 1_000;
  */
 export const LATE_START_MS = START_TOLERANCE_MS;
 
-/** How many times one task's rate unit is moved to its start at most (each move is a store call that can itself answer late). */
-const MAX_RESTAMPS = 3;
+/**
+ * How many times one task's rate unit is moved to its start at most (each move is a store call
+ * that can itself answer late). Past it the task starts anyway: the rate's one residual. 8, not
+ * 3: with units used to their slots (core/unit-slot.ts) a start past 3 late moves (a starved
+ * thread's timers 250 ms late, load 40) put one unit over a gcra's bound by the tasks' clocks.
+ */
+const MAX_RESTAMPS = 8;
 
 /**
  * How many times at most a task's unit is moved because the task would start in another fixed
@@ -332,7 +344,9 @@ export class ThrottleRunner {
       kq.cooled++;
     }
     const rate =
-      this.#limiters.rate === undefined ? undefined : { at: grant.at, cost: this.#unitCost(job), ticket: grant.id };
+      this.#limiters.rate === undefined
+        ? undefined
+        : { at: grant.at, cost: this.#unitCost(job), ticket: grant.id, slot: this.#fleetSlot(grant.at, grant.slackMs) };
     this.#start(kq, job, { granted: true, lease, rate: undefined, delayMs: 0 }, this.#clock.now(), grant.at, due, rate);
   }
 
@@ -714,7 +728,9 @@ export class ThrottleRunner {
     now: number,
     at: number = permit.rate?.at ?? now,
     due: number = this.#clock.now() + permit.delayMs,
-    unit: Unit | undefined = permit.rate?.at === undefined ? undefined : { at: permit.rate.at, cost: job.cost },
+    unit: Unit | undefined = permit.rate?.at === undefined
+      ? undefined
+      : { at: permit.rate.at, cost: job.cost, slot: this.#localSlot(permit.rate, now, job.cost) },
   ): void {
     if (!kq.queue.remove(job)) kq.held.delete(job);
     const ticket = this.#ticketOf.get(job);
@@ -739,6 +755,22 @@ export class ThrottleRunner {
     // A leaky bucket admits now and spaces the outflow: the job holds its permit until its turn.
     if (permit.delayMs > 0) after(this.#clock, permit.delayMs, () => this.#late(kq, job, due, unit, at));
     else this.#late(kq, job, due, unit, at);
+  }
+
+  /**
+   * The slot end of a unit a limiter decided (`d`, asked at `sent`, this process's clock): from the
+   * asking instant, which is no later than the store's deciding one. None with an adaptive rate
+   * (its specs change under the limiter's figures).
+   */
+  #localSlot(d: Decision, sent: number, cost: number): number | undefined {
+    if (this.#opts.adaptive !== undefined) return undefined;
+    const slack = slotSlackMs(this.#opts.rate, d, cost);
+    return slack > 0 ? sent + slack : undefined;
+  }
+
+  /** The slot end of a fleet unit taken at the store's instant `at` with the store's slack (absent from an older store). */
+  #fleetSlot(at: number, slackMs: number | undefined): number | undefined {
+    return slackMs !== undefined && slackMs > 0 && Number.isFinite(slackMs) ? at + slackMs : undefined;
   }
 
   /**
@@ -768,6 +800,9 @@ export class ThrottleRunner {
       // keeps a fixed window's starts in it.
       // A rolling rule (widened by LATE_START_MS: start-safe-rate.ts) holds on real starts only if
       // each starts within LATE_START_MS of its unit's instant, the store's: from there then.
+      // A bucket unit's start up to its slot's start is not late (core/unit-slot.ts): the slots
+      // are spaced by the rate's interval, so starts there hold it as starts at the grant would.
+      if (unit.slot !== undefined && now + offset <= unit.slot) return undefined;
       const rolling = this.#opts.rollingLagMs;
       if (rolling !== undefined && fleetUnit && unitAt !== undefined && now + offset - unitAt > rolling) return "lag";
       return now - since > LATE_START_MS ? "lag" : undefined;
@@ -846,8 +881,11 @@ export class ThrottleRunner {
     // The units now stand at the instant taken: a later move gives back these, not the first
     // grant's (already given back: refunding that receipt again frees nothing, and the units
     // taken here would stay held beside the next ones, each further move costing the rate a unit).
-    const run = (at: number | undefined, since: number, taken = at !== undefined) => {
-      if (taken) unit.at = at as number;
+    const run = (at: number | undefined, since: number, taken = at !== undefined, slot?: number) => {
+      if (taken) {
+        unit.at = at as number;
+        unit.slot = slot; // the moved unit's own slot (none: the lateness rules alone)
+      }
       then(at, since);
     };
     const fleet = unit.ticket === undefined ? undefined : this.#fleet;
@@ -885,6 +923,7 @@ export class ThrottleRunner {
             job.cooled = true;
             kq.cooled++;
           }
+          const slot = m !== undefined && "at" in m ? this.#fleetSlot(m.at, m.slackMs) : undefined;
           if (m === undefined) run(undefined, this.#clock.now());
           else if ("waitMs" in m) {
             // Refused while the key cools down (another job holds it): also woken when that job
@@ -896,10 +935,10 @@ export class ThrottleRunner {
             // The cool-down's one job now: the store holds it until it is released.
             const ticket = unit.ticket as string;
             job.keeper = this.#keeper(kq, job, { release: () => fleet.release(key, ticket, false), renew: () => true });
-            if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at, sent + m.delayMs));
-            else run(m.at, sent);
-          } else if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at, sent + m.delayMs));
-          else run(m.at, sent);
+            if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at, sent + m.delayMs, true, slot));
+            else run(m.at, sent, true, slot);
+          } else if (m.delayMs > 0) after(this.#clock, m.delayMs, () => run(m.at, sent + m.delayMs, true, slot));
+          else run(m.at, sent, true, slot);
         }, failed);
         return;
       }
@@ -911,7 +950,7 @@ export class ThrottleRunner {
       const answer = (d: Decision) => {
         // A leaky bucket's unit: its task starts after the spacing it was given.
         if (d.allowed && d.delayMs > 0) after(this.#clock, d.delayMs, () => run(d.at, sent + d.delayMs));
-        else if (d.allowed) run(d.at, sent);
+        else if (d.allowed) run(d.at, sent, d.at !== undefined, this.#localSlot(d, sent, unit.cost));
         else if (!Number.isFinite(d.retryAfterMs)) run(d.at, this.#clock.now(), false);
         else if (!overdue(d.retryAfterMs)) after(this.#clock, Math.max(1, d.retryAfterMs), attempt);
       };

@@ -15,6 +15,7 @@ import {
   type FleetTicket,
   type Restamped,
   restampedOf,
+  slackOf,
 } from "../../core/fleet-queue.ts";
 import { compileRule } from "../../core/rule.ts";
 import type { AlgorithmSpec } from "../../core/spec.ts";
@@ -81,10 +82,13 @@ function parseReply(reply: unknown): { status: string; wait: number | undefined;
 function parseGrants(text: string): FleetGrant[] {
   if (text === "") return [];
   return text.split(";").map((g) => {
-    const [id = "", leaseAt = "-", delay = "0", at = "0", flag] = g.split(",");
-    const grant = { id, leased: leaseAt !== "-", delayMs: Number(delay), at: Number(at) };
+    const [id = "", leaseAt = "-", delay = "0", at = "0", flag, slack] = g.split(",");
+    let grant: FleetGrant = { id, leased: leaseAt !== "-", delayMs: Number(delay), at: Number(at) };
     // Granted during a cool-down: held until released (queue.lua, 'cg').
-    return flag === "c" ? { ...grant, cooling: true } : grant;
+    if (flag === "c") grant = { ...grant, cooling: true };
+    // Its bucket units' slot starts this much past `at` (a script that sends none: no slack).
+    const slackMs = slackOf(slack);
+    return slackMs === undefined ? grant : { ...grant, slackMs };
   });
 }
 

@@ -39,7 +39,9 @@
 -- release, its owner found dead, the cool-down's end): "f":1 in its channel's message.
 -- Reply: "status|wait|grants": status (op-specific, below), wait (ms until the caller, owning
 -- the head, should pump again; '' for no such wake) and the caller's grants
--- "id,leaseAt,delayMs,at[,c];..." (',c': granted during a cool-down, released when it ends).
+-- "id,leaseAt,delayMs,at[,c];..." (',c': granted during a cool-down, released when it ends), a
+-- grant of bucket units then ",c,slack" or ",,slack": its units' slot starts `slack` ms past `at`
+-- (slotSlack below; an older client reads the first five fields as before).
 
 local KQ, KH, KR, KC, KP = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local op, channel, me = ARGV[2], ARGV[3], ARGV[4]
@@ -109,6 +111,29 @@ local function decide(R, key, cost, rop, at, t)
     if left > wait then wait = left end
   end
   return allowed, wait + (t - now), FIG[3]
+end
+
+-- How many ms past its instant the slot of the units just checked by `R` starts, from the figures
+-- of that allowed check (src/core/unit-slot.ts, restated): a gcra or token bucket's backlog before
+-- them, ceil(backlog + cost * T) = resetMs, so floor(resetMs - 1 - cost * T); any other member
+-- (a log, a window, a leaky bucket) 0; the least over the members. A task that starts by its
+-- slot's start is not late: its unit needs no move (runner.ts).
+local function slotSlack(R, cost)
+  local least = INF
+  for i = 1, R.count do
+    local P, f = R.members[i], 4 * i
+    local T = nil
+    if P.per and P.den and not P.delays then T = P.per / P.den elseif P.r and P.C then T = 1000 / P.r end
+    local s = 0
+    if T then
+      s = FIG[f] - 1 - cost * T
+      s = s - s % 1
+      if s < 0 then s = 0 end
+    end
+    if s < least then least = s end
+  end
+  if least >= INF then return 0 end
+  return least
 end
 
 local mine, others = {}, {}
@@ -214,6 +239,7 @@ local function pump()
       if hold > now then return hold - now, owner, 0, head end
       local rateAt, leaseAt = '-', '-'
       local at = now
+      local slack = 0
       if RR then
         at = cursor
         ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
@@ -230,6 +256,7 @@ local function pump()
           ok, wait, delay = decide(RR, KR, cost, CHECK, nil, at)
         end
         if not ok then return wait, owner, ahead, head end
+        slack = slotSlack(RR, cost)
         if extra > 0 then decide(RR, KR, extra, PENALTY, nil, at) end
         delay = (delay or 0) + (at - now)
         rateAt = fmt('%d', at)
@@ -254,6 +281,10 @@ local function pump()
       if coolUntil > now then
         call('HSET', KH, 'cg', head .. ' ' .. owner .. ' ' .. fmt('%d', at))
         g = g .. ',c'
+      end
+      if slack > 0 then
+        if coolUntil <= now then g = g .. ',' end
+        g = g .. ',' .. fmt('%d', slack)
       end
       if owner == me then
         mine[#mine + 1] = g
@@ -454,7 +485,8 @@ elseif op == 'm' then
   -- A granted job starts late (its process stalled): the rate units its grant took at `at` go
   -- back (by receipt) and it takes `cost` at the latest instant decided (now, or the one granted
   -- ahead to: the record never sees time run back), ahead of the queue (its turn came). Status
-  -- "1,at,delayMs" (start then), or "0,waitMs" (refused: ask again then, nothing to give back).
+  -- "1,at,delayMs[,c][,slack]" (start then; slack as a grant's), or "0,waitMs" (refused: ask
+  -- again then, nothing to give back).
   -- During a cool-down a late start is a start like a grant: it waits while another job of the
   -- cool-down runs (its owner is recorded in 'cw' and told when that job ends; its wait, the rest
   -- of the cool-down up to COOL_FALLBACK_MS, 1 s, src/core/fleet-queue.ts, is only a fallback),
@@ -481,11 +513,26 @@ elseif op == 'm' then
     local t = tonumber(call('HGET', KH, 'hz') or '0')
     if t < now then t = now end
     local ok, wait, delay = decide(RR, KR, cost, CHECK, nil, t)
+    if not ok and wait <= NEXT_MS then
+      -- Refused, its units free within NEXT_MS: they are taken at that instant, as a grant ahead
+      -- (its turn came: no later ticket is granted before it, and no second call is needed).
+      -- Refused instead, it asked again on its own timer while the queue granted later tickets
+      -- (attack8 F2) and each ask was a call.
+      t = now + ceil(wait)
+      ok, wait, delay = decide(RR, KR, cost, CHECK, nil, t)
+      if ok and t > tonumber(call('HGET', KH, 'hz') or '0') then call('HSET', KH, 'hz', fmt('%d', t)) end
+    end
     if ok then
+      local slack = slotSlack(RR, cost)
       status = '1,' .. fmt('%d', t) .. ',' .. fmt('%d', (delay or 0) + (t - now))
       if coolUntil > now then
         call('HSET', KH, 'cg', id .. ' ' .. me .. ' ' .. fmt('%d', t))
         status = status .. ',c'
+      end
+      -- The moved units' slot (slotSlack), after a 4th field ('c' or empty).
+      if slack > 0 then
+        if coolUntil <= now then status = status .. ',' end
+        status = status .. ',' .. fmt('%d', slack)
       end
       local g = call('HGET', KH, 'g:' .. id)
       if g then
