@@ -42,6 +42,15 @@ import { connectTo, type Published, publishSocket, removeIfDead } from "./publis
 import { takeoverLock } from "./takeover-lock.ts";
 import { invalidBatch, invalidQueueCall } from "./validate.ts";
 
+/**
+ * How long a host that found a dead host's socket but never knew its clients (no roster: it was
+ * not connected to it) holds new leases back for them to come back. Without a roster it cannot
+ * wait for each by name; the old host's clients reconnect the moment its connection closes, so a
+ * short wait covers them, where waiting `leaseMs` (60 s by default) made a fleet restarted after
+ * a crash (its socket file left behind) refuse every lease for a minute.
+ */
+const NO_ROSTER_SETTLE_MS = 2_000;
+
 /** Attempts (bind, connect, take over) before a batch fails for want of a host. */
 const ATTEMPTS = 20;
 /**
@@ -142,6 +151,8 @@ export class SocketLink implements Transport {
   #settling = false;
   #expected: Set<string> | undefined;
   #settleFrom = 0;
+  /** How long at most this host holds new leases back: NO_ROSTER_SETTLE_MS without a roster, else leaseMs. */
+  #settleFor = Number.POSITIVE_INFINITY;
   /** While hosting: each client connection's peer token (once it sent one). */
   readonly #tokens = new Map<number, string>();
   /**
@@ -320,6 +331,7 @@ export class SocketLink implements Transport {
     const peers = this.#peers;
     this.#expected = peers === undefined ? undefined : new Set(peers.filter((t) => t !== this.#token));
     this.#settling = peers === undefined ? this.#sawDeadHost : this.#expected?.size !== 0;
+    this.#settleFor = peers === undefined ? NO_ROSTER_SETTLE_MS : Number.POSITIVE_INFINITY;
     this.#settleFrom = systemClock.now();
     this.#tokens.clear();
     this.#seen.clear();
@@ -332,7 +344,7 @@ export class SocketLink implements Transport {
   /** ms left before this host grants leases of `leaseMs` (0: it does). */
   #holdLeases(leaseMs: number): number {
     if (!this.#settling) return 0;
-    const left = this.#settleFrom + leaseMs - systemClock.now();
+    const left = this.#settleFrom + Math.min(leaseMs, this.#settleFor) - systemClock.now();
     return Math.max(left, 0);
   }
 
