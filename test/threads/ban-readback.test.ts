@@ -68,10 +68,9 @@ describe("a ban read back from the summary", () => {
 //             a new span at 3100 (n = 1, no ban): at 5050 the window is new and it admits V
 //             while the uncapped store refuses it. A chain (gaps 590, 500 < withinMs) is at 3
 //             at 3100 and extends the ban to 5100.
-// The thread store's cells hold the largest count joined, so the other keys fill the window
-// themselves (two checks each). MemoryStore's add up, and it reads the other keys back too: they
-// take one check each, and are refused, struck and banned (until 2000) on the strikes they sum
-// in the cells; V comes back after that.
+// Both stores' cells hold the largest count joined (MemoryStore's summed them until its cells
+// joined by maximum, 2026-12-08), so the other keys fill the window themselves (two checks each);
+// V comes back after that.
 describe("strikes of a key read back from the summary", () => {
   const WINDOW = { algorithm: "fixed-window", limit: 2, windowMs: 4000 } as const;
   const SHORT = { after: 2, withinMs: 1000, forMs: 2000 };
@@ -98,7 +97,9 @@ describe("strikes of a key read back from the summary", () => {
       }
       at(0, "V");
       // Other keys fill the window and push V out: its cells are full.
-      const checks = make === SHARED[1] ? 2 : 1;
+      // Both stores' cells hold the largest count joined (MemoryStore's added up before its cells
+      // joined by maximum): the other keys spend the window themselves.
+      const checks = 2;
       for (let i = 0; i < 400; i++) for (let j = 0; j < checks; j++) at(0, `x${i}`);
       // A full bucket gives up spent keys first (room.ts): keys with room left, as V, push it out.
       if (make === SHARED[1]) for (let i = 0; i < 400; i++) at(0, `y${i}`);
