@@ -802,7 +802,10 @@ export class ThrottleRunner {
       // each starts within LATE_START_MS of its unit's instant, the store's: from there then.
       // A bucket unit's start up to its slot's start is not late (core/unit-slot.ts): the slots
       // are spaced by the rate's interval, so starts there hold it as starts at the grant would.
-      if (unit.slot !== undefined && now + offset <= unit.slot) return undefined;
+      // Not while the key is paused: a start the late rules below move waits the pause out there
+      // (a slot's slack must not carry a start into an upstream's pause).
+      if (unit.slot !== undefined && now + offset <= unit.slot && this.#pauses.until(kq.key, now) === 0)
+        return undefined;
       const rolling = this.#opts.rollingLagMs;
       if (rolling !== undefined && fleetUnit && unitAt !== undefined && now + offset - unitAt > rolling) return "lag";
       return now - since > LATE_START_MS ? "lag" : undefined;

@@ -56,17 +56,21 @@ describe.skipIf(redis === undefined)("a script that quits its own client exits, 
   // expired and settled, so the tickets' enqueue and cancels were written after the script's
   // QUIT, and ioredis's quit() rejected ("Connection is closed", exit 1). The child holds the
   // opening until quit() was called, deterministically, and exits with 3 if any command was
-  // written after QUIT. Tickets cancelled before they left are now never sent.
+  // written after QUIT. Tickets cancelled before they left are now never sent. Since the queue on
+  // a standalone server opens without waiting for its subscription (a process's first tickets go
+  // at once: docs/throttle.md), the jobs may also be granted before QUIT and run: either way every
+  // job settles, and nothing is written after QUIT (exit 3 if anything is).
   for (const client of ["ioredis", "iovalkey"] as const) {
     it.concurrent(`${client}: jobs that expired before the fleet queue opened write nothing after QUIT`, {
       timeout: 30_000,
     }, async () => {
       const out = await runChild([client, "throttle", redis?.url ?? "", uniquePrefix("exit-late-open"), "late-open"]);
       expect(out.code, out.stderr).toBe(0);
-      expect(out.report).toMatchObject({
-        outcomes: ["rejected", "rejected", "rejected"],
-        stats: { queued: 0, running: 0, expired: 3 },
-      });
+      const report = out.report as { outcomes: string[]; stats: { queued: number; running: number; expired: number } };
+      expect(report.stats).toMatchObject({ queued: 0, running: 0 });
+      expect(report.outcomes).toHaveLength(3);
+      // Each job either ran or expired (rejected): none is left pending.
+      expect(report.outcomes.filter((o) => o === "rejected")).toHaveLength(report.stats.expired);
     });
   }
 });
