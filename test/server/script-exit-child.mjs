@@ -4,7 +4,7 @@
 //   client: ioredis | iovalkey | node-redis | glide
 //   use:    deny     - a limiter until a denial (the deny cache subscribes where it can)
 //           lease    - a concurrency limiter: a lease, a denial, release() and renew()
-//           throttle - createThrottle (rate 2 a minute, concurrency 1) runs 3 jobs: the third
+//           throttle - createThrottle (rate 2 an hour, concurrency 1) runs 3 jobs: the third
 //                      waits for the rate, is denied, and is then dropped by maxWaitMs
 // An optional fifth arg, late-open, holds the fleet queue's opening until quit() (see below).
 // Prints one JSON line with what happened, then quits its client; the test asserts it exits.
@@ -91,7 +91,9 @@ if (use === "deny") {
   const throttle = createThrottle({
     name: "exit",
     store,
-    rate: { algorithm: "fixed-window", limit: 2, windowMs: 60_000 },
+    // An hour's window: three jobs scheduled within ms straddled a minute's edge now and then
+    // (its third then ran in the next window, and none was dropped by maxWaitMs).
+    rate: { algorithm: "fixed-window", limit: 2, windowMs: 3_600_000 },
     concurrency: 1,
   });
   const outcomes = await Promise.allSettled(

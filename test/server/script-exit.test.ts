@@ -48,7 +48,7 @@ describe.skipIf(redis === undefined)("a script that quits its own client exits, 
       expect(out.code, out.stderr).toBe(0);
       const { stats } = out.report as { stats: { queued: number; running: number; expired: number } };
       expect(stats).toMatchObject({ queued: 0, running: 0 });
-      expect(stats.expired).toBeGreaterThanOrEqual(1);
+      expect(stats.expired, JSON.stringify(out.report)).toBeGreaterThanOrEqual(1);
     });
   }
 
