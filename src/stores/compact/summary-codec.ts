@@ -24,7 +24,8 @@ function up(x: number): number {
   return x + Math.abs(x) * 2 ** -46 + 1e-6;
 }
 
-const isEmpty = (cells: Float64Array, at: number) => Number.isNaN(cells[at] as number);
+/** Whether the cell at `at` holds nothing yet (its first slot NaN). */
+export const isEmpty = (cells: Float64Array, at: number) => Number.isNaN(cells[at] as number);
 
 /** Float64 slots member `m` takes in a summary cell. */
 export function memberSlots(m: Algorithm): number {
@@ -47,13 +48,13 @@ export const BAN_SLOTS = 3;
 /** Window length of a windowed member. */
 // The concurrency spec's log has leaseMs for its window (it has no windowMs: reading that made
 // every summarised lease NaN, read back as no lease at all).
-const windowOf = (m: Algorithm) =>
+export const windowOf = (m: Algorithm) =>
   m.kind === "concurrency"
     ? leaseMsOf(m.spec as ConcurrencySpec)
     : (m.spec as FixedWindowSpec | SlidingLogSpec).windowMs;
 
 /** Counts of a (w, p, c)-like cell as seen from the later window `later` (W: the window length). */
-function shift(w: number, p: number, c: number, later: number, W: number): [number, number] {
+export function shift(w: number, p: number, c: number, later: number, W: number): [number, number] {
   if (w === later) return [p, c];
   return w === later - W ? [c, 0] : [0, 0];
 }
@@ -147,7 +148,7 @@ export function unitMs(m: Algorithm): number {
 }
 
 /** The instant a rate-based state owes nothing any more (a token bucket full again; a gcra's tat). */
-function rateInstant(m: Algorithm, state: unknown): number {
+export function rateInstant(m: Algorithm, state: unknown): number {
   if (m.kind !== "token-bucket") return gcraInstant(state as GcraState);
   const s = state as TokenBucketState;
   const { capacity, refillPerSecond: r } = m.spec as TokenBucketSpec;

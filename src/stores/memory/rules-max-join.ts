@@ -23,38 +23,11 @@
  * pushed out) counts it once.
  */
 import type { Algorithm } from "../../algorithms/algorithm.ts";
-import { leaseMsOf } from "../../algorithms/concurrency.ts";
 import type { FixedWindowState } from "../../algorithms/fixed-window.ts";
-import type { GcraState } from "../../algorithms/gcra.ts";
 import type { SlidingLogState } from "../../algorithms/sliding-log.ts";
 import type { SlidingWindowState } from "../../algorithms/sliding-window.ts";
-import type { ConcurrencySpec, FixedWindowSpec, SlidingLogSpec, TokenBucketSpec } from "../../algorithms/specs.ts";
-import type { TokenBucketState } from "../../algorithms/token-bucket.ts";
-
-const isEmpty = (cells: Float64Array, at: number) => Number.isNaN(cells[at] as number);
-
-/** Window length of a windowed member (a concurrency rule's leases last `leaseMs`). */
-const windowOf = (m: Algorithm) =>
-  m.kind === "concurrency"
-    ? leaseMsOf(m.spec as ConcurrencySpec)
-    : (m.spec as FixedWindowSpec | SlidingLogSpec).windowMs;
-
-/** Counts of a (w, p, c)-like cell as seen from the later window `later` (W: the window length). */
-function shift(w: number, p: number, c: number, later: number, W: number): [number, number] {
-  if (w === later) return [p, c];
-  return w === later - W ? [c, 0] : [0, 0];
-}
-
-/** The instant a rate-based state owes nothing any more (a token bucket full again; a gcra's arrival, rounded up). */
-function rateInstant(m: Algorithm, state: unknown): number {
-  if (m.kind === "token-bucket") {
-    const s = state as TokenBucketState;
-    const { capacity, refillPerSecond: r } = m.spec as TokenBucketSpec;
-    return s.t + (capacity * 1000 - s.b) / r;
-  }
-  const s = state as GcraState;
-  return s.ticks > 0 ? s.ms + 1 : s.ms;
-}
+// The cell helpers are the additive join's (one definition of a cell's layout and windows).
+import { isEmpty, rateInstant, shift, windowOf } from "../compact/summary-codec.ts";
 
 /** Joins member `m`'s `state` (as of `now`) into the cell at `at` by its maximum (see the file's header). */
 export function maxJoinMember(m: Algorithm, cells: Float64Array, at: number, state: unknown, now: number): void {
